@@ -1,0 +1,580 @@
+"""Reverse and forward mode on recorded programs, and the APIs built on them.
+
+Reverse mode (the book's Algorithm 8.5): the recorded nodes are put in
+topological order, then for k = K..1 node k's VJP maps its cotangent r_k to
+contributions that are *added* into its parents' cotangents (fan-out rule).
+Forward mode (Algorithm 8.4): in topological order, t_k = Σ_j ∂_j f_k [t_parent_j].
+
+The VJP and JVP rules are Tensor operations, so when the sweep records
+(``create_graph``, or any transformation nested inside another) the gradient
+is itself a recorded program: it executes, differentiates again and renders.
+When nothing records, the same rules run on bare values and each cotangent is
+freed as soon as it has been consumed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import core
+from .core import Primitive, Tensor, _recording_as, apply, check_finite
+from .errors import AutogradDagError, GraphFreedError, NotDifferentiableError, where
+from .primitives import elementwise as ew
+from .primitives import indexing, structure
+from .primitives.registry import defprim
+from .program import Program
+from .tree import flatten, unflatten
+
+# ------------------------------------------------------------ graph walks
+
+
+def topological_nodes(outputs: Sequence[Tensor], stop: set[int] = frozenset(),
+                      prune_constant: bool = False) -> list[Tensor]:
+    """Recorded nodes behind ``outputs``, parents before children (iterative DFS).
+
+    The walk does not go behind Tensors whose id is in ``stop``; with
+    ``prune_constant`` it skips nodes that do not require a gradient.
+    """
+    order: list[Tensor] = []
+    seen: set[int] = set()
+    for root in outputs:
+        if id(root) in seen or (prune_constant and not root.requires_grad and id(root) not in stop):
+            continue
+        seen.add(id(root))
+        stack = [(root, 0)]
+        while stack:
+            t, i = stack.pop()
+            parents = () if id(t) in stop else t.parents
+            if parents is None:
+                raise GraphFreedError(
+                    f"backward: the graph behind '{t.prim.name}'{where(t.source)} was already freed by a "
+                    f"previous backward(); pass retain_graph=True to the first backward() to run it again")
+            while i < len(parents):
+                p = parents[i]
+                if id(p) in seen or (prune_constant and not p.requires_grad and id(p) not in stop):
+                    i += 1
+                    continue
+                break
+            if i < len(parents):
+                seen.add(id(parents[i]))
+                stack.append((t, i + 1))
+                stack.append((parents[i], 0))
+            else:
+                order.append(t)
+    return order
+
+
+def _accumulate(table: dict, key: int, value: Tensor) -> None:
+    previous = table.get(key)
+    table[key] = value if previous is None else ew.add(previous, value)
+
+
+def _ones_like(t: Tensor) -> Tensor:
+    return Tensor(np.ones(t.shape, dtype=t.dtype))
+
+
+def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence[Tensor | None],
+                  wrt: Sequence[Tensor] | None, *, create_graph: bool, retain_graph: bool,
+                  prune_constant: bool = False) -> dict[int, tuple[Tensor, Tensor]]:
+    """Algorithm 8.5 over the recorded graph; returns ``{id(t): (t, cotangent)}`` for ``wrt``.
+
+    With ``wrt=None`` every leaf that requires a gradient is a target (the
+    eager ``backward()``). Unless ``retain_graph``, each visited node drops its
+    parents (and with them the saved forward values) once its VJP has run.
+    """
+    stop = {id(t) for t in wrt} if wrt is not None else set()
+    order = topological_nodes(outputs, stop, prune_constant)
+    # relevant: the node is a target or lies on a path from a target.
+    relevant: set[int] = set()
+    for t in order:
+        tid = id(t)
+        if tid in stop or (wrt is None and t.prim is None and t.requires_grad):
+            relevant.add(tid)
+        elif t.parents:
+            for p in t.parents:
+                if id(p) in relevant:
+                    relevant.add(tid)
+                    break
+    cts: dict[int, Tensor] = {}
+    for o, c in zip(outputs, cotangents):
+        if id(o) in relevant:
+            _accumulate(cts, id(o), c if c is not None else _ones_like(o))
+    results: dict[int, tuple[Tensor, Tensor]] = {}
+    anomaly = core.anomaly_enabled()
+    with _recording_as(create_graph):
+        for k in range(len(order) - 1, -1, -1):
+            t = order[k]
+            order[k] = None  # let values go as soon as nothing else holds them
+            tid = id(t)
+            ct = cts.pop(tid, None)
+            if ct is None:
+                continue
+            if tid in stop or not t.parents:
+                results[tid] = (t, ct)
+                continue
+            prim = t.prim
+            if prim.vjp is None:
+                raise NotDifferentiableError(f"'{prim.name}' has no VJP rule; cannot differentiate "
+                                             f"through it{where(t.source)}")
+            grads = prim.vjp(ct, t, *t.parents, **(t.params or {}))
+            for i, (p, g) in enumerate(zip(t.parents, grads)):
+                if g is None or id(p) not in relevant or i in prim.nondiff:
+                    continue
+                if g.shape != p.shape:
+                    raise AutogradDagError(f"VJP of '{prim.name}' returned a cotangent of shape {g.shape} "
+                                           f"for an input of shape {p.shape}{where(t.source)}")
+                if anomaly:
+                    check_finite(g, f"gradient from the VJP of '{prim.name}'")
+                _accumulate(cts, id(p), g)
+            if not retain_graph:
+                t.parents = None
+    return results
+
+
+def forward_sweep(outputs: Sequence[Tensor], primals: Sequence[Tensor],
+                  tangents: Sequence[Tensor]) -> dict[int, Tensor]:
+    """Algorithm 8.4 over the recorded graph; returns ``{id(t): tangent}`` for reached nodes."""
+    stop = {id(p) for p in primals}
+    tan: dict[int, Tensor] = {}
+    for p, t in zip(primals, tangents):
+        _accumulate(tan, id(p), t)
+    anomaly = core.anomaly_enabled()
+    for t in topological_nodes(outputs, stop):
+        if id(t) in stop or not t.parents:
+            continue
+        ts = tuple(None if i in t.prim.nondiff else tan.get(id(p)) for i, p in enumerate(t.parents))
+        if all(x is None for x in ts):
+            continue
+        if t.prim.jvp is None:
+            raise NotDifferentiableError(f"'{t.prim.name}' has no JVP rule; cannot differentiate "
+                                         f"through it{where(t.source)}")
+        out = t.prim.jvp(ts, t, *t.parents, **(t.params or {}))
+        if out is not None:
+            if anomaly:
+                check_finite(out, f"tangent from the JVP of '{t.prim.name}'")
+            tan[id(t)] = out
+    return tan
+
+# ------------------------------------------------------------- eager API
+
+
+def backward(self: Tensor, grad=None, create_graph: bool = False, retain_graph: bool = False) -> None:
+    """Fill ``.grad`` of every leaf with ``requires_grad=True`` behind this Tensor.
+
+    Gradients accumulate across calls (``zero_grad()`` resets them), as in
+    PyTorch. ``grad`` is the output cotangent (default: ones, for a scalar
+    loss). With ``create_graph=True`` the gradients are recorded Tensors, so
+    they can be differentiated again; the graph is then kept. Otherwise the
+    graph's saved values are freed unless ``retain_graph=True``.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> x = ad.Tensor([3.0], requires_grad=True)
+        >>> (x * x).sum().backward()
+        >>> x.grad.value
+        array([6.])
+    """
+    if not self.requires_grad:
+        raise AutogradDagError("backward: this Tensor does not require a gradient; mark an input with "
+                               "requires_grad=True (and don't compute it inside no_grad())")
+    if grad is None:
+        if self.size != 1:
+            raise AutogradDagError(f"backward: grad can be implicitly created only for a scalar output; "
+                                   f"this output has shape {self.shape}. Pass grad= of that shape")
+        ct = _ones_like(self)
+    else:
+        ct = grad if isinstance(grad, Tensor) else Tensor(np.asarray(grad, dtype=self.dtype))
+        if ct.shape != self.shape:
+            raise AutogradDagError(f"backward: grad has shape {ct.shape}, expected {self.shape}")
+    grads = reverse_sweep([self], [ct], None, create_graph=create_graph,
+                          retain_graph=retain_graph or create_graph, prune_constant=True)
+    with _recording_as(create_graph):
+        for leaf, g in grads.values():
+            if not create_graph:
+                g = Tensor(g.value)
+            leaf.grad = g if leaf.grad is None else ew.add(leaf.grad, g)
+
+
+def zero_grad(tensors) -> None:
+    """Reset ``.grad`` to None on each Tensor of an iterable."""
+    for t in tensors:
+        t.grad = None
+
+
+Tensor.backward = backward
+Tensor.zero_grad = lambda self: setattr(self, "grad", None)
+
+# -------------------------------------------------------- functional API
+
+
+def _nested(leaves) -> bool:
+    return any(isinstance(x, Tensor) for x in leaves)
+
+
+def _as_input(x) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    t = Tensor(x)
+    if t.dtype.kind not in "fc":
+        t = Tensor(t.value.astype(np.float64))
+    return t
+
+
+def _output_leaves(out, fname: str) -> tuple[list[Tensor], Any]:
+    leaves, td = flatten(out)
+    tensors = []
+    for x in leaves:
+        if not isinstance(x, Tensor):
+            x = Tensor(x)
+        tensors.append(x)
+    return tensors, td
+
+
+def _zeros_for(t: Tensor, nested: bool):
+    z = np.zeros(t.shape, dtype=t.dtype)
+    return Tensor(z) if nested else z
+
+
+def _finish(t: Tensor, nested: bool):
+    return t if nested else t.value
+
+
+def vjp(f: Callable, *args) -> tuple[Any, Callable]:
+    """``(f(*args), vjp_fn)`` where ``vjp_fn(ct)`` returns ⟨ct, ∂f⟩ for each argument.
+
+    Arguments may be arrays, scalars, Tensors or nested tuples/lists/dicts of
+    them; cotangents come back in the same structure. On numpy inputs the
+    results are numpy arrays; inside another transformation they are
+    recorded Tensors.
+
+    Shapes: ``ct`` has f's output structure and shapes; ``vjp_fn(ct)`` returns
+    a tuple with one entry per argument.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> out, f_vjp = ad.vjp(lambda x: x * x, np.array([1.0, 2.0]))
+        >>> f_vjp(np.ones(2))
+        (array([2., 4.]),)
+    """
+    arg_leaves, arg_td = flatten(args)
+    nested = _nested(arg_leaves)
+    inputs = [_as_input(x) for x in arg_leaves]
+    with _recording_as(True):
+        out = f(*unflatten(arg_td, inputs))
+    out_leaves, out_td = _output_leaves(out, "vjp")
+
+    def vjp_fn(ct):
+        ct_leaves, _ = flatten(ct)
+        if len(ct_leaves) != len(out_leaves):
+            raise AutogradDagError(f"vjp: the cotangent has {len(ct_leaves)} leaves but f returned "
+                                   f"{len(out_leaves)}")
+        cts = []
+        for o, c in zip(out_leaves, ct_leaves):
+            c = c if isinstance(c, Tensor) else Tensor(np.asarray(c, dtype=o.dtype))
+            if c.shape != o.shape:
+                raise AutogradDagError(f"vjp: cotangent of shape {c.shape} for an output of shape {o.shape}")
+            cts.append(c)
+        inner_nested = nested or _nested(ct_leaves)
+        grads = reverse_sweep(out_leaves, cts, inputs, create_graph=inner_nested, retain_graph=True)
+        result = [_finish(grads[id(t)][1], inner_nested) if id(t) in grads else _zeros_for(t, inner_nested)
+                  for t in inputs]
+        return unflatten(arg_td, result)
+
+    out_value = unflatten(out_td, [_finish(o, nested) for o in out_leaves])
+    return out_value, vjp_fn
+
+
+def _select(args: tuple, argnums):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    for n in nums:
+        if not -len(args) <= n < len(args):
+            raise AutogradDagError(f"grad: argnums={argnums!r} but the function got {len(args)} argument(s)")
+    return single, nums
+
+
+def value_and_grad(f: Callable, argnums=0) -> Callable:
+    """A function returning ``(f(*args), ∇f)`` for a scalar-valued ``f``.
+
+    ``argnums`` (int or tuple) chooses the arguments differentiated; the
+    gradient has that argument's structure (a tuple for a tuple of argnums).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.value_and_grad(lambda x: (x ** 3).sum())(np.array([2.0]))
+        (array(8.), array([12.]))
+    """
+    def wrapped(*args):
+        single, nums = _select(args, argnums)
+        nums = tuple(n % len(args) for n in nums)
+        arg_leaves, arg_td = flatten(args)
+        nested = _nested(arg_leaves)
+        chosen = [args[n] for n in nums]
+        chosen_leaves, chosen_td = flatten(tuple(chosen))
+        inputs = [_as_input(x) for x in chosen_leaves]
+        rebuilt = list(args)
+        for n, value in zip(nums, unflatten(chosen_td, inputs)):
+            rebuilt[n] = value
+        with _recording_as(True):
+            out = f(*rebuilt)
+        if not isinstance(out, Tensor):
+            raise AutogradDagError(f"grad: f must return a Tensor computed from its inputs; "
+                                   f"got {type(out).__name__}")
+        if out.size != 1:
+            raise AutogradDagError(f"grad: f must return a scalar (one element); got shape {out.shape}. "
+                                   f"Use ad.vjp or ad.jacobian for vector outputs")
+        grads = reverse_sweep([out], [_ones_like(out)], inputs, create_graph=nested, retain_graph=nested)
+        flat = [_finish(grads[id(t)][1], nested) if id(t) in grads else _zeros_for(t, nested) for t in inputs]
+        g = unflatten(chosen_td, flat)
+        return _finish(out, nested), (g[0] if single else tuple(g))
+    wrapped.__name__ = f"value_and_grad_{getattr(f, '__name__', 'f')}"
+    return wrapped
+
+
+def grad(f: Callable, argnums=0) -> Callable:
+    """The gradient function of a scalar-valued ``f`` (reverse mode).
+
+    Shapes: the gradient has the shape (and nesting) of the chosen argument.
+    Compose freely: ``ad.grad(ad.grad(f))`` is the second derivative.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> float(ad.grad(ad.grad(lambda x: x ** 3))(2.0))
+        12.0
+    """
+    vg = value_and_grad(f, argnums)
+
+    def wrapped(*args):
+        return vg(*args)[1]
+    wrapped.__name__ = f"grad_{getattr(f, '__name__', 'f')}"
+    return wrapped
+
+
+def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
+    """``(f(*primals), ∂f(primals)[tangents])`` by forward mode.
+
+    ``primals`` and ``tangents`` are tuples with the same structure and shapes.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.jvp(lambda x: x * x, (np.array([3.0]),), (np.array([1.0]),))
+        (array([9.]), array([6.]))
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise AutogradDagError("jvp: primals and tangents must be tuples (one entry per argument)")
+    p_leaves, p_td = flatten(tuple(primals))
+    t_leaves, t_td = flatten(tuple(tangents))
+    if len(p_leaves) != len(t_leaves):
+        raise AutogradDagError(f"jvp: {len(p_leaves)} primal leaves but {len(t_leaves)} tangent leaves")
+    nested = _nested(p_leaves) or _nested(t_leaves)
+    inputs = [_as_input(x) for x in p_leaves]
+    tans = []
+    for p, t in zip(inputs, t_leaves):
+        t = t if isinstance(t, Tensor) else Tensor(np.asarray(t, dtype=p.dtype))
+        if t.shape != p.shape:
+            raise AutogradDagError(f"jvp: tangent of shape {t.shape} for a primal of shape {p.shape}")
+        tans.append(t)
+    with _recording_as(True):
+        out = f(*unflatten(p_td, inputs))
+    out_leaves, out_td = _output_leaves(out, "jvp")
+    with _recording_as(nested):
+        tan = forward_sweep(out_leaves, inputs, tans)
+    out_tans = [_finish(tan[id(o)], nested) if id(o) in tan else _zeros_for(o, nested) for o in out_leaves]
+    return (unflatten(out_td, [_finish(o, nested) for o in out_leaves]), unflatten(out_td, out_tans))
+
+
+def jacobian(f: Callable, argnums: int = 0) -> Callable:
+    """The Jacobian function of ``f`` w.r.t. one argument, row by row in reverse mode.
+
+    Shapes: out.shape + arg.shape.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.jacobian(lambda x: x * x)(np.array([1.0, 2.0]))
+        array([[2., 0.],
+               [0., 4.]])
+    """
+    def wrapped(*args):
+        n = argnums % len(args)
+
+        def f_of(x):
+            rebuilt = list(args)
+            rebuilt[n] = x
+            return f(*rebuilt)
+        out, f_vjp = vjp(f_of, args[n])
+        nested = isinstance(out, Tensor)
+        out_shape = np.shape(out.value if nested else out)
+        x_shape = np.shape(args[n].value if isinstance(args[n], Tensor) else args[n])
+        dtype = (out.value if nested else np.asarray(out)).dtype
+        rows = []
+        for i in range(int(np.prod(out_shape, dtype=np.int64))):
+            e = np.zeros(int(np.prod(out_shape, dtype=np.int64)), dtype=dtype)
+            e[i] = 1.0
+            rows.append(f_vjp(e.reshape(out_shape))[0])
+        if nested:
+            return structure.reshape(indexing.stack(rows), out_shape + x_shape)
+        if not rows:
+            return np.zeros(out_shape + x_shape, dtype=dtype)
+        return np.stack(rows).reshape(out_shape + x_shape)
+    return wrapped
+
+
+def hessian(f: Callable, argnums: int = 0) -> Callable:
+    """The Hessian of a scalar ``f``: the Jacobian of its gradient. Shapes: arg.shape * 2."""
+    return jacobian(grad(f, argnums), argnums)
+
+
+def hvp(f: Callable, x, v):
+    """Hessian-vector product ∇²f(x)·v by forward-over-reverse, without forming ∇²f.
+
+    Shapes: x, v of the same shape -> that shape.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.hvp(lambda x: (x ** 3).sum(), np.array([1.0, 2.0]), np.array([1.0, 0.0]))
+        array([6., 0.])
+    """
+    return jvp(grad(f), (x,), (v,))[1]
+
+# ----------------------------------------------------- gradient programs
+
+
+def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Program:
+    """The program computing the gradient of a scalar ``program`` w.r.t. inputs ``wrt``.
+
+    ``wrt`` is an input position or a tuple of them (default: all inputs).
+    The result is an ordinary :class:`Program` (kind ``"gradient"``): it runs,
+    prints, renders and can be differentiated again. With ``with_value`` its
+    first output is the program's value.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> prog = ad.trace(lambda x: (x * x).sum(), np.ones(3))
+        >>> gprog = ad.grad_program(prog)
+        >>> gprog(np.array([1.0, 2.0, 3.0]))
+        array([2., 4., 6.])
+    """
+    if len(program.outputs) != 1:
+        raise AutogradDagError(f"grad_program: the program has {len(program.outputs)} outputs; "
+                               f"the gradient needs a single scalar output")
+    out_node = program.nodes[program.outputs[0]]
+    if int(np.prod(out_node.shape, dtype=np.int64)) != 1:
+        raise AutogradDagError(f"grad_program: the output has shape {out_node.shape}; expected a scalar")
+    n_in = len(program.inputs)
+    single = isinstance(wrt, int)
+    positions = tuple(range(n_in)) if wrt is None else ((wrt,) if single else tuple(wrt))
+    for p in positions:
+        if not 0 <= p < n_in:
+            raise AutogradDagError(f"grad_program: wrt={wrt!r} but the program has {n_in} input(s)")
+    inputs = []
+    for k in program.inputs:
+        node = program.nodes[k]
+        t = Tensor(np.ones(node.shape, dtype=node.dtype), name=node.name)
+        inputs.append(t)
+    # The inputs are placeholders: only the recorded structure matters, so
+    # numpy's warnings about their values (log 0, 0/0) mean nothing here.
+    with _recording_as(True), np.errstate(all="ignore"):
+        out = program(*inputs)
+        grads = reverse_sweep([out], [_ones_like(out)], [inputs[p] for p in positions],
+                              create_graph=True, retain_graph=True)
+        outs = []
+        for p in positions:
+            g = grads[id(inputs[p])][1] if id(inputs[p]) in grads else None
+            if g is None:
+                g = ew.multiply(inputs[p], 0.0)
+            if g is inputs[p]:
+                g = ew.multiply(g, 1.0)
+            g.name = f"d{program.name}/d{inputs[p].name}"
+            outs.append(g)
+    if with_value:
+        outs.insert(0, out)
+    result = Program.from_outputs(tuple(inputs), tuple(outs),
+                                  name=f"grad_{program.name}", kind="gradient")
+    result.single_output = len(outs) == 1 and not with_value and (single or n_in == 1)
+    return result
+
+# ------------------------------------------------------------ checkpoint
+
+
+def checkpoint(f: Callable) -> Callable:
+    """``f`` that stores no intermediates: its forward is recomputed during backward.
+
+    The book's checkpointing trades compute for memory. Everything to be
+    differentiated must be passed as an argument (Tensors), e.g.
+    ``ad.checkpoint(block)(x, W, b)``; the call records one node.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> g = ad.checkpoint(lambda x: ad.tanh(ad.tanh(x)))
+        >>> x = ad.Tensor([0.5], requires_grad=True)
+        >>> g(x).sum().backward()
+        >>> np.round(x.grad.value, 4)
+        array([0.6896])
+    """
+    name = f"checkpoint[{getattr(f, '__name__', 'f')}]"
+
+    def impl(*arrays):
+        with _recording_as(False):
+            out = f(*[Tensor(a) for a in arrays])
+        return out.value
+
+    def rule_vjp(ct, out, *inputs):
+        fresh = [Tensor(x.value) for x in inputs]
+        recording = core.is_recording()
+        with _recording_as(True):
+            replay = f(*fresh)
+        grads = reverse_sweep([replay], [ct], fresh, create_graph=recording, retain_graph=recording)
+        result = []
+        for x, fr in zip(inputs, fresh):
+            result.append(grads[id(fr)][1] if id(fr) in grads else None)
+        return tuple(result)
+
+    def rule_jvp(tangents, out, *inputs):
+        fresh = [Tensor(x.value) for x in inputs]
+        with _recording_as(True):
+            replay = f(*fresh)
+        pairs = [(fr, t) for fr, t in zip(fresh, tangents) if t is not None]
+        tan = forward_sweep([replay], [p for p, _ in pairs], [t for _, t in pairs])
+        return tan.get(id(replay))
+
+    prim = Primitive(name, impl, vjp=rule_vjp, jvp=rule_jvp)
+
+    def wrapped(*args):
+        return apply(prim, *args)
+    wrapped.__name__ = name
+    return wrapped
+
+# ---------------------------------------------------- custom primitives
+
+
+def primitive(name: str, impl: Callable | None = None, *, vjp: Callable | None = None,
+              jvp: Callable | None = None, shape: Callable | None = None,
+              nondiff: tuple[int, ...] = (), replace: bool = False):
+    """Define a new primitive with its own rules; returns the function that applies it.
+
+    ``impl(*arrays, **params)`` computes the value with numpy;
+    ``vjp(ct, out, *inputs, **params)`` returns one cotangent per input and
+    ``jvp(tangents, out, *inputs, **params)`` the output tangent, both with
+    Tensor operations (so that they differentiate again). Usable as a
+    decorator: ``@ad.primitive("cube", vjp=..., jvp=...)``.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> cube = ad.primitive("cube_doc", lambda x: x ** 3,
+        ...     vjp=lambda ct, out, x: (ct * 3.0 * x * x,),
+        ...     jvp=lambda t, out, x: t[0] * 3.0 * x * x)
+        >>> float(ad.grad(lambda x: cube(x))(2.0))
+        12.0
+    """
+    def make(fn: Callable):
+        prim = defprim(name, fn, vjp=vjp, jvp=jvp, shape=shape, nondiff=nondiff, replace=replace)
+
+        def op(*args, **params):
+            return apply(prim, *args, **params)
+        op.__name__ = name
+        op.__doc__ = fn.__doc__
+        op.prim = prim
+        return op
+    return make if impl is None else make(impl)

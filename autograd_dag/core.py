@@ -1,0 +1,405 @@
+"""The bottom layer: the primitive record, the recorded Tensor, and ``apply``.
+
+A :class:`Tensor` is a numpy value plus the node that made it: the primitive,
+the parent Tensors, the static parameters, the user's source line and the name
+scope. :func:`apply` is the one function that runs a primitive: it computes the
+value with numpy and, unless recording is off (``no_grad``), records the node.
+Everything else — programs, reverse and forward mode, rendering — reads these
+records; nothing here knows about them.
+
+The record is kept small on purpose: every numpy-style operation a user writes
+pays for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from .errors import AnomalyError, AutogradDagError, ShapeError, where
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+# Module globals rather than thread-locals: they are read on every operation,
+# and a global lookup is the cheapest read Python has.
+_recording = True
+_scope: tuple[str, ...] = ()
+_anomaly = False
+
+
+class Primitive:
+    """One primitive function: its numpy implementation and its derivative rules.
+
+    ``impl(*arrays, **params) -> ndarray`` computes the value.
+    ``vjp(ct, out, *inputs, **params) -> tuple`` returns one cotangent per input
+    (``None`` for a zero or undefined cotangent), written with Tensor operations
+    so that the gradient is itself recorded as a program.
+    ``jvp(tangents, out, *inputs, **params) -> Tensor`` pushes the input tangents
+    (a tuple, ``None`` for zero) forward, also with Tensor operations.
+    ``shape(*avals, **params) -> (shape, dtype)`` is the abstract rule; it is
+    consulted to explain a failed operation and to check a program without
+    running it. ``nondiff`` lists the positions of inputs that carry no
+    derivative (integer indices, boolean masks).
+
+    Calling a primitive applies it: ``exp_prim(x)`` records a node like ``ad.exp(x)``.
+    """
+
+    __slots__ = ("name", "impl", "vjp", "jvp", "shape", "nondiff", "linear")
+
+    def __init__(self, name: str, impl: Callable, *, vjp: Callable | None = None,
+                 jvp: Callable | None = None, shape: Callable | None = None,
+                 nondiff: tuple[int, ...] = (), linear: bool = False):
+        self.name = name
+        self.impl = impl
+        self.vjp = vjp
+        self.jvp = jvp
+        self.shape = shape
+        self.nondiff = tuple(nondiff)
+        # ``linear``: the output is linear in every differentiable input
+        # (add, reshape, sum, ...). The circuit analysis and the renderer use it.
+        self.linear = linear
+
+    def __call__(self, *args, **params):
+        return apply(self, *args, **params)
+
+    def __repr__(self) -> str:
+        return f"<primitive {self.name}>"
+
+
+class Tensor:
+    """A numpy value plus the node that made it.
+
+    Attributes: ``value`` (the ndarray), ``prim`` (the :class:`Primitive`, or
+    ``None`` for a leaf), ``parents`` (the input Tensors), ``params`` (static
+    parameters such as ``axis``), ``requires_grad``, ``grad`` (filled by
+    ``backward()``), ``name``, ``source`` (``(filename, lineno)`` of the user's
+    line) and ``scope`` (the ``name_scope`` names in force).
+
+    Shapes: any. Python scalars and lists become float64 arrays.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> x = ad.Tensor([1.0, 2.0], requires_grad=True, name="x")
+        >>> y = (x * x).sum()
+        >>> float(y.value)
+        5.0
+    """
+
+    __slots__ = ("value", "prim", "parents", "params", "requires_grad", "grad",
+                 "name", "source", "scope", "__weakref__")
+    # Make ``ndarray + Tensor`` defer to ``Tensor.__radd__``.
+    __array_priority__ = 1000.0
+
+    def __init__(self, value: Any, requires_grad: bool = False, name: str | None = None):
+        if isinstance(value, Tensor):
+            value = value.value
+        self.value = as_array(value)
+        self.prim = None
+        self.parents = ()
+        self.params = None
+        self.requires_grad = bool(requires_grad)
+        if self.requires_grad and not np.issubdtype(self.value.dtype, np.inexact):
+            raise AutogradDagError(
+                f"Tensor(requires_grad=True): only floating-point tensors can require "
+                f"gradients; got dtype {self.value.dtype}{where(user_source())}")
+        self.grad = None
+        self.name = name
+        self.source = user_source()
+        self.scope = _scope
+
+    # The properties a numpy user reaches for first.
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.value.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.value.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.value.ndim
+
+    @property
+    def size(self) -> int:
+        return self.value.size
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.prim is None
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+    def __array__(self, dtype=None, copy=None):
+        if dtype is None:
+            return self.value
+        return self.value.astype(dtype)
+
+    def numpy(self) -> np.ndarray:
+        """The value as an ndarray (no copy)."""
+        return self.value
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        return self.value.item()
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __int__(self) -> int:
+        return int(self.value)
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    # Tensors are compared elementwise by ``==``, so hashing is by identity.
+    __hash__ = object.__hash__
+
+    def detach(self) -> "Tensor":
+        """A new leaf with the same value and no history."""
+        return Tensor(self.value, name=self.name)
+
+    def requires_grad_(self, flag: bool = True) -> "Tensor":
+        """Mark a leaf as requiring a gradient (in place); returns self."""
+        if self.prim is not None:
+            raise AutogradDagError(
+                f"requires_grad_: only leaves can be marked; '{self.prim.name}' output is not a leaf")
+        self.requires_grad = bool(flag)
+        return self
+
+    def __repr__(self) -> str:
+        head = f"Tensor({np.array2string(self.value, precision=4, threshold=20)}"
+        extra = []
+        if self.name:
+            extra.append(f"name={self.name!r}")
+        if self.prim is not None:
+            extra.append(f"op={self.prim.name}")
+        if self.requires_grad:
+            extra.append("requires_grad=True")
+        return head + "".join(", " + e for e in extra) + ")"
+
+
+def as_array(value: Any) -> np.ndarray:
+    """numpy array of ``value``; Python scalars and lists become float64.
+
+    ndarrays and numpy scalars keep their dtype; ``bool``/``int`` Python
+    scalars inside lists are still float64, as the user most likely meant a
+    number.
+    """
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    if isinstance(value, (bool, int, float, list, tuple)):
+        try:
+            return np.asarray(value, dtype=np.float64)
+        except (ValueError, TypeError) as exc:
+            raise AutogradDagError(f"cannot make a float64 array of {value!r}: {exc}") from None
+    return np.asarray(value)
+
+
+def user_source() -> tuple[str, int] | None:
+    """``(filename, lineno)`` of the innermost frame outside this package."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def _leaf(value: np.ndarray) -> Tensor:
+    """A constant leaf recorded for a non-Tensor argument."""
+    t = Tensor.__new__(Tensor)
+    t.value = value
+    t.prim = None
+    t.parents = ()
+    t.params = None
+    t.requires_grad = False
+    t.grad = None
+    t.name = None
+    t.source = None
+    t.scope = _scope
+    return t
+
+
+def _lift(args: tuple) -> list[Tensor]:
+    """Turn the non-Tensor arguments of an operation into constant leaves.
+
+    A Python scalar takes the floating dtype of the other operands (as numpy 2
+    treats it), so that ``x32 * 2.0`` stays float32; alone it becomes float64.
+    """
+    float_dtype = None
+    for a in args:
+        if isinstance(a, (Tensor, np.ndarray)) and a.dtype.kind in "fc":
+            float_dtype = a.dtype if float_dtype is None else np.promote_types(float_dtype, a.dtype)
+    out = []
+    for a in args:
+        if isinstance(a, Tensor):
+            out.append(a)
+        elif isinstance(a, (bool, int, float)) and not isinstance(a, np.generic):
+            out.append(_leaf(np.asarray(a, dtype=float_dtype or np.float64)))
+        else:
+            out.append(_leaf(as_array(a)))
+    return out
+
+
+def apply(prim: Primitive, *args, **params) -> Tensor:
+    """Run ``prim`` on ``args`` and record the node (unless inside ``no_grad``).
+
+    Non-Tensor arguments become constant leaves. A failure inside numpy is
+    turned into a :class:`ShapeError` (or the primitive's own error) naming the
+    operation, the operand shapes and the user's line; nothing is recorded then.
+    """
+    for a in args:
+        if type(a) is not Tensor:
+            args = _lift(args)
+            break
+    try:
+        value = prim.impl(*[a.value for a in args], **params)
+    except AutogradDagError as exc:
+        raise type(exc)(f"{exc}{where(user_source())}") from None
+    except (Warning, FloatingPointError):
+        raise  # the user asked for warnings as errors (np.seterr / -W error): keep them
+    except Exception as exc:  # numpy's own error: translate, never leak it raw
+        raise operation_error(prim, args, params, exc) from None
+    out = Tensor.__new__(Tensor)
+    out.value = value
+    out.prim = prim
+    out.params = params or None
+    out.grad = None
+    out.name = None
+    out.scope = _scope
+    if _recording:
+        out.parents = args
+        requires = False
+        for a in args:
+            if a.requires_grad:
+                requires = True
+                break
+        out.requires_grad = requires
+        out.source = user_source()
+    else:
+        out.parents = ()
+        out.requires_grad = False
+        out.source = None
+    if _anomaly:
+        check_finite(out, "forward value")
+    return out
+
+
+def operation_error(prim: Primitive, args, params: dict, exc: Exception) -> AutogradDagError:
+    """The library error for a primitive that numpy refused to compute.
+
+    The primitive's shape rule, when it has one, usually knows precisely what is
+    wrong (Expect / Actual); numpy's message is kept as the last resort.
+    """
+    shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in args)
+    detail = f"{type(exc).__name__}: {exc}"
+    if prim.shape is not None:
+        try:
+            prim.shape(*args, **params)
+        except AutogradDagError as rule_exc:
+            detail = str(rule_exc)
+        except Exception:
+            pass
+    shown = ", ".join(f"{k}={v!r}" for k, v in params.items() if not isinstance(v, np.ndarray))
+    return ShapeError(f"{prim.name}({shapes}{', ' + shown if shown else ''}): {detail}"
+                      f"{where(user_source())}")
+
+
+def check_finite(t: Tensor, what: str) -> None:
+    """Raise :class:`AnomalyError` if ``t`` holds a NaN or an infinity."""
+    v = t.value
+    if v.dtype.kind in "fc" and not np.all(np.isfinite(v)):
+        op = t.prim.name if t.prim is not None else "leaf"
+        bad = "NaN" if np.any(np.isnan(v)) else "inf"
+        raise AnomalyError(f"detect_anomaly: {what} of '{op}' contains {bad} "
+                           f"(shape {list(v.shape)}){where(t.source)}")
+
+
+def is_recording() -> bool:
+    """Whether operations currently record nodes (False inside ``no_grad``)."""
+    return _recording
+
+
+@contextlib.contextmanager
+def _recording_as(flag: bool):
+    global _recording
+    previous = _recording
+    _recording = flag
+    try:
+        yield
+    finally:
+        _recording = previous
+
+
+def no_grad():
+    """Context manager: operations inside compute values but record no nodes.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> with ad.no_grad():
+        ...     y = ad.Tensor([1.0]) * 2
+        >>> y.prim is not None and y.parents == ()
+        True
+    """
+    return _recording_as(False)
+
+
+def enable_grad():
+    """Context manager: record nodes again inside a ``no_grad`` block."""
+    return _recording_as(True)
+
+
+@contextlib.contextmanager
+def name_scope(name: str):
+    """Context manager: nodes recorded inside carry ``name`` in their scope.
+
+    Scopes nest (``("encoder", "layer0", "attention")``); the renderer draws
+    them as clusters and the layer library opens one per module call.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> with ad.name_scope("block"):
+        ...     y = ad.Tensor([1.0]) + 1
+        >>> y.scope
+        ('block',)
+    """
+    global _scope
+    previous = _scope
+    _scope = previous + (str(name),)
+    try:
+        yield
+    finally:
+        _scope = previous
+
+
+def current_scope() -> tuple[str, ...]:
+    """The tuple of ``name_scope`` names in force."""
+    return _scope
+
+
+@contextlib.contextmanager
+def detect_anomaly():
+    """Context manager: raise at the first NaN or infinity, forward or backward.
+
+    The error names the operation, its node and the user's source line.
+    """
+    global _anomaly
+    previous = _anomaly
+    _anomaly = True
+    try:
+        yield
+    finally:
+        _anomaly = previous
+
+
+def anomaly_enabled() -> bool:
+    """Whether ``detect_anomaly`` is in force."""
+    return _anomaly

@@ -1,0 +1,72 @@
+"""The library's exceptions: one base class, one subclass per kind of mistake.
+
+Every message names the operation, the shapes or values involved and, for
+recorded code, the user's source line (``file.py:12``), so that a user never has
+to read a numpy traceback from deep inside the library.
+"""
+
+from __future__ import annotations
+
+
+class AutogradDagError(Exception):
+    """Base class of every error raised on purpose by autograd_dag."""
+
+
+class ShapeError(AutogradDagError, ValueError):
+    """An operation got operands whose shapes, axes or dtypes do not fit."""
+
+
+class CycleError(AutogradDagError, ValueError):
+    """A graph has (or an edge would close) a directed cycle.
+
+    ``cycle`` holds the vertices of one cycle in order, first vertex repeated
+    at the end, e.g. ``[a, b, c, a]``.
+    """
+
+    def __init__(self, message: str, cycle: list | None = None):
+        super().__init__(message)
+        self.cycle = list(cycle) if cycle is not None else []
+
+
+class ProgramInputError(AutogradDagError, TypeError):
+    """A program was called with the wrong number, shapes or dtypes of inputs."""
+
+
+class GraphFreedError(AutogradDagError, RuntimeError):
+    """Backward was asked to run through a graph whose saved values are gone."""
+
+
+class GradientCheckError(AutogradDagError, AssertionError):
+    """Analytic derivatives disagree with finite differences."""
+
+
+class AnomalyError(AutogradDagError, FloatingPointError):
+    """A forward value or a gradient became NaN or infinite (``detect_anomaly``)."""
+
+
+class NotDifferentiableError(AutogradDagError, TypeError):
+    """A derivative was requested through an operation that has none."""
+
+
+class RenderError(AutogradDagError, RuntimeError):
+    """A program could not be drawn."""
+
+
+class GraphvizNotFoundError(RenderError):
+    """Graphviz's ``dot`` program is not installed or not on PATH."""
+
+
+class CircuitError(AutogradDagError, ValueError):
+    """An arithmetic circuit was built or analysed with bad input."""
+
+
+class SerializationError(AutogradDagError, ValueError):
+    """A file could not be loaded (wrong format, pickled data, mismatched keys or shapes)."""
+
+
+def where(source) -> str:
+    """Format a recorded source location ``(filename, lineno)`` as `` (at file:line)``."""
+    if not source:
+        return ""
+    filename, lineno = source
+    return f" (at {filename}:{lineno})"

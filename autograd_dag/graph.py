@@ -1,0 +1,713 @@
+"""The bare directed acyclic graph (DAG) that every program is built on (book §4.1.2).
+
+A :class:`Graph` holds hashable vertices and directed edges ``i -> j`` meaning
+"``j`` depends on ``i``". It knows nothing about values, functions or tensors:
+it answers questions about structure (parents, children, roots, leaves, paths,
+topological orders) and refuses edges that would close a cycle.
+
+Every walk here is iterative, so graphs with millions of vertices never hit
+Python's recursion limit.
+
+>>> g = Graph.from_edges([(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)])
+>>> g.topological_order()
+[0, 1, 2, 3, 4]
+>>> sorted(g.topological_orders())
+[(0, 1, 2, 3, 4), (0, 2, 1, 3, 4)]
+"""
+
+from __future__ import annotations
+
+import gc
+from collections import deque
+from contextlib import contextmanager
+from heapq import heappop, heappush
+from typing import Hashable, Iterable, Iterator
+
+from autograd_dag.errors import CycleError
+
+__all__ = ["Graph"]
+
+
+def _format_cycle(cycle: list) -> str:
+    return " -> ".join(str(v) for v in cycle)
+
+
+@contextmanager
+def _gc_paused():
+    # Building a big graph allocates millions of lists and tuples but no
+    # garbage; the cyclic collector would rescan them all again and again,
+    # which roughly triples the build time of a 10**6-vertex graph.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class Graph:
+    """A directed acyclic graph over hashable vertices, in insertion order.
+
+    An edge ``(i, j)`` (written ``i -> j``) says that ``j`` depends on ``i``:
+    ``i`` is a parent of ``j`` and ``j`` a child of ``i``. Vertices, edges,
+    parents and children are always reported in the order they were inserted,
+    so every answer is deterministic.
+
+    Adding an edge that would close a cycle raises
+    :class:`~autograd_dag.errors.CycleError` naming the cycle and leaves the
+    graph unchanged. The only way to hold a cyclic graph is
+    ``Graph.from_edges(..., check=False)``; its :meth:`topological_order` then
+    raises ``CycleError``.
+
+    >>> g = Graph()
+    >>> g.add_edge("x", "y")
+    >>> g.add_edge("y", "z")
+    >>> g
+    Graph(3 vertices, 2 edges)
+    >>> g.parents("z"), g.children("x"), g.roots(), g.leaves()
+    (['y'], ['y'], ['x'], ['z'])
+    """
+
+    #: Kind tag of a function vertex ``("f", k)`` in :meth:`to_bipartite`.
+    FUNCTION = "f"
+    #: Kind tag of a variable vertex ``("s", k)`` in :meth:`to_bipartite`.
+    VARIABLE = "s"
+
+    __slots__ = ("_parents", "_children", "_index", "_edges", "_in_order")
+
+    def __init__(self) -> None:
+        """Create an empty graph.
+
+        >>> len(Graph())
+        0
+        """
+        self._parents: dict[Hashable, list] = {}
+        self._children: dict[Hashable, list] = {}
+        # Insertion index of each vertex: the tie-break key of topological_order.
+        self._index: dict[Hashable, int] = {}
+        # An insertion-ordered dict doubles as the edge list and an O(1)
+        # duplicate test, at the memory cost of one container.
+        self._edges: dict[tuple, None] = {}
+        # True while every edge goes from an earlier-inserted vertex to a later
+        # one: then the insertion order is the topological order and sorting
+        # costs O(n). Programs are usually built this way.
+        self._in_order = True
+
+    # ------------------------------------------------------------------ building
+
+    def add_vertex(self, v: Hashable) -> None:
+        """Add vertex ``v`` with no edges; adding an existing vertex does nothing.
+
+        Takes any hashable value; returns None.
+
+        >>> g = Graph()
+        >>> g.add_vertex("a"); g.add_vertex("a")
+        >>> g.vertices
+        ['a']
+        """
+        if v not in self._index:
+            self._index[v] = len(self._index)
+            self._parents[v] = []
+            self._children[v] = []
+
+    def add_edge(self, i: Hashable, j: Hashable) -> None:
+        """Add the edge ``i -> j`` (``j`` depends on ``i``), adding missing vertices.
+
+        A duplicate edge is ignored. An edge that would close a cycle (a path
+        ``j -> ... -> i`` already exists, or ``i == j``) raises ``CycleError``
+        whose ``cycle`` lists the cycle's vertices in order with the first
+        repeated at the end; the graph, including its vertex set, is then left
+        exactly as it was.
+
+        >>> g = Graph.from_edges([("a", "b"), ("b", "c")])
+        >>> try:
+        ...     g.add_edge("c", "a")
+        ... except CycleError as err:
+        ...     print(err); print(err.cycle)
+        adding edge c -> a would close the cycle a -> b -> c -> a
+        ['a', 'b', 'c', 'a']
+        >>> g.num_edges
+        2
+        """
+        if (i, j) in self._edges:
+            return
+        if i == j:
+            cycle = [i, i]
+        elif (
+            i in self._index
+            and j in self._index
+            # A cycle needs a path j -> ... -> i, so j must have children and
+            # i parents; in the usual program-building case (a new vertex j
+            # reading older ones) this skips the search entirely.
+            and self._children[j]
+            and self._parents[i]
+        ):
+            path = self._find_path(j, i)
+            cycle = None if path is None else path + [j]
+        else:
+            cycle = None
+        if cycle is not None:
+            raise CycleError(
+                f"adding edge {i} -> {j} would close the cycle {_format_cycle(cycle)}",
+                cycle=cycle,
+            )
+        self.add_vertex(i)
+        self.add_vertex(j)
+        self._link(i, j)
+
+    @classmethod
+    def from_edges(
+        cls,
+        edges: Iterable[tuple[Hashable, Hashable]],
+        vertices: Iterable[Hashable] = (),
+        check: bool = True,
+    ) -> "Graph":
+        """Build a graph from ``vertices`` (added first, in order) and ``edges``.
+
+        Takes an iterable of ``(i, j)`` pairs and an optional iterable of
+        vertices (useful for isolated vertices or to fix the insertion order);
+        returns a new ``Graph``. With ``check=True`` every edge goes through
+        :meth:`add_edge`, so a cycle raises ``CycleError``. ``check=False``
+        skips the per-edge cycle search (the fast path for large graphs); a
+        cycle is then only reported by :meth:`topological_order`,
+        :meth:`find_cycle` or :meth:`is_acyclic`.
+
+        >>> Graph.from_edges([(1, 2)], vertices=[0, 2]).vertices
+        [0, 2, 1]
+        >>> Graph.from_edges([(0, 1), (1, 0)], check=False).find_cycle()
+        [0, 1, 0]
+        """
+        g = cls()
+        for v in vertices:
+            g.add_vertex(v)
+        if check:
+            for i, j in edges:
+                g.add_edge(i, j)
+            return g
+        with _gc_paused():
+            g._add_edges_unchecked(edges)
+        return g
+
+    def _add_edges_unchecked(self, edges: Iterable[tuple[Hashable, Hashable]]) -> None:
+        parents, children, index, edge_set = self._parents, self._children, self._index, self._edges
+        in_order = self._in_order
+        # Inlined and exception-driven: this loop is the whole cost of building
+        # a large graph, and a vertex is new only once.
+        for e in edges:
+            i, j = e
+            if type(e) is not tuple:
+                e = (i, j)
+            n_edges = len(edge_set)
+            edge_set[e] = None
+            if len(edge_set) == n_edges:
+                continue
+            try:
+                children[i].append(j)
+            except KeyError:
+                index[i] = len(index)
+                parents[i] = []
+                children[i] = [j]
+            try:
+                parents[j].append(i)
+            except KeyError:
+                # A vertex created by this edge comes after i, so order holds.
+                index[j] = len(index)
+                parents[j] = [i]
+                children[j] = []
+            else:
+                if in_order and index[i] >= index[j]:
+                    in_order = False
+        self._in_order = in_order
+
+    def copy(self) -> "Graph":
+        """Return an independent copy (vertices themselves are shared, not copied).
+
+        >>> g = Graph.from_edges([(0, 1)])
+        >>> h = g.copy(); h.add_edge(1, 2)
+        >>> len(g), len(h)
+        (2, 3)
+        """
+        h = type(self)()
+        h._index = dict(self._index)
+        h._parents = {v: list(p) for v, p in self._parents.items()}
+        h._children = {v: list(c) for v, c in self._children.items()}
+        h._edges = dict(self._edges)
+        h._in_order = self._in_order
+        return h
+
+    def subgraph(self, vertices: Iterable[Hashable]) -> "Graph":
+        """Return the subgraph induced by ``vertices``: them and the edges among them.
+
+        Vertices and edges keep this graph's insertion order, whatever the
+        order of ``vertices``. Raises ``KeyError`` for a vertex not in the graph.
+
+        >>> g = Graph.from_edges([(0, 1), (1, 2), (0, 2)])
+        >>> g.subgraph([2, 0]).edges
+        [(0, 2)]
+        """
+        keep = set()
+        for v in vertices:
+            self._require(v)
+            keep.add(v)
+        h = type(self)()
+        with _gc_paused():
+            for v in self._index:
+                if v in keep:
+                    h.add_vertex(v)
+            for i, j in self._edges:
+                if i in keep and j in keep:
+                    h._link(i, j)
+        return h
+
+    # ------------------------------------------------------------------ basic queries
+
+    @property
+    def vertices(self) -> list:
+        """All vertices in insertion order (a new list).
+
+        >>> Graph.from_edges([(2, 1)]).vertices
+        [2, 1]
+        """
+        return list(self._index)
+
+    @property
+    def edges(self) -> list[tuple]:
+        """All edges ``(i, j)`` in insertion order (a new list).
+
+        >>> Graph.from_edges([(0, 2), (0, 1)]).edges
+        [(0, 2), (0, 1)]
+        """
+        return list(self._edges)
+
+    @property
+    def num_edges(self) -> int:
+        """The number of edges (a property, like ``vertices`` and ``edges``).
+
+        >>> Graph.from_edges([(0, 1), (0, 1), (1, 2)]).num_edges
+        2
+        """
+        return len(self._edges)
+
+    def __len__(self) -> int:
+        """The number of vertices.
+
+        >>> len(Graph.from_edges([(0, 1)]))
+        2
+        """
+        return len(self._index)
+
+    def __contains__(self, v: object) -> bool:
+        """Whether ``v`` is a vertex (unhashable values are simply not vertices).
+
+        >>> 1 in Graph.from_edges([(0, 1)]), 5 in Graph.from_edges([(0, 1)])
+        (True, False)
+        """
+        try:
+            return v in self._index
+        except TypeError:
+            return False
+
+    def __iter__(self) -> Iterator:
+        """Iterate over the vertices in insertion order.
+
+        >>> list(Graph.from_edges([("b", "a")]))
+        ['b', 'a']
+        """
+        return iter(self._index)
+
+    def __repr__(self) -> str:
+        """``Graph(n vertices, m edges)``.
+
+        >>> Graph.from_edges([(0, 1), (1, 2)])
+        Graph(3 vertices, 2 edges)
+        """
+        n, m = len(self._index), len(self._edges)
+        return (
+            f"{type(self).__name__}({n} vert{'ex' if n == 1 else 'ices'}, "
+            f"{m} edge{'' if m == 1 else 's'})"
+        )
+
+    def _require(self, v: Hashable) -> None:
+        if v not in self._index:
+            raise KeyError(f"vertex {v!r} is not in the graph")
+
+    def parents(self, j: Hashable) -> list:
+        """The vertices ``i`` with an edge ``i -> j``, in insertion order (a new list).
+
+        Raises ``KeyError`` if ``j`` is not a vertex.
+
+        >>> Graph.from_edges([(1, 3), (0, 3)]).parents(3)
+        [1, 0]
+        """
+        self._require(j)
+        return list(self._parents[j])
+
+    def children(self, i: Hashable) -> list:
+        """The vertices ``j`` with an edge ``i -> j``, in insertion order (a new list).
+
+        Raises ``KeyError`` if ``i`` is not a vertex.
+
+        >>> Graph.from_edges([(0, 2), (0, 1)]).children(0)
+        [2, 1]
+        """
+        self._require(i)
+        return list(self._children[i])
+
+    def roots(self) -> list:
+        """Vertices without parents (the program's inputs), in insertion order.
+
+        >>> Graph.from_edges([(0, 2), (1, 2)]).roots()
+        [0, 1]
+        """
+        return [v for v, p in self._parents.items() if not p]
+
+    def leaves(self) -> list:
+        """Vertices without children (the program's outputs), in insertion order.
+
+        >>> Graph.from_edges([(0, 1), (0, 2)]).leaves()
+        [1, 2]
+        """
+        return [v for v, c in self._children.items() if not c]
+
+    # ------------------------------------------------------------------ paths
+
+    def _find_path(self, src: Hashable, dst: Hashable) -> list | None:
+        """A shortest path ``[src, ..., dst]`` of at least one edge, or None."""
+        children = self._children
+        pred = {src: None}
+        queue = deque([src])
+        while queue:
+            v = queue.popleft()
+            for c in children[v]:
+                if c == dst:
+                    path = [c, v]
+                    while (v := pred[v]) is not None:
+                        path.append(v)
+                    path.reverse()
+                    return path
+                if c not in pred:
+                    pred[c] = v
+                    queue.append(c)
+        return None
+
+    def has_path(self, i: Hashable, j: Hashable) -> bool:
+        """Whether ``i ⪯ j``: there is a path from ``i`` to ``j``.
+
+        The empty path counts, so ``has_path(v, v)`` is True: this is the
+        partial order ``⪯`` of §4.1.2, which is reflexive. (Acyclicity is about
+        paths of at least one edge, which :meth:`find_cycle` looks for.)
+        Raises ``KeyError`` if either vertex is missing.
+
+        >>> g = Graph.from_edges([(0, 1), (1, 2)])
+        >>> g.has_path(0, 2), g.has_path(2, 0), g.has_path(1, 1)
+        (True, False, True)
+        """
+        self._require(i)
+        self._require(j)
+        if i == j:
+            return True
+        children = self._children
+        seen = {i}
+        stack = [i]
+        while stack:
+            for c in children[stack.pop()]:
+                if c == j:
+                    return True
+                if c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+        return False
+
+    def _reach(self, v: Hashable, adjacency: dict) -> set:
+        seen: set = set()
+        stack = [v]
+        while stack:
+            for u in adjacency[stack.pop()]:
+                if u not in seen:
+                    seen.add(u)
+                    stack.append(u)
+        # Only reachable through a cycle, which a checked graph never has.
+        seen.discard(v)
+        return seen
+
+    def ancestors(self, v: Hashable) -> set:
+        """All vertices with a path to ``v``, excluding ``v`` itself.
+
+        Raises ``KeyError`` if ``v`` is missing.
+
+        >>> sorted(Graph.from_edges([(0, 1), (1, 2), (3, 2)]).ancestors(2))
+        [0, 1, 3]
+        """
+        self._require(v)
+        return self._reach(v, self._parents)
+
+    def descendants(self, v: Hashable) -> set:
+        """All vertices reachable from ``v``, excluding ``v`` itself.
+
+        Raises ``KeyError`` if ``v`` is missing.
+
+        >>> sorted(Graph.from_edges([(0, 1), (1, 2), (3, 2)]).descendants(0))
+        [1, 2]
+        """
+        self._require(v)
+        return self._reach(v, self._children)
+
+    def is_chain(self) -> bool:
+        """Whether the graph is a computation chain (§4.1.1): one path through every vertex.
+
+        True when the vertices can be listed ``v0 -> v1 -> ... -> vK`` with
+        exactly those ``K`` edges, so each vertex reads only its predecessor.
+        A graph with a shortcut edge (``0 -> 1 -> 2`` plus ``0 -> 2``) is
+        totally ordered too but is not a chain, since ``2`` also reads ``0``.
+        An empty or one-vertex graph is a chain.
+
+        >>> Graph.from_edges([(0, 1), (1, 2), (2, 3)]).is_chain()
+        True
+        >>> Graph.from_edges([(0, 1), (0, 2)]).is_chain()
+        False
+        """
+        n = len(self._index)
+        if n <= 1:
+            return not self._edges
+        if len(self._edges) != n - 1:
+            return False
+        roots = self.roots()
+        if len(roots) != 1:
+            return False
+        children = self._children
+        v, visited = roots[0], 1
+        while children[v]:
+            if len(children[v]) != 1:
+                return False
+            v = children[v][0]
+            visited += 1
+            # A cycle reachable from the root (check=False graphs) would loop forever.
+            if visited > n:
+                return False
+        return visited == n
+
+    # ------------------------------------------------------------------ orders and cycles
+
+    def topological_order(self) -> list:
+        """A topological order of all vertices: every edge ``i -> j`` has ``i`` before ``j``.
+
+        Kahn's algorithm; whenever several vertices are ready, the one inserted
+        first comes first, so the result is deterministic and equals the
+        insertion order whenever that order is already topological. Takes
+        O((n + m) log n) time. Raises ``CycleError`` naming a cycle if the
+        graph has one.
+
+        >>> g = Graph.from_edges([(0, 2), (1, 2), (2, 3)], vertices=[3, 1, 0])
+        >>> g.topological_order()
+        [1, 0, 2, 3]
+        """
+        verts = list(self._index)
+        if self._in_order:
+            # Min-index-first Kahn would emit exactly this order.
+            return verts
+        index = self._index
+        children = self._children
+        indegree = [len(p) for p in self._parents.values()]
+        # Ascending indices already form a valid heap.
+        heap = [k for k, d in enumerate(indegree) if d == 0]
+        order = []
+        append = order.append
+        while heap:
+            v = verts[heappop(heap)]
+            append(v)
+            for c in children[v]:
+                k = index[c]
+                indegree[k] -= 1
+                if indegree[k] == 0:
+                    heappush(heap, k)
+        if len(order) != len(verts):
+            self._raise_cycle()
+        return order
+
+    def _raise_cycle(self) -> None:
+        cycle = self.find_cycle()
+        raise CycleError(
+            f"the graph has a cycle {_format_cycle(cycle)}, so it has no topological order",
+            cycle=cycle,
+        )
+
+    def topological_orders(self, limit: int | None = None) -> Iterator[tuple]:
+        """Generate every topological order (as tuples), at most ``limit`` of them.
+
+        Orders come in lexicographic order of insertion indices, the first one
+        being :meth:`topological_order`. The number of orders can grow
+        factorially with the number of vertices: meant for small graphs, or use
+        ``limit``. An empty graph has exactly one (empty) order. Raises
+        ``CycleError`` if the graph has a cycle.
+
+        >>> g = Graph.from_edges([(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)])
+        >>> list(g.topological_orders())
+        [(0, 1, 2, 3, 4), (0, 2, 1, 3, 4)]
+        >>> list(Graph.from_edges([], vertices="abc").topological_orders(limit=2))
+        [('a', 'b', 'c'), ('a', 'c', 'b')]
+        """
+        if limit is not None and limit <= 0:
+            return
+        if not self.is_acyclic():
+            self._raise_cycle()
+        n = len(self._index)
+        if n == 0:
+            yield ()
+            return
+        index, children = self._index, self._children
+        indegree = {v: len(p) for v, p in self._parents.items()}
+        order: list = []
+        count = 0
+        # Each frame: the vertices ready at that depth (sorted by insertion
+        # index) and how many of them have been tried there so far.
+        stack = [[[v for v, d in indegree.items() if d == 0], 0]]
+        while stack:
+            frame = stack[-1]
+            ready, tried = frame
+            if tried:
+                # Undo the choice made at this depth before trying the next one.
+                for c in children[order.pop()]:
+                    indegree[c] += 1
+            if tried == len(ready):
+                stack.pop()
+                continue
+            v = ready[tried]
+            frame[1] = tried + 1
+            order.append(v)
+            newly_ready = []
+            for c in children[v]:
+                indegree[c] -= 1
+                if indegree[c] == 0:
+                    newly_ready.append(c)
+            if len(order) == n:
+                yield tuple(order)
+                count += 1
+                if limit is not None and count >= limit:
+                    return
+            else:
+                rest = ready[:tried] + ready[tried + 1:] + newly_ready
+                rest.sort(key=index.__getitem__)
+                stack.append([rest, 0])
+
+    def find_cycle(self) -> list | None:
+        """One directed cycle ``[v0, v1, ..., v0]`` (first vertex repeated), or None.
+
+        Iterative depth-first search from the vertices in insertion order, so
+        the answer is deterministic. A checked graph never has a cycle; this is
+        for graphs built with ``from_edges(..., check=False)``.
+
+        >>> Graph.from_edges([(0, 1), (1, 2), (2, 1)], check=False).find_cycle()
+        [1, 2, 1]
+        >>> Graph.from_edges([(0, 1)]).find_cycle() is None
+        True
+        """
+        if self._in_order:
+            # Every cycle has an edge that goes back in insertion order.
+            return None
+        children = self._children
+        done: set = set()
+        for start in self._index:
+            if start in done:
+                continue
+            path = [start]
+            on_path = {start: 0}
+            stack = [iter(children[start])]
+            while stack:
+                for c in stack[-1]:
+                    if c in on_path:
+                        return path[on_path[c]:] + [c]
+                    if c not in done:
+                        on_path[c] = len(path)
+                        path.append(c)
+                        stack.append(iter(children[c]))
+                        break
+                else:
+                    v = path.pop()
+                    del on_path[v]
+                    done.add(v)
+                    stack.pop()
+        return None
+
+    def is_acyclic(self) -> bool:
+        """Whether the graph has no directed cycle (always True unless built with ``check=False``).
+
+        >>> Graph.from_edges([(0, 1)]).is_acyclic()
+        True
+        >>> Graph.from_edges([(0, 0)], check=False).is_acyclic()
+        False
+        """
+        if self._in_order:
+            return True
+        children = self._children
+        indegree = {v: len(p) for v, p in self._parents.items()}
+        ready = [v for v, d in indegree.items() if d == 0]
+        emitted = 0
+        while ready:
+            v = ready.pop()
+            emitted += 1
+            for c in children[v]:
+                indegree[c] -= 1
+                if indegree[c] == 0:
+                    ready.append(c)
+        return emitted == len(indegree)
+
+    # ------------------------------------------------------------------ other forms
+
+    def to_bipartite(self) -> "Graph":
+        """The bipartite form of §4.1.3: separate function and variable vertices.
+
+        Every vertex ``k`` becomes a variable vertex ``("s", k)``; every
+        non-root ``k`` also becomes a function vertex ``("f", k)`` with edge
+        ``("f", k) -> ("s", k)`` (roots are inputs: a variable with no function).
+        Every edge ``i -> j`` becomes ``("s", i) -> ("f", j)``. Vertices are
+        ``(kind, k)`` tuples, ``kind`` being ``Graph.FUNCTION`` (``"f"``) or
+        ``Graph.VARIABLE`` (``"s"``). With ``n`` vertices, ``r`` roots and
+        ``m`` edges the result has ``2n - r`` vertices and ``(n - r) + m`` edges.
+
+        >>> b = Graph.from_edges([(0, 1), (0, 2), (1, 2)]).to_bipartite()
+        >>> b.vertices
+        [('s', 0), ('f', 1), ('s', 1), ('f', 2), ('s', 2)]
+        >>> b.parents(("f", 2))
+        [('s', 0), ('s', 1)]
+        """
+        f, s = self.FUNCTION, self.VARIABLE
+        h = type(self)()
+        with _gc_paused():
+            # Built in bulk rather than edge by edge: each (kind, k) tuple is
+            # made once and reused, since tuples re-hash on every dict lookup.
+            var = {k: (s, k) for k in self._index}
+            fun = {k: (f, k) for k, p in self._parents.items() if p}
+            index, parents, children, edges = h._index, h._parents, h._children, h._edges
+            own_children = self._children
+            for k, p in self._parents.items():
+                sk = var[k]
+                kids = [fun[c] for c in own_children[k]]
+                if p:
+                    fk = fun[k]
+                    index[fk] = len(index)
+                    parents[fk] = [var[i] for i in p]
+                    children[fk] = [sk]
+                    index[sk] = len(index)
+                    parents[sk] = [fk]
+                    children[sk] = kids
+                    # Edges into f_k first, then f_k -> s_k: the reading order of the program.
+                    for i in p:
+                        edges[(var[i], fk)] = None
+                    edges[(fk, sk)] = None
+                else:
+                    index[sk] = len(index)
+                    parents[sk] = []
+                    children[sk] = kids
+            # f_k, s_k sit where k sat, so an edge s_i -> f_j goes forward
+            # exactly when i -> j did.
+            h._in_order = self._in_order
+        return h
+
+    def _link(self, i: Hashable, j: Hashable) -> None:
+        """Add a new edge between existing vertices without a cycle check."""
+        self._edges[(i, j)] = None
+        self._children[i].append(j)
+        self._parents[j].append(i)
+        if self._in_order and self._index[i] >= self._index[j]:
+            self._in_order = False

@@ -1,0 +1,89 @@
+"""Wire numpy-style operators and methods onto :class:`Tensor`, in one place.
+
+``core`` defines the Tensor record without operators, so that the primitive
+families (which import ``core``) never import each other through Tensor
+methods; this module, above all families, attaches them. It also lets numpy
+functions such as ``np.exp(t)`` dispatch to the recorded primitives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .core import Tensor
+from .primitives import elementwise as ew
+from .primitives import indexing, linalg, reductions, structure
+
+
+def _swap(fn):
+    return lambda self, other: fn(other, self)
+
+
+_BINARY = {
+    "__add__": ew.add, "__sub__": ew.subtract, "__mul__": ew.multiply,
+    "__truediv__": ew.divide, "__pow__": ew.power, "__matmul__": linalg.matmul,
+    "__lt__": ew.less, "__le__": ew.less_equal, "__gt__": ew.greater,
+    "__ge__": ew.greater_equal, "__eq__": ew.equal, "__ne__": ew.not_equal,
+}
+_REFLECTED = {
+    "__radd__": ew.add, "__rsub__": ew.subtract, "__rmul__": ew.multiply,
+    "__rtruediv__": ew.divide, "__rpow__": ew.power, "__rmatmul__": linalg.matmul,
+}
+
+for _name, _fn in _BINARY.items():
+    setattr(Tensor, _name, _fn)
+for _name, _fn in _REFLECTED.items():
+    setattr(Tensor, _name, _swap(_fn))
+
+Tensor.__neg__ = ew.negative
+Tensor.__pos__ = lambda self: self
+Tensor.__abs__ = ew.abs
+Tensor.__getitem__ = indexing.getitem
+Tensor.__hash__ = object.__hash__  # restored: defining __eq__ above does not reset it, but be explicit
+
+# Methods named as numpy's ndarray names them.
+Tensor.sum = lambda self, axis=None, keepdims=False: structure.sum(self, axis, keepdims)
+Tensor.mean = lambda self, axis=None, keepdims=False: reductions.mean(self, axis, keepdims)
+Tensor.max = lambda self, axis=None, keepdims=False: reductions.max(self, axis, keepdims)
+Tensor.min = lambda self, axis=None, keepdims=False: reductions.min(self, axis, keepdims)
+Tensor.exp = ew.exp
+Tensor.log = ew.log
+Tensor.sqrt = ew.sqrt
+Tensor.tanh = ew.tanh
+Tensor.relu = ew.relu
+Tensor.astype = ew.astype
+Tensor.transpose = lambda self, *axes: structure.transpose(
+    self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None))
+Tensor.T = property(lambda self: structure.transpose(self))
+Tensor.swapaxes = structure.swapaxes
+Tensor.flatten = lambda self: structure.reshape(self, (-1,))
+
+
+def _reshape_method(self, *shape):
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+        shape = shape[0]
+    return structure.reshape(self, shape)
+
+
+Tensor.reshape = _reshape_method
+
+# numpy functions on Tensors record the same primitives as ``ad.<name>``.
+_UFUNCS = {
+    np.add: ew.add, np.subtract: ew.subtract, np.multiply: ew.multiply,
+    np.true_divide: ew.divide, np.negative: ew.negative, np.power: ew.power,
+    np.exp: ew.exp, np.log: ew.log, np.sqrt: ew.sqrt, np.tanh: ew.tanh,
+    np.absolute: ew.abs, np.sign: ew.sign, np.maximum: ew.maximum, np.minimum: ew.minimum,
+    np.equal: ew.equal, np.not_equal: ew.not_equal, np.less: ew.less,
+    np.less_equal: ew.less_equal, np.greater: ew.greater, np.greater_equal: ew.greater_equal,
+    np.matmul: linalg.matmul,
+}
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    fn = _UFUNCS.get(ufunc)
+    if fn is None or method != "__call__" or kwargs:
+        return NotImplemented
+    return fn(*inputs)
+
+
+Tensor.__array_ufunc__ = _array_ufunc

@@ -1,0 +1,357 @@
+"""Convolution and max pooling (seed 000, LeNet), with their derivatives as primitives.
+
+Convolution is bilinear, F(x, w, g) = <conv2d(x, w), g>, so its three partial
+maps close under differentiation: ``conv2d`` C(x, w), ``conv2d_input_grad``
+Tx(g, w) and ``conv2d_weight_grad`` Tw(x, g). The VJP of each is written with
+the other two, so gradients of any order stay inside the family.
+
+Max pooling is differentiated through a pair of primitives linear in their first
+argument, ``max_pool2d_scatter`` and ``max_pool2d_gather``, each the other's
+transpose. At ties the whole gradient goes to the FIRST maximum of the window in
+row-major order.
+
+All use ``sliding_window_view``: Python loops run over kernel positions at
+most, never over pixels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..core import Tensor, apply
+from ..errors import ShapeError
+from .elementwise import add
+from .registry import defprim
+from .shapes import fmt
+
+# ---------------------------------------------------------------- helpers
+
+
+def _pair(name: str, what: str, value, minimum: int) -> tuple[int, int]:
+    """An int or a pair of ints, as a pair of Python ints each >= minimum."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        pair = (int(value), int(value))
+    else:
+        try:
+            items = tuple(value)
+        except TypeError:
+            items = ()
+        if len(items) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                                      for v in items):
+            raise ShapeError(f"{name}: Expect: {what} an int or a pair of ints. Actual: {value!r}")
+        pair = (int(items[0]), int(items[1]))
+    if min(pair) < minimum:
+        raise ShapeError(f"{name}: Expect: {what} >= {minimum}. Actual: {value!r}")
+    return pair
+
+
+def _out_size(size: int, kernel: int, stride: int, padding: int) -> int:
+    return (size + 2 * padding - kernel) // stride + 1
+
+
+def _windows(x: np.ndarray, kernel, stride) -> np.ndarray:
+    """View (..., Ho, Wo, kh, kw) of the kernel-sized windows of the last two axes, strided."""
+    return sliding_window_view(x, kernel, axis=(-2, -1))[..., ::stride[0], ::stride[1], :, :]
+
+
+def _pad(x: np.ndarray, padding) -> np.ndarray:
+    if padding == (0, 0):
+        return x
+    ph, pw = padding
+    return np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+
+
+def _check_4d(name: str, what: str, a) -> None:
+    if a.ndim != 4:
+        raise ShapeError(f"{name}: Expect: {what} with 4 axes. Actual: shape {fmt(a.shape)}")
+
+
+def _check_fits(name: str, in_hw, kernel, padding) -> None:
+    for axis, size, k, p in (("height", in_hw[0], kernel[0], padding[0]),
+                             ("width", in_hw[1], kernel[1], padding[1])):
+        if k > size + 2 * p:
+            raise ShapeError(f"{name}: Expect: kernel {axis} <= padded input {axis}. Actual: kernel "
+                             f"{axis} {k} > {size} + 2*{p} = {size + 2 * p}")
+
+# ----------------------------------------------------------------- conv2d
+
+
+def _conv2d_impl(x, w, *, stride, padding):
+    win = _windows(_pad(x, padding), w.shape[2:], stride)        # (N, C, Ho, Wo, kh, kw)
+    out = np.tensordot(win, w, axes=((1, 4, 5), (1, 2, 3)))     # (N, Ho, Wo, O)
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+
+
+def _conv2d_rule(x, w, *, stride, padding):
+    _check_4d("conv2d", "an input (N, C, H, W)", x)
+    _check_4d("conv2d", "a kernel (O, C, kh, kw)", w)
+    if x.shape[1] != w.shape[1]:
+        raise ShapeError(f"conv2d: Expect: kernel input channels equal to the input's channels "
+                         f"{x.shape[1]} (input {fmt(x.shape)}). Actual: kernel {fmt(w.shape)} has "
+                         f"{w.shape[1]}")
+    _check_fits("conv2d", x.shape[2:], w.shape[2:], padding)
+    hw = tuple(_out_size(x.shape[2 + i], w.shape[2 + i], stride[i], padding[i]) for i in range(2))
+    return (x.shape[0], w.shape[0]) + hw, np.result_type(x.dtype, w.dtype)
+
+
+def _conv2d_vjp(ct, out, x, w, *, stride, padding):
+    return (conv2d_input_grad(ct, w, x.shape[2:], stride, padding),
+            conv2d_weight_grad(x, ct, w.shape[2:], stride, padding))
+
+
+def _conv2d_jvp(t, out, x, w, *, stride, padding):
+    return _sum_terms(t[0] is not None and conv2d(t[0], w, stride, padding),
+                      t[1] is not None and conv2d(x, t[1], stride, padding))
+
+
+def _sum_terms(a, b):
+    # Each term is a Tensor or False (its tangent was None); the terms of a
+    # bilinear map's JVP already have the output's shape.
+    if a is False:
+        return None if b is False else b
+    return a if b is False else add(a, b)
+
+
+CONV2D = defprim("conv2d", _conv2d_impl, vjp=_conv2d_vjp, jvp=_conv2d_jvp, shape=_conv2d_rule)
+
+
+def conv2d(x, w, stride=1, padding=0) -> Tensor:
+    """2-d cross-correlation of a batch of images with a bank of kernels (no bias).
+
+    out[n, o, a, b] = sum over c, i, j of w[o, c, i, j] * xp[n, c, a*sh + i, b*sw + j],
+    where xp is x zero-padded by ``padding`` on each side. ``stride`` and
+    ``padding`` are ints or (height, width) pairs.
+    Shapes: x (N, C, H, W), w (O, C, kh, kw) -> (N, O, (H + 2ph - kh)//sh + 1, (W + 2pw - kw)//sw + 1).
+    Example: ``ad.conv2d(ad.Tensor(np.ones((1, 3, 8, 8))), ad.Tensor(np.ones((4, 3, 3, 3))), padding=1).shape == (1, 4, 8, 8)``.
+    """
+    return apply(CONV2D, x, w, stride=_pair("conv2d", "stride", stride, 1),
+                 padding=_pair("conv2d", "padding", padding, 0))
+
+# ------------------------------------------------------ conv2d_input_grad
+
+
+def _input_grad_impl(g, w, *, in_hw, stride, padding):
+    n, _, ho, wo = g.shape
+    _, c, kh, kw = w.shape
+    sh, sw = stride
+    ph, pw = padding
+    cols = np.tensordot(g, w, axes=((1,), (0,)))                 # (N, Ho, Wo, C, kh, kw)
+    # Accumulate channels-last so each kernel position adds one strided block.
+    xp = np.zeros((n, in_hw[0] + 2 * ph, in_hw[1] + 2 * pw, c), dtype=cols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            xp[:, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw, :] += cols[..., i, j]
+    return np.ascontiguousarray(xp[:, ph:ph + in_hw[0], pw:pw + in_hw[1], :].transpose(0, 3, 1, 2))
+
+
+def _input_grad_rule(g, w, *, in_hw, stride, padding):
+    _check_4d("conv2d_input_grad", "an output cotangent (N, O, Ho, Wo)", g)
+    _check_4d("conv2d_input_grad", "a kernel (O, C, kh, kw)", w)
+    if g.shape[1] != w.shape[0]:
+        raise ShapeError(f"conv2d_input_grad: Expect: kernel output channels equal to the "
+                         f"cotangent's channels {g.shape[1]} (cotangent {fmt(g.shape)}). "
+                         f"Actual: kernel {fmt(w.shape)} has {w.shape[0]}")
+    _check_fits("conv2d_input_grad", in_hw, w.shape[2:], padding)
+    hw = tuple(_out_size(in_hw[i], w.shape[2 + i], stride[i], padding[i]) for i in range(2))
+    if tuple(g.shape[2:]) != hw:
+        raise ShapeError(f"conv2d_input_grad: Expect: a cotangent of spatial shape {fmt(hw)} "
+                         f"(conv2d output for input {fmt(in_hw)}, kernel {fmt(w.shape[2:])}, "
+                         f"stride {fmt(stride)}, padding {fmt(padding)}). Actual: {fmt(g.shape[2:])}")
+    return (g.shape[0], w.shape[1]) + tuple(in_hw), np.result_type(g.dtype, w.dtype)
+
+
+def _input_grad_vjp(c, out, g, w, *, in_hw, stride, padding):
+    return (conv2d(c, w, stride, padding),
+            conv2d_weight_grad(c, g, w.shape[2:], stride, padding))
+
+
+def _input_grad_jvp(t, out, g, w, *, in_hw, stride, padding):
+    return _sum_terms(t[0] is not None and conv2d_input_grad(t[0], w, in_hw, stride, padding),
+                      t[1] is not None and conv2d_input_grad(g, t[1], in_hw, stride, padding))
+
+
+CONV2D_INPUT_GRAD = defprim("conv2d_input_grad", _input_grad_impl, vjp=_input_grad_vjp,
+                            jvp=_input_grad_jvp, shape=_input_grad_rule)
+
+
+def conv2d_input_grad(g, w, in_hw, stride=1, padding=0) -> Tensor:
+    """The transpose of ``conv2d`` in its input: the VJP of conv2d with respect to x.
+
+    Scatters each output cotangent back over the input pixels its window read.
+    ``in_hw`` is the input's (H, W): with a stride it cannot be read off g.
+    Shapes: g (N, O, Ho, Wo), w (O, C, kh, kw) -> (N, C, H, W).
+    Example: ``ad.conv2d_input_grad(ad.Tensor(np.ones((1, 4, 6, 6))), ad.Tensor(np.ones((4, 3, 3, 3))), (8, 8)).shape == (1, 3, 8, 8)``.
+    """
+    return apply(CONV2D_INPUT_GRAD, g, w, in_hw=_pair("conv2d_input_grad", "in_hw", in_hw, 1),
+                 stride=_pair("conv2d_input_grad", "stride", stride, 1),
+                 padding=_pair("conv2d_input_grad", "padding", padding, 0))
+
+# ----------------------------------------------------- conv2d_weight_grad
+
+
+def _weight_grad_impl(x, g, *, kernel, stride, padding):
+    win = _windows(_pad(x, padding), kernel, stride)             # (N, C, Ho, Wo, kh, kw)
+    return np.tensordot(g, win, axes=((0, 2, 3), (0, 2, 3)))   # (O, C, kh, kw)
+
+
+def _weight_grad_rule(x, g, *, kernel, stride, padding):
+    _check_4d("conv2d_weight_grad", "an input (N, C, H, W)", x)
+    _check_4d("conv2d_weight_grad", "an output cotangent (N, O, Ho, Wo)", g)
+    if x.shape[0] != g.shape[0]:
+        raise ShapeError(f"conv2d_weight_grad: Expect: input and cotangent with the same batch "
+                         f"size. Actual: input {fmt(x.shape)}, cotangent {fmt(g.shape)}")
+    _check_fits("conv2d_weight_grad", x.shape[2:], kernel, padding)
+    hw = tuple(_out_size(x.shape[2 + i], kernel[i], stride[i], padding[i]) for i in range(2))
+    if tuple(g.shape[2:]) != hw:
+        raise ShapeError(f"conv2d_weight_grad: Expect: a cotangent of spatial shape {fmt(hw)} "
+                         f"(conv2d output for input {fmt(x.shape)}, kernel {fmt(kernel)}, "
+                         f"stride {fmt(stride)}, padding {fmt(padding)}). Actual: {fmt(g.shape[2:])}")
+    return (g.shape[1], x.shape[1]) + tuple(kernel), np.result_type(x.dtype, g.dtype)
+
+
+def _weight_grad_vjp(c, out, x, g, *, kernel, stride, padding):
+    return (conv2d_input_grad(g, c, x.shape[2:], stride, padding),
+            conv2d(x, c, stride, padding))
+
+
+def _weight_grad_jvp(t, out, x, g, *, kernel, stride, padding):
+    return _sum_terms(t[0] is not None and conv2d_weight_grad(t[0], g, kernel, stride, padding),
+                      t[1] is not None and conv2d_weight_grad(x, t[1], kernel, stride, padding))
+
+
+CONV2D_WEIGHT_GRAD = defprim("conv2d_weight_grad", _weight_grad_impl, vjp=_weight_grad_vjp,
+                             jvp=_weight_grad_jvp, shape=_weight_grad_rule)
+
+
+def conv2d_weight_grad(x, g, kernel, stride=1, padding=0) -> Tensor:
+    """The transpose of ``conv2d`` in its kernel: the VJP of conv2d with respect to w.
+
+    Correlates the (padded) input with the output cotangent. ``kernel`` is
+    (kh, kw): with a stride it cannot be read off x and g.
+    Shapes: x (N, C, H, W), g (N, O, Ho, Wo) -> (O, C, kh, kw).
+    Example: ``ad.conv2d_weight_grad(ad.Tensor(np.ones((1, 3, 8, 8))), ad.Tensor(np.ones((1, 4, 6, 6))), (3, 3)).shape == (4, 3, 3, 3)``.
+    """
+    return apply(CONV2D_WEIGHT_GRAD, x, g, kernel=_pair("conv2d_weight_grad", "kernel", kernel, 1),
+                 stride=_pair("conv2d_weight_grad", "stride", stride, 1),
+                 padding=_pair("conv2d_weight_grad", "padding", padding, 0))
+
+# ------------------------------------------------------------ max_pool2d
+
+
+def _pool_argmax(x: np.ndarray, window, stride) -> np.ndarray:
+    """Row-major position within each window of its FIRST maximum (np.argmax keeps the first)."""
+    win = _windows(x, window, stride)
+    return np.argmax(win.reshape(win.shape[:-2] + (-1,)), axis=-1)
+
+
+def _pool_rule(name: str, x, window, stride):
+    if x.ndim < 2:
+        raise ShapeError(f"{name}: Expect: an input with at least 2 axes (..., H, W). "
+                         f"Actual: shape {fmt(x.shape)}")
+    h, w = x.shape[-2:]
+    if window[0] > h or window[1] > w:
+        raise ShapeError(f"{name}: Expect: a window no larger than the input's (H, W) = {fmt((h, w))}. "
+                         f"Actual: window {fmt(window)}")
+    return tuple(x.shape[:-2]) + ((h - window[0]) // stride[0] + 1, (w - window[1]) // stride[1] + 1)
+
+
+def _max_pool_impl(x, *, window, stride):
+    return _windows(x, window, stride).max(axis=(-2, -1))
+
+
+def _max_pool_rule(x, *, window, stride):
+    return _pool_rule("max_pool2d", x, window, stride), x.dtype
+
+
+def _scatter_impl(ct, x, *, window, stride):
+    k = _pool_argmax(x, window, stride)
+    ho, wo = k.shape[-2:]
+    sh, sw = stride
+    out = np.zeros(x.shape, dtype=ct.dtype)
+    zero = np.zeros((), ct.dtype)
+    # One strided block per kernel position; += (not =) because overlapping
+    # windows (stride < window) can pick the same pixel.
+    for i in range(window[0]):
+        for j in range(window[1]):
+            out[..., i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw] += \
+                np.where(k == i * window[1] + j, ct, zero)
+    return out
+
+
+def _scatter_rule(ct, x, *, window, stride):
+    expect = _pool_rule("max_pool2d_scatter", x, window, stride)
+    if tuple(ct.shape) != expect:
+        raise ShapeError(f"max_pool2d_scatter: Expect: a cotangent of the pooled shape {fmt(expect)} "
+                         f"(input {fmt(x.shape)}). Actual: {fmt(ct.shape)}")
+    return tuple(x.shape), ct.dtype
+
+
+def _gather_impl(c, x, *, window, stride):
+    k = _pool_argmax(x, window, stride)
+    win = _windows(c, window, stride)
+    flat = win.reshape(win.shape[:-2] + (-1,))
+    return np.take_along_axis(flat, k[..., None], axis=-1)[..., 0]
+
+
+def _gather_rule(c, x, *, window, stride):
+    shape = _pool_rule("max_pool2d_gather", x, window, stride)
+    if tuple(c.shape) != tuple(x.shape):
+        raise ShapeError(f"max_pool2d_gather: Expect: values shaped like the pooled input "
+                         f"{fmt(x.shape)}. Actual: {fmt(c.shape)}")
+    return shape, c.dtype
+
+
+MAX_POOL2D = defprim(
+    "max_pool2d", _max_pool_impl,
+    vjp=lambda ct, out, x, *, window, stride: (max_pool2d_scatter(ct, x, window, stride),),
+    jvp=lambda t, out, x, *, window, stride: max_pool2d_gather(t[0], x, window, stride),
+    shape=_max_pool_rule)
+MAX_POOL2D_SCATTER = defprim(
+    "max_pool2d_scatter", _scatter_impl,
+    vjp=lambda c, out, ct, x, *, window, stride: (max_pool2d_gather(c, x, window, stride), None),
+    jvp=lambda t, out, ct, x, *, window, stride: max_pool2d_scatter(t[0], x, window, stride),
+    shape=_scatter_rule, nondiff=(1,), linear=True)
+MAX_POOL2D_GATHER = defprim(
+    "max_pool2d_gather", _gather_impl,
+    vjp=lambda c, out, cv, x, *, window, stride: (max_pool2d_scatter(c, x, window, stride), None),
+    jvp=lambda t, out, cv, x, *, window, stride: max_pool2d_gather(t[0], x, window, stride),
+    shape=_gather_rule, nondiff=(1,), linear=True)
+
+
+def _pool_params(name: str, window, stride) -> dict:
+    window = _pair(name, "window", window, 1)
+    stride = window if stride is None else _pair(name, "stride", stride, 1)
+    return {"window": window, "stride": stride}
+
+
+def max_pool2d(x, window=2, stride=None) -> Tensor:
+    """Maximum over each window of the last two axes (no padding).
+
+    ``window`` and ``stride`` are ints or (height, width) pairs; ``stride``
+    defaults to ``window``. The derivative goes to the FIRST maximum of each
+    window in row-major order (ties give it all to one element).
+    Shapes: (..., H, W) -> (..., (H - kh)//sh + 1, (W - kw)//sw + 1).
+    Example: ``ad.max_pool2d(ad.Tensor(np.ones((1, 6, 28, 28)))).shape == (1, 6, 14, 14)``.
+    """
+    return apply(MAX_POOL2D, x, **_pool_params("max_pool2d", window, stride))
+
+
+def max_pool2d_scatter(ct, x, window=2, stride=None) -> Tensor:
+    """Send each pooled value to its window's first-maximum position in x (adding on overlap).
+
+    The VJP of max_pool2d; ``x`` only chooses the positions and gets no derivative.
+    Shapes: ct (..., Ho, Wo), x (..., H, W) -> (..., H, W).
+    Example: ``ad.max_pool2d_scatter(ad.Tensor(np.ones((1, 1, 1, 1))), np.eye(2)[None, None]).value[0, 0]`` is ``[[1, 0], [0, 0]]``.
+    """
+    return apply(MAX_POOL2D_SCATTER, ct, x, **_pool_params("max_pool2d_scatter", window, stride))
+
+
+def max_pool2d_gather(c, x, window=2, stride=None) -> Tensor:
+    """Read c at each window's first-maximum position in x: the JVP of max_pool2d.
+
+    ``x`` only chooses the positions and gets no derivative.
+    Shapes: c (..., H, W), x (..., H, W) -> (..., Ho, Wo).
+    Example: ``ad.max_pool2d_gather(x, x)`` has the value of ``ad.max_pool2d(x)``.
+    """
+    return apply(MAX_POOL2D_GATHER, c, x, **_pool_params("max_pool2d_gather", window, stride))

@@ -1,0 +1,389 @@
+"""Elementwise primitives: arithmetic, the book's activations, comparisons, where.
+
+Kink conventions (seed 001 §4.4, fixed and tested exactly):
+relu'(0) = 0, step'(x) = 0, |x|'(0) = 0, and ``maximum``/``minimum`` split the
+gradient evenly between tied operands.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import Tensor, apply
+from .registry import defprim
+from .shapes import broadcast
+from .structure import broadcast_to, sum_to_shape
+
+# Derivative rules get operands as Tensors and return Tensors (or None for a
+# zero contribution); these two helpers keep the rules one line each.
+
+
+def _unb(ct, x):
+    """Cotangent ``ct`` summed back to operand ``x``'s shape."""
+    return sum_to_shape(ct, x.shape)
+
+
+def _tangent_sum(out, *terms):
+    """Sum of the non-None tangent terms, broadcast to the output's shape."""
+    total = None
+    for term in terms:
+        if term is not None:
+            total = term if total is None else add(total, term)
+    if total is None:
+        return None
+    return broadcast_to(total, out.shape)
+
+
+def _binary(name, impl, vjp, jvp, linear=False):
+    return defprim(name, impl, vjp=vjp, jvp=jvp, shape=broadcast(name), linear=linear)
+
+
+def _unary(name, impl, vjp, jvp, linear=False):
+    return defprim(name, impl, vjp=vjp, jvp=jvp, shape=broadcast(name), linear=linear)
+
+
+def _neg_or_none(t):
+    return None if t is None else negative(t)
+
+# ------------------------------------------------------------- arithmetic
+
+
+ADD = _binary("add", np.add,
+              lambda ct, out, x, y: (_unb(ct, x), _unb(ct, y)),
+              lambda t, out, x, y: _tangent_sum(out, t[0], t[1]), linear=True)
+SUBTRACT = _binary("subtract", np.subtract,
+                   lambda ct, out, x, y: (_unb(ct, x), _unb(negative(ct), y)),
+                   lambda t, out, x, y: _tangent_sum(out, t[0], _neg_or_none(t[1])), linear=True)
+MULTIPLY = _binary(
+    "multiply", np.multiply,
+    lambda ct, out, x, y: (_unb(multiply(ct, y), x), _unb(multiply(ct, x), y)),
+    lambda t, out, x, y: _tangent_sum(out, (None if t[0] is None else multiply(t[0], y)),
+                                      (None if t[1] is None else multiply(x, t[1]))))
+DIVIDE = _binary(
+    "divide", np.true_divide,
+    lambda ct, out, x, y: (_unb(divide(ct, y), x), _unb(negative(divide(multiply(ct, out), y)), y)),
+    lambda t, out, x, y: _tangent_sum(out, (None if t[0] is None else divide(t[0], y)),
+                                      (None if t[1] is None else negative(divide(multiply(t[1], out), y)))))
+NEGATIVE = _unary("negative", np.negative,
+                  lambda ct, out, x: (negative(ct),),
+                  lambda t, out, x: negative(t[0]), linear=True)
+
+
+def add(x, y) -> Tensor:
+    """x + y, broadcasting. Shapes: (*a), (*b) -> broadcast(a, b)."""
+    return apply(ADD, x, y)
+
+
+def subtract(x, y) -> Tensor:
+    """x - y, broadcasting. Shapes: (*a), (*b) -> broadcast(a, b)."""
+    return apply(SUBTRACT, x, y)
+
+
+def multiply(x, y) -> Tensor:
+    """x * y elementwise, broadcasting. Shapes: (*a), (*b) -> broadcast(a, b)."""
+    return apply(MULTIPLY, x, y)
+
+
+def divide(x, y) -> Tensor:
+    """x / y elementwise, broadcasting. Shapes: (*a), (*b) -> broadcast(a, b)."""
+    return apply(DIVIDE, x, y)
+
+
+def negative(x) -> Tensor:
+    """-x. Shapes: (*s) -> (*s)."""
+    return apply(NEGATIVE, x)
+
+# ------------------------------------------------------------------ power
+# ``power`` takes either a static exponent (``x ** 3``: the exponent is a
+# parameter, so integer powers stay exact and circuits can read them) or a
+# Tensor exponent (``x ** y``: differentiable in both).
+
+
+def _power_impl(x, y=None, *, exponent=None):
+    if exponent is not None:
+        return np.power(x, exponent)
+    return np.power(x, y)
+
+
+def _power_vjp(ct, out, x, y=None, *, exponent=None):
+    if exponent is not None:
+        if exponent == 0:
+            return (None,)
+        if exponent == 1:
+            return (ct,)
+        return (multiply(ct, multiply(power(x, exponent - 1), exponent)),)
+    dx = multiply(ct, multiply(y, power(x, subtract(y, 1.0))))
+    return (_unb(dx, x), _unb(multiply(ct, multiply(out, _safe_log(x))), y))
+
+
+def _power_jvp(t, out, x, y=None, *, exponent=None):
+    if exponent is not None:
+        if exponent == 0:
+            return None
+        if exponent == 1:
+            return t[0]
+        return multiply(t[0], multiply(power(x, exponent - 1), exponent))
+    tx = None if t[0] is None else multiply(t[0], multiply(y, power(x, subtract(y, 1.0))))
+    ty = None if t[1] is None else multiply(t[1], multiply(out, _safe_log(x)))
+    return _tangent_sum(out, tx, ty)
+
+
+def _safe_log(x):
+    # d(x**y)/dy = x**y log x: defined as 0 where x <= 0 (the power is then
+    # an integer power or NaN anyway), so that no NaN leaks into the gradient.
+    positive = greater(x, 0.0)
+    return where(positive, log(where(positive, x, 1.0)), 0.0)
+
+
+POWER = defprim("power", _power_impl, vjp=_power_vjp, jvp=_power_jvp, shape=broadcast("power"))
+
+
+def power(x, y) -> Tensor:
+    """x ** y. A Python number ``y`` is a static exponent; a Tensor ``y`` is differentiable.
+
+    Shapes: (*a), (*b) -> broadcast(a, b). Example: ``ad.power(x, 3)`` is x³.
+    """
+    if isinstance(y, (int, float)) and not isinstance(y, bool):
+        return apply(POWER, x, exponent=y)
+    return apply(POWER, x, y)
+
+# --------------------------------------------------------- transcendental
+
+
+EXP = _unary("exp", np.exp, lambda ct, out, x: (multiply(ct, out),),
+             lambda t, out, x: multiply(t[0], out))
+LOG = _unary("log", np.log, lambda ct, out, x: (divide(ct, x),),
+             lambda t, out, x: divide(t[0], x))
+SQRT = _unary("sqrt", np.sqrt, lambda ct, out, x: (divide(ct, multiply(out, 2.0)),),
+              lambda t, out, x: divide(t[0], multiply(out, 2.0)))
+TANH = _unary("tanh", np.tanh,
+              lambda ct, out, x: (multiply(ct, subtract(1.0, multiply(out, out))),),
+              lambda t, out, x: multiply(t[0], subtract(1.0, multiply(out, out))))
+
+
+def exp(x) -> Tensor:
+    """e**x elementwise. Shapes: (*s) -> (*s)."""
+    return apply(EXP, x)
+
+
+def log(x) -> Tensor:
+    """Natural logarithm elementwise. Shapes: (*s) -> (*s)."""
+    return apply(LOG, x)
+
+
+def sqrt(x) -> Tensor:
+    """Square root elementwise. Shapes: (*s) -> (*s)."""
+    return apply(SQRT, x)
+
+
+def tanh(x) -> Tensor:
+    """Hyperbolic tangent elementwise. Shapes: (*s) -> (*s)."""
+    return apply(TANH, x)
+
+# ------------------------------------------------------------ activations
+
+
+def _logistic_impl(x):
+    # Stable on both sides: exp of a non-positive number never overflows.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(np.result_type(x, np.float16), copy=False)
+
+
+def _relu_mask(x):
+    # relu'(0) = 0: the mask is x > 0, strictly.
+    return astype(greater(x, 0.0), x.dtype)
+
+
+LOGISTIC = _unary("logistic", _logistic_impl,
+                  lambda ct, out, x: (multiply(ct, multiply(out, subtract(1.0, out))),),
+                  lambda t, out, x: multiply(t[0], multiply(out, subtract(1.0, out))))
+RELU = _unary("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
+              lambda ct, out, x: (multiply(ct, _relu_mask(x)),),
+              lambda t, out, x: multiply(t[0], _relu_mask(x)))
+SOFTPLUS = _unary("softplus", lambda x: np.logaddexp(np.zeros((), x.dtype), x),
+                  lambda ct, out, x: (multiply(ct, logistic(x)),),
+                  lambda t, out, x: multiply(t[0], logistic(x)))
+STEP = _unary("step", lambda x: (x >= 0).astype(x.dtype if x.dtype.kind == "f" else np.float64),
+              lambda ct, out, x: (None,), lambda t, out, x: None)
+SIGN = _unary("sign", np.sign, lambda ct, out, x: (None,), lambda t, out, x: None)
+ABS = _unary("abs", np.abs, lambda ct, out, x: (multiply(ct, sign(x)),),
+             lambda t, out, x: multiply(t[0], sign(x)))
+
+
+def logistic(x) -> Tensor:
+    """The logistic sigmoid 1 / (1 + e^-x), computed stably. Shapes: (*s) -> (*s)."""
+    return apply(LOGISTIC, x)
+
+
+sigmoid = logistic
+
+
+def relu(x) -> Tensor:
+    """max(x, 0) elementwise; relu'(0) = 0. Shapes: (*s) -> (*s)."""
+    return apply(RELU, x)
+
+
+def softplus(x) -> Tensor:
+    """log(1 + e^x) elementwise, computed stably. Shapes: (*s) -> (*s)."""
+    return apply(SOFTPLUS, x)
+
+
+def step(x) -> Tensor:
+    """Heaviside step: 1 where x >= 0, else 0; derivative 0 everywhere. Shapes: (*s) -> (*s)."""
+    return apply(STEP, x)
+
+
+def sign(x) -> Tensor:
+    """-1, 0 or 1 elementwise; derivative 0. Shapes: (*s) -> (*s)."""
+    return apply(SIGN, x)
+
+
+def abs(x) -> Tensor:  # noqa: A001 - numpy's name
+    """|x| elementwise; |x|'(0) = 0. Shapes: (*s) -> (*s)."""
+    return apply(ABS, x)
+
+# ------------------------------------------------------ maximum / minimum
+
+
+def _tie_weights_impl(x, y):
+    # Weight of x in max(x, y): 1 where x wins, 1/2 at a tie, 0 where y wins.
+    dtype = np.result_type(x, y, np.float16)
+    return ((x > y) + 0.5 * (x == y)).astype(dtype, copy=False)
+
+
+TIE_WEIGHTS = defprim("tie_weights", _tie_weights_impl, vjp=lambda ct, out, x, y: (None, None),
+                      jvp=lambda t, out, x, y: None, shape=broadcast("tie_weights"), nondiff=(0, 1))
+
+
+def _extremum_vjp(first_wins):
+    def vjp(ct, out, x, y):
+        wx = apply(TIE_WEIGHTS, *first_wins(x, y))
+        return (_unb(multiply(ct, wx), x), _unb(multiply(ct, subtract(1.0, wx)), y))
+    return vjp
+
+
+def _extremum_jvp(first_wins):
+    def jvp(t, out, x, y):
+        wx = apply(TIE_WEIGHTS, *first_wins(x, y))
+        return _tangent_sum(out, (None if t[0] is None else multiply(t[0], wx)),
+                            (None if t[1] is None else multiply(t[1], subtract(1.0, wx))))
+    return jvp
+
+
+MAXIMUM = _binary("maximum", np.maximum, _extremum_vjp(lambda x, y: (x, y)),
+                  _extremum_jvp(lambda x, y: (x, y)))
+MINIMUM = _binary("minimum", np.minimum, _extremum_vjp(lambda x, y: (y, x)),
+                  _extremum_jvp(lambda x, y: (y, x)))
+
+
+def maximum(x, y) -> Tensor:
+    """Elementwise max; at ties the gradient is split evenly. Shapes: broadcast(a, b)."""
+    return apply(MAXIMUM, x, y)
+
+
+def minimum(x, y) -> Tensor:
+    """Elementwise min; at ties the gradient is split evenly. Shapes: broadcast(a, b)."""
+    return apply(MINIMUM, x, y)
+
+# ---------------------------------------------------- comparisons, where
+
+
+def _comparison(name, impl):
+    return defprim(name, impl, vjp=lambda ct, out, x, y: (None, None),
+                   jvp=lambda t, out, x, y: None, shape=broadcast(name), nondiff=(0, 1))
+
+
+EQUAL = _comparison("equal", np.equal)
+NOT_EQUAL = _comparison("not_equal", np.not_equal)
+LESS = _comparison("less", np.less)
+LESS_EQUAL = _comparison("less_equal", np.less_equal)
+GREATER = _comparison("greater", np.greater)
+GREATER_EQUAL = _comparison("greater_equal", np.greater_equal)
+
+
+def equal(x, y) -> Tensor:
+    """x == y elementwise (bool, no gradient). Shapes: broadcast(a, b)."""
+    return apply(EQUAL, x, y)
+
+
+def not_equal(x, y) -> Tensor:
+    """x != y elementwise (bool, no gradient). Shapes: broadcast(a, b)."""
+    return apply(NOT_EQUAL, x, y)
+
+
+def less(x, y) -> Tensor:
+    """x < y elementwise (bool, no gradient). Shapes: broadcast(a, b)."""
+    return apply(LESS, x, y)
+
+
+def less_equal(x, y) -> Tensor:
+    """x <= y elementwise (bool, no gradient). Shapes: broadcast(a, b)."""
+    return apply(LESS_EQUAL, x, y)
+
+
+def greater(x, y) -> Tensor:
+    """x > y elementwise (bool, no gradient). Shapes: broadcast(a, b)."""
+    return apply(GREATER, x, y)
+
+
+def greater_equal(x, y) -> Tensor:
+    """x >= y elementwise (bool, no gradient). Shapes: broadcast(a, b)."""
+    return apply(GREATER_EQUAL, x, y)
+
+
+def _where_vjp(ct, out, cond, x, y):
+    return (None, _unb(where(cond, ct, 0.0), x), _unb(where(cond, 0.0, ct), y))
+
+
+def _where_jvp(t, out, cond, x, y):
+    tx = t[1] if t[1] is not None else 0.0
+    ty = t[2] if t[2] is not None else 0.0
+    return broadcast_to(where(cond, tx, ty), out.shape)
+
+
+def _where_rule(cond, x, y):
+    shape, _ = broadcast("where")(cond, x, y)
+    return shape, np.result_type(x.dtype, y.dtype)
+
+
+WHERE = defprim("where", np.where, vjp=_where_vjp, jvp=_where_jvp, shape=_where_rule, nondiff=(0,))
+
+
+def where(cond, x, y) -> Tensor:
+    """x where ``cond`` is true, else y (``cond`` gets no gradient). Shapes: broadcast(c, a, b)."""
+    return apply(WHERE, cond, x, y)
+
+# ------------------------------------------------ stop_gradient, astype
+
+
+STOP_GRADIENT = defprim("stop_gradient", lambda x: x, vjp=lambda ct, out, x: (None,),
+                        jvp=lambda t, out, x: None, shape=lambda x: (x.shape, x.dtype), nondiff=(0,))
+
+
+def stop_gradient(x) -> Tensor:
+    """The value of x, through which no derivative flows. Shapes: (*s) -> (*s)."""
+    return apply(STOP_GRADIENT, x)
+
+
+def _astype_vjp(ct, out, x, *, dtype):
+    if x.dtype.kind not in "fc" or np.dtype(dtype).kind not in "fc":
+        return (None,)
+    return (astype(ct, x.dtype),)
+
+
+def _astype_jvp(t, out, x, *, dtype):
+    if np.dtype(dtype).kind not in "fc":
+        return None
+    return astype(t[0], dtype)
+
+
+ASTYPE = defprim("astype", lambda x, *, dtype: x.astype(dtype, copy=False), vjp=_astype_vjp,
+                 jvp=_astype_jvp, shape=lambda x, *, dtype: (x.shape, np.dtype(dtype)), linear=True)
+
+
+def astype(x, dtype) -> Tensor:
+    """x converted to ``dtype``; derivatives flow between floating dtypes only.
+
+    Shapes: (*s) -> (*s).
+    """
+    return apply(ASTYPE, x, dtype=np.dtype(dtype))

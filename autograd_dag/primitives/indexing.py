@@ -1,0 +1,393 @@
+"""Indexing primitives: getitem, concatenate, take (gather), one_hot, and their transposes.
+
+Each gather has a scatter-add partner and the two are each other's VJP:
+``getitem`` ↔ ``index_add`` and ``take`` ↔ ``take_add``. Because the partner is
+itself a primitive with rules, the gradient of an indexing operation is a
+recorded program that can be differentiated again.
+
+Indices are static parameters (``getitem``'s index) or integer inputs that get
+no derivative (``take``'s and ``one_hot``'s ``indices``), so a program can take
+token ids as an input.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from ..core import Tensor, apply
+from ..errors import ShapeError
+from .registry import defprim
+from .shapes import fmt, normalize_axis
+from .structure import broadcast_to, reshape
+
+# ----------------------------------------------------------------- getitem
+
+
+def _index_entry(item) -> tuple:
+    """One user index entry as a tuple of canonical entries.
+
+    A boolean array becomes its ``nonzero()`` integer arrays (numpy defines
+    ``x[mask]`` as exactly that), so ``np.add.at`` and every rule only ever
+    see ints, slices, None, Ellipsis and integer arrays.
+    """
+    if isinstance(item, Tensor):
+        item = item.value
+    if item is None or item is Ellipsis:
+        return (item,)
+    if isinstance(item, slice):
+        return (slice(*(None if v is None else _int_or_raise(v) for v in
+                        (item.start, item.stop, item.step))),)
+    if isinstance(item, (bool, np.bool_)):
+        raise ShapeError("getitem: Expect: int, slice, None, Ellipsis, or an integer or "
+                         f"boolean array. Actual: the scalar boolean {item!r}")
+    if isinstance(item, (int, np.integer)):
+        return (int(item),)
+    if isinstance(item, (list, np.ndarray)):
+        arr = np.asarray(item)
+        if arr.dtype == np.bool_:
+            if arr.ndim == 0:
+                raise ShapeError("getitem: Expect: a boolean array with at least one axis. "
+                                 "Actual: a 0-d boolean array")
+            return tuple(arr.nonzero())
+        if arr.size == 0 and arr.dtype.kind == "f":
+            # ``x[[]]`` means "no elements", as in numpy.
+            arr = arr.astype(np.intp)
+        if arr.dtype.kind not in "iu":
+            raise ShapeError("getitem: Expect: an integer or boolean array index. "
+                             f"Actual: an array of dtype {arr.dtype}")
+        if arr.ndim == 0:
+            return (int(arr),)
+        return (arr.astype(np.intp, copy=False),)
+    raise ShapeError("getitem: Expect: int, slice, None, Ellipsis, or an integer or boolean "
+                     f"array. Actual: {type(item).__name__} {item!r}")
+
+
+def _int_or_raise(v) -> int:
+    if isinstance(v, Tensor):
+        v = v.value
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v.item()
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise ShapeError(f"getitem: Expect: slice bounds that are integers or None. Actual: {v!r}")
+    return int(v)
+
+
+def normalize_index(index) -> tuple:
+    """``index`` as a canonical tuple of ints, slices, None, Ellipsis and intp arrays."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    out: list = []
+    for item in index:
+        out.extend(_index_entry(item))
+    return tuple(out)
+
+
+def _has_array(index: tuple) -> bool:
+    for item in index:
+        if isinstance(item, np.ndarray):
+            return True
+    return False
+
+
+def _indexed_shape(name: str, shape, dtype, index) -> tuple[int, ...]:
+    """Shape of ``zeros(shape)[index]``, or a ShapeError saying why the index does not fit."""
+    # A zero-stride view costs nothing for basic indexing; advanced indexing
+    # allocates only the (usually small) result.
+    probe = np.broadcast_to(np.zeros((), dtype), tuple(shape))
+    try:
+        return probe[index].shape
+    except (IndexError, ValueError, TypeError) as exc:
+        raise ShapeError(f"{name}: Expect: an index that fits an operand of shape {fmt(shape)} "
+                         f"(each int or integer-array entry in [-d, d) for its axis d, at most "
+                         f"{len(shape)} indexed axes). Actual: {_show_index(index)}: {exc}") from None
+
+
+def _show_index(index) -> str:
+    parts = []
+    for item in index:
+        if isinstance(item, np.ndarray):
+            parts.append(np.array2string(item, threshold=8))
+        elif item is Ellipsis:
+            parts.append("...")
+        elif isinstance(item, slice):
+            parts.append(":".join("" if v is None else str(v) for v in (item.start, item.stop, item.step))
+                         .rstrip(":") or ":")
+        else:
+            parts.append(repr(item))
+    return "[" + ", ".join(parts) + "]"
+
+
+def _getitem_rule(x, *, index):
+    return _indexed_shape("getitem", x.shape, x.dtype, index), x.dtype
+
+
+GETITEM = defprim(
+    "getitem", lambda x, *, index: np.asarray(x[index]),
+    vjp=lambda ct, out, x, *, index: (index_add(ct, x.shape, index),),
+    jvp=lambda t, out, x, *, index: getitem(t[0], index),
+    shape=_getitem_rule, linear=True)
+
+
+def getitem(x, index) -> Tensor:
+    """``x[index]`` with numpy semantics: ints, slices, None, ``...``, integer and boolean arrays.
+
+    The index is static (a Tensor index is read for its value and gets no
+    derivative). Shapes: as numpy. Example:
+    ``ad.getitem(ad.Tensor(np.arange(6.).reshape(2, 3)), (slice(None), [0, 0])).shape == (2, 2)``.
+    """
+    return apply(GETITEM, x, index=normalize_index(index))
+
+# --------------------------------------------------------------- index_add
+
+
+def _index_add_impl(ct, *, shape, index):
+    out = np.zeros(shape, dtype=ct.dtype)
+    if _has_array(index):
+        # Integer arrays may repeat an element: only ``add.at`` accumulates repeats.
+        np.add.at(out, index, ct)
+    else:
+        out[index] = ct
+    return out
+
+
+def _index_add_rule(ct, *, shape, index):
+    expect = _indexed_shape("index_add", shape, ct.dtype, index)
+    if tuple(ct.shape) != expect:
+        raise ShapeError(f"index_add: Expect: values of shape {fmt(expect)} (the shape of a "
+                         f"{fmt(shape)} operand indexed by {_show_index(index)}). "
+                         f"Actual: {fmt(ct.shape)}")
+    return tuple(shape), ct.dtype
+
+
+INDEX_ADD = defprim(
+    "index_add", _index_add_impl,
+    vjp=lambda c, out, ct, *, shape, index: (getitem(c, index),),
+    jvp=lambda t, out, ct, *, shape, index: index_add(t[0], shape, index),
+    shape=_index_add_rule, linear=True)
+
+
+def index_add(values, shape, index) -> Tensor:
+    """Zeros of ``shape`` with ``values`` added at ``index`` (repeats accumulate): the transpose of getitem.
+
+    Shapes: values of shape ``zeros(shape)[index].shape`` -> ``shape``.
+    Example: ``ad.index_add(ad.Tensor([1.0, 2.0]), (3,), [0, 0]).value`` is ``[3., 0., 0.]``.
+    """
+    return apply(INDEX_ADD, values, shape=tuple(int(d) for d in shape), index=normalize_index(index))
+
+# ------------------------------------------------------------- concatenate
+
+
+def _concatenate_rule(*xs, axis):
+    first = xs[0]
+    for i, x in enumerate(xs):
+        same = x.ndim == first.ndim and all(
+            d == e for k, (d, e) in enumerate(zip(x.shape, first.shape)) if k != axis)
+        if not same:
+            raise ShapeError(f"concatenate: Expect: operands with equal shapes except on axis {axis}. "
+                             f"Actual: operand 0 has shape {fmt(first.shape)}, operand {i} has "
+                             f"shape {fmt(x.shape)}")
+    shape = list(first.shape)
+    shape[axis] = builtins.sum(x.shape[axis] for x in xs)
+    return tuple(shape), np.result_type(*[x.dtype for x in xs])
+
+
+def _concatenate_vjp(ct, out, *xs, axis):
+    cts = []
+    start = 0
+    lead = (slice(None),) * axis
+    for x in xs:
+        stop = start + x.shape[axis]
+        cts.append(getitem(ct, lead + (slice(start, stop),)))
+        start = stop
+    return tuple(cts)
+
+
+def _concatenate_jvp(tangents, out, *xs, axis):
+    if all(t is None for t in tangents):
+        return None
+    # A missing tangent is a zero block; a broadcast zero scalar is a constant
+    # leaf of the tangent program and allocates nothing until concatenated.
+    zero = np.zeros((), out.dtype)
+    parts = [t if t is not None else broadcast_to(zero, x.shape) for t, x in zip(tangents, xs)]
+    return concatenate(parts, axis)
+
+
+CONCATENATE = defprim(
+    "concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis),
+    vjp=_concatenate_vjp, jvp=_concatenate_jvp, shape=_concatenate_rule, linear=True)
+
+
+def _ndim_of(x) -> int:
+    return x.ndim if isinstance(x, (Tensor, np.ndarray)) else np.ndim(x)
+
+
+def concatenate(xs, axis: int = 0) -> Tensor:
+    """Join tensors along an existing axis, as ``np.concatenate``.
+
+    Shapes: (..., a_i, ...) for each i -> (..., sum a_i, ...).
+    Example: ``ad.concatenate([ad.Tensor(np.ones((2, 3))), ad.Tensor(np.zeros((1, 3)))]).shape == (3, 3)``.
+    """
+    xs = list(xs)
+    if not xs:
+        raise ShapeError("concatenate: Expect: at least one operand. Actual: none")
+    ndim = _ndim_of(xs[0])
+    if ndim == 0:
+        raise ShapeError("concatenate: Expect: operands with at least one axis. Actual: a 0-d operand")
+    return apply(CONCATENATE, *xs, axis=normalize_axis("concatenate", axis, ndim))
+
+
+def stack(xs, axis: int = 0) -> Tensor:
+    """Join equally shaped tensors along a new axis, as ``np.stack``.
+
+    Recorded as one reshape per operand and a concatenate, so it needs no rules
+    of its own. Shapes: k operands of (*s) -> s with k inserted at ``axis``.
+    Example: ``ad.stack([ad.Tensor(np.ones(3)), ad.Tensor(np.zeros(3))], axis=1).shape == (3, 2)``.
+    """
+    xs = list(xs)
+    if not xs:
+        raise ShapeError("stack: Expect: at least one operand. Actual: none")
+    shapes = [tuple(np.shape(x.value if isinstance(x, Tensor) else x)) for x in xs]
+    for i, s in enumerate(shapes):
+        if s != shapes[0]:
+            raise ShapeError(f"stack: Expect: operands of equal shape. Actual: operand 0 has shape "
+                             f"{fmt(shapes[0])}, operand {i} has shape {fmt(s)}")
+    ax = normalize_axis("stack", axis, len(shapes[0]) + 1)
+    new_shape = shapes[0][:ax] + (1,) + shapes[0][ax:]
+    return concatenate([reshape(x, new_shape) for x in xs], ax)
+
+# -------------------------------------------------------- take / take_add
+
+
+def _check_indices(name: str, indices: np.ndarray, size: int, what: str, allow_negative: bool) -> None:
+    """Raise ShapeError naming the first bad index; indices are data, so this runs every time."""
+    if indices.dtype.kind not in "iu":
+        raise ShapeError(f"{name}: Expect: integer indices. Actual: dtype {indices.dtype}")
+    if indices.size == 0:
+        return
+    low = -size if allow_negative else 0
+    lo, hi = indices.min(), indices.max()
+    if lo < low or hi >= size:
+        bad = int(hi) if hi >= size else int(lo)
+        raise ShapeError(f"{name}: index {bad} is out of range for {what}. "
+                         f"Expect: indices in [{low}, {size}). Actual: {bad} "
+                         f"(indices range over [{int(lo)}, {int(hi)}])")
+
+
+def _take_impl(table, indices, *, axis):
+    _check_indices("take", indices, table.shape[axis],
+                   f"a table of size {table.shape[axis]} (axis {axis} of shape {fmt(table.shape)})", True)
+    return np.take(table, indices, axis=axis)
+
+
+def _take_rule(table, indices, *, axis):
+    if indices.dtype.kind not in "iu":
+        raise ShapeError(f"take: Expect: integer indices. Actual: dtype {indices.dtype}")
+    if not 0 <= axis < table.ndim:
+        raise ShapeError(f"take: Expect: axis in [0, {table.ndim}) for a table of shape "
+                         f"{fmt(table.shape)}. Actual: {axis}")
+    return table.shape[:axis] + tuple(indices.shape) + table.shape[axis + 1:], table.dtype
+
+
+TAKE = defprim(
+    "take", _take_impl,
+    vjp=lambda ct, out, table, indices, *, axis: (
+        take_add(ct, indices, table.shape[axis], axis), None),
+    jvp=lambda t, out, table, indices, *, axis: take(t[0], indices, axis),
+    shape=_take_rule, nondiff=(1,), linear=True)
+
+
+def take(table, indices, axis: int = 0) -> Tensor:
+    """Gather the entries ``indices`` of ``table`` along ``axis`` (an embedding lookup).
+
+    ``indices`` is an integer input of the program (no derivative); negative
+    indices count from the end as in numpy, anything outside raises ShapeError.
+    Shapes: table (*a, n, *b), indices (*i) -> (*a, *i, *b).
+    Example: ``ad.take(ad.Tensor(np.eye(4)), np.array([[1, 3]])).shape == (1, 2, 4)``.
+    """
+    if not isinstance(indices, Tensor):
+        # A list of ints would otherwise be lifted to float64.
+        indices = np.asarray(indices)
+    ndim = _ndim_of(table)
+    if ndim == 0:
+        raise ShapeError("take: Expect: a table with at least one axis. Actual: a 0-d table")
+    return apply(TAKE, table, indices, axis=normalize_axis("take", axis, ndim))
+
+
+def _take_add_impl(ct, indices, *, size, axis):
+    shape = ct.shape[:axis] + (size,) + ct.shape[axis + indices.ndim:]
+    _check_indices("take_add", indices, size, f"a table of size {size} (axis {axis} of shape {fmt(shape)})", True)
+    out = np.zeros(shape, dtype=ct.dtype)
+    # add.at accumulates repeated ids (a token used twice gets both gradients).
+    np.add.at(out, (slice(None),) * axis + (indices,), ct)
+    return out
+
+
+def _take_add_rule(ct, indices, *, size, axis):
+    if indices.dtype.kind not in "iu":
+        raise ShapeError(f"take_add: Expect: integer indices. Actual: dtype {indices.dtype}")
+    got = tuple(ct.shape[axis:axis + indices.ndim])
+    if ct.ndim < axis + indices.ndim or got != tuple(indices.shape):
+        raise ShapeError(f"take_add: Expect: values whose axes {axis}..{axis + indices.ndim - 1} "
+                         f"have the indices' shape {fmt(indices.shape)}. Actual: values of shape "
+                         f"{fmt(ct.shape)}")
+    return ct.shape[:axis] + (size,) + ct.shape[axis + indices.ndim:], ct.dtype
+
+
+TAKE_ADD = defprim(
+    "take_add", _take_add_impl,
+    vjp=lambda c, out, ct, indices, *, size, axis: (take(c, indices, axis), None),
+    jvp=lambda t, out, ct, indices, *, size, axis: take_add(t[0], indices, size, axis),
+    shape=_take_add_rule, nondiff=(1,), linear=True)
+
+
+def take_add(values, indices, size: int, axis: int = 0) -> Tensor:
+    """Zeros with ``values`` added at ``indices`` along ``axis`` (repeats accumulate): the transpose of take.
+
+    Shapes: values (*a, *i, *b), indices (*i) -> (*a, size, *b).
+    Example: ``ad.take_add(ad.Tensor([1.0, 2.0]), np.array([2, 2]), 3).value`` is ``[0., 0., 3.]``.
+    """
+    if not isinstance(indices, Tensor):
+        indices = np.asarray(indices)
+    axis = int(axis)
+    if axis < 0:
+        raise ShapeError(f"take_add: Expect: a non-negative axis. Actual: {axis}")
+    return apply(TAKE_ADD, values, indices, size=int(size), axis=axis)
+
+# ----------------------------------------------------------------- one_hot
+
+
+def _one_hot_impl(indices, *, num_classes, dtype):
+    _check_indices("one_hot", indices, num_classes, f"{num_classes} classes", False)
+    return (indices[..., None] == np.arange(num_classes)).astype(dtype)
+
+
+def _one_hot_rule(indices, *, num_classes, dtype):
+    if indices.dtype.kind not in "iu":
+        raise ShapeError(f"one_hot: Expect: integer indices. Actual: dtype {indices.dtype}")
+    return tuple(indices.shape) + (num_classes,), dtype
+
+
+ONE_HOT = defprim(
+    "one_hot", _one_hot_impl,
+    vjp=lambda ct, out, indices, *, num_classes, dtype: (None,),
+    jvp=lambda t, out, indices, *, num_classes, dtype: None,
+    shape=_one_hot_rule, nondiff=(0,))
+
+
+def one_hot(indices, num_classes: int, dtype=np.float64) -> Tensor:
+    """Rows of the identity: 1 at each index, 0 elsewhere (no derivative).
+
+    Shapes: indices (*i) of ints in [0, num_classes) -> (*i, num_classes).
+    Example: ``ad.one_hot(np.array([2, 0]), 3).value`` is ``[[0, 0, 1], [1, 0, 0]]``.
+    """
+    if not isinstance(indices, Tensor):
+        indices = np.asarray(indices)
+    if isinstance(num_classes, (bool, np.bool_)) or not isinstance(num_classes, (int, np.integer)) \
+            or num_classes < 1:
+        raise ShapeError(f"one_hot: Expect: num_classes a positive integer. Actual: {num_classes!r}")
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "fc":
+        raise ShapeError(f"one_hot: Expect: a floating-point dtype. Actual: {dtype}")
+    return apply(ONE_HOT, indices, num_classes=int(num_classes), dtype=dtype)

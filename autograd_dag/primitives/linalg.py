@@ -1,0 +1,246 @@
+"""Linear algebra primitives: matmul and einsum.
+
+Both are multilinear, so their VJPs and JVPs are matmuls and einsums of the
+cotangent or tangents with the other operands; un-broadcasting of batch
+dimensions goes through :func:`sum_to_shape`, as for every broadcasting
+primitive.
+"""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+
+from ..core import Tensor, apply, user_source
+from ..errors import NotDifferentiableError, ShapeError, where
+from .elementwise import add
+from .registry import defprim
+from .shapes import fmt
+from .structure import broadcast_to, reshape, sum, sum_to_shape, swapaxes
+
+# ----------------------------------------------------------------- matmul
+
+
+def _matmul_rule(a, b):
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    if len(sa) == 0 or len(sb) == 0:
+        raise ShapeError(f"matmul: Expect: operands with at least 1 dimension (use multiply for "
+                         f"scalars). Actual: {fmt(sa)} @ {fmt(sb)}")
+    k_b = sb[0] if len(sb) == 1 else sb[-2]
+    if sa[-1] != k_b:
+        which = "b.shape[0]" if len(sb) == 1 else "b.shape[-2]"
+        raise ShapeError(f"matmul: Expect: a.shape[-1] == {which}. Actual: {fmt(sa)} @ {fmt(sb)}")
+    try:
+        batch = np.broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:
+        raise ShapeError(f"matmul: Expect: batch dimensions that broadcast together. "
+                         f"Actual: {fmt(sa[:-2])} and {fmt(sb[:-2])} from {fmt(sa)} @ {fmt(sb)}") from None
+    shape = batch + sa[-2:-1] + sb[-1:] * (len(sb) > 1)
+    return shape, np.result_type(a.dtype, b.dtype)
+
+
+def _as_matrix(t, shape):
+    return t if t.shape == shape else reshape(t, shape)
+
+
+def _matmul_vjp(ct, out, a, b):
+    # Work with the matrices numpy promotes 1-D operands to: a (k,) is (1, k),
+    # b (k,) is (k, 1); the output then has those size-1 axes too.
+    a2 = a.shape if a.ndim > 1 else (1,) + a.shape
+    b2 = b.shape if b.ndim > 1 else b.shape + (1,)
+    batch = np.broadcast_shapes(a2[:-2], b2[:-2])
+    ct2 = _as_matrix(ct, batch + (a2[-2], b2[-1]))
+    am, bm = _as_matrix(a, a2), _as_matrix(b, b2)
+    da = sum_to_shape(matmul(ct2, swapaxes(bm, -1, -2)), a2)
+    db = sum_to_shape(matmul(swapaxes(am, -1, -2), ct2), b2)
+    return _as_matrix(da, a.shape), _as_matrix(db, b.shape)
+
+
+def _matmul_jvp(t, out, a, b):
+    ta, tb = t
+    terms = [matmul(ta, b) if ta is not None else None, matmul(a, tb) if tb is not None else None]
+    terms = [term for term in terms if term is not None]
+    total = terms[0] if len(terms) == 1 else add(terms[0], terms[1])
+    return broadcast_to(total, out.shape)
+
+
+MATMUL = defprim("matmul", np.matmul, vjp=_matmul_vjp, jvp=_matmul_jvp, shape=_matmul_rule)
+
+
+def matmul(a, b) -> Tensor:
+    """Matrix product with numpy semantics (``a @ b``).
+
+    Shapes: (..., m, k) @ (..., k, n) -> (..., m, n) with the batch dimensions
+    broadcast; a 1-D ``a`` (k,) acts as a row and a 1-D ``b`` (k,) as a column,
+    whose axis is then dropped from the result.
+    Example: ``ad.matmul(ad.Tensor(np.ones((2, 3))), ad.Tensor(np.ones(3))).value`` is ``[3., 3.]``.
+    """
+    return apply(MATMUL, a, b)
+
+# ----------------------------------------------------------------- einsum
+
+_LETTERS = set(string.ascii_letters)
+
+
+def _parse_einsum(subscripts: str, shapes: list[tuple[int, ...]]) -> str:
+    """``subscripts`` in explicit form ``'ij,jk->ik'`` with any ``...`` spelt out in letters.
+
+    Implicit mode (no ``->``) gives numpy's output: the broadcast ``...`` axes,
+    then the letters that appear once, in alphabetical (ASCII) order.
+    """
+    if not isinstance(subscripts, str):
+        raise ShapeError(f"einsum: Expect: a subscripts string such as 'ij,jk->ik'. Actual: {subscripts!r}")
+    text = subscripts.replace(" ", "")
+    if text.count("->") > 1:
+        raise ShapeError(f"einsum: Expect: at most one '->'. Actual: {subscripts!r}")
+    explicit = "->" in text
+    lhs, rhs = text.split("->") if explicit else (text, None)
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise ShapeError(f"einsum: Expect: one subscript term per operand. Actual: {len(terms)} "
+                         f"term(s) in {subscripts!r} for {len(shapes)} operand(s)")
+    for term in terms + ([rhs] if explicit else []):
+        rest = term.replace("...", "", 1)
+        bad = sorted(set(rest) - _LETTERS)
+        if bad:
+            raise ShapeError(f"einsum: Expect: subscripts made of letters a-z, A-Z and at most one "
+                             f"'...' per term. Actual: {bad} in {subscripts!r}")
+    # Spell '...' as unused letters, right-aligned like broadcasting: an operand
+    # with fewer ellipsis axes takes the last ones.
+    unused = [c for c in string.ascii_letters if c not in text]
+    n_ell = []
+    for term, shape in zip(terms, shapes):
+        named = len(term.replace("...", ""))
+        if "..." in term:
+            if len(shape) < named:
+                raise ShapeError(f"einsum: Expect: operand with at least {named} dimensions for "
+                                 f"'{term}'. Actual: shape {fmt(shape)}")
+            n_ell.append(len(shape) - named)
+        else:
+            n_ell.append(0)
+    width = max(n_ell, default=0)
+    if width > len(unused):
+        raise ShapeError(f"einsum: Expect: at most 52 distinct axes. Actual: {subscripts!r} with "
+                         f"{width} axes under '...'")
+    ell = "".join(unused[:width])
+    terms = [t.replace("...", ell[width - n:] if n else "") for t, n in zip(terms, n_ell)]
+    if explicit:
+        if "..." not in rhs and width:
+            raise ShapeError(f"einsum: Expect: '...' in the output when the inputs' '...' stands "
+                             f"for axes (numpy does not sum them). Actual: {subscripts!r} with "
+                             f"operand shapes {', '.join(fmt(s) for s in shapes)}")
+        rhs = rhs.replace("...", ell)
+    else:
+        counts = {}
+        for term in terms:
+            for c in term:
+                counts[c] = counts.get(c, 0) + 1
+        rhs = ell + "".join(sorted(c for c, k in counts.items() if k == 1 and c not in ell))
+    return ",".join(terms) + "->" + rhs
+
+
+def _split(subscripts: str) -> tuple[list[str], str]:
+    lhs, rhs = subscripts.split("->")
+    return lhs.split(","), rhs
+
+
+def _letter_sizes(name, terms, operands) -> dict[str, int]:
+    """The size of each letter; sizes must agree or be 1 (numpy's einsum broadcasts those)."""
+    sizes: dict[str, int] = {}
+    for term, op in zip(terms, operands):
+        if len(term) != len(op.shape):
+            raise ShapeError(f"{name}: Expect: {len(term)} dimensions for subscripts '{term}'. "
+                             f"Actual: shape {fmt(op.shape)}")
+        for c, d in zip(term, op.shape):
+            if c in sizes and d != sizes[c] and 1 not in (d, sizes[c]):
+                raise ShapeError(f"{name}: Expect: the axes labelled '{c}' to have the same size. "
+                                 f"Actual: {sizes[c]} and {d} (operand shapes "
+                                 f"{', '.join(fmt(o.shape) for o in operands)})")
+            sizes[c] = d if c not in sizes or sizes[c] == 1 else sizes[c]
+    return sizes
+
+
+def _einsum_rule(*operands, subscripts):
+    terms, rhs = _split(subscripts)
+    if len(terms) != len(operands):
+        raise ShapeError(f"einsum: Expect: {len(terms)} operand(s) for {subscripts!r}. "
+                         f"Actual: {len(operands)}")
+    sizes = _letter_sizes("einsum", terms, operands)
+    if len(set(rhs)) != len(rhs):
+        raise ShapeError(f"einsum: Expect: each output letter once. Actual: '{rhs}' in {subscripts!r}")
+    missing = sorted(set(rhs) - set(sizes))
+    if missing:
+        raise ShapeError(f"einsum: Expect: output letters that appear in an input. "
+                         f"Actual: {missing} in {subscripts!r}")
+    return tuple(sizes[c] for c in rhs), np.result_type(*[o.dtype for o in operands])
+
+
+def _require_no_diagonal(terms, subscripts):
+    for term in terms:
+        if len(set(term)) != len(term):
+            raise NotDifferentiableError(
+                f"einsum: derivatives through a repeated letter within one operand (a diagonal, "
+                f"'{term}' in {subscripts!r}) are not supported; take the diagonal with an "
+                f"explicit mask or gather instead")
+
+
+def _einsum_vjp(ct, out, *operands, subscripts):
+    terms, rhs = _split(subscripts)
+    _require_no_diagonal(terms, subscripts)
+    grads = []
+    for i, x in enumerate(operands):
+        others = [j for j in range(len(operands)) if j != i]
+        available = set(rhs).union(*[terms[j] for j in others])
+        # Letters only in operand i were summed away: the cotangent is constant
+        # along them, so it is computed without them and broadcast back after.
+        kept = "".join(c for c in terms[i] if c in available)
+        spec = ",".join([rhs] + [terms[j] for j in others]) + "->" + kept
+        if len(others) == 0 and kept == rhs:
+            g = ct
+        else:
+            g = apply(EINSUM, ct, *[operands[j] for j in others], subscripts=spec)
+        g = reshape(g, tuple(g.shape[kept.index(c)] if c in kept else 1 for c in terms[i])) \
+            if kept != terms[i] else g
+        # Axes where operand i has size 1 but was broadcast against a larger one.
+        g = sum_to_shape(g, tuple(1 if d == 1 else g.shape[k] for k, d in enumerate(x.shape)))
+        grads.append(broadcast_to(g, x.shape))
+    return tuple(grads)
+
+
+def _einsum_jvp(tangents, out, *operands, subscripts):
+    terms, _ = _split(subscripts)
+    _require_no_diagonal(terms, subscripts)
+    total = None
+    for i, t in enumerate(tangents):
+        if t is None:
+            continue
+        args = list(operands)
+        args[i] = t
+        term = apply(EINSUM, *args, subscripts=subscripts)
+        total = term if total is None else add(total, term)
+    return broadcast_to(total, out.shape)
+
+
+EINSUM = defprim("einsum", lambda *ops, subscripts: np.einsum(subscripts, *ops),
+                 vjp=_einsum_vjp, jvp=_einsum_jvp, shape=_einsum_rule)
+
+
+def einsum(subscripts: str, *operands) -> Tensor:
+    """Einstein summation, as ``np.einsum``: ``einsum('ij,jk->ik', a, b)`` is ``a @ b``.
+
+    One or more operands; implicit mode (no ``->``) and ``...`` follow numpy.
+    Derivatives are not defined through a letter repeated within one operand
+    (a diagonal such as ``'ii->i'``): the forward value is computed, the VJP/JVP
+    raise :class:`NotDifferentiableError`.
+    Shapes: one operand per term; the output has one axis per output letter.
+    Example: ``ad.einsum('i,i->', x, y)`` is the inner product of x and y.
+    """
+    shapes = [tuple(np.shape(o.value if isinstance(o, Tensor) else o)) for o in operands]
+    try:
+        if not operands:
+            raise ShapeError("einsum: Expect: at least one operand. Actual: none")
+        spec = _parse_einsum(subscripts, shapes)
+    except ShapeError as exc:
+        raise ShapeError(f"{exc}{where(user_source())}") from None
+    return apply(EINSUM, *operands, subscripts=spec)

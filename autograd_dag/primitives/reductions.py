@@ -1,0 +1,291 @@
+"""Reductions and the book's vector activations: mean, max, min, logsumexp, softargmax, argmax.
+
+Seed 001 §4.4.2 and §4.4.4. Conventions fixed and tested exactly:
+``max``/``min`` split the gradient evenly among all tied extrema; ``argmax``
+returns the one-hot vector of the first maximum and has zero derivative;
+``logsumexp`` and ``softargmax`` take a temperature ``gamma > 0``
+(lse_γ(u) = γ·lse(u/γ), softargmax_γ(u) = softargmax(u/γ)) and subtract the
+maximum before exponentiating, so that large inputs never overflow.
+
+``sum`` lives in :mod:`structure` (its derivative is broadcasting); ``var`` is a
+composite of the primitives here, not a primitive.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from ..core import Tensor, apply, user_source
+from ..errors import ShapeError, where
+from .elementwise import astype, divide, equal, multiply, subtract
+from .registry import defprim
+from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape
+from .structure import broadcast_to, reshape, sum
+
+
+def _ndim(x) -> int:
+    return np.ndim(x.value if isinstance(x, Tensor) else x)
+
+
+def _float_dtype(dtype) -> np.dtype:
+    # Integer operands reduce to float64, as numpy's mean does.
+    return np.dtype(dtype) if np.dtype(dtype).kind in "fc" else np.dtype(np.float64)
+
+
+def _kept(t, x_shape, axis, keepdims):
+    """``t`` (shaped like a reduction's output) with the reduced axes kept as 1."""
+    if keepdims:
+        return t
+    shape = reduced_shape(x_shape, axis, True)
+    return t if t.shape == shape else reshape(t, shape)
+
+
+def _check_gamma(name: str, gamma) -> float:
+    try:
+        g = float(gamma)
+    except (TypeError, ValueError):
+        g = float("nan")
+    if not (g > 0.0 and math.isfinite(g)):
+        raise ShapeError(f"{name}: Expect: a finite temperature gamma > 0. Actual: gamma={gamma!r}"
+                         f"{where(user_source())}")
+    return g
+
+
+def _reduction_rule(name, nonempty=False):
+    def rule(x, *, axis, keepdims):
+        if nonempty and builtins.any(x.shape[a] == 0 for a in axis):
+            raise ShapeError(f"{name}: Expect: a non-empty axis to reduce (it has no identity). "
+                             f"Actual: shape {fmt(x.shape)} reduced over axis {axis}")
+        dtype = _float_dtype(x.dtype) if name == "mean" else x.dtype
+        return reduced_shape(x.shape, axis, keepdims), dtype
+    return rule
+
+# ------------------------------------------------------------------- mean
+
+
+def _mean_scale(x_shape, axis) -> float:
+    n = int(np.prod([x_shape[a] for a in axis], dtype=np.int64))
+    # An empty reduction has an empty input: the cotangent is empty, any scale does.
+    return 1.0 / builtins.max(n, 1)
+
+
+def _mean_impl(x, *, axis, keepdims):
+    if builtins.any(x.shape[a] == 0 for a in axis):
+        # The mean of nothing is undefined: NaN, as numpy, without its warning.
+        shape = reduced_shape(x.shape, axis, keepdims)
+        return np.full(shape, np.nan, dtype=_float_dtype(x.dtype))
+    return np.mean(x, axis=axis, keepdims=keepdims)
+
+
+def _mean_vjp(ct, out, x, *, axis, keepdims):
+    from_ct = _kept(ct, x.shape, axis, keepdims)
+    return (multiply(broadcast_to(from_ct, x.shape), _mean_scale(x.shape, axis)),)
+
+
+MEAN = defprim(
+    "mean", _mean_impl, vjp=_mean_vjp,
+    jvp=lambda t, out, x, *, axis, keepdims: multiply(sum(t[0], axis, keepdims),
+                                                     _mean_scale(x.shape, axis)),
+    shape=_reduction_rule("mean"), linear=True)
+
+
+def mean(x, axis=None, keepdims: bool = False) -> Tensor:
+    """Arithmetic mean over ``axis`` (None: all axes; int or tuple).
+
+    Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
+    The mean over an empty axis is NaN.
+    Example: ``ad.mean(ad.Tensor([[1., 2.], [3., 4.]]), axis=0).value`` is ``[2., 3.]``.
+    """
+    return apply(MEAN, x, axis=normalize_axes("mean", axis, _ndim(x)), keepdims=bool(keepdims))
+
+
+def var(x, axis=None, keepdims: bool = False) -> Tensor:
+    """Population variance (divide by N) over ``axis``, as ``np.var`` with ddof=0.
+
+    A composite of mean, subtract and multiply, so it records several nodes.
+    Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
+    Example: ``ad.var(ad.Tensor([1., 3.])).value`` is ``1.0``.
+    """
+    centred = subtract(x, mean(x, axis, keepdims=True))
+    return mean(multiply(centred, centred), axis, keepdims)
+
+# -------------------------------------------------------------- max / min
+
+
+def _extremum_weights(x, out, axis, keepdims):
+    """1/(number of ties) at each position equal to the extremum, else 0.
+
+    Built from ``equal`` (a recorded comparison without derivative), so the
+    weights are constants to every higher derivative, as they should be.
+    """
+    hit = astype(equal(x, _kept(out, x.shape, axis, keepdims)), _float_dtype(x.dtype))
+    return hit
+
+
+def _extremum_vjp(ct, out, x, *, axis, keepdims):
+    w = _extremum_weights(x, out, axis, keepdims)
+    return (multiply(w, _kept(ct, x.shape, axis, keepdims)),)
+
+
+def _extremum_jvp(t, out, x, *, axis, keepdims):
+    w = _extremum_weights(x, out, axis, keepdims)
+    return sum(multiply(t[0], w), axis, keepdims)
+
+
+MAX = defprim("max", lambda x, *, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
+              vjp=_extremum_vjp, jvp=_extremum_jvp, shape=_reduction_rule("max", nonempty=True))
+MIN = defprim("min", lambda x, *, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
+              vjp=_extremum_vjp, jvp=_extremum_jvp, shape=_reduction_rule("min", nonempty=True))
+
+
+def max(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
+    """Maximum over ``axis`` (max pooling, §4.4.2); ties share the gradient evenly.
+
+    Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``);
+    the reduced axes must be non-empty.
+    Example: the gradient of ``ad.max(ad.Tensor([1., 3., 3.]))`` is ``[0, .5, .5]``.
+    """
+    return apply(MAX, x, axis=normalize_axes("max", axis, _ndim(x)), keepdims=bool(keepdims))
+
+
+def min(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
+    """Minimum over ``axis``; ties share the gradient evenly.
+
+    Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``);
+    the reduced axes must be non-empty.
+    Example: ``ad.min(ad.Tensor([[1., 5.], [4., 2.]]), axis=1).value`` is ``[1., 2.]``.
+    """
+    return apply(MIN, x, axis=normalize_axes("min", axis, _ndim(x)), keepdims=bool(keepdims))
+
+# ------------------------------------------------- logsumexp, softargmax
+
+
+def _shifted(x, axis, gamma):
+    """(x/γ − c, c) with c the max of x/γ over ``axis`` (kept), 0 where it is not finite.
+
+    The shift is what makes exp never overflow (§4.4.2: lse(u) = lse(u − c) + c);
+    an all −inf slice, an +inf entry or an empty axis is shifted by 0 instead,
+    so that the results are −inf, +inf and −inf rather than NaN.
+    """
+    z = x / gamma if gamma != 1.0 else x
+    if not np.issubdtype(z.dtype, np.inexact):
+        z = z.astype(np.float64)
+    c = np.max(z, axis=axis, keepdims=True, initial=-np.inf)
+    c = np.where(np.isfinite(c), c, np.zeros((), z.dtype))
+    return z - c, c
+
+
+def _lse_impl(x, *, axis, keepdims, gamma):
+    z, c = _shifted(x, axis, gamma)
+    with np.errstate(divide="ignore"):  # log(0) = -inf for an empty or all -inf slice
+        out = np.log(np.sum(np.exp(z), axis=axis, keepdims=True)) + c
+    if gamma != 1.0:
+        out = out * gamma
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+def _lse_vjp(ct, out, x, *, axis, keepdims, gamma):
+    # ∇ lse_γ(x) = softargmax(x/γ) (§4.4.4).
+    p = apply(SOFTARGMAX, x, axis=axis, gamma=gamma)
+    return (multiply(p, _kept(ct, x.shape, axis, keepdims)),)
+
+
+def _lse_jvp(t, out, x, *, axis, keepdims, gamma):
+    p = apply(SOFTARGMAX, x, axis=axis, gamma=gamma)
+    return sum(multiply(t[0], p), axis, keepdims)
+
+
+def _lse_rule(x, *, axis, keepdims, gamma):
+    return reduced_shape(x.shape, axis, keepdims), _float_dtype(x.dtype)
+
+
+LOGSUMEXP = defprim("logsumexp", _lse_impl, vjp=_lse_vjp, jvp=_lse_jvp, shape=_lse_rule)
+
+
+def logsumexp(x, axis=-1, keepdims: bool = False, gamma: float = 1.0) -> Tensor:
+    """Log-sum-exp with temperature: γ·log Σ exp(x/γ) over ``axis``, computed stably.
+
+    A soft maximum (§4.4.2): max(x) <= logsumexp(x, gamma=γ) <= max(x) + γ·log M.
+    Its gradient is ``softargmax(x, axis, gamma)``. The logsumexp of an empty
+    axis is -inf.
+    Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
+    Example: ``ad.logsumexp(ad.Tensor([0., 0.])).value`` is ``log 2``.
+    """
+    g = _check_gamma("logsumexp", gamma)
+    return apply(LOGSUMEXP, x, axis=normalize_axes("logsumexp", axis, _ndim(x)),
+                 keepdims=bool(keepdims), gamma=g)
+
+
+def _softargmax_impl(x, *, axis, gamma):
+    z, _ = _shifted(x, axis, gamma)
+    e = np.exp(z)
+    with np.errstate(invalid="ignore"):  # an all -inf slice has no distribution: NaN
+        return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _softargmax_jacobian(v, out, axis, gamma):
+    """J v for J the (symmetric) Jacobian of softargmax_γ: y ⊙ (v − Σ v⊙y) / γ."""
+    g = multiply(out, subtract(v, sum(multiply(v, out), axis, keepdims=True)))
+    return g if gamma == 1.0 else multiply(g, 1.0 / gamma)
+
+
+SOFTARGMAX = defprim(
+    "softargmax", _softargmax_impl,
+    vjp=lambda ct, out, x, *, axis, gamma: (_softargmax_jacobian(ct, out, axis, gamma),),
+    jvp=lambda t, out, x, *, axis, gamma: _softargmax_jacobian(t[0], out, axis, gamma),
+    shape=lambda x, *, axis, gamma: (tuple(x.shape), _float_dtype(x.dtype)))
+
+
+def softargmax(x, axis=-1, gamma: float = 1.0) -> Tensor:
+    """Softargmax exp(x/γ) / Σ exp(x/γ) over ``axis`` (§4.4.4), computed stably.
+
+    The differentiable relaxation of :func:`argmax` (commonly called softmax)
+    and the gradient of :func:`logsumexp`; the result lies in the relative
+    interior of the probability simplex along ``axis``.
+    Shapes: (*s) -> (*s).
+    Example: ``ad.softargmax(ad.Tensor([0., 0.])).value`` is ``[.5, .5]``.
+    """
+    g = _check_gamma("softargmax", gamma)
+    return apply(SOFTARGMAX, x, axis=normalize_axes("softargmax", axis, _ndim(x)), gamma=g)
+
+
+softmax = softargmax
+
+# ----------------------------------------------------------------- argmax
+
+
+def _argmax_impl(x, *, axis):
+    out = np.zeros(x.shape, dtype=_float_dtype(x.dtype))
+    if axis is None:
+        out.flat[np.argmax(x)] = 1  # np.argmax picks the first of tied maxima
+    else:
+        np.put_along_axis(out, np.argmax(x, axis=axis, keepdims=True), 1, axis=axis)
+    return out
+
+
+def _argmax_rule(x, *, axis):
+    if (x.size == 0) if axis is None else (x.shape[axis] == 0):
+        raise ShapeError(f"argmax: Expect: a non-empty axis. Actual: shape {fmt(x.shape)}, axis {axis}")
+    return tuple(x.shape), _float_dtype(x.dtype)
+
+
+ARGMAX = defprim("argmax", _argmax_impl, vjp=lambda ct, out, x, *, axis: (None,),
+                 jvp=lambda t, out, x, *, axis: None, shape=_argmax_rule, nondiff=(0,))
+
+
+def argmax(x, axis=-1) -> Tensor:
+    """One-hot encoding of the position of the maximum along ``axis`` (§4.4.4).
+
+    Ties go to the first index; ``axis=None`` takes the maximum of all entries.
+    Piecewise constant, so its derivative is zero (no gradient flows).
+    Shapes: (*s) -> (*s), a float array of 0s and 1s.
+    Example: ``ad.argmax(ad.Tensor([1., 3., 3.])).value`` is ``[0., 1., 0.]``.
+    """
+    ndim = _ndim(x)
+    if axis is not None or ndim == 1:
+        # One spelling per operation: for a vector, None and 0 are the same.
+        axis = normalize_axis("argmax", 0 if axis is None else axis, ndim)
+    return apply(ARGMAX, x, axis=axis)

@@ -1,0 +1,186 @@
+"""Structural primitives: reshape, transpose, broadcast_to and sum.
+
+They sit together because each one's derivative is written with the others
+(the transpose of broadcasting is summing, and back), and because
+:func:`sum_to_shape` — the one un-broadcasting helper every broadcasting
+primitive uses — is built from them.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from ..core import Tensor, apply
+from ..errors import ShapeError
+from .registry import defprim
+from .shapes import fmt, normalize_axes, reduced_shape, shape_error
+
+# ---------------------------------------------------------------- reshape
+
+
+def _reshape_rule(x, *, shape):
+    if int(np.prod(shape, dtype=np.int64)) != x.size:
+        raise ShapeError(f"reshape: Expect: a shape with {x.size} elements (from {fmt(x.shape)}). "
+                         f"Actual: {fmt(shape)} has {int(np.prod(shape, dtype=np.int64))}")
+    return tuple(shape), x.dtype
+
+
+RESHAPE = defprim(
+    "reshape", lambda x, *, shape: np.reshape(x, shape),
+    vjp=lambda ct, out, x, *, shape: (reshape(ct, x.shape),),
+    jvp=lambda t, out, x, *, shape: reshape(t[0], shape),
+    shape=_reshape_rule, linear=True)
+
+
+def reshape(x, shape) -> Tensor:
+    """``x`` with a new shape of the same size; one entry may be -1.
+
+    Shapes: (*s) -> shape. Example: ``ad.reshape(ad.Tensor(np.ones(6)), (2, 3)).shape == (2, 3)``.
+    """
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    shape = tuple(int(d) for d in shape)
+    size = x.size if isinstance(x, (Tensor, np.ndarray)) else np.size(x)
+    if shape.count(-1) == 1:
+        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        if known == 0 or size % known:
+            raise shape_error(f"reshape: cannot infer -1 in {fmt(shape)} for {size} elements")
+        shape = tuple(size // known if d == -1 else d for d in shape)
+    return apply(RESHAPE, x, shape=shape)
+
+
+def expand_dims(x, axis: int) -> Tensor:
+    """Insert a size-1 axis at ``axis`` (a reshape). Shapes: (*s) -> s with 1 inserted."""
+    shape = list(np.shape(x.value if isinstance(x, Tensor) else x))
+    ax = axis % (len(shape) + 1)
+    shape.insert(ax, 1)
+    return reshape(x, tuple(shape))
+
+
+def squeeze(x, axis=None) -> Tensor:
+    """Remove size-1 axes (all, or those named). Shapes: (*s) -> s without them."""
+    shape = np.shape(x.value if isinstance(x, Tensor) else x)
+    axes = normalize_axes("squeeze", axis, len(shape))
+    if axis is None:
+        axes = tuple(i for i in axes if shape[i] == 1)
+    for a in axes:
+        if shape[a] != 1:
+            raise shape_error(f"squeeze: Expect: axis {a} of size 1. Actual: shape {fmt(shape)}")
+    return reshape(x, tuple(d for i, d in enumerate(shape) if i not in axes))
+
+# -------------------------------------------------------------- transpose
+
+
+def _transpose_rule(x, *, axes):
+    if sorted(axes) != list(range(x.ndim)):
+        raise ShapeError(f"transpose: Expect: a permutation of {list(range(x.ndim))}. Actual: {list(axes)}")
+    return tuple(x.shape[a] for a in axes), x.dtype
+
+
+TRANSPOSE = defprim(
+    "transpose", lambda x, *, axes: np.transpose(x, axes),
+    vjp=lambda ct, out, x, *, axes: (transpose(ct, tuple(np.argsort(axes))),),
+    jvp=lambda t, out, x, *, axes: transpose(t[0], axes),
+    shape=_transpose_rule, linear=True)
+
+
+def transpose(x, axes=None) -> Tensor:
+    """Permute the axes (reverse them by default), as ``np.transpose``.
+
+    Shapes: (d0, ..., dn) -> (d_axes[0], ...). Example: ``ad.transpose(m).shape == m.shape[::-1]``.
+    """
+    ndim = np.ndim(x.value if isinstance(x, Tensor) else x)
+    axes = tuple(range(ndim))[::-1] if axes is None else tuple(int(a) % builtins.max(ndim, 1) for a in axes)
+    if sorted(axes) != list(range(ndim)):
+        raise shape_error(f"transpose: Expect: a permutation of {list(range(ndim))}. Actual: {list(axes)}")
+    return apply(TRANSPOSE, x, axes=axes)
+
+
+def swapaxes(x, a: int, b: int) -> Tensor:
+    """Exchange two axes. Shapes: (..., da, ..., db, ...) -> (..., db, ..., da, ...)."""
+    ndim = np.ndim(x.value if isinstance(x, Tensor) else x)
+    axes = list(range(ndim))
+    axes[a], axes[b] = axes[b], axes[a]
+    return transpose(x, axes)
+
+# ----------------------------------------------------------- broadcast_to
+
+
+def _broadcast_to_rule(x, *, shape):
+    try:
+        np.broadcast_shapes(tuple(x.shape), shape)
+        if np.broadcast_shapes(tuple(x.shape), shape) != tuple(shape):
+            raise ValueError
+    except ValueError:
+        raise ShapeError(f"broadcast_to: Expect: a shape that {fmt(x.shape)} broadcasts to. "
+                         f"Actual: {fmt(shape)}") from None
+    return tuple(shape), x.dtype
+
+
+BROADCAST_TO = defprim(
+    "broadcast_to", lambda x, *, shape: np.broadcast_to(x, shape),
+    vjp=lambda ct, out, x, *, shape: (sum_to_shape(ct, x.shape),),
+    jvp=lambda t, out, x, *, shape: broadcast_to(t[0], shape),
+    shape=_broadcast_to_rule, linear=True)
+
+
+def broadcast_to(x, shape) -> Tensor:
+    """``x`` broadcast to ``shape`` (numpy rules). Shapes: (*s) -> shape.
+
+    The value is a read-only numpy view: no copy is made.
+    """
+    shape = tuple(int(d) for d in shape)
+    if isinstance(x, Tensor) and x.shape == shape:
+        return x
+    return apply(BROADCAST_TO, x, shape=shape)
+
+# -------------------------------------------------------------------- sum
+
+
+def _sum_rule(x, *, axis, keepdims):
+    return reduced_shape(x.shape, axis, keepdims), x.dtype
+
+
+def _sum_vjp(ct, out, x, *, axis, keepdims):
+    if not keepdims:
+        ct = reshape(ct, reduced_shape(x.shape, axis, True))
+    return (broadcast_to(ct, x.shape),)
+
+
+SUM = defprim(
+    "sum", lambda x, *, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
+    vjp=_sum_vjp,
+    jvp=lambda t, out, x, *, axis, keepdims: sum(t[0], axis, keepdims),
+    shape=_sum_rule, linear=True)
+
+
+def sum(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
+    """Sum over ``axis`` (None: all axes; int or tuple).
+
+    Shapes: (*s) -> s without the summed axes (kept as 1 with ``keepdims``).
+    Example: ``ad.sum(ad.Tensor(np.ones((2, 3))), axis=0).shape == (3,)``.
+    """
+    ndim = np.ndim(x.value if isinstance(x, Tensor) else x)
+    return apply(SUM, x, axis=normalize_axes("sum", axis, ndim), keepdims=bool(keepdims))
+
+
+def sum_to_shape(x: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Sum a cotangent back to an operand's ``shape`` after broadcasting.
+
+    The one un-broadcasting helper: every broadcasting primitive's VJP calls it.
+    Leading axes that broadcasting added are summed away; axes where ``shape``
+    has 1 are summed and kept.
+    """
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
+                                      if d == 1 and x.shape[lead + i] != 1)
+    if axes:
+        x = sum(x, axes)
+    if x.shape != shape:
+        x = reshape(x, shape)
+    return x

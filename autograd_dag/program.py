@@ -1,0 +1,423 @@
+"""Programs: DAGs of primitive functions in topological order (seed 001 §4.1.3).
+
+A :class:`Program` is made from recorded Tensors (:meth:`Program.from_outputs`),
+from a traced function (:func:`trace`), or from a :class:`~autograd_dag.graph.Graph`
+whose vertices name primitives (:meth:`Program.from_graph`). Calling it runs
+Algorithm 4.1: for k = 1..K, s_k = f_k(s_parents(k)), freeing every
+intermediate value right after its last use.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .core import Primitive, Tensor, _recording_as, apply, as_array
+from .errors import AutogradDagError, GraphFreedError, ProgramInputError, where
+from .graph import Graph
+from .primitives.registry import PRIMITIVES
+
+
+class ProgramNode:
+    """One node k of a program: the function f_k and its output variable s_k.
+
+    ``op`` is the primitive's name, or ``"input"``, ``"constant"`` or
+    ``"parameter"`` (a constant leaf that required a gradient when recorded)
+    for roots. ``parents`` are node indices, all smaller than ``index``.
+    ``value`` holds the array of constants and parameters.
+    """
+
+    __slots__ = ("index", "op", "prim", "parents", "params", "shape", "dtype", "name",
+                 "source", "scope", "value")
+
+    def __init__(self, index, op, prim, parents, params, shape, dtype, name=None,
+                 source=None, scope=(), value=None):
+        self.index = index
+        self.op = op
+        self.prim = prim
+        self.parents = parents
+        self.params = params or {}
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.name = name
+        self.source = source
+        self.scope = scope
+        self.value = value
+
+    @property
+    def is_root(self) -> bool:
+        return self.prim is None
+
+    def type_str(self) -> str:
+        """``float64[256,10]``: dtype and shape as the listing prints them."""
+        return f"{self.dtype}[{','.join(str(d) for d in self.shape)}]"
+
+    def __repr__(self) -> str:
+        return f"<ProgramNode %{self.index} {self.op} {self.type_str()}>"
+
+
+def _format_param(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"array{list(value.shape)}" if value.size > 4 else np.array2string(value, separator=",")
+    if isinstance(value, np.dtype):
+        return str(value)
+    if callable(value):
+        return getattr(value, "__name__", "fn")
+    return repr(value)
+
+
+def _format_constant(value: np.ndarray) -> str:
+    if value.size == 1:
+        return np.format_float_positional(value.item(), trim="-") if value.dtype.kind == "f" else str(value.item())
+    return f"array{list(value.shape)}"
+
+
+def _short_source(source) -> str:
+    if not source:
+        return ""
+    return f"  # {os.path.basename(source[0])}:{source[1]}"
+
+
+class Program:
+    """A DAG of primitive functions in topological order, with inputs and outputs.
+
+    ``nodes[k]`` is node k (parents before children); ``inputs`` and
+    ``outputs`` are tuples of node indices (several of each are allowed,
+    §4.1.3). Call it on numpy arrays to execute it (Algorithm 4.1); call it on
+    Tensors to record its nodes again (how transformations compose).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> prog = ad.trace(lambda x: ad.exp(x) * 2.0, np.zeros(3))
+        >>> print(prog)  # doctest: +ELLIPSIS
+        def f(%0: float64[3]):
+          %1 = exp(%0)  : float64[3]...
+        >>> prog(np.ones(3)).round(3)
+        array([5.437, 5.437, 5.437])
+    """
+
+    def __init__(self, nodes: Sequence[ProgramNode], inputs: Sequence[int], outputs: Sequence[int],
+                 *, name: str = "f", single_output: bool | None = None, kind: str = "program"):
+        self.nodes = list(nodes)
+        self.inputs = tuple(inputs)
+        self.outputs = tuple(outputs)
+        self.name = name
+        # "program" or "gradient": the renderer styles a gradient program's outputs.
+        self.kind = kind
+        self.single_output = len(self.outputs) == 1 if single_output is None else single_output
+        for node in self.nodes:
+            for p in node.parents:
+                if not 0 <= p < node.index:
+                    raise AutogradDagError(f"Program: node %{node.index} has parent %{p}, which "
+                                           f"does not come before it: nodes must be in topological order")
+        self._children: list[list[int]] | None = None
+        self._free_after: list[tuple[int, ...]] | None = None
+
+    # ------------------------------------------------------------ building
+
+    @classmethod
+    def from_outputs(cls, inputs, outputs, *, name: str = "f", kind: str = "program") -> "Program":
+        """The program computing ``outputs`` (Tensors) from ``inputs`` (Tensors).
+
+        Leaves that are not inputs become constants (``parameter`` if they
+        require a gradient). Recorded history behind an input is cut there.
+        A single Tensor may be passed instead of a tuple for either argument.
+
+        Example:
+            >>> import autograd_dag as ad
+            >>> x = ad.Tensor([1.0, 2.0], name="x")
+            >>> ad.Program.from_outputs(x, ad.exp(x)).outputs
+            (1,)
+        """
+        single = isinstance(outputs, Tensor)
+        inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+        outputs = (outputs,) if single else tuple(outputs)
+        for t in inputs + outputs:
+            if not isinstance(t, Tensor):
+                raise ProgramInputError(f"Program.from_outputs: expected Tensors, got {type(t).__name__}")
+        index: dict[int, int] = {}
+        nodes: list[ProgramNode] = []
+        for t in inputs:
+            if id(t) in index:
+                raise ProgramInputError(f"Program.from_outputs: the same Tensor is given twice as an input "
+                                        f"({t.name or 'unnamed'}, shape {t.shape})")
+            index[id(t)] = len(nodes)
+            nodes.append(ProgramNode(len(nodes), "input", None, (), None, t.shape, t.dtype,
+                                     name=t.name or f"x{len(nodes)}", source=t.source, scope=t.scope))
+        # Iterative depth-first post-order from the outputs: parents are
+        # numbered before children, ties in the order they were recorded.
+        for root in outputs:
+            if id(root) in index:
+                continue
+            stack = [(root, 0)]
+            while stack:
+                t, i = stack.pop()
+                parents = t.parents
+                if parents is None:
+                    raise GraphFreedError(
+                        f"Program.from_outputs: the graph behind '{t.prim.name}'{where(t.source)} was "
+                        f"freed by backward(); pass retain_graph=True to backward() to keep it")
+                while i < len(parents) and id(parents[i]) in index:
+                    i += 1
+                if i < len(parents):
+                    stack.append((t, i + 1))
+                    stack.append((parents[i], 0))
+                    continue
+                k = len(nodes)
+                index[id(t)] = k
+                if t.prim is None or not parents:
+                    op = "parameter" if t.requires_grad else "constant"
+                    nodes.append(ProgramNode(k, op, None, (), None, t.shape, t.dtype, name=t.name,
+                                             source=t.source, scope=t.scope, value=t.value))
+                else:
+                    nodes.append(ProgramNode(k, t.prim.name, t.prim, tuple(index[id(p)] for p in parents),
+                                             t.params, t.shape, t.dtype, name=t.name, source=t.source,
+                                             scope=t.scope))
+        return cls(nodes, range(len(inputs)), [index[id(t)] for t in outputs], name=name,
+                   single_output=single, kind=kind)
+
+    @classmethod
+    def from_graph(cls, graph: Graph, ops: dict, inputs: dict, *, outputs=None,
+                   params: dict | None = None, name: str = "f") -> "Program":
+        """A program from a hand-built :class:`Graph` whose vertices name primitives.
+
+        ``ops`` maps each non-input vertex to a primitive name (or Primitive);
+        its parents, in the order the edges were added, are its arguments.
+        ``inputs`` maps input vertices to example arrays (they fix shapes and
+        dtypes). ``outputs`` defaults to the graph's leaves; ``params`` maps a
+        vertex to its static parameters.
+
+        Example:
+            >>> import numpy as np, autograd_dag as ad
+            >>> g = ad.Graph.from_edges([("x", "e"), ("e", "m"), ("x", "m")])
+            >>> prog = ad.Program.from_graph(g, {"e": "exp", "m": "multiply"}, {"x": np.ones(2)})
+            >>> prog(np.zeros(2))
+            array([0., 0.])
+        """
+        params = params or {}
+        tensors: dict = {}
+        for v, value in inputs.items():
+            if v not in graph:
+                raise ProgramInputError(f"Program.from_graph: input {v!r} is not a vertex of the graph")
+            tensors[v] = Tensor(value, name=str(v))
+        with _recording_as(True):
+            for v in graph.topological_order():
+                if v in tensors:
+                    continue
+                op = ops.get(v)
+                if op is None:
+                    raise ProgramInputError(f"Program.from_graph: vertex {v!r} is neither an input nor "
+                                            f"given a primitive in ops")
+                prim = op if isinstance(op, Primitive) else PRIMITIVES.get(op)
+                if prim is None:
+                    raise ProgramInputError(f"Program.from_graph: vertex {v!r} names unknown primitive {op!r}")
+                out = apply(prim, *[tensors[p] for p in graph.parents(v)], **params.get(v, {}))
+                out.name = str(v)
+                tensors[v] = out
+        outs = graph.leaves() if outputs is None else list(outputs)
+        return cls.from_outputs(tuple(tensors[v] for v in inputs), tuple(tensors[v] for v in outs), name=name)
+
+    # ------------------------------------------------------------- queries
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __getitem__(self, k: int) -> ProgramNode:
+        return self.nodes[k]
+
+    def __iter__(self):
+        return iter(self.nodes)
+
+    @property
+    def num_edges(self) -> int:
+        """Number of edges (each parent reference of each node counts once)."""
+        return sum(len(n.parents) for n in self.nodes)
+
+    def parents(self, k: int) -> tuple[int, ...]:
+        """Indices of node k's parents, in argument order."""
+        return self.nodes[k].parents
+
+    def children(self, k: int) -> list[int]:
+        """Indices of the nodes that use node k, in topological order."""
+        if self._children is None:
+            children: list[list[int]] = [[] for _ in self.nodes]
+            for node in self.nodes:
+                for p in dict.fromkeys(node.parents):
+                    children[p].append(node.index)
+            self._children = children
+        return self._children[k]
+
+    @property
+    def roots(self) -> list[int]:
+        """Nodes without parents: inputs, constants and parameters."""
+        return [n.index for n in self.nodes if not n.parents]
+
+    @property
+    def leaves(self) -> list[int]:
+        """Nodes without children."""
+        return [n.index for n in self.nodes if not self.children(n.index)]
+
+    def to_graph(self) -> Graph:
+        """The bare DAG of node indices (for the graph algorithms)."""
+        return Graph.from_edges([(p, n.index) for n in self.nodes for p in n.parents],
+                                vertices=range(len(self.nodes)), check=False)
+
+    def op_counts(self) -> dict[str, int]:
+        """How many nodes use each primitive."""
+        counts: dict[str, int] = {}
+        for n in self.nodes:
+            counts[n.op] = counts.get(n.op, 0) + 1
+        return counts
+
+    # ------------------------------------------------------------ executing
+
+    def _plan_frees(self) -> list[tuple[int, ...]]:
+        # free_after[k]: the values whose last use is node k (outputs are kept).
+        if self._free_after is None:
+            last_use = {}
+            for node in self.nodes:
+                for p in node.parents:
+                    last_use[p] = node.index
+            keep = set(self.outputs)
+            free_after: list[list[int]] = [[] for _ in self.nodes]
+            for p, k in last_use.items():
+                if p not in keep:
+                    free_after[k].append(p)
+            self._free_after = [tuple(f) for f in free_after]
+        return self._free_after
+
+    def _check_inputs(self, args) -> list:
+        if len(args) != len(self.inputs):
+            names = ", ".join(self.nodes[i].name or f"%{i}" for i in self.inputs)
+            raise ProgramInputError(f"program '{self.name}' takes {len(self.inputs)} input(s) ({names}); "
+                                    f"got {len(args)}")
+        checked = []
+        for pos, (k, a) in enumerate(zip(self.inputs, args)):
+            node = self.nodes[k]
+            label = f"input {pos} ('{node.name}')" if node.name else f"input {pos}"
+            value = a.value if isinstance(a, Tensor) else as_array(a)
+            if value.shape != node.shape:
+                raise ProgramInputError(f"program '{self.name}': {label} expects shape {node.shape}, "
+                                        f"got {value.shape}")
+            if value.dtype != node.dtype:
+                if not np.can_cast(value.dtype, node.dtype, "same_kind"):
+                    raise ProgramInputError(f"program '{self.name}': {label} expects dtype {node.dtype}, "
+                                            f"got {value.dtype}")
+                if not isinstance(a, Tensor):
+                    value = value.astype(node.dtype)
+            checked.append(a if isinstance(a, Tensor) else value)
+        return checked
+
+    def __call__(self, *args):
+        """Execute the program (Algorithm 4.1).
+
+        On numpy arrays: returns numpy arrays (one, or a tuple), computing each
+        node once and freeing every intermediate after its last use. On
+        Tensors: records the nodes again and returns Tensors.
+        """
+        args = self._check_inputs(args)
+        if any(isinstance(a, Tensor) for a in args):
+            return self._replay(args)
+        free_after = self._plan_frees()
+        values: list = [None] * len(self.nodes)
+        for k, a in zip(self.inputs, args):
+            values[k] = a
+        for node in self.nodes:
+            k = node.index
+            if node.prim is None:
+                if node.op != "input":
+                    values[k] = node.value
+                continue
+            try:
+                values[k] = node.prim.impl(*[values[p] for p in node.parents], **node.params)
+            except Exception as exc:
+                raise AutogradDagError(f"program '{self.name}': node %{k} = {node.op} failed: "
+                                       f"{type(exc).__name__}: {exc}{where(node.source)}") from None
+            for p in free_after[k]:
+                values[p] = None
+        outs = tuple(values[k] for k in self.outputs)
+        return outs[0] if self.single_output else outs
+
+    def _replay(self, args):
+        values: list = [None] * len(self.nodes)
+        for k, a in zip(self.inputs, args):
+            values[k] = a if isinstance(a, Tensor) else Tensor(a)
+        with _recording_as(True):
+            for node in self.nodes:
+                if node.prim is None:
+                    if node.op != "input":
+                        values[node.index] = Tensor(node.value, requires_grad=False, name=node.name)
+                    continue
+                out = apply(node.prim, *[values[p] for p in node.parents], **node.params)
+                out.name = node.name
+                values[node.index] = out
+        outs = tuple(values[k] for k in self.outputs)
+        return outs[0] if self.single_output else outs
+
+    # ------------------------------------------------------------- printing
+
+    def __str__(self) -> str:
+        args = ", ".join(f"%{k}: {self.nodes[k].type_str()}" for k in self.inputs)
+        lines = [f"def {self.name}({args}):"]
+        for node in self.nodes:
+            if node.op == "input":
+                continue
+            label = f" {node.name}" if node.name else ""
+            if node.prim is None:
+                lines.append(f"  %{node.index} = {node.op} {_format_constant(node.value)}"
+                             f"  : {node.type_str()}{label and '  #' + label}")
+                continue
+            operands = [f"%{p}" for p in node.parents]
+            operands += [f"{k}={_format_param(v)}" for k, v in node.params.items()]
+            lines.append(f"  %{node.index} = {node.op}({', '.join(operands)})  : {node.type_str()}"
+                         f"{_short_source(node.source)}")
+        outs = ", ".join(f"%{k}" for k in self.outputs)
+        lines.append(f"  return {outs}" if self.single_output else f"  return ({outs})")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"<Program {self.name}: {len(self.inputs)} input(s), {len(self.nodes)} nodes, "
+                f"{self.num_edges} edges, {len(self.outputs)} output(s)>")
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        # Jupyter: a text listing always; the picture comes from ad.render(program).
+        return {"text/plain": str(self)}
+
+
+def trace(f: Callable, *example_args, name: str | None = None) -> Program:
+    """Record ``f`` on example arguments and return its :class:`Program`.
+
+    Each positional argument (an array, a scalar or a Tensor) becomes one
+    program input, named after ``f``'s parameter. ``f`` returns a Tensor or a
+    tuple of Tensors.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> f = lambda x1, x2: x2 * ad.exp(x1) * ad.sqrt(x1 + x2 * ad.exp(x1))
+        >>> prog = ad.trace(f, 1.0, 2.0)
+        >>> len(prog.inputs), len(prog)
+        (2, 9)
+    """
+    try:
+        names = [p.name for p in inspect.signature(f).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    inputs = []
+    for i, a in enumerate(example_args):
+        t = Tensor(a.value if isinstance(a, Tensor) else a,
+                   name=names[i] if i < len(names) else f"x{i}")
+        inputs.append(t)
+    with _recording_as(True):
+        result = f(*inputs)
+    outputs = result if isinstance(result, (tuple, list)) else (result,)
+    outputs = tuple(o if isinstance(o, Tensor) else Tensor(o) for o in outputs)
+    fname = name or getattr(f, "__name__", "f")
+    if fname == "<lambda>":
+        fname = "f"
+    prog = Program.from_outputs(tuple(inputs), outputs, name=fname)
+    prog.single_output = not isinstance(result, (tuple, list))
+    return prog

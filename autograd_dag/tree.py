@@ -1,0 +1,95 @@
+"""Nested arguments: flatten tuples, lists and dicts of arrays to a list and back.
+
+The functional transformations accept such structures and return gradients
+in the same structure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_LEAF = "leaf"
+
+
+def flatten(tree: Any) -> tuple[list, Any]:
+    """``(leaves, treedef)`` of a nested tuple/list/dict; anything else is a leaf.
+
+    Iterative, so deeply nested structures do not hit the recursion limit.
+
+    Example:
+        >>> leaves, td = flatten({"w": 1, "b": (2, 3)})
+        >>> leaves, unflatten(td, [10, 20, 30])
+        ([1, 2, 3], {'w': 10, 'b': (20, 30)})
+    """
+    leaves: list = []
+    # A treedef is built bottom-up; a stack of (node, child iterator, defs so far).
+    def kind_of(x):
+        if isinstance(x, tuple) and not hasattr(x, "_fields"):
+            return "tuple"
+        if isinstance(x, list):
+            return "list"
+        if isinstance(x, dict):
+            return "dict"
+        return None
+
+    k = kind_of(tree)
+    if k is None:
+        return [tree], _LEAF
+    root_keys = list(tree.keys()) if k == "dict" else None
+    root_children = [tree[key] for key in root_keys] if k == "dict" else list(tree)
+    stack = [(k, root_keys, root_children, 0, [])]
+    while True:
+        kind, keys, children, i, defs = stack[-1]
+        if i == len(children):
+            stack.pop()
+            node_def = (kind, tuple(keys) if keys is not None else None, tuple(defs))
+            if not stack:
+                return leaves, node_def
+            stack[-1][4].append(node_def)
+            continue
+        stack[-1] = (kind, keys, children, i + 1, defs)
+        child = children[i]
+        ck = kind_of(child)
+        if ck is None:
+            leaves.append(child)
+            defs.append(_LEAF)
+        else:
+            ckeys = list(child.keys()) if ck == "dict" else None
+            cchildren = [child[key] for key in ckeys] if ck == "dict" else list(child)
+            stack.append((ck, ckeys, cchildren, 0, []))
+
+
+def unflatten(treedef: Any, leaves) -> Any:
+    """Rebuild the structure described by ``treedef`` from ``leaves``."""
+    it = iter(leaves)
+    if treedef == _LEAF:
+        return next(it)
+    # Post-order over the treedef with an explicit stack.
+    stack = [(treedef, 0, [])]
+    while True:
+        node_def, i, built = stack[-1]
+        kind, keys, child_defs = node_def
+        if i == len(child_defs):
+            stack.pop()
+            if kind == "tuple":
+                value = tuple(built)
+            elif kind == "list":
+                value = list(built)
+            else:
+                value = dict(zip(keys, built))
+            if not stack:
+                return value
+            stack[-1][2].append(value)
+            continue
+        stack[-1] = (node_def, i + 1, built)
+        cdef = child_defs[i]
+        if cdef == _LEAF:
+            built.append(next(it))
+        else:
+            stack.append((cdef, 0, []))
+
+
+def tree_map(fn, tree: Any) -> Any:
+    """Apply ``fn`` to every leaf, keeping the structure."""
+    leaves, td = flatten(tree)
+    return unflatten(td, [fn(x) for x in leaves])
