@@ -213,9 +213,12 @@ def user_source() -> tuple[str, int] | None:
     return frame.f_code.co_filename, frame.f_lineno
 
 
+_new_tensor = object.__new__
+
+
 def _leaf(value: np.ndarray) -> Tensor:
     """A constant leaf recorded for a non-Tensor argument."""
-    t = Tensor.__new__(Tensor)
+    t = _new_tensor(Tensor)
     t.value = value
     t.prim = None
     t.parents = ()
@@ -228,7 +231,7 @@ def _leaf(value: np.ndarray) -> Tensor:
     return t
 
 
-def _lift(args: tuple) -> list[Tensor]:
+def _lift(args: tuple) -> tuple[Tensor, ...]:
     """Turn the non-Tensor arguments of an operation into constant leaves.
 
     A Python scalar takes the floating dtype of the other operands (as numpy 2
@@ -238,7 +241,7 @@ def _lift(args: tuple) -> list[Tensor]:
     for a in args:
         if isinstance(a, (Tensor, np.ndarray)) and a.dtype.kind in "fc":
             float_dtype = a.dtype if float_dtype is None else np.promote_types(float_dtype, a.dtype)
-    out = []
+    out: list[Tensor] = []
     for a in args:
         if isinstance(a, Tensor):
             out.append(a)
@@ -246,7 +249,7 @@ def _lift(args: tuple) -> list[Tensor]:
             out.append(_leaf(np.asarray(a, dtype=float_dtype or np.float64)))
         else:
             out.append(_leaf(as_array(a)))
-    return out
+    return tuple(out)
 
 
 def apply(prim: Primitive, *args, **params) -> Tensor:
@@ -261,14 +264,19 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
             args = _lift(args)
             break
     try:
-        value = prim.impl(*[a.value for a in args], **params)
+        if len(args) == 1:
+            value = prim.impl(args[0].value, **params)
+        elif len(args) == 2:
+            value = prim.impl(args[0].value, args[1].value, **params)
+        else:
+            value = prim.impl(*[a.value for a in args], **params)
     except AutogradDagError as exc:
         raise type(exc)(f"{exc}{where(user_source())}") from None
     except (Warning, FloatingPointError):
         raise  # the user asked for warnings as errors (np.seterr / -W error): keep them
     except Exception as exc:  # numpy's own error: translate, never leak it raw
         raise operation_error(prim, args, params, exc) from None
-    out = Tensor.__new__(Tensor)
+    out = _new_tensor(Tensor)
     out.value = value
     out.prim = prim
     out.params = params or None
@@ -277,13 +285,18 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
     out.scope = _scope
     if _recording:
         out.parents = args
-        requires = False
         for a in args:
             if a.requires_grad:
-                requires = True
+                out.requires_grad = True
                 break
-        out.requires_grad = requires
-        out.source = user_source()
+        else:
+            out.requires_grad = False
+        # The user's line: the first frame outside this package (inlined
+        # user_source(): this is the hottest path of the library).
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            frame = frame.f_back
+        out.source = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
     else:
         out.parents = ()
         out.requires_grad = False

@@ -6,7 +6,7 @@ np.einsum), so they do not share code with the primitives under test.
 
 import numpy as np
 
-from cases import Case
+from tests.cases import Case
 from autograd_dag.primitives import linalg as L
 
 

@@ -6,7 +6,7 @@ extrema, exp/log for the soft ones), never the code under test.
 
 import numpy as np
 
-from cases import Case
+from tests.cases import Case
 from autograd_dag.primitives import reductions as R
 
 

@@ -17,8 +17,8 @@ from autograd_dag.primitives import linalg as L
 from autograd_dag.primitives import reductions as R
 from autograd_dag.primitives.registry import PRIMITIVES
 
-from cases_linalg import CASES as LINALG_CASES
-from cases_reductions import CASES as REDUCTION_CASES
+from tests.cases_linalg import CASES as LINALG_CASES
+from tests.cases_reductions import CASES as REDUCTION_CASES
 
 ALL_CASES = REDUCTION_CASES + LINALG_CASES
 EPS = 1e-6

@@ -132,6 +132,9 @@ def conv2d(x, w, stride=1, padding=0) -> Tensor:
 
 
 def _input_grad_impl(g, w, *, in_hw, stride, padding):
+    # Checked here, not only on failure: a cotangent of the wrong spatial shape
+    # would otherwise be scattered silently.
+    _input_grad_rule(g, w, in_hw=in_hw, stride=stride, padding=padding)
     n, _, ho, wo = g.shape
     _, c, kh, kw = w.shape
     sh, sw = stride
@@ -191,6 +194,8 @@ def conv2d_input_grad(g, w, in_hw, stride=1, padding=0) -> Tensor:
 
 
 def _weight_grad_impl(x, g, *, kernel, stride, padding):
+    # A cotangent too small for the windows would otherwise be contracted silently.
+    _weight_grad_rule(x, g, kernel=kernel, stride=stride, padding=padding)
     win = _windows(_pad(x, padding), kernel, stride)             # (N, C, Ho, Wo, kh, kw)
     return np.tensordot(g, win, axes=((0, 2, 3), (0, 2, 3)))   # (O, C, kh, kw)
 
@@ -265,6 +270,7 @@ def _max_pool_rule(x, *, window, stride):
 
 
 def _scatter_impl(ct, x, *, window, stride):
+    _scatter_rule(ct, x, window=window, stride=stride)  # a broadcastable ct would pass silently
     k = _pool_argmax(x, window, stride)
     ho, wo = k.shape[-2:]
     sh, sw = stride
@@ -288,6 +294,7 @@ def _scatter_rule(ct, x, *, window, stride):
 
 
 def _gather_impl(c, x, *, window, stride):
+    _gather_rule(c, x, window=window, stride=stride)
     k = _pool_argmax(x, window, stride)
     win = _windows(c, window, stride)
     flat = win.reshape(win.shape[:-2] + (-1,))

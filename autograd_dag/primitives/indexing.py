@@ -143,6 +143,8 @@ def getitem(x, index) -> Tensor:
 
 
 def _index_add_impl(ct, *, shape, index):
+    # Both paths below broadcast ct, which would hide a wrongly shaped input.
+    _index_add_rule(ct, shape=shape, index=index)
     out = np.zeros(shape, dtype=ct.dtype)
     if _has_array(index):
         # Integer arrays may repeat an element: only ``add.at`` accumulates repeats.

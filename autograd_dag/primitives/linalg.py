@@ -17,7 +17,7 @@ from ..errors import NotDifferentiableError, ShapeError, where
 from .elementwise import add
 from .registry import defprim
 from .shapes import fmt
-from .structure import broadcast_to, reshape, sum, sum_to_shape, swapaxes
+from .structure import broadcast_to, reshape, sum_to_shape, swapaxes
 
 # ----------------------------------------------------------------- matmul
 

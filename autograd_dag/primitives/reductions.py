@@ -122,7 +122,7 @@ def _extremum_weights(x, out, axis, keepdims):
     weights are constants to every higher derivative, as they should be.
     """
     hit = astype(equal(x, _kept(out, x.shape, axis, keepdims)), _float_dtype(x.dtype))
-    return hit
+    return divide(hit, sum(hit, axis, keepdims=True))
 
 
 def _extremum_vjp(ct, out, x, *, axis, keepdims):
