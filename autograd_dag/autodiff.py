@@ -14,12 +14,13 @@ freed as soon as it has been consumed.
 
 from __future__ import annotations
 
+import gc
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import core
-from .core import Primitive, Tensor, _recording_as, apply, check_finite
+from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite
 from .errors import AutogradDagError, GraphFreedError, NotDifferentiableError, where
 from .primitives import elementwise as ew
 from .primitives import indexing, structure
@@ -66,7 +67,7 @@ def topological_nodes(outputs: Sequence[Tensor], stop: set[int] = frozenset(),
     return order
 
 
-def _accumulate(table: dict, key: int, value: Tensor) -> None:
+def _accumulate(table: dict, key: int, value) -> None:
     previous = table.get(key)
     table[key] = value if previous is None else ew.add(previous, value)
 
@@ -75,14 +76,25 @@ def _ones_like(t: Tensor) -> Tensor:
     return Tensor(np.ones(t.shape, dtype=t.dtype))
 
 
-def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence[Tensor | None],
+def _bare(x):
+    """The plain array of a Tensor or an array (what the bare sweeps carry)."""
+    return x.value if type(x) is Tensor else x
+
+
+def _sweep_context(record: bool):
+    return _recording_as(True) if record else bare_values()
+
+
+def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                   wrt: Sequence[Tensor] | None, *, create_graph: bool, retain_graph: bool,
-                  prune_constant: bool = False) -> dict[int, tuple[Tensor, Tensor]]:
+                  prune_constant: bool = False) -> dict[int, tuple]:
     """Algorithm 8.5 over the recorded graph; returns ``{id(t): (t, cotangent)}`` for ``wrt``.
 
     With ``wrt=None`` every leaf that requires a gradient is a target (the
-    eager ``backward()``). Unless ``retain_graph``, each visited node drops its
-    parents (and with them the saved forward values) once its VJP has run.
+    eager ``backward()``). With ``create_graph`` the VJP rules record (the
+    cotangents are Tensors); otherwise they run on plain arrays and the
+    cotangents are ndarrays. Unless ``retain_graph``, each visited node drops
+    its parents (and with them the saved forward values) once its VJP has run.
     """
     stop = {id(t) for t in wrt} if wrt is not None else set()
     order = topological_nodes(outputs, stop, prune_constant)
@@ -97,64 +109,95 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence[Tensor | None]
                 if id(p) in relevant:
                     relevant.add(tid)
                     break
-    cts: dict[int, Tensor] = {}
+    record = create_graph
+    cts: dict[int, Any] = {}
     for o, c in zip(outputs, cotangents):
         if id(o) in relevant:
-            _accumulate(cts, id(o), c if c is not None else _ones_like(o))
-    results: dict[int, tuple[Tensor, Tensor]] = {}
+            if c is None:
+                c = np.ones(o.shape, dtype=o.dtype)
+            _accumulate(cts, id(o), (c if isinstance(c, Tensor) else Tensor(c)) if record else _bare(c))
+    results: dict[int, tuple] = {}
     anomaly = core.anomaly_enabled()
-    with _recording_as(create_graph):
-        for k in range(len(order) - 1, -1, -1):
-            t = order[k]
-            order[k] = None  # let values go as soon as nothing else holds them
-            tid = id(t)
-            ct = cts.pop(tid, None)
-            if ct is None:
-                continue
-            if tid in stop or not t.parents:
-                results[tid] = (t, ct)
-                continue
-            prim = t.prim
-            if prim.vjp is None:
-                raise NotDifferentiableError(f"'{prim.name}' has no VJP rule; cannot differentiate "
-                                             f"through it{where(t.source)}")
-            grads = prim.vjp(ct, t, *t.parents, **(t.params or {}))
-            for i, (p, g) in enumerate(zip(t.parents, grads)):
-                if g is None or id(p) not in relevant or i in prim.nondiff:
+    # The sweep makes many short-lived objects and no reference cycles: the
+    # cyclic collector would only re-scan the (large) live graph again and again.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with _sweep_context(record):
+            for k in range(len(order) - 1, -1, -1):
+                t = order[k]
+                order[k] = None  # let values go as soon as nothing else holds them
+                tid = id(t)
+                ct = cts.pop(tid, None)
+                if ct is None:
                     continue
-                if g.shape != p.shape:
-                    raise AutogradDagError(f"VJP of '{prim.name}' returned a cotangent of shape {g.shape} "
-                                           f"for an input of shape {p.shape}{where(t.source)}")
-                if anomaly:
-                    check_finite(g, f"gradient from the VJP of '{prim.name}'")
-                _accumulate(cts, id(p), g)
-            if not retain_graph:
-                t.parents = None
+                parents = t.parents
+                if tid in stop or not parents:
+                    results[tid] = (t, ct)
+                    continue
+                prim = t.prim
+                if prim.vjp is None:
+                    raise NotDifferentiableError(f"'{prim.name}' has no VJP rule; cannot differentiate "
+                                                 f"through it{where(t.source)}")
+                if record:
+                    grads = prim.vjp(ct, t, *parents, **(t.params or {}))
+                else:
+                    grads = prim.vjp(ct, t.value, *[p.value for p in parents], **(t.params or {}))
+                for i, g in enumerate(grads):
+                    if g is None:
+                        continue
+                    p = parents[i]
+                    if id(p) not in relevant or i in prim.nondiff:
+                        continue
+                    if not record:
+                        g = _bare(g)
+                    if g.shape != p.shape:
+                        raise AutogradDagError(f"VJP of '{prim.name}' returned a cotangent of shape "
+                                               f"{g.shape} for an input of shape {p.shape}{where(t.source)}")
+                    if anomaly:
+                        check_finite(g, f"gradient from the VJP", node=t)
+                    _accumulate(cts, id(p), g)
+                if not retain_graph:
+                    t.parents = None
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     return results
 
 
-def forward_sweep(outputs: Sequence[Tensor], primals: Sequence[Tensor],
-                  tangents: Sequence[Tensor]) -> dict[int, Tensor]:
-    """Algorithm 8.4 over the recorded graph; returns ``{id(t): tangent}`` for reached nodes."""
+def forward_sweep(outputs: Sequence[Tensor], primals: Sequence[Tensor], tangents: Sequence,
+                  *, record: bool) -> dict[int, Any]:
+    """Algorithm 8.4 over the recorded graph; returns ``{id(t): tangent}`` for reached nodes.
+
+    With ``record`` the JVP rules record (tangents are Tensors); otherwise
+    they run on plain arrays.
+    """
     stop = {id(p) for p in primals}
-    tan: dict[int, Tensor] = {}
-    for p, t in zip(primals, tangents):
-        _accumulate(tan, id(p), t)
+    tan: dict[int, Any] = {}
     anomaly = core.anomaly_enabled()
-    for t in topological_nodes(outputs, stop):
-        if id(t) in stop or not t.parents:
-            continue
-        ts = tuple(None if i in t.prim.nondiff else tan.get(id(p)) for i, p in enumerate(t.parents))
-        if all(x is None for x in ts):
-            continue
-        if t.prim.jvp is None:
-            raise NotDifferentiableError(f"'{t.prim.name}' has no JVP rule; cannot differentiate "
-                                         f"through it{where(t.source)}")
-        out = t.prim.jvp(ts, t, *t.parents, **(t.params or {}))
-        if out is not None:
-            if anomaly:
-                check_finite(out, f"tangent from the JVP of '{t.prim.name}'")
-            tan[id(t)] = out
+    with _sweep_context(record):
+        for p, t in zip(primals, tangents):
+            _accumulate(tan, id(p), t if record else _bare(t))
+        for t in topological_nodes(outputs, stop):
+            if id(t) in stop or not t.parents:
+                continue
+            prim = t.prim
+            ts = tuple(None if i in prim.nondiff else tan.get(id(p)) for i, p in enumerate(t.parents))
+            if all(x is None for x in ts):
+                continue
+            if prim.jvp is None:
+                raise NotDifferentiableError(f"'{prim.name}' has no JVP rule; cannot differentiate "
+                                             f"through it{where(t.source)}")
+            if record:
+                out = prim.jvp(ts, t, *t.parents, **(t.params or {}))
+            else:
+                out = prim.jvp(ts, t.value, *[p.value for p in t.parents], **(t.params or {}))
+            if out is not None:
+                if not record:
+                    out = _bare(out)
+                if anomaly:
+                    check_finite(out, "tangent from the JVP", node=t)
+                tan[id(t)] = out
     return tan
 
 # ------------------------------------------------------------- eager API
@@ -193,7 +236,7 @@ def backward(self: Tensor, grad=None, create_graph: bool = False, retain_graph: 
     with _recording_as(create_graph):
         for leaf, g in grads.values():
             if not create_graph:
-                g = Tensor(g.value)
+                g = Tensor(_bare(g))
             leaf.grad = g if leaf.grad is None else ew.add(leaf.grad, g)
 
 
@@ -237,8 +280,8 @@ def _zeros_for(t: Tensor, nested: bool):
     return Tensor(z) if nested else z
 
 
-def _finish(t: Tensor, nested: bool):
-    return t if nested else t.value
+def _finish(t, nested: bool):
+    return t if nested else _bare(t)
 
 
 def vjp(f: Callable, *args) -> tuple[Any, Callable]:
@@ -379,8 +422,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     with _recording_as(True):
         out = f(*unflatten(p_td, inputs))
     out_leaves, out_td = _output_leaves(out, "jvp")
-    with _recording_as(nested):
-        tan = forward_sweep(out_leaves, inputs, tans)
+    tan = forward_sweep(out_leaves, inputs, tans, record=nested)
     out_tans = [_finish(tan[id(o)], nested) if id(o) in tan else _zeros_for(o, nested) for o in out_leaves]
     return (unflatten(out_td, [_finish(o, nested) for o in out_leaves]), unflatten(out_td, out_tans))
 
@@ -520,24 +562,26 @@ def checkpoint(f: Callable) -> Callable:
             out = f(*[Tensor(a) for a in arrays])
         return out.value
 
-    def rule_vjp(ct, out, *inputs):
-        fresh = [Tensor(x.value) for x in inputs]
-        recording = core.is_recording()
+    def replay(inputs):
+        # When the sweep records, f is replayed on the recorded inputs, so the
+        # derivative stays connected to them (and differentiates again);
+        # otherwise on fresh leaves holding their values.
+        targets = list(inputs) if core.is_recording() else [Tensor(x) for x in inputs]
         with _recording_as(True):
-            replay = f(*fresh)
-        grads = reverse_sweep([replay], [ct], fresh, create_graph=recording, retain_graph=recording)
-        result = []
-        for x, fr in zip(inputs, fresh):
-            result.append(grads[id(fr)][1] if id(fr) in grads else None)
-        return tuple(result)
+            return targets, f(*targets)
+
+    def rule_vjp(ct, out, *inputs):
+        recording = core.is_recording()
+        targets, result = replay(inputs)
+        grads = reverse_sweep([result], [ct], targets, create_graph=recording, retain_graph=recording)
+        return tuple(grads[id(t)][1] if id(t) in grads else None for t in targets)
 
     def rule_jvp(tangents, out, *inputs):
-        fresh = [Tensor(x.value) for x in inputs]
-        with _recording_as(True):
-            replay = f(*fresh)
-        pairs = [(fr, t) for fr, t in zip(fresh, tangents) if t is not None]
-        tan = forward_sweep([replay], [p for p, _ in pairs], [t for _, t in pairs])
-        return tan.get(id(replay))
+        recording = core.is_recording()
+        targets, result = replay(inputs)
+        pairs = [(x, t) for x, t in zip(targets, tangents) if t is not None]
+        tan = forward_sweep([result], [x for x, _ in pairs], [t for _, t in pairs], record=recording)
+        return tan.get(id(result))
 
     prim = Primitive(name, impl, vjp=rule_vjp, jvp=rule_jvp)
 

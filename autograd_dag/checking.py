@@ -34,8 +34,10 @@ def _values(out) -> list[np.ndarray]:
 
 
 def _evaluate(f: Callable, arg_td, leaves) -> list[np.ndarray]:
+    # Boolean outputs (comparisons) are differenced as 0/1: numpy cannot subtract bools.
     with no_grad():
-        return _values(f(*unflatten(arg_td, [Tensor(x) for x in leaves])))
+        return [o.astype(np.float64) if o.dtype == np.bool_ else o
+                for o in _values(f(*unflatten(arg_td, [Tensor(x) for x in leaves])))]
 
 
 def _float_leaves(leaves) -> list[int]:

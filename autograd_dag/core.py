@@ -29,6 +29,10 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _recording = True
 _scope: tuple[str, ...] = ()
 _anomaly = False
+# Bare-value mode: set by the differentiation sweeps when nothing records.
+# Derivative rules then run on plain ndarrays and every primitive call is a
+# direct numpy call, with no Tensor made at all.
+_bare = False
 
 
 class Primitive:
@@ -259,6 +263,17 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
     turned into a :class:`ShapeError` (or the primitive's own error) naming the
     operation, the operand shapes and the user's line; nothing is recorded then.
     """
+    if _bare:
+        for a in args:
+            if type(a) is Tensor:
+                break
+        else:
+            try:
+                return prim.impl(*args, **params)
+            except (Warning, FloatingPointError):
+                raise
+            except Exception as exc:
+                raise operation_error(prim, [as_array(a) for a in args], params, exc) from None
     for a in args:
         if type(a) is not Tensor:
             args = _lift(args)
@@ -326,14 +341,19 @@ def operation_error(prim: Primitive, args, params: dict, exc: Exception) -> Auto
                       f"{where(user_source())}")
 
 
-def check_finite(t: Tensor, what: str) -> None:
-    """Raise :class:`AnomalyError` if ``t`` holds a NaN or an infinity."""
-    v = t.value
+def check_finite(t: Tensor, what: str, node: Tensor | None = None) -> None:
+    """Raise :class:`AnomalyError` if ``t`` (a Tensor or an array) holds a NaN or an infinity.
+
+    ``node`` is the recorded node the value belongs to (default: ``t``); its
+    operation and source line are named in the message.
+    """
+    v = t.value if isinstance(t, Tensor) else np.asarray(t)
+    node = t if node is None else node
     if v.dtype.kind in "fc" and not np.all(np.isfinite(v)):
-        op = t.prim.name if t.prim is not None else "leaf"
+        op = node.prim.name if node.prim is not None else "leaf"
         bad = "NaN" if np.any(np.isnan(v)) else "inf"
         raise AnomalyError(f"detect_anomaly: {what} of '{op}' contains {bad} "
-                           f"(shape {list(v.shape)}){where(t.source)}")
+                           f"(shape {list(v.shape)}){where(node.source)}")
 
 
 def is_recording() -> bool:
@@ -343,13 +363,29 @@ def is_recording() -> bool:
 
 @contextlib.contextmanager
 def _recording_as(flag: bool):
-    global _recording
-    previous = _recording
-    _recording = flag
+    # Either way the operations inside make Tensors: bare-value mode is off.
+    global _recording, _bare
+    previous = _recording, _bare
+    _recording, _bare = flag, False
     try:
         yield
     finally:
-        _recording = previous
+        _recording, _bare = previous
+
+
+@contextlib.contextmanager
+def bare_values():
+    """Inside: primitives called on plain arrays return plain arrays, recording nothing.
+
+    Used by the sweeps that need no derivative program (``create_graph=False``).
+    """
+    global _bare, _recording
+    previous = _bare, _recording
+    _bare, _recording = True, False
+    try:
+        yield
+    finally:
+        _bare, _recording = previous
 
 
 def no_grad():

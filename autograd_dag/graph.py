@@ -28,8 +28,17 @@ from autograd_dag.errors import CycleError
 __all__ = ["Graph"]
 
 
-def _format_cycle(cycle: list) -> str:
-    return " -> ".join(str(v) for v in cycle)
+def _format_cycle(cycle: list, keep: int = 8) -> str:
+    # A cycle in a big graph can have millions of vertices; the message shows
+    # both ends and the full list stays in CycleError.cycle.
+    if len(cycle) > 2 * keep + 1:
+        hidden = len(cycle) - 2 * keep
+        parts = [str(v) for v in cycle[:keep]]
+        parts.append(f"... ({hidden} more) ...")
+        parts.extend(str(v) for v in cycle[-keep:])
+    else:
+        parts = [str(v) for v in cycle]
+    return " -> ".join(parts)
 
 
 @contextmanager

@@ -319,7 +319,8 @@ def take(table, indices, axis: int = 0) -> Tensor:
 
 def _take_add_impl(ct, indices, *, size, axis):
     shape = ct.shape[:axis] + (size,) + ct.shape[axis + indices.ndim:]
-    _check_indices("take_add", indices, size, f"a table of size {size} (axis {axis} of shape {fmt(shape)})", True)
+    _check_indices("take_add", indices, size,
+                   f"a table of size {size} (axis {axis} of shape {fmt(shape)})", True)
     out = np.zeros(shape, dtype=ct.dtype)
     # add.at accumulates repeated ids (a token used twice gets both gradients).
     np.add.at(out, (slice(None),) * axis + (indices,), ct)

@@ -1,0 +1,210 @@
+"""Activations (§4.4) and losses as functions of Tensors.
+
+Everything here is a composition of public Tensor operations, so a loss is
+part of the recorded program: it executes, differentiates and renders with
+the model. Class scores lie on the LAST axis throughout.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import Tensor
+from ..errors import AutogradDagError, ShapeError
+from ..primitives.elementwise import logistic, multiply, relu, sigmoid, softplus, step, subtract, tanh
+from ..primitives.indexing import one_hot
+from ..primitives.reductions import argmax as _argmax
+from ..primitives.reductions import logsumexp as _logsumexp
+from ..primitives.reductions import max as _max
+from ..primitives.reductions import mean as _mean
+from ..primitives.reductions import softargmax as _softargmax
+from ..primitives.structure import sum as _sum
+
+__all__ = ["relu", "softplus", "step", "logistic", "sigmoid", "tanh", "identity", "softargmax",
+           "softmax", "log_softargmax", "log_softmax", "argmax", "max", "logsumexp", "mse_loss",
+           "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "get_activation"]
+
+
+def identity(x):
+    """x unchanged (the activation of a plain affine layer). Shapes: (*s) -> (*s)."""
+    return x
+
+
+def softargmax(x, axis: int = -1, gamma: float = 1.0) -> Tensor:
+    """exp(x/γ) / Σ exp(x/γ) over ``axis`` (§4.4.4); γ = 0 gives the hard :func:`argmax`.
+
+    Shapes: (*s) -> (*s), each slice along ``axis`` in the probability simplex.
+    Example: ``softargmax(ad.Tensor([0., 0.])).value`` is ``[.5, .5]``.
+    """
+    if gamma == 0:
+        return _argmax(x, axis)
+    return _softargmax(x, axis, gamma)
+
+
+softmax = softargmax
+
+
+def log_softargmax(x, axis: int = -1, gamma: float = 1.0) -> Tensor:
+    """log softargmax_γ(x) = (x − lse_γ(x)) / γ, computed without forming the probabilities.
+
+    Shapes: (*s) -> (*s).
+    Example: ``log_softargmax(ad.Tensor([0., 0.])).value`` is ``[-log 2, -log 2]``.
+    """
+    out = subtract(x, _logsumexp(x, axis, keepdims=True, gamma=gamma))
+    return out if gamma == 1.0 else multiply(out, 1.0 / gamma)
+
+
+log_softmax = log_softargmax
+
+
+def argmax(x, axis: int = -1) -> Tensor:
+    """One-hot position of the maximum along ``axis`` (ties: first index); no gradient flows.
+
+    Shapes: (*s) -> (*s).
+    Example: ``argmax(ad.Tensor([1., 3.])).value`` is ``[0., 1.]``.
+    """
+    return _argmax(x, axis)
+
+
+def max(x, axis: int = -1, keepdims: bool = False, gamma: float = 0.0) -> Tensor:  # noqa: A001
+    """Maximum over ``axis`` with temperature γ: the hard max for γ = 0, else lse_γ (a soft max).
+
+    max(u) ≤ lse_γ(u) ≤ max(u) + γ·log M (§4.4.2), so γ → 0 recovers the max.
+    Shapes: (*s) -> s without ``axis`` (kept as 1 with ``keepdims``).
+    Example: ``max(ad.Tensor([1., 3.])).value`` is ``3.0``.
+    """
+    if gamma == 0:
+        return _max(x, axis, keepdims)
+    return _logsumexp(x, axis, keepdims, gamma)
+
+
+def logsumexp(x, axis: int = -1, keepdims: bool = False, gamma: float = 1.0) -> Tensor:
+    """γ·log Σ exp(x/γ) over ``axis``, computed stably (§4.4.2).
+
+    Shapes: (*s) -> s without ``axis`` (kept as 1 with ``keepdims``).
+    Example: ``logsumexp(ad.Tensor([0., 0.])).value`` is ``log 2``.
+    """
+    return _logsumexp(x, axis, keepdims, gamma)
+
+
+_ACTIVATIONS = {"relu": relu, "softplus": softplus, "step": step, "logistic": logistic,
+                "sigmoid": sigmoid, "tanh": tanh, "softargmax": softargmax, "softmax": softargmax,
+                "argmax": argmax, "identity": identity, "linear": identity, "none": identity}
+
+
+def get_activation(activation):
+    """The activation function for a name ('relu', 'tanh', ...), a callable, or None (identity).
+
+    Example: ``get_activation("relu") is relu``.
+    """
+    if activation is None:
+        return identity
+    if isinstance(activation, str):
+        try:
+            return _ACTIVATIONS[activation.lower()]
+        except KeyError:
+            raise AutogradDagError(f"unknown activation {activation!r}; choose one of "
+                                   f"{sorted(_ACTIVATIONS)} or pass a callable") from None
+    if callable(activation):
+        return activation
+    raise AutogradDagError(f"activation must be a name, a callable or None; got {type(activation).__name__}")
+
+# ----------------------------------------------------------------- losses
+
+
+def _reduce(loss: Tensor, reduction: str, name: str) -> Tensor:
+    if reduction == "mean":
+        return _mean(loss)
+    if reduction == "sum":
+        return _sum(loss)
+    if reduction == "none":
+        return loss
+    raise AutogradDagError(f"{name}: reduction must be 'mean', 'sum' or 'none'; got {reduction!r}")
+
+
+def _shape(x) -> tuple:
+    return tuple(np.shape(x.value if isinstance(x, Tensor) else x))
+
+
+def _target_distribution(name: str, scores: Tensor, target) -> Tensor:
+    """The target as a distribution over the last axis of ``scores``: one-hot for class indices."""
+    value = target.value if isinstance(target, Tensor) else np.asarray(target)
+    if scores.ndim < 1:
+        raise ShapeError(f"{name}: Expect: scores with a class axis (..., C). Actual: a scalar")
+    if value.dtype.kind in "iu":
+        if value.shape != scores.shape[:-1]:
+            raise ShapeError(f"{name}: Expect: class indices of shape {scores.shape[:-1]} for scores of "
+                             f"shape {scores.shape}. Actual: indices of shape {value.shape}")
+        return one_hot(value, scores.shape[-1], dtype=scores.dtype)
+    if value.dtype.kind == "f":
+        if value.shape != scores.shape:
+            raise ShapeError(f"{name}: Expect: integer class indices of shape {scores.shape[:-1]} or "
+                             f"class probabilities of shape {scores.shape}. Actual: float target of "
+                             f"shape {value.shape}")
+        return target if isinstance(target, Tensor) else Tensor(value.astype(scores.dtype, copy=False))
+    raise ShapeError(f"{name}: Expect: integer class indices or float probabilities. Actual: dtype {value.dtype}")
+
+
+def _as_tensor(x) -> Tensor:
+    return x if isinstance(x, Tensor) else Tensor(x)
+
+
+def mse_loss(prediction, target, reduction: str = "mean") -> Tensor:
+    """Mean squared error: mean over all entries of (prediction − target)².
+
+    Shapes: prediction and target broadcastable, usually both (B, D) -> () (or
+    the elementwise squares with ``reduction='none'``).
+    Example: ``mse_loss(ad.Tensor([1., 3.]), np.array([0., 0.])).value`` is ``5.0``.
+    """
+    prediction = _as_tensor(prediction)
+    if _shape(prediction) != _shape(target):
+        try:
+            np.broadcast_shapes(_shape(prediction), _shape(target))
+        except ValueError:
+            raise ShapeError(f"mse_loss: Expect: prediction and target of the same shape. Actual: "
+                             f"{_shape(prediction)} and {_shape(target)}") from None
+    diff = subtract(prediction, target)
+    return _reduce(multiply(diff, diff), reduction, "mse_loss")
+
+
+def cross_entropy(logits, target, reduction: str = "mean") -> Tensor:
+    """Cross-entropy of softargmax(logits) against the target: lse(logits) − ⟨target, logits⟩.
+
+    Computed from the logits through logsumexp, never through log(softargmax),
+    so it stays finite and exact for logits of ±1e4. ``target`` holds integer
+    class indices or a probability distribution over the classes.
+    Shapes: logits (..., C); target (...) ints or (..., C) floats -> () (or (...) with 'none').
+    Example: ``cross_entropy(ad.Tensor([[0., 0.]]), np.array([1])).value`` is ``log 2``.
+    """
+    logits = _as_tensor(logits)
+    t = _target_distribution("cross_entropy", logits, target)
+    loss = subtract(_logsumexp(logits, -1), _sum(multiply(t, logits), -1))
+    return _reduce(loss, reduction, "cross_entropy")
+
+
+def nll_loss(log_probs, target, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood −⟨target, log_probs⟩ given log-probabilities (e.g. :func:`log_softargmax`).
+
+    Shapes: log_probs (..., C); target (...) ints or (..., C) floats -> () (or (...) with 'none').
+    Example: ``nll_loss(ad.Tensor([[-1., -2.]]), np.array([1])).value`` is ``2.0``.
+    """
+    log_probs = _as_tensor(log_probs)
+    t = _target_distribution("nll_loss", log_probs, target)
+    return _reduce(-_sum(multiply(t, log_probs), -1), reduction, "nll_loss")
+
+
+def binary_cross_entropy_with_logits(logits, target, reduction: str = "mean") -> Tensor:
+    """−[y log σ(z) + (1 − y) log(1 − σ(z))] written stably as softplus(z) − y·z.
+
+    Shapes: logits and target (labels in [0, 1]) of the same shape -> () (or that shape with 'none').
+    Example: ``binary_cross_entropy_with_logits(ad.Tensor([0.]), np.array([1.])).value`` is ``log 2``.
+    """
+    logits = _as_tensor(logits)
+    if _shape(logits) != _shape(target):
+        raise ShapeError(f"binary_cross_entropy_with_logits: Expect: logits and target of the same shape. "
+                         f"Actual: {_shape(logits)} and {_shape(target)}")
+    if not isinstance(target, Tensor):
+        target = np.asarray(target).astype(logits.dtype, copy=False)
+    return _reduce(subtract(softplus(logits), multiply(target, logits)), reduction,
+                   "binary_cross_entropy_with_logits")
+

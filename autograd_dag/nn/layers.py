@@ -1,0 +1,240 @@
+"""Affine layers, multilayer perceptrons (§4.3), logistic regression (§4.3.2) and activation modules (§4.4)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..primitives.elementwise import add, logistic, relu, softplus, step, tanh
+from ..primitives.linalg import matmul
+from ..primitives.structure import transpose
+from . import functional as F
+from . import init as _init
+from .module import Module, Parameter
+
+__all__ = ["Linear", "MLP", "LogisticRegression", "Activation", "Identity", "ReLU", "Softplus", "Step",
+           "Logistic", "Sigmoid", "Tanh", "Softargmax", "Softmax", "Argmax", "Max", "LogSumExp"]
+
+
+class Linear(Module):
+    """Affine layer s ↦ W s + b, applied to the last axis (§4.3.1).
+
+    ``weight`` W has shape (out_features, in_features) as in the book and
+    PyTorch; ``bias`` b has shape (out_features,). ``init`` is 'glorot'
+    (default), 'he', 'glorot_normal' or 'he_uniform'; ``rng`` a Generator or seed.
+    Shapes: (..., in_features) -> (..., out_features).
+
+    Example:
+        >>> import numpy as np
+        >>> from autograd_dag import nn
+        >>> nn.Linear(3, 2, rng=0)(np.ones((5, 3))).shape
+        (5, 2)
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, init: str = "glorot",
+                 rng=None, dtype=np.float64):
+        super().__init__()
+        self.in_features = int(in_features)
+        self.out_features = int(out_features)
+        self.weight = Parameter(_initialise(init, (self.out_features, self.in_features), rng, dtype))
+        self.bias = Parameter(np.zeros(self.out_features, dtype=dtype)) if bias else None
+
+    def forward(self, x):
+        shape = np.shape(x)
+        if not shape or shape[-1] != self.in_features:
+            raise ShapeError(f"Linear({self.in_features}, {self.out_features}): Expect: input (..., "
+                             f"{self.in_features}). Actual: shape {tuple(shape)}")
+        out = matmul(x, transpose(self.weight))
+        return out if self.bias is None else add(out, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"{self.in_features}, {self.out_features}, bias={self.bias is not None}"
+
+
+def _initialise(scheme, shape, rng, dtype):
+    return _init.initialise(scheme, shape, rng=rng, dtype=dtype)
+
+
+class Activation(Module):
+    """A parameter-free nonlinearity as a module, wrapping a function of one Tensor.
+
+    Shapes: (*s) -> whatever the function returns (usually (*s)).
+    Example: ``nn.Activation(ad.tanh)(ad.Tensor([0.])).value`` is ``[0.]``.
+    """
+
+    def __init__(self, fn=None):
+        super().__init__()
+        self.fn = F.get_activation(fn)
+
+    def forward(self, x):
+        return self.fn(x)
+
+    def extra_repr(self) -> str:
+        return "" if type(self) is not Activation else getattr(self.fn, "__name__", repr(self.fn))
+
+
+def _activation_class(name: str, fn, doc: str):
+    def __init__(self):
+        Activation.__init__(self, fn)
+    return type(name, (Activation,), {"__init__": __init__, "__doc__": doc})
+
+
+Identity = _activation_class("Identity", F.identity, "x ↦ x. Shapes: (*s) -> (*s).")
+ReLU = _activation_class("ReLU", relu, "relu(u) = max(u, 0) elementwise (§4.4.1). Shapes: (*s) -> (*s).")
+Softplus = _activation_class("Softplus", softplus, "softplus(u) = log(1 + e^u) elementwise (§4.4.1). "
+                                                    "Shapes: (*s) -> (*s).")
+Step = _activation_class("Step", step, "Heaviside step (§4.4.3), zero derivative. Shapes: (*s) -> (*s).")
+Logistic = _activation_class("Logistic", logistic, "logistic(u) = 1 / (1 + e^-u) (§4.4.3). "
+                                                    "Shapes: (*s) -> (*s).")
+Sigmoid = Logistic
+Tanh = _activation_class("Tanh", tanh, "tanh elementwise. Shapes: (*s) -> (*s).")
+
+
+class Softargmax(Activation):
+    """softargmax_γ over ``axis`` (§4.4.4; alias Softmax). Shapes: (*s) -> (*s).
+
+    Example: ``nn.Softargmax()(ad.Tensor([0., 0.])).value`` is ``[.5, .5]``.
+    """
+
+    def __init__(self, axis: int = -1, gamma: float = 1.0):
+        Module.__init__(self)
+        self.axis, self.gamma = axis, gamma
+
+    def forward(self, x):
+        return F.softargmax(x, self.axis, self.gamma)
+
+    def extra_repr(self) -> str:
+        return f"axis={self.axis}, gamma={self.gamma}"
+
+
+Softmax = Softargmax
+
+
+class Argmax(Activation):
+    """One-hot argmax over ``axis`` (§4.4.4); no gradient. Shapes: (*s) -> (*s).
+
+    Example: ``nn.Argmax()(ad.Tensor([1., 3.])).value`` is ``[0., 1.]``.
+    """
+
+    def __init__(self, axis: int = -1):
+        Module.__init__(self)
+        self.axis = axis
+
+    def forward(self, x):
+        return F.argmax(x, self.axis)
+
+    def extra_repr(self) -> str:
+        return f"axis={self.axis}"
+
+
+class Max(Activation):
+    """Max over ``axis`` with temperature γ (γ = 0: hard max; γ > 0: lse_γ). Shapes: (*s) -> s without axis.
+
+    Example: ``nn.Max()(ad.Tensor([1., 3.])).value`` is ``3.0``.
+    """
+
+    def __init__(self, axis: int = -1, gamma: float = 0.0, keepdims: bool = False):
+        Module.__init__(self)
+        self.axis, self.gamma, self.keepdims = axis, gamma, keepdims
+
+    def forward(self, x):
+        return F.max(x, self.axis, self.keepdims, self.gamma)
+
+    def extra_repr(self) -> str:
+        return f"axis={self.axis}, gamma={self.gamma}"
+
+
+class LogSumExp(Max):
+    """lse_γ over ``axis`` (§4.4.2). Shapes: (*s) -> s without axis.
+
+    Example: ``nn.LogSumExp()(ad.Tensor([0., 0.])).value`` is ``log 2``.
+    """
+
+    def __init__(self, axis: int = -1, gamma: float = 1.0, keepdims: bool = False):
+        super().__init__(axis, gamma, keepdims)
+
+    def forward(self, x):
+        return F.logsumexp(x, self.axis, self.keepdims, self.gamma)
+
+
+def _activation_module(activation) -> Module:
+    if isinstance(activation, Module):
+        return activation
+    names = {"relu": ReLU, "softplus": Softplus, "step": Step, "logistic": Logistic, "sigmoid": Logistic,
+             "tanh": Tanh, "softargmax": Softargmax, "softmax": Softargmax, "argmax": Argmax,
+             "identity": Identity, "linear": Identity, "none": Identity}
+    if activation is None:
+        return Identity()
+    if isinstance(activation, str) and activation.lower() in names:
+        return names[activation.lower()]()
+    return Activation(activation)
+
+
+class MLP(Module):
+    """Multilayer perceptron s_k = a_k(W_k s_{k-1} + b_k) (§4.3.1).
+
+    ``widths`` = (input, hidden..., output): one :class:`Linear` per
+    consecutive pair. ``activation`` (name, callable or Module) follows every
+    hidden layer, ``output_activation`` (default: none, i.e. logits) the last.
+    ReLU networks are initialised with He, others with Glorot, unless ``init`` is given.
+    Shapes: (..., widths[0]) -> (..., widths[-1]).
+
+    Example:
+        >>> import numpy as np
+        >>> from autograd_dag import nn
+        >>> mlp = nn.MLP([2, 16, 3], activation="relu", output_activation="softargmax", rng=0)
+        >>> mlp(np.zeros((4, 2))).value.sum(axis=-1)
+        array([1., 1., 1., 1.])
+    """
+
+    def __init__(self, widths, activation="relu", output_activation=None, *, init: str | None = None,
+                 rng=None, dtype=np.float64):
+        super().__init__()
+        widths = [int(w) for w in widths]
+        if len(widths) < 2:
+            raise ShapeError(f"MLP: Expect: widths (input, ..., output) with at least 2 entries. Actual: {widths}")
+        # One generator shared by all layers: different weights per layer, one seed for the model.
+        init_rng = _init.as_generator(rng)
+        scheme = init or ("he" if activation == "relu" else "glorot")
+        self.widths = widths
+        self.layers = [Linear(a, b, init=scheme, rng=init_rng, dtype=dtype) for a, b in zip(widths, widths[1:])]
+        self.activation = _activation_module(activation)
+        self.output_activation = _activation_module(output_activation)
+
+    def logits(self, x):
+        """The last layer's pre-activation W_K s_{K-1} + b_K (for training with cross-entropy)."""
+        for layer in self.layers[:-1]:
+            x = self.activation(layer(x))
+        return self.layers[-1](x)
+
+    def forward(self, x):
+        return self.output_activation(self.logits(x))
+
+    def extra_repr(self) -> str:
+        return f"widths={self.widths}"
+
+
+class LogisticRegression(Module):
+    """Multiclass logistic regression softargmax(W x + b): a one-layer MLP, i.e. a GLM (§4.3.2).
+
+    ``forward`` returns class probabilities; :meth:`logits` the scores for
+    :func:`cross_entropy`.
+    Shapes: (..., in_features) -> (..., num_classes).
+
+    Example:
+        >>> import numpy as np
+        >>> from autograd_dag import nn
+        >>> nn.LogisticRegression(2, 3, rng=0)(np.zeros((1, 2))).value
+        array([[0.33333333, 0.33333333, 0.33333333]])
+    """
+
+    def __init__(self, in_features: int, num_classes: int, *, rng=None, dtype=np.float64):
+        super().__init__()
+        self.linear = Linear(in_features, num_classes, rng=rng, dtype=dtype)
+
+    def logits(self, x):
+        """W x + b. Shapes: (..., in_features) -> (..., num_classes)."""
+        return self.linear(x)
+
+    def forward(self, x):
+        return F.softargmax(self.logits(x), -1)

@@ -1,0 +1,466 @@
+"""Modules: parameters found by attribute, train/eval, state dicts and .npz files.
+
+A :class:`Module` is a callable object whose :class:`Parameter` attributes
+(and the parameters of its sub-module attributes, also inside lists) are its
+learnable parameters, as in PyTorch. Calling a module runs its ``forward``
+inside ``ad.name_scope(<attribute name>)``, so a traced model renders with one
+cluster per layer.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from collections import OrderedDict
+from typing import Iterator
+
+import numpy as np
+
+from ..core import Tensor, name_scope
+from ..errors import AutogradDagError, SerializationError
+
+__all__ = ["Parameter", "Module", "ModuleList", "Sequential", "functional_call"]
+
+# Metadata stored next to the arrays in a saved file; the double underscores
+# cannot clash with a dotted parameter name.
+_CLASS_KEY = "__module_class__"
+
+
+class Parameter(Tensor):
+    """A learnable leaf: a Tensor with ``requires_grad=True`` that modules collect.
+
+    Shapes: any floating-point array.
+
+    Example:
+        >>> import numpy as np
+        >>> from autograd_dag import nn
+        >>> w = nn.Parameter(np.zeros((2, 3)))
+        >>> w.requires_grad, w.shape
+        (True, (2, 3))
+    """
+
+    __slots__ = ()
+
+    def __init__(self, value, name: str | None = None):
+        value = value.value if isinstance(value, Tensor) else value
+        arr = np.array(value, copy=True)
+        if arr.dtype.kind not in "fc":
+            arr = arr.astype(np.float64)
+        super().__init__(arr, requires_grad=True, name=name)
+
+    def __repr__(self) -> str:
+        return f"Parameter(shape={self.shape}, dtype={self.dtype})"
+
+
+class Module:
+    """Base class of layers and models, as a PyTorch user expects it.
+
+    Subclasses set parameters and sub-modules as attributes in ``__init__``
+    (lists and tuples of them are found too) and define ``forward``. Non-learned
+    state that must be saved (batch norm's running statistics) is registered with
+    :meth:`register_buffer`.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> from autograd_dag import nn
+        >>> class Affine(nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.w = nn.Parameter(np.ones(3))
+        ...         self.b = nn.Parameter(np.zeros(()))
+        ...     def forward(self, x):
+        ...         return (x * self.w).sum(axis=-1) + self.b
+        >>> m = Affine()
+        >>> m.num_parameters(), [n for n, _ in m.named_parameters()]
+        (4, ['w', 'b'])
+    """
+
+    def __init__(self):
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_buffers", [])
+        object.__setattr__(self, "_scope_name", None)
+
+    # -------------------------------------------------------------- calling
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def __call__(self, *args, **kwargs):
+        self._check_initialised()
+        # Names are refreshed here, not only in __setattr__, so that modules
+        # appended to a list after assignment are still named.
+        for name, child in self._named_children():
+            object.__setattr__(child, "_scope_name", _scope_label(name, child))
+        if self._scope_name is None:
+            return self.forward(*args, **kwargs)
+        with name_scope(self._scope_name):
+            return self.forward(*args, **kwargs)
+
+    def _check_initialised(self) -> None:
+        if "training" not in self.__dict__:
+            raise AutogradDagError(f"{type(self).__name__}: call super().__init__() at the start of "
+                                   f"__init__ before setting attributes")
+
+    def __setattr__(self, name: str, value) -> None:
+        if "training" not in self.__dict__ and isinstance(value, (Tensor, Module)):
+            self._check_initialised()
+        if isinstance(value, Module):
+            object.__setattr__(value, "_scope_name", _scope_label(name, value))
+        object.__setattr__(self, name, value)
+
+    # ------------------------------------------------------------ discovery
+
+    def _named_children(self) -> Iterator[tuple[str, "Module"]]:
+        for name, value in self.__dict__.items():
+            if isinstance(value, Module):
+                yield name, value
+            elif isinstance(value, (list, tuple)):
+                for i, item in enumerate(value):
+                    if isinstance(item, Module):
+                        yield f"{name}.{i}", item
+
+    def _named_own_parameters(self) -> Iterator[tuple[str, Parameter]]:
+        for name, value in self.__dict__.items():
+            if isinstance(value, Parameter):
+                yield name, value
+            elif isinstance(value, (list, tuple)):
+                for i, item in enumerate(value):
+                    if isinstance(item, Parameter):
+                        yield f"{name}.{i}", item
+
+    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        """(name, module) for each direct sub-module, in attribute order."""
+        return self._named_children()
+
+    def children(self) -> Iterator["Module"]:
+        """The direct sub-modules."""
+        for _, m in self._named_children():
+            yield m
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
+        """(dotted name, module) for this module ('' for itself) and every descendant, once each."""
+        seen: set[int] = set()
+        stack = [(prefix, self)]
+        while stack:
+            name, m = stack.pop()
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            yield name, m
+            kids = [(f"{name}.{n}" if name else n, c) for n, c in m._named_children()]
+            stack.extend(reversed(kids))
+
+    def modules(self) -> Iterator["Module"]:
+        """This module and every descendant."""
+        for _, m in self.named_modules():
+            yield m
+
+    def named_parameters(self) -> Iterator[tuple[str, Parameter]]:
+        """(dotted name, parameter) for every parameter, each shared one once.
+
+        Example: ``dict(nn.Linear(2, 3).named_parameters()).keys()`` is ``{'weight', 'bias'}``.
+        """
+        seen: set[int] = set()
+        for mname, m in self.named_modules():
+            for pname, p in m._named_own_parameters():
+                if id(p) in seen:
+                    continue
+                seen.add(id(p))
+                yield (f"{mname}.{pname}" if mname else pname), p
+
+    def parameters(self) -> list[Parameter]:
+        """All parameters, in the order of :meth:`named_parameters`."""
+        return [p for _, p in self.named_parameters()]
+
+    def num_parameters(self) -> int:
+        """Total number of scalar parameters."""
+        return int(sum(p.size for p in self.parameters()))
+
+    def register_buffer(self, name: str, value: np.ndarray) -> None:
+        """Store a non-learned array (saved in the state dict) as attribute ``name``."""
+        self._check_initialised()
+        if name not in self._buffers:
+            self._buffers.append(name)
+        object.__setattr__(self, name, np.asarray(value))
+
+    def named_buffers(self) -> Iterator[tuple[str, np.ndarray]]:
+        """(dotted name, array) for every registered buffer."""
+        for mname, m in self.named_modules():
+            for b in m._buffers:
+                yield (f"{mname}.{b}" if mname else b), getattr(m, b)
+
+    # --------------------------------------------------------------- modes
+
+    def train(self, mode: bool = True) -> "Module":
+        """Set training mode (batch statistics in batch norm) on this module and all below; returns self."""
+        for m in self.modules():
+            object.__setattr__(m, "training", bool(mode))
+        return self
+
+    def eval(self) -> "Module":
+        """Set evaluation mode (running statistics in batch norm); returns self."""
+        return self.train(False)
+
+    def zero_grad(self) -> None:
+        """Reset ``.grad`` of every parameter to None."""
+        for p in self.parameters():
+            p.grad = None
+
+    # --------------------------------------------------------- state dicts
+
+    def state_dict(self) -> "OrderedDict[str, np.ndarray]":
+        """Copies of every parameter and buffer by dotted name.
+
+        Example: ``nn.Linear(2, 3).state_dict()['weight'].shape == (3, 2)``.
+        """
+        state: OrderedDict[str, np.ndarray] = OrderedDict()
+        for name, p in self.named_parameters():
+            state[name] = np.array(p.value, copy=True)
+        for name, b in self.named_buffers():
+            state[name] = np.array(b, copy=True)
+        return state
+
+    def _state_targets(self) -> dict[str, tuple[str, object, str]]:
+        """dotted name -> (kind, owner, attribute) for every parameter and buffer."""
+        targets: dict[str, tuple[str, object, str]] = {}
+        seen: set[int] = set()
+        for mname, m in self.named_modules():
+            for pname, p in m._named_own_parameters():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    targets[f"{mname}.{pname}" if mname else pname] = ("parameter", p, "value")
+            for b in m._buffers:
+                targets[f"{mname}.{b}" if mname else b] = ("buffer", m, b)
+        return targets
+
+    def load_state_dict(self, state, strict: bool = True) -> "Module":
+        """Copy arrays from ``state`` (name -> array) into the parameters and buffers.
+
+        Every array is checked before anything is changed, so a failed load leaves
+        the module as it was. With ``strict`` (the default), missing and unexpected
+        keys are errors. Values are cast to each parameter's dtype.
+        Raises :class:`ad.SerializationError` naming the offending key and shapes.
+
+        Example: ``m2.load_state_dict(m1.state_dict())`` makes m2 compute what m1 does.
+        """
+        targets = self._state_targets()
+        keys = [k for k in state.keys() if k != _CLASS_KEY]
+        cls = type(self).__name__
+        if strict:
+            missing = [k for k in targets if k not in state]
+            unexpected = [k for k in keys if k not in targets]
+            if missing or unexpected:
+                parts = []
+                if missing:
+                    parts.append(f"missing key(s) {missing}")
+                if unexpected:
+                    parts.append(f"unexpected key(s) {unexpected}")
+                saved = state.get(_CLASS_KEY) if hasattr(state, "get") else None
+                origin = f" (saved from a {saved})" if saved is not None else ""
+                raise SerializationError(f"load_state_dict into {cls}: {'; '.join(parts)}{origin}; "
+                                         f"expected keys {list(targets)}")
+        staged = []
+        for key in keys:
+            if key not in targets:
+                continue
+            kind, owner, attr = targets[key]
+            current = getattr(owner, attr)
+            arr = np.asarray(state[key])
+            if arr.dtype == object:
+                raise SerializationError(f"load_state_dict into {cls}: key '{key}' holds a Python object "
+                                         f"array, not numbers; refusing it")
+            if arr.shape != current.shape:
+                raise SerializationError(f"load_state_dict into {cls}: key '{key}' ({kind}) has shape "
+                                         f"{arr.shape} in the state dict but {current.shape} in the model")
+            if arr.dtype.kind not in "biufc":
+                raise SerializationError(f"load_state_dict into {cls}: key '{key}' has non-numeric dtype "
+                                         f"{arr.dtype}")
+            staged.append((owner, attr, np.array(arr, dtype=current.dtype, copy=True)))
+        for owner, attr, value in staged:
+            object.__setattr__(owner, attr, value)
+        return self
+
+    def save(self, path: str | os.PathLike) -> str:
+        """Write the state dict to an uncompressed ``.npz`` file; returns the path written.
+
+        ``.npz`` is appended when missing (as numpy does). The file holds only
+        numeric arrays (and the class name), so it is read without pickle.
+        Example: ``model.save("out/lenet.npz")``.
+        """
+        path = os.fspath(path)
+        if not path.endswith(".npz"):
+            path += ".npz"
+        folder = os.path.dirname(path)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        state = self.state_dict()
+        np.savez(path, **state, **{_CLASS_KEY: np.array(type(self).__name__)})
+        return path
+
+    def load(self, path: str | os.PathLike) -> "Module":
+        """Load a file written by :meth:`save` into this module (in place); returns self.
+
+        Read with ``allow_pickle=False``: a file holding pickled objects, a file
+        that is not an ``.npz``, and keys or shapes that do not match this model
+        are refused with :class:`ad.SerializationError`.
+        Example: ``nn.Linear(2, 3).load("linear.npz")``.
+        """
+        path = os.fspath(path)
+        if not os.path.exists(path) and os.path.exists(path + ".npz"):
+            path += ".npz"
+        if not os.path.exists(path):
+            raise SerializationError(f"load: no such file '{path}'")
+        try:
+            archive = np.load(path, allow_pickle=False)
+        except ValueError as exc:
+            raise SerializationError(f"load: '{path}' contains pickled data ({exc}); only .npz files "
+                                     f"of numeric arrays written by Module.save are accepted") from None
+        except (OSError, zipfile.BadZipFile, EOFError) as exc:
+            raise SerializationError(f"load: '{path}' is not a readable .npz file ({exc})") from None
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise SerializationError(f"load: '{path}' holds a single array, not an .npz archive of named "
+                                     f"arrays written by Module.save")
+        state: dict[str, np.ndarray] = {}
+        with archive:
+            for key in archive.files:
+                try:
+                    state[key] = archive[key]
+                except ValueError as exc:
+                    raise SerializationError(f"load: '{path}' key '{key}' is a pickled object array "
+                                             f"({exc}); refusing to unpickle it") from None
+                except (OSError, zipfile.BadZipFile, EOFError) as exc:
+                    raise SerializationError(f"load: '{path}' key '{key}' cannot be read ({exc})") from None
+        if _CLASS_KEY in state:
+            state[_CLASS_KEY] = str(state[_CLASS_KEY])
+        try:
+            return self.load_state_dict(state)
+        except SerializationError as exc:
+            raise SerializationError(f"load '{path}': {exc}") from None
+
+    # ----------------------------------------------------------------- repr
+
+    def extra_repr(self) -> str:
+        """The text inside this module's parentheses in its repr (its sizes)."""
+        return ""
+
+    def __repr__(self) -> str:
+        kids = list(self._named_children())
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        if not kids:
+            return head + ")"
+        lines = [head]
+        for name, child in kids:
+            text = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {text}")
+        return "\n".join(lines) + "\n)"
+
+
+def _scope_label(name: str, module: Module) -> str:
+    # A bare index ("0" inside Sequential) says nothing in a rendering: name the class too.
+    last = name.rsplit(".", 1)[-1]
+    if last.isdigit():
+        return f"{name.rsplit('.', 1)[0] + '.' if '.' in name else ''}{type(module).__name__}{last}"
+    return name
+
+
+class ModuleList(Module):
+    """A list of modules whose parameters are found; indexable and iterable.
+
+    Plain Python lists of modules as attributes work too; this class also
+    behaves as a module on its own (``parameters()``, ``repr``).
+    Example: ``nn.ModuleList([nn.Linear(2, 2) for _ in range(3)])[1]`` is the second layer.
+    """
+
+    def __init__(self, modules=()):
+        super().__init__()
+        self._items: list[Module] = []
+        for m in modules:
+            self.append(m)
+
+    def append(self, module: Module) -> "ModuleList":
+        if not isinstance(module, Module):
+            raise AutogradDagError(f"{type(self).__name__}: expected a Module, got {type(module).__name__}")
+        self._items.append(module)
+        return self
+
+    def _named_children(self):
+        for i, m in enumerate(self._items):
+            yield str(i), m
+
+    def __getitem__(self, i):
+        return self._items[i]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self):
+        return iter(self._items)
+
+
+class Sequential(ModuleList):
+    """Modules applied one after another: ``Sequential(f1, f2)(x) == f2(f1(x))`` (a computation chain).
+
+    Shapes: whatever the first module takes -> whatever the last returns.
+    Example:
+        >>> from autograd_dag import nn
+        >>> mlp = nn.Sequential(nn.Linear(2, 8, rng=0), nn.ReLU(), nn.Linear(8, 1, rng=1))
+        >>> mlp.num_parameters()
+        33
+    """
+
+    def __init__(self, *modules):
+        if len(modules) == 1 and isinstance(modules[0], (list, tuple)):
+            modules = tuple(modules[0])
+        super().__init__(modules)
+
+    def forward(self, x):
+        for m in self._items:
+            x = m(x)
+        return x
+
+
+def functional_call(module: Module, params: dict, *args, **kwargs):
+    """Run ``module(*args)`` with some parameters replaced by the given Tensors or arrays.
+
+    ``params`` maps dotted names (as in :meth:`Module.named_parameters`) to
+    values; the module's own parameters are restored afterwards. This makes a
+    model a function of its parameters, e.g. for ``ad.grad`` or ``ad.check_grads``.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> from autograd_dag import nn
+        >>> lin = nn.Linear(3, 2, rng=0)
+        >>> f = lambda x, W, b: nn.functional_call(lin, {"weight": W, "bias": b}, x).sum()
+        >>> ad.check_grads(f, (np.ones((4, 3)), lin.weight.value, lin.bias.value))
+    """
+    slots: dict[str, tuple[object, str, int | None]] = {}
+    for mname, m in module.named_modules():
+        for attr, value in list(m.__dict__.items()):
+            if isinstance(value, Parameter):
+                slots[f"{mname}.{attr}" if mname else attr] = (m, attr, None)
+            elif isinstance(value, (list, tuple)):
+                for i, item in enumerate(value):
+                    if isinstance(item, Parameter):
+                        slots[f"{mname}.{attr}.{i}" if mname else f"{attr}.{i}"] = (m, attr, i)
+    unknown = [k for k in params if k not in slots]
+    if unknown:
+        raise AutogradDagError(f"functional_call: {type(module).__name__} has no parameter(s) {unknown}; "
+                               f"its parameters are {list(slots)}")
+    saved = []
+    try:
+        for key, value in params.items():
+            owner, attr, i = slots[key]
+            value = value if isinstance(value, Tensor) else Tensor(value)
+            old = owner.__dict__[attr]
+            saved.append((owner, attr, old))
+            if i is None:
+                object.__setattr__(owner, attr, value)
+            else:
+                seq = list(old)
+                seq[i] = value
+                object.__setattr__(owner, attr, type(old)(seq) if isinstance(old, tuple) else seq)
+        return module(*args, **kwargs)
+    finally:
+        for owner, attr, old in reversed(saved):
+            object.__setattr__(owner, attr, old)
+
