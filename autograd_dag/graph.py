@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import gc
 from collections import deque
+from collections.abc import Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from heapq import heappop, heappush
-from typing import Hashable, Iterable, Iterator
 
 from autograd_dag.errors import CycleError
 
@@ -507,6 +507,8 @@ class Graph:
         roots = self.roots()
         if len(roots) != 1:
             return False
+        # One root and n - 1 edges leave every other vertex exactly one parent,
+        # so no cycle is reachable from the root and this walk ends.
         children = self._children
         v, visited = roots[0], 1
         while children[v]:
@@ -514,9 +516,6 @@ class Graph:
                 return False
             v = children[v][0]
             visited += 1
-            # A cycle reachable from the root (check=False graphs) would loop forever.
-            if visited > n:
-                return False
         return visited == n
 
     # ------------------------------------------------------------------ orders and cycles

@@ -37,6 +37,10 @@ from autograd_dag.circuits.polynomial import (
 )
 
 GATE_KINDS = ("add", "mul")
+# Total term products one expansion may spend, as a multiple of the monomial limit:
+# many medium-sized products would otherwise run for hours without any one of them
+# crossing the limit.
+WORK_BUDGET_FACTOR = 200
 
 
 class Node(NamedTuple):
@@ -631,7 +635,9 @@ class Circuit:
         Works node by node in topological order over the nodes the outputs need,
         freeing each polynomial after its last use. Returns a :class:`Polynomial`, or
         a tuple for several outputs. Raises :class:`CircuitError` naming ``limit``
-        when some intermediate polynomial would exceed ``limit`` monomials.
+        when some intermediate polynomial would exceed ``limit`` monomials, or when
+        the whole expansion would need more than ``200 × limit`` term products
+        (``limit=None`` removes both guards).
 
         >>> x, y = variables("x y")
         >>> str(Circuit.from_outputs((x + y) * (x + y) + 3 * x).to_polynomial())
@@ -649,6 +655,8 @@ class Circuit:
         for o in self._outputs:
             last[o] = n
         polys: list = [None] * n
+        work = 0
+        budget = None if limit is None else WORK_BUDGET_FACTOR * limit
         for i, (kind, ops, name, value) in enumerate(nodes):
             if not live[i]:
                 continue
@@ -658,10 +666,22 @@ class Circuit:
             if kind == "const":
                 polys[i] = {(): value} if value != 0 else {}
                 continue
-            combine = add_terms if kind == "add" else mul_terms
             acc = polys[ops[0]]
-            for j in ops[1:]:
-                acc = combine(acc, polys[j], limit)
+            if kind == "add":
+                for j in ops[1:]:
+                    acc = add_terms(acc, polys[j], limit)
+            else:
+                for j in ops[1:]:
+                    b = polys[j]
+                    if len(acc) > 1 and len(b) > 1:
+                        work += len(acc) * len(b)
+                        if budget is not None and work > budget:
+                            raise CircuitError(
+                                f"to_polynomial: expansion needs more than {budget:,} term products "
+                                f"({WORK_BUDGET_FACTOR} × the monomial limit of {limit:,}); "
+                                "pass a larger limit= or use equivalent(), which falls back to random evaluation"
+                            )
+                    acc = mul_terms(acc, b, limit)
             polys[i] = acc
             for j in ops:
                 if last[j] == i:

@@ -49,7 +49,8 @@ class Parameter(Tensor):
         super().__init__(arr, requires_grad=True, name=name)
 
     def __repr__(self) -> str:
-        return f"Parameter(shape={self.shape}, dtype={self.dtype})"
+        label = f"{self.name!r}, " if self.name else ""
+        return f"Parameter({label}shape={self.shape}, dtype={self.dtype})"
 
 
 class Module:
@@ -92,6 +93,10 @@ class Module:
         for name, child in self._named_children():
             object.__setattr__(child, "_scope_name", _scope_label(name, child))
         if self._scope_name is None:
+            # The root of a call names its parameters by dotted path, so that a
+            # traced or rendered program shows "fc3.weight" rather than an anonymous leaf.
+            for name, p in self.named_parameters():
+                p.name = name
             return self.forward(*args, **kwargs)
         with name_scope(self._scope_name):
             return self.forward(*args, **kwargs)

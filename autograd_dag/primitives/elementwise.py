@@ -34,12 +34,34 @@ def _tangent_sum(out, *terms):
     return broadcast_to(total, out.shape)
 
 
-def _binary(name, impl, vjp, jvp, linear=False):
-    return defprim(name, impl, vjp=vjp, jvp=jvp, shape=broadcast(name), linear=linear)
+def _typed(name, dtype_of):
+    """The broadcasting rule, with the output dtype the implementation really gives."""
+    rule = broadcast(name)
+
+    def typed(*operands, **params):
+        shape, dtype = rule(*operands, **params)
+        return shape, np.dtype(dtype_of(dtype))
+    return typed
 
 
-def _unary(name, impl, vjp, jvp, linear=False):
-    return defprim(name, impl, vjp=vjp, jvp=jvp, shape=broadcast(name), linear=linear)
+def _to_float(dtype):
+    # numpy's promotion in exp, log, tanh, ...: integers become the smallest float that holds them.
+    return np.result_type(dtype, np.float16)
+
+
+def _float_or_float64(dtype):
+    # true_divide and step: floats are kept, anything else becomes float64.
+    return dtype if dtype.kind in "fc" else np.float64
+
+
+def _binary(name, impl, vjp, jvp, linear=False, dtype_of=None):
+    shape = broadcast(name) if dtype_of is None else _typed(name, dtype_of)
+    return defprim(name, impl, vjp=vjp, jvp=jvp, shape=shape, linear=linear)
+
+
+def _unary(name, impl, vjp, jvp, linear=False, dtype_of=None):
+    shape = broadcast(name) if dtype_of is None else _typed(name, dtype_of)
+    return defprim(name, impl, vjp=vjp, jvp=jvp, shape=shape, linear=linear)
 
 
 def _neg_or_none(t):
@@ -63,7 +85,8 @@ DIVIDE = _binary(
     "divide", np.true_divide,
     lambda ct, out, x, y: (_unb(divide(ct, y), x), _unb(negative(divide(multiply(ct, out), y)), y)),
     lambda t, out, x, y: _tangent_sum(out, (None if t[0] is None else divide(t[0], y)),
-                                      (None if t[1] is None else negative(divide(multiply(t[1], out), y)))))
+                                      (None if t[1] is None else negative(divide(multiply(t[1], out), y)))),
+    dtype_of=_float_or_float64)
 NEGATIVE = _unary("negative", np.negative,
                   lambda ct, out, x: (negative(ct),),
                   lambda t, out, x: negative(t[0]), linear=True)
@@ -151,14 +174,14 @@ def power(x, y) -> Tensor:
 
 
 EXP = _unary("exp", np.exp, lambda ct, out, x: (multiply(ct, out),),
-             lambda t, out, x: multiply(t[0], out))
+             lambda t, out, x: multiply(t[0], out), dtype_of=_to_float)
 LOG = _unary("log", np.log, lambda ct, out, x: (divide(ct, x),),
-             lambda t, out, x: divide(t[0], x))
+             lambda t, out, x: divide(t[0], x), dtype_of=_to_float)
 SQRT = _unary("sqrt", np.sqrt, lambda ct, out, x: (divide(ct, multiply(out, 2.0)),),
-              lambda t, out, x: divide(t[0], multiply(out, 2.0)))
+              lambda t, out, x: divide(t[0], multiply(out, 2.0)), dtype_of=_to_float)
 TANH = _unary("tanh", np.tanh,
               lambda ct, out, x: (multiply(ct, subtract(1.0, multiply(out, out))),),
-              lambda t, out, x: multiply(t[0], subtract(1.0, multiply(out, out))))
+              lambda t, out, x: multiply(t[0], subtract(1.0, multiply(out, out))), dtype_of=_to_float)
 
 
 def exp(x) -> Tensor:
@@ -196,15 +219,16 @@ def _relu_mask(x):
 
 LOGISTIC = _unary("logistic", _logistic_impl,
                   lambda ct, out, x: (multiply(ct, multiply(out, subtract(1.0, out))),),
-                  lambda t, out, x: multiply(t[0], multiply(out, subtract(1.0, out))))
+                  lambda t, out, x: multiply(t[0], multiply(out, subtract(1.0, out))), dtype_of=_to_float)
 RELU = _unary("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
               lambda ct, out, x: (multiply(ct, _relu_mask(x)),),
               lambda t, out, x: multiply(t[0], _relu_mask(x)))
 SOFTPLUS = _unary("softplus", lambda x: np.logaddexp(np.zeros((), x.dtype), x),
                   lambda ct, out, x: (multiply(ct, logistic(x)),),
-                  lambda t, out, x: multiply(t[0], logistic(x)))
+                  lambda t, out, x: multiply(t[0], logistic(x)), dtype_of=_to_float)
 STEP = _unary("step", lambda x: (x >= 0).astype(x.dtype if x.dtype.kind == "f" else np.float64),
-              lambda ct, out, x: (None,), lambda t, out, x: None)
+              lambda ct, out, x: (None,), lambda t, out, x: None,
+              dtype_of=_float_or_float64)
 SIGN = _unary("sign", np.sign, lambda ct, out, x: (None,), lambda t, out, x: None)
 ABS = _unary("abs", np.abs, lambda ct, out, x: (multiply(ct, sign(x)),),
              lambda t, out, x: multiply(t[0], sign(x)))
@@ -290,7 +314,7 @@ def minimum(x, y) -> Tensor:
 
 def _comparison(name, impl):
     return defprim(name, impl, vjp=lambda ct, out, x, y: (None, None),
-                   jvp=lambda t, out, x, y: None, shape=broadcast(name), nondiff=(0, 1))
+                   jvp=lambda t, out, x, y: None, shape=_typed(name, lambda d: np.bool_), nondiff=(0, 1))
 
 
 EQUAL = _comparison("equal", np.equal)

@@ -1,0 +1,32 @@
+"""The layer library: modules, activations, normalization, residual blocks, LeNet and losses.
+
+Built only from public Tensor operations, so every model is a program: it
+executes, differentiates (``loss.backward()``, ``ad.grad``) and renders with
+one cluster per layer (each module call runs inside ``ad.name_scope``).
+
+Example:
+    >>> import numpy as np, autograd_dag as ad
+    >>> from autograd_dag import nn
+    >>> from autograd_dag.nn import functional as F
+    >>> model = nn.MLP([2, 8, 3], rng=0)
+    >>> loss = F.cross_entropy(model(np.ones((4, 2))), np.array([0, 1, 2, 0]))
+    >>> loss.backward()
+    >>> model.layers[0].weight.grad.shape
+    (8, 2)
+"""
+
+from . import functional, init
+from .conv import Conv2d, Flatten, LeNet, MaxPool2d
+from .layers import (MLP, Activation, Argmax, Identity, Linear, Logistic, LogisticRegression, LogSumExp, Max,
+                     ReLU, Sigmoid, Softargmax, Softmax, Softplus, Step, Tanh)
+from .module import Module, ModuleList, Parameter, Sequential, functional_call
+from .norm import BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm
+from .residual import Residual, ResidualBlock, ResidualBranch
+
+__all__ = [
+    "functional", "init", "Module", "ModuleList", "Sequential", "Parameter", "functional_call",
+    "Linear", "MLP", "LogisticRegression", "Activation", "Identity", "ReLU", "Softplus", "Step",
+    "Logistic", "Sigmoid", "Tanh", "Softargmax", "Softmax", "Argmax", "Max", "LogSumExp",
+    "BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Residual", "ResidualBranch", "ResidualBlock",
+    "Conv2d", "MaxPool2d", "Flatten", "LeNet",
+]

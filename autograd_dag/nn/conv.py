@@ -1,0 +1,161 @@
+"""Convolutional layers and LeNet (seed 000): Conv2d, MaxPool2d, Flatten."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import Tensor
+from ..errors import ShapeError
+from ..primitives.conv import conv2d, max_pool2d
+from ..primitives.elementwise import add, relu
+from ..primitives.structure import reshape
+from . import functional as F
+from . import init as _init
+from .layers import Linear
+from .module import Module, Parameter
+
+__all__ = ["Conv2d", "MaxPool2d", "Flatten", "LeNet"]
+
+
+def _pair(v) -> tuple[int, int]:
+    return (int(v), int(v)) if np.ndim(v) == 0 else (int(v[0]), int(v[1]))
+
+
+class Conv2d(Module):
+    """Convolution with bias: Conv2d(X; W, b) = conv2d(X, W) + b per output channel (seed 000).
+
+    ``weight`` W has shape (out_channels, in_channels, kh, kw) (He init by
+    default, for the ReLU that follows in LeNet); ``bias`` b has shape (out_channels,).
+    Shapes: (B, in_channels, H, W) -> (B, out_channels, (H + 2p − kh)//s + 1, (W + 2p − kw)//s + 1).
+
+    Example:
+        >>> import numpy as np
+        >>> from autograd_dag import nn
+        >>> nn.Conv2d(1, 6, 5, padding=2, rng=0)(np.zeros((2, 1, 28, 28))).shape
+        (2, 6, 28, 28)
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, bias: bool = True,
+                 *, init: str = "he", rng=None, dtype=np.float64):
+        super().__init__()
+        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
+        self.kernel_size, self.stride, self.padding = _pair(kernel_size), _pair(stride), _pair(padding)
+        shape = (self.out_channels, self.in_channels) + self.kernel_size
+        self.weight = Parameter(_init.initialise(init, shape, rng=rng, dtype=dtype))
+        self.bias = Parameter(np.zeros(self.out_channels, dtype=dtype)) if bias else None
+
+    def output_size(self, hw) -> tuple[int, int]:
+        """Spatial size (H', W') of the output for an input of spatial size ``hw``."""
+        h, w = _pair(hw)
+        (kh, kw), (sh, sw), (ph, pw) = self.kernel_size, self.stride, self.padding
+        return (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+
+    def forward(self, x):
+        out = conv2d(x, self.weight, self.stride, self.padding)
+        if self.bias is None:
+            return out
+        return add(out, reshape(self.bias, (1, self.out_channels, 1, 1)))
+
+    def extra_repr(self) -> str:
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, padding={self.padding}")
+
+
+class MaxPool2d(Module):
+    """Max over each window of the last two axes (no padding); stride defaults to the window.
+
+    Shapes: (..., H, W) -> (..., (H − kh)//sh + 1, (W − kw)//sw + 1).
+    Example: ``nn.MaxPool2d(2)(np.zeros((1, 6, 28, 28))).shape == (1, 6, 14, 14)``.
+    """
+
+    def __init__(self, window=2, stride=None):
+        super().__init__()
+        self.window = _pair(window)
+        self.stride = self.window if stride is None else _pair(stride)
+
+    def output_size(self, hw) -> tuple[int, int]:
+        """Spatial size of the output for an input of spatial size ``hw``."""
+        h, w = _pair(hw)
+        return (h - self.window[0]) // self.stride[0] + 1, (w - self.window[1]) // self.stride[1] + 1
+
+    def forward(self, x):
+        return max_pool2d(x, self.window, self.stride)
+
+    def extra_repr(self) -> str:
+        return f"window={self.window}, stride={self.stride}"
+
+
+class Flatten(Module):
+    """Merge all axes from ``start_axis`` on: (B, C, H, W) -> (B, C·H·W) (seed 000's (H, W, C) → layer).
+
+    Example: ``nn.Flatten()(np.zeros((2, 16, 5, 5))).shape == (2, 400)``.
+    """
+
+    def __init__(self, start_axis: int = 1):
+        super().__init__()
+        self.start_axis = int(start_axis)
+
+    def forward(self, x):
+        shape = np.shape(x)
+        return reshape(x, tuple(shape[:self.start_axis]) + (-1,))
+
+    def extra_repr(self) -> str:
+        return f"start_axis={self.start_axis}"
+
+
+class LeNet(Module):
+    """LeNet exactly as seed 000 writes it, sized by arguments.
+
+    T¹ = relu(Conv¹(X⁰)), X¹ = MaxPool¹(T¹), T² = relu(Conv²(X¹)),
+    X² = flatten(MaxPool²(T²)), X³ = relu(W³ X² + b³), O = softargmax(W⁴ X³ + b⁴).
+
+    ``channels`` = (c1, c2), ``kernel_sizes``, ``paddings`` and ``pools`` give
+    each convolution and pooling; ``hidden`` = |W³ rows|. The defaults are the
+    classic 28×28 LeNet (5×5 kernels, 6 and 16 channels, 2×2 pooling, 120 hidden).
+    ``forward`` returns class probabilities O; :meth:`logits` returns W⁴X³ + b⁴
+    for training with :func:`cross_entropy`.
+    Shapes: (B, in_channels, H, W) -> (B, num_classes).
+
+    Example:
+        >>> import numpy as np
+        >>> from autograd_dag import nn
+        >>> net = nn.LeNet(image_size=8, channels=(4, 8), kernel_sizes=(3, 3), paddings=(1, 1), hidden=16, rng=0)
+        >>> net(np.zeros((2, 1, 8, 8), dtype=np.float64)).shape
+        (2, 10)
+    """
+
+    def __init__(self, in_channels: int = 1, image_size=28, num_classes: int = 10, *, channels=(6, 16),
+                 kernel_sizes=(5, 5), paddings=(2, 0), pools=(2, 2), hidden: int = 120, rng=None,
+                 dtype=np.float64):
+        super().__init__()
+        rng = _init.as_generator(rng)
+        self.image_size = _pair(image_size)
+        c1, c2 = (int(c) for c in channels)
+        self.conv1 = Conv2d(in_channels, c1, kernel_sizes[0], padding=paddings[0], rng=rng, dtype=dtype)
+        self.pool1 = MaxPool2d(pools[0])
+        self.conv2 = Conv2d(c1, c2, kernel_sizes[1], padding=paddings[1], rng=rng, dtype=dtype)
+        self.pool2 = MaxPool2d(pools[1])
+        self.flatten = Flatten()
+        hw = self.image_size
+        for layer in (self.conv1, self.pool1, self.conv2, self.pool2):
+            hw = layer.output_size(hw)
+            if min(hw) < 1:
+                raise ShapeError(f"LeNet: Expect: an image size that survives both convolutions and poolings. "
+                                 f"Actual: image_size {self.image_size} shrinks to {hw} at {type(layer).__name__}")
+        self.features = c2 * hw[0] * hw[1]
+        self.fc3 = Linear(self.features, hidden, init="he", rng=rng, dtype=dtype)
+        self.fc4 = Linear(hidden, num_classes, rng=rng, dtype=dtype)
+
+    def logits(self, x):
+        """The scores W⁴X³ + b⁴ before the softargmax. Shapes: (B, C, H, W) -> (B, num_classes)."""
+        x = x if isinstance(x, Tensor) else Tensor(x)
+        if x.ndim != 4 or tuple(x.shape[2:]) != self.image_size or x.shape[1] != self.conv1.in_channels:
+            raise ShapeError(f"LeNet: Expect: images (B, {self.conv1.in_channels}, {self.image_size[0]}, "
+                             f"{self.image_size[1]}). Actual: shape {x.shape}")
+        x1 = self.pool1(relu(self.conv1(x)))
+        x2 = self.flatten(self.pool2(relu(self.conv2(x1))))
+        x3 = relu(self.fc3(x2))
+        return self.fc4(x3)
+
+    def forward(self, x):
+        return F.softargmax(self.logits(x), -1)

@@ -1,0 +1,139 @@
+"""Normalization layers (§4.5): batch normalization and layer normalization.
+
+Both standardise with ŝ = (s − μ) / √(σ² + ε) and rescale with learnable γ, β.
+ε goes under the square root (as in PyTorch) rather than onto σ as the book
+writes it: then the derivative stays finite when a feature has zero variance,
+where √σ² is not differentiable.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import Tensor, no_grad
+from ..errors import ShapeError
+from ..primitives.elementwise import add, divide, multiply, sqrt, subtract
+from ..primitives.reductions import mean
+from ..primitives.structure import reshape
+from .module import Module, Parameter
+
+__all__ = ["BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm"]
+
+
+class BatchNorm(Module):
+    """Batch normalization (§4.5.1): standardise each feature over the batch.
+
+    For vectors (B, D) the statistics of feature j are over the B samples; for
+    images (B, C, H, W) those of channel c are over (B, H, W). In ``train()``
+    the batch statistics are used and the running averages updated,
+    running ← (1 − momentum)·running + momentum·batch (the running variance uses
+    the unbiased batch variance, as PyTorch does); in ``eval()`` the running
+    averages are used, so a single sample is well defined.
+    Shapes: (B, D) or (B, D, *spatial) -> same shape; γ, β, running stats (D,).
+
+    Example:
+        >>> import numpy as np
+        >>> from autograd_dag import nn
+        >>> bn = nn.BatchNorm(3)
+        >>> y = bn(np.random.default_rng(0).normal(5.0, 2.0, (64, 3)))
+        >>> bool(np.allclose(y.value.mean(axis=0), 0.0))
+        True
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True,
+                 *, dtype=np.float64):
+        super().__init__()
+        self.num_features = int(num_features)
+        self.eps = float(eps)
+        self.momentum = float(momentum)
+        self.gamma = Parameter(np.ones(self.num_features, dtype=dtype)) if affine else None
+        self.beta = Parameter(np.zeros(self.num_features, dtype=dtype)) if affine else None
+        self.register_buffer("running_mean", np.zeros(self.num_features, dtype=dtype))
+        self.register_buffer("running_var", np.ones(self.num_features, dtype=dtype))
+        self.register_buffer("num_batches_tracked", np.zeros((), dtype=np.int64))
+
+    def forward(self, x):
+        x = x if isinstance(x, Tensor) else Tensor(x)
+        if x.ndim < 2 or x.shape[1] != self.num_features:
+            raise ShapeError(f"BatchNorm({self.num_features}): Expect: input (B, {self.num_features}) or "
+                             f"(B, {self.num_features}, H, W). Actual: shape {x.shape}")
+        axes = (0,) + tuple(range(2, x.ndim))
+        # Per-feature vectors broadcast against (B, D, *spatial) with this shape.
+        feature_shape = (1, self.num_features) + (1,) * (x.ndim - 2)
+        if self.training:
+            count = x.size // self.num_features
+            if count < 2:
+                raise ShapeError(f"BatchNorm({self.num_features}): Expect: more than one value per feature "
+                                 f"in training mode (batch statistics of one sample are meaningless). "
+                                 f"Actual: input shape {x.shape}; use eval() for single samples")
+            mu = mean(x, axes, keepdims=True)
+            centred = subtract(x, mu)
+            var = mean(multiply(centred, centred), axes, keepdims=True)
+            self._update_running(mu.value.reshape(-1), var.value.reshape(-1), count)
+        else:
+            mu = Tensor(self.running_mean.reshape(feature_shape), name="running_mean")
+            var = Tensor(self.running_var.reshape(feature_shape), name="running_var")
+            centred = subtract(x, mu)
+        out = divide(centred, sqrt(add(var, self.eps)))
+        if self.gamma is not None:
+            out = add(multiply(out, reshape(self.gamma, feature_shape)), reshape(self.beta, feature_shape))
+        return out
+
+    def _update_running(self, mu: np.ndarray, var: np.ndarray, count: int) -> None:
+        with no_grad():
+            m = self.momentum
+            unbiased = var * (count / (count - 1))
+            self.running_mean = ((1 - m) * self.running_mean + m * mu).astype(self.running_mean.dtype)
+            self.running_var = ((1 - m) * self.running_var + m * unbiased).astype(self.running_var.dtype)
+            self.num_batches_tracked = self.num_batches_tracked + 1
+
+    def extra_repr(self) -> str:
+        return f"{self.num_features}, eps={self.eps:g}, momentum={self.momentum:g}, affine={self.gamma is not None}"
+
+
+BatchNorm1d = BatchNorm
+BatchNorm2d = BatchNorm
+
+
+class LayerNorm(Module):
+    """Layer normalization (§4.5.2): standardise each sample over its trailing axes.
+
+    ``normalized_shape`` (an int or tuple) names the trailing axes standardised
+    together, e.g. D for (B, D) inputs or (C, H, W) for images; γ and β have
+    that shape. Identical in ``train()`` and ``eval()``.
+    Shapes: (..., *normalized_shape) -> same shape.
+
+    Example:
+        >>> import numpy as np
+        >>> from autograd_dag import nn
+        >>> y = nn.LayerNorm(4)(np.arange(8.0).reshape(2, 4))
+        >>> bool(np.allclose(y.value.mean(axis=-1), 0.0))
+        True
+    """
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, *,
+                 dtype=np.float64):
+        super().__init__()
+        if isinstance(normalized_shape, (int, np.integer)):
+            normalized_shape = (int(normalized_shape),)
+        self.normalized_shape = tuple(int(d) for d in normalized_shape)
+        self.eps = float(eps)
+        self.gamma = Parameter(np.ones(self.normalized_shape, dtype=dtype)) if elementwise_affine else None
+        self.beta = Parameter(np.zeros(self.normalized_shape, dtype=dtype)) if elementwise_affine else None
+
+    def forward(self, x):
+        x = x if isinstance(x, Tensor) else Tensor(x)
+        k = len(self.normalized_shape)
+        if x.shape[x.ndim - k:] != self.normalized_shape or x.ndim < k:
+            raise ShapeError(f"LayerNorm{self.normalized_shape}: Expect: input (..., "
+                             f"{', '.join(map(str, self.normalized_shape))}). Actual: shape {x.shape}")
+        axes = tuple(range(x.ndim - k, x.ndim))
+        centred = subtract(x, mean(x, axes, keepdims=True))
+        var = mean(multiply(centred, centred), axes, keepdims=True)
+        out = divide(centred, sqrt(add(var, self.eps)))
+        if self.gamma is not None:
+            out = add(multiply(out, self.gamma), self.beta)
+        return out
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps:g}, affine={self.gamma is not None}"

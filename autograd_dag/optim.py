@@ -1,0 +1,226 @@
+"""Optimizers (SGD with momentum and weight decay, Adam, AdamW) and learning-rate schedules.
+
+An optimizer holds a list of parameters (leaf Tensors with ``requires_grad``)
+and updates their values in place from their ``.grad`` after
+``loss.backward()``; ``zero_grad()`` clears the gradients, as in PyTorch.
+Updates are plain numpy on the values: they are not part of any program.
+
+Example:
+    >>> import numpy as np, autograd_dag as ad
+    >>> from autograd_dag import nn, optim
+    >>> model = nn.Linear(2, 1, rng=0)
+    >>> opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    >>> loss = nn.functional.mse_loss(model(np.ones((4, 2))), np.zeros((4, 1)))
+    >>> opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Iterable
+
+import numpy as np
+
+from .core import Tensor
+from .errors import AutogradDagError
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "LRScheduler", "StepLR", "CosineAnnealingLR", "LambdaLR",
+           "cosine_schedule", "step_schedule"]
+
+
+class Optimizer:
+    """Base class: ``params`` (an iterable of Tensors), ``lr``, ``step()`` and ``zero_grad()``.
+
+    Subclasses implement ``_update(i, p, g)`` for parameter number i with
+    gradient g (an ndarray), changing ``p.value`` in place. Parameters whose
+    ``.grad`` is None (unused by the loss) are skipped.
+    """
+
+    def __init__(self, params: Iterable[Tensor], lr: float):
+        self.params = list(params)
+        if not self.params:
+            raise AutogradDagError(f"{type(self).__name__}: got an empty parameter list")
+        for i, p in enumerate(self.params):
+            if not isinstance(p, Tensor) or not p.requires_grad or not p.is_leaf:
+                raise AutogradDagError(f"{type(self).__name__}: parameter {i} is not a leaf Tensor with "
+                                       f"requires_grad=True (got {type(p).__name__})")
+        if lr < 0:
+            raise AutogradDagError(f"{type(self).__name__}: lr must be >= 0; got {lr}")
+        self.lr = float(lr)
+        self.initial_lr = self.lr
+        self.state: list[dict] = [{} for _ in self.params]
+        self.steps = 0
+
+    def zero_grad(self) -> None:
+        """Reset every parameter's ``.grad`` to None."""
+        for p in self.params:
+            p.grad = None
+
+    def step(self) -> None:
+        """Apply one update to every parameter that has a gradient."""
+        self.steps += 1
+        for i, p in enumerate(self.params):
+            if p.grad is None:
+                continue
+            g = np.asarray(p.grad.value if isinstance(p.grad, Tensor) else p.grad)
+            if g.shape != p.shape:
+                raise AutogradDagError(f"{type(self).__name__}: parameter {i} of shape {p.shape} has a "
+                                       f"gradient of shape {g.shape}")
+            # Optimizer arithmetic in the parameter's precision, so float32 models stay float32.
+            self._update(i, p, g.astype(p.dtype, copy=False))
+
+    def _update(self, i: int, p: Tensor, g: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(lr={self.lr:g}, {len(self.params)} parameters)"
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with momentum, Nesterov momentum and weight decay (PyTorch's rule).
+
+    g ← ∇ + λ·p;  with momentum μ: v ← μ·v + (1 − dampening)·g (v ← g at the
+    first step) and g ← v (or g + μ·v with ``nesterov``);  p ← p − lr·g.
+    Example: ``SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)``.
+    """
+
+    def __init__(self, params, lr: float = 0.01, momentum: float = 0.0, weight_decay: float = 0.0,
+                 dampening: float = 0.0, nesterov: bool = False):
+        super().__init__(params, lr)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise AutogradDagError("SGD: nesterov needs momentum > 0 and dampening = 0")
+        self.momentum, self.weight_decay = float(momentum), float(weight_decay)
+        self.dampening, self.nesterov = float(dampening), bool(nesterov)
+
+    def _update(self, i, p, g):
+        if self.weight_decay:
+            g = g + self.weight_decay * p.value
+        if self.momentum:
+            v = self.state[i].get("momentum")
+            if v is None:
+                v = self.state[i]["momentum"] = np.array(g, copy=True)
+            else:
+                v *= self.momentum
+                v += (1 - self.dampening) * g
+            g = g + self.momentum * v if self.nesterov else v
+        p.value -= self.lr * g
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba 2015) with bias correction; ``weight_decay`` adds λ·p to the gradient (L2).
+
+    m ← β₁m + (1 − β₁)g;  v ← β₂v + (1 − β₂)g²;  p ← p − lr·m̂ / (√v̂ + ε),
+    with m̂ = m / (1 − β₁ᵗ), v̂ = v / (1 − β₂ᵗ).
+    Example: ``Adam(model.parameters(), lr=1e-3)``.
+    """
+
+    decoupled = False
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0):
+        super().__init__(params, lr)
+        self.betas = (float(betas[0]), float(betas[1]))
+        self.eps, self.weight_decay = float(eps), float(weight_decay)
+
+    def _update(self, i, p, g):
+        b1, b2 = self.betas
+        st = self.state[i]
+        if "m" not in st:
+            st["m"], st["v"], st["t"] = np.zeros_like(p.value), np.zeros_like(p.value), 0
+        if self.weight_decay:
+            if self.decoupled:
+                p.value *= 1 - self.lr * self.weight_decay
+            else:
+                g = g + self.weight_decay * p.value
+        st["t"] += 1
+        m, v, t = st["m"], st["v"], st["t"]
+        m *= b1
+        m += (1 - b1) * g
+        v *= b2
+        v += (1 - b2) * (g * g)
+        m_hat = m / (1 - b1 ** t)
+        v_hat = v / (1 - b2 ** t)
+        p.value -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter 2019): p ← p − lr·λ·p, then the Adam step.
+
+    Example: ``AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)``.
+    """
+
+    decoupled = True
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.01):
+        super().__init__(params, lr, betas, eps, weight_decay)
+
+# ------------------------------------------------------------- schedules
+
+
+def cosine_schedule(step: int, total: int, base_lr: float, min_lr: float = 0.0, warmup: int = 0) -> float:
+    """Learning rate at ``step`` of a (linear warm-up then) cosine decay from base_lr to min_lr over ``total`` steps.
+
+    Example: ``cosine_schedule(50, 100, 1.0)`` is ``0.5``.
+    """
+    if warmup and step < warmup:
+        return base_lr * (step + 1) / warmup
+    span = max(total - warmup, 1)
+    progress = min(max(step - warmup, 0), span) / span
+    return min_lr + 0.5 * (base_lr - min_lr) * (1 + math.cos(math.pi * progress))
+
+
+def step_schedule(step: int, base_lr: float, step_size: int, gamma: float = 0.1) -> float:
+    """base_lr · gamma^(step // step_size). Example: ``step_schedule(25, 1.0, 10, 0.5)`` is ``0.25``."""
+    return base_lr * gamma ** (step // step_size)
+
+
+class LRScheduler:
+    """Sets ``optimizer.lr`` from a function of the schedule step; call :meth:`step` once per epoch (or batch).
+
+    The learning rate at construction is schedule step 0.
+    """
+
+    def __init__(self, optimizer: Optimizer, fn: Callable[[int], float]):
+        self.optimizer = optimizer
+        self.base_lr = optimizer.lr
+        self.fn = fn
+        self.last_step = 0
+        optimizer.lr = float(fn(0))
+
+    def step(self) -> float:
+        """Advance one schedule step; returns the new learning rate."""
+        self.last_step += 1
+        self.optimizer.lr = float(self.fn(self.last_step))
+        return self.optimizer.lr
+
+    def get_lr(self) -> float:
+        """The learning rate in force."""
+        return self.optimizer.lr
+
+
+class LambdaLR(LRScheduler):
+    """lr = base_lr · factor(step). Example: ``LambdaLR(opt, lambda s: 0.95 ** s)``."""
+
+    def __init__(self, optimizer: Optimizer, factor: Callable[[int], float]):
+        base = optimizer.lr
+        super().__init__(optimizer, lambda s: base * factor(s))
+
+
+class StepLR(LRScheduler):
+    """lr = base_lr · gamma^(step // step_size). Example: ``StepLR(opt, step_size=10, gamma=0.5)``."""
+
+    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1):
+        base = optimizer.lr
+        super().__init__(optimizer, lambda s: step_schedule(s, base, step_size, gamma))
+
+
+class CosineAnnealingLR(LRScheduler):
+    """Cosine decay from base_lr to ``eta_min`` over ``T_max`` steps (optional linear ``warmup``).
+
+    Example: ``CosineAnnealingLR(opt, T_max=epochs)`` then ``sched.step()`` after each epoch.
+    """
+
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, warmup: int = 0):
+        base = optimizer.lr
+        super().__init__(optimizer, lambda s: cosine_schedule(s, T_max, base, eta_min, warmup))
