@@ -11,6 +11,16 @@ from typing import Any
 _LEAF = "leaf"
 
 
+def _kind_of(x) -> str | None:
+    if isinstance(x, tuple) and not hasattr(x, "_fields"):
+        return "tuple"
+    if isinstance(x, list):
+        return "list"
+    if isinstance(x, dict):
+        return "dict"
+    return None
+
+
 def flatten(tree: Any) -> tuple[list, Any]:
     """``(leaves, treedef)`` of a nested tuple/list/dict; anything else is a leaf.
 
@@ -23,15 +33,7 @@ def flatten(tree: Any) -> tuple[list, Any]:
     """
     leaves: list = []
     # A treedef is built bottom-up; a stack of (node, child iterator, defs so far).
-    def kind_of(x):
-        if isinstance(x, tuple) and not hasattr(x, "_fields"):
-            return "tuple"
-        if isinstance(x, list):
-            return "list"
-        if isinstance(x, dict):
-            return "dict"
-        return None
-
+    kind_of = _kind_of
     k = kind_of(tree)
     if k is None:
         return [tree], _LEAF
@@ -57,6 +59,26 @@ def flatten(tree: Any) -> tuple[list, Any]:
             ckeys = list(child.keys()) if ck == "dict" else None
             cchildren = [child[key] for key in ckeys] if ck == "dict" else list(child)
             stack.append((ck, ckeys, cchildren, 0, []))
+
+
+def leaf_paths(tree: Any) -> list[tuple]:
+    """The path (positions and keys) from the root to each leaf, in :func:`flatten` order.
+
+    Example:
+        >>> leaf_paths(({"w": 1, "b": (2, 3)}, 4))
+        [(0, 'w'), (0, 'b', 0), (0, 'b', 1), (1,)]
+    """
+    paths: list[tuple] = []
+    stack = [((), tree)]
+    while stack:
+        path, node = stack.pop()
+        kind = _kind_of(node)
+        if kind is None:
+            paths.append(path)
+            continue
+        items = node.items() if kind == "dict" else enumerate(node)
+        stack.extend(reversed([(path + (key,), child) for key, child in items]))
+    return paths
 
 
 def unflatten(treedef: Any, leaves) -> Any:

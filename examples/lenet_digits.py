@@ -40,8 +40,9 @@ def run(fast: bool = False, out: str = "out/lenet_digits", seed: int = 0, epochs
         print(model)
         print(f"{model.num_parameters()} parameters; {len(x_tr)} training and {len(x_te)} test images; "
               f"{epochs} epochs")
-    history = C.train_classifier(model, opt, x_tr, y_tr, x_te, y_te, epochs=epochs, batch=32, seed=seed,
-                                 show_progress=show_progress, scheduler=sched, name="LeNet ")
+    with C.single_threaded_blas():
+        history = C.train_classifier(model, opt, x_tr, y_tr, x_te, y_te, epochs=epochs, batch=32, seed=seed,
+                                     show_progress=show_progress, scheduler=sched, name="LeNet ")
     curves = C.plot_curves(history, os.path.join(folder, "lenet_digits_curves.png"),
                            "LeNet on scikit-learn digits (8×8)")
     predictions = plot_predictions(model, x_te, y_te, os.path.join(folder, "lenet_digits_predictions.png"))

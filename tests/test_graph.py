@@ -116,6 +116,8 @@ def test_cyclic_unchecked_graph_is_not_a_chain():
     g = Graph.from_edges([(0, 1), (2, 3), (3, 2)], check=False)
     assert not g.is_chain()
     assert not Graph.from_edges([(0, 0)], check=False).is_chain()
+    # every vertex has at most one child and the walk from the root would loop forever
+    assert not Graph.from_edges([(0, 1), (1, 2), (2, 1)], check=False).is_chain()
 
 
 def test_book_dag_has_exactly_two_topological_orders():

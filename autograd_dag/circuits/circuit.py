@@ -27,7 +27,11 @@ from typing import Iterable, Mapping, NamedTuple
 
 import numpy as np
 
-from autograd_dag.errors import CircuitError
+from autograd_dag.core import Tensor, enable_grad
+from autograd_dag.errors import CircuitError, where
+from autograd_dag.primitives.elementwise import add as _program_add
+from autograd_dag.primitives.elementwise import multiply as _program_multiply
+from autograd_dag.program import Program
 from autograd_dag.circuits.polynomial import (
     DEFAULT_MONOMIAL_LIMIT,
     Polynomial,
@@ -40,7 +44,24 @@ GATE_KINDS = ("add", "mul")
 # Total term products one expansion may spend, as a multiple of the monomial limit:
 # many medium-sized products would otherwise run for hours without any one of them
 # crossing the limit.
-WORK_BUDGET_FACTOR = 200
+WORK_BUDGET_FACTOR = 100
+# Shape-only primitives: on the one-element values of a scalar program they are the
+# identity, and reverse mode emits them to un-broadcast cotangents.
+_IDENTITY_OPS = frozenset({"sum_to_shape", "broadcast_to", "reshape", "squeeze", "expand_dims", "sum", "transpose"})
+
+
+def _scalar_of(value, exact_constants: Mapping | None):
+    """A program constant (a one-element array) as an exact circuit constant where possible."""
+    v = np.asarray(value).reshape(-1)[0].item()
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, float):
+        if exact_constants and v in exact_constants:
+            return exact_constants[v]
+        # Integral floats below 2**53 are exactly that integer: keep polynomials exact.
+        if v.is_integer() and abs(v) < 2**53:
+            return int(v)
+    return normalize_coefficient(v)
 
 
 class Node(NamedTuple):
@@ -417,6 +438,114 @@ class Circuit:
         c.set_outputs(c.sum(terms), names=[name])
         return c
 
+    @classmethod
+    def from_program(cls, program: Program, *, exact_constants: Mapping | None = None) -> "Circuit":
+        """The circuit of a traced scalar program made of add / subtract / multiply / negative / integer power.
+
+        ``program``: a :class:`~autograd_dag.program.Program` whose nodes all hold one
+        element. Inputs become variables (named after the program's inputs), constants
+        become constant roots (integral floats as ints; ``exact_constants`` maps other
+        float values back to exact ones), ``subtract``/``negative`` become × by −1,
+        ``power`` with a static non-negative integer exponent becomes square-and-multiply,
+        and shape-only ops are the identity. Any other op raises :class:`CircuitError`
+        naming it and its source line.
+
+        >>> import autograd_dag as ad
+        >>> prog = ad.trace(lambda x, y: (x + y) * (x - y) + x ** 3, 1.0, 2.0)
+        >>> str(Circuit.from_program(prog).to_polynomial())
+        'x^3 + x^2 - y^2'
+        """
+        if not isinstance(program, Program):
+            raise CircuitError(f"Circuit.from_program: expected a Program, got {type(program).__name__}")
+        c = cls()
+        nodes = program.nodes
+        mapping = [0] * len(nodes)
+        input_pos = {k: pos for pos, k in enumerate(program.inputs)}
+        for node in nodes:
+            k, op = node.index, node.op
+            if node.shape and any(d != 1 for d in node.shape):
+                raise CircuitError(
+                    f"Circuit.from_program: node %{k} = {op} has shape {node.shape}; arithmetic circuits "
+                    f"are scalar, so every node must hold exactly one element{where(node.source)}"
+                )
+            ps = node.parents
+            if op == "input":
+                name = node.name if isinstance(node.name, str) and node.name.isidentifier() else None
+                if name is None or name in c._var_index:
+                    name = f"x{input_pos.get(k, k)}"
+                mapping[k] = c.variable(name).index
+            elif not ps:  # constant / parameter roots: a fixed value of the program
+                mapping[k] = c.constant(_scalar_of(node.value, exact_constants)).index
+            elif op == "add" and len(ps) == 2:
+                mapping[k] = c._binary("add", Wire(c, mapping[ps[0]]), Wire(c, mapping[ps[1]])).index
+            elif op == "multiply" and len(ps) == 2:
+                mapping[k] = c._binary("mul", Wire(c, mapping[ps[0]]), Wire(c, mapping[ps[1]])).index
+            elif op == "subtract" and len(ps) == 2:
+                mapping[k] = c.sub(Wire(c, mapping[ps[0]]), Wire(c, mapping[ps[1]])).index
+            elif op == "negative" and len(ps) == 1:
+                mapping[k] = c.neg(Wire(c, mapping[ps[0]])).index
+            elif op == "power" and len(ps) == 1 and "exponent" in node.params:
+                e = node.params["exponent"]
+                if isinstance(e, float) and e.is_integer():
+                    e = int(e)
+                if not isinstance(e, numbers.Integral) or isinstance(e, bool) or e < 0:
+                    raise CircuitError(
+                        f"Circuit.from_program: node %{k} = power(exponent={e!r}) is not a non-negative "
+                        f"integer power{where(node.source)}"
+                    )
+                mapping[k] = c.pow(Wire(c, mapping[ps[0]]), int(e)).index
+            elif op in _IDENTITY_OPS and len(ps) == 1:
+                mapping[k] = mapping[ps[0]]
+            else:
+                raise CircuitError(
+                    f"Circuit.from_program: node %{k} = {op}({', '.join(f'%{p}' for p in ps)}) is not an "
+                    f"arithmetic-circuit operation (only add, subtract, multiply, negative and "
+                    f"non-negative integer power){where(node.source)}"
+                )
+        names = [nodes[o].name if isinstance(nodes[o].name, str) else f"out{i}" for i, o in enumerate(program.outputs)]
+        c.set_outputs(*[Wire(c, mapping[o]) for o in program.outputs], names=names)
+        return c if all(c._live()) else c.prune()
+
+    def to_program(self, name: str = "f") -> Program:
+        """The circuit as a :class:`~autograd_dag.program.Program` of ``add`` / ``multiply`` nodes.
+
+        One program input per variable (float64 scalars, named like the variables),
+        one ``add``/``multiply`` node per binary gate (an n-ary gate becomes a chain),
+        constants as float64 constants (Fractions are rounded to float). Only the nodes
+        the outputs need are kept.
+
+        >>> x, y = variables("x y")
+        >>> prog = Circuit.from_outputs(x * y + 1).to_program()
+        >>> float(prog(2.0, 3.0))
+        7.0
+        """
+        self._require_outputs("to_program")
+        live = self._live()
+        vals: list = [None] * len(self._nodes)
+        with enable_grad():
+            inputs = tuple(Tensor(np.float64(0.0), name=v) for v in self._var_index)
+            by_name = dict(zip(self._var_index, inputs))
+            for i, (kind, ops, vname, value) in enumerate(self._nodes):
+                if kind == "var":
+                    vals[i] = by_name[vname]
+                elif not live[i]:
+                    continue
+                elif kind == "const":
+                    vals[i] = Tensor(np.float64(float(value)))
+                else:
+                    combine = _program_add if kind == "add" else _program_multiply
+                    acc = vals[ops[0]]
+                    for j in ops[1:]:
+                        acc = combine(acc, vals[j])
+                    vals[i] = acc
+        outputs = tuple(vals[o] for o in self._outputs)
+        for t, oname in zip(outputs, self._output_names):
+            if t.prim is not None and t.name is None:
+                t.name = oname
+        program = Program.from_outputs(inputs, outputs, name=name)
+        program.single_output = len(outputs) == 1
+        return program
+
     def copy(self) -> "Circuit":
         """An independent copy (same nodes, same outputs)."""
         c = Circuit()
@@ -636,7 +765,7 @@ class Circuit:
         freeing each polynomial after its last use. Returns a :class:`Polynomial`, or
         a tuple for several outputs. Raises :class:`CircuitError` naming ``limit``
         when some intermediate polynomial would exceed ``limit`` monomials, or when
-        the whole expansion would need more than ``200 × limit`` term products
+        the whole expansion would need more than ``100 × limit`` term operations
         (``limit=None`` removes both guards).
 
         >>> x, y = variables("x y")
@@ -667,21 +796,20 @@ class Circuit:
                 polys[i] = {(): value} if value != 0 else {}
                 continue
             acc = polys[ops[0]]
-            if kind == "add":
-                for j in ops[1:]:
-                    acc = add_terms(acc, polys[j], limit)
-            else:
-                for j in ops[1:]:
-                    b = polys[j]
-                    if len(acc) > 1 and len(b) > 1:
-                        work += len(acc) * len(b)
-                        if budget is not None and work > budget:
-                            raise CircuitError(
-                                f"to_polynomial: expansion needs more than {budget:,} term products "
-                                f"({WORK_BUDGET_FACTOR} × the monomial limit of {limit:,}); "
-                                "pass a larger limit= or use equivalent(), which falls back to random evaluation"
-                            )
+            for j in ops[1:]:
+                b = polys[j]
+                if kind == "add":
+                    work += len(acc) + len(b)
+                    acc = add_terms(acc, b, limit)
+                else:
+                    work += max(len(acc), 1) * max(len(b), 1)
                     acc = mul_terms(acc, b, limit)
+            if budget is not None and work > budget:
+                raise CircuitError(
+                    f"to_polynomial: expansion needs more than {budget:,} term operations "
+                    f"({WORK_BUDGET_FACTOR} × the monomial limit of {limit:,}) by node %{i}; "
+                    "pass a larger limit= or use equivalent(), which falls back to random evaluation"
+                )
             polys[i] = acc
             for j in ops:
                 if last[j] == i:

@@ -362,10 +362,7 @@ class Module:
 
 def _scope_label(name: str, module: Module) -> str:
     # A bare index ("0" inside Sequential) says nothing in a rendering: name the class too.
-    last = name.rsplit(".", 1)[-1]
-    if last.isdigit():
-        return f"{name.rsplit('.', 1)[0] + '.' if '.' in name else ''}{type(module).__name__}{last}"
-    return name
+    return f"{type(module).__name__}{name}" if name.isdigit() else name
 
 
 class ModuleList(Module):

@@ -1,0 +1,183 @@
+"""Parse ``"(x + y) * (x + y) + 3*x"`` into a circuit.
+
+The expression is read with Python's own parser (``ast``) and accepted only if it
+uses names, int / float literals, ``+``, ``-``, ``*``, unary ``-`` / ``+`` and
+non-negative integer powers written ``**`` or ``^`` (``^`` is rewritten to ``**``
+before parsing, so it has the power's precedence, not Python's xor's). Anything
+else raises :class:`CircuitError` with the expression and a caret under the
+offending column.
+
+Each operator becomes exactly one gate (``x - y`` is ``x + (-1)·y``, ``x^n`` is
+square-and-multiply), so ``(x + y) * (x + y)`` has two separate ``+`` gates: the
+size of a parsed circuit is the size of the expression as written. Use
+``simplify`` to share common subexpressions.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from autograd_dag.errors import CircuitError
+from autograd_dag.circuits.circuit import Circuit, Wire
+
+_OPERATOR_TEXT = {
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.MatMult: "@",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitOr: "|",
+    ast.BitAnd: "&",
+    ast.BitXor: "^",
+}
+
+_DESCRIPTIONS = {
+    ast.Call: "function call",
+    ast.Attribute: "attribute access",
+    ast.Subscript: "indexing",
+    ast.Compare: "comparison",
+    ast.BoolOp: "boolean operator",
+    ast.IfExp: "conditional expression",
+    ast.Lambda: "lambda",
+    ast.Tuple: "tuple",
+    ast.List: "list",
+    ast.Dict: "dict",
+    ast.Set: "set",
+    ast.JoinedStr: "f-string",
+    ast.NamedExpr: "assignment expression",
+    ast.Starred: "starred expression",
+}
+
+
+class _Source:
+    """The user's text, the text given to ``ast`` (``^`` → ``**``), and the column map between them."""
+
+    def __init__(self, text: str):
+        self.text = text
+        chars, origin = [], []
+        for col, ch in enumerate(text):
+            if ch == "^":
+                chars.append("**")
+                origin += [col, col]
+            else:
+                # newlines would make ast report other lines: one logical line is enough here
+                chars.append(" " if ch in "\r\n\t" else ch)
+                origin.append(col)
+        self.parsed = "".join(chars)
+        self.origin = origin + [len(text)]
+        self._encoded = self.parsed.encode("utf-8")
+
+    def column_of_byte(self, byte_offset: int) -> int:
+        """Column in the user's text of a UTF-8 byte offset into the parsed text (ast's unit)."""
+        chars = len(self._encoded[:byte_offset].decode("utf-8", errors="ignore"))
+        return self.origin[min(chars, len(self.origin) - 1)]
+
+    def column_of_char(self, char_offset: int) -> int:
+        """Column in the user's text of a character offset into the parsed text."""
+        return self.origin[max(0, min(char_offset, len(self.origin) - 1))]
+
+    def error(self, message: str, column: int) -> CircuitError:
+        line = self.text.replace("\n", " ").replace("\r", " ").replace("\t", " ")
+        err = CircuitError(f"cannot parse circuit expression: {message} (column {column + 1})\n  {line}\n  {' ' * column}^")
+        err.column = column
+        return err
+
+
+def _operator_column(src: _Source, node: ast.BinOp, symbol: str) -> int:
+    """Column of a binary operator's symbol: the first occurrence between its operands."""
+    start = len(src._encoded[: node.left.end_col_offset].decode("utf-8", errors="ignore"))
+    stop = len(src._encoded[: node.right.col_offset].decode("utf-8", errors="ignore"))
+    # ')' and spaces can sit between the operands; skip to the symbol itself.
+    pos = src.parsed.find(symbol, start, max(stop, start + 1))
+    return src.column_of_char(pos if pos >= 0 else start)
+
+
+def parse(expression: str, name: str = "out0") -> Circuit:
+    """A circuit computing the polynomial written in ``expression``.
+
+    Accepts names, int / float literals, ``+ - *``, unary minus, and integer powers
+    ``x**3`` / ``x^3``. Returns a one-output :class:`Circuit` (only the nodes the
+    output needs). Raises :class:`CircuitError` showing the expression with a caret
+    ``^`` under the offending column; the error's ``column`` attribute is 0-based.
+
+    >>> c = parse("(x + y) * (x + y) + 3*x")
+    >>> c.size, str(c.to_polynomial())
+    (10, 'x^2 + 2*x*y + y^2 + 3*x')
+    >>> parse("x^3 - 2*y").to_polynomial() == parse("x**3 + (-2)*y").to_polynomial()
+    True
+    """
+    if not isinstance(expression, str):
+        raise CircuitError(f"parse: expected a string expression, got {type(expression).__name__}")
+    src = _Source(expression)
+    if not expression.strip():
+        raise src.error("the expression is empty", 0)
+    try:
+        tree = ast.parse(src.parsed, mode="eval")
+    except SyntaxError as exc:
+        col = src.column_of_char((exc.offset or 1) - 1)
+        raise src.error(f"syntax error: {exc.msg}", min(col, len(expression))) from None
+    except (RecursionError, MemoryError):
+        raise src.error("the expression is nested too deeply for Python's parser", 0) from None
+
+    c = Circuit()
+    results: dict = {}
+    # Iterative post-order walk: no recursion, whatever the nesting depth.
+    stack = [(tree.body, False)]
+    while stack:
+        node, ready = stack.pop()
+        if not ready:
+            stack.append((node, True))
+            if isinstance(node, ast.BinOp):
+                stack.append((node.right, False))
+                stack.append((node.left, False))
+            elif isinstance(node, ast.UnaryOp):
+                stack.append((node.operand, False))
+            continue
+        results[id(node)] = _build(c, src, node, results)
+    result = results[id(tree.body)]
+    return Circuit.from_outputs(result if isinstance(result, Wire) else c.constant(result), names=[name])
+
+
+def _build(c: Circuit, src: _Source, node: ast.AST, results: dict):
+    """The wire (or plain number, for literals) of one AST node whose children are built."""
+    col = src.column_of_byte(getattr(node, "col_offset", 0))
+    if isinstance(node, ast.Name):
+        return c.variable(node.id)
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise src.error(f"unsupported constant {value!r} (only int and float literals)", col)
+        return value
+    if isinstance(node, ast.UnaryOp):
+        operand = results[id(node.operand)]
+        if isinstance(node.op, ast.UAdd):
+            return operand
+        if isinstance(node.op, ast.USub):
+            return -operand if not isinstance(operand, Wire) else c.neg(operand)
+        raise src.error(f"unsupported unary operator {'not' if isinstance(node.op, ast.Not) else '~'}", col)
+    if isinstance(node, ast.BinOp):
+        left, right = results[id(node.left)], results[id(node.right)]
+        op = type(node.op)
+        if op is ast.Pow:
+            exp_col = src.column_of_byte(node.right.col_offset)
+            if isinstance(right, Wire):
+                raise src.error("the exponent of a power must be an integer literal, not an expression in variables", exp_col)
+            if isinstance(right, bool) or not isinstance(right, int) and not (isinstance(right, float) and right.is_integer()):
+                raise src.error(f"the exponent {right!r} is not an integer", exp_col)
+            if right < 0:
+                raise src.error(f"the exponent {right!r} is negative: circuits have no division", exp_col)
+            return c.pow(left, int(right))
+        if op is ast.Add:
+            return c._binary("add", left, right)
+        if op is ast.Mult:
+            return c._binary("mul", left, right)
+        if op is ast.Sub:
+            return c.sub(left, right)
+        symbol = _OPERATOR_TEXT.get(op, op.__name__)
+        raise src.error(
+            f"unsupported operator '{symbol}' (circuits have only + - * and integer powers)",
+            _operator_column(src, node, symbol),
+        )
+    what = _DESCRIPTIONS.get(type(node), type(node).__name__)
+    raise src.error(f"unsupported syntax: {what} (circuits have only + - * and integer powers)", col)

@@ -1,0 +1,152 @@
+"""Optimizers against updates computed by hand, and the learning-rate schedules."""
+
+import math
+
+import numpy as np
+import pytest
+
+import autograd_dag as ad
+from autograd_dag import nn, optim
+
+
+def param(values):
+    return nn.Parameter(np.array(values, dtype=np.float64))
+
+
+def set_grad(p, g):
+    p.grad = ad.Tensor(np.array(g, dtype=np.float64))
+
+
+def test_sgd_plain_step():
+    p = param([1.0, -2.0])
+    opt = optim.SGD([p], lr=0.1)
+    set_grad(p, [0.5, 1.0])
+    opt.step()
+    np.testing.assert_allclose(p.value, [1.0 - 0.05, -2.0 - 0.1])
+
+
+def test_sgd_momentum_and_weight_decay_two_steps():
+    p = param([1.0])
+    opt = optim.SGD([p], lr=0.1, momentum=0.9, weight_decay=0.01)
+    set_grad(p, [2.0])
+    opt.step()
+    g1 = 2.0 + 0.01 * 1.0                     # weight decay adds λ·p
+    v1 = g1                                   # the first step starts the buffer at g
+    p1 = 1.0 - 0.1 * v1
+    np.testing.assert_allclose(p.value, [p1])
+    set_grad(p, [-1.0])
+    opt.step()
+    g2 = -1.0 + 0.01 * p1
+    v2 = 0.9 * v1 + g2
+    np.testing.assert_allclose(p.value, [p1 - 0.1 * v2])
+
+
+def test_sgd_nesterov():
+    p = param([0.0])
+    opt = optim.SGD([p], lr=1.0, momentum=0.5, nesterov=True)
+    set_grad(p, [1.0])
+    opt.step()
+    np.testing.assert_allclose(p.value, [-(1.0 + 0.5 * 1.0)])
+    set_grad(p, [1.0])
+    opt.step()
+    v2 = 0.5 * 1.0 + 1.0
+    np.testing.assert_allclose(p.value, [-1.5 - (1.0 + 0.5 * v2)])
+    with pytest.raises(ad.AutogradDagError, match="nesterov"):
+        optim.SGD([p], lr=1.0, nesterov=True)
+
+
+def adam_by_hand(p, grads, lr, b1, b2, eps, wd=0.0, decoupled=False):
+    m = v = 0.0
+    for t, g in enumerate(grads, start=1):
+        if decoupled:
+            p = p * (1 - lr * wd)
+        else:
+            g = g + wd * p
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        p = p - lr * (m / (1 - b1 ** t)) / (math.sqrt(v / (1 - b2 ** t)) + eps)
+    return p
+
+
+@pytest.mark.parametrize("cls, wd, decoupled", [(optim.Adam, 0.0, False), (optim.Adam, 0.1, False),
+                                                 (optim.AdamW, 0.1, True)])
+def test_adam_and_adamw_three_steps(cls, wd, decoupled):
+    grads = [0.3, -1.2, 0.7]
+    p = param([1.5])
+    opt = cls([p], lr=0.01, betas=(0.8, 0.95), eps=1e-6, weight_decay=wd)
+    for g in grads:
+        set_grad(p, [g])
+        opt.step()
+    expected = adam_by_hand(1.5, grads, 0.01, 0.8, 0.95, 1e-6, wd, decoupled)
+    np.testing.assert_allclose(p.value, [expected], rtol=1e-12)
+
+
+def test_adam_first_step_moves_by_lr():
+    # m̂ = g and v̂ = g² at t = 1, so the first step is lr·sign(g) (up to ε).
+    p = param([0.0, 0.0])
+    opt = optim.Adam([p], lr=0.5)
+    set_grad(p, [3.0, -0.02])
+    opt.step()
+    np.testing.assert_allclose(p.value, [-0.5, 0.5], rtol=1e-5)
+
+
+def test_zero_grad_and_parameters_without_gradient():
+    a, b = param([1.0]), param([2.0])
+    opt = optim.SGD([a, b], lr=1.0)
+    set_grad(a, [1.0])
+    opt.step()
+    np.testing.assert_array_equal(b.value, [2.0])  # no gradient: untouched
+    np.testing.assert_array_equal(a.value, [0.0])
+    opt.zero_grad()
+    assert a.grad is None and b.grad is None
+
+
+def test_optimizer_rejects_bad_parameters():
+    with pytest.raises(ad.AutogradDagError, match="empty parameter list"):
+        optim.SGD([], lr=0.1)
+    with pytest.raises(ad.AutogradDagError, match="requires_grad"):
+        optim.Adam([ad.Tensor([1.0])])
+
+
+def test_training_a_linear_model_reduces_the_loss():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 3))
+    y = x @ np.array([[1.0], [-2.0], [0.5]]) + 0.3
+    model = nn.Linear(3, 1, rng=0)
+    for opt in (optim.SGD(model.parameters(), lr=0.1, momentum=0.9), optim.Adam(model.parameters(), lr=0.05)):
+        for _ in range(200):
+            loss = nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        assert float(loss.value) < 1e-4
+    np.testing.assert_allclose(model.weight.value, [[1.0, -2.0, 0.5]], atol=1e-2)
+
+
+def test_float32_parameters_stay_float32():
+    p = nn.Parameter(np.ones(2, dtype=np.float32))
+    opt = optim.AdamW([p], lr=0.1)
+    p.grad = ad.Tensor(np.ones(2, dtype=np.float32))
+    opt.step()
+    assert p.value.dtype == np.float32
+
+
+def test_schedules():
+    p = param([0.0])
+    opt = optim.SGD([p], lr=1.0)
+    sched = optim.StepLR(opt, step_size=2, gamma=0.5)
+    lrs = [opt.lr] + [sched.step() for _ in range(5)]
+    assert lrs == [1.0, 1.0, 0.5, 0.5, 0.25, 0.25]
+    opt2 = optim.SGD([p], lr=2.0)
+    cos = optim.CosineAnnealingLR(opt2, T_max=4, eta_min=0.0)
+    lrs = [opt2.lr] + [cos.step() for _ in range(5)]
+    np.testing.assert_allclose(lrs, [2.0, 1 + math.cos(math.pi / 4), 1.0, 1 - math.cos(math.pi / 4), 0.0, 0.0],
+                               atol=1e-12)
+    opt3 = optim.SGD([p], lr=0.1)
+    lam = optim.LambdaLR(opt3, lambda s: 0.9 ** s)
+    lam.step()
+    lam.step()
+    assert math.isclose(opt3.lr, 0.1 * 0.81)
+    assert optim.cosine_schedule(0, 10, 1.0, warmup=4) == 0.25
+    assert optim.cosine_schedule(4, 10, 1.0, warmup=4) == 1.0
+    assert optim.step_schedule(25, 1.0, 10, 0.5) == 0.25

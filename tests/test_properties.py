@@ -1,0 +1,148 @@
+"""Property tests over random programs (hypothesis).
+
+A recipe is a random list of operations over a safe subset of primitives
+(add, multiply, subtract, tanh, exp of a bounded value, logistic, softplus,
+sum with keepdims, reshape ∘ transpose, matmul, maximum away from ties); each
+operation takes its operands from the values computed so far, so the recipe
+describes a random DAG with two inputs (a matrix and a broadcast vector).
+
+Properties, for every recipe:
+1. the eager result on new inputs equals the traced program re-executed on them;
+2. the Jacobian by reverse mode (``ad.jacobian``, row by row) equals the one by
+   forward mode (``ad.jvp`` on unit tangents, column by column) and central
+   finite differences.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import autograd_dag as ad
+
+X_SHAPE, Y_SHAPE = (2, 3), (3,)
+OPS = ["add", "multiply", "subtract", "tanh", "exp_bounded", "logistic", "softplus", "sum_keepdims",
+       "reshape_transpose", "matmul", "maximum"]
+TIE_GAP = 1e-3  # maximum's operands must be at least this far apart at the checked point
+
+recipes = st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 63), st.integers(0, 63), st.integers(0, 1)),
+                   min_size=1, max_size=8)
+seeds = st.integers(0, 2 ** 32 - 1)
+
+
+def step(op, a, b, axis):
+    """One operation of a recipe on operands a and b (b unused by unary operations)."""
+    if op == "add":
+        return a + b
+    if op == "multiply":
+        return a * b
+    if op == "subtract":
+        return a - b
+    if op == "tanh":
+        return ad.tanh(a)
+    if op == "exp_bounded":
+        return ad.exp(ad.tanh(a) * 2.0)
+    if op == "logistic":
+        return ad.logistic(a)
+    if op == "softplus":
+        return ad.softplus(a)
+    if op == "sum_keepdims":
+        return ad.sum(a, axis=axis % a.ndim, keepdims=True)
+    if op == "reshape_transpose":
+        return ad.reshape(ad.transpose(a), a.shape)
+    if op == "matmul":
+        return ad.matmul(ad.matmul(a, ad.transpose(b)), a) * 0.5
+    if op == "maximum":
+        return ad.maximum(a, b)
+    raise AssertionError(op)
+
+
+def run(recipe, x, y):
+    """Apply the recipe to x and y (Tensors); returns the last value computed."""
+    pool = [x, y]
+    for op, i, j, axis in recipe:
+        pool.append(step(op, pool[i % len(pool)], pool[j % len(pool)], axis))
+    return pool[-1]
+
+
+def resolve(recipe, x, y):
+    """The recipe made valid at (x, y): matmul on matrices only, maximum only without near-ties."""
+    resolved, pool = [], [ad.Tensor(x), ad.Tensor(y)]
+    for op, i, j, axis in recipe:
+        a, b = pool[i % len(pool)], pool[j % len(pool)]
+        if op == "matmul" and (a.shape != X_SHAPE or b.shape != X_SHAPE):
+            op = "multiply"
+        if op == "maximum" and np.min(np.abs(a.value - b.value), initial=np.inf) < TIE_GAP:
+            op = "add"
+        resolved.append((op, i, j, axis))
+        pool.append(step(op, a, b, axis))
+    return resolved
+
+
+def make_inputs(seed):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-1.5, 1.5, X_SHAPE), rng.uniform(-1.5, 1.5, Y_SHAPE)
+
+
+def fd_jacobian(f, args, k, eps=1e-6):
+    """Central differences of f's output w.r.t. argument k: shape out.shape + arg.shape."""
+    x = args[k]
+    cols = []
+    for idx in np.ndindex(x.shape):
+        plus, minus = [a.copy() for a in args], [a.copy() for a in args]
+        plus[k][idx] += eps
+        minus[k][idx] -= eps
+        with ad.no_grad():
+            fp = f(*[ad.Tensor(a) for a in plus]).value
+            fm = f(*[ad.Tensor(a) for a in minus]).value
+        cols.append((fp - fm) / (2 * eps))
+    out_shape = np.shape(cols[0])
+    return np.moveaxis(np.array(cols), 0, -1).reshape(out_shape + x.shape)
+
+
+def jvp_jacobian(f, args, k):
+    x = args[k]
+    cols = []
+    for idx in np.ndindex(x.shape):
+        tangents = [np.zeros_like(a) for a in args]
+        tangents[k][idx] = 1.0
+        cols.append(np.asarray(ad.jvp(f, tuple(args), tuple(tangents))[1]))
+    out_shape = np.shape(cols[0])
+    return np.moveaxis(np.array(cols), 0, -1).reshape(out_shape + x.shape)
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(recipe=recipes, seed=seeds, new_seed=seeds)
+def test_eager_equals_reexecuted_program(recipe, seed, new_seed):
+    x, y = make_inputs(seed)
+    plan = resolve(recipe, x, y)
+
+    def f(x, y):
+        return run(plan, x, y)
+
+    prog = ad.trace(f, x, y)
+    x2, y2 = make_inputs(new_seed)
+    eager = f(ad.Tensor(x2), ad.Tensor(y2)).value
+    np.testing.assert_allclose(prog(x2, y2), eager, rtol=1e-13, atol=1e-13)
+    # Recorded again from the program (on Tensors), it gives the same values too.
+    np.testing.assert_allclose(prog(ad.Tensor(x2), ad.Tensor(y2)).value, eager, rtol=1e-13, atol=1e-13)
+
+
+@settings(max_examples=120, deadline=None, database=None)
+@given(recipe=recipes, seed=seeds)
+def test_reverse_equals_forward_equals_finite_differences(recipe, seed):
+    x, y = make_inputs(seed)
+    plan = resolve(recipe, x, y)
+
+    def f(x, y):
+        return run(plan, x, y)
+
+    args = [x, y]
+    for k in (0, 1):
+        rev = ad.jacobian(f, argnums=k)(x, y)
+        fwd = jvp_jacobian(f, args, k)
+        fd = fd_jacobian(f, args, k)
+        assert rev.shape == fwd.shape == fd.shape
+        np.testing.assert_allclose(rev, fwd, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(rev, fd, rtol=1e-5, atol=1e-6 * max(1.0, np.abs(fd).max()))
