@@ -36,34 +36,37 @@ def topological_nodes(outputs: Sequence[Tensor], stop: set[int] = frozenset(),
     """Recorded nodes behind ``outputs``, parents before children (iterative DFS).
 
     The walk does not go behind Tensors whose id is in ``stop``; with
-    ``prune_constant`` it skips nodes that do not require a gradient.
+    ``prune_constant`` it skips nodes that do not require a gradient. A node
+    is pushed once to be expanded and is emitted when it surfaces again,
+    after all its parents.
     """
     order: list[Tensor] = []
-    seen: set[int] = set()
+    expanded: set[int] = set()
+    done: set[int] = set()
     for root in outputs:
-        if id(root) in seen or (prune_constant and not root.requires_grad and id(root) not in stop):
+        if prune_constant and not root.requires_grad and id(root) not in stop:
             continue
-        seen.add(id(root))
-        stack = [(root, 0)]
+        stack = [root]
         while stack:
-            t, i = stack.pop()
-            parents = () if id(t) in stop else t.parents
+            t = stack[-1]
+            tid = id(t)
+            if tid in expanded:
+                stack.pop()
+                if tid not in done:
+                    done.add(tid)
+                    order.append(t)
+                continue
+            expanded.add(tid)
+            if tid in stop:
+                continue
+            parents = t.parents
             if parents is None:
                 raise GraphFreedError(
                     f"backward: the graph behind '{t.prim.name}'{where(t.source)} was already freed by a "
                     f"previous backward(); pass retain_graph=True to the first backward() to run it again")
-            while i < len(parents):
-                p = parents[i]
-                if id(p) in seen or (prune_constant and not p.requires_grad and id(p) not in stop):
-                    i += 1
-                    continue
-                break
-            if i < len(parents):
-                seen.add(id(parents[i]))
-                stack.append((t, i + 1))
-                stack.append((parents[i], 0))
-            else:
-                order.append(t)
+            for p in reversed(parents):
+                if id(p) not in expanded and (not prune_constant or p.requires_grad or id(p) in stop):
+                    stack.append(p)
     return order
 
 
@@ -98,21 +101,24 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
     """
     stop = {id(t) for t in wrt} if wrt is not None else set()
     order = topological_nodes(outputs, stop, prune_constant)
-    # relevant: the node is a target or lies on a path from a target.
+    # relevant: the node is a target or lies on a path from a target. The
+    # eager backward() already knows it: requires_grad says exactly that.
+    eager = wrt is None and prune_constant
     relevant: set[int] = set()
-    for t in order:
-        tid = id(t)
-        if tid in stop or (wrt is None and t.prim is None and t.requires_grad):
-            relevant.add(tid)
-        elif t.parents:
-            for p in t.parents:
-                if id(p) in relevant:
-                    relevant.add(tid)
-                    break
+    if not eager:
+        for t in order:
+            tid = id(t)
+            if tid in stop or (wrt is None and t.prim is None and t.requires_grad):
+                relevant.add(tid)
+            elif t.parents:
+                for p in t.parents:
+                    if id(p) in relevant:
+                        relevant.add(tid)
+                        break
     record = create_graph
     cts: dict[int, Any] = {}
     for o, c in zip(outputs, cotangents):
-        if id(o) in relevant:
+        if (o.requires_grad if eager else id(o) in relevant):
             if c is None:
                 c = np.ones(o.shape, dtype=o.dtype)
             _accumulate(cts, id(o), (c if isinstance(c, Tensor) else Tensor(c)) if record else _bare(c))
@@ -147,7 +153,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     if g is None:
                         continue
                     p = parents[i]
-                    if id(p) not in relevant or i in prim.nondiff:
+                    if not (p.requires_grad if eager else id(p) in relevant) or i in prim.nondiff:
                         continue
                     if not record:
                         g = _bare(g)

@@ -19,7 +19,7 @@ import numpy as np
 from .autodiff import jvp, vjp
 from .core import Tensor, no_grad
 from .errors import AutogradDagError, GradientCheckError
-from .tree import flatten, unflatten
+from .tree import flatten, leaf_paths, unflatten
 
 DEFAULT_EPS = 1e-6
 DEFAULT_ATOL = 1e-6
@@ -157,8 +157,26 @@ def _analytic_jacobian(f, td, leaves, i, mode, out_shapes, out_td) -> np.ndarray
     return np.stack(cols, axis=1) if cols else np.zeros((n_out, 0))
 
 
-def _describe_arg(names, i, x) -> str:
+def _on_floats(f: Callable, td, leaves, float_idx) -> Callable:
+    """f as a function of its float leaves only; the others (indices, masks) are held fixed.
+
+    ``vjp``/``jvp`` turn every argument they get into a float input, which
+    would break an integer index; so only the float leaves are passed to them.
+    """
+    def g(*floats):
+        full = list(leaves)
+        for k, x in zip(float_idx, floats):
+            full[k] = x
+        return f(*unflatten(td, full))
+    g.__name__ = getattr(f, "__name__", "f")
+    return g
+
+
+def _describe_arg(names, path, x) -> str:
+    # ``path``: the argument's position, then the keys down to the leaf in a nested argument.
+    i = path[0]
     label = f"argument {i}" + (f" ('{names[i]}')" if names and i < len(names) and names[i] else "")
+    label += "".join(f"[{key!r}]" for key in path[1:])
     return f"{label}, shape {tuple(np.shape(x))}, {np.asarray(x).dtype}"
 
 
@@ -211,6 +229,7 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
         if m not in ("rev", "fwd"):
             raise AutogradDagError(f"check_grads: unknown mode {m!r}; use 'rev' and/or 'fwd'")
     leaves, td = flatten(tuple(args))
+    paths = leaf_paths(tuple(args))
     leaves = [x.value if isinstance(x, Tensor) else np.asarray(x, dtype=np.float64)
               if isinstance(x, (int, float, list)) else np.asarray(x) for x in leaves]
     low = [np.asarray(x).dtype for x in leaves if np.asarray(x).dtype.kind == "f"
@@ -240,21 +259,24 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
     us = [rng.standard_normal(s) for s in out_shapes]
     u_tree = unflatten(out_td, us)
     failures: list[str] = []
-    for i in float_idx:
+    f_floats = _on_floats(f, td, leaves, float_idx)
+    floats = [leaves[k] for k in float_idx]
+    floats_td = flatten(tuple(floats))[1]
+    for pos, i in enumerate(float_idx):
         x = np.asarray(leaves[i], dtype=np.float64)
         v = rng.standard_normal(x.shape) * _step_scale(x)
-        tangents = [np.zeros(np.shape(leaf)) for leaf in leaves]
-        tangents[i] = v
+        tangents = [np.zeros(np.shape(leaf)) for leaf in floats]
+        tangents[pos] = v
         numeric = sum(float(np.sum(u * n)) for u, n in
-                      zip(us, numerical_jvp(f, unflatten(td, leaves), unflatten(td, tangents), eps)))
+                      zip(us, numerical_jvp(f_floats, floats, tangents, eps)))
         for mode in modes:
             if mode == "rev":
-                _, f_vjp = vjp(f, *unflatten(td, leaves))
-                g = np.asarray(flatten(f_vjp(u_tree))[0][i], dtype=np.float64)
+                _, f_vjp = vjp(f_floats, *floats)
+                g = np.asarray(f_vjp(u_tree)[pos], dtype=np.float64)
                 analytic = float(np.sum(g * v))
                 what = "reverse mode (VJP): <vjp(u), v>"
             else:
-                _, tout = jvp(f, unflatten(td, leaves), unflatten(td, tangents))
+                _, tout = jvp(f_floats, tuple(floats), tuple(tangents))
                 analytic = sum(float(np.sum(u * np.asarray(t))) for u, t in zip(us, flatten(tout)[0]))
                 what = "forward mode (JVP): <u, jvp(v)>"
             err = abs(analytic - numeric)
@@ -262,13 +284,13 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
             bad_projection = not np.isfinite(analytic) or err > tol
             if not (bad_projection or full):
                 continue
-            report = [f"  {_describe_arg(names, i, leaves[i])}, {what}:",
+            report = [f"  {_describe_arg(names, paths[i], leaves[i])}, {what}:",
                       f"    projection: analytic {analytic: .6e}, numeric {numeric: .6e}, abs err {err:.2e} "
                       f"(tolerance {tol:.2e} = atol {atol:g} + rtol {rtol:g} * |value|)"]
             n_out = sum(o.size for o in out_vals)
             if n_out * x.size <= MAX_REPORT_ENTRIES:
-                J_num = _numerical_jacobian(f, td, leaves, i, eps)
-                J_ana = _analytic_jacobian(f, td, leaves, i, mode, out_shapes, out_td)
+                J_num = _numerical_jacobian(f_floats, floats_td, floats, pos, eps)
+                J_ana = _analytic_jacobian(f_floats, floats_td, floats, pos, mode, out_shapes, out_td)
                 entry_err = np.abs(J_ana - J_num)
                 entry_bad = entry_err > atol + rtol * np.maximum(np.abs(J_ana), np.abs(J_num))
                 if not (bad_projection or entry_bad.any() or not np.all(np.isfinite(J_ana))):
@@ -283,8 +305,9 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
                                  f"disagree\n" + "\n".join(failures))
     if order >= 2:
         def derivative(*a):
-            _, f_vjp = vjp(f, *a)
-            return tuple(g for g, k in zip(flatten(f_vjp(u_tree))[0], range(len(leaves))) if k in float_idx)
+            a_leaves = flatten(a)[0]
+            _, f_vjp = vjp(_on_floats(f, td, a_leaves, float_idx), *[a_leaves[k] for k in float_idx])
+            return tuple(f_vjp(u_tree))
         derivative.__name__ = f"d{fname}"
         try:
             check_grads(derivative, tuple(unflatten(td, leaves)), order=order - 1, modes=modes, eps=eps,

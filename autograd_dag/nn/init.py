@@ -41,7 +41,9 @@ def fans(shape: tuple[int, ...]) -> tuple[int, int]:
 
 
 def glorot_uniform(shape, rng=None, dtype=np.float64, gain: float = 1.0) -> np.ndarray:
-    """U(-a, a) with a = gain·√(6 / (fan_in + fan_out)) (Glorot & Bengio 2010); keeps variance across layers for tanh/logistic.
+    """U(-a, a) with a = gain·√(6 / (fan_in + fan_out)) (Glorot & Bengio 2010).
+
+    Keeps activation and gradient variances level across layers for tanh and logistic.
 
     Shapes: shape (out, in, ...) -> array of that shape.
     Example: ``glorot_uniform((3, 2), rng=0).shape == (3, 2)``.

@@ -1,0 +1,184 @@
+"""Gradient verification: check_grads, numerical_grad / numerical_jvp, and the pytest helper."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import autograd_dag as ad
+from autograd_dag.testing import GradientMismatch, assert_grads_close
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((3, 4))
+W = RNG.standard_normal((4, 2))
+
+# A primitive whose VJP is wrong in one entry only (index 2 gets 3× the
+# derivative) and whose JVP is right: the report must point at that entry.
+_mask = np.array([1.0, 1.0, 3.0, 1.0])
+bad_square = ad.primitive(
+    "test_checking_bad_square", lambda x: x * x,
+    vjp=lambda ct, out, x: (ct * 2.0 * x * _mask,),
+    jvp=lambda t, out, x: t[0] * 2.0 * x, replace=True)
+
+# Right at first order, wrong at second: stop_gradient hides x from the
+# derivative of the rule itself.
+lazy_square = ad.primitive(
+    "test_checking_lazy_square", lambda x: x * x,
+    vjp=lambda ct, out, x: (ct * 2.0 * ad.stop_gradient(x),),
+    jvp=lambda t, out, x: t[0] * 2.0 * ad.stop_gradient(x), replace=True)
+
+# ------------------------------------------------------------- passing
+
+
+@pytest.mark.parametrize("f,args", [
+    (lambda x, w: ad.tanh(x @ w).sum(), (X, W)),
+    (lambda x, w: ad.logistic(x @ w), (X, W)),                       # matrix output
+    (lambda x: (ad.exp(x) * 2.0, ad.softplus(x).sum()), (X,)),        # two outputs
+    (lambda p: ad.sqrt(p["a"] ** 2 + 1.0) * p["b"][0], ({"a": X, "b": (W[:, 0].copy(),)},)),  # nested
+    (lambda t, i: ad.take(t, i).sum(), (X, np.array([2, 0, 2]))),     # integer argument held fixed
+    (lambda x: ad.maximum(x, 0.05).mean(), (np.round(X, 1) + 0.01,)),  # away from the kink
+], ids=["scalar", "matrix_out", "two_outputs", "nested", "int_arg", "maximum"])
+def test_check_grads_passes_on_correct_functions(f, args):
+    ad.check_grads(f, args)
+    ad.check_grads(f, args, full=True)
+    ad.check_grads(f, args, order=2)
+    assert_grads_close(f, args, order=2)
+
+
+def test_python_scalars_and_lists_are_accepted():
+    ad.check_grads(lambda a, b: a * ad.exp(b), (1.5, np.array([0.1, -0.2])))
+    # A list is a nested structure (a pytree), not an array: each entry is an argument.
+    ad.check_grads(lambda a, bs: a * ad.exp(bs[0]) + bs[1] ** 2, (1.5, [0.1, -0.2]), order=2)
+
+# ------------------------------------------------------------- failing
+
+
+def test_report_names_argument_mode_index_and_values():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    w = np.array([0.5, -1.0, 1.5, 2.0])
+
+    def loss(x, w):
+        return bad_square(w) * x
+
+    with pytest.raises(ad.GradientCheckError) as err:
+        ad.check_grads(loss, (x, w))
+    report = str(err.value)
+    assert report.startswith("check_grads(loss): analytic and numerical derivatives disagree")
+    assert "argument 1 ('w'), shape (4,), float64, reverse mode (VJP)" in report
+    assert "forward mode" not in report  # the JVP is right
+    assert "argument 0" not in report   # and x's derivative is right
+    assert "1 of 16 Jacobian entries disagree" in report
+    # The wrong entry: ∂out[2]/∂w[2] = 2·w[2]·x[2] = 9, reported as 27.
+    line = next(ln for ln in report.splitlines() if "d output (2,) / d input (2,)" in ln)
+    numbers = dict(re.findall(r"(analytic|numeric)\s+(-?[\d.]+e[+-]\d+)", line))
+    assert float(numbers["analytic"]) == pytest.approx(27.0, rel=1e-6)
+    assert float(numbers["numeric"]) == pytest.approx(9.0, rel=1e-6)
+    assert "abs err 1.80e+01" in line and "rel err 6.67e-01" in line
+    assert "projection: analytic" in report and "tolerance" in report
+
+
+def test_report_names_a_nested_argument_by_its_path():
+    def loss(params, x):
+        return (params["w"] * x + bad_square(params["b"][1])).sum()
+
+    args = ({"w": np.ones(4), "b": (np.ones(2), np.array([1.0, 2.0, 3.0, 4.0]))}, np.ones(4))
+    with pytest.raises(ad.GradientCheckError) as err:
+        ad.check_grads(loss, args, modes=("rev",))
+    assert "argument 0 ('params')['b'][1], shape (4,)" in str(err.value)
+    assert "'x'" not in str(err.value)
+
+
+def test_wrong_jvp_is_reported_in_forward_mode():
+    half = ad.primitive("test_checking_bad_jvp", np.tanh,
+                        vjp=lambda ct, out, x: (ct * (1.0 - out * out),),
+                        jvp=lambda t, out, x: t[0] * (1.0 - out), replace=True)
+    with pytest.raises(ad.GradientCheckError) as err:
+        ad.check_grads(lambda v: half(v), (X[0],))
+    report = str(err.value)
+    assert "forward mode (JVP)" in report and "reverse mode" not in report
+    ad.check_grads(lambda v: half(v), (X[0],), modes=("rev",))  # reverse mode alone passes
+
+
+def test_second_order_error_is_caught_only_at_order_2():
+    x = np.array([0.5, -1.0, 2.0])
+    ad.check_grads(lambda v: lazy_square(v), (x,))
+    with pytest.raises(ad.GradientCheckError) as err:
+        ad.check_grads(lambda v: lazy_square(v), (x,), order=2)
+    assert "order 2" in str(err.value) and "wrongly differentiated" in str(err.value)
+
+
+def test_non_finite_analytic_derivative_fails():
+    nan_rule = ad.primitive("test_checking_nan_rule", lambda x: 2.0 * x,
+                            vjp=lambda ct, out, x: (ct * np.nan,), jvp=lambda t, out, x: t[0] * 2.0,
+                            replace=True)
+    with np.errstate(invalid="ignore"), pytest.raises(ad.GradientCheckError, match="reverse mode"):
+        ad.check_grads(lambda v: nan_rule(v), (np.ones(2),))
+
+
+def test_float32_is_refused_without_tolerances():
+    x32 = X.astype(np.float32)
+    with pytest.raises(ad.AutogradDagError) as err:
+        ad.check_grads(lambda x: ad.tanh(x).sum(), (x32,))
+    message = str(err.value)
+    assert not isinstance(err.value, ad.GradientCheckError)
+    assert "float32" in message and "float64" in message and "atol" in message and "rtol" in message
+    with pytest.raises(ad.AutogradDagError, match="float16"):
+        ad.check_grads(lambda x: ad.tanh(x).sum(), (X.astype(np.float16),), atol=1e-2)  # one is not enough
+    ad.check_grads(lambda x: ad.tanh(x).sum(), (x32,), atol=1e-3, rtol=1e-3)
+
+
+def test_bad_arguments_are_clear_errors():
+    with pytest.raises(ad.AutogradDagError, match="tuple of arguments"):
+        ad.check_grads(lambda x: x, X)
+    with pytest.raises(ad.AutogradDagError, match="unknown mode 'backward'"):
+        ad.check_grads(lambda x: x, (X,), modes=("backward",))
+
+# ------------------------------------------------- numerical derivatives
+
+
+def test_numerical_grad_values():
+    x = np.array([1.0, -2.0, 3.0])
+    (g,) = ad.numerical_grad(lambda v: (v ** 3).sum(), (x,))
+    np.testing.assert_allclose(g, 3 * x ** 2, rtol=1e-8)
+    gx, gi = ad.numerical_grad(lambda v, i: ad.take(v, i).sum(), (x, np.array([0, 0, 2])))
+    np.testing.assert_allclose(gx, [2.0, 0.0, 1.0], rtol=1e-8)
+    assert gi is None  # integer argument
+    # Nested: the gradient has the argument's structure; big inputs use a scaled step.
+    (gp,) = ad.numerical_grad(lambda p: (p["a"] * p["b"]).sum(), ({"a": np.array([1e6]), "b": np.array([3.0])},))
+    assert set(gp) == {"a", "b"}
+    np.testing.assert_allclose(gp["a"], [3.0], rtol=1e-6)
+    np.testing.assert_allclose(gp["b"], [1e6], rtol=1e-8)
+    with pytest.raises(ad.AutogradDagError, match="one scalar"):
+        ad.numerical_grad(lambda v: v * 2.0, (x,))
+
+
+def test_numerical_jvp_values():
+    x, t = np.array([1.0, 2.0]), np.array([0.5, -1.0])
+    out = ad.numerical_jvp(lambda v: (ad.exp(v), v.sum()), (x,), (t,))
+    assert isinstance(out, list) and len(out) == 2
+    np.testing.assert_allclose(out[0], np.exp(x) * t, rtol=1e-8)
+    np.testing.assert_allclose(out[1], t.sum(), rtol=1e-8, atol=1e-10)
+    # A boolean output has a zero finite difference away from the switch.
+    np.testing.assert_array_equal(ad.numerical_jvp(lambda v: v > 1.5, (x,), (t,))[0], [0.0, 0.0])
+
+# --------------------------------------------------- the pytest helper
+
+
+def test_assert_grads_close_raises_an_assertion_error_with_the_report():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(AssertionError) as err:
+        assert_grads_close(lambda v: bad_square(v), (x,))
+    assert isinstance(err.value, GradientMismatch) and isinstance(err.value, ad.GradientCheckError)
+    with pytest.raises(ad.GradientCheckError) as direct:
+        ad.check_grads(lambda v: bad_square(v), (x,))
+    assert str(err.value).replace("<lambda>", "") == str(direct.value).replace("<lambda>", "")
+    assert err.value.__cause__ is None and err.value.__suppress_context__
+    # pytest hides the helper's own frame from the failure traceback.
+    assert assert_grads_close.__code__.co_consts  # a real function
+    assert "__tracebackhide__" in assert_grads_close.__code__.co_varnames
+    # Keywords reach check_grads.
+    assert_grads_close(lambda v: bad_square(v), (x,), modes=("fwd",))
+    with pytest.raises(ad.AutogradDagError, match="float32"):
+        assert_grads_close(lambda v: v * 2.0, (x.astype(np.float32),))
