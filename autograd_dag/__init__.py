@@ -12,7 +12,7 @@ Example:
     >>> program = ad.trace(f, 1.0, 2.0)
     >>> gradient = ad.grad_program(program)
     >>> [round(float(g), 4) for g in gradient(np.float64(1.0), np.float64(2.0))]
-    [25.0591, 10.6787]
+    [20.6892, 9.8089]
 """
 
 from . import operators as _operators  # noqa: F401  (wires Tensor methods)

@@ -199,12 +199,27 @@ def as_array(value: Any) -> np.ndarray:
         return value
     if isinstance(value, np.generic):
         return np.asarray(value)
+    if isinstance(value, (list, tuple)) and _contains_tensor(value):
+        raise AutogradDagError(
+            f"a list of Tensors cannot become an array silently (its derivative would be lost); "
+            f"use ad.stack([...]) or ad.concatenate([...]){where(user_source())}")
     if isinstance(value, (bool, int, float, list, tuple)):
         try:
             return np.asarray(value, dtype=np.float64)
         except (ValueError, TypeError) as exc:
             raise AutogradDagError(f"cannot make a float64 array of {value!r}: {exc}") from None
     return np.asarray(value)
+
+
+def _contains_tensor(items) -> bool:
+    stack = [items]
+    while stack:
+        for v in stack.pop():
+            if isinstance(v, Tensor):
+                return True
+            if isinstance(v, (list, tuple)):
+                stack.append(v)
+    return False
 
 
 def user_source() -> tuple[str, int] | None:
@@ -291,6 +306,8 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
         raise  # the user asked for warnings as errors (np.seterr / -W error): keep them
     except Exception as exc:  # numpy's own error: translate, never leak it raw
         raise operation_error(prim, args, params, exc) from None
+    if type(value) is not np.ndarray:
+        value = np.asarray(value)  # numpy returns scalars for 0-d results; .value is always an ndarray
     out = _new_tensor(Tensor)
     out.value = value
     out.prim = prim

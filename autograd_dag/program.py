@@ -218,7 +218,9 @@ class Program:
                 out.name = str(v)
                 tensors[v] = out
         outs = graph.leaves() if outputs is None else list(outputs)
-        return cls.from_outputs(tuple(tensors[v] for v in inputs), tuple(tensors[v] for v in outs), name=name)
+        # One leaf (by default) gives a program returning one array, as trace() does.
+        result = tensors[outs[0]] if outputs is None and len(outs) == 1 else tuple(tensors[v] for v in outs)
+        return cls.from_outputs(tuple(tensors[v] for v in inputs), result, name=name)
 
     # ------------------------------------------------------------- queries
 

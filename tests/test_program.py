@@ -78,9 +78,6 @@ def test_book_function_program():
         assert float(prog(np.float64(x1), np.float64(x2))) == pytest.approx(expected, rel=1e-15)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: autograd_dag/program.py:221 from_graph passes the outputs to "
-                   "from_outputs as a tuple, so a graph with one leaf gives a program returning a 1-tuple; "
-                   "its own docstring example (program.py:197) expects a bare array")
 def test_from_graph_with_one_leaf_returns_one_array():
     g = ad.Graph.from_edges([("x", "e"), ("e", "m"), ("x", "m")])
     prog = Program.from_graph(g, {"e": "exp", "m": "multiply"}, {"x": np.ones(2)})

@@ -1,0 +1,108 @@
+"""Label text for the renderer: escaping user strings and formatting shapes, values, params.
+
+Every label is a Graphviz HTML-like label (``<...>``), so markup such as bold op
+names is possible and every user string passes through :func:`html` first. The
+escaping was checked against ``dot -Tsvg``: the result is valid DOT and valid
+SVG XML for names holding ``<``, ``>``, ``&``, quotes, backslashes, newlines,
+control characters or any non-ASCII text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+
+# Characters that XML 1.0 forbids even as character references, plus the C1
+# controls and lone surrogates that a Python str may carry (from filenames).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+_MAX_TEXT = 80
+
+
+def html(text, limit: int = _MAX_TEXT) -> str:
+    """Escape ``text`` for a Graphviz HTML-like label; newlines become ``<BR/>``.
+
+    Takes any object (``str()`` of it) and returns markup-safe text; longer
+    than ``limit`` characters it is cut with an ellipsis.
+
+    Example:
+        >>> html('<lambda> & "x"\\\\y')
+        '&lt;lambda&gt; &amp; &quot;x&quot;\\\\\\\\y'
+    """
+    s = str(text)
+    if limit and len(s) > limit:
+        s = s[: limit - 1] + "\u2026"
+    s = s.replace("\t", " ").replace("\r\n", "\n").replace("\r", "\n")
+    s = _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else "\ufffd", s)
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    # Graphviz expands escString sequences (\N, \G, \\) even inside HTML
+    # labels, after decoding entities: doubling is the only way to keep one.
+    s = s.replace("\\", "\\\\")
+    # Non-ASCII as character references: valid whatever charset the DOT file is read with.
+    s = "".join(c if ord(c) < 128 else f"&#{ord(c)};" for c in s)
+    return s.replace("\n", "<BR/>")
+
+
+def plain(text, limit: int = 200) -> str:
+    """Escape ``text`` for a quoted (non-HTML) DOT attribute such as ``tooltip``.
+
+    Backslashes are doubled, newlines become ``\\n``, control characters are
+    dropped; the caller wraps the result in ``graphviz.nohtml`` so that a
+    string like ``<lambda>`` is never mistaken for an HTML label.
+    """
+    s = str(text)
+    if limit and len(s) > limit:
+        s = s[: limit - 1] + "\u2026"
+    s = _UNSAFE.sub("", s.replace("\r", ""))
+    return s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def small(text: str, color: str = "#555555", size: int = 9) -> str:
+    """Already-escaped ``text`` in a small grey font (empty text stays empty: Graphviz rejects an empty FONT)."""
+    return f'<FONT POINT-SIZE="{size}" COLOR="{color}">{text}</FONT>' if text else ""
+
+
+def shape_str(shape) -> str:
+    """``[3,4]`` for a shape; ``[]`` for a scalar."""
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def type_str(shape, dtype, show_shapes: bool = True, show_dtypes: bool = True) -> str:
+    """``float64[3,4]``, ``[3,4]``, ``float64`` or ``""`` as asked."""
+    return (str(np.dtype(dtype)) if show_dtypes else "") + (shape_str(shape) if show_shapes else "")
+
+
+def value_str(value) -> str:
+    """A short text for a constant's value: ``2``, ``0.5``, ``True`` or ``array[3,4]``."""
+    value = np.asarray(value)
+    if value.size == 1:
+        item = value.reshape(()).item()
+        if isinstance(item, float):
+            return np.format_float_positional(item, trim="-", precision=6)
+        return str(item)
+    return f"array{shape_str(value.shape)}"
+
+
+def param_str(value) -> str:
+    """A short text for one static parameter of a primitive (``axis=1``, ``fn``...)."""
+    if isinstance(value, np.ndarray):
+        return f"array{shape_str(value.shape)}" if value.size > 4 else np.array2string(value, separator=",")
+    if isinstance(value, np.dtype):
+        return str(value)
+    if callable(value):
+        return getattr(value, "__name__", "fn")
+    return repr(value)
+
+
+def params_str(params: dict, limit: int = 48) -> str:
+    """``axis=1, keepdims=True`` for a node's params, cut at ``limit`` characters."""
+    text = ", ".join(f"{k}={param_str(v)}" for k, v in params.items())
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def source_str(source) -> str:
+    """``file.py:12`` for a recorded ``(filename, lineno)``, or ``""``."""
+    if not source:
+        return ""
+    return f"{os.path.basename(str(source[0]))}:{source[1]}"
