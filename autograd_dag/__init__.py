@@ -62,4 +62,4 @@ __all__ = [
     "expand_dims", "squeeze", "sum_to_shape", "getitem", "concatenate", "stack", "take",
     "one_hot", "conv2d", "max_pool2d",
 ]
-from . import nn, optim  # noqa: E402
+from . import circuits, nn, optim, testing  # noqa: E402

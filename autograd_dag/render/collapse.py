@@ -1,0 +1,252 @@
+"""Readability passes over a program before it is drawn.
+
+* Scalar constants are *inlined*: shown in their consumers' labels
+  (``multiply(·, 2)``) instead of as separate nodes.
+* ``depth=k``: name scopes nested deeper than ``k`` levels are *collapsed*,
+  one node per scope at level ``k + 1``, showing its input and output shapes.
+  Parameters and constants used only inside a collapsed scope go with it.
+* Repeated identical sibling scopes (``layer0``, ``layer1``, ... with the same
+  ops, shapes and wiring) are *folded* into one node, ``layer × N``, unless
+  folding would draw a cycle.
+
+The result is a :class:`Grouping`: which program nodes are hidden, and which
+belong to which group. The views turn it into Graphviz nodes.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..program import Program
+from .labels import params_str, value_str
+
+_TRAILING_INDEX = re.compile(r"[\s_.\-]*\d+$")
+
+
+class Group:
+    """A collapsed name scope (``count == 1``) or ``count`` folded sibling scopes.
+
+    ``path`` is the scope tuple (``("encoder", "layer0")``), ``members`` the
+    program node indices inside, ascending; the group is drawn in the cluster
+    of ``path[:-1]``.
+    """
+
+    __slots__ = ("path", "members", "count", "title")
+
+    def __init__(self, path: tuple, members: list[int], count: int = 1, title: str | None = None):
+        self.path = path
+        self.members = members
+        self.count = count
+        self.title = title if title is not None else path[-1]
+
+    @property
+    def parent_scope(self) -> tuple:
+        return self.path[:-1]
+
+    def __repr__(self) -> str:
+        return f"<Group {self.title!r}: {len(self.members)} nodes>"
+
+
+class Grouping:
+    """Which program nodes are drawn, inlined, or inside a group.
+
+    ``inlined``: scalar constants shown in their consumers' labels.
+    ``owner[k]``: the index in ``groups`` of node k's group, or ``None``.
+    """
+
+    def __init__(self, program: Program, inlined: frozenset, owner: list, groups: list[Group],
+                 depth: int | None):
+        self.program = program
+        self.inlined = inlined
+        self.owner = owner
+        self.groups = groups
+        self.depth = depth
+
+    def drawn(self, k: int) -> bool:
+        """Whether node k is drawn as its own node (not inlined, not in a group)."""
+        return k not in self.inlined and self.owner[k] is None
+
+    def group_outputs(self, gi: int) -> list[int]:
+        """Members of group ``gi`` used outside it (or program outputs), ascending."""
+        program, owner = self.program, self.owner
+        outputs = set(program.outputs)
+        return [k for k in self.groups[gi].members
+                if k in outputs or any(owner[c] != gi for c in program.children(k))]
+
+    def group_inputs(self, gi: int) -> list[int]:
+        """Drawn or grouped nodes outside group ``gi`` that its members use, ascending."""
+        program, owner = self.program, self.owner
+        found = {p for k in self.groups[gi].members for p in program.nodes[k].parents
+                 if owner[p] != gi and p not in self.inlined}
+        return sorted(found)
+
+    def count_nodes(self, view: str) -> int:
+        """How many Graphviz nodes ``view`` will draw (before long-edge references)."""
+        program = self.program
+        if view == "dag":
+            return sum(1 for k in range(len(program.nodes)) if self.drawn(k)) + len(self.groups)
+        n = sum(1 if not program.nodes[k].parents else 2
+                for k in range(len(program.nodes)) if self.drawn(k))
+        return n + sum(1 + len(self.group_outputs(gi)) for gi in range(len(self.groups)))
+
+
+def inlinable_constants(program: Program) -> frozenset:
+    """Scalar constants that are not outputs: drawn inside their consumers' labels."""
+    outputs = set(program.outputs)
+    return frozenset(n.index for n in program.nodes
+                     if n.op == "constant" and n.value is not None and np.size(n.value) == 1
+                     and n.index not in outputs and program.children(n.index))
+
+
+def max_scope_depth(program: Program) -> int:
+    """The deepest name-scope nesting in ``program`` (0 when no scope is used)."""
+    return max((len(n.scope) for n in program.nodes), default=0)
+
+
+def group_nodes(program: Program, depth: int | None = None, *, fold: bool = True,
+                inline_constants: bool = True) -> Grouping:
+    """Inline scalar constants, collapse scopes deeper than ``depth`` and fold repeats.
+
+    Takes a :class:`Program`; returns a :class:`Grouping`. ``depth=None``
+    collapses nothing; ``depth=0`` collapses every top-level scope.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> def f(x):
+        ...     for i in range(3):
+        ...         with ad.name_scope(f"layer{i}"):
+        ...             x = ad.tanh(x * 2.0)
+        ...     return x
+        >>> g = group_nodes(ad.trace(f, np.ones(2)), depth=0)
+        >>> [grp.title for grp in g.groups]
+        ['layer × 3']
+    """
+    nodes = program.nodes
+    inlined = inlinable_constants(program) if inline_constants else frozenset()
+    owner: list[int | None] = [None] * len(nodes)
+    groups: list[Group] = []
+    if depth is not None:
+        if depth < 0:
+            depth = 0
+        by_path: dict[tuple, int] = {}
+        for node in nodes:
+            if node.index in inlined or node.op == "input" or len(node.scope) <= depth:
+                continue
+            path = tuple(node.scope[: depth + 1])
+            gi = by_path.get(path)
+            if gi is None:
+                gi = by_path[path] = len(groups)
+                groups.append(Group(path, []))
+            groups[gi].members.append(node.index)
+            owner[node.index] = gi
+        _absorb_roots(program, inlined, owner, groups)
+        if fold and len(groups) > 1:
+            groups = _fold(program, inlined, owner, groups)
+    return Grouping(program, inlined, owner, groups, depth)
+
+
+def _absorb_roots(program, inlined, owner, groups) -> None:
+    # A parameter or constant used only inside one collapsed scope is part of
+    # that layer (its weights); drawing it outside would clutter the picture.
+    outputs = set(program.outputs)
+    for node in program.nodes:
+        k = node.index
+        if node.parents or node.op == "input" or k in inlined or owner[k] is not None or k in outputs:
+            continue
+        owners = {owner[c] for c in program.children(k)}
+        if len(owners) == 1:
+            (gi,) = owners
+            if gi is not None:
+                owner[k] = gi
+                groups[gi].members.append(k)
+    for g in groups:
+        g.members.sort()
+
+
+def _base_name(name: str) -> str:
+    return _TRAILING_INDEX.sub("", name) or name
+
+
+def _signature(program, inlined, group: Group) -> tuple:
+    # Two scopes fold when their nodes match one for one: op, type, params,
+    # wiring inside the scope, and the shapes (or inlined values) coming in.
+    pos = {k: i for i, k in enumerate(group.members)}
+    depth = len(group.path)
+    entries = []
+    for k in group.members:
+        node = program.nodes[k]
+        args = []
+        for p in node.parents:
+            if p in pos:
+                args.append(pos[p])
+            elif p in inlined:
+                args.append(("c", value_str(program.nodes[p].value)))
+            else:
+                args.append(("x", program.nodes[p].shape))
+        entries.append((node.op, node.shape, str(node.dtype), params_str(node.params, 10 ** 6),
+                        tuple(args), tuple(node.scope[depth:])))
+    return (_base_name(group.path[-1]), tuple(entries))
+
+
+def _closes_cycle(program, owner, groups, members: set) -> bool:
+    """Whether merging ``members`` into one node would put it on a directed cycle."""
+    # Edges go from lower to higher index, so a path leaving the merged set
+    # and re-entering it only visits nodes below its highest member.
+    top = max(members)
+    stack = [c for k in members for c in program.children(k) if c not in members]
+    seen: set[int] = set()
+    expanded: set[int] = set()
+    while stack:
+        c = stack.pop()
+        if c > top or c in seen:
+            continue
+        if c in members:
+            return True
+        seen.add(c)
+        gi = owner[c]
+        if gi is not None and gi not in expanded:
+            # A group is one node once drawn: reaching one member reaches all.
+            expanded.add(gi)
+            stack.extend(m for m in groups[gi].members if m not in members)
+        stack.extend(program.children(c))
+    return False
+
+
+def _fold(program, inlined, owner, groups: list[Group]) -> list[Group]:
+    signatures = [_signature(program, inlined, g) for g in groups]
+    by_parent: dict[tuple, list[int]] = {}
+    for gi, g in enumerate(groups):
+        by_parent.setdefault(g.parent_scope, []).append(gi)
+    merged_into = list(range(len(groups)))
+    for siblings in by_parent.values():
+        i = 0
+        while i < len(siblings):
+            run = [siblings[i]]
+            members = set(groups[siblings[i]].members)
+            j = i + 1
+            while j < len(siblings) and signatures[siblings[j]] == signatures[run[0]]:
+                candidate = members | set(groups[siblings[j]].members)
+                if _closes_cycle(program, owner, groups, candidate):
+                    break
+                run.append(siblings[j])
+                members = candidate
+                j += 1
+            if len(run) > 1:
+                first = groups[run[0]]
+                first.members = sorted(members)
+                first.count = len(run)
+                first.title = f"{signatures[run[0]][0]} \u00d7 {len(run)}"
+                for gi in run[1:]:
+                    merged_into[gi] = run[0]
+                for k in first.members:
+                    owner[k] = run[0]
+            i = j
+    # Renumber the surviving groups in order of their first node: stable ids.
+    keep = sorted({merged_into[gi] for gi in range(len(groups))}, key=lambda gi: groups[gi].members[0])
+    renumber = {old: new for new, old in enumerate(keep)}
+    for k, gi in enumerate(owner):
+        if gi is not None:
+            owner[k] = renumber[merged_into[gi]]
+    return [groups[gi] for gi in keep]
