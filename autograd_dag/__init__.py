@@ -61,5 +61,8 @@ __all__ = [
     "softmax", "argmax", "matmul", "einsum", "reshape", "transpose", "swapaxes", "broadcast_to",
     "expand_dims", "squeeze", "sum_to_shape", "getitem", "concatenate", "stack", "take",
     "one_hot", "conv2d", "max_pool2d",
+    # rendering
+    "render", "render_to", "highlight_path",
 ]
 from . import circuits, nn, optim, testing  # noqa: E402
+from .render import highlight_path, render, render_to  # noqa: E402

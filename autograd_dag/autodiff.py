@@ -201,6 +201,9 @@ def forward_sweep(outputs: Sequence[Tensor], primals: Sequence[Tensor], tangents
             if out is not None:
                 if not record:
                     out = _bare(out)
+                if np.shape(out) != t.shape:
+                    raise AutogradDagError(f"JVP of '{prim.name}' returned a tangent of shape {np.shape(out)} "
+                                           f"for an output of shape {t.shape}{where(t.source)}")
                 if anomaly:
                     check_finite(out, "tangent from the JVP", node=t)
                 tan[id(t)] = out

@@ -270,15 +270,33 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
         numeric = sum(float(np.sum(u * n)) for u, n in
                       zip(us, numerical_jvp(f_floats, floats, tangents, eps)))
         for mode in modes:
+            # A derivative of the wrong shape could still give the right
+            # projection by broadcasting: shapes are checked first.
+            what = "reverse mode (VJP): <vjp(u), v>" if mode == "rev" else "forward mode (JVP): <u, jvp(v)>"
+            try:
+                if mode == "rev":
+                    _, f_vjp = vjp(f_floats, *floats)
+                    g = np.asarray(f_vjp(u_tree)[pos], dtype=np.float64)
+                    got, expected = [g.shape], [x.shape]
+                else:
+                    _, tout = jvp(f_floats, tuple(floats), tuple(tangents))
+                    t_leaves = [np.asarray(t) for t in flatten(tout)[0]]
+                    got, expected = [t.shape for t in t_leaves], list(out_shapes)
+            except AutogradDagError as exc:
+                # The drivers refuse a rule that returns a wrong shape: that is
+                # a failed check of this argument and mode, not a crash.
+                failures.append(f"  {_describe_arg(names, paths[i], leaves[i])}, {what}:\n"
+                                f"    the derivative could not be computed: {exc}")
+                continue
+            if got != expected:
+                failures.append(f"  {_describe_arg(names, paths[i], leaves[i])}, {what}:\n"
+                                f"    the derivative has shape {', '.join(map(str, got))}; expected "
+                                f"{', '.join(map(str, expected))}")
+                continue
             if mode == "rev":
-                _, f_vjp = vjp(f_floats, *floats)
-                g = np.asarray(f_vjp(u_tree)[pos], dtype=np.float64)
                 analytic = float(np.sum(g * v))
-                what = "reverse mode (VJP): <vjp(u), v>"
             else:
-                _, tout = jvp(f_floats, tuple(floats), tuple(tangents))
-                analytic = sum(float(np.sum(u * np.asarray(t))) for u, t in zip(us, flatten(tout)[0]))
-                what = "forward mode (JVP): <u, jvp(v)>"
+                analytic = sum(float(np.sum(u * t)) for u, t in zip(us, t_leaves))
             err = abs(analytic - numeric)
             tol = atol + rtol * max(abs(analytic), abs(numeric))
             bad_projection = not np.isfinite(analytic) or err > tol

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core import Tensor
+from .errors import AutogradDagError
 from .primitives import elementwise as ew
 from .primitives import indexing, linalg, reductions, structure
 
@@ -42,10 +43,22 @@ Tensor.__getitem__ = indexing.getitem
 Tensor.__hash__ = object.__hash__  # restored: defining __eq__ above does not reset it, but be explicit
 
 # Methods named as numpy's ndarray names them.
-Tensor.sum = lambda self, axis=None, keepdims=False: structure.sum(self, axis, keepdims)
-Tensor.mean = lambda self, axis=None, keepdims=False: reductions.mean(self, axis, keepdims)
-Tensor.max = lambda self, axis=None, keepdims=False: reductions.max(self, axis, keepdims)
-Tensor.min = lambda self, axis=None, keepdims=False: reductions.min(self, axis, keepdims)
+def _reduction_method(fn):
+    # numpy's functions (np.sum(t), np.mean(t)) call the method with out=None
+    # and dtype=None; anything else has no meaning for a recorded node.
+    def method(self, axis=None, dtype=None, out=None, keepdims=False, **unused):
+        if out is not None:
+            raise AutogradDagError(f"{fn.__name__}: out= is not supported on Tensors (results are new nodes)")
+        result = fn(self, axis, keepdims)
+        return result if dtype is None else ew.astype(result, dtype)
+    method.__name__ = fn.__name__
+    return method
+
+
+Tensor.sum = _reduction_method(structure.sum)
+Tensor.mean = _reduction_method(reductions.mean)
+Tensor.max = _reduction_method(reductions.max)
+Tensor.min = _reduction_method(reductions.min)
 Tensor.exp = ew.exp
 Tensor.log = ew.log
 Tensor.sqrt = ew.sqrt

@@ -8,7 +8,9 @@ detection, checkpointing and a 10^6-node chain.
 
 from __future__ import annotations
 
+import doctest
 import inspect
+import io
 import sys
 
 import numpy as np
@@ -245,8 +247,6 @@ def test_book_gradient_at_one_two():
 
 def run_doctest(obj, name: str) -> None:
     """Run the docstring example of ``obj`` and fail with doctest's report if it is wrong."""
-    import doctest
-    import io
     finder = doctest.DocTestFinder(recurse=False)
     out = io.StringIO()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
@@ -436,6 +436,19 @@ def test_custom_primitive_name_clash_is_refused_without_replace():
     with pytest.raises(ad.AutogradDagError, match="already exists"):
         ad.primitive("exp", np.exp, vjp=lambda ct, out, x: (ct,))
     assert ad.PRIMITIVES["exp"].impl is np.exp
+
+def test_jvp_rule_returning_a_wrong_shape_is_an_error():
+    lazy = ad.primitive("test_autodiff_lazy_broadcast", lambda x: np.broadcast_to(x, (2, 3)).copy(),
+                        vjp=lambda ct, out, x: (ad.sum(ct, axis=0, keepdims=True),),
+                        jvp=lambda t, out, x: t[0],  # forgot to broadcast the tangent to (2, 3)
+                        replace=True)
+    try:
+        _, t = ad.jvp(lambda v: lazy(v), (np.ones((1, 3)),), (np.ones((1, 3)),))
+    except ad.AutogradDagError as exc:
+        assert "test_autodiff_lazy_broadcast" in str(exc) and "(2, 3)" in str(exc)
+        return
+    assert np.shape(t) == (2, 3)
+
 
 # ------------------------------------------------------------- anomaly
 

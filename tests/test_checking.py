@@ -101,6 +101,19 @@ def test_wrong_jvp_is_reported_in_forward_mode():
     ad.check_grads(lambda v: half(v), (X[0],), modes=("rev",))  # reverse mode alone passes
 
 
+def test_derivative_of_the_wrong_shape_fails_even_if_its_projection_is_right():
+    # The JVP forgets to broadcast its tangent: <u, t> still equals the right
+    # projection by numpy broadcasting, so only a shape check can see it.
+    lazy = ad.primitive("test_checking_lazy_broadcast", lambda x: np.broadcast_to(x, (2, 3)).copy(),
+                        vjp=lambda ct, out, x: (ad.sum(ct, axis=0, keepdims=True),),
+                        jvp=lambda t, out, x: t[0], replace=True)
+    with pytest.raises(ad.GradientCheckError) as err:
+        ad.check_grads(lambda v: lazy(v), (np.ones((1, 3)),))
+    assert "forward mode (JVP)" in str(err.value)
+    assert "tangent of shape (1, 3) for an output of shape (2, 3)" in str(err.value)
+    ad.check_grads(lambda v: lazy(v), (np.ones((1, 3)),), modes=("rev",))
+
+
 def test_second_order_error_is_caught_only_at_order_2():
     x = np.array([0.5, -1.0, 2.0])
     ad.check_grads(lambda v: lazy_square(v), (x,))

@@ -338,3 +338,45 @@ def test_astype_gradient_comes_back_in_the_input_dtype():
     # Casting to an integer type cuts the derivative.
     np.testing.assert_array_equal(ad.grad(lambda t: ad.astype(ad.astype(t, np.int64), np.float64).sum())(x),
                                   np.zeros(3))
+
+# ------------------------------------------------------------------ errors
+
+
+def _shape_error(call, *fragments):
+    with pytest.raises(ad.ShapeError) as err:
+        call()
+    message = str(err.value)
+    for fragment in fragments + ("test_primitives_table.py",):
+        assert fragment in message, (fragment, message)
+
+
+X23 = ad.Tensor(np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("call,fragments", [
+    (lambda: ad.transpose(X23, (0, 5)), ("transpose", "axis 5 is out of range")),   # not silently 5 % 2
+    (lambda: ad.transpose(X23, (0, 1, 2)), ("transpose", "[-2, 2)")),
+    (lambda: ad.transpose(X23, (1, 1)), ("transpose", "permutation")),
+    (lambda: ad.swapaxes(X23, 0, 4), ("swapaxes", "axis 4")),
+    (lambda: ad.expand_dims(X23, 5), ("expand_dims", "axis 5")),                      # not silently wrapped
+    (lambda: ad.expand_dims(X23, -4), ("expand_dims", "axis -4")),
+    (lambda: ad.squeeze(X23, 0), ("squeeze", "axis 0 of size 1")),
+    (lambda: ad.reshape(X23, (4, 2)), ("reshape", "(4, 2)", "6 elements")),
+    (lambda: ad.reshape(X23, (4, -1)), ("reshape", "cannot infer -1")),
+    (lambda: ad.reshape(X23, (-1, -1)), ("reshape", "at most one of them -1")),
+    (lambda: ad.reshape(X23, (2.5,)), ("reshape", "2.5")),                          # not truncated to 2
+    (lambda: ad.reshape(X23, (-2, -3)), ("reshape", "non-negative")),
+    (lambda: ad.broadcast_to(X23, (3, 3)), ("broadcast_to", "(2, 3)", "(3, 3)")),
+    (lambda: ad.sum(X23, axis=2), ("sum", "axis 2")),
+    (lambda: ad.sum(X23, axis=(0, -2)), ("sum", "repeated axis")),
+    (lambda: ad.add(X23, np.ones(4)), ("add", "(2, 3)", "(4,)", "Expect", "Actual")),
+    (lambda: ad.maximum(X23, np.ones((3, 2))), ("maximum", "(3, 2)")),
+    (lambda: ad.where(np.ones(4, bool), X23, 0.0), ("where", "(4,)", "(2, 3)")),
+    (lambda: ad.astype(X23, "no_such_dtype"), ("astype", "'no_such_dtype'")),
+])
+def test_bad_structural_and_elementwise_calls_are_shape_errors(call, fragments):
+    _shape_error(call, *fragments)
+
+
+def test_non_integer_axis_is_a_shape_error():
+    _shape_error(lambda: ad.sum(X23, axis=1.5), "sum", "1.5")

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core import Tensor, apply
 from .registry import defprim
-from .shapes import broadcast
+from .shapes import broadcast, shape_error
 from .structure import broadcast_to, sum_to_shape
 
 # Derivative rules get operands as Tensors and return Tensors (or None for a
@@ -410,4 +410,8 @@ def astype(x, dtype) -> Tensor:
 
     Shapes: (*s) -> (*s).
     """
-    return apply(ASTYPE, x, dtype=np.dtype(dtype))
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise shape_error(f"astype: Expect: a numpy dtype (np.float32, 'int64', ...). Actual: {dtype!r}") from None
+    return apply(ASTYPE, x, dtype=dtype)

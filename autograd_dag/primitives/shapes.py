@@ -42,6 +42,8 @@ def normalize_axes(name: str, axis, ndim: int) -> tuple[int, ...]:
     """``axis`` (None, int or tuple) as a sorted tuple of non-negative axes."""
     if axis is None:
         return tuple(range(ndim))
+    if not isinstance(axis, (int, np.integer, tuple, list)):
+        raise shape_error(f"{name}: axis must be an int or a tuple of ints. Actual: {axis!r}")
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out = []
     for a in axes:

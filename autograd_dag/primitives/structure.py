@@ -8,14 +8,12 @@ primitive uses — is built from them.
 
 from __future__ import annotations
 
-import builtins
-
 import numpy as np
 
 from ..core import Tensor, apply
 from ..errors import ShapeError
 from .registry import defprim
-from .shapes import fmt, normalize_axes, reduced_shape, shape_error
+from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape, shape_error
 
 # ---------------------------------------------------------------- reshape
 
@@ -41,6 +39,11 @@ def reshape(x, shape) -> Tensor:
     """
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
+    shape = tuple(shape)
+    if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < -1 for d in shape) \
+            or shape.count(-1) > 1:
+        raise shape_error(f"reshape: Expect: non-negative integer sizes, at most one of them -1. "
+                          f"Actual: {shape!r}")
     shape = tuple(int(d) for d in shape)
     size = x.size if isinstance(x, (Tensor, np.ndarray)) else np.size(x)
     if shape.count(-1) == 1:
@@ -54,8 +57,7 @@ def reshape(x, shape) -> Tensor:
 def expand_dims(x, axis: int) -> Tensor:
     """Insert a size-1 axis at ``axis`` (a reshape). Shapes: (*s) -> s with 1 inserted."""
     shape = list(np.shape(x.value if isinstance(x, Tensor) else x))
-    ax = axis % (len(shape) + 1)
-    shape.insert(ax, 1)
+    shape.insert(normalize_axis("expand_dims", axis, len(shape) + 1), 1)
     return reshape(x, tuple(shape))
 
 
@@ -92,7 +94,7 @@ def transpose(x, axes=None) -> Tensor:
     Shapes: (d0, ..., dn) -> (d_axes[0], ...). Example: ``ad.transpose(m).shape == m.shape[::-1]``.
     """
     ndim = np.ndim(x.value if isinstance(x, Tensor) else x)
-    axes = tuple(range(ndim))[::-1] if axes is None else tuple(int(a) % builtins.max(ndim, 1) for a in axes)
+    axes = tuple(range(ndim))[::-1] if axes is None else tuple(normalize_axis("transpose", a, ndim) for a in axes)
     if sorted(axes) != list(range(ndim)):
         raise shape_error(f"transpose: Expect: a permutation of {list(range(ndim))}. Actual: {list(axes)}")
     return apply(TRANSPOSE, x, axes=axes)
@@ -101,6 +103,7 @@ def transpose(x, axes=None) -> Tensor:
 def swapaxes(x, a: int, b: int) -> Tensor:
     """Exchange two axes. Shapes: (..., da, ..., db, ...) -> (..., db, ..., da, ...)."""
     ndim = np.ndim(x.value if isinstance(x, Tensor) else x)
+    a, b = normalize_axis("swapaxes", a, ndim), normalize_axis("swapaxes", b, ndim)
     axes = list(range(ndim))
     axes[a], axes[b] = axes[b], axes[a]
     return transpose(x, axes)

@@ -39,7 +39,7 @@ class Group:
         self.path = path
         self.members = members
         self.count = count
-        self.title = title if title is not None else path[-1]
+        self.title = title if title is not None else path[-1][0]
 
     @property
     def parent_scope(self) -> tuple:
@@ -54,11 +54,13 @@ class Grouping:
 
     ``inlined``: scalar constants shown in their consumers' labels.
     ``owner[k]``: the index in ``groups`` of node k's group, or ``None``.
+    ``scopes[k]``: node k's scope instance path (see :func:`scope_instances`).
     """
 
     def __init__(self, program: Program, inlined: frozenset, owner: list, groups: list[Group],
-                 depth: int | None):
+                 depth: int | None, scopes: list[tuple]):
         self.program = program
+        self.scopes = scopes
         self.inlined = inlined
         self.owner = owner
         self.groups = groups
@@ -100,6 +102,45 @@ def inlinable_constants(program: Program) -> frozenset:
                      and n.index not in outputs and program.children(n.index))
 
 
+def scope_instances(program: Program) -> list[tuple]:
+    """Each node's scope as a path of *instances* ``((name, first_node), ...)``.
+
+    A scope entered several times (a module called three times opens
+    ``name_scope("activation")`` three times) gives separate instances: at
+    each level, the nodes sharing a scope are split into the weakly connected
+    pieces that the edges inside that scope form. Each piece is named after its
+    scope and numbered by its first node, so the result is deterministic.
+    """
+    nodes = program.nodes
+    paths: list[tuple] = [() for _ in nodes]
+    for level in range(1, max_scope_depth(program) + 1):
+        parent = {}
+
+        def find(k):
+            while parent[k] != k:
+                parent[k] = parent[parent[k]]
+                k = parent[k]
+            return k
+
+        key = {}
+        for node in nodes:
+            if len(node.scope) >= level:
+                key[node.index] = (paths[node.index], node.scope[level - 1])
+                parent[node.index] = node.index
+        for node in nodes:
+            j = node.index
+            if j not in key:
+                continue
+            for p in node.parents:
+                if p in key and key[p] == key[j]:
+                    a, b = find(p), find(j)
+                    if a != b:
+                        parent[max(a, b)] = min(a, b)
+        for k in key:
+            paths[k] = paths[k] + ((nodes[k].scope[level - 1], find(k)),)
+    return paths
+
+
 def max_scope_depth(program: Program) -> int:
     """The deepest name-scope nesting in ``program`` (0 when no scope is used)."""
     return max((len(n.scope) for n in program.nodes), default=0)
@@ -127,6 +168,7 @@ def group_nodes(program: Program, depth: int | None = None, *, fold: bool = True
     inlined = inlinable_constants(program) if inline_constants else frozenset()
     owner: list[int | None] = [None] * len(nodes)
     groups: list[Group] = []
+    scopes = scope_instances(program)
     if depth is not None:
         if depth < 0:
             depth = 0
@@ -134,7 +176,7 @@ def group_nodes(program: Program, depth: int | None = None, *, fold: bool = True
         for node in nodes:
             if node.index in inlined or node.op == "input" or len(node.scope) <= depth:
                 continue
-            path = tuple(node.scope[: depth + 1])
+            path = scopes[node.index][: depth + 1]
             gi = by_path.get(path)
             if gi is None:
                 gi = by_path[path] = len(groups)
@@ -144,7 +186,7 @@ def group_nodes(program: Program, depth: int | None = None, *, fold: bool = True
         _absorb_roots(program, inlined, owner, groups)
         if fold and len(groups) > 1:
             groups = _fold(program, inlined, owner, groups)
-    return Grouping(program, inlined, owner, groups, depth)
+    return Grouping(program, inlined, owner, groups, depth, scopes)
 
 
 def _absorb_roots(program, inlined, owner, groups) -> None:
@@ -187,7 +229,7 @@ def _signature(program, inlined, group: Group) -> tuple:
                 args.append(("x", program.nodes[p].shape))
         entries.append((node.op, node.shape, str(node.dtype), params_str(node.params, 10 ** 6),
                         tuple(args), tuple(node.scope[depth:])))
-    return (_base_name(group.path[-1]), tuple(entries))
+    return (_base_name(group.path[-1][0]), tuple(entries))
 
 
 def _closes_cycle(program, owner, groups, members: set) -> bool:

@@ -1,0 +1,126 @@
+"""The ``autograd-dag`` command: render programs and regenerate the gallery.
+
+    autograd-dag render MODULE:FUNCTION [--view dag|bipartite] [--grad] [--depth K] [-o out.svg]
+    autograd-dag render path/to/file.py:FUNCTION ...
+    autograd-dag gallery [--out viz] [--only NAME ...]
+
+``FUNCTION`` is called without arguments and returns a Program, an output
+Tensor or a tuple of output Tensors (a module-level Program or Tensor is
+accepted as is). ``--grad`` draws its gradient program instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+
+from .autodiff import grad_program
+from .core import Tensor
+from .errors import AutogradDagError
+from .program import Program
+from .render import as_program, render, save
+from .render.gallery import GALLERY, build_gallery
+
+
+def load_target(target: str):
+    """The object named by ``MODULE:NAME`` or ``path/to/file.py:NAME``, called if it is a function.
+
+    Returns what the function returns (or the object itself if it is a
+    Program or Tensor). Raises :class:`AutogradDagError` with a readable
+    message when the module, the name or the call fails.
+    """
+    if ":" not in target:
+        raise AutogradDagError(f"render: expected MODULE:FUNCTION or path/to/file.py:FUNCTION, got {target!r}")
+    module_part, name = target.rsplit(":", 1)
+    if module_part.endswith(".py") or os.sep in module_part or "/" in module_part:
+        path = os.path.abspath(module_part)
+        if not os.path.exists(path):
+            raise AutogradDagError(f"render: no such file {module_part!r}")
+        spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+        module = importlib.util.module_from_spec(spec)
+        # The file's own folder is importable from it, as when run as a script.
+        sys.path.insert(0, os.path.dirname(path))
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(os.path.dirname(path))
+    else:
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        try:
+            module = importlib.import_module(module_part)
+        except ImportError as exc:
+            raise AutogradDagError(f"render: cannot import module {module_part!r}: {exc}") from None
+    try:
+        obj = getattr(module, name)
+    except AttributeError:
+        raise AutogradDagError(f"render: module {module_part!r} has no attribute {name!r}") from None
+    if isinstance(obj, (Program, Tensor)) or not callable(obj):
+        return obj
+    try:
+        return obj()
+    except TypeError as exc:
+        raise AutogradDagError(f"render: {target} must be callable without arguments and build a program "
+                               f"(or return a Tensor): {exc}") from None
+
+
+def _render_command(args) -> int:
+    obj = load_target(args.target)
+    program = as_program(obj)
+    if args.grad:
+        program = grad_program(program)
+    graph = render(program, args.view, depth=args.depth, rankdir=args.rankdir, legend=not args.no_legend,
+                   color_by=args.color_by)
+    out = args.output or f"{args.target.rsplit(':', 1)[1]}{'_grad' if args.grad else ''}_{args.view}.svg"
+    save(graph, out)
+    print(out)
+    return 0
+
+
+def _gallery_command(args) -> int:
+    build_gallery(args.out, args.only, verbose=True)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``autograd-dag`` (subcommands ``render`` and ``gallery``)."""
+    parser = argparse.ArgumentParser(prog="autograd-dag", description="Draw programs as computation graphs.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("render", help="draw the program built by MODULE:FUNCTION")
+    r.add_argument("target", help="MODULE:FUNCTION or path/to/file.py:FUNCTION")
+    r.add_argument("--view", choices=("dag", "bipartite"), default="dag")
+    r.add_argument("--grad", action="store_true", help="draw the gradient program instead")
+    r.add_argument("--depth", type=int, default=None, help="collapse name scopes deeper than this")
+    r.add_argument("--rankdir", choices=("TB", "LR"), default="TB")
+    r.add_argument("--color-by", choices=("role", "op"), default="role")
+    r.add_argument("--no-legend", action="store_true")
+    r.add_argument("-o", "--output", help="output file; the suffix picks the format (svg, png, pdf, dot)")
+    r.set_defaults(run=_render_command)
+    g = sub.add_parser("gallery", help="regenerate the gallery of pictures")
+    g.add_argument("--out", default="viz", help="output folder (default: viz)")
+    g.add_argument("--only", nargs="+", metavar="NAME", choices=[e.name for e in GALLERY],
+                   help="only these entries")
+    g.set_defaults(run=_gallery_command)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run ``autograd-dag`` with ``argv`` (default: the command line); returns the exit status.
+
+    Example:
+        >>> main(["gallery", "--out", "/tmp/viz", "--only", "book"])  # doctest: +SKIP
+        0
+    """
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except AutogradDagError as exc:
+        print(f"autograd-dag: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+"""``render`` and ``highlight_path``: the public entry points of the renderer."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Iterable
+
+from ..core import Tensor
+from ..errors import RenderError
+from ..program import Program
+from .bipartite import bipartite_scene
+from .collapse import group_nodes, max_scope_depth
+from .dag import dag_scene
+from .emit import emit
+from .layout import add_references
+from .output import DEFAULT_TIMEOUT, RenderedGraph, save
+from .scene import Labeller
+
+VIEWS = ("dag", "bipartite")
+DEFAULT_MAX_NODES = 2500
+
+
+def as_program(obj) -> Program:
+    """The :class:`Program` to draw for ``obj``: a Program, an output Tensor, or a tuple of them.
+
+    For Tensors the recorded graph is walked back to its leaves: leaves that
+    require a gradient become *parameters*, constants lifted from Python
+    numbers or arrays in an operation (``x * 2.0``) become *constants*, and
+    every other leaf (a Tensor the user created) becomes an *input*, in the
+    order first met from the outputs.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> x = ad.Tensor([1.0, 2.0], name="x")
+        >>> w = ad.Tensor([3.0, 4.0], requires_grad=True, name="w")
+        >>> prog = as_program((x * w).sum() * 2.0)
+        >>> [n.op for n in prog.nodes]
+        ['input', 'parameter', 'multiply', 'sum', 'constant', 'multiply']
+    """
+    if isinstance(obj, Program):
+        return obj
+    if isinstance(obj, Tensor):
+        outputs = (obj,)
+    elif isinstance(obj, (tuple, list)) and obj and all(isinstance(t, Tensor) for t in obj):
+        outputs = tuple(obj)
+    else:
+        raise RenderError(f"render: expected a Program, a Tensor or a tuple of Tensors; "
+                          f"got {type(obj).__name__}")
+    inputs: list[Tensor] = []
+    seen: set[int] = set()
+    stack = list(reversed(outputs))
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        parents = t.parents or ()
+        if t.prim is None or not parents:
+            # A user-made Tensor has a source line; a lifted constant has none.
+            if t.prim is None and not t.requires_grad and t.source is not None:
+                inputs.append(t)
+            continue
+        stack.extend(reversed(parents))
+    program = Program.from_outputs(tuple(inputs), outputs if len(outputs) > 1 else outputs[0],
+                                   name=(outputs[0].name or "f") if len(outputs) == 1 else "f")
+    return program
+
+
+def _resolve(program: Program, spec, what: str) -> list[int]:
+    if isinstance(spec, bool):
+        raise RenderError(f"render: {what} must name nodes by index or name, got {spec!r}")
+    if isinstance(spec, int):
+        if not 0 <= spec < len(program.nodes):
+            raise RenderError(f"render: {what} node %{spec} does not exist; the program has "
+                              f"{len(program.nodes)} nodes (%0..%{len(program.nodes) - 1})")
+        return [spec]
+    if isinstance(spec, str):
+        found = [n.index for n in program.nodes if n.name == spec]
+        if not found:
+            names = sorted({n.name for n in program.nodes if n.name})[:10]
+            raise RenderError(f"render: {what}: no node is named {spec!r}; named nodes: {names}")
+        return found
+    raise RenderError(f"render: {what} must be node indices or names, got {type(spec).__name__}")
+
+
+def _highlight_set(program: Program, highlight) -> set[int] | None:
+    if highlight is None:
+        return None
+    items = [highlight] if isinstance(highlight, (int, str)) else list(highlight)
+    chosen: set[int] = set()
+    for item in items:
+        chosen.update(_resolve(program, item, "highlight"))
+    return chosen
+
+
+def highlight_path(obj, src, dst) -> list[int]:
+    """The nodes on every path from ``src`` to ``dst``: pass them as ``render(..., highlight=)``.
+
+    Takes a Program (or output Tensor) and two nodes, each a node index or a
+    node name; returns the ascending node indices lying on some path from
+    ``src`` to ``dst`` (both included). Raises :class:`RenderError` when there
+    is no such path.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> prog = ad.trace(lambda x, y: ad.exp(x) * y, 1.0, 2.0)
+        >>> highlight_path(prog, "x", 3)
+        [0, 2, 3]
+    """
+    program = as_program(obj)
+    (s,) = _resolve(program, src, "highlight_path source")[:1]
+    targets = set(_resolve(program, dst, "highlight_path destination"))
+    forward = {s}
+    for node in program.nodes[s + 1:]:
+        if any(p in forward for p in node.parents):
+            forward.add(node.index)
+    backward = set(targets)
+    for node in reversed(program.nodes):
+        if node.index in backward:
+            backward.update(node.parents)
+    path = sorted(forward & backward)
+    if not path:
+        raise RenderError(f"highlight_path: no path from {src!r} (%{s}) to {dst!r} in program "
+                          f"'{program.name}'")
+    return path
+
+
+def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, rankdir: str = "TB",
+           show_shapes: bool = True, show_dtypes: bool = True, edge_labels: str | None = None,
+           color_by: str = "role", legend: bool = True, max_nodes: int | None = DEFAULT_MAX_NODES,
+           fold: bool = True, inline_constants: bool = True, long_edges: str = "auto",
+           timeout: float | None = DEFAULT_TIMEOUT, title: str | None = None) -> RenderedGraph:
+    """Draw a program as a Graphviz digraph: ``view="dag"`` or ``"bipartite"``.
+
+    Takes a :class:`Program` (a gradient program too), an output Tensor, or a
+    tuple of output Tensors (see :func:`as_program`). Returns a
+    :class:`RenderedGraph`, a ``graphviz.Digraph``: ``.source`` is the DOT
+    text (no Graphviz needed), ``.render("out.svg")`` writes a file in the
+    format of its suffix, ``.pipe("png")`` gives bytes, Jupyter shows it inline.
+
+    Options:
+      * ``depth``: collapse name scopes nested deeper than ``depth`` into one
+        node showing their input and output shapes; identical sibling scopes
+        fold into ``name × N`` (``fold=False`` keeps them apart).
+      * ``max_nodes``: above this many drawn nodes, collapse scopes
+        automatically (with a warning); ``None`` never does.
+      * ``inline_constants``: scalar constants go into their consumers' labels.
+      * ``highlight``: node indices or names drawn bold, the rest dimmed (see
+        :func:`highlight_path`).
+      * ``rankdir`` ("TB" or "LR"), ``show_shapes``, ``show_dtypes``,
+        ``edge_labels="shape"``, ``color_by="role"`` or ``"op"``, ``legend``.
+      * ``long_edges="auto"`` draws the longest edges of large graphs as
+        reference stubs so layout stays fast; ``"keep"`` never does.
+      * ``timeout``: seconds Graphviz may take when the picture is produced.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> prog = ad.trace(lambda x1, x2: x2 * ad.exp(x1), 1.0, 2.0)
+        >>> g = ad.render(prog, view="bipartite")
+        >>> "f2 -> v2" in g.source
+        True
+    """
+    if view not in VIEWS:
+        raise RenderError(f"render: view must be one of {VIEWS}, got {view!r}")
+    if rankdir not in ("TB", "LR", "BT", "RL"):
+        raise RenderError(f"render: rankdir must be 'TB', 'LR', 'BT' or 'RL', got {rankdir!r}")
+    if edge_labels not in (None, "shape"):
+        raise RenderError(f"render: edge_labels must be None or 'shape', got {edge_labels!r}")
+    if color_by not in ("role", "op"):
+        raise RenderError(f"render: color_by must be 'role' or 'op', got {color_by!r}")
+    if long_edges not in ("auto", "keep"):
+        raise RenderError(f"render: long_edges must be 'auto' or 'keep', got {long_edges!r}")
+    program = as_program(obj)
+    chosen = _highlight_set(program, highlight)
+    grouping = group_nodes(program, depth, fold=fold, inline_constants=inline_constants)
+    if depth is None and max_nodes is not None:
+        count = grouping.count_nodes(view)
+        if count > max_nodes:
+            grouping = _auto_collapse(program, grouping, view, count, max_nodes, fold, inline_constants)
+    labeller = Labeller(program, grouping, show_shapes, show_dtypes)
+    make = dag_scene if view == "dag" else bipartite_scene
+    scene = make(grouping, labeller, edge_labels=edge_labels, color_by=color_by)
+    if long_edges == "auto":
+        add_references(scene)
+    return emit(scene, rankdir=rankdir, highlight=chosen, legend=legend, color_by=color_by, title=title,
+                timeout=timeout)
+
+
+def _auto_collapse(program, grouping, view, count, max_nodes, fold, inline_constants):
+    deepest = max_scope_depth(program)
+    best = None
+    for d in range(deepest - 1, -1, -1):
+        candidate = group_nodes(program, d, fold=fold, inline_constants=inline_constants)
+        n = candidate.count_nodes(view)
+        best = (d, candidate, n)
+        if n <= max_nodes:
+            break
+    if best is None:
+        warnings.warn(f"render: program '{program.name}' draws {count} nodes in the {view} view, more than "
+                      f"max_nodes={max_nodes}, and uses no name_scope to collapse: layout may be slow. "
+                      f"Record it inside ad.name_scope(...) blocks to group it, or pass max_nodes=None "
+                      f"to silence this.", stacklevel=3)
+        return grouping
+    d, candidate, n = best
+    warnings.warn(f"render: program '{program.name}' draws {count} nodes in the {view} view, more than "
+                  f"max_nodes={max_nodes}; name scopes deeper than depth={d} were collapsed ({n} nodes). "
+                  f"Pass depth= to choose, or max_nodes=None to draw every node.", stacklevel=3)
+    return candidate
+
+
+def render_to(obj, path, *, format: str | None = None, **options) -> str:
+    """Render ``obj`` (see :func:`render`, same ``options``) straight to a file; returns the path.
+
+    The format comes from the suffix (``.svg``, ``.png``, ``.pdf``; ``.dot``
+    writes the DOT source and needs no Graphviz).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad, tempfile, os
+        >>> out = os.path.join(tempfile.mkdtemp(), "exp.dot")
+        >>> ad.render_to(ad.trace(ad.exp, np.ones(2)), out) == out
+        True
+    """
+    graph = render(obj, **options)
+    return save(graph, path, format=format)
+
+
+__all__ = ["render", "render_to", "highlight_path", "as_program", "RenderedGraph", "save"]

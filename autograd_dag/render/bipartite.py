@@ -1,0 +1,75 @@
+"""The bipartite view (seed 001 §4.1.3, Fig. 4.4): variables and functions as separate nodes.
+
+Every drawn program node k has a variable ``v{k}`` (an ellipse); every
+non-root also has a function ``f{k}`` (a box) with the edge ``f{k} -> v{k}``;
+a program edge ``i -> j`` becomes ``v{i} -> f{j}``. With n nodes, r roots and
+m edges that is ``2n - r`` nodes and ``(n - r) + m`` edges, as
+:meth:`Graph.to_bipartite` counts. A collapsed scope is one function box
+``g{i}`` with a variable for each of its outputs.
+"""
+
+from __future__ import annotations
+
+from .collapse import Grouping
+from .labels import html, shape_str
+from .scene import Labeller, Scene, VNode, join_lines
+from .styles import op_color
+
+
+def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str | None = None,
+                    color_by: str = "role") -> Scene:
+    """The bipartite view of a grouped program (see the module docstring for the counts)."""
+    program = grouping.program
+    scene = Scene(program, grouping, "bipartite")
+    owner = grouping.owner
+    group_outputs = {gi: set(grouping.group_outputs(gi)) for gi in range(len(grouping.groups))}
+    placed: set[int] = set()
+
+    def variable(k: int, scope: tuple) -> None:
+        node = program.nodes[k]
+        if node.op == "constant":
+            title = labeller.title(k)
+        elif node.name:
+            title = labeller.title(k) if node.prim is None else f"<B>{html(node.name, 40)}</B>"
+        else:
+            title = ""
+        scene.add_node(VNode(f"v{k}", labeller.role(k), join_lines(title, labeller.info(k)), scope,
+                             (k,), labeller.short(k), labeller.tooltip(k)))
+
+    for node in program.nodes:
+        k = node.index
+        if k in grouping.inlined:
+            continue
+        gi = owner[k]
+        if gi is not None:
+            group = grouping.groups[gi]
+            if gi not in placed:
+                placed.add(gi)
+                scene.add_node(VNode(f"g{gi}", "group", labeller.group_label(gi), group.parent_scope,
+                                     tuple(group.members), group.title, labeller.group_tooltip(gi)))
+            if k in group_outputs[gi]:
+                variable(k, group.parent_scope)
+                scene.add_edge(f"g{gi}", f"v{k}", (k, k), None, merge=False)
+            continue
+        scope = labeller.scope_of(k)
+        if node.parents:
+            fill = op_color(node.op) if color_by == "op" else None
+            label = join_lines(labeller.title(k), labeller.params(k))
+            scene.add_node(VNode(f"f{k}", "function", label, scope, (k,), labeller.short(k),
+                                 labeller.tooltip(k), {"fillcolor": fill} if fill else None))
+            variable(k, scope)
+            scene.add_edge(f"f{k}", f"v{k}", (k, k), None, merge=False)
+        else:
+            variable(k, scope)
+    for node in program.nodes:
+        j = node.index
+        if j in grouping.inlined:
+            continue
+        dst = f"g{owner[j]}" if owner[j] is not None else f"f{j}"
+        for p in node.parents:
+            if p in grouping.inlined or (owner[p] is not None and owner[p] == owner[j]):
+                continue
+            label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
+            scene.add_edge(f"v{p}", dst, (p, j), label, merge=owner[j] is not None)
+    return scene
+

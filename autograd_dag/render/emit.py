@@ -1,0 +1,97 @@
+"""From a :class:`Scene` to a :class:`RenderedGraph`: clusters, highlighting, legend, DOT."""
+
+from __future__ import annotations
+
+import re
+
+import graphviz
+
+from .labels import html, small
+from .layout import graph_attributes
+from .output import RenderedGraph
+from .scene import Scene
+from .styles import (DIM_FILL, DIM_LINE, DIM_TEXT, EDGE_COLOR, FONT, HIGHLIGHT_COLOR, ROLE_COLORS,
+                     legend_label, node_attrs, op_color)
+
+_ROLE_ORDER = ("input", "parameter", "constant", "function", "intermediate", "output", "gradient",
+               "group", "reference")
+
+
+def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, legend: bool = True,
+         color_by: str = "role", title: str | None = None, timeout: float | None = None,
+         extra_graph_attrs: dict | None = None) -> RenderedGraph:
+    """Build the Graphviz digraph of ``scene``; deterministic for a given program and options."""
+    program = scene.program
+    graph_attr = {"rankdir": rankdir, "fontname": FONT, "fontsize": "12", "labelloc": "t",
+                  "newrank": "true"}
+    graph_attr.update(graph_attributes(len(scene.nodes), len(scene.edges)))
+    graph_attr.update(extra_graph_attrs or {})
+    heading = title if title is not None else program.name
+    kind = "gradient program" if program.kind == "gradient" else "program"
+    graph_attr["label"] = (f"<<B>{html(heading, 60)}</B><BR/>"
+                           + small(html(f"{kind}: {len(program.nodes)} nodes, {program.num_edges} edges, "
+                                        f"{scene.view} view")) + ">")
+    node_attr = {"fontname": FONT, "fontsize": "11", "margin": "0.1,0.04", "height": "0.3"}
+    edge_attr = {"color": EDGE_COLOR, "arrowsize": "0.6", "fontname": FONT, "fontsize": "8"}
+    name = re.sub(r"[^A-Za-z0-9_]", "_", program.name) or "program"
+    g = RenderedGraph(name=name, graph_attr=graph_attr, node_attr=node_attr, edge_attr=edge_attr,
+                      timeout=timeout)
+
+    # Cluster paths in order of first appearance: stable cluster ids.
+    members: dict[tuple, list] = {(): []}
+    order: list[tuple] = []
+    for node in scene.nodes:
+        for i in range(1, len(node.scope) + 1):
+            path = node.scope[:i]
+            if path not in members:
+                members[path] = []
+                order.append(path)
+        members[node.scope].append(node)
+    cluster_id = {path: f"cluster_{i}" for i, path in enumerate(order)}
+    subclusters: dict[tuple, list[tuple]] = {}
+    for path in order:
+        subclusters.setdefault(path[:-1], []).append(path)
+
+    def add_nodes(container, path: tuple) -> None:
+        for node in members[path]:
+            attrs = node_attrs(node.role, scene.view)
+            attrs.update(node.attrs)
+            if highlight is not None:
+                if highlight.intersection(node.members):
+                    attrs.update(penwidth="2.5", color=HIGHLIGHT_COLOR)
+                else:
+                    attrs.update(fillcolor=DIM_FILL, color=DIM_LINE, fontcolor=DIM_TEXT)
+            if node.tooltip:
+                attrs["tooltip"] = graphviz.nohtml(node.tooltip)
+            container.node(node.id, label=node.label, **attrs)
+        for sub in subclusters.get(path, ()):
+            with container.subgraph(name=cluster_id[sub]) as c:
+                c.attr(label=f"<<B>{html(sub[-1][0], 50)}</B>>", style="dashed,rounded", color="#888888",
+                       fontcolor="#444444", fontsize="10", labeljust="l")
+                add_nodes(c, sub)
+
+    add_nodes(g, ())
+    for edge in scene.edges:
+        attrs = dict(edge.attrs)
+        if edge.label:
+            attrs["label"] = f"<{html(edge.label, 40)}>"
+        if highlight is not None:
+            if any(i in highlight and j in highlight for i, j in edge.pairs):
+                attrs.update(penwidth="2.5", color=HIGHLIGHT_COLOR)
+            else:
+                attrs.update(color=DIM_LINE)
+        g.edge(edge.src, edge.dst, **attrs)
+    if legend:
+        present = {n.role for n in scene.nodes}
+        roles = [r for r in _ROLE_ORDER if r in present and r in ROLE_COLORS]
+        ops = None
+        if color_by == "op":
+            seen: dict[str, str] = {}
+            for k in sorted({m for n in scene.nodes if n.role in ("function", "intermediate", "output",
+                                                                  "gradient") for m in n.members}):
+                op = program.nodes[k].op
+                if program.nodes[k].parents and op not in seen and len(seen) < 16:
+                    seen[op] = op_color(op)
+            ops = list(seen.items())
+        g.node("legend", label=legend_label(scene.view, roles, ops), shape="plaintext", margin="0")
+    return g

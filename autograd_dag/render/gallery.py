@@ -1,0 +1,174 @@
+"""The gallery in ``viz/``: a list of named programs, each drawn as SVG with its DOT source.
+
+Each entry is one line in :data:`GALLERY`: a name, a title, a function that
+builds the program, the views to draw and render options. Later features
+append theirs (``GALLERY.append(Entry("lenet", "LeNet-5", build_lenet))``).
+``autograd-dag gallery`` (or :func:`build_gallery`) regenerates the folder.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from .. import nn
+from ..autodiff import grad_program
+from ..core import Tensor, name_scope
+from ..primitives.elementwise import exp, sqrt, tanh
+from ..primitives.linalg import matmul
+from ..primitives.reductions import logsumexp, mean
+from ..primitives.structure import sum as ad_sum
+from ..program import Program, trace
+from .api import as_program, render
+from .output import save
+
+
+class Entry(NamedTuple):
+    """One gallery picture set: ``{name}_{view}.svg`` and ``.dot`` for each view."""
+
+    name: str
+    title: str
+    build: Callable[[], Program]
+    views: tuple = ("dag", "bipartite")
+    options: dict = {}
+
+
+def book_program() -> Program:
+    """The book's example (seed 001, Fig. 4.3): f(x1, x2) = x2·e^{x1}·√(x1 + x2·e^{x1})."""
+    def f(x1, x2):
+        a = x2 * exp(x1)  # computed once and used twice, as in the figure
+        return a * sqrt(x1 + a)
+    return trace(f, 1.0, 2.0)
+
+
+def book_gradient() -> Program:
+    """The gradient program of :func:`book_program` (both partial derivatives)."""
+    return grad_program(book_program())
+
+
+def mlp_program(widths=(4, 16, 16, 16, 3), batch: int = 8) -> Program:
+    """A small MLP with a softmax cross-entropy loss, each layer in its own ``name_scope``.
+
+    Written with raw Tensor operations (W, b as leaves requiring gradients) so
+    that it depends on nothing but the core; shapes (batch, widths[0]) -> ().
+    """
+    rng = np.random.default_rng(0)
+    params = []
+    for i, (a, b) in enumerate(zip(widths, widths[1:])):
+        params.append((Tensor(rng.normal(0, a ** -0.5, (a, b)), requires_grad=True, name=f"W{i}"),
+                       Tensor(np.zeros(b), requires_grad=True, name=f"b{i}")))
+    labels = np.eye(widths[-1])[rng.integers(0, widths[-1], batch)]
+
+    def mlp(x):
+        for i, (w, b) in enumerate(params):
+            with name_scope(f"layer{i}"):
+                x = matmul(x, w) + b
+                if i < len(params) - 1:
+                    x = tanh(x)
+        with name_scope("loss"):
+            return mean(logsumexp(x, axis=-1) - ad_sum(x * labels, axis=-1))
+    return trace(mlp, rng.normal(size=(batch, widths[0])))
+
+
+def nn_mlp_program() -> Program:
+    """``nn.MLP([4, 16, 16, 3])`` with cross-entropy on a batch of 8: the layer library's own scopes."""
+    model = nn.MLP([4, 16, 16, 3], activation="tanh", rng=0)
+    x = Tensor(np.random.default_rng(0).normal(size=(8, 4)), name="x")
+    return as_program(nn.functional.cross_entropy(model(x), np.arange(8) % 3))
+
+
+def lenet_program() -> Program:
+    """``nn.LeNet`` on a batch of two 28×28 images, with cross-entropy."""
+    model = nn.LeNet(rng=0)
+    x = Tensor(np.zeros((2, 1, 28, 28)), name="images")
+    return as_program(nn.functional.cross_entropy(model(x), np.array([0, 1])))
+
+
+def chain_program(n_ops: int = 1000, width: int = 8) -> Program:
+    """A 1,000-op program without scopes: an unrolled tanh recurrence with shared weights.
+
+    h_t = tanh(W h_{t-1} + U x_t + b) for about n_ops / 5 steps, loss = Σ h_T:
+    every step reuses W, U and b, so the drawing has long edges, the hard case
+    for Graphviz. Shapes: x (T, width) -> ().
+    """
+    steps = max(1, n_ops // 5)
+    rng = np.random.default_rng(1)
+    w = Tensor(rng.normal(0, 0.3, (width, width)), requires_grad=True, name="W")
+    u = Tensor(rng.normal(0, 0.3, (width, width)), requires_grad=True, name="U")
+    b = Tensor(np.zeros(width), requires_grad=True, name="b")
+
+    def rnn(xs):
+        h = tanh(xs[0])
+        for t in range(1, steps):
+            h = tanh(matmul(w, h) + matmul(u, xs[t]) + b)
+        return ad_sum(h)
+    return trace(rnn, rng.normal(size=(steps, width)))
+
+
+GALLERY: list[Entry] = [
+    Entry("book", "f(x1, x2) = x2 e^x1 sqrt(x1 + x2 e^x1), seed 001 Fig. 4.3", book_program),
+    Entry("book_grad", "its gradient program (reverse mode)", book_gradient),
+    Entry("mlp", "MLP with softmax cross-entropy, one name_scope per layer", mlp_program),
+    Entry("mlp_collapsed", "the same MLP at depth=0: layers collapsed, identical ones folded",
+          mlp_program, options={"depth": 0}),
+    Entry("mlp_grad", "the MLP's gradient program with respect to its input", lambda: grad_program(mlp_program()),
+          views=("dag",)),
+    Entry("nn_mlp", "nn.MLP([4, 16, 16, 3]) from the layer library, with cross-entropy", nn_mlp_program),
+    Entry("lenet", "nn.LeNet on 28x28 images, with cross-entropy", lenet_program),
+    Entry("chain_1000", "1,000-op unrolled recurrence (layout-speed test case)", chain_program),
+]
+
+
+def build_gallery(out_dir: str = "viz", only=None, *, verbose: bool = False) -> list[str]:
+    """Draw every gallery entry (or those named in ``only``) into ``out_dir``; returns the files.
+
+    Writes ``{name}_{view}.svg`` and ``{name}_{view}.dot`` per entry and view,
+    and ``README.md`` listing every entry.
+
+    Example:
+        >>> files = build_gallery("/tmp/viz", only=["book"])  # doctest: +SKIP
+    """
+    os.makedirs(out_dir, exist_ok=True)
+    wanted = set(only) if only else None
+    if wanted:
+        unknown = wanted - {e.name for e in GALLERY}
+        if unknown:
+            raise ValueError(f"gallery: unknown entries {sorted(unknown)}; known: {[e.name for e in GALLERY]}")
+    written = []
+    for entry in GALLERY:
+        if wanted and entry.name not in wanted:
+            continue
+        program = entry.build()
+        for view in entry.views:
+            t0 = time.perf_counter()
+            graph = render(program, view, **entry.options)
+            stem = os.path.join(out_dir, f"{entry.name}_{view}")
+            written.append(save(graph, stem + ".dot"))
+            written.append(save(graph, stem + ".svg"))
+            if verbose:
+                print(f"{stem}.svg  ({len(program.nodes)} program nodes, {time.perf_counter() - t0:.2f} s)")
+    readme = os.path.join(out_dir, "README.md")
+    with open(readme, "w", encoding="utf-8") as fh:
+        fh.write(gallery_readme())
+    written.append(readme)
+    return written
+
+
+def gallery_readme() -> str:
+    """The text of ``viz/README.md``: one line per picture, with its DOT source."""
+    lines = ["# Gallery", "",
+             "Programs drawn by `autograd_dag.render` (`ad.render`). Regenerate with "
+             "`autograd-dag gallery` (or `python -m autograd_dag.cli gallery`).", "",
+             "Each picture comes with its Graphviz source (`.dot`). Views: `dag` draws one node per "
+             "function and its output variable; `bipartite` draws variables (ellipses) and functions "
+             "(boxes) apart (seed 001, §4.1.3).", "",
+             "| entry | what | files |", "|---|---|---|"]
+    for entry in GALLERY:
+        files = ", ".join(f"[{entry.name}_{v}.svg]({entry.name}_{v}.svg) ([dot]({entry.name}_{v}.dot))"
+                          for v in entry.views)
+        options = ", ".join(f"{k}={v!r}" for k, v in entry.options.items())
+        lines.append(f"| `{entry.name}` | {entry.title}{f' (`{options}`)' if options else ''} | {files} |")
+    return "\n".join(lines) + "\n"

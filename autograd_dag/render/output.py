@@ -1,0 +1,170 @@
+"""Turning DOT source into files: the ``dot`` check, timeouts, formats from file suffixes.
+
+Building DOT source never needs Graphviz; laying it out does. When ``dot`` is
+missing every path here raises :class:`GraphvizNotFoundError` with install
+instructions instead of the ``graphviz`` package's ``ExecutableNotFound``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import graphviz
+
+from ..errors import GraphvizNotFoundError, RenderError
+
+DEFAULT_TIMEOUT = 60.0
+
+# Suffixes whose format is the DOT text itself: writing them never runs dot.
+SOURCE_FORMATS = ("dot", "gv")
+IMAGE_FORMATS = ("svg", "png", "pdf", "jpg", "jpeg", "gif", "ps", "eps", "json", "xdot", "plain")
+
+INSTALL_HINT = (
+    "Graphviz's `dot` program was not found on PATH; it is needed to lay out the picture. "
+    "Install Graphviz: `apt-get install graphviz` (Debian/Ubuntu), `brew install graphviz` (macOS), "
+    "`conda install graphviz` (conda), or see https://graphviz.org/download/. "
+    "Without it, `.source` (or saving to a .dot file) still gives the DOT text, "
+    "and `print(program)` shows the program as text.")
+
+
+def require_dot(engine: str = "dot") -> str:
+    """The path of Graphviz's ``engine`` program; raises :class:`GraphvizNotFoundError` if absent."""
+    path = shutil.which(engine)
+    if path is None:
+        raise GraphvizNotFoundError(INSTALL_HINT.replace("`dot`", f"`{engine}`"))
+    return path
+
+
+def layout(source: str, fmt: str = "svg", *, engine: str = "dot", timeout: float | None = DEFAULT_TIMEOUT,
+           size_hint: str = "") -> bytes:
+    """Run Graphviz on DOT ``source`` and return the ``fmt`` output bytes.
+
+    Raises :class:`GraphvizNotFoundError` without ``dot``, :class:`RenderError`
+    when Graphviz fails or exceeds ``timeout`` seconds.
+
+    Example:
+        >>> layout("digraph { a -> b }", "svg")[:5]  # doctest: +SKIP
+        b'<?xml'
+    """
+    exe = require_dot(engine)
+    try:
+        proc = subprocess.run([exe, f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RenderError(
+            f"render: Graphviz did not finish laying out the graph{size_hint} within {timeout} s; "
+            f"collapse name scopes with depth=..., lower max_nodes=..., or pass a larger timeout=") from None
+    except FileNotFoundError:  # removed between the which() and the run
+        raise GraphvizNotFoundError(INSTALL_HINT) from None
+    if proc.returncode != 0:
+        message = proc.stderr.decode("utf-8", "replace").strip()
+        raise RenderError(f"render: Graphviz failed to produce {fmt!r}{size_hint}: {message[:2000]}")
+    return proc.stdout
+
+
+def format_from_path(path, format: str | None = None) -> str:
+    """The output format: ``format`` if given, else the file suffix (``out.svg`` -> ``svg``)."""
+    if format:
+        return format.lower()
+    suffix = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
+    if not suffix:
+        raise RenderError(f"render: cannot tell the format of {os.fspath(path)!r}: give it a suffix "
+                          f"(.svg, .png, .pdf, .dot) or pass format=")
+    if suffix not in SOURCE_FORMATS + IMAGE_FORMATS:
+        raise RenderError(f"render: unknown output format {suffix!r} for {os.fspath(path)!r}; "
+                          f"use one of {', '.join(SOURCE_FORMATS + IMAGE_FORMATS)}")
+    return suffix
+
+
+class RenderedGraph(graphviz.Digraph):
+    """A ``graphviz.Digraph`` of a program, with a layout ``timeout`` and clear errors.
+
+    Everything of ``graphviz.Digraph`` works (``.source``, ``.pipe()``,
+    Jupyter display). Differences: ``.render("out.svg")`` writes that file in
+    the format of its suffix (``.dot`` writes the source, without Graphviz);
+    laying out is stopped after ``timeout`` seconds; a missing ``dot`` raises
+    :class:`GraphvizNotFoundError` explaining how to install Graphviz.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> g = ad.render(ad.trace(ad.exp, np.ones(2)))
+        >>> g.source.startswith("digraph")
+        True
+    """
+
+    def __init__(self, *args, timeout: float | None = DEFAULT_TIMEOUT, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.timeout = timeout
+
+    def _copy_kwargs(self, **kwargs):
+        kwargs.setdefault("timeout", self.timeout)
+        return super()._copy_kwargs(**kwargs)
+
+    def _size_hint(self) -> str:
+        nodes = sum(1 for line in self.body if "[" in line and "->" not in line)
+        return f" (about {nodes} nodes)"
+
+    def pipe(self, format=None, renderer=None, formatter=None, neato_no_op=None, quiet=False, *,
+             engine=None, encoding=None):
+        """The laid-out graph as bytes (or str with ``encoding``), in ``format`` (default svg)."""
+        fmt = (format or "svg").lower()
+        if fmt in SOURCE_FORMATS:
+            data = self.source.encode("utf-8")
+        else:
+            full = ":".join(x for x in (fmt, renderer, formatter) if x)
+            data = layout(self.source, full, engine=engine or self.engine, timeout=self.timeout,
+                          size_hint=self._size_hint())
+        return data.decode(encoding) if encoding else data
+
+    def render(self, filename=None, directory=None, view=False, cleanup=False, format=None, *args,
+               outfile=None, **kwargs):
+        """Write the picture: ``render("out.svg")`` infers the format from the suffix.
+
+        With other ``graphviz`` arguments (``directory``, ``view``, ...) it
+        behaves like ``graphviz.Digraph.render``. Returns the path written.
+        """
+        if (filename is not None and directory is None and not view and not cleanup and not args
+                and outfile is None and not kwargs
+                and os.path.splitext(os.fspath(filename))[1].lstrip(".").lower()
+                in SOURCE_FORMATS + IMAGE_FORMATS):
+            return save(self, filename, format=format)
+        require_dot(kwargs.get("engine") or self.engine)
+        try:
+            return super().render(filename, directory, view, cleanup, format, *args, outfile=outfile,
+                                  **kwargs)
+        except graphviz.ExecutableNotFound:
+            raise GraphvizNotFoundError(INSTALL_HINT) from None
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        # Jupyter must not show a traceback for a missing dot: text instead.
+        if shutil.which(self.engine) is None:
+            return {"text/plain": INSTALL_HINT}
+        return super()._repr_mimebundle_(include, exclude, **kwargs)
+
+
+def save(graph: graphviz.Digraph, path, *, format: str | None = None, timeout: float | None = None) -> str:
+    """Write ``graph`` to ``path`` in the format of its suffix (svg, png, pdf, dot...); returns the path.
+
+    ``.dot``/``.gv`` write the DOT source and need no Graphviz.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad, tempfile, os
+        >>> g = ad.render(ad.trace(ad.exp, np.ones(2)))
+        >>> save(g, os.path.join(tempfile.mkdtemp(), "exp.dot")).endswith("exp.dot")
+        True
+    """
+    path = os.fspath(path)
+    fmt = format_from_path(path, format)
+    if fmt in SOURCE_FORMATS:
+        data = graph.source.encode("utf-8")
+    else:
+        t = timeout if timeout is not None else getattr(graph, "timeout", DEFAULT_TIMEOUT)
+        data = layout(graph.source, fmt, engine=graph.engine, timeout=t)
+    directory = os.path.dirname(path)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(data)
+    return path

@@ -1,0 +1,197 @@
+"""What a view draws, before it becomes DOT: nodes, edges, and the scopes they sit in.
+
+Both views (:mod:`.dag`, :mod:`.bipartite`) produce a :class:`Scene`; the
+passes shared by the views (long-edge references, highlighting, clusters,
+legend, emission) work on it without knowing which view made it.
+"""
+
+from __future__ import annotations
+
+from ..program import Program
+from .labels import html, plain, small, source_str, type_str, value_str, params_str
+from .collapse import Grouping
+
+
+class VNode:
+    """One Graphviz node: id, role, HTML-like label, cluster path, program nodes it stands for."""
+
+    __slots__ = ("id", "role", "label", "scope", "members", "short", "tooltip", "attrs")
+
+    def __init__(self, id: str, role: str, label: str, scope: tuple, members: tuple,
+                 short: str = "", tooltip: str = "", attrs: dict | None = None):
+        self.id = id
+        self.role = role
+        self.label = label
+        self.scope = scope
+        self.members = members
+        self.short = short
+        self.tooltip = tooltip
+        self.attrs = attrs or {}
+
+
+class VEdge:
+    """One Graphviz edge; ``pairs`` are the program edges ``(i, j)`` it stands for."""
+
+    __slots__ = ("src", "dst", "pairs", "label", "attrs")
+
+    def __init__(self, src: str, dst: str, pairs: list, label: str | None = None,
+                 attrs: dict | None = None):
+        self.src = src
+        self.dst = dst
+        self.pairs = pairs
+        self.label = label
+        self.attrs = attrs or {}
+
+
+class Scene:
+    """Nodes and edges of one view of one program, in a deterministic order."""
+
+    def __init__(self, program: Program, grouping: Grouping, view: str):
+        self.program = program
+        self.grouping = grouping
+        self.view = view
+        self.nodes: list[VNode] = []
+        self.edges: list[VEdge] = []
+        self._group_edges: dict[tuple, VEdge] = {}
+
+    def add_node(self, node: VNode) -> None:
+        self.nodes.append(node)
+
+    def add_edge(self, src: str, dst: str, pair: tuple, label: str | None, merge: bool) -> None:
+        """Add an edge; with ``merge`` one edge per (src, dst) collects every program edge."""
+        if merge:
+            edge = self._group_edges.get((src, dst))
+            if edge is not None:
+                edge.pairs.append(pair)
+                if label and edge.label and label not in edge.label.split(" "):
+                    edge.label += " " + label
+                return
+        edge = VEdge(src, dst, [pair], label)
+        if merge:
+            self._group_edges[(src, dst)] = edge
+        self.edges.append(edge)
+
+
+class Labeller:
+    """Label text of program nodes and groups, shared by both views."""
+
+    def __init__(self, program: Program, grouping: Grouping, show_shapes: bool, show_dtypes: bool):
+        self.program = program
+        self.grouping = grouping
+        self.show_shapes = show_shapes
+        self.show_dtypes = show_dtypes
+        self.outputs = set(program.outputs)
+
+    def role(self, k: int) -> str:
+        node = self.program.nodes[k]
+        if k in self.outputs:
+            return "gradient" if self.program.kind == "gradient" else "output"
+        if node.op in ("input", "parameter", "constant"):
+            return node.op
+        return "intermediate"
+
+    def info(self, k: int) -> str:
+        """``%3 float64[3,4]`` in small grey text."""
+        node = self.program.nodes[k]
+        t = type_str(node.shape, node.dtype, self.show_shapes, self.show_dtypes)
+        return small(html(f"%{k} {t}".rstrip()))
+
+    def title(self, k: int) -> str:
+        """The bold first line of a root (its name or value) or of a function (op and inlined constants)."""
+        node = self.program.nodes[k]
+        if node.op == "input":
+            return f"<B>{html(node.name or f'x{k}', 40)}</B>"
+        if node.op == "parameter":
+            return f"<B>{html(node.name or 'parameter', 40)}</B>"
+        if node.op == "constant":
+            text = f"<B>{html(value_str(node.value), 40)}</B>"
+            return text + (f"<BR/><I>{html(node.name, 40)}</I>" if node.name else "")
+        inlined = self.grouping.inlined
+        text = f"<B>{html(node.op, 40)}</B>"
+        if any(p in inlined for p in node.parents):
+            args = [value_str(self.program.nodes[p].value) if p in inlined else "\u00b7"
+                    for p in node.parents]
+            text += html("(" + ", ".join(args) + ")", 40)
+        return text
+
+    def params(self, k: int) -> str:
+        params = self.program.nodes[k].params
+        return small(html(params_str(params), 60), "#333333") if params else ""
+
+    def name(self, k: int) -> str:
+        node = self.program.nodes[k]
+        if node.name and node.prim is not None:
+            return f'<FONT POINT-SIZE="10"><I>{html(node.name, 40)}</I></FONT>'
+        return ""
+
+    def short(self, k: int) -> str:
+        node = self.program.nodes[k]
+        return f"%{k} {node.name or node.op}"
+
+    def tooltip(self, k: int) -> str:
+        node = self.program.nodes[k]
+        parts = [f"%{k} = {node.op}"]
+        if node.parents:
+            parts[0] += "(" + ", ".join(f"%{p}" for p in node.parents) + ")"
+        parts.append(f"{node.dtype}{list(node.shape)}")
+        if node.name:
+            parts.append(str(node.name))
+        if node.scope:
+            parts.append("/".join(node.scope))
+        src = source_str(node.source)
+        if src:
+            parts.append(src)
+        return plain("  ".join(parts))
+
+    def group_label(self, gi: int) -> str:
+        grouping, program = self.grouping, self.program
+        group = grouping.groups[gi]
+        lines = [f"<B>{html(group.title, 40)}</B>"]
+        ops = sum(1 for k in group.members if program.nodes[k].parents)
+        params = [k for k in group.members if program.nodes[k].op == "parameter"]
+        summary = f"{ops} ops"
+        if params:
+            size = sum(int(_size(program.nodes[k].shape)) for k in params)
+            summary += f", {len(params)} params ({size:,} values)"
+        lines.append(small(html(summary)))
+        ins = self._types(grouping.group_inputs(gi))
+        outs = self._types(grouping.group_outputs(gi))
+        if ins:
+            lines.append(small(html("in: " + ins, 70)))
+        if outs:
+            lines.append(small(html("out: " + outs, 70)))
+        return "<" + "<BR/>".join(lines) + ">"
+
+    def group_tooltip(self, gi: int) -> str:
+        group = self.grouping.groups[gi]
+        return plain(f"{'/'.join(name for name, _ in group.path)}: {len(group.members)} nodes, "
+                     f"%{group.members[0]}..%{group.members[-1]}")
+
+    def _types(self, ks: list[int]) -> str:
+        seen: list[str] = []
+        for k in ks:
+            node = self.program.nodes[k]
+            t = type_str(node.shape, node.dtype, True, self.show_dtypes)
+            if t not in seen:
+                seen.append(t)
+        if len(seen) > 4:
+            seen = seen[:4] + ["\u2026"]
+        return ", ".join(seen)
+
+    def scope_of(self, k: int) -> tuple:
+        """The cluster path node k is drawn in (cut at the collapse depth)."""
+        scope = self.grouping.scopes[k]
+        depth = self.grouping.depth
+        return scope if depth is None else scope[:depth]
+
+
+def _size(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def join_lines(*parts: str) -> str:
+    """An HTML-like label from non-empty, already-escaped lines."""
+    return "<" + "<BR/>".join(p for p in parts if p) + ">"
