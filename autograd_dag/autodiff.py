@@ -145,24 +145,33 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                 if prim.vjp is None:
                     raise NotDifferentiableError(f"'{prim.name}' has no VJP rule; cannot differentiate "
                                                  f"through it{where(t.source)}")
-                if record:
-                    grads = prim.vjp(ct, t, *parents, **(t.params or {}))
-                else:
-                    grads = prim.vjp(ct, t.value, *[p.value for p in parents], **(t.params or {}))
-                for i, g in enumerate(grads):
+                params = t.params or {}
+                args = parents if record else [p.value for p in parents]
+                out = t if record else t.value
+                parts = prim.vjp_parts
+                if parts is None:
+                    grads = prim.vjp(ct, out, *args, **params)
+                nondiff = prim.nondiff
+                for i, p in enumerate(parents):
+                    if not (p.requires_grad if eager else id(p) in relevant) or i in nondiff:
+                        continue
+                    if parts is None:
+                        g = grads[i]
+                    else:
+                        part = parts[i]
+                        g = None if part is None else part(ct, out, *args, **params)
                     if g is None:
                         continue
-                    p = parents[i]
-                    if not (p.requires_grad if eager else id(p) in relevant) or i in prim.nondiff:
-                        continue
-                    if not record:
-                        g = _bare(g)
+                    if not record and type(g) is Tensor:
+                        g = g.value
                     if g.shape != p.shape:
                         raise AutogradDagError(f"VJP of '{prim.name}' returned a cotangent of shape "
                                                f"{g.shape} for an input of shape {p.shape}{where(t.source)}")
                     if anomaly:
-                        check_finite(g, f"gradient from the VJP", node=t)
-                    _accumulate(cts, id(p), g)
+                        check_finite(g, "gradient from the VJP", node=t)
+                    pid = id(p)
+                    previous = cts.get(pid)
+                    cts[pid] = g if previous is None else ew.add(previous, g)
                 if not retain_graph:
                     t.parents = None
     finally:

@@ -41,7 +41,8 @@ class Primitive:
     ``impl(*arrays, **params) -> ndarray`` computes the value.
     ``vjp(ct, out, *inputs, **params) -> tuple`` returns one cotangent per input
     (``None`` for a zero or undefined cotangent), written with Tensor operations
-    so that the gradient is itself recorded as a program.
+    so that the gradient is itself recorded as a program; or ``vjp`` is a tuple
+    of per-input rules ``rule(ct, out, *inputs, **params) -> cotangent``.
     ``jvp(tangents, out, *inputs, **params) -> Tensor`` pushes the input tangents
     (a tuple, ``None`` for zero) forward, also with Tensor operations.
     ``shape(*avals, **params) -> (shape, dtype)`` is the abstract rule; it is
@@ -52,14 +53,24 @@ class Primitive:
     Calling a primitive applies it: ``exp_prim(x)`` records a node like ``ad.exp(x)``.
     """
 
-    __slots__ = ("name", "impl", "vjp", "jvp", "shape", "nondiff", "linear")
+    __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "linear")
 
-    def __init__(self, name: str, impl: Callable, *, vjp: Callable | None = None,
+    def __init__(self, name: str, impl: Callable, *, vjp: Callable | tuple | None = None,
                  jvp: Callable | None = None, shape: Callable | None = None,
                  nondiff: tuple[int, ...] = (), linear: bool = False):
         self.name = name
         self.impl = impl
-        self.vjp = vjp
+        # ``vjp`` may also be a tuple with one rule per input (each returning
+        # that input's cotangent, or None): the reverse sweep then calls only
+        # the rules of inputs that need a cotangent, as HIPS autograd does.
+        if isinstance(vjp, (tuple, list)):
+            parts = tuple(vjp)
+            self.vjp_parts = parts
+            self.vjp = lambda ct, out, *inputs, **params: tuple(
+                None if part is None else part(ct, out, *inputs, **params) for part in parts)
+        else:
+            self.vjp_parts = None
+            self.vjp = vjp
         self.jvp = jvp
         self.shape = shape
         self.nondiff = tuple(nondiff)

@@ -71,19 +71,20 @@ def _neg_or_none(t):
 
 
 ADD = _binary("add", np.add,
-              lambda ct, out, x, y: (_unb(ct, x), _unb(ct, y)),
+              (lambda ct, out, x, y: _unb(ct, x), lambda ct, out, x, y: _unb(ct, y)),
               lambda t, out, x, y: _tangent_sum(out, t[0], t[1]), linear=True)
 SUBTRACT = _binary("subtract", np.subtract,
-                   lambda ct, out, x, y: (_unb(ct, x), _unb(negative(ct), y)),
+                   (lambda ct, out, x, y: _unb(ct, x), lambda ct, out, x, y: _unb(negative(ct), y)),
                    lambda t, out, x, y: _tangent_sum(out, t[0], _neg_or_none(t[1])), linear=True)
 MULTIPLY = _binary(
     "multiply", np.multiply,
-    lambda ct, out, x, y: (_unb(multiply(ct, y), x), _unb(multiply(ct, x), y)),
+    (lambda ct, out, x, y: _unb(multiply(ct, y), x), lambda ct, out, x, y: _unb(multiply(ct, x), y)),
     lambda t, out, x, y: _tangent_sum(out, (None if t[0] is None else multiply(t[0], y)),
                                       (None if t[1] is None else multiply(x, t[1]))))
 DIVIDE = _binary(
     "divide", np.true_divide,
-    lambda ct, out, x, y: (_unb(divide(ct, y), x), _unb(negative(divide(multiply(ct, out), y)), y)),
+    (lambda ct, out, x, y: _unb(divide(ct, y), x),
+     lambda ct, out, x, y: _unb(negative(divide(multiply(ct, out), y)), y)),
     lambda t, out, x, y: _tangent_sum(out, (None if t[0] is None else divide(t[0], y)),
                                       (None if t[1] is None else negative(divide(multiply(t[1], out), y)))),
     dtype_of=_float_or_float64)

@@ -14,7 +14,7 @@ from ..errors import AutogradDagError
 PRIMITIVES: dict[str, Primitive] = {}
 
 
-def defprim(name: str, impl: Callable, *, vjp: Callable | None = None, jvp: Callable | None = None,
+def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, jvp: Callable | None = None,
             shape: Callable | None = None, nondiff: tuple[int, ...] = (), linear: bool = False,
             replace: bool = False) -> Primitive:
     """Create a :class:`Primitive`, register it under ``name`` and return it.
