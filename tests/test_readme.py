@@ -1,0 +1,32 @@
+"""The README's quick start runs as written (its Python blocks, in order, in one namespace)."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+def test_readme_has_the_two_setup_commands_only():
+    text = README.read_text()
+    setup = text.split("## Set-up", 1)[1].split("##", 1)[0]
+    commands = re.findall(r"```sh\n(.*?)```", setup, flags=re.S)
+    assert commands == ["make demo\nmake test\n"]
+
+
+def test_quick_start_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    blocks = python_blocks(README.read_text())
+    assert len(blocks) >= 5
+    namespace: dict = {"__name__": "quickstart"}
+    for i, block in enumerate(blocks):
+        try:
+            exec(compile(block, f"README.md block {i + 1}", "exec"), namespace)
+        except Exception as exc:  # name the block that broke
+            pytest.fail(f"README block {i + 1} failed: {type(exc).__name__}: {exc}\n{block}")
+    assert (tmp_path / "out" / "f.svg").exists() and (tmp_path / "out" / "grad_f.png").exists()
