@@ -1,7 +1,9 @@
-"""The ``autograd-dag`` command: render programs and regenerate the gallery.
+"""The ``autograd-dag`` command: render programs, analyse circuits, regenerate the gallery.
 
     autograd-dag render MODULE:FUNCTION [--view dag|bipartite] [--grad] [--depth K] [-o out.svg]
     autograd-dag render path/to/file.py:FUNCTION ...
+    autograd-dag circuit "(x + y) * (x + y) + 3*x" [-o circuit.svg] [--view dag|bipartite]
+    autograd-dag circuit --families
     autograd-dag gallery [--out viz] [--only NAME ...]
 
 ``FUNCTION`` is called without arguments and returns a Program, an output
@@ -17,12 +19,13 @@ import importlib.util
 import os
 import sys
 
+from . import circuits
 from .autodiff import grad_program
 from .core import Tensor
 from .errors import AutogradDagError
 from .program import Program
 from .render import as_program, render, save
-from .render.gallery import GALLERY, build_gallery
+from .gallery import GALLERY, build_gallery
 
 
 def load_target(target: str):
@@ -80,6 +83,46 @@ def _render_command(args) -> int:
     return 0
 
 
+def circuit_report(expression: str) -> tuple[str, "circuits.Circuit", "circuits.GradientCircuit"]:
+    """The text ``autograd-dag circuit`` prints for ``expression``, with the circuit and its gradient.
+
+    Example:
+        >>> text, c, g = circuit_report("x*y + x")
+        >>> print(text.splitlines()[1])
+        size 4 (edges), 2 gates (1 +, 1 ×), depth 2
+    """
+    c = circuits.parse(expression, name="f")
+    summary = c.summary()
+    polynomial = c.to_polynomial()
+    gradient = circuits.gradient_circuit(c)
+    lines = [
+        f"circuit: {expression}",
+        f"size {summary['size']} (edges), {summary['gates']} gates ({summary['add_gates']} +, "
+        f"{summary['mul_gates']} \u00d7), depth {summary['depth']}",
+        f"polynomial: {polynomial}  (degree {polynomial.degree})",
+        f"gradient circuit (f and every df/dx_i): size {gradient.size}, ratio S(f, grad f) / S(f) = "
+        f"{gradient.ratio:.2f} (Baur-Strassen bound: 5)",
+    ]
+    for var in sorted(c.variables):
+        lines.append(f"  df/d{var} = {polynomial.derivative(var)}")
+    return "\n".join(lines), c, gradient
+
+
+def _circuit_command(args) -> int:
+    if args.families:
+        print(circuits.format_family_table())
+        return 0
+    if not args.expression:
+        raise AutogradDagError("circuit: give an expression, e.g. autograd-dag circuit \"(x + y)*(x + y)\", "
+                               "or --families")
+    text, c, gradient = circuit_report(args.expression)
+    print(text)
+    if args.output:
+        target = gradient.circuit if args.grad else c
+        print(save(render(target, args.view), args.output))
+    return 0
+
+
 def _gallery_command(args) -> int:
     build_gallery(args.out, args.only, verbose=True)
     return 0
@@ -99,6 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-legend", action="store_true")
     r.add_argument("-o", "--output", help="output file; the suffix picks the format (svg, png, pdf, dot)")
     r.set_defaults(run=_render_command)
+    c = sub.add_parser("circuit", help="size, depth, polynomial and gradient size of an arithmetic circuit")
+    c.add_argument("expression", nargs="?", help='a polynomial expression, e.g. "(x + y) * (x + y) + 3*x"')
+    c.add_argument("--families", action="store_true",
+                   help="print circuits of the same polynomials in different sizes")
+    c.add_argument("--grad", action="store_true", help="with -o: draw the gradient circuit")
+    c.add_argument("--view", choices=("dag", "bipartite"), default="dag")
+    c.add_argument("-o", "--output", help="draw the circuit to this file (svg, png, pdf, dot)")
+    c.set_defaults(run=_circuit_command)
     g = sub.add_parser("gallery", help="regenerate the gallery of pictures")
     g.add_argument("--out", default="viz", help="output folder (default: viz)")
     g.add_argument("--only", nargs="+", metavar="NAME", choices=[e.name for e in GALLERY],

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import autograd_dag as ad  # noqa: E402
 from autograd_dag.render import as_program, render  # noqa: E402
-from autograd_dag.render.gallery import chain_program, mlp_program  # noqa: E402
+from autograd_dag.gallery import chain_program, mlp_program  # noqa: E402
 from autograd_dag.render.output import layout  # noqa: E402
 
 

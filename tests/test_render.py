@@ -12,7 +12,7 @@ import autograd_dag as ad
 from autograd_dag.cli import main
 from autograd_dag.render import RenderedGraph, as_program, save
 from autograd_dag.render.collapse import group_nodes
-from autograd_dag.render.gallery import GALLERY, book_program, chain_program, mlp_program
+from autograd_dag.gallery import GALLERY, book_program, chain_program, mlp_program
 from autograd_dag.render.layout import add_references
 from autograd_dag.render.dag import dag_scene
 from autograd_dag.render.scene import Labeller

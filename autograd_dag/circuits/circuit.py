@@ -542,7 +542,8 @@ class Circuit:
         for t, oname in zip(outputs, self._output_names):
             if t.prim is not None and t.name is None:
                 t.name = oname
-        program = Program.from_outputs(inputs, outputs, name=name)
+        # kind "circuit" tells the renderer to draw + and × gates, not tensor ops.
+        program = Program.from_outputs(inputs, outputs, name=name, kind="circuit")
         program.single_output = len(outputs) == 1
         return program
 

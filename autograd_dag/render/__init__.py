@@ -6,7 +6,7 @@ program. Modules: :mod:`.labels` (escaping, label text), :mod:`.styles`
 (roles, colours, legend), :mod:`.collapse` (constant inlining, scope
 collapse, folding repeats), :mod:`.dag` and :mod:`.bipartite` (the views),
 :mod:`.layout` (keeping Graphviz fast), :mod:`.emit` (DOT), :mod:`.output`
-(files, ``dot`` checks), :mod:`.gallery` (the pictures in ``viz/``).
+(files, ``dot`` checks). The gallery in ``viz/`` is built by ``autograd_dag.gallery``.
 
 Example:
     >>> import numpy as np, autograd_dag as ad

@@ -39,6 +39,8 @@ def as_program(obj) -> Program:
     """
     if isinstance(obj, Program):
         return obj
+    if callable(getattr(obj, "to_program", None)):
+        return obj.to_program()  # an arithmetic circuit (duck-typed: render does not import circuits)
     if isinstance(obj, Tensor):
         outputs = (obj,)
     elif isinstance(obj, (tuple, list)) and obj and all(isinstance(t, Tensor) for t in obj):
@@ -171,6 +173,11 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
     if long_edges not in ("auto", "keep"):
         raise RenderError(f"render: long_edges must be 'auto' or 'keep', got {long_edges!r}")
     program = as_program(obj)
+    if program.kind == "circuit":
+        # Circuits are over scalars: types say nothing, gates are told apart by
+        # colour, and constants are roots of the DAG (seed 001 §4.1.4).
+        show_shapes = show_dtypes = inline_constants = False
+        color_by = "op"
     chosen = _highlight_set(program, highlight)
     grouping = group_nodes(program, depth, fold=fold, inline_constants=inline_constants)
     if depth is None and max_nodes is not None:

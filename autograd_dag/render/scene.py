@@ -72,6 +72,10 @@ class Scene:
         self.edges.append(edge)
 
 
+# An arithmetic circuit's gates are drawn with the book's symbols.
+CIRCUIT_GATES = {"add": "+", "multiply": "\u00d7"}
+
+
 class Labeller:
     """Label text of program nodes and groups, shared by both views."""
 
@@ -107,7 +111,8 @@ class Labeller:
             text = f"<B>{html(value_str(node.value), 40)}</B>"
             return text + (f"<BR/><I>{html(node.name, 40)}</I>" if node.name else "")
         inlined = self.grouping.inlined
-        text = f"<B>{html(node.op, 40)}</B>"
+        op = CIRCUIT_GATES.get(node.op, node.op) if self.program.kind == "circuit" else node.op
+        text = f"<B>{html(op, 40)}</B>"
         if any(p in inlined for p in node.parents):
             args = [value_str(self.program.nodes[p].value) if p in inlined else "\u00b7"
                     for p in node.parents]

@@ -14,16 +14,15 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .. import nn
-from ..autodiff import grad_program
-from ..core import Tensor, name_scope
-from ..primitives.elementwise import exp, sqrt, tanh
-from ..primitives.linalg import matmul
-from ..primitives.reductions import logsumexp, mean
-from ..primitives.structure import sum as ad_sum
-from ..program import Program, trace
-from .api import as_program, render
-from .output import save
+from . import circuits, nn
+from .autodiff import grad_program
+from .core import Tensor, name_scope
+from .primitives.elementwise import exp, sqrt, tanh
+from .primitives.linalg import matmul
+from .primitives.reductions import logsumexp, mean
+from .primitives.structure import sum as ad_sum
+from .program import Program, trace
+from .render import as_program, render, save
 
 
 class Entry(NamedTuple):
@@ -108,6 +107,17 @@ def chain_program(n_ops: int = 1000, width: int = 8) -> Program:
     return trace(rnn, rng.normal(size=(steps, width)))
 
 
+def circuit_program() -> Program:
+    """The arithmetic circuit (x + y)·(x + y) + 3x (seed 001 §4.1.4), sharing x + y."""
+    return circuits.parse("(x + y) * (x + y) + 3*x", name="f").to_program("circuit")
+
+
+def circuit_gradient() -> Program:
+    """Its gradient circuit: f and both partial derivatives, built by reverse mode and simplified."""
+    c = circuits.parse("(x + y) * (x + y) + 3*x", name="f")
+    return circuits.gradient_circuit(c).circuit.to_program("gradient_circuit")
+
+
 GALLERY: list[Entry] = [
     Entry("book", "f(x1, x2) = x2 e^x1 sqrt(x1 + x2 e^x1), seed 001 Fig. 4.3", book_program),
     Entry("book_grad", "its gradient program (reverse mode)", book_gradient),
@@ -118,6 +128,8 @@ GALLERY: list[Entry] = [
           views=("dag",)),
     Entry("nn_mlp", "nn.MLP([4, 16, 16, 3]) from the layer library, with cross-entropy", nn_mlp_program),
     Entry("lenet", "nn.LeNet on 28x28 images, with cross-entropy", lenet_program),
+    Entry("circuit", "arithmetic circuit (x + y)(x + y) + 3x: size 10, depth 3", circuit_program),
+    Entry("circuit_grad", "its gradient circuit (f, df/dx, df/dy): size 14, ratio 1.4", circuit_gradient),
     Entry("chain_1000", "1,000-op unrolled recurrence (layout-speed test case)", chain_program),
 ]
 
