@@ -128,6 +128,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
     # cyclic collector would only re-scan the (large) live graph again and again.
     gc_was_enabled = gc.isenabled()
     gc.disable()
+    outer_source, outer_scope = core._source_override, core._scope
     try:
         with _sweep_context(record):
             for k in range(len(order) - 1, -1, -1):
@@ -149,6 +150,8 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                 args = parents if record else [p.value for p in parents]
                 out = t if record else t.value
                 parts = prim.vjp_parts
+                if record:
+                    core._source_override, core._scope = t.source, t.scope
                 if parts is None:
                     grads = prim.vjp(ct, out, *args, **params)
                 nondiff = prim.nondiff
@@ -172,9 +175,14 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     pid = id(p)
                     previous = cts.get(pid)
                     cts[pid] = g if previous is None else ew.add(previous, g)
+                if record:
+                    core._source_override, core._scope = None, outer_scope
                 if not retain_graph:
                     t.parents = None
     finally:
+        # Recorded derivative nodes were attributed to the forward node they
+        # differentiate (source line and name scope); restore the caller's.
+        core._source_override, core._scope = outer_source, outer_scope
         if gc_was_enabled:
             gc.enable()
     return results

@@ -33,6 +33,9 @@ _anomaly = False
 # Derivative rules then run on plain ndarrays and every primitive call is a
 # direct numpy call, with no Tensor made at all.
 _bare = False
+# While a derivative rule records (create_graph), its nodes are attributed to
+# the forward node being differentiated: its source line and its name scope.
+_source_override: tuple[str, int] | None = None
 
 
 class Primitive:
@@ -334,12 +337,15 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
                 break
         else:
             out.requires_grad = False
-        # The user's line: the first frame outside this package (inlined
-        # user_source(): this is the hottest path of the library).
-        frame = sys._getframe(1)
-        while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-            frame = frame.f_back
-        out.source = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+        if _source_override is None:
+            # The user's line: the first frame outside this package (inlined
+            # user_source(): this is the hottest path of the library).
+            frame = sys._getframe(1)
+            while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+                frame = frame.f_back
+            out.source = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+        else:
+            out.source = _source_override
     else:
         out.parents = ()
         out.requires_grad = False
@@ -455,6 +461,22 @@ def name_scope(name: str):
         yield
     finally:
         _scope = previous
+
+
+@contextlib.contextmanager
+def attributed_to(source, scope: tuple[str, ...]):
+    """Context manager: nodes recorded inside get ``source`` and ``scope`` (those of a forward node).
+
+    The differentiation sweeps use it so that a gradient program's nodes point
+    at the user's line (and layer) whose derivative they compute.
+    """
+    global _source_override, _scope
+    previous = _source_override, _scope
+    _source_override, _scope = source, scope
+    try:
+        yield
+    finally:
+        _source_override, _scope = previous
 
 
 def current_scope() -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .core import Primitive, Tensor, _recording_as, apply, as_array
+from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to
 from .errors import AutogradDagError, GraphFreedError, ProgramInputError, where
 from .graph import Graph
 from .primitives.registry import PRIMITIVES
@@ -353,7 +353,9 @@ class Program:
                     if node.op != "input":
                         values[node.index] = Tensor(node.value, requires_grad=False, name=node.name)
                     continue
-                out = apply(node.prim, *[values[p] for p in node.parents], **node.params)
+                # Replayed nodes keep the line and scope they were recorded at.
+                with attributed_to(node.source, node.scope):
+                    out = apply(node.prim, *[values[p] for p in node.parents], **node.params)
                 out.name = node.name
                 values[node.index] = out
         outs = tuple(values[k] for k in self.outputs)

@@ -4,7 +4,8 @@ Run: ``python -m examples.demo [--out out/demo] [--fast]``.
 1. Builds f(x1, x2) = x2·e^{x1}·√(x1 + x2·e^{x1}) as a program with ``ad.trace``,
    prints and executes it; builds its gradient program with ``ad.grad_program``,
    prints and executes it and checks it against the derivative written by hand.
-2. Renders both programs (and the trained LeNet's program) when ``ad.render`` is available.
+2. Renders both programs, an arithmetic circuit with its gradient circuit, and
+   the trained LeNet's program.
 3. Trains LeNet on scikit-learn's digits (the full run unless ``--fast``) and
    writes its curves and predictions. The output folder is printed at the end.
 """
@@ -35,19 +36,9 @@ def gradient_by_hand(x1: float, x2: float) -> tuple[float, float]:
     return u * s + u * (1 + u) / (2 * s), np.exp(x1) * s + u * np.exp(x1) / (2 * s)
 
 
-def render(obj, path: str, **options) -> str | None:
-    """Render ``obj`` with ``ad.render`` to ``path`` (format from the suffix); None if that fails."""
-    try:
-        graph = ad.render(obj, **options)
-        try:
-            out = graph.render(outfile=path, cleanup=True)
-        except TypeError:  # an older graphviz package without outfile=
-            base, ext = os.path.splitext(path)
-            out = graph.render(filename=base, format=ext.lstrip("."), cleanup=True)
-        return os.path.abspath(out)
-    except Exception as exc:  # the demo goes on without pictures, saying why
-        print(f"  (could not render {os.path.basename(path)}: {type(exc).__name__}: {exc})")
-        return None
+def render(obj, path: str, **options) -> str:
+    """Draw ``obj`` with ``ad.render`` to ``path`` (the format from the suffix); returns the path."""
+    return os.path.abspath(ad.render_to(obj, path, **options))
 
 
 def main(argv=None) -> int:
@@ -58,7 +49,6 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     folder = C.out_dir(args.out)
     pictures: list[str] = []
-    can_render = hasattr(ad, "render")
 
     print("== 1. The program f(x1, x2) = x2·exp(x1)·sqrt(x1 + x2·exp(x1))")
     program = ad.trace(f, 1.0, 2.0)
@@ -78,29 +68,27 @@ def main(argv=None) -> int:
         print("error: the gradient program disagrees with the derivative by hand", file=sys.stderr)
         return 1
 
-    if can_render:
-        print("\n== Rendering the programs")
-        for obj, name, options in ((program, "f_dag.svg", {}), (program, "f_bipartite.svg", {"view": "bipartite"}),
-                                   (gradient, "grad_f_dag.svg", {})):
-            out = render(obj, os.path.join(folder, name), **options)
-            if out:
-                pictures.append(out)
-                print(f"  {out}")
-    else:
-        print("\n(ad.render is not available in this build: skipping the program pictures; "
-              "print(program) above is the text form)")
+    for obj, name, options in ((program, "f_dag.svg", {}), (program, "f_bipartite.svg", {"view": "bipartite"}),
+                               (gradient, "grad_f_dag.svg", {})):
+        pictures.append(render(obj, os.path.join(folder, name), **options))
 
-    print(f"\n== 3. LeNet on scikit-learn's digits ({'fast' if args.fast else 'full'} run)")
+    print("\n== 3. An arithmetic circuit and its gradient circuit (seed 001 §4.1.4)")
+    circuit = ad.circuits.parse("(x + y) * (x + y) + 3*x")
+    grad_circuit = ad.circuits.gradient_circuit(circuit)
+    print(f"(x + y)(x + y) + 3x: size {circuit.size} edges, {circuit.num_gates} gates, depth {circuit.depth}; "
+          f"polynomial {circuit.to_polynomial()}")
+    print(grad_circuit)
+    pictures.append(render(circuit, os.path.join(folder, "circuit.svg")))
+    pictures.append(render(grad_circuit.circuit, os.path.join(folder, "circuit_grad.svg")))
+
+    print(f"\n== 4. LeNet on scikit-learn's digits ({'fast' if args.fast else 'full'} run)")
     result = lenet_digits.run(fast=args.fast, out=folder, show_progress=not args.no_progress)
     pictures += result["pictures"]
     model = result["model"].eval()
     images = np.zeros((1, 1, 8, 8), dtype=np.float32)
     lenet_program = ad.trace(lambda images: model(images), images, name="lenet")
     print(f"LeNet as a program: {lenet_program!r}; operations: {lenet_program.op_counts()}")
-    if can_render:
-        out = render(lenet_program, os.path.join(folder, "lenet_dag.svg"))
-        if out:
-            pictures.append(out)
+    pictures.append(render(lenet_program, os.path.join(folder, "lenet_dag.svg")))
 
     print("\n== Pictures written:")
     for path in pictures:

@@ -541,3 +541,16 @@ def test_backward_through_a_long_chain_has_no_recursion_limit():
 def test_backward_through_a_million_node_chain():
     x, y = chain_backward(1_000_000)
     np.testing.assert_allclose(x.grad.value, 2 * y.value, rtol=1e-15)
+
+
+def test_gradient_program_nodes_point_at_the_line_they_differentiate():
+    def f(x):
+        y = ad.exp(x)          # line A
+        return (y * y).sum()   # line B
+    lines = f.__code__.co_firstlineno
+    gprog = ad.grad_program(ad.trace(f, np.ones(3)))
+    sources = {n.source[1] for n in gprog.nodes if n.prim is not None}
+    assert sources == {lines + 1, lines + 2}
+    with ad.name_scope("outer"):
+        scoped = ad.grad_program(ad.trace(lambda x: ad.tanh(x).sum(), np.ones(2)))
+    assert all(n.scope == () for n in scoped.nodes if n.prim is not None)
