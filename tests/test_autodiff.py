@@ -551,6 +551,15 @@ def test_gradient_program_nodes_point_at_the_line_they_differentiate():
     gprog = ad.grad_program(ad.trace(f, np.ones(3)))
     sources = {n.source[1] for n in gprog.nodes if n.prim is not None}
     assert sources == {lines + 1, lines + 2}
-    with ad.name_scope("outer"):
-        scoped = ad.grad_program(ad.trace(lambda x: ad.tanh(x).sum(), np.ones(2)))
-    assert all(n.scope == () for n in scoped.nodes if n.prim is not None)
+
+
+def test_gradient_program_nodes_keep_the_forward_layer_scope():
+    def f(x):
+        with ad.name_scope("layer"):
+            y = ad.tanh(x)
+        return y.sum()
+    gprog = ad.grad_program(ad.trace(f, np.ones(2)))
+    scopes = {n.op: n.scope for n in gprog.nodes if n.prim is not None}
+    assert scopes["tanh"] == ("layer",) and scopes["sum"] == ()
+    # The tanh VJP's own nodes (1 - y·y, times the cotangent) sit in the layer too.
+    assert sum(1 for n in gprog.nodes if n.scope == ("layer",)) >= 3
