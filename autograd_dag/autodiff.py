@@ -115,6 +115,12 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     if id(p) in relevant:
                         relevant.add(tid)
                         break
+    # Refuse before anything is freed: a sweep stopped halfway would leave the
+    # graph half-freed.
+    for t in order:
+        if t.parents and t.prim.vjp is None and (t.requires_grad if eager else id(t) in relevant):
+            raise NotDifferentiableError(f"'{t.prim.name}' has no VJP rule; cannot differentiate "
+                                         f"through it{where(t.source)}")
     record = create_graph
     cts: dict[int, Any] = {}
     for o, c in zip(outputs, cotangents):
@@ -143,9 +149,6 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     results[tid] = (t, ct)
                     continue
                 prim = t.prim
-                if prim.vjp is None:
-                    raise NotDifferentiableError(f"'{prim.name}' has no VJP rule; cannot differentiate "
-                                                 f"through it{where(t.source)}")
                 params = t.params or {}
                 args = parents if record else [p.value for p in parents]
                 out = t if record else t.value
@@ -176,7 +179,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     previous = cts.get(pid)
                     cts[pid] = g if previous is None else ew.add(previous, g)
                 if record:
-                    core._source_override, core._scope = None, outer_scope
+                    core._source_override, core._scope = outer_source, outer_scope
                 if not retain_graph:
                     t.parents = None
     finally:
@@ -356,8 +359,10 @@ def _select(args: tuple, argnums):
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
     for n in nums:
-        if not -len(args) <= n < len(args):
-            raise AutogradDagError(f"grad: argnums={argnums!r} but the function got {len(args)} argument(s)")
+        if not isinstance(n, int) or not -len(args) <= n < len(args):
+            raise AutogradDagError(f"argnums={argnums!r} but the function got {len(args)} argument(s)")
+    if len({n % len(args) for n in nums}) != len(nums):
+        raise AutogradDagError(f"argnums={argnums!r} names an argument twice")
     return single, nums
 
 
@@ -462,6 +467,7 @@ def jacobian(f: Callable, argnums: int = 0) -> Callable:
                [0., 4.]])
     """
     def wrapped(*args):
+        _select(args, argnums)
         n = argnums % len(args)
 
         def f_of(x):
@@ -542,6 +548,8 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     # numpy's warnings about their values (log 0, 0/0) mean nothing here.
     with _recording_as(True), np.errstate(all="ignore"):
         out = program(*inputs)
+        if isinstance(out, tuple):  # a program returning a 1-tuple
+            (out,) = out
         grads = reverse_sweep([out], [_ones_like(out)], [inputs[p] for p in positions],
                               create_graph=True, retain_graph=True)
         outs = []
@@ -549,7 +557,10 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
             g = grads[id(inputs[p])][1] if id(inputs[p]) in grads else None
             if g is None:
                 g = ew.multiply(inputs[p], 0.0)
-            if g is inputs[p]:
+            if g.prim is None or any(g is o for o in outs):
+                # A gradient that is an input, the seed, or another input's
+                # gradient too (x + y) gets its own node, so that each output
+                # has its own name.
                 g = ew.multiply(g, 1.0)
             g.name = f"d{program.name}/d{inputs[p].name}"
             outs.append(g)

@@ -101,7 +101,7 @@ def circuit_report(expression: str) -> tuple[str, "circuits.Circuit", "circuits.
         f"{summary['mul_gates']} \u00d7), depth {summary['depth']}",
         f"polynomial: {polynomial}  (degree {polynomial.degree})",
         f"gradient circuit (f and every df/dx_i): size {gradient.size}, ratio S(f, grad f) / S(f) = "
-        f"{gradient.ratio:.2f} (Baur-Strassen bound: 5)",
+        f"{'n/a' if gradient.ratio is None else f'{gradient.ratio:.2f}'} (Baur-Strassen bound: 5)",
     ]
     for var in sorted(c.variables):
         lines.append(f"  df/d{var} = {polynomial.derivative(var)}")
@@ -129,7 +129,7 @@ def _gallery_command(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``autograd-dag`` (subcommands ``render`` and ``gallery``)."""
+    """The argument parser of ``autograd-dag`` (subcommands ``render``, ``circuit`` and ``gallery``)."""
     parser = argparse.ArgumentParser(prog="autograd-dag", description="Draw programs as computation graphs.")
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("render", help="draw the program built by MODULE:FUNCTION")

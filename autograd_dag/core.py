@@ -14,15 +14,12 @@ pays for it.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from typing import Any, Callable
 
 import numpy as np
 
-from .errors import AnomalyError, AutogradDagError, ShapeError, where
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+from .errors import _PACKAGE_DIR, AnomalyError, AutogradDagError, ShapeError, user_source, where
 
 # Module globals rather than thread-locals: they are read on every operation,
 # and a global lookup is the cheapest read Python has.
@@ -236,16 +233,6 @@ def _contains_tensor(items) -> bool:
     return False
 
 
-def user_source() -> tuple[str, int] | None:
-    """``(filename, lineno)`` of the innermost frame outside this package."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    return frame.f_code.co_filename, frame.f_lineno
-
-
 _new_tensor = object.__new__
 
 
@@ -315,6 +302,8 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
         else:
             value = prim.impl(*[a.value for a in args], **params)
     except AutogradDagError as exc:
+        if " (at " in str(exc):
+            raise
         raise type(exc)(f"{exc}{where(user_source())}") from None
     except (Warning, FloatingPointError):
         raise  # the user asked for warnings as errors (np.seterr / -W error): keep them
@@ -366,13 +355,14 @@ def operation_error(prim: Primitive, args, params: dict, exc: Exception) -> Auto
     if prim.shape is not None:
         try:
             prim.shape(*args, **params)
+        except ShapeError as rule_exc:
+            detail = rule_exc.detail
         except AutogradDagError as rule_exc:
             detail = str(rule_exc)
         except Exception:
             pass
     shown = ", ".join(f"{k}={v!r}" for k, v in params.items() if not isinstance(v, np.ndarray))
-    return ShapeError(f"{prim.name}({shapes}{', ' + shown if shown else ''}): {detail}"
-                      f"{where(user_source())}")
+    return ShapeError(f"{prim.name}({shapes}{', ' + shown if shown else ''}): {detail}")
 
 
 def check_finite(t: Tensor, what: str, node: Tensor | None = None) -> None:

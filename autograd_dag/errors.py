@@ -7,13 +7,36 @@ to read a numpy traceback from deep inside the library.
 
 from __future__ import annotations
 
+import os
+import sys
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_source() -> tuple[str, int] | None:
+    """``(filename, lineno)`` of the innermost frame outside this package: the user's line."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return frame.f_code.co_filename, frame.f_lineno
+
 
 class AutogradDagError(Exception):
     """Base class of every error raised on purpose by autograd_dag."""
 
 
 class ShapeError(AutogradDagError, ValueError):
-    """An operation got operands whose shapes, axes or dtypes do not fit."""
+    """An operation got operands whose shapes, axes or dtypes do not fit.
+
+    The message ends with the user's line (``(at file.py:12)``), found when
+    the error is made; ``detail`` is the message without it.
+    """
+
+    def __init__(self, message: str):
+        self.detail = message
+        super().__init__(message if " (at " in message else message + where(user_source()))
 
 
 class CycleError(AutogradDagError, ValueError):

@@ -1,5 +1,8 @@
 """Wire numpy-style operators and methods onto :class:`Tensor`, in one place.
 
+(``backward`` and ``zero_grad`` are attached by :mod:`autograd_dag.autodiff`,
+which defines them, since this module sits below it.)
+
 ``core`` defines the Tensor record without operators, so that the primitive
 families (which import ``core``) never import each other through Tensor
 methods; this module, above all families, attaches them. It also lets numpy
@@ -40,15 +43,16 @@ Tensor.__neg__ = ew.negative
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = ew.abs
 Tensor.__getitem__ = indexing.getitem
-Tensor.__hash__ = object.__hash__  # restored: defining __eq__ above does not reset it, but be explicit
 
 # Methods named as numpy's ndarray names them.
 def _reduction_method(fn):
     # numpy's functions (np.sum(t), np.mean(t)) call the method with out=None
     # and dtype=None; anything else has no meaning for a recorded node.
     def method(self, axis=None, dtype=None, out=None, keepdims=False, **unused):
-        if out is not None:
-            raise AutogradDagError(f"{fn.__name__}: out= is not supported on Tensors (results are new nodes)")
+        if out is not None or unused:
+            given = sorted(unused) + (["out"] if out is not None else [])
+            raise AutogradDagError(f"{fn.__name__}: {', '.join(given)} not supported on Tensors "
+                                   f"(a reduction records a new node)")
         result = fn(self, axis, keepdims)
         return result if dtype is None else ew.astype(result, dtype)
     method.__name__ = fn.__name__

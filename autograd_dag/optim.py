@@ -58,7 +58,9 @@ class Optimizer:
 
     def step(self) -> None:
         """Apply one update to every parameter that has a gradient."""
-        self.steps += 1
+        # Every gradient is checked before any parameter moves: a bad one
+        # leaves the model and the optimizer's state as they were.
+        updates = []
         for i, p in enumerate(self.params):
             if p.grad is None:
                 continue
@@ -67,7 +69,10 @@ class Optimizer:
                 raise AutogradDagError(f"{type(self).__name__}: parameter {i} of shape {p.shape} has a "
                                        f"gradient of shape {g.shape}")
             # Optimizer arithmetic in the parameter's precision, so float32 models stay float32.
-            self._update(i, p, g.astype(p.dtype, copy=False))
+            updates.append((i, p, g.astype(p.dtype, copy=False)))
+        self.steps += 1
+        for i, p, g in updates:
+            self._update(i, p, g)
 
     def _update(self, i: int, p: Tensor, g: np.ndarray) -> None:
         raise NotImplementedError

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to
+from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error
 from .errors import AutogradDagError, GraphFreedError, ProgramInputError, where
 from .graph import Graph
 from .primitives.registry import PRIMITIVES
@@ -53,15 +53,35 @@ class ProgramNode:
 
     def type_str(self) -> str:
         """``float64[256,10]``: dtype and shape as the listing prints them."""
-        return f"{self.dtype}[{','.join(str(d) for d in self.shape)}]"
+        return f"{self.dtype}{format_shape(self.shape)}"
 
     def __repr__(self) -> str:
         return f"<ProgramNode %{self.index} {self.op} {self.type_str()}>"
 
 
-def _format_param(value: Any) -> str:
+# Short texts for listings and pictures (the renderer uses the same ones).
+
+
+def format_shape(shape) -> str:
+    """``[3,4]`` for a shape (``[]`` for a scalar)."""
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def format_value(value) -> str:
+    """A constant's value: ``2``, ``0.5``, ``True`` or ``array[3,4]``."""
+    value = np.asarray(value)
+    if value.size == 1:
+        item = value.reshape(()).item()
+        if isinstance(item, float):
+            return np.format_float_positional(item, trim="-", precision=6)
+        return str(item)
+    return f"array{format_shape(value.shape)}"
+
+
+def format_param(value: Any) -> str:
+    """One static parameter of a primitive (``1``, ``(0, 2)``, ``float32``, a function's name)."""
     if isinstance(value, np.ndarray):
-        return f"array{list(value.shape)}" if value.size > 4 else np.array2string(value, separator=",")
+        return f"array{format_shape(value.shape)}" if value.size > 4 else np.array2string(value, separator=",")
     if isinstance(value, np.dtype):
         return str(value)
     if callable(value):
@@ -69,16 +89,11 @@ def _format_param(value: Any) -> str:
     return repr(value)
 
 
-def _format_constant(value: np.ndarray) -> str:
-    if value.size == 1:
-        return np.format_float_positional(value.item(), trim="-") if value.dtype.kind == "f" else str(value.item())
-    return f"array{list(value.shape)}"
-
-
-def _short_source(source) -> str:
+def format_source(source) -> str:
+    """``file.py:12`` for a recorded ``(filename, lineno)``, or ``""``."""
     if not source:
         return ""
-    return f"  # {os.path.basename(source[0])}:{source[1]}"
+    return f"{os.path.basename(str(source[0]))}:{source[1]}"
 
 
 class Program:
@@ -335,9 +350,13 @@ class Program:
                 continue
             try:
                 values[k] = node.prim.impl(*[values[p] for p in node.parents], **node.params)
+            except (Warning, FloatingPointError):
+                raise  # warnings turned into errors by the user stay theirs
             except Exception as exc:
-                raise AutogradDagError(f"program '{self.name}': node %{k} = {node.op} failed: "
-                                       f"{type(exc).__name__}: {exc}{where(node.source)}") from None
+                args = [as_array(values[p]) for p in node.parents]
+                raise AutogradDagError(f"program '{self.name}': node %{k}: "
+                                       f"{operation_error(node.prim, args, node.params, exc).detail}"
+                                       f"{where(node.source)}") from None
             for p in free_after[k]:
                 values[p] = None
         outs = tuple(values[k] for k in self.outputs)
@@ -371,13 +390,14 @@ class Program:
                 continue
             label = f" {node.name}" if node.name else ""
             if node.prim is None:
-                lines.append(f"  %{node.index} = {node.op} {_format_constant(node.value)}"
+                lines.append(f"  %{node.index} = {node.op} {format_value(node.value)}"
                              f"  : {node.type_str()}{label and '  #' + label}")
                 continue
             operands = [f"%{p}" for p in node.parents]
-            operands += [f"{k}={_format_param(v)}" for k, v in node.params.items()]
+            operands += [f"{k}={format_param(v)}" for k, v in node.params.items()]
+            source = format_source(node.source)
             lines.append(f"  %{node.index} = {node.op}({', '.join(operands)})  : {node.type_str()}"
-                         f"{_short_source(node.source)}")
+                         f"{'  # ' + source if source else ''}")
         outs = ", ".join(f"%{k}" for k in self.outputs)
         lines.append(f"  return {outs}" if self.single_output else f"  return ({outs})")
         return "\n".join(lines)

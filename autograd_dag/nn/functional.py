@@ -152,17 +152,15 @@ def _as_tensor(x) -> Tensor:
 def mse_loss(prediction, target, reduction: str = "mean") -> Tensor:
     """Mean squared error: mean over all entries of (prediction − target)².
 
-    Shapes: prediction and target broadcastable, usually both (B, D) -> () (or
-    the elementwise squares with ``reduction='none'``).
+    Shapes: prediction and target of the same shape, e.g. (B, D) -> () (or the
+    elementwise squares with ``reduction='none'``). Shapes must match exactly:
+    broadcasting (B, 1) against (B,) would silently compare every pair.
     Example: ``mse_loss(ad.Tensor([1., 3.]), np.array([0., 0.])).value`` is ``5.0``.
     """
     prediction = _as_tensor(prediction)
     if _shape(prediction) != _shape(target):
-        try:
-            np.broadcast_shapes(_shape(prediction), _shape(target))
-        except ValueError:
-            raise ShapeError(f"mse_loss: Expect: prediction and target of the same shape. Actual: "
-                             f"{_shape(prediction)} and {_shape(target)}") from None
+        raise ShapeError(f"mse_loss: Expect: prediction and target of the same shape. Actual: "
+                         f"{_shape(prediction)} and {_shape(target)}")
     diff = subtract(prediction, target)
     return _reduce(multiply(diff, diff), reduction, "mse_loss")
 

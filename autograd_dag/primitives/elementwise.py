@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import Tensor, apply
+from ..errors import ShapeError
 from .registry import defprim
-from .shapes import broadcast, shape_error
+from .shapes import broadcast
 from .structure import broadcast_to, sum_to_shape
 
 # Derivative rules get operands as Tensors and return Tensors (or None for a
@@ -54,12 +55,7 @@ def _float_or_float64(dtype):
     return dtype if dtype.kind in "fc" else np.float64
 
 
-def _binary(name, impl, vjp, jvp, linear=False, dtype_of=None):
-    shape = broadcast(name) if dtype_of is None else _typed(name, dtype_of)
-    return defprim(name, impl, vjp=vjp, jvp=jvp, shape=shape, linear=linear)
-
-
-def _unary(name, impl, vjp, jvp, linear=False, dtype_of=None):
+def _elementwise(name, impl, vjp, jvp, linear=False, dtype_of=None):
     shape = broadcast(name) if dtype_of is None else _typed(name, dtype_of)
     return defprim(name, impl, vjp=vjp, jvp=jvp, shape=shape, linear=linear)
 
@@ -70,25 +66,25 @@ def _neg_or_none(t):
 # ------------------------------------------------------------- arithmetic
 
 
-ADD = _binary("add", np.add,
+ADD = _elementwise("add", np.add,
               (lambda ct, out, x, y: _unb(ct, x), lambda ct, out, x, y: _unb(ct, y)),
               lambda t, out, x, y: _tangent_sum(out, t[0], t[1]), linear=True)
-SUBTRACT = _binary("subtract", np.subtract,
+SUBTRACT = _elementwise("subtract", np.subtract,
                    (lambda ct, out, x, y: _unb(ct, x), lambda ct, out, x, y: _unb(negative(ct), y)),
                    lambda t, out, x, y: _tangent_sum(out, t[0], _neg_or_none(t[1])), linear=True)
-MULTIPLY = _binary(
+MULTIPLY = _elementwise(
     "multiply", np.multiply,
     (lambda ct, out, x, y: _unb(multiply(ct, y), x), lambda ct, out, x, y: _unb(multiply(ct, x), y)),
     lambda t, out, x, y: _tangent_sum(out, (None if t[0] is None else multiply(t[0], y)),
                                       (None if t[1] is None else multiply(x, t[1]))))
-DIVIDE = _binary(
+DIVIDE = _elementwise(
     "divide", np.true_divide,
     (lambda ct, out, x, y: _unb(divide(ct, y), x),
      lambda ct, out, x, y: _unb(negative(divide(multiply(ct, out), y)), y)),
     lambda t, out, x, y: _tangent_sum(out, (None if t[0] is None else divide(t[0], y)),
                                       (None if t[1] is None else negative(divide(multiply(t[1], out), y)))),
     dtype_of=_float_or_float64)
-NEGATIVE = _unary("negative", np.negative,
+NEGATIVE = _elementwise("negative", np.negative,
                   lambda ct, out, x: (negative(ct),),
                   lambda t, out, x: negative(t[0]), linear=True)
 
@@ -174,13 +170,13 @@ def power(x, y) -> Tensor:
 # --------------------------------------------------------- transcendental
 
 
-EXP = _unary("exp", np.exp, lambda ct, out, x: (multiply(ct, out),),
+EXP = _elementwise("exp", np.exp, lambda ct, out, x: (multiply(ct, out),),
              lambda t, out, x: multiply(t[0], out), dtype_of=_to_float)
-LOG = _unary("log", np.log, lambda ct, out, x: (divide(ct, x),),
+LOG = _elementwise("log", np.log, lambda ct, out, x: (divide(ct, x),),
              lambda t, out, x: divide(t[0], x), dtype_of=_to_float)
-SQRT = _unary("sqrt", np.sqrt, lambda ct, out, x: (divide(ct, multiply(out, 2.0)),),
+SQRT = _elementwise("sqrt", np.sqrt, lambda ct, out, x: (divide(ct, multiply(out, 2.0)),),
               lambda t, out, x: divide(t[0], multiply(out, 2.0)), dtype_of=_to_float)
-TANH = _unary("tanh", np.tanh,
+TANH = _elementwise("tanh", np.tanh,
               lambda ct, out, x: (multiply(ct, subtract(1.0, multiply(out, out))),),
               lambda t, out, x: multiply(t[0], subtract(1.0, multiply(out, out))), dtype_of=_to_float)
 
@@ -218,20 +214,20 @@ def _relu_mask(x):
     return astype(greater(x, 0.0), x.dtype)
 
 
-LOGISTIC = _unary("logistic", _logistic_impl,
+LOGISTIC = _elementwise("logistic", _logistic_impl,
                   lambda ct, out, x: (multiply(ct, multiply(out, subtract(1.0, out))),),
                   lambda t, out, x: multiply(t[0], multiply(out, subtract(1.0, out))), dtype_of=_to_float)
-RELU = _unary("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
+RELU = _elementwise("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
               lambda ct, out, x: (multiply(ct, _relu_mask(x)),),
               lambda t, out, x: multiply(t[0], _relu_mask(x)))
-SOFTPLUS = _unary("softplus", lambda x: np.logaddexp(np.zeros((), x.dtype), x),
+SOFTPLUS = _elementwise("softplus", lambda x: np.logaddexp(np.zeros((), x.dtype), x),
                   lambda ct, out, x: (multiply(ct, logistic(x)),),
                   lambda t, out, x: multiply(t[0], logistic(x)), dtype_of=_to_float)
-STEP = _unary("step", lambda x: (x >= 0).astype(x.dtype if x.dtype.kind == "f" else np.float64),
+STEP = _elementwise("step", lambda x: (x >= 0).astype(x.dtype if x.dtype.kind == "f" else np.float64),
               lambda ct, out, x: (None,), lambda t, out, x: None,
               dtype_of=_float_or_float64)
-SIGN = _unary("sign", np.sign, lambda ct, out, x: (None,), lambda t, out, x: None)
-ABS = _unary("abs", np.abs, lambda ct, out, x: (multiply(ct, sign(x)),),
+SIGN = _elementwise("sign", np.sign, lambda ct, out, x: (None,), lambda t, out, x: None)
+ABS = _elementwise("abs", np.abs, lambda ct, out, x: (multiply(ct, sign(x)),),
              lambda t, out, x: multiply(t[0], sign(x)))
 
 
@@ -295,9 +291,9 @@ def _extremum_jvp(first_wins):
     return jvp
 
 
-MAXIMUM = _binary("maximum", np.maximum, _extremum_vjp(lambda x, y: (x, y)),
+MAXIMUM = _elementwise("maximum", np.maximum, _extremum_vjp(lambda x, y: (x, y)),
                   _extremum_jvp(lambda x, y: (x, y)))
-MINIMUM = _binary("minimum", np.minimum, _extremum_vjp(lambda x, y: (y, x)),
+MINIMUM = _elementwise("minimum", np.minimum, _extremum_vjp(lambda x, y: (y, x)),
                   _extremum_jvp(lambda x, y: (y, x)))
 
 
@@ -414,5 +410,5 @@ def astype(x, dtype) -> Tensor:
     try:
         dtype = np.dtype(dtype)
     except TypeError:
-        raise shape_error(f"astype: Expect: a numpy dtype (np.float32, 'int64', ...). Actual: {dtype!r}") from None
+        raise ShapeError(f"astype: Expect: a numpy dtype (np.float32, 'int64', ...). Actual: {dtype!r}") from None
     return apply(ASTYPE, x, dtype=dtype)

@@ -12,8 +12,8 @@ import string
 
 import numpy as np
 
-from ..core import Tensor, apply, user_source
-from ..errors import NotDifferentiableError, ShapeError, where
+from ..core import Tensor, apply
+from ..errors import NotDifferentiableError, ShapeError
 from .elementwise import add
 from .registry import defprim
 from .shapes import fmt
@@ -237,10 +237,7 @@ def einsum(subscripts: str, *operands) -> Tensor:
     Example: ``ad.einsum('i,i->', x, y)`` is the inner product of x and y.
     """
     shapes = [tuple(np.shape(o.value if isinstance(o, Tensor) else o)) for o in operands]
-    try:
-        if not operands:
-            raise ShapeError("einsum: Expect: at least one operand. Actual: none")
-        spec = _parse_einsum(subscripts, shapes)
-    except ShapeError as exc:
-        raise ShapeError(f"{exc}{where(user_source())}") from None
+    if not operands:
+        raise ShapeError("einsum: Expect: at least one operand. Actual: none")
+    spec = _parse_einsum(subscripts, shapes)
     return apply(EINSUM, *operands, subscripts=spec)

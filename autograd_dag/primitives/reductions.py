@@ -18,8 +18,8 @@ import math
 
 import numpy as np
 
-from ..core import Tensor, apply, user_source
-from ..errors import ShapeError, where
+from ..core import Tensor, apply
+from ..errors import ShapeError
 from .elementwise import astype, divide, equal, multiply, subtract
 from .registry import defprim
 from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape
@@ -49,8 +49,7 @@ def _check_gamma(name: str, gamma) -> float:
     except (TypeError, ValueError):
         g = float("nan")
     if not (g > 0.0 and math.isfinite(g)):
-        raise ShapeError(f"{name}: Expect: a finite temperature gamma > 0. Actual: gamma={gamma!r}"
-                         f"{where(user_source())}")
+        raise ShapeError(f"{name}: Expect: a finite temperature gamma > 0. Actual: gamma={gamma!r}")
     return g
 
 

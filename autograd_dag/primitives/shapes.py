@@ -10,16 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import user_source
-from ..errors import ShapeError, where
-
-
-def shape_error(message: str) -> ShapeError:
-    """A ShapeError raised by a public function's argument check, with the user's line."""
-    return ShapeError(message + where(user_source()))
+from ..errors import ShapeError
 
 
 def fmt(shape) -> str:
+    """A shape as Python writes a tuple: ``(3,)``, ``(2, 3)``."""
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
@@ -43,23 +38,23 @@ def normalize_axes(name: str, axis, ndim: int) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
     if not isinstance(axis, (int, np.integer, tuple, list)):
-        raise shape_error(f"{name}: axis must be an int or a tuple of ints. Actual: {axis!r}")
+        raise ShapeError(f"{name}: axis must be an int or a tuple of ints. Actual: {axis!r}")
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out = []
     for a in axes:
         if not isinstance(a, (int, np.integer)) or not -ndim <= a < ndim:
-            raise shape_error(f"{name}: axis {a!r} is out of range. Expect: an integer in "
+            raise ShapeError(f"{name}: axis {a!r} is out of range. Expect: an integer in "
                              f"[{-ndim}, {ndim}) for an operand of {ndim} dimensions. Actual: {axis!r}")
         out.append(int(a) % ndim)
     if len(set(out)) != len(out):
-        raise shape_error(f"{name}: repeated axis in {axis!r}")
+        raise ShapeError(f"{name}: repeated axis in {axis!r}")
     return tuple(sorted(out))
 
 
 def normalize_axis(name: str, axis, ndim: int) -> int:
     """One axis as a non-negative int."""
     if not isinstance(axis, (int, np.integer)) or not -ndim <= axis < ndim:
-        raise shape_error(f"{name}: axis {axis!r} is out of range. Expect: an integer in "
+        raise ShapeError(f"{name}: axis {axis!r} is out of range. Expect: an integer in "
                          f"[{-ndim}, {ndim}) for an operand of {ndim} dimensions. Actual: {axis!r}")
     return int(axis) % ndim
 

@@ -13,7 +13,7 @@ import numpy as np
 from ..core import Tensor, apply
 from ..errors import ShapeError
 from .registry import defprim
-from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape, shape_error
+from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape
 
 # ---------------------------------------------------------------- reshape
 
@@ -42,14 +42,14 @@ def reshape(x, shape) -> Tensor:
     shape = tuple(shape)
     if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < -1 for d in shape) \
             or shape.count(-1) > 1:
-        raise shape_error(f"reshape: Expect: non-negative integer sizes, at most one of them -1. "
+        raise ShapeError(f"reshape: Expect: non-negative integer sizes, at most one of them -1. "
                           f"Actual: {shape!r}")
     shape = tuple(int(d) for d in shape)
     size = x.size if isinstance(x, (Tensor, np.ndarray)) else np.size(x)
     if shape.count(-1) == 1:
         known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
         if known == 0 or size % known:
-            raise shape_error(f"reshape: cannot infer -1 in {fmt(shape)} for {size} elements")
+            raise ShapeError(f"reshape: cannot infer -1 in {fmt(shape)} for {size} elements")
         shape = tuple(size // known if d == -1 else d for d in shape)
     return apply(RESHAPE, x, shape=shape)
 
@@ -69,7 +69,7 @@ def squeeze(x, axis=None) -> Tensor:
         axes = tuple(i for i in axes if shape[i] == 1)
     for a in axes:
         if shape[a] != 1:
-            raise shape_error(f"squeeze: Expect: axis {a} of size 1. Actual: shape {fmt(shape)}")
+            raise ShapeError(f"squeeze: Expect: axis {a} of size 1. Actual: shape {fmt(shape)}")
     return reshape(x, tuple(d for i, d in enumerate(shape) if i not in axes))
 
 # -------------------------------------------------------------- transpose
@@ -96,7 +96,7 @@ def transpose(x, axes=None) -> Tensor:
     ndim = np.ndim(x.value if isinstance(x, Tensor) else x)
     axes = tuple(range(ndim))[::-1] if axes is None else tuple(normalize_axis("transpose", a, ndim) for a in axes)
     if sorted(axes) != list(range(ndim)):
-        raise shape_error(f"transpose: Expect: a permutation of {list(range(ndim))}. Actual: {list(axes)}")
+        raise ShapeError(f"transpose: Expect: a permutation of {list(range(ndim))}. Actual: {list(axes)}")
     return apply(TRANSPOSE, x, axes=axes)
 
 

@@ -1,4 +1,5 @@
-"""Label text for the renderer: escaping user strings and formatting shapes, values, params.
+"""Label text for the renderer: escaping user strings and formatting shapes, values, params
+(the formatting shared with ``print(program)`` lives in :mod:`autograd_dag.program`).
 
 Every label is a Graphviz HTML-like label (``<...>``), so markup such as bold op
 names is possible and every user string passes through :func:`html` first. The
@@ -9,10 +10,14 @@ control characters or any non-ASCII text.
 
 from __future__ import annotations
 
-import os
 import re
 
 import numpy as np
+
+from ..program import format_param as param_str
+from ..program import format_shape as shape_str
+from ..program import format_source as source_str  # noqa: F401  (re-exported for the views)
+from ..program import format_value as value_str  # noqa: F401  (re-exported for the views)
 
 # Characters that XML 1.0 forbids even as character references, plus the C1
 # controls and lone surrogates that a Python str may carry (from filenames).
@@ -63,9 +68,6 @@ def small(text: str, color: str = "#555555", size: int = 9) -> str:
     return f'<FONT POINT-SIZE="{size}" COLOR="{color}">{text}</FONT>' if text else ""
 
 
-def shape_str(shape) -> str:
-    """``[3,4]`` for a shape; ``[]`` for a scalar."""
-    return "[" + ",".join(str(d) for d in shape) + "]"
 
 
 def type_str(shape, dtype, show_shapes: bool = True, show_dtypes: bool = True) -> str:
@@ -73,36 +75,7 @@ def type_str(shape, dtype, show_shapes: bool = True, show_dtypes: bool = True) -
     return (str(np.dtype(dtype)) if show_dtypes else "") + (shape_str(shape) if show_shapes else "")
 
 
-def value_str(value) -> str:
-    """A short text for a constant's value: ``2``, ``0.5``, ``True`` or ``array[3,4]``."""
-    value = np.asarray(value)
-    if value.size == 1:
-        item = value.reshape(()).item()
-        if isinstance(item, float):
-            return np.format_float_positional(item, trim="-", precision=6)
-        return str(item)
-    return f"array{shape_str(value.shape)}"
-
-
-def param_str(value) -> str:
-    """A short text for one static parameter of a primitive (``axis=1``, ``fn``...)."""
-    if isinstance(value, np.ndarray):
-        return f"array{shape_str(value.shape)}" if value.size > 4 else np.array2string(value, separator=",")
-    if isinstance(value, np.dtype):
-        return str(value)
-    if callable(value):
-        return getattr(value, "__name__", "fn")
-    return repr(value)
-
-
 def params_str(params: dict, limit: int = 48) -> str:
     """``axis=1, keepdims=True`` for a node's params, cut at ``limit`` characters."""
     text = ", ".join(f"{k}={param_str(v)}" for k, v in params.items())
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
-
-
-def source_str(source) -> str:
-    """``file.py:12`` for a recorded ``(filename, lineno)``, or ``""``."""
-    if not source:
-        return ""
-    return f"{os.path.basename(str(source[0]))}:{source[1]}"
