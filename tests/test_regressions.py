@@ -1,0 +1,74 @@
+"""Bugs found in review, pinned so they stay fixed."""
+
+import numpy as np
+import pytest
+
+import autograd_dag as ad
+from autograd_dag.cli import main
+
+
+def test_argnums_out_of_range_or_repeated_is_refused():
+    with pytest.raises(ad.AutogradDagError, match="argnums"):
+        ad.jacobian(lambda x: x * x, argnums=3)(np.ones(2))
+    with pytest.raises(ad.AutogradDagError, match="twice"):
+        ad.grad(lambda x, y: (x * y).sum(), argnums=(0, 0))(np.ones(2), np.ones(2))
+
+
+def test_grad_program_of_a_sum_names_each_gradient():
+    prog = ad.trace(lambda x, y: x + y, 1.0, 2.0)
+    gprog = ad.grad_program(prog)
+    names = [gprog.nodes[k].name for k in gprog.outputs]
+    assert names == ["df/dx", "df/dy"]
+    np.testing.assert_allclose(gprog(np.float64(3.0), np.float64(4.0)), (1.0, 1.0))
+
+
+def test_grad_program_of_a_program_returning_a_one_tuple():
+    prog = ad.trace(lambda x: ((x * x).sum(),), np.ones(2))
+    np.testing.assert_allclose(ad.grad_program(prog)(np.array([1.0, 2.0])), [2.0, 4.0])
+
+
+def test_mse_loss_refuses_shapes_that_would_broadcast():
+    with pytest.raises(ad.ShapeError, match="same shape"):
+        ad.nn.functional.mse_loss(ad.Tensor(np.zeros((3, 1))), np.zeros(3))
+
+
+def test_optimizer_step_is_all_or_nothing():
+    a = ad.nn.Parameter(np.ones(2))
+    b = ad.nn.Parameter(np.ones(3))
+    opt = ad.optim.SGD([a, b], lr=0.1)
+    a.grad = ad.Tensor(np.ones(2))
+    b.grad = ad.Tensor(np.ones(2))  # wrong shape
+    with pytest.raises(ad.AutogradDagError, match="parameter 1"):
+        opt.step()
+    np.testing.assert_array_equal(a.value, np.ones(2))
+    assert opt.steps == 0
+
+
+def test_numpy_reduction_keywords_are_refused_not_ignored():
+    t = ad.Tensor([1.0, 2.0, 3.0])
+    with pytest.raises(ad.AutogradDagError, match="where"):
+        np.sum(t, where=np.array([True, False, False]))
+    assert float(np.sum(t).value) == 6.0
+
+
+def test_circuit_command_on_a_bare_variable(capsys):
+    assert main(["circuit", "x"]) == 0
+    assert "ratio" in capsys.readouterr().out
+
+
+def test_missing_vjp_is_refused_before_anything_is_freed():
+    no_vjp = ad.primitive("regression_no_vjp", lambda x: 2.0 * x, jvp=lambda t, out, x: t[0] * 2.0,
+                          replace=True)
+    x = ad.Tensor([1.0, 2.0], requires_grad=True)
+    y = ad.exp(x)
+    loss = (no_vjp(y) + y).sum()
+    with pytest.raises(ad.NotDifferentiableError, match="regression_no_vjp"):
+        loss.backward()
+    # Nothing was freed: the graph can still be turned into a program.
+    ad.Program.from_outputs(x, loss)
+
+
+def test_shape_errors_from_argument_checks_name_the_users_line():
+    with pytest.raises(ad.ShapeError) as err:
+        ad.concatenate([])
+    assert "test_regressions.py:" in str(err.value)
