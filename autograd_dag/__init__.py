@@ -36,13 +36,13 @@ from .primitives.linalg import einsum, matmul
 from .primitives.reductions import argmax, logsumexp, max, mean, min, softargmax, softmax, var
 from .primitives.structure import (broadcast_to, expand_dims, reshape, squeeze, sum, sum_to_shape,
                                    swapaxes, transpose)
-from .program import Program, ProgramNode, trace
+from .program import Program, ProgramNode, jit, trace
 
 __version__ = "0.1.0"
 
 __all__ = [
     # records and programs
-    "Tensor", "Primitive", "Program", "ProgramNode", "Graph", "trace", "PRIMITIVES",
+    "Tensor", "Primitive", "Program", "ProgramNode", "Graph", "trace", "jit", "PRIMITIVES",
     "no_grad", "enable_grad", "is_recording", "name_scope", "current_scope", "detect_anomaly",
     # differentiation
     "vjp", "grad", "value_and_grad", "jvp", "jacobian", "hessian", "hvp", "grad_program",

@@ -88,25 +88,9 @@ def numerical_grad(f: Callable, args: Sequence, eps: float | None = None) -> tup
     out = _evaluate(f, td, leaves)
     if len(out) != 1 or out[0].size != 1:
         raise AutogradDagError("numerical_grad: f must return one scalar; use numerical_jvp otherwise")
-    grads: list = []
-    for i, x in enumerate(leaves):
-        if x.dtype.kind not in "fc":
-            grads.append(None)
-            continue
-        g = np.zeros(x.shape, dtype=np.float64)
-        steps = eps * _step_scale(x)
-        for j in np.ndindex(x.shape):
-            shifted = list(leaves)
-            xp = x.astype(np.float64, copy=True)
-            xp[j] += steps[j]
-            shifted[i] = xp
-            fp = _evaluate(f, td, shifted)[0]
-            xm = x.astype(np.float64, copy=True)
-            xm[j] -= steps[j]
-            shifted[i] = xm
-            fm = _evaluate(f, td, shifted)[0]
-            g[j] = (fp - fm).item() / (2 * steps[j])
-        grads.append(g)
+    # The gradient of a scalar is the one row of its Jacobian.
+    grads = [_numerical_jacobian(f, td, leaves, i, eps).reshape(x.shape) if x.dtype.kind in "fc" else None
+             for i, x in enumerate(leaves)]
     return unflatten(td, grads)
 
 

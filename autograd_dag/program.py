@@ -18,6 +18,7 @@ import numpy as np
 from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error
 from .errors import AutogradDagError, GraphFreedError, ProgramInputError, where
 from .graph import Graph
+from .tree import flatten, unflatten
 from .primitives.registry import PRIMITIVES
 
 
@@ -129,7 +130,8 @@ class Program:
                     raise AutogradDagError(f"Program: node %{node.index} has parent %{p}, which "
                                            f"does not come before it: nodes must be in topological order")
         self._children: list[list[int]] | None = None
-        self._free_after: list[tuple[int, ...]] | None = None
+        self._initial: list | None = None
+        self._steps: list | None = None
 
     # ------------------------------------------------------------ building
 
@@ -291,20 +293,27 @@ class Program:
 
     # ------------------------------------------------------------ executing
 
-    def _plan_frees(self) -> list[tuple[int, ...]]:
-        # free_after[k]: the values whose last use is node k (outputs are kept).
-        if self._free_after is None:
+    def _plan(self):
+        """The execution plan, made once: constants preloaded, then one step per function node.
+
+        A step is ``(k, impl, parents, params, frees)`` where ``frees`` lists the
+        values whose last use is node k (outputs are kept): Algorithm 4.1 with
+        every intermediate released as early as possible.
+        """
+        if self._steps is None:
             last_use = {}
             for node in self.nodes:
                 for p in node.parents:
                     last_use[p] = node.index
             keep = set(self.outputs)
-            free_after: list[list[int]] = [[] for _ in self.nodes]
+            frees: list[list[int]] = [[] for _ in self.nodes]
             for p, k in last_use.items():
                 if p not in keep:
-                    free_after[k].append(p)
-            self._free_after = [tuple(f) for f in free_after]
-        return self._free_after
+                    frees[k].append(p)
+            self._initial = [n.value if n.prim is None and n.op != "input" else None for n in self.nodes]
+            self._steps = [(n.index, n.prim.impl, n.parents, n.params or None, tuple(frees[n.index]))
+                           for n in self.nodes if n.prim is not None]
+        return self._initial, self._steps
 
     def _check_inputs(self, args) -> list:
         if len(args) != len(self.inputs):
@@ -338,28 +347,36 @@ class Program:
         args = self._check_inputs(args)
         if any(isinstance(a, Tensor) for a in args):
             return self._replay(args)
-        free_after = self._plan_frees()
-        values: list = [None] * len(self.nodes)
+        initial, steps = self._plan()
+        values = list(initial)
         for k, a in zip(self.inputs, args):
             values[k] = a
-        for node in self.nodes:
-            k = node.index
-            if node.prim is None:
-                if node.op != "input":
-                    values[k] = node.value
-                continue
-            try:
-                values[k] = node.prim.impl(*[values[p] for p in node.parents], **node.params)
-            except (Warning, FloatingPointError):
-                raise  # warnings turned into errors by the user stay theirs
-            except Exception as exc:
-                args = [as_array(values[p]) for p in node.parents]
-                raise AutogradDagError(f"program '{self.name}': node %{k}: "
-                                       f"{operation_error(node.prim, args, node.params, exc).detail}"
-                                       f"{where(node.source)}") from None
-            for p in free_after[k]:
-                values[p] = None
-        outs = tuple(values[k] for k in self.outputs)
+        # The hot loop of Algorithm 4.1: one numpy call per node, nothing else.
+        step = None
+        try:
+            for step in steps:
+                k, impl, parents, params, frees = step
+                if params is None:
+                    if len(parents) == 2:
+                        values[k] = impl(values[parents[0]], values[parents[1]])
+                    elif len(parents) == 1:
+                        values[k] = impl(values[parents[0]])
+                    else:
+                        values[k] = impl(*[values[p] for p in parents])
+                else:
+                    values[k] = impl(*[values[p] for p in parents], **params)
+                for p in frees:
+                    values[p] = None
+        except (Warning, FloatingPointError):
+            raise  # warnings turned into errors by the user stay theirs
+        except Exception as exc:
+            node = self.nodes[step[0]]
+            args = [as_array(values[p]) for p in node.parents]
+            raise AutogradDagError(f"program '{self.name}': node %{node.index}: "
+                                   f"{operation_error(node.prim, args, node.params, exc).detail}"
+                                   f"{where(node.source)}") from None
+        # numpy gives scalars for 0-d results; a program returns arrays, as ad.grad does.
+        outs = tuple(np.asarray(values[k]) for k in self.outputs)
         return outs[0] if self.single_output else outs
 
     def _replay(self, args):
@@ -445,3 +462,54 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
     prog = Program.from_outputs(tuple(inputs), outputs, name=fname)
     prog.single_output = not isinstance(result, (tuple, list))
     return prog
+
+
+def jit(f: Callable) -> Callable:
+    """``f`` traced once per input signature into a :class:`Program`, then run as that program.
+
+    The first call with given shapes and dtypes records ``f`` (Python control
+    flow is fixed then, as with ``jax.jit``); every later call executes the
+    program on numpy arrays (Algorithm 4.1): no Tensors are made and nothing
+    is recorded, so the per-operation cost is little more than numpy's. It
+    composes with the transformations: ``ad.jit(ad.grad(loss))`` traces the
+    gradient program once. Arguments may be nested tuples/lists/dicts of
+    arrays; arrays that ``f`` reads from outside (closures) become constants
+    of the program, so pass everything that changes between calls as an
+    argument. ``.programs`` holds the traced programs by signature.
+
+    Shapes: as ``f``'s.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> fast_grad = ad.jit(ad.grad(lambda w, x: ad.tanh(x @ w).sum()))
+        >>> g = fast_grad(np.ones(3), np.eye(3))          # traces, then runs the program
+        >>> bool(np.allclose(g, fast_grad(np.ones(3), np.eye(3))))  # runs the program only
+        True
+        >>> len(fast_grad.programs)
+        1
+    """
+    programs: dict = {}
+    fname = getattr(f, "__name__", "f")
+
+    def wrapped(*args):
+        leaves, treedef = flatten(args)
+        if any(isinstance(x, Tensor) for x in leaves):
+            return f(*args)  # inside another transformation: let it record through f
+        arrays = [as_array(x) for x in leaves]
+        key = (treedef, tuple((a.shape, a.dtype.str) for a in arrays))
+        entry = programs.get(key)
+        if entry is None:
+            inputs = tuple(Tensor(a, name=f"x{i}") for i, a in enumerate(arrays))
+            with _recording_as(True):
+                out = f(*unflatten(treedef, list(inputs)))
+            out_leaves, out_treedef = flatten(out)
+            outputs = tuple(o if isinstance(o, Tensor) else Tensor(o) for o in out_leaves)
+            program = Program.from_outputs(inputs, outputs, name=fname)
+            entry = programs[key] = (program, out_treedef)
+        program, out_treedef = entry
+        return unflatten(out_treedef, list(program(*arrays)))
+
+    wrapped.__name__ = f"jit_{fname}"
+    wrapped.__doc__ = f.__doc__
+    wrapped.programs = programs
+    return wrapped

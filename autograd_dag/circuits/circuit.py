@@ -47,7 +47,7 @@ GATE_KINDS = ("add", "mul")
 WORK_BUDGET_FACTOR = 100
 # Shape-only primitives: on the one-element values of a scalar program they are the
 # identity, and reverse mode emits them to un-broadcast cotangents.
-_IDENTITY_OPS = frozenset({"sum_to_shape", "broadcast_to", "reshape", "squeeze", "expand_dims", "sum", "transpose"})
+_IDENTITY_OPS = frozenset({"broadcast_to", "reshape", "sum", "transpose"})
 
 
 def _scalar_of(value, exact_constants: Mapping | None):
@@ -365,30 +365,24 @@ class Circuit:
 
     def sum(self, operands: Iterable, nary: bool = False) -> Wire:
         """Sum of wires/numbers: a left chain of binary + gates, or one n-ary gate if ``nary``."""
-        ops = list(operands)
-        if not ops:
-            return self.constant(0)
-        if len(ops) == 1:
-            return Wire(self, self._operand(ops[0]))
-        if nary:
-            return self._gate("add", ops)
-        acc = ops[0]
-        for x in ops[1:]:
-            acc = self._binary("add", acc, x)
-        return acc
+        return self._fold("add", 0, operands, nary)
 
     def product(self, operands: Iterable, nary: bool = False) -> Wire:
         """Product of wires/numbers: a left chain of binary × gates, or one n-ary gate if ``nary``."""
+        return self._fold("mul", 1, operands, nary)
+
+    def _fold(self, kind: str, identity: int, operands: Iterable, nary: bool) -> Wire:
+        # No operand gives the gate's identity constant, one gives that operand.
         ops = list(operands)
         if not ops:
-            return self.constant(1)
+            return self.constant(identity)
         if len(ops) == 1:
             return Wire(self, self._operand(ops[0]))
         if nary:
-            return self._gate("mul", ops)
+            return self._gate(kind, ops)
         acc = ops[0]
         for x in ops[1:]:
-            acc = self._binary("mul", acc, x)
+            acc = self._binary(kind, acc, x)
         return acc
 
     def set_outputs(self, *outputs, names: Iterable | None = None) -> None:

@@ -18,6 +18,14 @@ def _check_positive(name: str, value: int, minimum: int = 1) -> None:
         raise CircuitError(f"{name} must be an int ≥ {minimum}, got {value!r}")
 
 
+def _check_nk(n: int, k: int) -> None:
+    # e_k of n variables with k > n is identically 0: no circuit to build.
+    _check_positive("n", n)
+    _check_positive("k", k)
+    if k > n:
+        raise CircuitError(f"elementary symmetric polynomial e_{k} of {n} variables is 0: need k ≤ n")
+
+
 def _default_coefficients(degree: int) -> list:
     return list(range(1, degree + 2))
 
@@ -188,10 +196,7 @@ def elementary_symmetric_naive(n: int, k: int) -> Circuit:
     >>> str(elementary_symmetric_naive(3, 2).to_polynomial())
     'x1*x2 + x1*x3 + x2*x3'
     """
-    _check_positive("n", n)
-    _check_positive("k", k)
-    if k > n:
-        raise CircuitError(f"elementary symmetric polynomial e_{k} of {n} variables is 0: need k ≤ n")
+    _check_nk(n, k)
     c = Circuit()
     xs = [c.variable(f"x{i}") for i in range(1, n + 1)]
     c.set_outputs(c.sum([c.product(list(s)) for s in combinations(xs, k)]))
@@ -204,10 +209,7 @@ def elementary_symmetric_dp(n: int, k: int) -> Circuit:
     >>> elementary_symmetric_dp(3, 2).to_polynomial() == elementary_symmetric_naive(3, 2).to_polynomial()
     True
     """
-    _check_positive("n", n)
-    _check_positive("k", k)
-    if k > n:
-        raise CircuitError(f"elementary symmetric polynomial e_{k} of {n} variables is 0: need k ≤ n")
+    _check_nk(n, k)
     c = Circuit()
     xs = [c.variable(f"x{i}") for i in range(1, n + 1)]
     # e[j] holds e_j of the prefix seen so far (None while it is identically 0); e_0 = 1.

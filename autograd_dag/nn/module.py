@@ -124,14 +124,15 @@ class Module:
                     if isinstance(item, Module):
                         yield f"{name}.{i}", item
 
-    def _named_own_parameters(self) -> Iterator[tuple[str, Parameter]]:
-        for name, value in self.__dict__.items():
+    def _parameter_slots(self) -> Iterator[tuple[str, str, int | None, Parameter]]:
+        """(name, attribute, list index or None, parameter) for each parameter held by this module itself."""
+        for attr, value in list(self.__dict__.items()):
             if isinstance(value, Parameter):
-                yield name, value
+                yield attr, attr, None, value
             elif isinstance(value, (list, tuple)):
                 for i, item in enumerate(value):
                     if isinstance(item, Parameter):
-                        yield f"{name}.{i}", item
+                        yield f"{attr}.{i}", attr, i, item
 
     def named_children(self) -> Iterator[tuple[str, "Module"]]:
         """(name, module) for each direct sub-module, in attribute order."""
@@ -165,13 +166,19 @@ class Module:
 
         Example: ``dict(nn.Linear(2, 3).named_parameters()).keys()`` is ``{'weight', 'bias'}``.
         """
+        for _, _, named in self._parameters_by_module():
+            yield from named
+
+    def _parameters_by_module(self) -> Iterator[tuple[str, "Module", list[tuple[str, Parameter]]]]:
+        """(dotted module name, module, [(dotted name, parameter)]) per module; a shared parameter only at its first."""
         seen: set[int] = set()
         for mname, m in self.named_modules():
-            for pname, p in m._named_own_parameters():
-                if id(p) in seen:
-                    continue
-                seen.add(id(p))
-                yield (f"{mname}.{pname}" if mname else pname), p
+            named = []
+            for pname, _, _, p in m._parameter_slots():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    named.append((f"{mname}.{pname}" if mname else pname, p))
+            yield mname, m, named
 
     def parameters(self) -> list[Parameter]:
         """All parameters, in the order of :meth:`named_parameters`."""
@@ -228,12 +235,9 @@ class Module:
     def _state_targets(self) -> dict[str, tuple[str, object, str]]:
         """dotted name -> (kind, owner, attribute) for every parameter and buffer."""
         targets: dict[str, tuple[str, object, str]] = {}
-        seen: set[int] = set()
-        for mname, m in self.named_modules():
-            for pname, p in m._named_own_parameters():
-                if id(p) not in seen:
-                    seen.add(id(p))
-                    targets[f"{mname}.{pname}" if mname else pname] = ("parameter", p, "value")
+        for mname, m, named in self._parameters_by_module():
+            for name, p in named:
+                targets[name] = ("parameter", p, "value")
             for b in m._buffers:
                 targets[f"{mname}.{b}" if mname else b] = ("buffer", m, b)
         return targets
@@ -437,13 +441,8 @@ def functional_call(module: Module, params: dict, *args, **kwargs):
     """
     slots: dict[str, tuple[object, str, int | None]] = {}
     for mname, m in module.named_modules():
-        for attr, value in list(m.__dict__.items()):
-            if isinstance(value, Parameter):
-                slots[f"{mname}.{attr}" if mname else attr] = (m, attr, None)
-            elif isinstance(value, (list, tuple)):
-                for i, item in enumerate(value):
-                    if isinstance(item, Parameter):
-                        slots[f"{mname}.{attr}.{i}" if mname else f"{attr}.{i}"] = (m, attr, i)
+        for name, attr, i, _ in m._parameter_slots():
+            slots[f"{mname}.{name}" if mname else name] = (m, attr, i)
     unknown = [k for k in params if k not in slots]
     if unknown:
         raise AutogradDagError(f"functional_call: {type(module).__name__} has no parameter(s) {unknown}; "

@@ -20,6 +20,18 @@ from .module import Module, Parameter
 __all__ = ["BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm"]
 
 
+def _standardize(x: Tensor, axes: tuple[int, ...], eps: float) -> tuple[Tensor, Tensor, Tensor]:
+    """ŝ = (x − μ) / √(σ² + ε) with μ, σ² the mean and variance of ``x`` over ``axes``; returns (ŝ, μ, σ²).
+
+    Shapes: x (*s) -> ŝ (*s); μ and σ² are s with ``axes`` kept as 1.
+    Example: ``_standardize(ad.Tensor([1., 3.]), (0,), 0.0)[0].value`` is ``[-1., 1.]``.
+    """
+    mu = mean(x, axes, keepdims=True)
+    centred = subtract(x, mu)
+    var = mean(multiply(centred, centred), axes, keepdims=True)
+    return divide(centred, sqrt(add(var, eps))), mu, var
+
+
 class BatchNorm(Module):
     """Batch normalization (§4.5.1): standardise each feature over the batch.
 
@@ -66,15 +78,12 @@ class BatchNorm(Module):
                 raise ShapeError(f"BatchNorm({self.num_features}): Expect: more than one value per feature "
                                  f"in training mode (batch statistics of one sample are meaningless). "
                                  f"Actual: input shape {x.shape}; use eval() for single samples")
-            mu = mean(x, axes, keepdims=True)
-            centred = subtract(x, mu)
-            var = mean(multiply(centred, centred), axes, keepdims=True)
+            out, mu, var = _standardize(x, axes, self.eps)
             self._update_running(mu.value.reshape(-1), var.value.reshape(-1), count)
         else:
             mu = Tensor(self.running_mean.reshape(feature_shape), name="running_mean")
             var = Tensor(self.running_var.reshape(feature_shape), name="running_var")
-            centred = subtract(x, mu)
-        out = divide(centred, sqrt(add(var, self.eps)))
+            out = divide(subtract(x, mu), sqrt(add(var, self.eps)))
         if self.gamma is not None:
             out = add(multiply(out, reshape(self.gamma, feature_shape)), reshape(self.beta, feature_shape))
         return out
@@ -128,9 +137,7 @@ class LayerNorm(Module):
             raise ShapeError(f"LayerNorm{self.normalized_shape}: Expect: input (..., "
                              f"{', '.join(map(str, self.normalized_shape))}). Actual: shape {x.shape}")
         axes = tuple(range(x.ndim - k, x.ndim))
-        centred = subtract(x, mean(x, axes, keepdims=True))
-        var = mean(multiply(centred, centred), axes, keepdims=True)
-        out = divide(centred, sqrt(add(var, self.eps)))
+        out, _, _ = _standardize(x, axes, self.eps)
         if self.gamma is not None:
             out = add(multiply(out, self.gamma), self.beta)
         return out

@@ -90,27 +90,42 @@ NEGATIVE = _elementwise("negative", np.negative,
 
 
 def add(x, y) -> Tensor:
-    """x + y, broadcasting. Shapes: (*a), (*b) -> broadcast(a, b)."""
+    """x + y, broadcasting. Shapes: (*a), (*b) -> broadcast(a, b).
+
+    Example: ``ad.add(ad.Tensor([1., 2.]), 10.).value`` is ``[11., 12.]``.
+    """
     return apply(ADD, x, y)
 
 
 def subtract(x, y) -> Tensor:
-    """x - y, broadcasting. Shapes: (*a), (*b) -> broadcast(a, b)."""
+    """x - y, broadcasting. Shapes: (*a), (*b) -> broadcast(a, b).
+
+    Example: ``ad.subtract(ad.Tensor([[1.], [2.]]), ad.Tensor([1., 2.])).shape`` is ``(2, 2)``.
+    """
     return apply(SUBTRACT, x, y)
 
 
 def multiply(x, y) -> Tensor:
-    """x * y elementwise, broadcasting. Shapes: (*a), (*b) -> broadcast(a, b)."""
+    """x * y elementwise, broadcasting. Shapes: (*a), (*b) -> broadcast(a, b).
+
+    Example: ``ad.multiply(ad.Tensor([1., 2.]), ad.Tensor([3., 4.])).value`` is ``[3., 8.]``.
+    """
     return apply(MULTIPLY, x, y)
 
 
 def divide(x, y) -> Tensor:
-    """x / y elementwise, broadcasting. Shapes: (*a), (*b) -> broadcast(a, b)."""
+    """x / y elementwise, broadcasting. Shapes: (*a), (*b) -> broadcast(a, b).
+
+    Example: ``ad.divide(ad.Tensor([1., 2.]), 4.).value`` is ``[.25, .5]``.
+    """
     return apply(DIVIDE, x, y)
 
 
 def negative(x) -> Tensor:
-    """-x. Shapes: (*s) -> (*s)."""
+    """-x. Shapes: (*s) -> (*s).
+
+    Example: ``ad.negative(ad.Tensor([1., -2.])).value`` is ``[-1., 2.]``.
+    """
     return apply(NEGATIVE, x)
 
 # ------------------------------------------------------------------ power
@@ -182,22 +197,34 @@ TANH = _elementwise("tanh", np.tanh,
 
 
 def exp(x) -> Tensor:
-    """e**x elementwise. Shapes: (*s) -> (*s)."""
+    """e**x elementwise. Shapes: (*s) -> (*s).
+
+    Example: ``ad.exp(ad.Tensor([0.])).value`` is ``[1.]``.
+    """
     return apply(EXP, x)
 
 
 def log(x) -> Tensor:
-    """Natural logarithm elementwise. Shapes: (*s) -> (*s)."""
+    """Natural logarithm elementwise. Shapes: (*s) -> (*s).
+
+    Example: ``ad.log(ad.Tensor([1.])).value`` is ``[0.]``.
+    """
     return apply(LOG, x)
 
 
 def sqrt(x) -> Tensor:
-    """Square root elementwise. Shapes: (*s) -> (*s)."""
+    """Square root elementwise. Shapes: (*s) -> (*s).
+
+    Example: ``ad.sqrt(ad.Tensor([4., 9.])).value`` is ``[2., 3.]``.
+    """
     return apply(SQRT, x)
 
 
 def tanh(x) -> Tensor:
-    """Hyperbolic tangent elementwise. Shapes: (*s) -> (*s)."""
+    """Hyperbolic tangent elementwise. Shapes: (*s) -> (*s).
+
+    Example: ``ad.tanh(ad.Tensor([0.])).value`` is ``[0.]``.
+    """
     return apply(TANH, x)
 
 # ------------------------------------------------------------ activations
@@ -232,7 +259,10 @@ ABS = _elementwise("abs", np.abs, lambda ct, out, x: (multiply(ct, sign(x)),),
 
 
 def logistic(x) -> Tensor:
-    """The logistic sigmoid 1 / (1 + e^-x), computed stably. Shapes: (*s) -> (*s)."""
+    """The logistic sigmoid 1 / (1 + e^-x), computed stably (alias ``sigmoid``). Shapes: (*s) -> (*s).
+
+    Example: ``ad.logistic(ad.Tensor([0.])).value`` is ``[.5]``.
+    """
     return apply(LOGISTIC, x)
 
 
@@ -240,27 +270,42 @@ sigmoid = logistic
 
 
 def relu(x) -> Tensor:
-    """max(x, 0) elementwise; relu'(0) = 0. Shapes: (*s) -> (*s)."""
+    """max(x, 0) elementwise; relu'(0) = 0. Shapes: (*s) -> (*s).
+
+    Example: ``ad.relu(ad.Tensor([-1., 0., 2.])).value`` is ``[0., 0., 2.]``; its gradient is ``[0., 0., 1.]``.
+    """
     return apply(RELU, x)
 
 
 def softplus(x) -> Tensor:
-    """log(1 + e^x) elementwise, computed stably. Shapes: (*s) -> (*s)."""
+    """log(1 + e^x) elementwise, computed stably. Shapes: (*s) -> (*s).
+
+    Example: ``ad.softplus(ad.Tensor([0.])).value`` is ``[log 2]``.
+    """
     return apply(SOFTPLUS, x)
 
 
 def step(x) -> Tensor:
-    """Heaviside step: 1 where x >= 0, else 0; derivative 0 everywhere. Shapes: (*s) -> (*s)."""
+    """Heaviside step: 1 where x >= 0, else 0; derivative 0 everywhere. Shapes: (*s) -> (*s).
+
+    Example: ``ad.step(ad.Tensor([-1., 0., 2.])).value`` is ``[0., 1., 1.]``.
+    """
     return apply(STEP, x)
 
 
 def sign(x) -> Tensor:
-    """-1, 0 or 1 elementwise; derivative 0. Shapes: (*s) -> (*s)."""
+    """-1, 0 or 1 elementwise; derivative 0. Shapes: (*s) -> (*s).
+
+    Example: ``ad.sign(ad.Tensor([-3., 0., 2.])).value`` is ``[-1., 0., 1.]``.
+    """
     return apply(SIGN, x)
 
 
 def abs(x) -> Tensor:  # noqa: A001 - numpy's name
-    """|x| elementwise; |x|'(0) = 0. Shapes: (*s) -> (*s)."""
+    """|x| elementwise; |x|'(0) = 0. Shapes: (*s) -> (*s).
+
+    Example: ``ad.abs(ad.Tensor([-3., 2.])).value`` is ``[3., 2.]``.
+    """
     return apply(ABS, x)
 
 # ------------------------------------------------------ maximum / minimum
@@ -298,12 +343,18 @@ MINIMUM = _elementwise("minimum", np.minimum, _extremum_vjp(lambda x, y: (y, x))
 
 
 def maximum(x, y) -> Tensor:
-    """Elementwise max; at ties the gradient is split evenly. Shapes: broadcast(a, b)."""
+    """Elementwise max; at ties the gradient is split evenly. Shapes: (*a), (*b) -> broadcast(a, b).
+
+    Example: the gradient of ``ad.maximum(x, 1.).sum()`` at x = ``[0., 1., 2.]`` is ``[0., .5, 1.]``.
+    """
     return apply(MAXIMUM, x, y)
 
 
 def minimum(x, y) -> Tensor:
-    """Elementwise min; at ties the gradient is split evenly. Shapes: broadcast(a, b)."""
+    """Elementwise min; at ties the gradient is split evenly. Shapes: (*a), (*b) -> broadcast(a, b).
+
+    Example: ``ad.minimum(ad.Tensor([1., 5.]), 3.).value`` is ``[1., 3.]``.
+    """
     return apply(MINIMUM, x, y)
 
 # ---------------------------------------------------- comparisons, where
@@ -323,32 +374,50 @@ GREATER_EQUAL = _comparison("greater_equal", np.greater_equal)
 
 
 def equal(x, y) -> Tensor:
-    """x == y elementwise (bool, no gradient). Shapes: broadcast(a, b)."""
+    """x == y elementwise (bool, no gradient). Shapes: (*a), (*b) -> broadcast(a, b).
+
+    Example: ``ad.equal(ad.Tensor([1., 2.]), 2.).value`` is ``[False, True]``.
+    """
     return apply(EQUAL, x, y)
 
 
 def not_equal(x, y) -> Tensor:
-    """x != y elementwise (bool, no gradient). Shapes: broadcast(a, b)."""
+    """x != y elementwise (bool, no gradient). Shapes: (*a), (*b) -> broadcast(a, b).
+
+    Example: ``ad.not_equal(ad.Tensor([1., 2.]), 2.).value`` is ``[True, False]``.
+    """
     return apply(NOT_EQUAL, x, y)
 
 
 def less(x, y) -> Tensor:
-    """x < y elementwise (bool, no gradient). Shapes: broadcast(a, b)."""
+    """x < y elementwise (bool, no gradient). Shapes: (*a), (*b) -> broadcast(a, b).
+
+    Example: ``ad.less(ad.Tensor([1., 2.]), 2.).value`` is ``[True, False]``.
+    """
     return apply(LESS, x, y)
 
 
 def less_equal(x, y) -> Tensor:
-    """x <= y elementwise (bool, no gradient). Shapes: broadcast(a, b)."""
+    """x <= y elementwise (bool, no gradient). Shapes: (*a), (*b) -> broadcast(a, b).
+
+    Example: ``ad.less_equal(ad.Tensor([1., 2.]), 2.).value`` is ``[True, True]``.
+    """
     return apply(LESS_EQUAL, x, y)
 
 
 def greater(x, y) -> Tensor:
-    """x > y elementwise (bool, no gradient). Shapes: broadcast(a, b)."""
+    """x > y elementwise (bool, no gradient). Shapes: (*a), (*b) -> broadcast(a, b).
+
+    Example: ``ad.greater(ad.Tensor([1., 2.]), 1.).value`` is ``[False, True]``.
+    """
     return apply(GREATER, x, y)
 
 
 def greater_equal(x, y) -> Tensor:
-    """x >= y elementwise (bool, no gradient). Shapes: broadcast(a, b)."""
+    """x >= y elementwise (bool, no gradient). Shapes: (*a), (*b) -> broadcast(a, b).
+
+    Example: ``ad.greater_equal(ad.Tensor([1., 2.]), 2.).value`` is ``[False, True]``.
+    """
     return apply(GREATER_EQUAL, x, y)
 
 
@@ -371,7 +440,10 @@ WHERE = defprim("where", np.where, vjp=_where_vjp, jvp=_where_jvp, shape=_where_
 
 
 def where(cond, x, y) -> Tensor:
-    """x where ``cond`` is true, else y (``cond`` gets no gradient). Shapes: broadcast(c, a, b)."""
+    """x where ``cond`` is true, else y (``cond`` gets no gradient). Shapes: (*c), (*a), (*b) -> broadcast(c, a, b).
+
+    Example: ``ad.where(np.array([True, False]), ad.Tensor([1., 2.]), 0.).value`` is ``[1., 0.]``.
+    """
     return apply(WHERE, cond, x, y)
 
 # ------------------------------------------------ stop_gradient, astype
@@ -382,7 +454,10 @@ STOP_GRADIENT = defprim("stop_gradient", lambda x: x, vjp=lambda ct, out, x: (No
 
 
 def stop_gradient(x) -> Tensor:
-    """The value of x, through which no derivative flows. Shapes: (*s) -> (*s)."""
+    """The value of x, through which no derivative flows. Shapes: (*s) -> (*s).
+
+    Example: ``ad.grad(lambda x: (x * ad.stop_gradient(x)).sum())(np.array([3.]))`` is ``[3.]``, not ``[6.]``.
+    """
     return apply(STOP_GRADIENT, x)
 
 
@@ -405,7 +480,7 @@ ASTYPE = defprim("astype", lambda x, *, dtype: x.astype(dtype, copy=False), vjp=
 def astype(x, dtype) -> Tensor:
     """x converted to ``dtype``; derivatives flow between floating dtypes only.
 
-    Shapes: (*s) -> (*s).
+    Shapes: (*s) -> (*s). Example: ``ad.astype(ad.Tensor([1.5, 2.]), "int64").value`` is ``[1, 2]``.
     """
     try:
         dtype = np.dtype(dtype)

@@ -1,0 +1,54 @@
+"""ad.jit: trace once per signature, then execute the program on numpy."""
+
+import numpy as np
+import pytest
+
+import autograd_dag as ad
+
+
+def loss(params, x, labels):
+    logits = x @ params["w"] + params["b"]
+    return (ad.logsumexp(logits, axis=-1) - (logits * ad.one_hot(labels, 3)).sum(axis=-1)).mean()
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    params = {"w": rng.standard_normal((4, 3)), "b": np.zeros(3)}
+    return params, rng.standard_normal((5, 4)), np.array([0, 2, 1, 1, 0])
+
+
+def test_jit_of_value_and_grad_matches_the_eager_result(data):
+    params, x, labels = data
+    fast = ad.jit(ad.value_and_grad(loss))
+    value, grads = fast(params, x, labels)
+    value_ref, grads_ref = ad.value_and_grad(loss)(params, x, labels)
+    np.testing.assert_allclose(value, value_ref, rtol=1e-14)
+    np.testing.assert_allclose(grads["w"], grads_ref["w"], rtol=1e-14)
+    np.testing.assert_allclose(grads["b"], grads_ref["b"], rtol=1e-14)
+    assert isinstance(value, np.ndarray) and set(grads) == {"w", "b"}
+
+
+def test_jit_traces_once_per_signature_and_follows_new_values(data):
+    params, x, labels = data
+    fast = ad.jit(ad.grad(loss))
+    fast(params, x, labels)
+    moved = {"w": params["w"] + 1.0, "b": params["b"] - 0.5}
+    np.testing.assert_allclose(fast(moved, x, labels)["w"], ad.grad(loss)(moved, x, labels)["w"], rtol=1e-14)
+    assert len(fast.programs) == 1
+    fast(params, x[:2], labels[:2])  # a new batch size is a new signature
+    assert len(fast.programs) == 2
+
+
+def test_jit_program_is_an_ordinary_program(data):
+    params, x, labels = data
+    fast = ad.jit(loss)
+    fast(params, x, labels)
+    (program, _), = fast.programs.values()
+    assert isinstance(program, ad.Program) and "logsumexp" in program.op_counts()
+
+
+def test_jit_inside_a_transformation_records_through(data):
+    params, x, labels = data
+    g = ad.grad(lambda w: ad.jit(lambda w: (w * w).sum())(w))(np.array([1.0, 2.0]))
+    np.testing.assert_allclose(g, [2.0, 4.0])
