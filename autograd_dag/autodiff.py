@@ -70,6 +70,9 @@ def topological_nodes(outputs: Sequence[Tensor], stop: set[int] = frozenset(),
     return order
 
 
+_NO_PARAMS: dict = {}
+
+
 def _accumulate(table: dict, key: int, value) -> None:
     previous = table.get(key)
     table[key] = value if previous is None else ew.add(previous, value)
@@ -137,24 +140,25 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
     outer_source, outer_scope = core._source_override, core._scope
     try:
         with _sweep_context(record):
-            for k in range(len(order) - 1, -1, -1):
-                t = order[k]
-                order[k] = None  # let values go as soon as nothing else holds them
+            pop_ct = cts.pop
+            while order:
+                t = order.pop()  # popping lets values go as soon as nothing else holds them
                 tid = id(t)
-                ct = cts.pop(tid, None)
+                ct = pop_ct(tid, None)
                 if ct is None:
                     continue
                 parents = t.parents
-                if tid in stop or not parents:
+                if not parents or tid in stop:
                     results[tid] = (t, ct)
                     continue
                 prim = t.prim
-                params = t.params or {}
-                args = parents if record else [p.value for p in parents]
-                out = t if record else t.value
-                parts = prim.vjp_parts
+                params = t.params or _NO_PARAMS
                 if record:
+                    args, out = parents, t
                     core._source_override, core._scope = t.source, t.scope
+                else:
+                    args, out = [p.value for p in parents], t.value
+                parts = prim.vjp_parts
                 if parts is None:
                     grads = prim.vjp(ct, out, *args, **params)
                 nondiff = prim.nondiff
@@ -270,7 +274,16 @@ def backward(self: Tensor, grad=None, create_graph: bool = False, retain_graph: 
 
 
 def zero_grad(tensors) -> None:
-    """Reset ``.grad`` to None on each Tensor of an iterable."""
+    """Reset ``.grad`` to None on each Tensor of an iterable. Shapes: any.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> x = ad.Tensor([1.0], requires_grad=True)
+        >>> (x * x).sum().backward()
+        >>> ad.zero_grad([x])
+        >>> x.grad is None
+        True
+    """
     for t in tensors:
         t.grad = None
 
@@ -371,6 +384,7 @@ def value_and_grad(f: Callable, argnums=0) -> Callable:
 
     ``argnums`` (int or tuple) chooses the arguments differentiated; the
     gradient has that argument's structure (a tuple for a tuple of argnums).
+    Shapes: ``f``'s arguments -> (() value, gradient shaped like the chosen argument(s)).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -493,7 +507,14 @@ def jacobian(f: Callable, argnums: int = 0) -> Callable:
 
 
 def hessian(f: Callable, argnums: int = 0) -> Callable:
-    """The Hessian of a scalar ``f``: the Jacobian of its gradient. Shapes: arg.shape * 2."""
+    """The Hessian of a scalar ``f``: the Jacobian of its gradient. Shapes: arg.shape * 2.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.hessian(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]))
+        array([[ 6.,  0.],
+               [ 0., 12.]])
+    """
     return jacobian(grad(f, argnums), argnums)
 
 
@@ -519,6 +540,8 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     The result is an ordinary :class:`Program` (kind ``"gradient"``): it runs,
     prints, renders and can be differentiated again. With ``with_value`` its
     first output is the program's value.
+    Shapes: a program with one scalar output -> a program with the same inputs and one
+    output per ``wrt`` position, shaped like that input.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -580,6 +603,7 @@ def checkpoint(f: Callable) -> Callable:
     The book's checkpointing trades compute for memory. Everything to be
     differentiated must be passed as an argument (Tensors), e.g.
     ``ad.checkpoint(block)(x, W, b)``; the call records one node.
+    Shapes: those of ``f``: the wrapped function takes and returns what ``f`` does.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -637,6 +661,8 @@ def primitive(name: str, impl: Callable | None = None, *, vjp: Callable | None =
     ``jvp(tangents, out, *inputs, **params)`` the output tangent, both with
     Tensor operations (so that they differentiate again). Usable as a
     decorator: ``@ad.primitive("cube", vjp=..., jvp=...)``.
+    Shapes: whatever ``impl`` takes and returns; the optional rule
+    ``shape(*inputs, **params) -> (shape, dtype)`` states it, to explain a failed call.
 
     Example:
         >>> import numpy as np, autograd_dag as ad

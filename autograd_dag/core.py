@@ -381,7 +381,14 @@ def check_finite(t: Tensor, what: str, node: Tensor | None = None) -> None:
 
 
 def is_recording() -> bool:
-    """Whether operations currently record nodes (False inside ``no_grad``)."""
+    """Whether operations currently record nodes (False inside ``no_grad``).
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> with ad.no_grad():
+        ...     ad.is_recording()
+        False
+    """
     return _recording
 
 
@@ -426,7 +433,14 @@ def no_grad():
 
 
 def enable_grad():
-    """Context manager: record nodes again inside a ``no_grad`` block."""
+    """Context manager: record nodes again inside a ``no_grad`` block.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> with ad.no_grad(), ad.enable_grad():
+        ...     ad.is_recording()
+        True
+    """
     return _recording_as(True)
 
 
@@ -470,7 +484,14 @@ def attributed_to(source, scope: tuple[str, ...]):
 
 
 def current_scope() -> tuple[str, ...]:
-    """The tuple of ``name_scope`` names in force."""
+    """The tuple of ``name_scope`` names in force, outermost first.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> with ad.name_scope("encoder"), ad.name_scope("layer0"):
+        ...     ad.current_scope()
+        ('encoder', 'layer0')
+    """
     return _scope
 
 
@@ -479,6 +500,14 @@ def detect_anomaly():
     """Context manager: raise at the first NaN or infinity, forward or backward.
 
     The error names the operation, its node and the user's source line.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> with ad.detect_anomaly(), np.errstate(invalid="ignore"):  # doctest: +ELLIPSIS
+        ...     ad.log(ad.Tensor([-1.0]))
+        Traceback (most recent call last):
+        ...
+        autograd_dag.errors.AnomalyError: detect_anomaly: forward value of 'log' contains NaN ...
     """
     global _anomaly
     previous = _anomaly

@@ -434,6 +434,8 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
     Each positional argument (an array, a scalar or a Tensor) becomes one
     program input, named after ``f``'s parameter. ``f`` returns a Tensor or a
     tuple of Tensors.
+    Shapes: the program's inputs and outputs have the shapes of the example
+    arguments and of ``f``'s results on them.
 
     Example:
         >>> import numpy as np, autograd_dag as ad

@@ -26,7 +26,10 @@ __all__ = ["relu", "softplus", "step", "logistic", "sigmoid", "tanh", "identity"
 
 
 def identity(x):
-    """x unchanged (the activation of a plain affine layer). Shapes: (*s) -> (*s)."""
+    """x unchanged (the activation of a plain affine layer). Shapes: (*s) -> (*s).
+
+    Example: ``identity(x) is x``.
+    """
     return x
 
 

@@ -79,15 +79,22 @@ def _activation_class(name: str, fn, doc: str):
     return type(name, (Activation,), {"__init__": __init__, "__doc__": doc})
 
 
-Identity = _activation_class("Identity", F.identity, "x ↦ x. Shapes: (*s) -> (*s).")
-ReLU = _activation_class("ReLU", relu, "relu(u) = max(u, 0) elementwise (§4.4.1). Shapes: (*s) -> (*s).")
+Identity = _activation_class("Identity", F.identity, "x ↦ x. Shapes: (*s) -> (*s).\n\n"
+                            "Example: ``nn.Identity()(ad.Tensor([1., 2.])).value`` is ``[1., 2.]``.")
+ReLU = _activation_class("ReLU", relu, "relu(u) = max(u, 0) elementwise (§4.4.1). Shapes: (*s) -> (*s).\n\n"
+                                       "Example: ``nn.ReLU()(ad.Tensor([-1., 2.])).value`` is ``[0., 2.]``.")
 Softplus = _activation_class("Softplus", softplus, "softplus(u) = log(1 + e^u) elementwise (§4.4.1). "
-                                                    "Shapes: (*s) -> (*s).")
-Step = _activation_class("Step", step, "Heaviside step (§4.4.3), zero derivative. Shapes: (*s) -> (*s).")
-Logistic = _activation_class("Logistic", logistic, "logistic(u) = 1 / (1 + e^-u) (§4.4.3). "
-                                                    "Shapes: (*s) -> (*s).")
+                                                    "Shapes: (*s) -> (*s).\n\n"
+                                                    "Example: ``nn.Softplus()(ad.Tensor([0.])).value`` is "
+                                                    "``[log 2]``.")
+Step = _activation_class("Step", step, "Heaviside step (§4.4.3), zero derivative. Shapes: (*s) -> (*s).\n\n"
+                                       "Example: ``nn.Step()(ad.Tensor([-1., 0.])).value`` is ``[0., 1.]``.")
+Logistic = _activation_class("Logistic", logistic, "logistic(u) = 1 / (1 + e^-u) (§4.4.3; alias Sigmoid). "
+                                                    "Shapes: (*s) -> (*s).\n\n"
+                                                    "Example: ``nn.Logistic()(ad.Tensor([0.])).value`` is ``[.5]``.")
 Sigmoid = Logistic
-Tanh = _activation_class("Tanh", tanh, "tanh elementwise. Shapes: (*s) -> (*s).")
+Tanh = _activation_class("Tanh", tanh, "tanh elementwise. Shapes: (*s) -> (*s).\n\n"
+                                       "Example: ``nn.Tanh()(ad.Tensor([0.])).value`` is ``[0.]``.")
 
 
 class Softargmax(Activation):

@@ -55,14 +55,20 @@ def reshape(x, shape) -> Tensor:
 
 
 def expand_dims(x, axis: int) -> Tensor:
-    """Insert a size-1 axis at ``axis`` (a reshape). Shapes: (*s) -> s with 1 inserted."""
+    """Insert a size-1 axis at ``axis`` (a reshape). Shapes: (*s) -> s with 1 inserted.
+
+    Example: ``ad.expand_dims(ad.Tensor(np.ones((2, 3))), 1).shape == (2, 1, 3)``.
+    """
     shape = list(np.shape(x.value if isinstance(x, Tensor) else x))
     shape.insert(normalize_axis("expand_dims", axis, len(shape) + 1), 1)
     return reshape(x, tuple(shape))
 
 
 def squeeze(x, axis=None) -> Tensor:
-    """Remove size-1 axes (all, or those named). Shapes: (*s) -> s without them."""
+    """Remove size-1 axes (all, or those named) (a reshape). Shapes: (*s) -> s without them.
+
+    Example: ``ad.squeeze(ad.Tensor(np.ones((2, 1, 3)))).shape == (2, 3)``.
+    """
     shape = np.shape(x.value if isinstance(x, Tensor) else x)
     axes = normalize_axes("squeeze", axis, len(shape))
     if axis is None:
@@ -101,7 +107,10 @@ def transpose(x, axes=None) -> Tensor:
 
 
 def swapaxes(x, a: int, b: int) -> Tensor:
-    """Exchange two axes. Shapes: (..., da, ..., db, ...) -> (..., db, ..., da, ...)."""
+    """Exchange two axes (a transpose). Shapes: (..., da, ..., db, ...) -> (..., db, ..., da, ...).
+
+    Example: ``ad.swapaxes(ad.Tensor(np.ones((2, 3, 4))), 0, 2).shape == (4, 3, 2)``.
+    """
     ndim = np.ndim(x.value if isinstance(x, Tensor) else x)
     a, b = normalize_axis("swapaxes", a, ndim), normalize_axis("swapaxes", b, ndim)
     axes = list(range(ndim))
@@ -132,6 +141,7 @@ def broadcast_to(x, shape) -> Tensor:
     """``x`` broadcast to ``shape`` (numpy rules). Shapes: (*s) -> shape.
 
     The value is a read-only numpy view: no copy is made.
+    Example: ``ad.broadcast_to(ad.Tensor([1., 2.]), (3, 2)).shape == (3, 2)``.
     """
     shape = tuple(int(d) for d in shape)
     if isinstance(x, Tensor) and x.shape == shape:
@@ -173,7 +183,8 @@ def sum_to_shape(x: Tensor, shape: tuple[int, ...]) -> Tensor:
 
     The one un-broadcasting helper: every broadcasting primitive's VJP calls it.
     Leading axes that broadcasting added are summed away; axes where ``shape``
-    has 1 are summed and kept.
+    has 1 are summed and kept. Shapes: (*s) -> shape, where shape broadcasts to s.
+    Example: ``ad.sum_to_shape(ad.Tensor(np.ones((3, 2))), (1, 2)).value`` is ``[[3., 3.]]``.
     """
     shape = tuple(shape)
     if x.shape == shape:
