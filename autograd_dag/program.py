@@ -424,7 +424,8 @@ class Program:
                 f"{self.num_edges} edges, {len(self.outputs)} output(s)>")
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        # Jupyter: a text listing always; the picture comes from ad.render(program).
+        # Jupyter shows the listing; autograd_dag.render, when imported, adds
+        # the picture (it wires itself in from above, as operators do for Tensor).
         return {"text/plain": str(self)}
 
 

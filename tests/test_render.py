@@ -342,3 +342,11 @@ def test_cli_gallery_writes_svg_and_dot(tmp_path):
         assert (tmp_path / f"{name}.dot").read_text(encoding="utf-8").startswith("digraph")
     readme = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert all(entry.name in readme for entry in GALLERY)
+
+
+def test_jupyter_displays_a_program_as_svg_and_text():
+    program = ad.trace(lambda x: ad.exp(x) * 2.0, np.ones(2))
+    bundle = program._repr_mimebundle_()
+    assert bundle["text/plain"] == str(program)
+    root = ET.fromstring(bundle["image/svg+xml"].encode())
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"

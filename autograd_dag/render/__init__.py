@@ -15,7 +15,31 @@ Example:
     3
 """
 
+import shutil
+import subprocess
+
+import graphviz
+
+from ..errors import AutogradDagError
+from ..program import Program
 from .api import as_program, highlight_path, render, render_to
 from .output import RenderedGraph, save
+
+_program_text_bundle = Program._repr_mimebundle_
+
+
+def _program_mimebundle(self, include=None, exclude=None):
+    """Jupyter display of a Program: its DAG as SVG (when ``dot`` exists) beside the text listing."""
+    bundle = _program_text_bundle(self, include, exclude)
+    if shutil.which("dot") is not None and len(self.nodes) <= 2000:
+        try:
+            bundle["image/svg+xml"] = render(self).pipe(format="svg").decode("utf-8")
+        except (AutogradDagError, graphviz.ExecutableNotFound, graphviz.CalledProcessError,
+                subprocess.TimeoutExpired, OSError):
+            pass  # the display falls back to the text listing
+    return bundle
+
+
+Program._repr_mimebundle_ = _program_mimebundle
 
 __all__ = ["render", "render_to", "highlight_path", "as_program", "RenderedGraph", "save"]
