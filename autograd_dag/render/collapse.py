@@ -169,6 +169,7 @@ def group_nodes(program: Program, depth: int | None = None, *, fold: bool = True
     owner: list[int | None] = [None] * len(nodes)
     groups: list[Group] = []
     scopes = scope_instances(program)
+    _adopt_roots(program, scopes)
     if depth is not None:
         if depth < 0:
             depth = 0
@@ -187,6 +188,20 @@ def group_nodes(program: Program, depth: int | None = None, *, fold: bool = True
         if fold and len(groups) > 1:
             groups = _fold(program, inlined, owner, groups)
     return Grouping(program, inlined, owner, groups, depth, scopes)
+
+
+def _adopt_roots(program, scopes: list[tuple]) -> None:
+    # A layer's parameters are created outside its name scope (at construction)
+    # but belong to it: one used by a single scope instance is drawn inside
+    # that layer's cluster, as _absorb_roots puts it inside a collapsed layer.
+    outputs = set(program.outputs)
+    for node in program.nodes:
+        k = node.index
+        if node.parents or node.op == "input" or scopes[k] or k in outputs:
+            continue
+        users = {scopes[c] for c in program.children(k)}
+        if len(users) == 1:
+            scopes[k] = users.pop()
 
 
 def _absorb_roots(program, inlined, owner, groups) -> None:
