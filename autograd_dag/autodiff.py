@@ -314,6 +314,14 @@ def _output_leaves(out, fname: str) -> tuple[list[Tensor], Any]:
     return tensors, td
 
 
+def _like(value, ref: Tensor, what: str, ref_what: str) -> Tensor:
+    """``value`` (a cotangent or tangent) as a Tensor of ``ref``'s dtype, with ``ref``'s shape checked."""
+    value = value if isinstance(value, Tensor) else Tensor(np.asarray(value, dtype=ref.dtype))
+    if value.shape != ref.shape:
+        raise AutogradDagError(f"{what} of shape {value.shape} for a {ref_what} of shape {ref.shape}")
+    return value
+
+
 def _zeros_for(t: Tensor, nested: bool):
     z = np.zeros(t.shape, dtype=t.dtype)
     return Tensor(z) if nested else z
@@ -352,12 +360,7 @@ def vjp(f: Callable, *args) -> tuple[Any, Callable]:
         if len(ct_leaves) != len(out_leaves):
             raise AutogradDagError(f"vjp: the cotangent has {len(ct_leaves)} leaves but f returned "
                                    f"{len(out_leaves)}")
-        cts = []
-        for o, c in zip(out_leaves, ct_leaves):
-            c = c if isinstance(c, Tensor) else Tensor(np.asarray(c, dtype=o.dtype))
-            if c.shape != o.shape:
-                raise AutogradDagError(f"vjp: cotangent of shape {c.shape} for an output of shape {o.shape}")
-            cts.append(c)
+        cts = [_like(c, o, "vjp: cotangent", "output") for o, c in zip(out_leaves, ct_leaves)]
         inner_nested = nested or _nested(ct_leaves)
         grads = reverse_sweep(out_leaves, cts, inputs, create_graph=inner_nested, retain_graph=True)
         result = [_finish(grads[id(t)][1], inner_nested) if id(t) in grads else _zeros_for(t, inner_nested)
@@ -455,12 +458,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
         raise AutogradDagError(f"jvp: {len(p_leaves)} primal leaves but {len(t_leaves)} tangent leaves")
     nested = _nested(p_leaves) or _nested(t_leaves)
     inputs = [_as_input(x) for x in p_leaves]
-    tans = []
-    for p, t in zip(inputs, t_leaves):
-        t = t if isinstance(t, Tensor) else Tensor(np.asarray(t, dtype=p.dtype))
-        if t.shape != p.shape:
-            raise AutogradDagError(f"jvp: tangent of shape {t.shape} for a primal of shape {p.shape}")
-        tans.append(t)
+    tans = [_like(t, p, "jvp: tangent", "primal") for p, t in zip(inputs, t_leaves)]
     with _recording_as(True):
         out = f(*unflatten(p_td, inputs))
     out_leaves, out_td = _output_leaves(out, "jvp")
