@@ -72,3 +72,14 @@ def test_shape_errors_from_argument_checks_name_the_users_line():
     with pytest.raises(ad.ShapeError) as err:
         ad.concatenate([])
     assert "test_regressions.py:" in str(err.value)
+
+
+@pytest.mark.slow
+def test_a_recorded_million_node_chain_is_freed_without_recursion():
+    x = ad.Tensor(np.ones(1), requires_grad=True)
+    y = x
+    for _ in range(1_000_000):
+        y = ad.tanh(y)
+    ref = __import__("weakref").ref(y)
+    del y  # CPython frees the chain of parents; it must not overflow the C stack
+    assert ref() is None
