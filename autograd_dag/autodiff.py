@@ -304,7 +304,7 @@ def _as_input(x) -> Tensor:
     return x if isinstance(x, Tensor) else Tensor(x)
 
 
-def _output_leaves(out, fname: str) -> tuple[list[Tensor], Any]:
+def _output_leaves(out) -> tuple[list[Tensor], Any]:
     leaves, td = flatten(out)
     tensors = []
     for x in leaves:
@@ -353,7 +353,7 @@ def vjp(f: Callable, *args) -> tuple[Any, Callable]:
     inputs = [_as_input(x) for x in arg_leaves]
     with _recording_as(True):
         out = f(*unflatten(arg_td, inputs))
-    out_leaves, out_td = _output_leaves(out, "vjp")
+    out_leaves, out_td = _output_leaves(out)
 
     def vjp_fn(ct):
         ct_leaves, _ = flatten(ct)
@@ -461,7 +461,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     tans = [_like(t, p, "jvp: tangent", "primal") for p, t in zip(inputs, t_leaves)]
     with _recording_as(True):
         out = f(*unflatten(p_td, inputs))
-    out_leaves, out_td = _output_leaves(out, "jvp")
+    out_leaves, out_td = _output_leaves(out)
     tan = forward_sweep(out_leaves, inputs, tans, record=nested)
     out_tans = [_finish(tan[id(o)], nested) if id(o) in tan else _zeros_for(o, nested) for o in out_leaves]
     return (unflatten(out_td, [_finish(o, nested) for o in out_leaves]), unflatten(out_td, out_tans))

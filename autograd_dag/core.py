@@ -251,12 +251,22 @@ def _leaf(value: np.ndarray) -> Tensor:
     return t
 
 
+_PY_NUMBERS = (float, int, bool)
+
+
 def _lift(args: tuple) -> tuple[Tensor, ...]:
     """Turn the non-Tensor arguments of an operation into constant leaves.
 
     A Python scalar takes the floating dtype of the other operands (as numpy 2
     treats it), so that ``x32 * 2.0`` stays float32; alone it becomes float64.
     """
+    if len(args) == 2:
+        # The common case, a Tensor and a Python number (x * 2.0, 1 - x): no promotion search.
+        a, b = args
+        if type(a) is Tensor and type(b) in _PY_NUMBERS:
+            return a, _leaf(np.array(b, dtype=a.value.dtype if a.value.dtype.kind in "fc" else np.float64))
+        if type(b) is Tensor and type(a) in _PY_NUMBERS:
+            return _leaf(np.array(a, dtype=b.value.dtype if b.value.dtype.kind in "fc" else np.float64)), b
     float_dtype = None
     for a in args:
         if isinstance(a, (Tensor, np.ndarray)) and a.dtype.kind in "fc":
