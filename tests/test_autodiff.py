@@ -9,22 +9,17 @@ detection, checkpointing and a 10^6-node chain.
 from __future__ import annotations
 
 import doctest
-import inspect
 import io
-import sys
 
 import numpy as np
 import pytest
 
 import autograd_dag as ad
+from tests import helpers
 
 
 def line_of(marker: str) -> int:
-    """Line number in this file of the (unique) source line containing ``marker``."""
-    lines = inspect.getsource(sys.modules[__name__]).splitlines()
-    hits = [i + 1 for i, text in enumerate(lines) if marker in text and "line_of(" not in text]
-    assert len(hits) == 1, hits
-    return hits[0]
+    return helpers.line_of(marker, __name__)
 
 
 def book_f(x1, x2):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .collapse import Grouping
 from .labels import html, shape_str
-from .scene import Labeller, Scene, VNode, join_lines
+from .scene import Labeller, Scene, VNode, crossing_edges, join_lines
 from .styles import op_color
 
 
@@ -61,15 +61,9 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
             scene.add_edge(f"f{k}", f"v{k}", (k, k), None, merge=False)
         else:
             variable(k, scope)
-    for node in program.nodes:
-        j = node.index
-        if j in grouping.inlined:
-            continue
+    for p, j in crossing_edges(grouping):
         dst = f"g{owner[j]}" if owner[j] is not None else f"f{j}"
-        for p in node.parents:
-            if p in grouping.inlined or (owner[p] is not None and owner[p] == owner[j]):
-                continue
-            label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
-            scene.add_edge(f"v{p}", dst, (p, j), label, merge=owner[j] is not None)
+        label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
+        scene.add_edge(f"v{p}", dst, (p, j), label, merge=owner[j] is not None)
     return scene
 

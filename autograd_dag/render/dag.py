@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .collapse import Grouping
 from .labels import shape_str
-from .scene import Labeller, Scene, VNode, join_lines
+from .scene import Labeller, Scene, VNode, crossing_edges, join_lines
 from .styles import op_color
 
 
@@ -36,17 +36,11 @@ def dag_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str | None
         fill = op_color(node.op) if color_by == "op" and node.parents else None
         scene.add_node(VNode(f"n{k}", role, label, labeller.scope_of(k), (k,), labeller.short(k),
                              labeller.tooltip(k), {"fillcolor": fill} if fill else None))
-    for node in program.nodes:
-        j = node.index
-        if j in grouping.inlined:
-            continue
+    for p, j in crossing_edges(grouping):
+        src = f"g{owner[p]}" if owner[p] is not None else f"n{p}"
         dst = f"g{owner[j]}" if owner[j] is not None else f"n{j}"
-        for p in node.parents:
-            if p in grouping.inlined or (owner[p] is not None and owner[p] == owner[j]):
-                continue
-            src = f"g{owner[p]}" if owner[p] is not None else f"n{p}"
-            label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
-            # Edges touching a group are merged per pair of drawn nodes; plain
-            # edges stay one per parent reference, so x * x shows two arrows.
-            scene.add_edge(src, dst, (p, j), label, merge=owner[p] is not None or owner[j] is not None)
+        label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
+        # Edges touching a group are merged per pair of drawn nodes; plain
+        # edges stay one per parent reference, so x * x shows two arrows.
+        scene.add_edge(src, dst, (p, j), label, merge=owner[p] is not None or owner[j] is not None)
     return scene

@@ -72,6 +72,22 @@ class Scene:
         self.edges.append(edge)
 
 
+def crossing_edges(grouping: Grouping):
+    """The program edges ``(p, j)`` a view draws: not from an inlined constant, not inside one group.
+
+    Shared by both views, which differ only in what they name the two ends.
+    """
+    owner = grouping.owner
+    for node in grouping.program.nodes:
+        j = node.index
+        if j in grouping.inlined:
+            continue
+        for p in node.parents:
+            if p in grouping.inlined or (owner[p] is not None and owner[p] == owner[j]):
+                continue
+            yield p, j
+
+
 # An arithmetic circuit's gates are drawn with the book's symbols.
 CIRCUIT_GATES = {"add": "+", "multiply": "\u00d7"}
 
