@@ -303,6 +303,12 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
                 continue
             failures.append("\n".join(report))
     if failures:
+        # When one mode agrees everywhere, the other mode's rule is the one to fix.
+        for mode, rule, other in (("rev", "VJP", "JVP"), ("fwd", "JVP", "VJP")):
+            label = "reverse mode (VJP)" if mode == "rev" else "forward mode (JVP)"
+            if mode in modes and len(modes) == 2 and not any(label in f for f in failures):
+                failures.append(f"  {label} agrees with finite differences for every argument: "
+                                f"look at the {other} rule(s)")
         raise GradientCheckError(f"check_grads({fname}): analytic and numerical derivatives "
                                  f"disagree\n" + "\n".join(failures))
     if order >= 2:

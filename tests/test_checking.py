@@ -67,7 +67,8 @@ def test_report_names_argument_mode_index_and_values():
     report = str(err.value)
     assert report.startswith("check_grads(loss): analytic and numerical derivatives disagree")
     assert "argument 1 ('w'), shape (4,), float64, reverse mode (VJP)" in report
-    assert "forward mode" not in report  # the JVP is right
+    assert "forward mode (JVP): <u" not in report  # the JVP is right, and the report says so:
+    assert "forward mode (JVP) agrees with finite differences for every argument: look at the VJP" in report
     assert "argument 0" not in report   # and x's derivative is right
     assert "1 of 16 Jacobian entries disagree" in report
     # The wrong entry: ∂out[2]/∂w[2] = 2·w[2]·x[2] = 9, reported as 27.
@@ -97,7 +98,8 @@ def test_wrong_jvp_is_reported_in_forward_mode():
     with pytest.raises(ad.GradientCheckError) as err:
         ad.check_grads(lambda v: half(v), (X[0],))
     report = str(err.value)
-    assert "forward mode (JVP)" in report and "reverse mode" not in report
+    assert "forward mode (JVP): <u" in report and "reverse mode (VJP): <vjp" not in report
+    assert "reverse mode (VJP) agrees with finite differences for every argument: look at the JVP" in report
     ad.check_grads(lambda v: half(v), (X[0],), modes=("rev",))  # reverse mode alone passes
 
 
