@@ -285,7 +285,7 @@ def test_einsum_same_tensor_twice():
 
 def _recorded_with(t):
     gc.collect()
-    return [o for o in gc.get_objects() if isinstance(o, Tensor) and any(p is t for p in o.parents)]
+    return [o for o in gc.get_objects() if isinstance(o, Tensor) and any(p is t for p in o.parents or ())]
 
 
 @pytest.mark.parametrize("call, message", [
