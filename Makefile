@@ -43,6 +43,7 @@ demo: setup
 	$(VPY) -m examples.demo
 
 bench: setup
+	$(VPY) -m pip install -q -e '.[bench]'
 	@set -e; for f in benchmarks/bench_*.py; do \
 		[ -e "$$f" ] || { echo "make: no benchmarks/bench_*.py scripts found" >&2; exit 1; }; \
 		echo "== $$f"; \
