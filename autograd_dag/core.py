@@ -170,6 +170,11 @@ class Tensor:
         return int(self.value)
 
     def __bool__(self) -> bool:
+        if self.value.size != 1:
+            raise AutogradDagError(
+                f"the truth value of a Tensor of shape {self.shape} is ambiguous (it has {self.value.size} "
+                f"elements); reduce it first (t.max(), t.min(), t.sum()) or compare one element"
+                f"{where(user_source())}")
         return bool(self.value)
 
     # Tensors are compared elementwise by ``==``, so hashing is by identity.

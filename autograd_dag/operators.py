@@ -44,6 +44,24 @@ Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = ew.abs
 Tensor.__getitem__ = indexing.getitem
 
+
+def _iter(self):
+    # Python would otherwise iterate by calling __getitem__ until IndexError;
+    # each row is a recorded getitem, as with t[0], t[1], ...
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d Tensor")
+    return (indexing.getitem(self, i) for i in range(self.shape[0]))
+
+
+def _setitem(self, index, value):
+    raise AutogradDagError(
+        "Tensors cannot be changed in place (a recorded node must keep its value); build a new one, "
+        "e.g. ad.where(mask, value, t), or ad.index_add(...) to add into selected entries")
+
+
+Tensor.__iter__ = _iter
+Tensor.__setitem__ = _setitem
+
 # Methods named as numpy's ndarray names them.
 def _reduction_method(fn):
     # numpy's functions (np.sum(t), np.mean(t)) call the method with out=None

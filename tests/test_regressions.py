@@ -83,3 +83,13 @@ def test_a_recorded_million_node_chain_is_freed_without_recursion():
     ref = __import__("weakref").ref(y)
     del y  # CPython frees the chain of parents; it must not overflow the C stack
     assert ref() is None
+
+
+def test_tensors_iterate_by_rows_and_refuse_item_assignment():
+    t = ad.Tensor(np.arange(6.0).reshape(2, 3))
+    rows = list(t)
+    assert len(rows) == 2 and all(r.prim is not None and r.shape == (3,) for r in rows)
+    with pytest.raises(ad.AutogradDagError, match="in place"):
+        t[0, 0] = 1.0
+    with pytest.raises(ad.AutogradDagError, match=r"shape \(2, 3\) is ambiguous"):
+        bool(t > 0)
