@@ -21,7 +21,7 @@ import numpy as np
 
 from . import core
 from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite
-from .errors import AutogradDagError, GraphFreedError, NotDifferentiableError, where
+from .errors import AutogradDagError, GraphFreedError, NotDifferentiableError, user_source, where
 from .primitives import elementwise as ew
 from .primitives import indexing, structure
 from .primitives.registry import defprim
@@ -298,18 +298,52 @@ def _nested(leaves) -> bool:
     return any(isinstance(x, Tensor) for x in leaves)
 
 
-def _as_input(x) -> Tensor:
-    # Integer arrays (indices, labels) stay integer: they are inputs with a
-    # zero derivative, not numbers to perturb.
-    return x if isinstance(x, Tensor) else Tensor(x)
+def refuse_complex(value, what: str) -> None:
+    """Raise :class:`NotDifferentiableError` if ``value`` (an array or Tensor) is complex.
+
+    Complex derivatives need a convention (JAX's and PyTorch's differ) and
+    rules written for it; the rules here are real. Refusing is better than
+    a derivative that silently drops the imaginary direction.
+    """
+    dtype = value.dtype if isinstance(value, (Tensor, np.ndarray)) else np.asarray(value).dtype
+    if dtype.kind == "c":
+        raise NotDifferentiableError(
+            f"{what} is complex ({dtype}); autograd_dag differentiates real numbers only: split "
+            f"complex numbers into their real and imaginary parts (z.real, z.imag){where(user_source())}")
 
 
-def _output_leaves(out) -> tuple[list[Tensor], Any]:
+def _as_input(x, what: str) -> Tensor:
+    """The Tensor a transformation differentiates with respect to, for one argument slot.
+
+    Always a fresh node, so that results keyed by Tensor identity belong to
+    this slot alone: an outer Tensor passed in two slots, or also read from a
+    closure, gets one identity node per slot (the outer sweep sees through
+    it). Float inputs are marked as requiring a gradient, which is what lets
+    numpy's conversion refuse them (see ``Tensor.__array__``). Integer arrays
+    (indices, labels) stay integer: inputs with a zero derivative.
+    """
+    refuse_complex(x, what)
+    if isinstance(x, Tensor):
+        t = structure.identity(x)
+        t.name = x.name
+    else:
+        t = Tensor(x)
+    if t.value.dtype.kind == "f":
+        t.requires_grad = True
+    return t
+
+
+def _inputs(leaves, fname: str) -> list[Tensor]:
+    return [_as_input(x, f"{fname}: input {i}") for i, x in enumerate(leaves)]
+
+
+def _output_leaves(out, fname: str) -> tuple[list[Tensor], Any]:
     leaves, td = flatten(out)
     tensors = []
-    for x in leaves:
+    for i, x in enumerate(leaves):
         if not isinstance(x, Tensor):
             x = Tensor(x)
+        refuse_complex(x, f"{fname}: output {i}")
         tensors.append(x)
     return tensors, td
 
@@ -350,10 +384,10 @@ def vjp(f: Callable, *args) -> tuple[Any, Callable]:
     """
     arg_leaves, arg_td = flatten(args)
     nested = _nested(arg_leaves)
-    inputs = [_as_input(x) for x in arg_leaves]
+    inputs = _inputs(arg_leaves, "vjp")
     with _recording_as(True):
         out = f(*unflatten(arg_td, inputs))
-    out_leaves, out_td = _output_leaves(out)
+    out_leaves, out_td = _output_leaves(out, "vjp")
 
     def vjp_fn(ct):
         ct_leaves, _ = flatten(ct)
@@ -401,7 +435,7 @@ def value_and_grad(f: Callable, argnums=0) -> Callable:
         nested = _nested(arg_leaves)
         chosen = [args[n] for n in nums]
         chosen_leaves, chosen_td = flatten(tuple(chosen))
-        inputs = [_as_input(x) for x in chosen_leaves]
+        inputs = _inputs(chosen_leaves, "grad")
         rebuilt = list(args)
         for n, value in zip(nums, unflatten(chosen_td, inputs)):
             rebuilt[n] = value
@@ -410,6 +444,7 @@ def value_and_grad(f: Callable, argnums=0) -> Callable:
         if not isinstance(out, Tensor):
             raise AutogradDagError(f"grad: f must return a Tensor computed from its inputs; "
                                    f"got {type(out).__name__}")
+        refuse_complex(out, "grad: the output")
         if out.size != 1:
             raise AutogradDagError(f"grad: f must return a scalar (one element); got shape {out.shape}. "
                                    f"Use ad.vjp or ad.jacobian for vector outputs")
@@ -457,11 +492,11 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     if len(p_leaves) != len(t_leaves):
         raise AutogradDagError(f"jvp: {len(p_leaves)} primal leaves but {len(t_leaves)} tangent leaves")
     nested = _nested(p_leaves) or _nested(t_leaves)
-    inputs = [_as_input(x) for x in p_leaves]
+    inputs = _inputs(p_leaves, "jvp")
     tans = [_like(t, p, "jvp: tangent", "primal") for p, t in zip(inputs, t_leaves)]
     with _recording_as(True):
         out = f(*unflatten(p_td, inputs))
-    out_leaves, out_td = _output_leaves(out)
+    out_leaves, out_td = _output_leaves(out, "jvp")
     tan = forward_sweep(out_leaves, inputs, tans, record=nested)
     out_tans = [_finish(tan[id(o)], nested) if id(o) in tan else _zeros_for(o, nested) for o in out_leaves]
     return (unflatten(out_td, [_finish(o, nested) for o in out_leaves]), unflatten(out_td, out_tans))
@@ -619,10 +654,13 @@ def checkpoint(f: Callable) -> Callable:
         return out.value
 
     def replay(inputs):
-        # When the sweep records, f is replayed on the recorded inputs, so the
-        # derivative stays connected to them (and differentiates again);
-        # otherwise on fresh leaves holding their values.
-        targets = list(inputs) if core.is_recording() else [Tensor(x) for x in inputs]
+        # When the sweep records, f is replayed on identity nodes of the
+        # recorded inputs, so the derivative stays connected to them (and
+        # differentiates again) while each argument slot keeps its own
+        # cotangent even if one Tensor fills two slots; otherwise on fresh
+        # leaves holding their values.
+        targets = ([structure.identity(x) for x in inputs] if core.is_recording()
+                   else [Tensor(x) for x in inputs])
         with _recording_as(True):
             return targets, f(*targets)
 

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .autodiff import jvp, vjp
+from .autodiff import jvp, refuse_complex, vjp
 from .core import Tensor, no_grad
 from .errors import AutogradDagError, GradientCheckError
 from .tree import flatten, leaf_paths, unflatten
@@ -41,7 +41,14 @@ def _evaluate(f: Callable, arg_td, leaves) -> list[np.ndarray]:
 
 
 def _float_leaves(leaves) -> list[int]:
-    return [i for i, x in enumerate(leaves) if np.asarray(x).dtype.kind in "fc"]
+    return [i for i, x in enumerate(leaves) if np.asarray(x).dtype.kind == "f"]
+
+
+def _refuse_complex_leaves(leaves, what: str) -> None:
+    # A complex argument would be perturbed along the real axis only (or not
+    # at all), so a wrong derivative could pass: refuse it, as grad does.
+    for i, x in enumerate(leaves):
+        refuse_complex(x.value if isinstance(x, Tensor) else x, f"{what}: argument leaf {i}")
 
 
 def _step_scale(x: np.ndarray) -> np.ndarray:
@@ -63,6 +70,7 @@ def numerical_jvp(f: Callable, args: Sequence, tangents: Sequence, eps: float = 
     """
     leaves, td = flatten(tuple(args))
     t_leaves, _ = flatten(tuple(tangents))
+    _refuse_complex_leaves(leaves, "numerical_jvp")
     plus = [np.asarray(x, dtype=np.float64) + eps * np.asarray(t) if np.asarray(x).dtype.kind == "f"
             else np.asarray(x) for x, t in zip(leaves, t_leaves)]
     minus = [np.asarray(x, dtype=np.float64) - eps * np.asarray(t) if np.asarray(x).dtype.kind == "f"
@@ -85,11 +93,12 @@ def numerical_grad(f: Callable, args: Sequence, eps: float | None = None) -> tup
     eps = DEFAULT_EPS if eps is None else eps
     leaves, td = flatten(tuple(args))
     leaves = [np.asarray(x) for x in leaves]
+    _refuse_complex_leaves(leaves, "numerical_grad")
     out = _evaluate(f, td, leaves)
     if len(out) != 1 or out[0].size != 1:
         raise AutogradDagError("numerical_grad: f must return one scalar; use numerical_jvp otherwise")
     # The gradient of a scalar is the one row of its Jacobian.
-    grads = [_numerical_jacobian(f, td, leaves, i, eps).reshape(x.shape) if x.dtype.kind in "fc" else None
+    grads = [_numerical_jacobian(f, td, leaves, i, eps).reshape(x.shape) if x.dtype.kind == "f" else None
              for i, x in enumerate(leaves)]
     return unflatten(td, grads)
 
@@ -216,6 +225,7 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
     paths = leaf_paths(tuple(args))
     leaves = [x.value if isinstance(x, Tensor) else np.asarray(x, dtype=np.float64)
               if isinstance(x, (int, float, list)) else np.asarray(x) for x in leaves]
+    _refuse_complex_leaves(leaves, "check_grads")
     low = [np.asarray(x).dtype for x in leaves if np.asarray(x).dtype.kind == "f"
            and np.asarray(x).dtype.itemsize < 8]
     if low and (atol is None or rtol is None):
@@ -237,6 +247,8 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
         out = f(*unflatten(td, [Tensor(x) for x in leaves]))
     out_td = flatten(out)[1]
     out_vals = _values(out)
+    for k, o in enumerate(out_vals):
+        refuse_complex(o, f"check_grads: output leaf {k}")
     out_shapes = [o.shape for o in out_vals]
     rng = np.random.default_rng(seed)
     float_idx = _float_leaves(leaves)

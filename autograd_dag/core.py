@@ -19,7 +19,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .errors import _PACKAGE_DIR, AnomalyError, AutogradDagError, ShapeError, user_source, where
+from .errors import (_PACKAGE_DIR, AnomalyError, AutogradDagError, NotDifferentiableError, ShapeError,
+                     user_source, where)
 
 # Module globals rather than thread-locals: they are read on every operation,
 # and a global lookup is the cheapest read Python has.
@@ -117,10 +118,12 @@ class Tensor:
         self.parents = ()
         self.params = None
         self.requires_grad = bool(requires_grad)
-        if self.requires_grad and not np.issubdtype(self.value.dtype, np.inexact):
+        if self.requires_grad and self.value.dtype.kind != "f":
             raise AutogradDagError(
-                f"Tensor(requires_grad=True): only floating-point tensors can require "
-                f"gradients; got dtype {self.value.dtype}{where(user_source())}")
+                f"Tensor(requires_grad=True): only real floating-point tensors can require "
+                f"gradients; got dtype {self.value.dtype}"
+                + (" (pass the real and imaginary parts as two real Tensors)" if self.value.dtype.kind == "c" else "")
+                + where(user_source()))
         self.grad = None
         self.name = name
         self.source = user_source()
@@ -151,13 +154,25 @@ class Tensor:
         return len(self.value)
 
     def __array__(self, dtype=None, copy=None):
+        # numpy's conversion would silently cut the graph here: the array it
+        # returns has no derivative, so any gradient through it would be zero.
+        if self.requires_grad and _recording:
+            raise NotDifferentiableError(
+                f"converting a Tensor that requires a gradient (shape {self.shape}) to a numpy array "
+                f"would lose its derivative: np.asarray/np.array, or a numpy function without a rule "
+                f"for Tensors, did it. Use ad operations (ad.sum, ad.cumsum, ...) or define one with "
+                f"ad.primitive; take the number out explicitly with t.value or t.detach()"
+                f"{where(user_source())}")
         if dtype is None:
             return self.value
         return self.value.astype(dtype)
 
     def numpy(self) -> np.ndarray:
-        """The value as an ndarray (no copy)."""
-        return self.value
+        """The value as an ndarray (no copy); refused, like ``np.asarray``, if it requires a gradient.
+
+        ``t.value`` (or ``t.detach()``) takes the number out explicitly.
+        """
+        return self.__array__()
 
     def item(self):
         """The value of a one-element tensor as a Python number."""

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import core
 from .core import Tensor
-from .errors import AutogradDagError
+from .errors import AutogradDagError, NotDifferentiableError, user_source, where
 from .primitives import elementwise as ew
 from .primitives import indexing, linalg, reductions, structure
 
@@ -102,7 +103,14 @@ def _reshape_method(self, *shape):
 
 Tensor.reshape = _reshape_method
 
-# numpy functions on Tensors record the same primitives as ``ad.<name>``.
+# numpy on Tensors. ``np.exp(t)``, ``np.concatenate([t, u])`` record the same
+# primitives as ``ad.exp``, ``ad.concatenate``. A numpy function with no rule
+# would otherwise convert the Tensor to an array and silently lose its
+# derivative; it raises instead when that derivative exists (the Tensor
+# requires a gradient and operations are recorded), and runs on the values
+# otherwise (constants, no_grad).
+
+# ufuncs -> the primitive function that computes them.
 _UFUNCS = {
     np.add: ew.add, np.subtract: ew.subtract, np.multiply: ew.multiply,
     np.true_divide: ew.divide, np.negative: ew.negative, np.power: ew.power,
@@ -114,11 +122,123 @@ _UFUNCS = {
 }
 
 
+def _reduction(method):
+    # numpy's reductions pass their keywords (axis, dtype, out, keepdims) on;
+    # the method refuses the ones a recorded node cannot honour.
+    return lambda a, *args, **kwargs: method(_as_tensor(a), *args, **kwargs)
+
+
+def _as_tensor(x) -> Tensor:
+    return x if isinstance(x, Tensor) else Tensor(x)
+
+
+def _np_reshape(a, shape=None, order="C", *, newshape=None):
+    if order != "C":
+        raise AutogradDagError(f"np.reshape on a Tensor: order={order!r} is not supported (only 'C')")
+    return structure.reshape(a, newshape if shape is None else shape)
+
+
+def _np_concatenate(arrays, axis=0, **kwargs):
+    if kwargs:
+        raise AutogradDagError(f"np.concatenate on Tensors: {', '.join(sorted(kwargs))} not supported")
+    return indexing.concatenate(list(arrays), axis)
+
+
+def _np_stack(arrays, axis=0, **kwargs):
+    if kwargs:
+        raise AutogradDagError(f"np.stack on Tensors: {', '.join(sorted(kwargs))} not supported")
+    return indexing.stack(list(arrays), axis)
+
+
+# numpy functions (``__array_function__``) -> what computes them on Tensors.
+# Families add their entries here as they gain primitives.
+NUMPY_FUNCTIONS = {
+    np.sum: _reduction(Tensor.sum), np.mean: _reduction(Tensor.mean),
+    np.max: _reduction(Tensor.max), np.amax: _reduction(Tensor.max),
+    np.min: _reduction(Tensor.min), np.amin: _reduction(Tensor.min),
+    np.reshape: _np_reshape,
+    np.transpose: lambda a, axes=None: structure.transpose(a, axes),
+    np.swapaxes: structure.swapaxes, np.squeeze: structure.squeeze,
+    np.expand_dims: structure.expand_dims, np.broadcast_to: structure.broadcast_to,
+    np.concatenate: _np_concatenate, np.stack: _np_stack,
+    np.where: ew.where, np.einsum: linalg.einsum,
+    np.take: lambda a, indices, axis=None: indexing.take(
+        a if axis is not None else structure.reshape(a, (-1,)), indices, 0 if axis is None else axis),
+}
+
+# numpy functions whose results carry no derivative (shapes, indices,
+# booleans): they run on the values, whatever the Tensor.
+NUMPY_VALUE_FUNCTIONS = {
+    np.shape, np.ndim, np.size, np.result_type, np.iscomplexobj, np.isrealobj, np.argmax, np.argmin,
+    np.argsort, np.nonzero, np.flatnonzero, np.argwhere, np.count_nonzero, np.searchsorted,
+    np.array_equal, np.array_equiv, np.allclose, np.isclose, np.may_share_memory, np.shares_memory,
+    np.isscalar, np.any, np.all,
+}
+# ufuncs likewise (booleans and integer-valued results).
+_VALUE_UFUNCS = {np.isfinite, np.isnan, np.isinf, np.signbit, np.logical_and, np.logical_or,
+                 np.logical_not, np.logical_xor}
+
+
+def _values(x):
+    """``x`` with every Tensor replaced by its array (inside lists, tuples and dicts too)."""
+    if isinstance(x, Tensor):
+        return x.value
+    if isinstance(x, (list, tuple)):
+        return type(x)(_values(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _values(v) for k, v in x.items()}
+    return x
+
+
+def _differentiable(x) -> bool:
+    """Whether ``x`` holds a Tensor whose derivative a conversion would lose."""
+    if isinstance(x, Tensor):
+        return x.requires_grad and core.is_recording()
+    if isinstance(x, (list, tuple)):
+        return any(_differentiable(v) for v in x)
+    if isinstance(x, dict):
+        return any(_differentiable(v) for v in x.values())
+    return False
+
+
+def _numpy_name(func) -> str:
+    module = getattr(func, "__module__", None) or "numpy"
+    module = "np" + module[len("numpy"):] if module.startswith("numpy") else module
+    return f"{module}.{getattr(func, '__name__', repr(func))}".replace("np.core.", "np.")
+
+
+def _no_rule(name: str, detail: str = "") -> NotDifferentiableError:
+    return NotDifferentiableError(
+        f"{name} has no rule for Tensors{detail}; running it on the values would silently lose the "
+        f"derivative. Use the ad operation that computes it, or define one with ad.primitive "
+        f"(take the number out explicitly with t.value if no derivative is wanted){where(user_source())}")
+
+
+def _on_values(func, args, kwargs):
+    # ``func`` sees arrays only, so numpy does not dispatch back to Tensor.
+    return func(*_values(args), **_values(kwargs))
+
+
+def _array_function(self, func, types, args, kwargs):
+    fn = NUMPY_FUNCTIONS.get(func)
+    if fn is not None:
+        return fn(*args, **kwargs)
+    if func in NUMPY_VALUE_FUNCTIONS or not (_differentiable(args) or _differentiable(kwargs)):
+        return _on_values(func, args, kwargs)
+    raise _no_rule(_numpy_name(func))
+
+
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     fn = _UFUNCS.get(ufunc)
-    if fn is None or method != "__call__" or kwargs:
-        return NotImplemented
-    return fn(*inputs)
+    if fn is not None and method == "__call__" and not kwargs:
+        return fn(*inputs)
+    if ufunc in _VALUE_UFUNCS or not (_differentiable(inputs) or _differentiable(kwargs)):
+        return getattr(ufunc, method)(*_values(inputs), **_values(kwargs))
+    name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    if fn is not None:
+        raise _no_rule(name, f" with {', '.join(sorted(kwargs))}" if kwargs else f" (method {method!r})")
+    raise _no_rule(name)
 
 
 Tensor.__array_ufunc__ = _array_ufunc
+Tensor.__array_function__ = _array_function

@@ -20,6 +20,7 @@ from .errors import AutogradDagError, GraphFreedError, ProgramInputError, where
 from .graph import Graph
 from .tree import flatten, unflatten
 from .primitives.registry import PRIMITIVES
+from .primitives.structure import IDENTITY
 
 
 class ProgramNode:
@@ -182,6 +183,10 @@ class Program:
                 if i < len(parents):
                     stack.append((t, i + 1))
                     stack.append((parents[i], 0))
+                    continue
+                if t.prim is IDENTITY and parents:
+                    # A transformation's per-slot input node computes nothing.
+                    index[id(t)] = index[id(parents[0])]
                     continue
                 k = len(nodes)
                 index[id(t)] = k
@@ -429,6 +434,18 @@ class Program:
         return {"text/plain": str(self)}
 
 
+def traced_input(value, name: str) -> Tensor:
+    """A program input: float inputs are marked as requiring a gradient.
+
+    The program is a function of them, so a numpy conversion that would bake
+    their current value into it as a constant is refused (``Tensor.__array__``).
+    """
+    t = Tensor(value, name=name)
+    if t.value.dtype.kind == "f":
+        t.requires_grad = True
+    return t
+
+
 def trace(f: Callable, *example_args, name: str | None = None) -> Program:
     """Record ``f`` on example arguments and return its :class:`Program`.
 
@@ -450,11 +467,8 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
         names = []
-    inputs = []
-    for i, a in enumerate(example_args):
-        t = Tensor(a.value if isinstance(a, Tensor) else a,
-                   name=names[i] if i < len(names) else f"x{i}")
-        inputs.append(t)
+    inputs = [traced_input(a.value if isinstance(a, Tensor) else a, names[i] if i < len(names) else f"x{i}")
+              for i, a in enumerate(example_args)]
     with _recording_as(True):
         result = f(*inputs)
     outputs = result if isinstance(result, (tuple, list)) else (result,)
@@ -502,7 +516,7 @@ def jit(f: Callable) -> Callable:
         key = (treedef, tuple((a.shape, a.dtype.str) for a in arrays))
         entry = programs.get(key)
         if entry is None:
-            inputs = tuple(Tensor(a, name=f"x{i}") for i, a in enumerate(arrays))
+            inputs = tuple(traced_input(a, f"x{i}") for i, a in enumerate(arrays))
             with _recording_as(True):
                 out = f(*unflatten(treedef, list(inputs)))
             out_leaves, out_treedef = flatten(out)

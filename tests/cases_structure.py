@@ -66,6 +66,8 @@ for src, dst, label in [((2, 3, 4), (6, 4), "merge"), ((6,), (2, 1, 3), "split_s
 CASES += [
     Case("reshape", lambda x: ad.reshape(x, (-1, 2)), _normal((3, 2, 2)), _reshape_ref((6, 2)),
          id="reshape-infer"),
+    Case("identity", lambda x: ad.primitives.structure.identity(x), _normal((2, 3)), lambda x: x + 0.0,
+         id="identity"),
     Case("reshape", lambda x: x.reshape(4, 3), _normal((2, 6)), _reshape_ref((4, 3)), id="reshape-method"),
     Case("reshape", lambda x: x.flatten(), _normal((2, 3)), _reshape_ref((6,)), id="reshape-flatten"),
     Case("reshape", lambda x: ad.expand_dims(x, 1), _normal((3, 2)), _reshape_ref((3, 1, 2)),

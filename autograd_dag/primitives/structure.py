@@ -1,4 +1,4 @@
-"""Structural primitives: reshape, transpose, broadcast_to and sum.
+"""Structural primitives: identity, reshape, transpose, broadcast_to and sum.
 
 They sit together because each one's derivative is written with the others
 (the transpose of broadcasting is summing, and back), and because
@@ -14,6 +14,27 @@ from ..core import Tensor, apply
 from ..errors import ShapeError
 from .registry import defprim
 from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape
+
+# --------------------------------------------------------------- identity
+
+# The transformations differentiate with respect to a fresh node per argument
+# slot: the sweeps key cotangents and tangents by Tensor identity, so an outer
+# Tensor used directly as an input would merge two slots that hold it
+# (f(x, x)) or a slot with a closure that reads it (perturbation confusion,
+# x * grad(lambda y: x * y)(x)). Program extraction skips these nodes.
+IDENTITY = defprim(
+    "identity", lambda x: x,
+    vjp=lambda ct, out, x: (ct,),
+    jvp=lambda t, out, x: t[0],
+    shape=lambda x: (x.shape, x.dtype), linear=True)
+
+
+def identity(x) -> Tensor:
+    """A new node holding ``x``'s value, with derivative one.
+
+    Shapes: (*s) -> (*s). Example: ``ad.identity(x).parents == (x,)`` for a Tensor ``x``.
+    """
+    return apply(IDENTITY, x)
 
 # ---------------------------------------------------------------- reshape
 
