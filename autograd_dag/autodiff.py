@@ -649,6 +649,9 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     """The program computing the gradient of a scalar ``program`` w.r.t. inputs ``wrt``.
 
     ``wrt`` is an input position or a tuple of them (default: all inputs).
+    A program without inputs whose leaves are parameters (a model's loss
+    built from ``Tensor(..., requires_grad=True)``) is differentiated with
+    respect to its parameters, which become the gradient program's inputs.
     The result is an ordinary :class:`Program` (kind ``"gradient"``): it runs,
     prints, renders and can be differentiated again. With ``with_value`` its
     first output is the program's value.
@@ -668,7 +671,12 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     out_node = program.nodes[program.outputs[0]]
     if int(np.prod(out_node.shape, dtype=np.int64)) != 1:
         raise AutogradDagError(f"grad_program: the output has shape {out_node.shape}; expected a scalar")
+    if not program.inputs and any(n.op == "parameter" for n in program.nodes):
+        program = program.parameters_as_inputs()
     n_in = len(program.inputs)
+    if n_in == 0:
+        raise AutogradDagError(f"grad_program: program '{program.name}' has no inputs and no parameters "
+                               f"to differentiate with respect to")
     single = isinstance(wrt, int)
     positions = tuple(range(n_in)) if wrt is None else ((wrt,) if single else tuple(wrt))
     for p in positions:

@@ -247,6 +247,26 @@ class Program:
         result = tensors[outs[0]] if outputs is None and len(outs) == 1 else tuple(tensors[v] for v in outs)
         return cls.from_outputs(tuple(tensors[v] for v in inputs), result, name=name)
 
+    def parameters_as_inputs(self) -> "Program":
+        """The same program with its parameters (leaves that required a gradient) as extra inputs.
+
+        They follow the existing inputs, in node order, and keep their names;
+        this is how a model's loss becomes a function of its weights.
+
+        Example:
+            >>> import numpy as np, autograd_dag as ad
+            >>> w = ad.Tensor(np.ones(2), requires_grad=True, name="w")
+            >>> prog = ad.Program.from_outputs((), ad.sum(w * w)).parameters_as_inputs()
+            >>> [prog.nodes[k].name for k in prog.inputs], float(prog(np.full(2, 3.0)))
+            (['w'], 18.0)
+        """
+        nodes = [ProgramNode(n.index, "input", None, (), None, n.shape, n.dtype, name=n.name,
+                             source=n.source, scope=n.scope) if n.op == "parameter" else n
+                 for n in self.nodes]
+        params = [n.index for n in self.nodes if n.op == "parameter"]
+        return Program(nodes, self.inputs + tuple(params), self.outputs, name=self.name,
+                       single_output=self.single_output, kind=self.kind)
+
     # ------------------------------------------------------------- queries
 
     def __len__(self) -> int:

@@ -151,3 +151,13 @@ def test_program_inputs_by_name_and_errors_with_the_callers_line():
         prog(np.ones(2), x=np.ones(2))
     with pytest.raises(ad.ProgramInputError, match=r"expects shape \(2,\), got \(3,\).*test_user_paths.py:\d+"):
         prog(np.ones(3), np.ones(2))
+
+
+def test_grad_program_of_a_loss_built_from_parameters():
+    w = ad.Tensor(X, requires_grad=True, name="w")
+    prog = ad.Program.from_outputs((), ad.sum(ad.tanh(w * 2.0)))
+    gprog = ad.grad_program(prog)
+    assert [gprog.nodes[k].name for k in gprog.inputs] == ["w"]
+    np.testing.assert_allclose(gprog(X), 2 * (1 - np.tanh(2 * X) ** 2), rtol=1e-14)
+    with pytest.raises(ad.AutogradDagError, match="no inputs and no parameters"):
+        ad.grad_program(ad.Program.from_outputs((), ad.sum(ad.Tensor(X) * 2.0)))
