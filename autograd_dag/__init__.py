@@ -16,8 +16,9 @@ Example:
 """
 
 from . import operators as _operators  # noqa: F401  (wires Tensor methods)
-from .autodiff import (backward, checkpoint, grad, grad_program, hessian, hvp, jacobian, jvp,
-                       primitive, value_and_grad, vjp, zero_grad)
+from .autodiff import (backward, checkpoint, grad, grad_program, hvp, jvp, primitive, value_and_grad, vjp,
+                       zero_grad)
+from .batching import hessian, jacobian, vmap
 from .checking import check_grads, numerical_grad, numerical_jvp
 from .core import (Primitive, Tensor, current_scope, detect_anomaly, enable_grad, is_recording,
                    name_scope, no_grad)
@@ -47,7 +48,7 @@ __all__ = [
     "no_grad", "enable_grad", "is_recording", "name_scope", "current_scope", "detect_anomaly",
     # differentiation
     "vjp", "grad", "value_and_grad", "jvp", "jacobian", "hessian", "hvp", "grad_program",
-    "backward", "zero_grad", "checkpoint", "primitive",
+    "backward", "zero_grad", "checkpoint", "primitive", "vmap",
     # verification
     "check_grads", "numerical_grad", "numerical_jvp",
     # errors

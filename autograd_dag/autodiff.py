@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import core
-from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite
+from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite, tracing
 from .errors import (AutogradDagError, GraphFreedError, MissingRuleError, NotDifferentiableError, user_source,
                      where)
 from .primitives import elementwise as ew
@@ -349,6 +349,33 @@ def refuse_complex(value, what: str) -> None:
             f"complex numbers into their real and imaginary parts (z.real, z.imag){where(user_source())}")
 
 
+def depends_on_outer(outputs, inputs) -> bool:
+    """Whether ``outputs`` depend on an input of an enclosing transformation, other than via ``inputs``.
+
+    Then the transformation at hand must record its derivative (and return
+    Tensors), or the enclosing one would see a constant: a silently zero
+    derivative of ``w`` in ``grad(lambda w: grad(lambda x: f(x, w))(x0))``.
+    Free at the top level, where no transformation encloses this one.
+    """
+    if not core._active_inputs:
+        return False
+    outer = frozenset().union(*core._active_inputs)
+    stop = {id(t) for t in inputs}
+    seen: set[int] = set()
+    stack = [o for o in outputs if o.requires_grad]
+    while stack:
+        t = stack.pop()
+        tid = id(t)
+        if tid in seen or tid in stop:
+            continue
+        if tid in outer:
+            return True
+        seen.add(tid)
+        if t.parents:
+            stack.extend(p for p in t.parents if p.requires_grad)
+    return False
+
+
 def _as_input(x, what: str) -> Tensor:
     """The Tensor a transformation differentiates with respect to, for one argument slot.
 
@@ -424,11 +451,12 @@ def vjp(f: Callable, *args, has_aux: bool = False) -> tuple:
     arg_leaves, arg_td = flatten(args)
     nested = _nested(arg_leaves)
     inputs = _inputs(arg_leaves, "vjp")
-    with _recording_as(True):
+    with tracing(inputs):
         out = f(*unflatten(arg_td, inputs))
     if has_aux:
         out, aux = _split_aux(out, "vjp")
     out_leaves, out_td = _output_leaves(out, "vjp")
+    nested = nested or depends_on_outer(out_leaves, inputs)
 
     def vjp_fn(ct):
         ct_leaves, _ = flatten(ct)
@@ -465,7 +493,7 @@ def _aux_values(aux, nested: bool):
     return unflatten(td, [np.asarray(x.value) if isinstance(x, Tensor) else x for x in leaves])
 
 
-def _select(args: tuple, argnums):
+def select_arguments(args: tuple, argnums):
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
     for n in nums:
@@ -493,7 +521,7 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
         (array(8.), array([12.]))
     """
     def wrapped(*args):
-        single, nums = _select(args, argnums)
+        single, nums = select_arguments(args, argnums)
         nums = tuple(n % len(args) for n in nums)
         arg_leaves, arg_td = flatten(args)
         nested = _nested(arg_leaves)
@@ -510,7 +538,7 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
         rebuilt = list(args)
         for n, value in zip(nums, unflatten(chosen_td, inputs)):
             rebuilt[n] = value
-        with _recording_as(True):
+        with tracing(inputs):
             out = f(*rebuilt)
         if has_aux:
             out, aux = _split_aux(out, "grad")
@@ -521,6 +549,7 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
         if out.size != 1:
             raise AutogradDagError(f"grad: f must return a scalar (one element); got shape {out.shape}. "
                                    f"Use ad.vjp or ad.jacobian for vector outputs")
+        nested = nested or depends_on_outer([out], inputs)
         grads = reverse_sweep([out], [_ones_like(out)], inputs, create_graph=nested, retain_graph=nested)
         flat = [_finish(grads[id(t)][1], nested) if id(t) in grads else _zeros_for(t, nested) for t in inputs]
         g = unflatten(chosen_td, flat)
@@ -573,61 +602,13 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     nested = _nested(p_leaves) or _nested(t_leaves)
     inputs = _inputs(p_leaves, "jvp")
     tans = [_like(t, p, "jvp: tangent", "primal") for p, t in zip(inputs, t_leaves)]
-    with _recording_as(True):
+    with tracing(inputs):
         out = f(*unflatten(p_td, inputs))
     out_leaves, out_td = _output_leaves(out, "jvp")
+    nested = nested or depends_on_outer(out_leaves, inputs)
     tan = forward_sweep(out_leaves, inputs, tans, record=nested)
     out_tans = [_finish(tan[id(o)], nested) if id(o) in tan else _zeros_for(o, nested) for o in out_leaves]
     return (unflatten(out_td, [_finish(o, nested) for o in out_leaves]), unflatten(out_td, out_tans))
-
-
-def jacobian(f: Callable, argnums: int = 0) -> Callable:
-    """The Jacobian function of ``f`` w.r.t. one argument, row by row in reverse mode.
-
-    Shapes: out.shape + arg.shape.
-
-    Example:
-        >>> import numpy as np, autograd_dag as ad
-        >>> ad.jacobian(lambda x: x * x)(np.array([1.0, 2.0]))
-        array([[2., 0.],
-               [0., 4.]])
-    """
-    def wrapped(*args):
-        _select(args, argnums)
-        n = argnums % len(args)
-
-        def f_of(x):
-            rebuilt = list(args)
-            rebuilt[n] = x
-            return f(*rebuilt)
-        out, f_vjp = vjp(f_of, args[n])
-        nested = isinstance(out, Tensor)
-        out_shape = np.shape(out.value if nested else out)
-        x_shape = np.shape(args[n].value if isinstance(args[n], Tensor) else args[n])
-        dtype = (out.value if nested else np.asarray(out)).dtype
-        rows = []
-        for i in range(int(np.prod(out_shape, dtype=np.int64))):
-            e = np.zeros(int(np.prod(out_shape, dtype=np.int64)), dtype=dtype)
-            e[i] = 1.0
-            rows.append(f_vjp(e.reshape(out_shape))[0])
-        if nested:
-            return structure.reshape(indexing.stack(rows), out_shape + x_shape)
-        if not rows:
-            return np.zeros(out_shape + x_shape, dtype=dtype)
-        return np.stack(rows).reshape(out_shape + x_shape)
-    return wrapped
-
-
-def hessian(f: Callable, argnums: int = 0) -> Callable:
-    """The Hessian of a scalar ``f``: the Jacobian of its gradient. Shapes: arg.shape * 2.
-
-    Example:
-        >>> import numpy as np, autograd_dag as ad
-        >>> ad.hessian(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]))
-        array([[ 6.,  0.],
-               [ 0., 12.]])
-    """
-    return jacobian(grad(f, argnums), argnums)
 
 
 def hvp(f: Callable, x, v):

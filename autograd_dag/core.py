@@ -47,6 +47,8 @@ class Primitive:
     of per-input rules ``rule(ct, out, *inputs, **params) -> cotangent``.
     ``jvp(tangents, out, *inputs, **params) -> Tensor`` pushes the input tangents
     (a tuple, ``None`` for zero) forward, also with Tensor operations.
+    ``batch(prim, args, batched, **params)`` is the batching rule of ``vmap``
+    (see :mod:`autograd_dag.primitives.batch`).
     ``shape(*avals, **params) -> (shape, dtype)`` is the abstract rule; it is
     consulted to explain a failed operation and to check a program without
     running it. ``nondiff`` lists the positions of inputs that carry no
@@ -55,11 +57,11 @@ class Primitive:
     Calling a primitive applies it: ``exp_prim(x)`` records a node like ``ad.exp(x)``.
     """
 
-    __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "linear")
+    __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "linear", "batch")
 
     def __init__(self, name: str, impl: Callable, *, vjp: Callable | tuple | None = None,
                  jvp: Callable | None = None, shape: Callable | None = None,
-                 nondiff: tuple[int, ...] = (), linear: bool = False):
+                 nondiff: tuple[int, ...] = (), linear: bool = False, batch: Callable | None = None):
         self.name = name
         self.impl = impl
         # ``vjp`` may also be a tuple with one rule per input (each returning
@@ -79,6 +81,10 @@ class Primitive:
         # ``linear``: the output is linear in every differentiable input
         # (add, reshape, sum, ...). The circuit analysis and the renderer use it.
         self.linear = linear
+        # ``batch(prim, args, batched, **params)``: the primitive on operands of which
+        # those flagged in ``batched`` carry a leading batch axis (vmap); the
+        # result has the batch axis leading. None: vmap loops over the batch.
+        self.batch = batch
 
     def __call__(self, *args, **params):
         return apply(self, *args, **params)
@@ -485,6 +491,27 @@ def _recording_as(flag: bool):
     try:
         yield
     finally:
+        _recording, _bare = previous
+
+
+# The inputs (by id) of the transformations whose function is running now,
+# outermost first. An inner transformation whose result depends on one of an
+# outer one's inputs (a closure over it) must record its own sweep, so that
+# the outer transformation can differentiate through it.
+_active_inputs: list[frozenset[int]] = []
+
+
+@contextlib.contextmanager
+def tracing(inputs):
+    """Context manager: run a transformation's function, recording, with ``inputs`` as its inputs."""
+    global _recording, _bare
+    previous = _recording, _bare
+    _recording, _bare = True, False
+    _active_inputs.append(frozenset(id(t) for t in inputs))
+    try:
+        yield
+    finally:
+        _active_inputs.pop()
         _recording, _bare = previous
 
 

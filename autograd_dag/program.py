@@ -15,7 +15,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error
+from . import core
+from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error, tracing
 from .errors import AutogradDagError, GraphFreedError, ProgramInputError, user_source, where
 from .graph import Graph
 from .tree import flatten, unflatten
@@ -509,7 +510,7 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
         names = []
     inputs = [traced_input(a.value if isinstance(a, Tensor) else a, names[i] if i < len(names) else f"x{i}")
               for i, a in enumerate(example_args)]
-    with _recording_as(True):
+    with tracing(inputs):
         result = f(*inputs)
     outputs = result if isinstance(result, (tuple, list)) else (result,)
     outputs = tuple(o if isinstance(o, Tensor) else Tensor(o) for o in outputs)
@@ -550,14 +551,14 @@ def jit(f: Callable) -> Callable:
 
     def wrapped(*args):
         leaves, treedef = flatten(args)
-        if any(isinstance(x, Tensor) for x in leaves):
+        if core._active_inputs or any(isinstance(x, Tensor) for x in leaves):
             return f(*args)  # inside another transformation: let it record through f
         arrays = [as_array(x) for x in leaves]
         key = (treedef, tuple((a.shape, a.dtype.str) for a in arrays))
         entry = programs.get(key)
         if entry is None:
             inputs = tuple(traced_input(a, f"x{i}") for i, a in enumerate(arrays))
-            with _recording_as(True):
+            with tracing(inputs):
                 out = f(*unflatten(treedef, list(inputs)))
             out_leaves, out_treedef = flatten(out)
             outputs = tuple(o if isinstance(o, Tensor) else Tensor(o) for o in out_leaves)

@@ -20,7 +20,7 @@ USER_PRIMITIVES: set[str] = set()
 
 def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, jvp: Callable | None = None,
             shape: Callable | None = None, nondiff: tuple[int, ...] = (), linear: bool = False,
-            replace: bool = False, user: bool = False) -> Primitive:
+            replace: bool = False, user: bool = False, batch: Callable | None = None) -> Primitive:
     """Create a :class:`Primitive`, register it under ``name`` and return it.
 
     ``user=True`` (``ad.primitive``) marks a user's primitive: defining one
@@ -38,7 +38,7 @@ def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, j
     elif name in PRIMITIVES and name not in USER_PRIMITIVES and user:
         raise AutogradDagError(f"ad.primitive: {name!r} is a built-in primitive and cannot be "
                                f"redefined; pick another name")
-    prim = Primitive(name, impl, vjp=vjp, jvp=jvp, shape=shape, nondiff=nondiff, linear=linear)
+    prim = Primitive(name, impl, vjp=vjp, jvp=jvp, shape=shape, nondiff=nondiff, linear=linear, batch=batch)
     PRIMITIVES[name] = prim
     if user:
         USER_PRIMITIVES.add(name)
