@@ -33,17 +33,20 @@ def load_corpus(fast: bool, min_count: int):
     return [vocab.encode(t) for t in tokens], vocab
 
 
-def train_sgns(ids, vocab, *, dim, window, negatives, epochs, batch, lr, seed, show_progress):
+def train_sgns(ids, vocab, *, dim, window, negatives, epochs, batch, lr, seed, show_progress, threshold=1e-4):
     """Skip-gram with negative sampling, Adam on minibatches of (centre, context) pairs; loss per epoch."""
     rng = np.random.default_rng(seed)
     model = nn.SkipGram(vocab, dim, rng=seed)
     sampler = nn.NegativeSampler(vocab.counts, rng=rng)
     opt = optim.Adam(model.parameters(), lr=lr)
+    # Decaying the step size to the end, as word2vec does (linearly there),
+    # settles the vectors instead of leaving them jittering at Adam's noise floor.
+    schedule = optim.CosineAnnealingLR(opt, T_max=epochs, eta_min=lr / 20)
     losses = []
     for epoch in range(epochs):
         # Fresh subsampling each epoch, as word2vec does: a different
         # thinning of the frequent words every pass.
-        centres, contexts = nn.skipgram_pairs(nn.subsample(ids, vocab.counts, 1e-3, rng), window)
+        centres, contexts = nn.skipgram_pairs(nn.subsample(ids, vocab.counts, threshold, rng), window)
         order = rng.permutation(len(centres))
         total, steps = 0.0, range(0, len(order), batch)
         bar = C.progress(steps, f"skip-gram epoch {epoch + 1}/{epochs}", show_progress, total=len(steps))
@@ -55,6 +58,7 @@ def train_sgns(ids, vocab, *, dim, window, negatives, epochs, batch, lr, seed, s
             opt.step()
             total += float(loss.value) * len(idx)
         losses.append(total / len(order))
+        schedule.step()
     return model, losses
 
 
@@ -64,6 +68,7 @@ def train_glove(ids, vocab, *, dim, window, epochs, batch, lr, seed, show_progre
     cooc = nn.cooccurrence_counts(ids, len(vocab), window=window, ignore=[vocab.unk_id])
     model = nn.GloVe(vocab, dim, rng=seed)
     opt = optim.Adam(model.parameters(), lr=lr)
+    schedule = optim.CosineAnnealingLR(opt, T_max=epochs, eta_min=lr / 20)
     losses = []
     for epoch in range(epochs):
         order = rng.permutation(len(cooc.counts))
@@ -77,18 +82,16 @@ def train_glove(ids, vocab, *, dim, window, epochs, batch, lr, seed, show_progre
             opt.step()
             total += float(loss.value) * len(idx)
         losses.append(total / len(order))
+        schedule.step()
     return model, losses, cooc
 
 
 def neighbour_table(models: dict, words, k: int = 5) -> str:
     """The k nearest neighbours of each word under each model, as aligned text columns."""
-    names = list(models)
-    width = 44
-    lines = [f"{'word':<11}" + "".join(f"{n:<{width}}" for n in names)]
-    for w in words:
-        cells = [", ".join(n for n, _ in m.most_similar(w, k)) for m in models.values()]
-        lines.append(f"{w:<11}" + "".join(f"{c[:width - 2]:<{width}}" for c in cells))
-    return "\n".join(lines)
+    rows = [[w] + [", ".join(n for n, _ in m.most_similar(w, k)) for m in models.values()] for w in words]
+    header = ["word"] + list(models)
+    widths = [max(len(r[i]) for r in rows + [header]) + 2 for i in range(len(header))]
+    return "\n".join("".join(f"{c:<{wd}}" for c, wd in zip(r, widths)).rstrip() for r in [header] + rows)
 
 
 def pca_2d(vectors: np.ndarray) -> np.ndarray:
@@ -124,6 +127,7 @@ def plot_losses(histories: dict, path: str) -> str:
     fig, axes = plt.subplots(1, len(histories), figsize=(5 * len(histories), 4))
     for ax, (name, (losses, ylabel)) in zip(np.atleast_1d(axes), histories.items()):
         ax.plot(np.arange(1, len(losses) + 1), losses, marker="o")
+        ax.xaxis.get_major_locator().set_params(integer=True)
         ax.set_xlabel("epoch")
         ax.set_ylabel(ylabel)
         ax.set_title(name)
@@ -150,10 +154,10 @@ def run(fast: bool = False, out: str = "out/word_vectors", seed: int = 0, epochs
         t0 = time.perf_counter()
         sgns, sgns_losses = train_sgns(ids, vocab, dim=dim, window=5, negatives=5,
                                        epochs=epochs or (2 if fast else 5), batch=1024 if fast else 2048,
-                                       lr=0.01, seed=seed, show_progress=show_progress)
+                                       lr=0.02, seed=seed, show_progress=show_progress)
         timings["skip-gram"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        glove, glove_losses, cooc = train_glove(ids, vocab, dim=dim, window=10, epochs=epochs or (5 if fast else 25),
+        glove, glove_losses, cooc = train_glove(ids, vocab, dim=dim, window=10, epochs=epochs or (3 if fast else 10),
                                                 batch=8192, lr=0.05, seed=seed, show_progress=show_progress)
         timings["GloVe"] = time.perf_counter() - t0
     models = {"word2vec (skip-gram, negative sampling)": sgns, "GloVe": glove}

@@ -53,11 +53,13 @@ def _table_size(name: str, table) -> int:
     return shape[0]
 
 
-def _ids(name: str, ids, size: int, shape_of: str, expect_ndim: int) -> np.ndarray:
+def _ids(name: str, ids, size: int, shape_of: str, expect_ndim: int):
     arr = check_ids(name, ids, size)
     if arr.ndim != expect_ndim:
         raise ShapeError(f"{name}: Expect: {shape_of}. Actual: ids of shape {arr.shape}")
-    return arr
+    # A named integer Tensor is passed on as is, so that a rendered program
+    # labels its input "centres" rather than "array[4]".
+    return ids if isinstance(ids, Tensor) and ids.dtype == arr.dtype else arr
 
 
 def _reduce(loss: Tensor, reduction: str, name: str) -> Tensor:
