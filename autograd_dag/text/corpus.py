@@ -3,11 +3,11 @@
 Two sources ship with the interpreter:
 
 * ``pydoc_data.topics``: the Python Language Reference topics that ``help()``
-  shows (about 80 topics, 0.5 MB of English);
+  shows (79 topics on 3.11, 2,462 sentences after cleaning);
 * the standard library's docstrings, read from the ``.py`` source files with
   :func:`ast.get_docstring` — nothing is imported, so no module's import side
   effects run — skipping test suites, IDLE, the turtle demos and installed
-  third-party packages.
+  third-party packages (13,747 sentences on 3.11).
 
 Both are read in sorted order, so every call returns the same sentences in
 the same order. Results are cached in memory for the life of the process
@@ -282,7 +282,7 @@ def documentation_sentences(sources: Sequence[str] = ("pydoc", "docstrings"),
     """The built-in English corpus: the pydoc topics' sentences, then the docstrings'.
 
     ``sources`` picks ``"pydoc"`` and/or ``"docstrings"``; ``modules`` restricts the docstrings.
-    The full corpus is about 20,000 sentences (300,000 words) on CPython 3.11.
+    On CPython 3.11.7 the full corpus is 16,209 sentences (223,547 words), 2,462 of them from pydoc.
 
     Example:
         >>> from autograd_dag.text import documentation_sentences
