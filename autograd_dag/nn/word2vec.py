@@ -62,6 +62,12 @@ def _ids(name: str, ids, size: int, shape_of: str, expect_ndim: int):
     return ids if isinstance(ids, Tensor) and ids.dtype == arr.dtype else arr
 
 
+def _count(ids) -> int:
+    """Number of examples in an id array (at least 1, so an empty batch averages to 0, not NaN)."""
+    shape = np.shape(ids.value if isinstance(ids, Tensor) else ids)
+    return max(shape[0] if shape else 1, 1)
+
+
 def _reduce(loss: Tensor, reduction: str, name: str) -> Tensor:
     if reduction == "mean":
         return mean(loss)
@@ -367,8 +373,7 @@ class SkipGram(Word2Vec):
     def loss(self, centres, contexts, negatives=None) -> Tensor:
         """Mean over pairs of −log p(o | c) (full softmax), or the negative-sampling loss given negatives."""
         if negatives is None:
-            n = max(len(np.asarray(centres)), 1)
-            return self.log_likelihood(centres, contexts) * (-1.0 / n)
+            return self.log_likelihood(centres, contexts) * (-1.0 / _count(centres))
         return sgns_loss(self.input_embeddings.weight, self.output_embeddings.weight, centres, contexts,
                          negatives)
 
@@ -398,8 +403,7 @@ class CBOW(Word2Vec):
     def loss(self, contexts, centres, negatives=None, mask=None) -> Tensor:
         """Mean over examples of −log p(centre | context), or the negative-sampling loss given negatives."""
         if negatives is None:
-            n = max(len(np.asarray(centres)), 1)
-            return self.log_likelihood(contexts, centres, mask) * (-1.0 / n)
+            return self.log_likelihood(contexts, centres, mask) * (-1.0 / _count(centres))
         hidden = cbow_hidden(self.input_embeddings.weight, contexts, mask)
         return negative_sampling_loss(hidden, self.output_embeddings.weight, centres, negatives)
 

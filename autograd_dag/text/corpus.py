@@ -183,6 +183,8 @@ def read_sentences(path: str | os.PathLike, encoding: str = "utf-8") -> list[str
 
 @functools.lru_cache(maxsize=None)
 def _pydoc_sentences(topics: tuple[str, ...] | None) -> tuple[str, ...]:
+    # Imported on first use, not with the package: it is half a megabyte of
+    # text that most users of autograd_dag never read.
     from pydoc_data.topics import topics as all_topics
     names = sorted(all_topics) if topics is None else topics
     unknown = [t for t in names if t not in all_topics]

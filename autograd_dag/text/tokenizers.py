@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .vocab import CLS, EOS, PAD, SEP, SPECIAL_TOKENS, TextError, Vocabulary
+from .vocab import CLS, EOS, PAD, SEP, SPECIAL_TOKENS, UNK, TextError, Vocabulary
 
 __all__ = ["Tokenizer", "WordTokenizer", "CharTokenizer"]
 
@@ -66,7 +66,7 @@ class Tokenizer:
     def decode(self, ids, skip_special: bool = True) -> str:
         """The text of ``ids``; special tokens other than ``[UNK]`` are left out with ``skip_special``."""
         vocab = self._vocab("decode")
-        skip = [s for s in vocab.specials if s != "[UNK]"] if skip_special else []
+        skip = [s for s in vocab.specials if s != UNK] if skip_special else []
         return self.join(vocab.decode(ids, skip=skip))
 
     def encode_batch(self, texts: Sequence[str], max_length: int | None = None, cls_sep: bool = False,
