@@ -13,16 +13,12 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import AutogradDagError
+from ..errors import TextError
 
 __all__ = ["PAD", "UNK", "CLS", "SEP", "MASK", "EOS", "SPECIAL_TOKENS", "Vocabulary", "TextError"]
 
 PAD, UNK, CLS, SEP, MASK, EOS = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[EOS]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK, EOS)
-
-
-class TextError(AutogradDagError, ValueError):
-    """Bad input to the text toolkit: an unknown token or id, a missing file, bad cut-offs."""
 
 
 class Vocabulary:
