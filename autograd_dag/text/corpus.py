@@ -258,14 +258,34 @@ def _docstring_sentences(modules: tuple[str, ...] | None) -> tuple[str, ...]:
                 tree = ast.parse(source, filename=path)
         except (OSError, SyntaxError, ValueError):
             continue
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                doc = ast.get_docstring(node)
-                # Inherited boilerplate ("Return repr(self).") repeats many times: keep it once.
-                if doc and doc not in seen:
-                    seen.add(doc)
-                    out.extend(text_sentences(doc))
+        for node in _documented_nodes(tree):
+            doc = ast.get_docstring(node)
+            # Inherited boilerplate ("Return repr(self).") repeats many times: keep it once.
+            if doc and doc not in seen:
+                seen.add(doc)
+                out.extend(text_sentences(doc))
     return tuple(out)
+
+
+_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _documented_nodes(tree: ast.AST):
+    """Modules, classes and functions in source order, visiting statements only.
+
+    A docstring is always the first statement of a body, so expressions never
+    need a visit; ``ast.walk`` would visit them all and take twice as long.
+    """
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _DOCUMENTED):
+            yield node
+        children = []
+        for field in _STATEMENT_LISTS:
+            children.extend(getattr(node, field, ()))
+        stack.extend(reversed(children))
 
 
 def docstring_sentences(modules: Sequence[str] | None = None) -> list[str]:
