@@ -8,20 +8,21 @@ vectors; the script prints the nearest neighbours of a few words side by
 side and saves a 2-D PCA scatter of frequent words and the loss curves.
 
 Measured (``python -m examples.word_vectors --no-progress``, CPython 3.11.7,
-numpy 2.4, on the project's shared 2-core machine under a load of about 6):
-1 min 47 s wall, 37 s of CPU. Corpus 16,209 sentences, 222,687 words,
-vocabulary 3,008 (words seen at least 5 times). Skip-gram (window 5, 5
-negatives, subsampling 1e-4, 5 epochs): loss per pair 2.52 -> 1.90 in 56 s.
-GloVe (window 10, 513,034 nonzero X_ij, 10 epochs): J per pair 0.068 ->
-0.007 in 32 s. Five nearest neighbours:
+numpy 2.4, on the project's 2-core machine shared with other jobs, load
+about 6): 49 s wall, 32 s of CPU (1 min 47 s wall in a busier moment).
+Corpus 16,209 sentences, 222,687 words, vocabulary 3,008 (words seen at
+least 5 times). Skip-gram (window 5, 5 negatives, subsampling 1e-4, 5
+epochs): loss per pair 2.52 -> 1.90 in 34 s. GloVe (window 10, 513,034
+nonzero X_ij, 10 epochs): J per pair 0.068 -> 0.007 in 11 s. Five nearest
+neighbours:
 
-    word       word2vec (skip-gram, negative sampling)       GloVe
-    list       of, replacing, in, describing, all            of, tuple, a, strings, containing
-    string     str, escapes, single, bytes, hexadecimal      empty, a, or, given, literal
-    exception  raised, clause, exhausted, continues, ...     raised, an, raise, raises, error
-    file       open, gzip, wave, socketio, reading           open, object, output, a, path
-    thread     threads, lock, awakened, acquired, ...        lock, calling, acquired, coroutine, ...
-    true       false, otherwise, is, if, qnan                false, if, return, otherwise, then
+    word       word2vec (skip-gram, negative sampling)          GloVe
+    list       returned, modified, of, comprehension, comma     of, tuple, a, strings, containing
+    string     characters, optional, regex, strings, ...        empty, a, or, given, literal
+    exception  raised, exceptiongroup, continues, ..., error    raised, an, raise, raises, error
+    file       files, wave, open, reopen, destination           open, object, output, a, path
+    thread     lock, threads, reentrant, acquire, awakened      lock, calling, acquired, coroutine, ...
+    true       false, if, qnan, flag, otherwise                 false, if, return, otherwise, then
 
 On a corpus this small (0.2 M words; word2vec's demo corpus text8 has 17 M)
 GloVe's neighbours keep more function words ("a", "of"); both put "true"
