@@ -101,10 +101,14 @@ def vocabulary_words(vocab) -> list[str] | None:
     """
     if vocab is None or isinstance(vocab, (int, np.integer)):
         return None
-    words = list(getattr(vocab, "tokens", vocab))
-    if not all(isinstance(w, str) for w in words):
-        raise AutogradDagError("vocabulary: Expect: a Vocabulary, a sequence of words, or a size. "
-                               f"Actual: a sequence holding {type(next(w for w in words if not isinstance(w, str))).__name__}")
+    expect = "vocabulary: Expect: a Vocabulary, a sequence of words, or a size. Actual: "
+    try:
+        words = list(getattr(vocab, "tokens", vocab))
+    except TypeError:
+        raise AutogradDagError(f"{expect}{type(vocab).__name__} {vocab!r}") from None
+    bad = [w for w in words if not isinstance(w, str)]
+    if bad:
+        raise AutogradDagError(f"{expect}a {type(vocab).__name__} holding {type(bad[0]).__name__} {bad[0]!r}")
     return words
 
 

@@ -96,7 +96,8 @@ def glove_weighting(x, x_max: float = 100.0, alpha: float = 0.75) -> np.ndarray:
     """
     x = np.asarray(x, dtype=np.float64)
     if x_max <= 0 or alpha < 0:
-        raise AutogradDagError(f"glove_weighting: Expect: x_max > 0 and alpha >= 0. Actual: x_max={x_max}, alpha={alpha}")
+        raise AutogradDagError(f"glove_weighting: Expect: x_max > 0 and alpha >= 0. "
+                               f"Actual: x_max={x_max}, alpha={alpha}")
     return np.minimum(1.0, (x / x_max) ** alpha)
 
 
@@ -143,7 +144,8 @@ def glove_loss(w, w_tilde, b, b_tilde, cooc, x_max: float = 100.0, alpha: float 
         True
     """
     size = np.shape(w.value if isinstance(w, Tensor) else w)[0]
-    for name, t, shape in (("w", w, None), ("w_tilde", w_tilde, None), ("b", b, (size,)), ("b_tilde", b_tilde, (size,))):
+    for name, t, shape in (("w", w, None), ("w_tilde", w_tilde, None), ("b", b, (size,)),
+                           ("b_tilde", b_tilde, (size,))):
         got = tuple(np.shape(t.value if isinstance(t, Tensor) else t))
         want = shape or (size, np.shape(w.value if isinstance(w, Tensor) else w)[-1])
         if got != want:

@@ -55,7 +55,8 @@ class Tokenizer:
         Shapes: text -> (n,) int64.
         """
         if not isinstance(text, str):
-            raise TextError(f"{type(self).__name__}.encode: Expect: a string. Actual: {type(text).__name__}")
+            raise TextError(f"{type(self).__name__}.encode: Expect: a string. "
+                            f"Actual: {type(text).__name__}")
         tokens = self.split(text)
         if cls_sep:
             tokens = [CLS] + tokens + [SEP]
