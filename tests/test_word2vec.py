@@ -68,6 +68,10 @@ def test_cbow_full_softmax_log_likelihood(tables, m):
     contexts, mask, centres = nn.cbow_windows(SENTENCES, m)
     got = nn.cbow_log_likelihood(v, u, contexts, centres, mask)
     assert np.isclose(got.value, numpy_cbow_log_likelihood(v, u, SENTENCES, m), rtol=1e-12)
+    model = nn.CBOW(V, D)
+    model.input_embeddings.weight.value[...] = v
+    model.output_embeddings.weight.value[...] = u
+    assert np.isclose(model.loss(contexts, centres, mask=mask).value, -got.value / len(centres))
 
 
 def test_negative_sampling_loss(tables):
@@ -245,6 +249,15 @@ def test_negative_sampler_follows_unigram_to_the_three_quarters():
     freq = np.bincount(draws, minlength=len(counts)) / draws.size
     assert freq[0] == 0 and freq[4] == 0  # zero-count ids (special tokens) are never drawn
     assert np.allclose(freq, expect, atol=0.005)
+
+
+def test_subsample_keeps_each_word_with_probability_sqrt_t_over_f():
+    counts = np.array([0, 9000, 900, 90, 10])  # shares .9, .09, .009, .001
+    sentences = [np.repeat(np.arange(5), counts)] * 100
+    kept = np.bincount(np.concatenate(nn.subsample(sentences, counts, threshold=1e-3, rng=0)), minlength=5)
+    rate = kept[1:] / (100 * counts[1:])
+    expect = np.sqrt(1e-3 / (counts[1:] / counts.sum()))  # 0.033, 0.105, 0.333, then 1.05 -> kept always
+    assert np.allclose(rate, np.minimum(1, expect), atol=0.015) and rate[-1] == 1.0
 
 
 def test_word_vectors_queries():
