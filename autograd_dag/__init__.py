@@ -67,4 +67,5 @@ __all__ = [
     "render", "render_to", "highlight_path",
 ]
 from . import circuits, nn, optim, testing  # noqa: E402
+from . import text  # noqa: E402
 from .render import highlight_path, render, render_to  # noqa: E402

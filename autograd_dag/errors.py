@@ -96,6 +96,10 @@ class SerializationError(AutogradDagError, ValueError):
     """A file could not be loaded (wrong format, pickled data, mismatched keys or shapes)."""
 
 
+class TextError(AutogradDagError, ValueError):
+    """Bad input to the text toolkit (``ad.text``): an unknown token or id, an unreadable file, bad cut-offs."""
+
+
 def where(source) -> str:
     """Format a recorded source location ``(filename, lineno)`` as `` (at file:line)``."""
     if not source:
