@@ -70,11 +70,31 @@ def load_target(target: str):
                                f"(or return a Tensor): {exc}") from None
 
 
+def _gradient_of(obj, target: str) -> Program:
+    """The gradient program of what ``target`` built: with respect to its parameters if it has any.
+
+    A Tensor whose leaves include parameters (``Tensor(..., requires_grad=True)``)
+    is differentiated with respect to those parameters, as training would;
+    otherwise with respect to every input.
+    """
+    if isinstance(obj, Program):
+        program, wrt = obj, None
+    else:
+        plain = len(as_program(obj).inputs)
+        program = as_program(obj, parameters_as_inputs=True)
+        wrt = tuple(range(plain, len(program.inputs))) or None
+    if not program.inputs:
+        raise AutogradDagError(f"render --grad: {target} has no inputs and no parameters "
+                               f"(Tensor(..., requires_grad=True)) to differentiate with respect to")
+    return grad_program(program, wrt)
+
+
 def _render_command(args) -> int:
     obj = load_target(args.target)
-    program = as_program(obj)
     if args.grad:
-        program = grad_program(program)
+        program = _gradient_of(obj, args.target)
+    else:
+        program = as_program(obj)
     graph = render(program, args.view, depth=args.depth, rankdir=args.rankdir, legend=not args.no_legend,
                    color_by=args.color_by)
     out = args.output or f"{args.target.rsplit(':', 1)[1]}{'_grad' if args.grad else ''}_{args.view}.svg"

@@ -19,14 +19,16 @@ VIEWS = ("dag", "bipartite")
 DEFAULT_MAX_NODES = 2500
 
 
-def as_program(obj) -> Program:
+def as_program(obj, *, parameters_as_inputs: bool = False) -> Program:
     """The :class:`Program` to draw for ``obj``: a Program, an output Tensor, or a tuple of them.
 
     For Tensors the recorded graph is walked back to its leaves: leaves that
     require a gradient become *parameters*, constants lifted from Python
     numbers or arrays in an operation (``x * 2.0``) become *constants*, and
     every other leaf (a Tensor the user created) becomes an *input*, in the
-    order first met from the outputs.
+    order first met from the outputs. With ``parameters_as_inputs`` the
+    parameters become inputs too, after the others (as ``--grad`` of the
+    command line needs, to differentiate with respect to them).
 
     Example:
         >>> import autograd_dag as ad
@@ -48,6 +50,7 @@ def as_program(obj) -> Program:
         raise RenderError(f"render: expected a Program, a Tensor or a tuple of Tensors; "
                           f"got {type(obj).__name__}")
     inputs: list[Tensor] = []
+    parameters: list[Tensor] = []
     seen: set[int] = set()
     stack = list(reversed(outputs))
     while stack:
@@ -60,10 +63,15 @@ def as_program(obj) -> Program:
             # A user-made Tensor has a source line; a lifted constant has none.
             if t.prim is None and not t.requires_grad and t.source is not None:
                 inputs.append(t)
+            elif parameters_as_inputs and t.requires_grad:
+                parameters.append(t)
             continue
         stack.extend(reversed(parents))
-    program = Program.from_outputs(tuple(inputs), outputs if len(outputs) > 1 else outputs[0],
+    program = Program.from_outputs(tuple(inputs + parameters), outputs if len(outputs) > 1 else outputs[0],
                                    name=(outputs[0].name or "f") if len(outputs) == 1 else "f")
+    for i, t in enumerate(parameters):
+        if t.name is None:  # "x3" would read as an input
+            program.nodes[len(inputs) + i].name = f"param{i}"
     return program
 
 
