@@ -17,7 +17,7 @@ def test_circuit_command_prints_the_measures(capsys):
 
 
 def test_circuit_command_points_at_the_bad_column(capsys):
-    assert main(["circuit", "x + y $ 2"]) == 1
+    assert main(["circuit", "x + y $ 2"]) == 2
     err = capsys.readouterr().err
     lines = err.splitlines()
     caret_line = lines[-1]

@@ -33,3 +33,60 @@ def test_cli_grad_of_a_tensor_built_from_parameters_differentiates_them(tmp_path
     np.testing.assert_allclose(dw, x.T @ (1 - np.tanh(x @ np.ones((3, 2))) ** 2))
     np.testing.assert_allclose(db, [4.0, 4.0])
 
+
+
+USER_CODE = (
+    "import numpy as np, autograd_dag as ad\n"
+    "def helper(x):\n"
+    "    return x + undefined_name\n"
+    "def broken():\n"
+    "    return helper(ad.Tensor(np.ones(2), name='x'))\n"
+    "def mismatched():\n"
+    "    return ad.Tensor(np.ones(2)) + ad.Tensor(np.ones(3))\n"
+    "def ok():\n"
+    "    return ad.exp(ad.Tensor(np.ones(2), name='x')).sum()\n")
+
+
+def one_error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith("autograd-dag: error: ")
+    return line
+
+
+def test_cli_reports_the_users_exception_in_one_line_with_their_line(tmp_path, capsys):
+    path = write_module(tmp_path, USER_CODE)
+    assert main(["render", f"{path}:broken", "-o", str(tmp_path / "b.svg")]) == 2
+    line = one_error_line(capsys)
+    assert "NameError" in line and "undefined_name" in line and "(at user_model.py:3)" in line
+    assert main(["render", f"{path}:mismatched", "-o", str(tmp_path / "m.svg")]) == 2
+    line = one_error_line(capsys)
+    assert "ShapeError" in line and "user_model.py:7" in line
+    bad = write_module(tmp_path, "x = (\n", "bad_syntax.py")
+    assert main(["render", f"{bad}:f"]) == 2
+    assert "SyntaxError" in one_error_line(capsys)
+
+
+def test_cli_unwritable_output_is_one_line_with_status_2(tmp_path, capsys):
+    path = write_module(tmp_path, USER_CODE)
+    (tmp_path / "a_file").write_text("")
+    target = tmp_path / "a_file" / "out.svg"  # a folder that is a file: fails even for root
+    assert main(["render", f"{path}:ok", "-o", str(target)]) == 2
+    assert f"cannot write '{target}'" in one_error_line(capsys)
+
+
+def test_cli_version_depth_and_format_hint(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out.strip() == f"autograd-dag {ad.__version__}"
+    path = write_module(tmp_path, USER_CODE)
+    with pytest.raises(SystemExit) as exit_:
+        main(["render", f"{path}:ok", "--depth", "-1"])
+    assert exit_.value.code == 2 and "--depth" in capsys.readouterr().err
+    assert main(["render", f"{path}:ok", "-o", str(tmp_path / "picture")]) == 2
+    line = one_error_line(capsys)
+    assert "--format" in line and "format=" not in line
+    assert not (tmp_path / "picture").exists()
+    assert main(["render", f"{path}:ok", "-o", str(tmp_path / "picture"), "--format", "dot"]) == 0
+    assert (tmp_path / "picture").read_text().startswith("digraph")
