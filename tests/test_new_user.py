@@ -90,3 +90,27 @@ def test_cli_version_depth_and_format_hint(tmp_path, capsys):
     assert not (tmp_path / "picture").exists()
     assert main(["render", f"{path}:ok", "-o", str(tmp_path / "picture"), "--format", "dot"]) == 0
     assert (tmp_path / "picture").read_text().startswith("digraph")
+
+
+def test_gallery_names_its_own_lines_and_regenerates_byte_identical(tmp_path):
+    import subprocess
+    import sys
+    script = tmp_path / "autograd-dag"  # the console script's shape
+    script.write_text("import sys\nfrom autograd_dag.cli import main\nsys.exit(main())\n")
+    root = __import__("os").path.dirname(__import__("os").path.dirname(ad.__file__))
+    env = dict(__import__("os").environ, PYTHONPATH=root)
+    runs = [[sys.executable, "-m", "autograd_dag.cli"], [sys.executable, str(script)]]
+    outs = []
+    for k, command in enumerate(runs):
+        out = tmp_path / f"viz{k}"
+        subprocess.run(command + ["gallery", "--out", str(out), "--only", "book", "circuit", "nn_mlp"],
+                       check=True, env=env, cwd=tmp_path, capture_output=True)
+        outs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+    assert outs[0] == outs[1]
+    dot = outs[0]["book_dag.dot"].decode()
+    assert "runpy" not in dot and "autograd-dag:" not in dot
+    import inspect
+    from autograd_dag import gallery
+    line = next(i for i, text in enumerate(inspect.getsource(gallery).splitlines(), 1)
+                if "a = x2 * exp(x1)" in text)
+    assert f"exp(%0)  float64[]  gallery.py:{line}" in dot
