@@ -114,3 +114,22 @@ def test_gallery_names_its_own_lines_and_regenerates_byte_identical(tmp_path):
     line = next(i for i, text in enumerate(inspect.getsource(gallery).splitlines(), 1)
                 if "a = x2 * exp(x1)" in text)
     assert f"exp(%0)  float64[]  gallery.py:{line}" in dot
+
+
+def test_render_draws_a_hand_built_graph_in_both_views():
+    g = ad.Graph.from_edges([("x1", "a"), ("x2", "a"), ("a", "b"), ("x1", "b"), ("b", "c"), ("a", "c")])
+    dag = ad.render(g).source
+    assert dag.count("->") == g.num_edges and "graph: 5 nodes, 6 edges" in dag
+    assert "<B>a</B>" in dag and "float64" not in dag
+    bip = ad.render(g, "bipartite").source
+    b = g.to_bipartite()
+    arrows = [line for line in bip.splitlines() if "->" in line]
+    assert len(arrows) == b.num_edges and "<B>f</B><SUB>b</SUB>" in bip
+    ad.render(g, "bipartite").pipe("svg")  # Graphviz accepts it
+    # Vertices naming primitives are drawn as those primitives.
+    h = ad.Graph.from_edges([("x", "exp"), ("exp", ("multiply", 1)), ("x", ("multiply", 1))])
+    source = ad.render(h, "bipartite", color_by="op").source
+    assert "<B>multiply</B>>" in source and "<B>exp</B>>" in source
+    # A graph given primitives and example inputs is a program to run and to draw.
+    runnable = ad.Program.from_graph(h, {"exp": "exp", ("multiply", 1): "multiply"}, {"x": np.ones(2)})
+    assert "multiply" in ad.render(runnable).source

@@ -6,7 +6,9 @@ import warnings
 
 from ..core import Tensor
 from ..errors import RenderError
-from ..program import Program
+from ..graph import Graph
+from ..primitives.registry import PRIMITIVES
+from ..program import Program, ProgramNode
 from .bipartite import bipartite_scene
 from .collapse import group_nodes, max_scope_depth
 from .dag import dag_scene
@@ -40,6 +42,8 @@ def as_program(obj, *, parameters_as_inputs: bool = False) -> Program:
     """
     if isinstance(obj, Program):
         return obj
+    if isinstance(obj, Graph):
+        return graph_program(obj)
     if callable(getattr(obj, "to_program", None)):
         return obj.to_program()  # an arithmetic circuit (duck-typed: render does not import circuits)
     if isinstance(obj, Tensor):
@@ -47,7 +51,7 @@ def as_program(obj, *, parameters_as_inputs: bool = False) -> Program:
     elif isinstance(obj, (tuple, list)) and obj and all(isinstance(t, Tensor) for t in obj):
         outputs = tuple(obj)
     else:
-        raise RenderError(f"render: expected a Program, a Tensor or a tuple of Tensors; "
+        raise RenderError(f"render: expected a Program, a Tensor, a tuple of Tensors or a Graph; "
                           f"got {type(obj).__name__}")
     inputs: list[Tensor] = []
     parameters: list[Tensor] = []
@@ -73,6 +77,35 @@ def as_program(obj, *, parameters_as_inputs: bool = False) -> Program:
         if t.name is None:  # "x3" would read as an input
             program.nodes[len(inputs) + i].name = f"param{i}"
     return program
+
+
+def graph_program(graph: Graph, name: str = "graph") -> Program:
+    """A hand-built :class:`Graph` as a program to draw: one node per vertex, in topological order.
+
+    Roots become inputs; every other vertex is a function of its parents (in
+    the order its edges were added), labelled with the vertex. A vertex that
+    names a primitive (``"exp"``, or a tuple starting with one, ``("multiply", 2)``)
+    is drawn as that primitive. The program only describes structure: it has
+    no shapes, is drawn without types and cannot be executed (for a runnable
+    program give the vertices primitives with :meth:`Program.from_graph`).
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> g = ad.Graph.from_edges([("x", "exp"), ("exp", ("multiply", 1)), ("x", ("multiply", 1))])
+        >>> [(n.op, n.name, n.parents) for n in graph_program(g).nodes]
+        [('input', 'x', ()), ('exp', 'exp', (0,)), ('multiply', 'multiply 1', (0, 1))]
+    """
+    order = graph.topological_order()
+    index = {v: k for k, v in enumerate(order)}
+    nodes = []
+    for k, v in enumerate(order):
+        label = " ".join(str(part) for part in v) if isinstance(v, tuple) else str(v)
+        parents = tuple(index[p] for p in graph.parents(v))
+        head = v[0] if isinstance(v, tuple) and v else v
+        op = "input" if not parents else (head if isinstance(head, str) and head in PRIMITIVES else "vertex")
+        nodes.append(ProgramNode(k, op, None, parents, None, (), "float64", name=label))
+    leaves = [index[v] for v in graph.leaves()]
+    return Program(nodes, [k for k, n in enumerate(nodes) if not n.parents], leaves, name=name, kind="graph")
 
 
 def _resolve(program: Program, spec, what: str) -> list[int]:
@@ -180,6 +213,8 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
     if long_edges not in ("auto", "keep"):
         raise RenderError(f"render: long_edges must be 'auto' or 'keep', got {long_edges!r}")
     program = as_program(obj)
+    if program.kind == "graph":
+        show_shapes = show_dtypes = False
     if program.kind == "circuit":
         # Circuits are over scalars: types say nothing, gates are told apart by
         # colour, and constants are roots of the DAG (seed 001 §4.1.4).

@@ -54,7 +54,7 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
         scope = labeller.scope_of(k)
         if node.parents:
             fill = op_color(node.op) if color_by == "op" else None
-            label = join_lines(labeller.title(k), labeller.params(k))
+            label = join_lines(labeller.function_title(k), labeller.params(k))
             scene.add_node(VNode(f"f{k}", "function", label, scope, (k,), labeller.short(k),
                                  labeller.tooltip(k), {"fillcolor": fill} if fill else None))
             variable(k, scope)

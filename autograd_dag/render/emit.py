@@ -27,7 +27,7 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
     graph_attr.update(graph_attributes(len(scene.nodes), len(scene.edges)))
     graph_attr.update(extra_graph_attrs or {})
     heading = title if title is not None else program.name
-    kind = {"gradient": "gradient program", "circuit": "arithmetic circuit"}.get(program.kind, "program")
+    kind = {"gradient": "gradient program", "circuit": "arithmetic circuit", "graph": "graph"}.get(program.kind, "program")
     graph_attr["label"] = (f"<<B>{html(heading, 60)}</B><BR/>"
                            + small(html(f"{kind}: {len(program.nodes)} nodes, {program.num_edges} edges, "
                                         f"{scene.view} view")) + ">")

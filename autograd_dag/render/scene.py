@@ -126,6 +126,8 @@ class Labeller:
         if node.op == "constant":
             text = f"<B>{html(value_str(node.value), 40)}</B>"
             return text + (f"<BR/><I>{html(node.name, 40)}</I>" if node.name else "")
+        if self.program.kind == "graph":  # a hand-built Graph: its vertices are the labels
+            return f"<B>{html(node.name, 40)}</B>"
         inlined = self.grouping.inlined
         op = CIRCUIT_GATES.get(node.op, node.op) if self.program.kind == "circuit" else node.op
         text = f"<B>{html(op, 40)}</B>"
@@ -149,8 +151,20 @@ class Labeller:
         node = self.program.nodes[k]
         return f"%{k} {node.name or node.op}"
 
+    def function_title(self, k: int) -> str:
+        """The bold line of function f_k's box in the bipartite view."""
+        node = self.program.nodes[k]
+        if self.program.kind == "graph" and node.op == "vertex":
+            return f"<B>f</B><SUB>{html(node.name, 40)}</SUB>"
+        if self.program.kind == "graph":  # a vertex naming a primitive
+            return f"<B>{html(node.op, 40)}</B>"
+        return self.title(k)
+
     def tooltip(self, k: int) -> str:
         node = self.program.nodes[k]
+        if self.program.kind == "graph":
+            parents = ", ".join(str(self.program.nodes[p].name) for p in node.parents)
+            return plain(f"%{k} {node.name}" + (f" <- {parents}" if parents else ""))
         parts = [f"%{k} = {node.op}"]
         if node.parents:
             parts[0] += "(" + ", ".join(f"%{p}" for p in node.parents) + ")"
