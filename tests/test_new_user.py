@@ -133,3 +133,27 @@ def test_render_draws_a_hand_built_graph_in_both_views():
     # A graph given primitives and example inputs is a program to run and to draw.
     runnable = ad.Program.from_graph(h, {"exp": "exp", ("multiply", 1): "multiply"}, {"x": np.ones(2)})
     assert "multiply" in ad.render(runnable).source
+
+
+def test_parameters_are_named_by_attribute_path_and_drawn_by_name():
+    model = ad.nn.LeNet(rng=0)
+    assert [p.name for p in model.parameters()] == [n for n, _ in model.named_parameters()]
+    x = ad.Tensor(np.zeros((1, 1, 28, 28)), name="images")
+    source = ad.render(model.logits(x) if hasattr(model, "logits") else model(x)).source
+    assert "<B>conv1.weight</B>" in source and "<B>fc4.bias</B>" in source
+    assert "<B>parameter</B>" not in source
+    mlp = ad.nn.MLP([2, 3, 4], rng=0)
+    assert mlp.layers[1].weight.name == "layers.1.weight"
+    own = ad.nn.Parameter(np.ones(2), name="my_bias")
+
+    class Custom(ad.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.b = own
+            self.inner = ad.nn.Linear(2, 2, rng=0)
+
+        def forward(self, x):
+            return self.inner(x) + self.b
+
+    model = Custom()
+    assert own.name == "my_bias" and model.inner.weight.name == "inner.weight"

@@ -53,6 +53,24 @@ class Parameter(Tensor):
         return f"Parameter({label}shape={self.shape}, dtype={self.dtype})"
 
 
+def _name_parameter(p: "Parameter", path: str) -> None:
+    """Name ``p`` by its dotted ``path`` unless the user named it (a shorter path is the module's own)."""
+    if p.name is None or (path != p.name and path.endswith("." + p.name)):
+        p.name = path
+
+
+def _parameters_under(name: str, value) -> list[tuple[str, "Parameter"]]:
+    """(dotted path, parameter) for the parameters held in attribute ``name`` (a module or a list)."""
+    if isinstance(value, Parameter):
+        return [(name, value)]
+    if isinstance(value, Module):
+        return [(f"{name}.{pname}", p) for pname, p in value.named_parameters()]
+    if isinstance(value, (list, tuple)):
+        return [found for i, item in enumerate(value) for found in _parameters_under(f"{name}.{i}", item)
+                if isinstance(item, (Module, Parameter))]
+    return []
+
+
 class Module:
     """Base class of layers and models, as a PyTorch user expects it.
 
@@ -111,6 +129,14 @@ class Module:
             self._check_initialised()
         if isinstance(value, Module):
             object.__setattr__(value, "_scope_name", _scope_label(name, value))
+        # Parameters are named by their attribute path as soon as they are
+        # registered (``conv1.weight``), so that a program recorded through any
+        # method, not only __call__, draws them by name. A name the user gave is kept.
+        if isinstance(value, Parameter) and value.name is None:
+            value.name = name
+        elif isinstance(value, (Module, list, tuple)):
+            for pname, p in _parameters_under(name, value):
+                _name_parameter(p, pname)
         object.__setattr__(self, name, value)
 
     # ------------------------------------------------------------ discovery
@@ -167,7 +193,9 @@ class Module:
         Example: ``dict(nn.Linear(2, 3).named_parameters()).keys()`` is ``{'weight', 'bias'}``.
         """
         for _, _, named in self._parameters_by_module():
-            yield from named
+            for name, p in named:
+                _name_parameter(p, name)  # e.g. appended to a list after assignment
+                yield name, p
 
     def _parameters_by_module(self) -> Iterator[tuple[str, "Module", list[tuple[str, Parameter]]]]:
         """(dotted module name, module, [(dotted name, parameter)]) per module; a shared parameter only at its first."""
