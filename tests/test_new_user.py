@@ -157,3 +157,22 @@ def test_parameters_are_named_by_attribute_path_and_drawn_by_name():
 
     model = Custom()
     assert own.name == "my_bias" and model.inner.weight.name == "inner.weight"
+
+
+def test_loading_a_text_file_says_it_is_not_an_npz_archive(tmp_path):
+    import pickle
+    text = tmp_path / "weights.npz"
+    text.write_text("weight = [1, 2, 3]\n")
+    model = ad.nn.Linear(2, 3, rng=0)
+    with pytest.raises(ad.SerializationError) as info:
+        model.load(text)
+    assert "is not an .npz archive" in str(info.value) and "pickled" not in str(info.value)
+    (tmp_path / "empty.npz").write_bytes(b"")
+    with pytest.raises(ad.SerializationError, match="not an .npz archive"):
+        model.load(tmp_path / "empty.npz")
+    np.save(tmp_path / "one.npy", np.ones(3))
+    with pytest.raises(ad.SerializationError, match="single array"):
+        model.load(tmp_path / "one.npy")
+    (tmp_path / "p.npz").write_bytes(pickle.dumps({"weight": 1}))
+    with pytest.raises(ad.SerializationError, match="pickled data"):
+        model.load(tmp_path / "p.npz")

@@ -347,11 +347,20 @@ class Module:
             path += ".npz"
         if not os.path.exists(path):
             raise SerializationError(f"load: no such file '{path}'")
+        with open(path, "rb") as fh:
+            head = fh.read(6)
+        if head.startswith(b"\x93NUMPY"):
+            raise SerializationError(f"load: '{path}' holds a single array (.npy), not an .npz archive of "
+                                     f"named arrays written by Module.save")
+        if not head.startswith(b"PK"):  # every zip archive, hence every .npz, starts so
+            kind = "pickled data" if head[:1] == b"\x80" else ("empty" if not head else "not a zip archive")
+            raise SerializationError(f"load: '{path}' is not an .npz archive ({kind}); expected a file "
+                                     f"written by Module.save")
         try:
             archive = np.load(path, allow_pickle=False)
         except ValueError as exc:
-            raise SerializationError(f"load: '{path}' contains pickled data ({exc}); only .npz files "
-                                     f"of numeric arrays written by Module.save are accepted") from None
+            raise SerializationError(f"load: '{path}' is not an .npz archive that can be read without "
+                                     f"pickle ({exc}); expected a file written by Module.save") from None
         except (OSError, zipfile.BadZipFile, EOFError) as exc:
             raise SerializationError(f"load: '{path}' is not a readable .npz file ({exc})") from None
         if not isinstance(archive, np.lib.npyio.NpzFile):
