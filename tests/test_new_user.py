@@ -176,3 +176,29 @@ def test_loading_a_text_file_says_it_is_not_an_npz_archive(tmp_path):
     (tmp_path / "p.npz").write_bytes(pickle.dumps({"weight": 1}))
     with pytest.raises(ad.SerializationError, match="pickled data"):
         model.load(tmp_path / "p.npz")
+
+
+def test_too_large_for_a_bitmap_is_refused_not_shrunk(tmp_path):
+    chain = ad.Graph.from_edges([(i, i + 1) for i in range(600)])
+    graph = ad.render(chain)
+    with pytest.raises(ad.RenderError) as info:
+        graph.render(str(tmp_path / "chain.png"))
+    message = str(info.value)
+    assert "too large for a PNG" in message and "SVG" in message and "depth=" in message
+    assert not (tmp_path / "chain.png").exists()
+    graph.render(str(tmp_path / "chain.svg"))  # vector formats have no limit
+
+
+def test_graphviz_warnings_are_shown(recwarn):
+    from autograd_dag.render.output import GraphvizWarning, layout
+    with pytest.warns(GraphvizWarning, match="Graphviz"):
+        layout('digraph { a [shape=no_such_shape]; a -> b }', "svg")
+
+
+def test_automatic_collapse_is_said_in_the_title():
+    from autograd_dag.gallery import mlp_program
+    with pytest.warns(UserWarning, match="max_nodes=10"):
+        source = ad.render(mlp_program(), max_nodes=10).source
+    title = source.split("\n")[1]
+    assert "collapsed automatically to depth=" in title
+    assert "collapsed automatically" not in ad.render(mlp_program()).source

@@ -222,17 +222,18 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
         color_by = "op"
     chosen = _highlight_set(program, highlight)
     grouping = group_nodes(program, depth, fold=fold, inline_constants=inline_constants)
+    note = None
     if depth is None and max_nodes is not None:
         count = grouping.count_nodes(view)
         if count > max_nodes:
-            grouping = _auto_collapse(program, grouping, view, count, max_nodes, fold, inline_constants)
+            grouping, note = _auto_collapse(program, grouping, view, count, max_nodes, fold, inline_constants)
     labeller = Labeller(program, grouping, show_shapes, show_dtypes)
     make = dag_scene if view == "dag" else bipartite_scene
     scene = make(grouping, labeller, edge_labels=edge_labels, color_by=color_by)
     if long_edges == "auto":
         add_references(scene)
     return emit(scene, rankdir=rankdir, highlight=chosen, legend=legend, color_by=color_by, title=title,
-                timeout=timeout)
+                timeout=timeout, note=note)
 
 
 def _auto_collapse(program, grouping, view, count, max_nodes, fold, inline_constants):
@@ -249,12 +250,13 @@ def _auto_collapse(program, grouping, view, count, max_nodes, fold, inline_const
                       f"max_nodes={max_nodes}, and uses no name_scope to collapse: layout may be slow. "
                       f"Record it inside ad.name_scope(...) blocks to group it, or pass max_nodes=None "
                       f"to silence this.", stacklevel=3)
-        return grouping
+        return grouping, None
     d, candidate, n = best
     warnings.warn(f"render: program '{program.name}' draws {count} nodes in the {view} view, more than "
                   f"max_nodes={max_nodes}; name scopes deeper than depth={d} were collapsed ({n} nodes). "
                   f"Pass depth= to choose, or max_nodes=None to draw every node.", stacklevel=3)
-    return candidate
+    return candidate, (f"collapsed automatically to depth={d}: {count} nodes are more than "
+                       f"max_nodes={max_nodes}")
 
 
 def render_to(obj, path, *, format: str | None = None, **options) -> str:

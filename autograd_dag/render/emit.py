@@ -19,7 +19,7 @@ _ROLE_ORDER = ("input", "parameter", "constant", "function", "intermediate", "ou
 
 def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, legend: bool = True,
          color_by: str = "role", title: str | None = None, timeout: float | None = None,
-         extra_graph_attrs: dict | None = None) -> RenderedGraph:
+         extra_graph_attrs: dict | None = None, note: str | None = None) -> RenderedGraph:
     """Build the Graphviz digraph of ``scene``; deterministic for a given program and options."""
     program = scene.program
     graph_attr = {"rankdir": rankdir, "fontname": FONT, "fontsize": "12", "labelloc": "t",
@@ -30,7 +30,8 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
     kind = {"gradient": "gradient program", "circuit": "arithmetic circuit", "graph": "graph"}.get(program.kind, "program")
     graph_attr["label"] = (f"<<B>{html(heading, 60)}</B><BR/>"
                            + small(html(f"{kind}: {len(program.nodes)} nodes, {program.num_edges} edges, "
-                                        f"{scene.view} view")) + ">")
+                                        f"{scene.view} view"))
+                           + (f"<BR/>{small(html(note, 120), '#b83250')}" if note else "") + ">")
     node_attr = {"fontname": FONT, "fontsize": "11", "margin": "0.1,0.04", "height": "0.3"}
     edge_attr = {"color": EDGE_COLOR, "arrowsize": "0.6", "fontname": FONT, "fontsize": "8"}
     name = re.sub(r"[^A-Za-z0-9_]", "_", program.name) or "program"
