@@ -62,7 +62,7 @@ def gallery_source(func):
 
 @gallery_source
 def book_program() -> Program:
-    """The book's example (seed 001, Fig. 4.3): f(x1, x2) = x2·e^{x1}·√(x1 + x2·e^{x1})."""
+    """The book's example (Fig. 4.3): f(x1, x2) = x2·e^{x1}·√(x1 + x2·e^{x1})."""
     def f(x1, x2):
         a = x2 * exp(x1)  # computed once and used twice, as in the figure
         return a * sqrt(x1 + a)
@@ -150,7 +150,7 @@ def chain_program(n_ops: int = 1000, width: int = 8) -> Program:
 
 @gallery_source
 def circuit_program() -> Program:
-    """The arithmetic circuit (x + y)·(x + y) + 3x (seed 001 §4.1.4), sharing x + y."""
+    """The arithmetic circuit (x + y)·(x + y) + 3x (§4.1.4 of the book), sharing x + y."""
     return circuits.parse("(x + y) * (x + y) + 3*x", name="f").to_program("circuit")
 
 
@@ -162,7 +162,7 @@ def circuit_gradient() -> Program:
 
 
 GALLERY: list[Entry] = [
-    Entry("book", "f(x1, x2) = x2 e^x1 sqrt(x1 + x2 e^x1), seed 001 Fig. 4.3", book_program),
+    Entry("book", "f(x1, x2) = x2 e^x1 sqrt(x1 + x2 e^x1), Fig. 4.3 of the book", book_program),
     Entry("book_grad", "its gradient program (reverse mode)", book_gradient),
     Entry("mlp", "MLP with softmax cross-entropy, one name_scope per layer", mlp_program),
     Entry("mlp_collapsed", "the same MLP at depth=0: layers collapsed, identical ones folded",
@@ -218,7 +218,7 @@ def gallery_readme() -> str:
              "`autograd-dag gallery` (or `python -m autograd_dag.cli gallery`).", "",
              "Each picture comes with its Graphviz source (`.dot`). Views: `dag` draws one node per "
              "function and its output variable; `bipartite` draws variables (ellipses) and functions "
-             "(boxes) apart (seed 001, §4.1.3).", "",
+             "(boxes) apart (§4.1.3 of Blondel & Roulet, *The Elements of Differentiable Programming*).", "",
              "| entry | what | files |", "|---|---|---|"]
     for entry in GALLERY:
         files = ", ".join(f"[{entry.name}_{v}.svg]({entry.name}_{v}.svg) ([dot]({entry.name}_{v}.dot))"

@@ -1,4 +1,4 @@
-"""LeNet (seed 000) on scikit-learn's 8×8 handwritten digits: ≥ 95 % test accuracy in well under two minutes.
+"""LeNet-5 on scikit-learn's 8×8 handwritten digits: ≥ 95 % test accuracy in well under two minutes.
 
 Run: ``python -m examples.lenet_digits`` (full) or ``--fast`` (a few seconds).
 Writes ``lenet_digits_curves.png`` (loss and accuracy per epoch) and
