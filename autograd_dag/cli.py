@@ -200,7 +200,7 @@ def _circuit_command(args) -> int:
     text, c, gradient = circuit_report(args.expression)
     print(text)
     if out:
-        target = gradient.circuit if args.grad else c
+        target = gradient if args.grad else c
         print(save(render(target, args.view), out, format=args.format))
     return 0
 

@@ -158,7 +158,7 @@ def circuit_program() -> Program:
 def circuit_gradient() -> Program:
     """Its gradient circuit: f and both partial derivatives, built by reverse mode and simplified."""
     c = circuits.parse("(x + y) * (x + y) + 3*x", name="f")
-    return circuits.gradient_circuit(c).circuit.to_program("gradient_circuit")
+    return circuits.gradient_circuit(c).to_program("grad_f")
 
 
 GALLERY: list[Entry] = [

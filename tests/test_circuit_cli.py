@@ -39,7 +39,7 @@ def test_circuit_renders_with_gate_symbols(tmp_path, capsys):
     root = ET.parse(path).getroot()
     texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert "+" in texts and "\u00d7" in texts
-    assert any("arithmetic circuit" in (t or "") for t in texts)
+    assert any("gradient circuit" in (t or "") for t in texts)
 
 
 def test_render_accepts_a_circuit_and_draws_every_node():

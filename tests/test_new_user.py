@@ -1,5 +1,7 @@
 """Regressions for what a new user hit (issue 11): each test is one rough edge, now smooth."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -202,3 +204,42 @@ def test_automatic_collapse_is_said_in_the_title():
     title = source.split("\n")[1]
     assert "collapsed automatically to depth=" in title
     assert "collapsed automatically" not in ad.render(mlp_program()).source
+
+
+def test_edges_into_non_commutative_operations_name_their_operand():
+    prog = ad.trace(lambda x, y: ad.where(x > y, x - y, y / x) @ ad.exp(y), np.ones((2, 2)), 2 * np.ones((2, 2)))
+    source = ad.render(prog, legend=False).source
+    edges = {tuple(re.findall(r"n(\d+)", line)[:2]): re.search(r"label=<([^>]*)>", line)
+             for line in source.splitlines() if "->" in line}
+    labels = {k: (m.group(1) if m else None) for k, m in edges.items()}
+    ops = {n.op: n.index for n in prog.nodes}
+    sub, div, where, mm = ops["subtract"], ops["divide"], ops["where"], ops["matmul"]
+    assert labels[("0", str(sub))] == "a" and labels[("1", str(sub))] == "b"   # x - y
+    assert labels[("1", str(div))] == "a" and labels[("0", str(div))] == "b"   # y / x
+    assert labels[(str(ops["greater"]), str(where))] == "cond"
+    assert labels[(str(where), str(mm))] == "a" and labels[(str(ops["exp"]), str(mm))] == "b"
+    assert "a / b" in source and "cond ? a : b" in source
+    # Commutative operations keep unlabelled edges; shapes join the operand names.
+    add = ad.trace(lambda x, y: x + y, 1.0, 2.0)
+    assert "label=<" not in "".join(l for l in ad.render(add, legend=False).source.splitlines() if "->" in l)
+    shaped = ad.render(prog, "bipartite", edge_labels="shape", legend=False).source
+    assert "label=<a [2,2]>" in shaped
+
+
+def test_legend_explains_the_highlighted_path():
+    from autograd_dag.gallery import book_gradient
+    g = book_gradient()
+    source = ad.render(g, highlight=ad.highlight_path(g, "x1", g.outputs[0])).source
+    assert f"every path from %0 x1 to %{g.outputs[0]} df/dx1" in source and "the rest dimmed" in source
+    assert "highlighted" not in ad.render(g).source
+
+
+def test_a_gradient_circuit_is_titled_as_the_gradient(tmp_path, capsys):
+    c = ad.circuits.parse("(x + y) * (x + y) + 3*x", name="f")
+    source = ad.render(ad.circuits.gradient_circuit(c)).source
+    title = source.splitlines()[1]
+    assert "gradient circuit" in title and "grad_f" in title
+    assert "#f7cdd6" in source  # outputs drawn as gradients
+    out = tmp_path / "g.dot"
+    assert main(["circuit", "x*y + x", "--grad", "-o", str(out)]) == 0
+    assert "gradient circuit" in out.read_text().splitlines()[1]

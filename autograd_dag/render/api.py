@@ -215,7 +215,7 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
     program = as_program(obj)
     if program.kind == "graph":
         show_shapes = show_dtypes = False
-    if program.kind == "circuit":
+    if program.kind in ("circuit", "gradient_circuit"):
         # Circuits are over scalars: types say nothing, gates are told apart by
         # colour, and constants are roots of the DAG (seed 001 §4.1.4).
         show_shapes = show_dtypes = inline_constants = False

@@ -61,9 +61,12 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
             scene.add_edge(f"f{k}", f"v{k}", (k, k), None, merge=False)
         else:
             variable(k, scope)
-    for p, j in crossing_edges(grouping):
+    for p, j, i in crossing_edges(grouping):
         dst = f"g{owner[j]}" if owner[j] is not None else f"f{j}"
-        label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
+        if owner[j] is None:
+            label = labeller.edge_label(p, j, i, edge_labels == "shape")
+        else:
+            label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
         scene.add_edge(f"v{p}", dst, (p, j), label, merge=owner[j] is not None)
     return scene
 
