@@ -111,7 +111,7 @@ def nn_mlp_program() -> Program:
     """``nn.MLP([4, 16, 16, 3])`` with cross-entropy on a batch of 8: the layer library's own scopes."""
     model = nn.MLP([4, 16, 16, 3], activation="tanh", rng=0)
     x = Tensor(np.random.default_rng(0).normal(size=(8, 4)), name="x")
-    loss = nn.functional.cross_entropy(model.logits(x), np.arange(8) % 3)  # from logits, as in training
+    loss = nn.functional.cross_entropy(model(x), np.arange(8) % 3)  # from logits, as in training
     loss.name = "loss"
     return as_program(loss)
 
@@ -121,7 +121,7 @@ def lenet_program() -> Program:
     """``nn.LeNet`` on a batch of two 28×28 images, with cross-entropy."""
     model = nn.LeNet(rng=0)
     x = Tensor(np.zeros((2, 1, 28, 28)), name="images")
-    loss = nn.functional.cross_entropy(model.logits(x), np.array([0, 1]))  # from logits, as in training
+    loss = nn.functional.cross_entropy(model(x), np.array([0, 1]))  # from logits, as in training
     loss.name = "loss"
     return as_program(loss)
 

@@ -85,13 +85,13 @@ def load_digits(seed: int = 0, test_fraction: float = 0.2, fast: bool = False, i
 
 
 def accuracy(model, x: np.ndarray, y: np.ndarray, batch: int = 512) -> float:
-    """Fraction of samples whose largest logit is the label (evaluated without recording)."""
+    """Fraction of samples whose largest logit (``model(x)``) is the label (evaluated without recording)."""
     was_training = model.training
     model.eval()
     correct = 0
     with ad.no_grad():
         for s in range(0, len(x), batch):
-            scores = model.logits(ad.Tensor(x[s:s + batch])).value
+            scores = model(ad.Tensor(x[s:s + batch])).value
             correct += int(np.sum(np.argmax(scores, axis=-1) == y[s:s + batch]))
     model.train(was_training)
     return correct / len(x)
@@ -99,7 +99,7 @@ def accuracy(model, x: np.ndarray, y: np.ndarray, batch: int = 512) -> float:
 
 def train_classifier(model, opt, x_tr, y_tr, x_te, y_te, *, epochs: int, batch: int, seed: int,
                      show_progress: bool, scheduler=None, name: str = "") -> dict:
-    """Minibatch training on cross-entropy of ``model.logits``; returns the per-epoch history and time."""
+    """Minibatch training on cross-entropy of the model's logits; returns the per-epoch history and time."""
     show_progress = progress_wanted(show_progress)
     rng = np.random.default_rng(seed)
     history = {"loss": [], "train_acc": [], "test_acc": [], "lr": []}
@@ -113,7 +113,7 @@ def train_classifier(model, opt, x_tr, y_tr, x_te, y_te, *, epochs: int, batch: 
         total, count = 0.0, 0
         for s in bar:
             idx = order[s:s + batch]
-            loss = F.cross_entropy(model.logits(ad.Tensor(x_tr[idx])), y_tr[idx])
+            loss = F.cross_entropy(model(ad.Tensor(x_tr[idx])), y_tr[idx])
             opt.zero_grad()
             loss.backward()
             opt.step()

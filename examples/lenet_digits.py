@@ -60,7 +60,7 @@ def plot_predictions(model, x, y, path: str, count: int = 24) -> str:
     plt = C.pyplot()
     model.eval()
     with ad.no_grad():
-        probs = model(ad.Tensor(x[:count])).value
+        probs = model.predict_proba(ad.Tensor(x[:count])).value
     pred = probs.argmax(axis=-1)
     cols = 8
     rows = int(np.ceil(min(count, len(x)) / cols))

@@ -93,7 +93,7 @@ def graph_program(graph: Graph, name: str = "graph") -> Program:
         >>> import autograd_dag as ad
         >>> g = ad.Graph.from_edges([("x", "exp"), ("exp", ("multiply", 1)), ("x", ("multiply", 1))])
         >>> [(n.op, n.name, n.parents) for n in graph_program(g).nodes]
-        [('input', 'x', ()), ('exp', 'exp', (0,)), ('multiply', 'multiply 1', (0, 1))]
+        [('input', 'x', ()), ('exp', 'exp', (0,)), ('multiply', 'multiply 1', (1, 0))]
     """
     order = graph.topological_order()
     index = {v: k for k, v in enumerate(order)}
