@@ -243,3 +243,19 @@ def test_a_gradient_circuit_is_titled_as_the_gradient(tmp_path, capsys):
     out = tmp_path / "g.dot"
     assert main(["circuit", "x*y + x", "--grad", "-o", str(out)]) == 0
     assert "gradient circuit" in out.read_text().splitlines()[1]
+
+
+def test_every_docstring_names_what_exists():
+    import pathlib
+    package = pathlib.Path(ad.__file__).parent
+    root = package.parent
+    missing = []
+    for path in sorted(package.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for name in sorted(set(re.findall(r"\bad\.([A-Za-z_][A-Za-z_0-9]*)", text))):
+            if not hasattr(ad, name):
+                missing.append(f"{path.relative_to(root)}: ad.{name}")
+        for ref in sorted(set(re.findall(r"\btests/[A-Za-z_0-9]+\.py\b", text))):
+            if not (root / ref).exists():
+                missing.append(f"{path.relative_to(root)}: {ref}")
+    assert missing == []
