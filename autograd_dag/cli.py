@@ -51,6 +51,8 @@ def load_target(target: str):
         if not os.path.exists(path):
             raise AutogradDagError(f"render: no such file {module_part!r}")
         spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+        if spec is None or spec.loader is None:
+            raise AutogradDagError(f"render: cannot load {module_part!r} as a Python module")
         module = importlib.util.module_from_spec(spec)
         # The file's own folder is importable from it, as when run as a script.
         sys.path.insert(0, os.path.dirname(path))

@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from heapq import heappop, heappush
+from typing import Any
 
 from autograd_dag.errors import CycleError
 
@@ -143,6 +144,7 @@ class Graph:
         """
         if self.has_edge(i, j):
             return
+        cycle: list | None
         if i == j:
             cycle = [i, i]
         elif (
@@ -407,7 +409,7 @@ class Graph:
     def _find_path(self, src: Hashable, dst: Hashable) -> list | None:
         """A shortest path ``[src, ..., dst]`` of at least one edge, or None."""
         children = self._children
-        pred = {src: None}
+        pred: dict[Hashable, Hashable | None] = {src: None}
         queue = deque([src])
         while queue:
             v = queue.popleft()
@@ -542,7 +544,7 @@ class Graph:
         indegree = [len(p) for p in self._parents.values()]
         # Ascending indices already form a valid heap.
         heap = [k for k, d in enumerate(indegree) if d == 0]
-        order = []
+        order: list = []
         append = order.append
         while heap:
             v = verts[heappop(heap)]
@@ -557,7 +559,7 @@ class Graph:
         return order
 
     def _raise_cycle(self) -> None:
-        cycle = self.find_cycle()
+        cycle = self.find_cycle() or []
         raise CycleError(
             f"the graph has a cycle {_format_cycle(cycle)}, so it has no topological order",
             cycle=cycle,
@@ -592,7 +594,7 @@ class Graph:
         count = 0
         # Each frame: the vertices ready at that depth (sorted by insertion
         # index) and how many of them have been tried there so far.
-        stack = [[[v for v, d in indegree.items() if d == 0], 0]]
+        stack: list[list[Any]] = [[[v for v, d in indegree.items() if d == 0], 0]]
         while stack:
             frame = stack[-1]
             ready, tried = frame

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 import sys
 import time
 
@@ -98,11 +99,11 @@ def accuracy(model, x: np.ndarray, y: np.ndarray, batch: int = 512) -> float:
 
 
 def train_classifier(model, opt, x_tr, y_tr, x_te, y_te, *, epochs: int, batch: int, seed: int,
-                     show_progress: bool, scheduler=None, name: str = "") -> dict:
+                     show_progress: bool, scheduler=None, name: str = "") -> dict[str, Any]:
     """Minibatch training on cross-entropy of the model's logits; returns the per-epoch history and time."""
     show_progress = progress_wanted(show_progress)
     rng = np.random.default_rng(seed)
-    history = {"loss": [], "train_acc": [], "test_acc": [], "lr": []}
+    history: dict[str, Any] = {"loss": [], "train_acc": [], "test_acc": [], "lr": []}
     n = len(x_tr)
     start = time.perf_counter()
     for epoch in range(epochs):

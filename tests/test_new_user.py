@@ -259,3 +259,11 @@ def test_every_docstring_names_what_exists():
             if not (root / ref).exists():
                 missing.append(f"{path.relative_to(root)}: {ref}")
     assert missing == []
+
+
+def test_the_package_ships_py_typed():
+    import pathlib
+    package = pathlib.Path(ad.__file__).parent
+    assert (package / "py.typed").exists()
+    pyproject = (package.parent / "pyproject.toml").read_text()
+    assert 'autograd_dag = ["py.typed"]' in pyproject

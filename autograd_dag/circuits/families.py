@@ -213,7 +213,7 @@ def elementary_symmetric_dp(n: int, k: int) -> Circuit:
     c = Circuit()
     xs = [c.variable(f"x{i}") for i in range(1, n + 1)]
     # e[j] holds e_j of the prefix seen so far (None while it is identically 0); e_0 = 1.
-    e = [None] * (k + 1)
+    e: list = [None] * (k + 1)
     for i, x in enumerate(xs):
         for j in range(min(i + 1, k), 0, -1):
             term = x if j == 1 else c.mul(x, e[j - 1])

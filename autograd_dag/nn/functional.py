@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core import Tensor
 from ..errors import AutogradDagError, ShapeError
-from ..primitives.elementwise import logistic, multiply, relu, sigmoid, softplus, step, subtract, tanh
+from ..primitives.elementwise import logistic, multiply, negative, relu, sigmoid, softplus, step, subtract, tanh
 from ..primitives.indexing import one_hot
 from ..primitives.reductions import argmax as _argmax
 from ..primitives.reductions import logsumexp as _logsumexp
@@ -191,7 +191,7 @@ def nll_loss(log_probs, target, reduction: str = "mean") -> Tensor:
     """
     log_probs = _as_tensor(log_probs)
     t = _target_distribution("nll_loss", log_probs, target)
-    return _reduce(-_sum(multiply(t, log_probs), -1), reduction, "nll_loss")
+    return _reduce(negative(_sum(multiply(t, log_probs), -1)), reduction, "nll_loss")
 
 
 def binary_cross_entropy_with_logits(logits, target, reduction: str = "mean") -> Tensor:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import zipfile
 from collections import OrderedDict
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -93,6 +93,8 @@ class Module:
         >>> m.num_parameters(), [n for n, _ in m.named_parameters()]
         (4, ['w', 'b'])
     """
+
+    _buffers: list[str]  # names of registered buffers (set in __init__)
 
     def __init__(self):
         object.__setattr__(self, "training", True)
@@ -331,7 +333,8 @@ class Module:
         if folder:
             os.makedirs(folder, exist_ok=True)
         state = self.state_dict()
-        np.savez(path, **state, **{_CLASS_KEY: np.array(type(self).__name__)})
+        arrays: dict[str, Any] = {**state, _CLASS_KEY: np.array(type(self).__name__)}
+        np.savez(path, **arrays)
         return path
 
     def load(self, path: str | os.PathLike) -> "Module":
@@ -366,7 +369,7 @@ class Module:
         if not isinstance(archive, np.lib.npyio.NpzFile):
             raise SerializationError(f"load: '{path}' holds a single array, not an .npz archive of named "
                                      f"arrays written by Module.save")
-        state: dict[str, np.ndarray] = {}
+        state: dict[str, Any] = {}
         with archive:
             for key in archive.files:
                 try:

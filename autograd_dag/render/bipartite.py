@@ -64,9 +64,9 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
     for p, j, i in crossing_edges(grouping):
         dst = f"g{owner[j]}" if owner[j] is not None else f"f{j}"
         if owner[j] is None:
-            label = labeller.edge_label(p, j, i, edge_labels == "shape")
+            edge_label = labeller.edge_label(p, j, i, edge_labels == "shape")
         else:
-            label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
-        scene.add_edge(f"v{p}", dst, (p, j), label, merge=owner[j] is not None)
+            edge_label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
+        scene.add_edge(f"v{p}", dst, (p, j), edge_label, merge=owner[j] is not None)
     return scene
 

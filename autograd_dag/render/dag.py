@@ -40,10 +40,10 @@ def dag_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str | None
         src = f"g{owner[p]}" if owner[p] is not None else f"n{p}"
         dst = f"g{owner[j]}" if owner[j] is not None else f"n{j}"
         if owner[j] is None:
-            label = labeller.edge_label(p, j, i, edge_labels == "shape")
+            edge_label = labeller.edge_label(p, j, i, edge_labels == "shape")
         else:
-            label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
+            edge_label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
         # Edges touching a group are merged per pair of drawn nodes; plain
         # edges stay one per parent reference, so x * x shows two arrows.
-        scene.add_edge(src, dst, (p, j), label, merge=owner[p] is not None or owner[j] is not None)
+        scene.add_edge(src, dst, (p, j), edge_label, merge=owner[p] is not None or owner[j] is not None)
     return scene
