@@ -148,8 +148,10 @@ class RenderedGraph(graphviz.Digraph):
             return save(self, filename, format=format)
         require_dot(kwargs.get("engine") or self.engine)
         try:
-            return super().render(filename, directory, view, cleanup, format, *args, outfile=outfile,
-                                  **kwargs)
+            # Keywords only: graphviz deprecates passing these positionally.
+            kwargs.update(zip(("renderer", "formatter", "neato_no_op", "quiet", "quiet_view"), args))
+            return super().render(filename, directory=directory, view=view, cleanup=cleanup,
+                                  format=format, outfile=outfile, **kwargs)
         except graphviz.ExecutableNotFound:
             raise GraphvizNotFoundError(INSTALL_HINT) from None
 
@@ -157,7 +159,7 @@ class RenderedGraph(graphviz.Digraph):
         # Jupyter must not show a traceback for a missing dot: text instead.
         if shutil.which(self.engine) is None:
             return {"text/plain": INSTALL_HINT}
-        return super()._repr_mimebundle_(include, exclude, **kwargs)
+        return super()._repr_mimebundle_(include=include, exclude=exclude, **kwargs)
 
 
 def save(graph: graphviz.Digraph, path, *, format: str | None = None, timeout: float | None = None) -> str:
