@@ -272,6 +272,9 @@ def main(argv=None) -> int:
         return args.run(args)
     except AutogradDagError as exc:
         message = str(exc)
+    except BrokenPipeError:  # the reader (head, less) went away: nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:  # an output path that cannot be written
         path = getattr(args, "output", None) or exc.filename
         message = f"cannot write {path!r}: {exc.strerror or exc}" if path else str(exc)

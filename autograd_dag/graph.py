@@ -426,21 +426,19 @@ class Graph:
         return None
 
     def has_path(self, i: Hashable, j: Hashable) -> bool:
-        """Whether ``i ⪯ j``: there is a path from ``i`` to ``j``.
+        """Whether there is a path from ``i`` to ``j``: ``i -> j_1 -> ... -> j_m -> j``, m ≥ 0.
 
-        The empty path counts, so ``has_path(v, v)`` is True: this is the
-        partial order ``⪯`` of §4.1.2, which is reflexive. (Acyclicity is about
-        paths of at least one edge, which :meth:`find_cycle` looks for.)
-        Raises ``KeyError`` if either vertex is missing.
+        A path has at least one edge (§4.1.2: the sequence j_1..j_m may be
+        empty, the edges into j may not), so in a DAG ``has_path(v, v)`` is
+        False: a path from a vertex to itself is a cycle. Raises ``KeyError``
+        if either vertex is missing.
 
         >>> g = Graph.from_edges([(0, 1), (1, 2)])
         >>> g.has_path(0, 2), g.has_path(2, 0), g.has_path(1, 1)
-        (True, False, True)
+        (True, False, False)
         """
         self._require(i)
         self._require(j)
-        if i == j:
-            return True
         children = self._children
         seen = {i}
         stack = [i]

@@ -5,7 +5,9 @@ Writes ``lenet_digits_curves.png`` (loss and accuracy per epoch) and
 ``lenet_digits_predictions.png`` (test digits with predicted labels) to ``--out``.
 
 The 8×8 images are used as they are: 3×3 kernels padded by 1 keep each
-convolution's size, and two 2×2 poolings leave 2×2 maps (8 → 4 → 2).
+convolution's size, and two 2×2 poolings leave 2×2 maps (8 → 4 → 2). The
+padding is an option the book's LeNet (and ``nn.LeNet``'s default) does not
+use: without it an 8×8 image would shrink to nothing (8 → 6 → 3 → 1).
 """
 
 from __future__ import annotations

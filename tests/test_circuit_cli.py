@@ -10,9 +10,9 @@ from autograd_dag.cli import main
 def test_circuit_command_prints_the_measures(capsys):
     assert main(["circuit", "(x + y) * (x + y) + 3*x"]) == 0
     out = capsys.readouterr().out
-    assert "size 10 (edges), 5 gates (3 +, 2 \u00d7), depth 3" in out
+    assert "size 8 (edges), 4 gates (2 +, 2 \u00d7), depth 3" in out  # x + y computed once
     assert "polynomial: x^2 + 2*x*y + y^2 + 3*x  (degree 2)" in out
-    assert "size 14, ratio S(f, grad f) / S(f) = 1.40" in out
+    assert "size 12, ratio S(f, grad f) / S(f) = 1.50" in out
     assert "df/dx = 2*x + 2*y + 3" in out and "df/dy = 2*x + 2*y" in out
 
 

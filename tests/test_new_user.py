@@ -267,3 +267,51 @@ def test_the_package_ships_py_typed():
     assert (package / "py.typed").exists()
     pyproject = (package.parent / "pyproject.toml").read_text()
     assert 'autograd_dag = ["py.typed"]' in pyproject
+
+
+def test_rendered_graph_render_passes_graphviz_keywords(tmp_path):
+    import warnings
+    graph = ad.render(ad.trace(ad.exp, np.ones(2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        written = graph.render(str(tmp_path / "picture"), format="svg", cleanup=True)
+        assert written.endswith("picture.svg")
+        assert "image/svg+xml" in graph._repr_mimebundle_()
+
+
+def test_lenet_default_has_no_padding_like_the_book():
+    net = ad.nn.LeNet(rng=0)
+    assert net.conv1.padding == (0, 0) and net.conv2.padding == (0, 0)
+    assert net(np.zeros((1, 1, 28, 28))).shape == (1, 10) and net.features == 256
+
+
+def test_mse_loss_offers_the_books_mean_over_examples():
+    F = ad.nn.functional
+    prediction = ad.Tensor(np.array([[1.0, 3.0], [2.0, 0.0]]))
+    target = np.zeros((2, 2))
+    assert float(F.mse_loss(prediction, target).value) == pytest.approx((1 + 9 + 4) / 4)
+    # §4.2: the squared norm per example, averaged over the examples.
+    assert float(F.mse_loss(prediction, target, reduction="mean_over_examples").value) == pytest.approx(
+        (10 + 4) / 2)
+    assert float(F.mse_loss(prediction, target, reduction="sum").value) == pytest.approx(14.0)
+    ad.check_grads(lambda p: F.mse_loss(p, target, reduction="mean_over_examples"), (prediction.value,))
+    with pytest.raises(ad.AutogradDagError, match="mean_over_examples"):
+        F.mse_loss(prediction, target, reduction="average")
+
+
+def test_a_path_has_at_least_one_edge():
+    g = ad.Graph.from_edges([("a", "b")])
+    assert g.has_path("a", "b") and not g.has_path("a", "a") and not g.has_path("b", "b")
+
+
+def test_parser_shares_repeated_subexpressions_and_the_table_shows_both_sizes(capsys):
+    c = ad.circuits.parse("(x + y) * (x + y) + 3*x")
+    assert (c.size, c.num_gates) == (8, 4)
+    assert ad.circuits.parse("(x + y) * (y + x)").size == 4
+    assert main(["circuit", "--families"]) == 0
+    table = capsys.readouterr().out
+    rows = [line.split() for line in table.splitlines() if line.startswith("(x + y)(x + y) + 3x")]
+    assert [row[-4] for row in rows] == ["8", "10"]
+    from autograd_dag.gallery import GALLERY, circuit_program
+    entry = next(e for e in GALLERY if e.name == "circuit")
+    assert "size 8" in entry.title and circuit_program().num_edges == 8

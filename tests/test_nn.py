@@ -371,7 +371,9 @@ def test_lenet_is_seed_000_formula():
 
 def test_lenet_default_is_classic_28x28_and_checks_input():
     net = nn.LeNet(rng=0)
-    assert net.features == 16 * 5 * 5 and net.fc3.out_features == 120
+    assert net.features == 16 * 4 * 4 and net.fc3.out_features == 120  # no padding, as in seed 000
+    assert net.conv1.padding == (0, 0) and net.conv2.padding == (0, 0)
+    assert nn.LeNet(paddings=(2, 0), rng=0).features == 16 * 5 * 5  # padding stays an option
     assert net(np.zeros((1, 1, 28, 28))).shape == (1, 10)
     with pytest.raises(ad.ShapeError, match=r"LeNet: Expect: images \(B, 1, 28, 28\)"):
         net(np.zeros((1, 1, 8, 8)))

@@ -111,7 +111,9 @@ class LeNet(Classifier):
 
     ``channels`` = (c1, c2), ``kernel_sizes``, ``paddings`` and ``pools`` give
     each convolution and pooling; ``hidden`` = |W³ rows|. The defaults are the
-    classic 28×28 LeNet (5×5 kernels, 6 and 16 channels, 2×2 pooling, 120 hidden).
+    classic 28×28 LeNet (5×5 kernels, 6 and 16 channels, 2×2 pooling, 120 hidden),
+    without padding, as seed 000's Conv2d has none (28 → 24 → 12 → 8 → 4, so
+    16·4·4 = 256 features); ``paddings`` adds zero padding as an option.
     ``model(x)`` returns the logits W⁴X³ + b⁴ (for :func:`cross_entropy`), as
     every model does (see :class:`Classifier`); :meth:`predict_proba` returns O.
     Shapes: (B, in_channels, H, W) -> (B, num_classes).
@@ -125,7 +127,7 @@ class LeNet(Classifier):
     """
 
     def __init__(self, in_channels: int = 1, image_size=28, num_classes: int = 10, *, channels=(6, 16),
-                 kernel_sizes=(5, 5), paddings=(2, 0), pools=(2, 2), hidden: int = 120, rng=None,
+                 kernel_sizes=(5, 5), paddings=(0, 0), pools=(2, 2), hidden: int = 120, rng=None,
                  dtype=np.float64):
         super().__init__()
         rng = _init.as_generator(rng)
