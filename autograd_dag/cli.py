@@ -8,7 +8,11 @@
 
 ``FUNCTION`` is called without arguments and returns a Program, an output
 Tensor or a tuple of output Tensors (a module-level Program or Tensor is
-accepted as is). ``--grad`` draws its gradient program instead.
+accepted as is). ``--grad`` draws its gradient program instead: with respect
+to the parameters (``Tensor(..., requires_grad=True)``) when there are any.
+
+Every failure prints one line, ``autograd-dag: error: ...`` (with the user's
+``file.py:line`` when their own code raised), and exits with status 2.
 """
 
 from __future__ import annotations
@@ -16,15 +20,19 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
+import traceback
 
+from . import __version__
 from . import circuits
 from .autodiff import grad_program
 from .core import Tensor
 from .errors import AutogradDagError
 from .program import Program
 from .render import as_program, render, save
+from .render.output import format_from_path
 from .gallery import GALLERY, build_gallery
 
 
@@ -43,11 +51,15 @@ def load_target(target: str):
         if not os.path.exists(path):
             raise AutogradDagError(f"render: no such file {module_part!r}")
         spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+        if spec is None or spec.loader is None:
+            raise AutogradDagError(f"render: cannot load {module_part!r} as a Python module")
         module = importlib.util.module_from_spec(spec)
         # The file's own folder is importable from it, as when run as a script.
         sys.path.insert(0, os.path.dirname(path))
         try:
             spec.loader.exec_module(module)
+        except Exception as exc:
+            raise user_code_error(f"render: running {module_part} raised", exc) from None
         finally:
             sys.path.remove(os.path.dirname(path))
     else:
@@ -55,8 +67,12 @@ def load_target(target: str):
             sys.path.insert(0, os.getcwd())
         try:
             module = importlib.import_module(module_part)
-        except ImportError as exc:
-            raise AutogradDagError(f"render: cannot import module {module_part!r}: {exc}") from None
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and module_part.startswith(exc.name):
+                raise AutogradDagError(f"render: cannot import module {module_part!r}: {exc}") from None
+            raise user_code_error(f"render: importing {module_part} raised", exc) from None
+        except Exception as exc:
+            raise user_code_error(f"render: importing {module_part} raised", exc) from None
     try:
         obj = getattr(module, name)
     except AttributeError:
@@ -64,21 +80,88 @@ def load_target(target: str):
     if isinstance(obj, (Program, Tensor)) or not callable(obj):
         return obj
     try:
-        return obj()
+        inspect.signature(obj).bind()
     except TypeError as exc:
         raise AutogradDagError(f"render: {target} must be callable without arguments and build a program "
                                f"(or return a Tensor): {exc}") from None
+    except ValueError:  # no signature to inspect (a builtin): just call it
+        pass
+    try:
+        return obj()
+    except Exception as exc:
+        raise user_code_error(f"render: {target} raised", exc) from None
+
+
+def user_code_error(what: str, exc: BaseException) -> AutogradDagError:
+    """A one-line error for an exception raised by the user's code, naming their ``file:line``.
+
+    The line is the innermost frame of the traceback outside this package
+    (for the library's own errors, whose message names the line already, the
+    message is kept as it is).
+
+    Example:
+        >>> try:
+        ...     1 / 0
+        ... except ZeroDivisionError as exc:
+        ...     print(user_code_error("f raised", exc))  # doctest: +ELLIPSIS
+        f raised ZeroDivisionError: division by zero (at ...:2)
+    """
+    if isinstance(exc, AutogradDagError):
+        return AutogradDagError(f"{what} {type(exc).__name__}: {exc}")
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not os.path.abspath(f.filename).startswith(package) and not f.filename.startswith("<frozen")]
+    at = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
+    message = str(exc).splitlines()[0] if str(exc) else ""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        at = f" (at {os.path.basename(exc.filename)}:{exc.lineno})"
+        message = exc.msg
+    return AutogradDagError(f"{what} {type(exc).__name__}{': ' + message if message else ''}{at}")
+
+
+def _gradient_of(obj, target: str) -> Program:
+    """The gradient program of what ``target`` built: with respect to its parameters if it has any.
+
+    A Tensor whose leaves include parameters (``Tensor(..., requires_grad=True)``)
+    is differentiated with respect to those parameters, as training would;
+    otherwise with respect to every input.
+    """
+    if isinstance(obj, Program):
+        program, wrt = obj, None
+    else:
+        plain = len(as_program(obj).inputs)
+        program = as_program(obj, parameters_as_inputs=True)
+        wrt = tuple(range(plain, len(program.inputs))) or None
+    if not program.inputs:
+        raise AutogradDagError(f"render --grad: {target} has no inputs and no parameters "
+                               f"(Tensor(..., requires_grad=True)) to differentiate with respect to")
+    return grad_program(program, wrt)
+
+
+def _output_path(args, default_stem: str | None) -> str | None:
+    """The file to write (checked before any work): ``-o``, or ``default_stem`` + the format."""
+    fmt = args.format
+    if args.output is None:
+        return None if default_stem is None else f"{default_stem}.{fmt or 'svg'}"
+    try:
+        format_from_path(args.output, fmt)
+    except AutogradDagError:
+        raise AutogradDagError(f"cannot tell the format of {args.output!r}: give it a suffix (.svg, .png, "
+                               f".pdf, .dot) or pass --format svg (or png, pdf, dot)") from None
+    return args.output
 
 
 def _render_command(args) -> int:
+    stem = f"{args.target.rsplit(':', 1)[-1]}{'_grad' if args.grad else ''}_{args.view}"
+    out = _output_path(args, stem)
     obj = load_target(args.target)
-    program = as_program(obj)
     if args.grad:
-        program = grad_program(program)
+        program = _gradient_of(obj, args.target)
+    else:
+        program = as_program(obj)
     graph = render(program, args.view, depth=args.depth, rankdir=args.rankdir, legend=not args.no_legend,
                    color_by=args.color_by)
-    out = args.output or f"{args.target.rsplit(':', 1)[1]}{'_grad' if args.grad else ''}_{args.view}.svg"
-    save(graph, out)
+    save(graph, out, format=args.format)
     print(out)
     return 0
 
@@ -115,11 +198,12 @@ def _circuit_command(args) -> int:
     if not args.expression:
         raise AutogradDagError("circuit: give an expression, e.g. autograd-dag circuit \"(x + y)*(x + y)\", "
                                "or --families")
+    out = _output_path(args, None)
     text, c, gradient = circuit_report(args.expression)
     print(text)
-    if args.output:
-        target = gradient.circuit if args.grad else c
-        print(save(render(target, args.view), args.output))
+    if out:
+        target = gradient if args.grad else c
+        print(save(render(target, args.view), out, format=args.format))
     return 0
 
 
@@ -128,19 +212,36 @@ def _gallery_command(args) -> int:
     return 0
 
 
+FORMATS = ("svg", "png", "pdf", "dot")
+
+
+def _depth(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0 (how many levels of name scopes to "
+                                         f"show), got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``autograd-dag`` (subcommands ``render``, ``circuit`` and ``gallery``)."""
     parser = argparse.ArgumentParser(prog="autograd-dag", description="Draw programs as computation graphs.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("render", help="draw the program built by MODULE:FUNCTION")
     r.add_argument("target", help="MODULE:FUNCTION or path/to/file.py:FUNCTION")
     r.add_argument("--view", choices=("dag", "bipartite"), default="dag")
     r.add_argument("--grad", action="store_true", help="draw the gradient program instead")
-    r.add_argument("--depth", type=int, default=None, help="collapse name scopes deeper than this")
+    r.add_argument("--depth", type=_depth, default=None,
+                   help="collapse name scopes nested deeper than this (0 collapses every scope)")
     r.add_argument("--rankdir", choices=("TB", "LR"), default="TB")
     r.add_argument("--color-by", choices=("role", "op"), default="role")
     r.add_argument("--no-legend", action="store_true")
     r.add_argument("-o", "--output", help="output file; the suffix picks the format (svg, png, pdf, dot)")
+    r.add_argument("--format", choices=FORMATS, help="output format when -o has no suffix (default: svg)")
     r.set_defaults(run=_render_command)
     c = sub.add_parser("circuit", help="size, depth, polynomial and gradient size of an arithmetic circuit")
     c.add_argument("expression", nargs="?", help='a polynomial expression, e.g. "(x + y) * (x + y) + 3*x"')
@@ -149,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--grad", action="store_true", help="with -o: draw the gradient circuit")
     c.add_argument("--view", choices=("dag", "bipartite"), default="dag")
     c.add_argument("-o", "--output", help="draw the circuit to this file (svg, png, pdf, dot)")
+    c.add_argument("--format", choices=FORMATS, help="output format when -o has no suffix")
     c.set_defaults(run=_circuit_command)
     g = sub.add_parser("gallery", help="regenerate the gallery of pictures")
     g.add_argument("--out", default="viz", help="output folder (default: viz)")
@@ -169,8 +271,15 @@ def main(argv=None) -> int:
     try:
         return args.run(args)
     except AutogradDagError as exc:
-        print(f"autograd-dag: error: {exc}", file=sys.stderr)
-        return 1
+        message = str(exc)
+    except BrokenPipeError:  # the reader (head, less) went away: nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as exc:  # an output path that cannot be written
+        path = getattr(args, "output", None) or exc.filename
+        message = f"cannot write {path!r}: {exc.strerror or exc}" if path else str(exc)
+    print(f"autograd-dag: error: {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -178,7 +178,7 @@ class Tensor:
             raise NotDifferentiableError(
                 f"converting a Tensor that requires a gradient (shape {self.shape}) to a numpy array "
                 f"would lose its derivative: np.asarray/np.array, or a numpy function without a rule "
-                f"for Tensors, did it. Use ad operations (ad.sum, ad.cumsum, ...) or define one with "
+                f"for Tensors, did it. Use ad operations (ad.sum, ad.matmul, ...) or define one with "
                 f"ad.primitive; take the number out explicitly with t.value or t.detach()"
                 f"{where(user_source())}")
         if dtype is None:

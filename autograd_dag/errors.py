@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 import sys
+from types import FrameType
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def user_source() -> tuple[str, int] | None:
     """``(filename, lineno)`` of the innermost frame outside this package: the user's line."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
     if frame is None:
@@ -89,7 +90,12 @@ class GraphvizNotFoundError(RenderError):
 
 
 class CircuitError(AutogradDagError, ValueError):
-    """An arithmetic circuit was built or analysed with bad input."""
+    """An arithmetic circuit was built or analysed with bad input.
+
+    ``column``: for a parse error, the 0-based column of the offending character.
+    """
+
+    column: int | None = None
 
 
 class SerializationError(AutogradDagError, ValueError):

@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from heapq import heappop, heappush
+from typing import Any
 
 from autograd_dag.errors import CycleError
 
@@ -143,6 +144,7 @@ class Graph:
         """
         if self.has_edge(i, j):
             return
+        cycle: list | None
         if i == j:
             cycle = [i, i]
         elif (
@@ -407,7 +409,7 @@ class Graph:
     def _find_path(self, src: Hashable, dst: Hashable) -> list | None:
         """A shortest path ``[src, ..., dst]`` of at least one edge, or None."""
         children = self._children
-        pred = {src: None}
+        pred: dict[Hashable, Hashable | None] = {src: None}
         queue = deque([src])
         while queue:
             v = queue.popleft()
@@ -424,21 +426,19 @@ class Graph:
         return None
 
     def has_path(self, i: Hashable, j: Hashable) -> bool:
-        """Whether ``i ⪯ j``: there is a path from ``i`` to ``j``.
+        """Whether there is a path from ``i`` to ``j``: ``i -> j_1 -> ... -> j_m -> j``, m ≥ 0.
 
-        The empty path counts, so ``has_path(v, v)`` is True: this is the
-        partial order ``⪯`` of §4.1.2, which is reflexive. (Acyclicity is about
-        paths of at least one edge, which :meth:`find_cycle` looks for.)
-        Raises ``KeyError`` if either vertex is missing.
+        A path has at least one edge (§4.1.2: the sequence j_1..j_m may be
+        empty, the edges into j may not), so in a DAG ``has_path(v, v)`` is
+        False: a path from a vertex to itself is a cycle. Raises ``KeyError``
+        if either vertex is missing.
 
         >>> g = Graph.from_edges([(0, 1), (1, 2)])
         >>> g.has_path(0, 2), g.has_path(2, 0), g.has_path(1, 1)
-        (True, False, True)
+        (True, False, False)
         """
         self._require(i)
         self._require(j)
-        if i == j:
-            return True
         children = self._children
         seen = {i}
         stack = [i]
@@ -542,7 +542,7 @@ class Graph:
         indegree = [len(p) for p in self._parents.values()]
         # Ascending indices already form a valid heap.
         heap = [k for k, d in enumerate(indegree) if d == 0]
-        order = []
+        order: list = []
         append = order.append
         while heap:
             v = verts[heappop(heap)]
@@ -557,7 +557,7 @@ class Graph:
         return order
 
     def _raise_cycle(self) -> None:
-        cycle = self.find_cycle()
+        cycle = self.find_cycle() or []
         raise CycleError(
             f"the graph has a cycle {_format_cycle(cycle)}, so it has no topological order",
             cycle=cycle,
@@ -592,7 +592,7 @@ class Graph:
         count = 0
         # Each frame: the vertices ready at that depth (sorted by insertion
         # index) and how many of them have been tried there so far.
-        stack = [[[v for v, d in indegree.items() if d == 0], 0]]
+        stack: list[list[Any]] = [[[v for v, d in indegree.items() if d == 0], 0]]
         while stack:
             frame = stack[-1]
             ready, tried = frame

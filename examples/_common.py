@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
+import sys
 import time
 
 import numpy as np
@@ -18,7 +20,7 @@ def parser(description: str, default_out: str) -> argparse.ArgumentParser:
     p.add_argument("--out", default=default_out, help=f"folder for the pictures (default {default_out})")
     p.add_argument("--seed", type=int, default=0, help="seed of the data split and the initialisation")
     p.add_argument("--epochs", type=int, default=None, help="override the number of epochs")
-    p.add_argument("--no-progress", action="store_true", help="hide the tqdm progress bars")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars (shown only on a terminal)")
     return p
 
 
@@ -50,9 +52,14 @@ def pyplot():
     return plt
 
 
+def progress_wanted(enabled: bool) -> bool:
+    """Whether to draw progress bars: asked for, and stderr is a terminal (never into a log or a pipe)."""
+    return enabled and hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
+
+
 def progress(iterable, desc: str, enabled: bool, total: int | None = None):
-    """A tqdm bar over ``iterable`` (or the iterable itself when disabled)."""
-    if not enabled:
+    """A tqdm bar over ``iterable`` on a terminal (the iterable itself when disabled or not a terminal)."""
+    if not progress_wanted(enabled):
         return iterable
     from tqdm.auto import tqdm
     return tqdm(iterable, desc=desc, total=total, leave=True, dynamic_ncols=True)
@@ -79,23 +86,24 @@ def load_digits(seed: int = 0, test_fraction: float = 0.2, fast: bool = False, i
 
 
 def accuracy(model, x: np.ndarray, y: np.ndarray, batch: int = 512) -> float:
-    """Fraction of samples whose largest logit is the label (evaluated without recording)."""
+    """Fraction of samples whose largest logit (``model(x)``) is the label (evaluated without recording)."""
     was_training = model.training
     model.eval()
     correct = 0
     with ad.no_grad():
         for s in range(0, len(x), batch):
-            scores = model.logits(ad.Tensor(x[s:s + batch])).value
+            scores = model(ad.Tensor(x[s:s + batch])).value
             correct += int(np.sum(np.argmax(scores, axis=-1) == y[s:s + batch]))
     model.train(was_training)
     return correct / len(x)
 
 
 def train_classifier(model, opt, x_tr, y_tr, x_te, y_te, *, epochs: int, batch: int, seed: int,
-                     show_progress: bool, scheduler=None, name: str = "") -> dict:
-    """Minibatch training on cross-entropy of ``model.logits``; returns the per-epoch history and time."""
+                     show_progress: bool, scheduler=None, name: str = "") -> dict[str, Any]:
+    """Minibatch training on cross-entropy of the model's logits; returns the per-epoch history and time."""
+    show_progress = progress_wanted(show_progress)
     rng = np.random.default_rng(seed)
-    history = {"loss": [], "train_acc": [], "test_acc": [], "lr": []}
+    history: dict[str, Any] = {"loss": [], "train_acc": [], "test_acc": [], "lr": []}
     n = len(x_tr)
     start = time.perf_counter()
     for epoch in range(epochs):
@@ -106,7 +114,7 @@ def train_classifier(model, opt, x_tr, y_tr, x_te, y_te, *, epochs: int, batch: 
         total, count = 0.0, 0
         for s in bar:
             idx = order[s:s + batch]
-            loss = F.cross_entropy(model.logits(ad.Tensor(x_tr[idx])), y_tr[idx])
+            loss = F.cross_entropy(model(ad.Tensor(x_tr[idx])), y_tr[idx])
             opt.zero_grad()
             loss.backward()
             opt.step()

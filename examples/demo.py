@@ -25,7 +25,7 @@ from . import lenet_digits
 
 
 def f(x1, x2):
-    """The book's running example (seed 001, §4.1)."""
+    """The running example of Blondel & Roulet, *The Elements of Differentiable Programming*, §4.1."""
     return x2 * ad.exp(x1) * ad.sqrt(x1 + x2 * ad.exp(x1))
 
 
@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="out/demo", help="folder for the pictures (default out/demo)")
     p.add_argument("--fast", action="store_true", help="train LeNet briefly (a few seconds)")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars (shown only on a terminal)")
     args = p.parse_args(argv)
     folder = C.out_dir(args.out)
     pictures: list[str] = []
@@ -72,7 +72,8 @@ def main(argv=None) -> int:
                                (gradient, "grad_f_dag.svg", {})):
         pictures.append(render(obj, os.path.join(folder, name), **options))
 
-    print("\n== 3. An arithmetic circuit and its gradient circuit (seed 001 §4.1.4)")
+    print("\n== 3. An arithmetic circuit and its gradient circuit (Blondel & Roulet, The Elements of Differentiable "
+          "Programming, §4.1.4)")
     circuit = ad.circuits.parse("(x + y) * (x + y) + 3*x")
     grad_circuit = ad.circuits.gradient_circuit(circuit)
     print(f"(x + y)(x + y) + 3x: size {circuit.size} edges, {circuit.num_gates} gates, depth {circuit.depth}; "

@@ -1,11 +1,13 @@
-"""LeNet (seed 000) on scikit-learn's 8×8 handwritten digits: ≥ 95 % test accuracy in well under two minutes.
+"""LeNet-5 on scikit-learn's 8×8 handwritten digits: ≥ 95 % test accuracy in well under two minutes.
 
 Run: ``python -m examples.lenet_digits`` (full) or ``--fast`` (a few seconds).
 Writes ``lenet_digits_curves.png`` (loss and accuracy per epoch) and
 ``lenet_digits_predictions.png`` (test digits with predicted labels) to ``--out``.
 
 The 8×8 images are used as they are: 3×3 kernels padded by 1 keep each
-convolution's size, and two 2×2 poolings leave 2×2 maps (8 → 4 → 2).
+convolution's size, and two 2×2 poolings leave 2×2 maps (8 → 4 → 2). The
+padding is an option the book's LeNet (and ``nn.LeNet``'s default) does not
+use: without it an 8×8 image would shrink to nothing (8 → 6 → 3 → 1).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def plot_predictions(model, x, y, path: str, count: int = 24) -> str:
     plt = C.pyplot()
     model.eval()
     with ad.no_grad():
-        probs = model(ad.Tensor(x[:count])).value
+        probs = model.predict_proba(ad.Tensor(x[:count])).value
     pred = probs.argmax(axis=-1)
     cols = 8
     rows = int(np.ceil(min(count, len(x)) / cols))

@@ -14,15 +14,14 @@ import sys
 import numpy as np
 
 from autograd_dag import nn, optim
-from autograd_dag.nn import functional as F
 
 from . import _common as C
 
 
-class ResidualMLP(nn.Module):
+class ResidualMLP(nn.Classifier):
     """stem Linear(64→width) → blocks × [s + C·relu(W·norm(s) + b) + d] → norm → relu → Linear(width→10).
 
-    Shapes: (B, in_features) -> (B, num_classes) probabilities; :meth:`logits` before the softargmax.
+    Shapes: (B, in_features) -> (B, num_classes) logits; :meth:`predict_proba` gives probabilities.
     """
 
     def __init__(self, in_features: int = 64, width: int = 64, hidden: int = 128, blocks: int = 3,
@@ -39,14 +38,11 @@ class ResidualMLP(nn.Module):
         self.norm = make_norm(width, dtype=dtype)
         self.head = nn.Linear(width, num_classes, rng=rng, dtype=dtype)
 
-    def logits(self, x):
+    def forward(self, x):
         s = self.stem(x)
         for block in self.blocks:
             s = block(s)
         return self.head(nn.functional.relu(self.norm(s)))
-
-    def forward(self, x):
-        return F.softargmax(self.logits(x), -1)
 
 
 def run(fast: bool = False, out: str = "out/resnet_digits", seed: int = 0, epochs: int | None = None,

@@ -29,12 +29,12 @@ def make_moons(n: int, noise: float, seed: int):
 
 
 def fit(model, x, y, epochs: int, lr: float, show_progress: bool, name: str) -> list[float]:
-    """Full-batch Adam on cross-entropy of ``model.logits``; returns the loss per epoch."""
+    """Full-batch Adam on cross-entropy of the model's logits; returns the loss per epoch."""
     opt = optim.Adam(model.parameters(), lr=lr)
     losses = []
     bar = C.progress(range(epochs), name, show_progress)
     for _ in bar:
-        loss = F.cross_entropy(model.logits(ad.Tensor(x)), y)
+        loss = F.cross_entropy(model(ad.Tensor(x)), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -44,7 +44,7 @@ def fit(model, x, y, epochs: int, lr: float, show_progress: bool, name: str) -> 
 
 def accuracy(model, x, y) -> float:
     with ad.no_grad():
-        return float(np.mean(np.argmax(model.logits(ad.Tensor(x)).value, axis=-1) == y))
+        return float(np.mean(np.argmax(model(ad.Tensor(x)).value, axis=-1) == y))
 
 
 def run(fast: bool = False, out: str = "out/two_moons", seed: int = 0, epochs: int | None = None,
@@ -57,8 +57,7 @@ def run(fast: bool = False, out: str = "out/two_moons", seed: int = 0, epochs: i
     epochs = epochs or (150 if fast else 400)
     models = {
         "logistic regression": nn.LogisticRegression(2, 2, rng=seed),
-        "MLP 2-32-32-2 (tanh)": nn.MLP([2, 32, 32, 2], activation="tanh", output_activation="softargmax",
-                                       rng=seed),
+        "MLP 2-32-32-2 (tanh)": nn.MLP([2, 32, 32, 2], activation="tanh", rng=seed),
     }
     results = {}
     with C.single_threaded_blas():
@@ -84,7 +83,7 @@ def plot_boundaries(models, results, x_tr, y_tr, x_te, y_te, path: str) -> str:
     fig, axes = plt.subplots(1, len(models), figsize=(6 * len(models), 5))
     for ax, (name, model) in zip(np.atleast_1d(axes), models.items()):
         with ad.no_grad():
-            p1 = model(ad.Tensor(grid)).value[:, 1].reshape(gx.shape)
+            p1 = model.predict_proba(ad.Tensor(grid)).value[:, 1].reshape(gx.shape)
         ax.contourf(gx, gy, p1, levels=np.linspace(0, 1, 11), cmap="RdBu_r", alpha=0.6)
         ax.contour(gx, gy, p1, levels=[0.5], colors="k", linewidths=2)
         ax.scatter(x_tr[:, 0], x_tr[:, 1], c=y_tr, cmap="RdBu_r", edgecolors="k", s=18, label="train")

@@ -10,14 +10,14 @@ from autograd_dag.cli import main
 def test_circuit_command_prints_the_measures(capsys):
     assert main(["circuit", "(x + y) * (x + y) + 3*x"]) == 0
     out = capsys.readouterr().out
-    assert "size 10 (edges), 5 gates (3 +, 2 \u00d7), depth 3" in out
+    assert "size 8 (edges), 4 gates (2 +, 2 \u00d7), depth 3" in out  # x + y computed once
     assert "polynomial: x^2 + 2*x*y + y^2 + 3*x  (degree 2)" in out
-    assert "size 14, ratio S(f, grad f) / S(f) = 1.40" in out
+    assert "size 12, ratio S(f, grad f) / S(f) = 1.50" in out
     assert "df/dx = 2*x + 2*y + 3" in out and "df/dy = 2*x + 2*y" in out
 
 
 def test_circuit_command_points_at_the_bad_column(capsys):
-    assert main(["circuit", "x + y $ 2"]) == 1
+    assert main(["circuit", "x + y $ 2"]) == 2
     err = capsys.readouterr().err
     lines = err.splitlines()
     caret_line = lines[-1]
@@ -39,7 +39,7 @@ def test_circuit_renders_with_gate_symbols(tmp_path, capsys):
     root = ET.parse(path).getroot()
     texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert "+" in texts and "\u00d7" in texts
-    assert any("arithmetic circuit" in (t or "") for t in texts)
+    assert any("gradient circuit" in (t or "") for t in texts)
 
 
 def test_render_accepts_a_circuit_and_draws_every_node():

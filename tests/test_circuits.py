@@ -191,7 +191,7 @@ def test_family_table_rows():
     rows = family_table()
     assert {r["family"] for r in rows} >= {"x^(2^5)", "4x4 matrix product", "(x1 + ... + x6)^2"}
     assert all(r["equal"] for r in rows)
-    assert len(rows) == 12
+    assert len(rows) == 14
     by = {(r["family"], r["variant"]): r for r in rows}
     sq, mult = by[("x^(2^5)", "repeated squaring")], by[("x^(2^5)", "repeated multiplication")]
     assert (sq["size"], sq["gates"], sq["depth"]) == (10, 5, 5)

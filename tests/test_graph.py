@@ -150,10 +150,13 @@ def test_book_dag_structure():
     assert repr(g) == "Graph(5 vertices, 5 edges)"
 
 
-def test_has_path_is_reflexive():
+def test_a_path_has_at_least_one_edge():
+    # §4.1.2: a path from i to j is i -> j_1 -> ... -> j_m -> j; from v to v that is a cycle.
     g = Graph.from_edges([(0, 1)], vertices=["lonely"])
-    assert g.has_path(0, 0)
-    assert g.has_path("lonely", "lonely")
+    assert not g.has_path(0, 0) and not g.has_path(1, 1)
+    assert not g.has_path("lonely", "lonely")
+    cyclic = Graph.from_edges([(0, 1), (1, 0)], check=False)
+    assert cyclic.has_path(0, 0)
 
 
 def test_parents_and_children_keep_insertion_order():
@@ -462,7 +465,7 @@ def test_random_dag_orders_respect_every_edge(dag):
         assert g.children(v) == list(dict.fromkeys(j for i, j in edges if i == v))
     for a in g.vertices:
         for b in g.vertices:
-            assert g.has_path(a, b) == (a == b or b in closure[a])
+            assert g.has_path(a, b) == (b in closure[a])
     assert g.roots() == [v for v in g.vertices if not g.parents(v)]
     assert g.leaves() == [v for v in g.vertices if not g.children(v)]
 

@@ -84,7 +84,11 @@ def test_mlp_is_the_chain_of_affine_layers_and_activations():
         s = np.tanh(s @ W.T + b)
     logits = s @ Ws[-1][0].T + Ws[-1][1]
     np.testing.assert_allclose(mlp.logits(x).value, logits, rtol=1e-12)
-    np.testing.assert_allclose(mlp(x).value, np_softmax(logits), rtol=1e-12)
+    np.testing.assert_allclose(mlp(x).value, np_softmax(logits), rtol=1e-12)  # the output_activation asked for
+    np.testing.assert_allclose(mlp.predict_proba(x).value, np_softmax(logits), rtol=1e-12)
+    plain = nn.MLP([3, 5, 4, 2], activation="tanh", rng=0)  # by default: logits, like every model
+    np.testing.assert_allclose(plain(x).value, logits, rtol=1e-12)
+    np.testing.assert_array_equal(plain.predict(x), np.argmax(logits, axis=-1))
     check_module(mlp, x)
 
 
@@ -100,8 +104,9 @@ def test_logistic_regression_is_softargmax_of_affine():
     model = nn.LogisticRegression(3, 4, rng=0)
     x = rand(5, 3)
     W, b = model.linear.weight.value, model.linear.bias.value
-    np.testing.assert_allclose(model(x).value, np_softmax(x @ W.T + b), rtol=1e-12)
-    np.testing.assert_allclose(model(x).value.sum(-1), 1.0)
+    np.testing.assert_allclose(model(x).value, x @ W.T + b, rtol=1e-12)  # logits, like every model
+    np.testing.assert_allclose(model.predict_proba(x).value, np_softmax(x @ W.T + b), rtol=1e-12)
+    np.testing.assert_allclose(model.predict_proba(x).value.sum(-1), 1.0)
     check_module(model, x)
 
 # ------------------------------------------------------------------ activations
@@ -357,15 +362,18 @@ def test_lenet_is_seed_000_formula():
     x2 = np_maxpool(t2, 2).reshape(2, -1)
     x3 = np.maximum(x2 @ f3.weight.value.T + f3.bias.value, 0)
     logits = x3 @ f4.weight.value.T + f4.bias.value
+    np.testing.assert_allclose(net(x).value, logits, rtol=1e-10)
     np.testing.assert_allclose(net.logits(x).value, logits, rtol=1e-10)
-    np.testing.assert_allclose(net(x).value, np_softmax(logits), rtol=1e-10)
+    np.testing.assert_allclose(net.predict_proba(x).value, np_softmax(logits), rtol=1e-10)
     assert net.features == 3 * 2 * 2
     check_module(net, x)
 
 
 def test_lenet_default_is_classic_28x28_and_checks_input():
     net = nn.LeNet(rng=0)
-    assert net.features == 16 * 5 * 5 and net.fc3.out_features == 120
+    assert net.features == 16 * 4 * 4 and net.fc3.out_features == 120  # no padding, as in seed 000
+    assert net.conv1.padding == (0, 0) and net.conv2.padding == (0, 0)
+    assert nn.LeNet(paddings=(2, 0), rng=0).features == 16 * 5 * 5  # padding stays an option
     assert net(np.zeros((1, 1, 28, 28))).shape == (1, 10)
     with pytest.raises(ad.ShapeError, match=r"LeNet: Expect: images \(B, 1, 28, 28\)"):
         net(np.zeros((1, 1, 8, 8)))

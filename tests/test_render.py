@@ -330,9 +330,9 @@ def test_cli_render_module_function_and_file(tmp_path, monkeypatch, capsys):
     monkeypatch.syspath_prepend(str(tmp_path))
     assert main(["render", "models_for_cli:tensor", "--depth", "0", "-o", "t.dot"]) == 0
     assert (tmp_path / "t.dot").read_text().startswith("digraph")
-    assert main(["render", "models_for_cli:needs_args"]) == 1
+    assert main(["render", "models_for_cli:needs_args"]) == 2
     assert "without arguments" in capsys.readouterr().err
-    assert main(["render", "no_such_module_xyz:f"]) == 1
+    assert main(["render", "no_such_module_xyz:f"]) == 2
 
 
 def test_cli_gallery_writes_svg_and_dot(tmp_path):

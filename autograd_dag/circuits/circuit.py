@@ -289,7 +289,7 @@ class Circuit:
         if memo is None or memo[0] is not other:
             memo = (other, {})
             self._imports[id(other)] = memo
-        mapping = memo[1]
+        mapping: dict = memo[1]
         if wire.index in mapping:
             return mapping[wire.index]
         onodes = other._nodes
@@ -721,7 +721,7 @@ class Circuit:
                 last[j] = i
         for o in self._outputs:
             last[o] = n
-        vals = [None] * n
+        vals: list = [None] * n
         for i, (kind, ops, name, value) in enumerate(nodes):
             if kind == "add":
                 if len(ops) == 2:

@@ -213,7 +213,7 @@ def elementary_symmetric_dp(n: int, k: int) -> Circuit:
     c = Circuit()
     xs = [c.variable(f"x{i}") for i in range(1, n + 1)]
     # e[j] holds e_j of the prefix seen so far (None while it is identically 0); e_0 = 1.
-    e = [None] * (k + 1)
+    e: list = [None] * (k + 1)
     for i, x in enumerate(xs):
         for j in range(min(i + 1, k), 0, -1):
             term = x if j == 1 else c.mul(x, e[j - 1])
@@ -247,6 +247,20 @@ def linear_forms_expanded(n: int) -> Circuit:
 
 
 # ---------------------------------------------------------------- the table
+def book_example(shared: bool = True) -> Circuit:
+    """(x + y)·(x + y) + 3x, the book's example (§4.1.4): with x + y computed once, or written out twice.
+
+    >>> book_example().size, book_example(shared=False).size
+    (8, 10)
+    """
+    c = Circuit()
+    x, y = c.variable("x"), c.variable("y")
+    s = x + y
+    square = s * s if shared else s * (x + y)
+    c.set_outputs(square + 3 * x)
+    return c
+
+
 def family_table(
     degree: int = 8,
     k: int = 5,
@@ -270,6 +284,8 @@ def family_table(
     """
     coeffs = _default_coefficients(degree)
     families = [
+        ("(x + y)(x + y) + 3x", [("x + y shared (as parsed)", book_example()),
+                                 ("x + y written twice", book_example(shared=False))]),
         (
             f"a0 + a1*x + ... + a{degree}*x^{degree}",
             [("sum of monomials", monomial_sum(coeffs)), ("Horner", horner(coeffs))],

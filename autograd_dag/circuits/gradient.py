@@ -47,6 +47,18 @@ class GradientCircuit:
         """Alias of ``ratio``: S(f, ∇f) / S(f)."""
         return self.ratio
 
+    def to_program(self, name: str = "grad_f"):
+        """The gradient circuit as a program (kind ``"gradient_circuit"``): drawn and titled as a gradient.
+
+        >>> from autograd_dag.circuits import variables
+        >>> x, y = variables("x y")
+        >>> gradient_circuit(Circuit.from_outputs(x * y)).to_program().kind
+        'gradient_circuit'
+        """
+        program = self.circuit.to_program(name)
+        program.kind = "gradient_circuit"
+        return program
+
     def __str__(self) -> str:
         ratio = "n/a" if self.ratio is None else f"{self.ratio:.3g}"
         how = f", simplified from {self.unsimplified_size}" if self.simplified else ""

@@ -7,10 +7,13 @@ before parsing, so it has the power's precedence, not Python's xor's). Anything
 else raises :class:`CircuitError` with the expression and a caret under the
 offending column.
 
-Each operator becomes exactly one gate (``x - y`` is ``x + (-1)·y``, ``x^n`` is
-square-and-multiply), so ``(x + y) * (x + y)`` has two separate ``+`` gates: the
-size of a parsed circuit is the size of the expression as written. Use
-``simplify`` to share common subexpressions.
+Each operator becomes one gate (``x - y`` is ``x + (-1)·y``, ``x^n`` is
+square-and-multiply), except that a subexpression written again is the same
+gate: ``(x + y) * (x + y)`` computes ``x + y`` once, as a circuit drawn by hand
+would (``y + x`` counts as the same sum, operands of + and × being unordered).
+To measure an expression as written, build it with :func:`variables` and
+Python operators, which add one gate per operator; :func:`simplify` also folds
+constants.
 """
 
 from __future__ import annotations
@@ -101,9 +104,9 @@ def parse(expression: str, name: str = "out0") -> Circuit:
     output needs). Raises :class:`CircuitError` showing the expression with a caret
     ``^`` under the offending column; the error's ``column`` attribute is 0-based.
 
-    >>> c = parse("(x + y) * (x + y) + 3*x")
+    >>> c = parse("(x + y) * (x + y) + 3*x")  # x + y is computed once
     >>> c.size, str(c.to_polynomial())
-    (10, 'x^2 + 2*x*y + y^2 + 3*x')
+    (8, 'x^2 + 2*x*y + y^2 + 3*x')
     >>> parse("x^3 - 2*y").to_polynomial() == parse("x**3 + (-2)*y").to_polynomial()
     True
     """
@@ -122,6 +125,7 @@ def parse(expression: str, name: str = "out0") -> Circuit:
 
     c = Circuit()
     results: dict = {}
+    shared: dict = {}  # structural key of a subexpression -> its result
     # Iterative post-order walk: no recursion, whatever the nesting depth.
     stack = [(tree.body, False)]
     while stack:
@@ -134,9 +138,32 @@ def parse(expression: str, name: str = "out0") -> Circuit:
             elif isinstance(node, ast.UnaryOp):
                 stack.append((node.operand, False))
             continue
+        key = _key(node, results)
+        if key is not None and key in shared:
+            results[id(node)] = shared[key]
+            continue
         results[id(node)] = _build(c, src, node, results)
+        if key is not None:
+            shared[key] = results[id(node)]
     result = results[id(tree.body)]
     return Circuit.from_outputs(result if isinstance(result, Wire) else c.constant(result), names=[name])
+
+
+def _operand_key(value) -> tuple:
+    return ("wire", value.index) if isinstance(value, Wire) else ("number", repr(value))
+
+
+def _key(node: ast.AST, results: dict) -> tuple | None:
+    """What makes two AST nodes the same subexpression: operator and operands (unordered for + and ×)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult, ast.Sub, ast.Pow)):
+        left = _operand_key(results[id(node.left)])
+        right = _operand_key(results[id(node.right)])
+        if isinstance(node.op, (ast.Add, ast.Mult)):
+            left, right = sorted((left, right))
+        return (type(node.op).__name__, left, right)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return ("USub", _operand_key(results[id(node.operand)]))
+    return None
 
 
 def _build(c: Circuit, src: _Source, node: ast.AST, results: dict):

@@ -171,7 +171,7 @@ class Polynomial:
     __slots__ = ("_terms", "_hash")
 
     def __init__(self, terms: Mapping | None = None):
-        clean = {}
+        clean: dict = {}
         for m, c in (terms or {}).items():
             c = normalize_coefficient(c)
             if c != 0:
@@ -355,7 +355,7 @@ class Polynomial:
     def __str__(self) -> str:
         if not self._terms:
             return "0"
-        parts = []
+        parts: list[str] = []
         for m, c in self.sorted_terms():
             negative = c < 0
             a = -c if negative else c

@@ -3,6 +3,8 @@
 Built only from public Tensor operations, so every model is a program: it
 executes, differentiates (``loss.backward()``, ``ad.grad``) and renders with
 one cluster per layer (each module call runs inside ``ad.name_scope``).
+Every model returns logits from ``model(x)`` and probabilities from
+``model.predict_proba(x)`` (see :class:`Classifier`).
 
 Example:
     >>> import numpy as np, autograd_dag as ad
@@ -19,7 +21,8 @@ from . import functional, init
 from .conv import Conv2d, Flatten, LeNet, MaxPool2d
 from .embedding import Embedding, WordVectors
 from .glove import Cooccurrence, GloVe, cooccurrence_counts, glove_loss, glove_weighting
-from .layers import (MLP, Activation, Argmax, Identity, Linear, Logistic, LogisticRegression, LogSumExp, Max,
+from .layers import (MLP, Activation, Argmax, Classifier, Identity, Linear, Logistic, LogisticRegression,
+                     LogSumExp, Max,
                      ReLU, Sigmoid, Softargmax, Softmax, Softplus, Step, Tanh)
 from .module import Module, ModuleList, Parameter, Sequential, functional_call
 from .norm import BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm
@@ -29,7 +32,7 @@ from .word2vec import (CBOW, NegativeSampler, SkipGram, Word2Vec, cbow_hidden, c
 
 __all__ = [
     "functional", "init", "Module", "ModuleList", "Sequential", "Parameter", "functional_call",
-    "Linear", "MLP", "LogisticRegression", "Activation", "Identity", "ReLU", "Softplus", "Step",
+    "Linear", "Classifier", "MLP", "LogisticRegression", "Activation", "Identity", "ReLU", "Softplus", "Step",
     "Logistic", "Sigmoid", "Tanh", "Softargmax", "Softmax", "Argmax", "Max", "LogSumExp",
     "BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Residual", "ResidualBranch", "ResidualBlock",
     "Conv2d", "MaxPool2d", "Flatten", "LeNet",

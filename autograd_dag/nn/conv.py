@@ -11,7 +11,7 @@ from ..primitives.elementwise import add, relu
 from ..primitives.structure import reshape
 from . import functional as F
 from . import init as _init
-from .layers import Linear
+from .layers import Classifier, Linear
 from .module import Module, Parameter
 
 __all__ = ["Conv2d", "MaxPool2d", "Flatten", "LeNet"]
@@ -103,7 +103,7 @@ class Flatten(Module):
         return f"start_axis={self.start_axis}"
 
 
-class LeNet(Module):
+class LeNet(Classifier):
     """LeNet exactly as seed 000 writes it, sized by arguments.
 
     T¹ = relu(Conv¹(X⁰)), X¹ = MaxPool¹(T¹), T² = relu(Conv²(X¹)),
@@ -111,9 +111,11 @@ class LeNet(Module):
 
     ``channels`` = (c1, c2), ``kernel_sizes``, ``paddings`` and ``pools`` give
     each convolution and pooling; ``hidden`` = |W³ rows|. The defaults are the
-    classic 28×28 LeNet (5×5 kernels, 6 and 16 channels, 2×2 pooling, 120 hidden).
-    ``forward`` returns class probabilities O; :meth:`logits` returns W⁴X³ + b⁴
-    for training with :func:`cross_entropy`.
+    classic 28×28 LeNet (5×5 kernels, 6 and 16 channels, 2×2 pooling, 120 hidden),
+    without padding, as seed 000's Conv2d has none (28 → 24 → 12 → 8 → 4, so
+    16·4·4 = 256 features); ``paddings`` adds zero padding as an option.
+    ``model(x)`` returns the logits W⁴X³ + b⁴ (for :func:`cross_entropy`), as
+    every model does (see :class:`Classifier`); :meth:`predict_proba` returns O.
     Shapes: (B, in_channels, H, W) -> (B, num_classes).
 
     Example:
@@ -125,7 +127,7 @@ class LeNet(Module):
     """
 
     def __init__(self, in_channels: int = 1, image_size=28, num_classes: int = 10, *, channels=(6, 16),
-                 kernel_sizes=(5, 5), paddings=(2, 0), pools=(2, 2), hidden: int = 120, rng=None,
+                 kernel_sizes=(5, 5), paddings=(0, 0), pools=(2, 2), hidden: int = 120, rng=None,
                  dtype=np.float64):
         super().__init__()
         rng = _init.as_generator(rng)
@@ -146,7 +148,7 @@ class LeNet(Module):
         self.fc3 = Linear(self.features, hidden, init="he", rng=rng, dtype=dtype)
         self.fc4 = Linear(hidden, num_classes, rng=rng, dtype=dtype)
 
-    def logits(self, x):
+    def forward(self, x):
         """The scores W⁴X³ + b⁴ before the softargmax. Shapes: (B, C, H, W) -> (B, num_classes)."""
         x = x if isinstance(x, Tensor) else Tensor(x)
         if x.ndim != 4 or tuple(x.shape[2:]) != self.image_size or x.shape[1] != self.conv1.in_channels:
@@ -156,6 +158,3 @@ class LeNet(Module):
         x2 = self.flatten(self.pool2(relu(self.conv2(x1))))
         x3 = relu(self.fc3(x2))
         return self.fc4(x3)
-
-    def forward(self, x):
-        return F.softargmax(self.logits(x), -1)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core import Tensor
 from ..errors import AutogradDagError, ShapeError
-from ..primitives.elementwise import logistic, multiply, relu, sigmoid, softplus, step, subtract, tanh
+from ..primitives.elementwise import logistic, multiply, negative, relu, sigmoid, softplus, step, subtract, tanh
 from ..primitives.indexing import one_hot
 from ..primitives.reductions import argmax as _argmax
 from ..primitives.reductions import logsumexp as _logsumexp
@@ -153,19 +153,37 @@ def _as_tensor(x) -> Tensor:
 
 
 def mse_loss(prediction, target, reduction: str = "mean") -> Tensor:
-    """Mean squared error: mean over all entries of (prediction − target)².
+    """Squared error between ``prediction`` and ``target``, reduced as ``reduction`` says.
 
-    Shapes: prediction and target of the same shape, e.g. (B, D) -> () (or the
-    elementwise squares with ``reduction='none'``). Shapes must match exactly:
-    broadcasting (B, 1) against (B,) would silently compare every pair.
-    Example: ``mse_loss(ad.Tensor([1., 3.]), np.array([0., 0.])).value`` is ``5.0``.
+    * ``"mean"`` (default, as PyTorch's ``MSELoss``): the mean over every entry of
+      (prediction − target)².
+    * ``"mean_over_examples"``: the book's squared loss (§4.2 of Blondel & Roulet,
+      *The Elements of Differentiable Programming*): ‖y_i − f(x_i, w)‖²₂ averaged
+      over the examples i, which run along axis 0, i.e. (1/B) Σ_i Σ_j (·)²; it is
+      ``"mean"`` times the number of entries per example.
+    * ``"sum"``: the sum over every entry; ``"none"``: the elementwise squares.
+
+    Shapes: prediction and target of the same shape, e.g. (B, D) -> (). Shapes
+    must match exactly: broadcasting (B, 1) against (B,) would silently compare
+    every pair.
+    Example: ``mse_loss(ad.Tensor([[1., 3.]]), np.array([[0., 0.]])).value`` is ``5.0``;
+    with ``reduction="mean_over_examples"`` it is ``10.0``.
     """
     prediction = _as_tensor(prediction)
     if _shape(prediction) != _shape(target):
         raise ShapeError(f"mse_loss: Expect: prediction and target of the same shape. Actual: "
                          f"{_shape(prediction)} and {_shape(target)}")
     diff = subtract(prediction, target)
-    return _reduce(multiply(diff, diff), reduction, "mse_loss")
+    squares = multiply(diff, diff)
+    if reduction == "mean_over_examples":
+        if squares.ndim == 0:
+            return squares
+        per_example = _sum(squares, tuple(range(1, squares.ndim))) if squares.ndim > 1 else squares
+        return _mean(per_example)
+    if reduction not in ("mean", "sum", "none"):
+        raise AutogradDagError(f"mse_loss: reduction must be 'mean', 'mean_over_examples', 'sum' or "
+                               f"'none'; got {reduction!r}")
+    return _reduce(squares, reduction, "mse_loss")
 
 
 def cross_entropy(logits, target, reduction: str = "mean") -> Tensor:
@@ -191,7 +209,7 @@ def nll_loss(log_probs, target, reduction: str = "mean") -> Tensor:
     """
     log_probs = _as_tensor(log_probs)
     t = _target_distribution("nll_loss", log_probs, target)
-    return _reduce(-_sum(multiply(t, log_probs), -1), reduction, "nll_loss")
+    return _reduce(negative(_sum(multiply(t, log_probs), -1)), reduction, "nll_loss")
 
 
 def binary_cross_entropy_with_logits(logits, target, reduction: str = "mean") -> Tensor:

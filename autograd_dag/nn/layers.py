@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core import no_grad
 from ..errors import ShapeError
 from ..primitives.elementwise import add, logistic, relu, softplus, step, tanh
 from ..primitives.linalg import matmul
@@ -177,20 +178,47 @@ def _activation_module(activation) -> Module:
     return Activation(activation)
 
 
-class MLP(Module):
+class Classifier(Module):
+    """A model whose call returns class scores (logits); :meth:`predict_proba` gives probabilities.
+
+    The convention of every model in ``nn``: ``model(x)`` (``forward``)
+    returns logits, the input of :func:`~autograd_dag.nn.functional.cross_entropy`
+    (which is stabler than the log of probabilities); ``predict_proba(x)`` is
+    their softargmax over the last axis, ``predict(x)`` the most probable class.
+    ``logits(x)`` is kept as another name for ``model(x)``.
+    """
+
+    def logits(self, x):
+        """The class scores, as ``self(x)``. Shapes: (..., features) -> (..., num_classes)."""
+        return self(x)
+
+    def predict_proba(self, x):
+        """Class probabilities softargmax(logits). Shapes: (..., features) -> (..., num_classes)."""
+        return F.softargmax(self(x), -1)
+
+    def predict(self, x):
+        """The most probable class of each example, an int64 array (evaluated without recording)."""
+        with no_grad():
+            return np.argmax(self(x).value, axis=-1)
+
+
+class MLP(Classifier):
     """Multilayer perceptron s_k = a_k(W_k s_{k-1} + b_k) (§4.3.1).
 
     ``widths`` = (input, hidden..., output): one :class:`Linear` per
     consecutive pair. ``activation`` (name, callable or Module) follows every
-    hidden layer, ``output_activation`` (default: none, i.e. logits) the last.
+    hidden layer, ``output_activation`` (default: none, i.e. logits, the
+    convention of every model: see :class:`Classifier`) the last.
     ReLU networks are initialised with He, others with Glorot, unless ``init`` is given.
     Shapes: (..., widths[0]) -> (..., widths[-1]).
 
     Example:
         >>> import numpy as np
         >>> from autograd_dag import nn
-        >>> mlp = nn.MLP([2, 16, 3], activation="relu", output_activation="softargmax", rng=0)
-        >>> mlp(np.zeros((4, 2))).value.sum(axis=-1)
+        >>> mlp = nn.MLP([2, 16, 3], activation="relu", rng=0)
+        >>> mlp(np.zeros((4, 2))).shape  # logits
+        (4, 3)
+        >>> mlp.predict_proba(np.zeros((4, 2))).value.sum(axis=-1)
         array([1., 1., 1., 1.])
     """
 
@@ -209,7 +237,7 @@ class MLP(Module):
         self.output_activation = _activation_module(output_activation)
 
     def logits(self, x):
-        """The last layer's pre-activation W_K s_{K-1} + b_K (for training with cross-entropy)."""
+        """The last layer's pre-activation W_K s_{K-1} + b_K (``self(x)`` without ``output_activation``)."""
         for layer in self.layers[:-1]:
             x = self.activation(layer(x))
         return self.layers[-1](x)
@@ -217,21 +245,25 @@ class MLP(Module):
     def forward(self, x):
         return self.output_activation(self.logits(x))
 
+    def predict_proba(self, x):
+        """Class probabilities softargmax(logits). Shapes: (..., widths[0]) -> (..., widths[-1])."""
+        return F.softargmax(self.logits(x), -1)
+
     def extra_repr(self) -> str:
         return f"widths={self.widths}"
 
 
-class LogisticRegression(Module):
+class LogisticRegression(Classifier):
     """Multiclass logistic regression softargmax(W x + b): a one-layer MLP, i.e. a GLM (§4.3.2).
 
-    ``forward`` returns class probabilities; :meth:`logits` the scores for
-    :func:`cross_entropy`.
+    ``model(x)`` returns the scores W x + b (logits, for :func:`cross_entropy`);
+    :meth:`predict_proba` the class probabilities softargmax(W x + b).
     Shapes: (..., in_features) -> (..., num_classes).
 
     Example:
         >>> import numpy as np
         >>> from autograd_dag import nn
-        >>> nn.LogisticRegression(2, 3, rng=0)(np.zeros((1, 2))).value
+        >>> nn.LogisticRegression(2, 3, rng=0).predict_proba(np.zeros((1, 2))).value
         array([[0.33333333, 0.33333333, 0.33333333]])
     """
 
@@ -239,9 +271,5 @@ class LogisticRegression(Module):
         super().__init__()
         self.linear = Linear(in_features, num_classes, rng=rng, dtype=dtype)
 
-    def logits(self, x):
-        """W x + b. Shapes: (..., in_features) -> (..., num_classes)."""
-        return self.linear(x)
-
     def forward(self, x):
-        return F.softargmax(self.logits(x), -1)
+        return self.linear(x)

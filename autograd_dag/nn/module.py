@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import zipfile
 from collections import OrderedDict
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -53,6 +53,24 @@ class Parameter(Tensor):
         return f"Parameter({label}shape={self.shape}, dtype={self.dtype})"
 
 
+def _name_parameter(p: "Parameter", path: str) -> None:
+    """Name ``p`` by its dotted ``path`` unless the user named it (a shorter path is the module's own)."""
+    if p.name is None or (path != p.name and path.endswith("." + p.name)):
+        p.name = path
+
+
+def _parameters_under(name: str, value) -> list[tuple[str, "Parameter"]]:
+    """(dotted path, parameter) for the parameters held in attribute ``name`` (a module or a list)."""
+    if isinstance(value, Parameter):
+        return [(name, value)]
+    if isinstance(value, Module):
+        return [(f"{name}.{pname}", p) for pname, p in value.named_parameters()]
+    if isinstance(value, (list, tuple)):
+        return [found for i, item in enumerate(value) for found in _parameters_under(f"{name}.{i}", item)
+                if isinstance(item, (Module, Parameter))]
+    return []
+
+
 class Module:
     """Base class of layers and models, as a PyTorch user expects it.
 
@@ -75,6 +93,8 @@ class Module:
         >>> m.num_parameters(), [n for n, _ in m.named_parameters()]
         (4, ['w', 'b'])
     """
+
+    _buffers: list[str]  # names of registered buffers (set in __init__)
 
     def __init__(self):
         object.__setattr__(self, "training", True)
@@ -111,6 +131,14 @@ class Module:
             self._check_initialised()
         if isinstance(value, Module):
             object.__setattr__(value, "_scope_name", _scope_label(name, value))
+        # Parameters are named by their attribute path as soon as they are
+        # registered (``conv1.weight``), so that a program recorded through any
+        # method, not only __call__, draws them by name. A name the user gave is kept.
+        if isinstance(value, Parameter) and value.name is None:
+            value.name = name
+        elif isinstance(value, (Module, list, tuple)):
+            for pname, p in _parameters_under(name, value):
+                _name_parameter(p, pname)
         object.__setattr__(self, name, value)
 
     # ------------------------------------------------------------ discovery
@@ -167,7 +195,9 @@ class Module:
         Example: ``dict(nn.Linear(2, 3).named_parameters()).keys()`` is ``{'weight', 'bias'}``.
         """
         for _, _, named in self._parameters_by_module():
-            yield from named
+            for name, p in named:
+                _name_parameter(p, name)  # e.g. appended to a list after assignment
+                yield name, p
 
     def _parameters_by_module(self) -> Iterator[tuple[str, "Module", list[tuple[str, Parameter]]]]:
         """(dotted module name, module, [(dotted name, parameter)]) per module; a shared parameter only at its first."""
@@ -303,7 +333,8 @@ class Module:
         if folder:
             os.makedirs(folder, exist_ok=True)
         state = self.state_dict()
-        np.savez(path, **state, **{_CLASS_KEY: np.array(type(self).__name__)})
+        arrays: dict[str, Any] = {**state, _CLASS_KEY: np.array(type(self).__name__)}
+        np.savez(path, **arrays)
         return path
 
     def load(self, path: str | os.PathLike) -> "Module":
@@ -319,17 +350,26 @@ class Module:
             path += ".npz"
         if not os.path.exists(path):
             raise SerializationError(f"load: no such file '{path}'")
+        with open(path, "rb") as fh:
+            head = fh.read(6)
+        if head.startswith(b"\x93NUMPY"):
+            raise SerializationError(f"load: '{path}' holds a single array (.npy), not an .npz archive of "
+                                     f"named arrays written by Module.save")
+        if not head.startswith(b"PK"):  # every zip archive, hence every .npz, starts so
+            kind = "pickled data" if head[:1] == b"\x80" else ("empty" if not head else "not a zip archive")
+            raise SerializationError(f"load: '{path}' is not an .npz archive ({kind}); expected a file "
+                                     f"written by Module.save")
         try:
             archive = np.load(path, allow_pickle=False)
         except ValueError as exc:
-            raise SerializationError(f"load: '{path}' contains pickled data ({exc}); only .npz files "
-                                     f"of numeric arrays written by Module.save are accepted") from None
+            raise SerializationError(f"load: '{path}' is not an .npz archive that can be read without "
+                                     f"pickle ({exc}); expected a file written by Module.save") from None
         except (OSError, zipfile.BadZipFile, EOFError) as exc:
             raise SerializationError(f"load: '{path}' is not a readable .npz file ({exc})") from None
         if not isinstance(archive, np.lib.npyio.NpzFile):
             raise SerializationError(f"load: '{path}' holds a single array, not an .npz archive of named "
                                      f"arrays written by Module.save")
-        state: dict[str, np.ndarray] = {}
+        state: dict[str, Any] = {}
         with archive:
             for key in archive.files:
                 try:

@@ -52,6 +52,10 @@ class BatchNorm(Module):
         True
     """
 
+    running_mean: np.ndarray
+    running_var: np.ndarray
+    num_batches_tracked: np.ndarray
+
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True,
                  *, dtype=np.float64):
         super().__init__()

@@ -64,7 +64,8 @@ class ResidualBranch(Module):
         self.outer = Linear(hidden, dim, rng=rng, dtype=dtype)
         if zero_init:
             self.outer.weight.value[...] = 0
-            self.outer.bias.value[...] = 0
+            if self.outer.bias is not None:
+                self.outer.bias.value[...] = 0
 
     def forward(self, s):
         return self.outer(self.activation(self.inner(s)))

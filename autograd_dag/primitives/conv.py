@@ -188,8 +188,9 @@ def conv2d_input_grad(g, w, in_hw, stride=1, padding=0) -> Tensor:
     Scatters each output cotangent back over the input pixels its window read.
     ``in_hw`` is the input's (H, W): with a stride it cannot be read off g.
     Shapes: g (N, O, Ho, Wo), w (O, C, kh, kw) -> (N, C, H, W).
+    Not exported as ``ad.*`` (it is conv2d's VJP); import it from ``autograd_dag.primitives.conv``.
     Example: with g = ad.Tensor(np.ones((1, 4, 6, 6))) and w = ad.Tensor(np.ones((4, 3, 3, 3))),
-    ``ad.conv2d_input_grad(g, w, (8, 8)).shape == (1, 3, 8, 8)``.
+    ``conv2d_input_grad(g, w, (8, 8)).shape == (1, 3, 8, 8)``.
     """
     return apply(CONV2D_INPUT_GRAD, g, w, in_hw=_pair("conv2d_input_grad", "in_hw", in_hw, 1),
                  stride=_pair("conv2d_input_grad", "stride", stride, 1),
@@ -252,8 +253,9 @@ def conv2d_weight_grad(x, g, kernel, stride=1, padding=0) -> Tensor:
     Correlates the (padded) input with the output cotangent. ``kernel`` is
     (kh, kw): with a stride it cannot be read off x and g.
     Shapes: x (N, C, H, W), g (N, O, Ho, Wo) -> (O, C, kh, kw).
+    Not exported as ``ad.*`` (it is conv2d's VJP); import it from ``autograd_dag.primitives.conv``.
     Example: with x = ad.Tensor(np.ones((1, 3, 8, 8))) and g = ad.Tensor(np.ones((1, 4, 6, 6))),
-    ``ad.conv2d_weight_grad(x, g, (3, 3)).shape == (4, 3, 3, 3)``.
+    ``conv2d_weight_grad(x, g, (3, 3)).shape == (4, 3, 3, 3)``.
     """
     return apply(CONV2D_WEIGHT_GRAD, x, g, kernel=_pair("conv2d_weight_grad", "kernel", kernel, 1),
                  stride=_pair("conv2d_weight_grad", "stride", stride, 1),
@@ -378,7 +380,8 @@ def max_pool2d_scatter(ct, x, window=2, stride=None) -> Tensor:
 
     The VJP of max_pool2d; ``x`` only chooses the positions and gets no derivative.
     Shapes: ct (..., Ho, Wo), x (..., H, W) -> (..., H, W).
-    Example: ``ad.max_pool2d_scatter(ad.Tensor(np.ones((1, 1, 1, 1))), np.eye(2)[None, None])``
+    Not exported as ``ad.*``; import it from ``autograd_dag.primitives.conv``.
+    Example: ``max_pool2d_scatter(ad.Tensor(np.ones((1, 1, 1, 1))), np.eye(2)[None, None])``
     has the value ``[[[[1, 0], [0, 0]]]]``.
     """
     return apply(MAX_POOL2D_SCATTER, ct, x, **_pool_params("max_pool2d_scatter", window, stride))
@@ -389,6 +392,7 @@ def max_pool2d_gather(c, x, window=2, stride=None) -> Tensor:
 
     ``x`` only chooses the positions and gets no derivative.
     Shapes: c (..., H, W), x (..., H, W) -> (..., Ho, Wo).
-    Example: ``ad.max_pool2d_gather(x, x)`` has the value of ``ad.max_pool2d(x)``.
+    Not exported as ``ad.*``; import it from ``autograd_dag.primitives.conv``.
+    Example: ``max_pool2d_gather(x, x)`` has the value of ``ad.max_pool2d(x)``.
     """
     return apply(MAX_POOL2D_GATHER, c, x, **_pool_params("max_pool2d_gather", window, stride))

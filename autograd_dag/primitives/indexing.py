@@ -401,7 +401,8 @@ def take_add(values, indices, size: int, axis: int = 0) -> Tensor:
     """Zeros with ``values`` added at ``indices`` along ``axis`` (repeats accumulate): the transpose of take.
 
     Shapes: values (*a, *i, *b), indices (*i) -> (*a, size, *b).
-    Example: ``ad.take_add(ad.Tensor([1.0, 2.0]), np.array([2, 2]), 3).value`` is ``[0., 0., 3.]``.
+    Not exported as ``ad.*`` (it is take's VJP); import it from ``autograd_dag.primitives.indexing``.
+    Example: ``take_add(ad.Tensor([1.0, 2.0]), np.array([2, 2]), 3).value`` is ``[0., 0., 3.]``.
     """
     if not isinstance(indices, Tensor):
         indices = np.asarray(indices)

@@ -1,7 +1,8 @@
 """The table of primitives by name, and ``defprim`` which fills it.
 
 Adding a primitive means one ``defprim`` call in its family module and one
-case in the test table (a ``tests/cases_<family>.py`` file); nothing else changes.
+line in the test table of its family (``tests/cases_<family>.py``, e.g.
+``tests/cases_elementwise.py``); nothing else changes.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ IDENTITY = defprim(
 def identity(x) -> Tensor:
     """A new node holding ``x``'s value, with derivative one.
 
-    Shapes: (*s) -> (*s). Example: ``ad.identity(x).parents == (x,)`` for a Tensor ``x``.
+    Shapes: (*s) -> (*s). Example: ``identity(x).parents == (x,)`` for a Tensor ``x``.
     """
     return apply(IDENTITY, x)
 

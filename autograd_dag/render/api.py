@@ -6,7 +6,9 @@ import warnings
 
 from ..core import Tensor
 from ..errors import RenderError
-from ..program import Program
+from ..graph import Graph
+from ..primitives.registry import PRIMITIVES
+from ..program import Program, ProgramNode
 from .bipartite import bipartite_scene
 from .collapse import group_nodes, max_scope_depth
 from .dag import dag_scene
@@ -19,14 +21,16 @@ VIEWS = ("dag", "bipartite")
 DEFAULT_MAX_NODES = 2500
 
 
-def as_program(obj) -> Program:
+def as_program(obj, *, parameters_as_inputs: bool = False) -> Program:
     """The :class:`Program` to draw for ``obj``: a Program, an output Tensor, or a tuple of them.
 
     For Tensors the recorded graph is walked back to its leaves: leaves that
     require a gradient become *parameters*, constants lifted from Python
     numbers or arrays in an operation (``x * 2.0``) become *constants*, and
     every other leaf (a Tensor the user created) becomes an *input*, in the
-    order first met from the outputs.
+    order first met from the outputs. With ``parameters_as_inputs`` the
+    parameters become inputs too, after the others (as ``--grad`` of the
+    command line needs, to differentiate with respect to them).
 
     Example:
         >>> import autograd_dag as ad
@@ -38,6 +42,8 @@ def as_program(obj) -> Program:
     """
     if isinstance(obj, Program):
         return obj
+    if isinstance(obj, Graph):
+        return graph_program(obj)
     if callable(getattr(obj, "to_program", None)):
         return obj.to_program()  # an arithmetic circuit (duck-typed: render does not import circuits)
     if isinstance(obj, Tensor):
@@ -45,9 +51,10 @@ def as_program(obj) -> Program:
     elif isinstance(obj, (tuple, list)) and obj and all(isinstance(t, Tensor) for t in obj):
         outputs = tuple(obj)
     else:
-        raise RenderError(f"render: expected a Program, a Tensor or a tuple of Tensors; "
+        raise RenderError(f"render: expected a Program, a Tensor, a tuple of Tensors or a Graph; "
                           f"got {type(obj).__name__}")
     inputs: list[Tensor] = []
+    parameters: list[Tensor] = []
     seen: set[int] = set()
     stack = list(reversed(outputs))
     while stack:
@@ -60,11 +67,45 @@ def as_program(obj) -> Program:
             # A user-made Tensor has a source line; a lifted constant has none.
             if t.prim is None and not t.requires_grad and t.source is not None:
                 inputs.append(t)
+            elif parameters_as_inputs and t.requires_grad:
+                parameters.append(t)
             continue
         stack.extend(reversed(parents))
-    program = Program.from_outputs(tuple(inputs), outputs if len(outputs) > 1 else outputs[0],
+    program = Program.from_outputs(tuple(inputs + parameters), outputs if len(outputs) > 1 else outputs[0],
                                    name=(outputs[0].name or "f") if len(outputs) == 1 else "f")
+    for i, t in enumerate(parameters):
+        if t.name is None:  # "x3" would read as an input
+            program.nodes[len(inputs) + i].name = f"param{i}"
     return program
+
+
+def graph_program(graph: Graph, name: str = "graph") -> Program:
+    """A hand-built :class:`Graph` as a program to draw: one node per vertex, in topological order.
+
+    Roots become inputs; every other vertex is a function of its parents (in
+    the order its edges were added), labelled with the vertex. A vertex that
+    names a primitive (``"exp"``, or a tuple starting with one, ``("multiply", 2)``)
+    is drawn as that primitive. The program only describes structure: it has
+    no shapes, is drawn without types and cannot be executed (for a runnable
+    program give the vertices primitives with :meth:`Program.from_graph`).
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> g = ad.Graph.from_edges([("x", "exp"), ("exp", ("multiply", 1)), ("x", ("multiply", 1))])
+        >>> [(n.op, n.name, n.parents) for n in graph_program(g).nodes]
+        [('input', 'x', ()), ('exp', 'exp', (0,)), ('multiply', 'multiply 1', (1, 0))]
+    """
+    order = graph.topological_order()
+    index = {v: k for k, v in enumerate(order)}
+    nodes = []
+    for k, v in enumerate(order):
+        label = " ".join(str(part) for part in v) if isinstance(v, tuple) else str(v)
+        parents = tuple(index[p] for p in graph.parents(v))
+        head = v[0] if isinstance(v, tuple) and v else v
+        op = "input" if not parents else (head if isinstance(head, str) and head in PRIMITIVES else "vertex")
+        nodes.append(ProgramNode(k, op, None, parents, None, (), "float64", name=label))
+    leaves = [index[v] for v in graph.leaves()]
+    return Program(nodes, [k for k, n in enumerate(nodes) if not n.parents], leaves, name=name, kind="graph")
 
 
 def _resolve(program: Program, spec, what: str) -> list[int]:
@@ -172,24 +213,27 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
     if long_edges not in ("auto", "keep"):
         raise RenderError(f"render: long_edges must be 'auto' or 'keep', got {long_edges!r}")
     program = as_program(obj)
-    if program.kind == "circuit":
+    if program.kind == "graph":
+        show_shapes = show_dtypes = False
+    if program.kind in ("circuit", "gradient_circuit"):
         # Circuits are over scalars: types say nothing, gates are told apart by
         # colour, and constants are roots of the DAG (seed 001 §4.1.4).
         show_shapes = show_dtypes = inline_constants = False
         color_by = "op"
     chosen = _highlight_set(program, highlight)
     grouping = group_nodes(program, depth, fold=fold, inline_constants=inline_constants)
+    note = None
     if depth is None and max_nodes is not None:
         count = grouping.count_nodes(view)
         if count > max_nodes:
-            grouping = _auto_collapse(program, grouping, view, count, max_nodes, fold, inline_constants)
+            grouping, note = _auto_collapse(program, grouping, view, count, max_nodes, fold, inline_constants)
     labeller = Labeller(program, grouping, show_shapes, show_dtypes)
     make = dag_scene if view == "dag" else bipartite_scene
     scene = make(grouping, labeller, edge_labels=edge_labels, color_by=color_by)
     if long_edges == "auto":
         add_references(scene)
     return emit(scene, rankdir=rankdir, highlight=chosen, legend=legend, color_by=color_by, title=title,
-                timeout=timeout)
+                timeout=timeout, note=note)
 
 
 def _auto_collapse(program, grouping, view, count, max_nodes, fold, inline_constants):
@@ -206,12 +250,13 @@ def _auto_collapse(program, grouping, view, count, max_nodes, fold, inline_const
                       f"max_nodes={max_nodes}, and uses no name_scope to collapse: layout may be slow. "
                       f"Record it inside ad.name_scope(...) blocks to group it, or pass max_nodes=None "
                       f"to silence this.", stacklevel=3)
-        return grouping
+        return grouping, None
     d, candidate, n = best
     warnings.warn(f"render: program '{program.name}' draws {count} nodes in the {view} view, more than "
                   f"max_nodes={max_nodes}; name scopes deeper than depth={d} were collapsed ({n} nodes). "
                   f"Pass depth= to choose, or max_nodes=None to draw every node.", stacklevel=3)
-    return candidate
+    return candidate, (f"collapsed automatically to depth={d}: {count} nodes are more than "
+                       f"max_nodes={max_nodes}")
 
 
 def render_to(obj, path, *, format: str | None = None, **options) -> str:

@@ -54,16 +54,19 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
         scope = labeller.scope_of(k)
         if node.parents:
             fill = op_color(node.op) if color_by == "op" else None
-            label = join_lines(labeller.title(k), labeller.params(k))
+            label = join_lines(labeller.function_title(k), labeller.params(k))
             scene.add_node(VNode(f"f{k}", "function", label, scope, (k,), labeller.short(k),
                                  labeller.tooltip(k), {"fillcolor": fill} if fill else None))
             variable(k, scope)
             scene.add_edge(f"f{k}", f"v{k}", (k, k), None, merge=False)
         else:
             variable(k, scope)
-    for p, j in crossing_edges(grouping):
+    for p, j, i in crossing_edges(grouping):
         dst = f"g{owner[j]}" if owner[j] is not None else f"f{j}"
-        label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
-        scene.add_edge(f"v{p}", dst, (p, j), label, merge=owner[j] is not None)
+        if owner[j] is None:
+            edge_label = labeller.edge_label(p, j, i, edge_labels == "shape")
+        else:
+            edge_label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
+        scene.add_edge(f"v{p}", dst, (p, j), edge_label, merge=owner[j] is not None)
     return scene
 

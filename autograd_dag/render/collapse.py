@@ -114,7 +114,7 @@ def scope_instances(program: Program) -> list[tuple]:
     nodes = program.nodes
     paths: list[tuple] = [() for _ in nodes]
     for level in range(1, max_scope_depth(program) + 1):
-        parent = {}
+        parent: dict = {}
 
         def find(k):
             while parent[k] != k:
@@ -234,7 +234,7 @@ def _signature(program, inlined, group: Group) -> tuple:
     entries = []
     for k in group.members:
         node = program.nodes[k]
-        args = []
+        args: list[object] = []
         for p in node.parents:
             if p in pos:
                 args.append(pos[p])

@@ -36,11 +36,14 @@ def dag_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str | None
         fill = op_color(node.op) if color_by == "op" and node.parents else None
         scene.add_node(VNode(f"n{k}", role, label, labeller.scope_of(k), (k,), labeller.short(k),
                              labeller.tooltip(k), {"fillcolor": fill} if fill else None))
-    for p, j in crossing_edges(grouping):
+    for p, j, i in crossing_edges(grouping):
         src = f"g{owner[p]}" if owner[p] is not None else f"n{p}"
         dst = f"g{owner[j]}" if owner[j] is not None else f"n{j}"
-        label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
+        if owner[j] is None:
+            edge_label = labeller.edge_label(p, j, i, edge_labels == "shape")
+        else:
+            edge_label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
         # Edges touching a group are merged per pair of drawn nodes; plain
         # edges stay one per parent reference, so x * x shows two arrows.
-        scene.add_edge(src, dst, (p, j), label, merge=owner[p] is not None or owner[j] is not None)
+        scene.add_edge(src, dst, (p, j), edge_label, merge=owner[p] is not None or owner[j] is not None)
     return scene

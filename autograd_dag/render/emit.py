@@ -19,7 +19,7 @@ _ROLE_ORDER = ("input", "parameter", "constant", "function", "intermediate", "ou
 
 def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, legend: bool = True,
          color_by: str = "role", title: str | None = None, timeout: float | None = None,
-         extra_graph_attrs: dict | None = None) -> RenderedGraph:
+         extra_graph_attrs: dict | None = None, note: str | None = None) -> RenderedGraph:
     """Build the Graphviz digraph of ``scene``; deterministic for a given program and options."""
     program = scene.program
     graph_attr = {"rankdir": rankdir, "fontname": FONT, "fontsize": "12", "labelloc": "t",
@@ -27,10 +27,12 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
     graph_attr.update(graph_attributes(len(scene.nodes), len(scene.edges)))
     graph_attr.update(extra_graph_attrs or {})
     heading = title if title is not None else program.name
-    kind = {"gradient": "gradient program", "circuit": "arithmetic circuit"}.get(program.kind, "program")
+    kind = {"gradient": "gradient program", "circuit": "arithmetic circuit", "graph": "graph",
+            "gradient_circuit": "gradient circuit (f and its partial derivatives)"}.get(program.kind, "program")
     graph_attr["label"] = (f"<<B>{html(heading, 60)}</B><BR/>"
                            + small(html(f"{kind}: {len(program.nodes)} nodes, {program.num_edges} edges, "
-                                        f"{scene.view} view")) + ">")
+                                        f"{scene.view} view"))
+                           + (f"<BR/>{small(html(note, 120), '#b83250')}" if note else "") + ">")
     node_attr = {"fontname": FONT, "fontsize": "11", "margin": "0.1,0.04", "height": "0.3"}
     edge_attr = {"color": EDGE_COLOR, "arrowsize": "0.6", "fontname": FONT, "fontsize": "8"}
     name = re.sub(r"[^A-Za-z0-9_]", "_", program.name) or "program"
@@ -93,5 +95,24 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
                 if program.nodes[k].parents and op not in seen and len(seen) < 16:
                     seen[op] = op_color(op)
             ops = list(seen.items())
-        g.node("legend", label=legend_label(scene.view, roles, ops), shape="plaintext", margin="0")
+        g.node("legend", label=legend_label(scene.view, roles, ops,
+                                            None if highlight is None else _highlight_text(program, highlight)),
+               shape="plaintext", margin="0")
     return g
+
+
+def _highlight_text(program, chosen: set) -> str:
+    """The legend's words for the highlighted nodes: the path they form, when they form one."""
+    def label(k: int) -> str:
+        node = program.nodes[k]
+        return f"%{k} {node.name}" if node.name else f"%{k} {node.op}"
+    children: dict[int, list[int]] = {}
+    for node in program.nodes:
+        for p in node.parents:
+            children.setdefault(p, []).append(node.index)
+    starts = [k for k in sorted(chosen) if not any(p in chosen for p in program.nodes[k].parents)]
+    ends = [k for k in sorted(chosen) if not any(c in chosen for c in children.get(k, ()))]
+    if len(chosen) > 1 and len(starts) == 1 and len(ends) == 1:
+        return (f"highlighted: every path from {label(starts[0])} to {label(ends[0])} "
+                f"({len(chosen)} nodes); the rest dimmed")
+    return f"highlighted: {len(chosen)} chosen node{'s' * (len(chosen) != 1)}; the rest dimmed"

@@ -8,8 +8,10 @@ instructions instead of the ``graphviz`` package's ``ExecutableNotFound``.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+import warnings
 
 import graphviz
 
@@ -20,6 +22,12 @@ DEFAULT_TIMEOUT = 60.0
 # Suffixes whose format is the DOT text itself: writing them never runs dot.
 SOURCE_FORMATS = ("dot", "gv")
 IMAGE_FORMATS = ("svg", "png", "pdf", "jpg", "jpeg", "gif", "ps", "eps", "json", "xdot", "plain")
+# Formats of a fixed pixel size: Graphviz shrinks a large picture to fit them.
+BITMAP_FORMATS = ("png", "jpg", "jpeg", "gif", "bmp", "tif", "tiff", "webp")
+
+
+class GraphvizWarning(UserWarning):
+    """Graphviz laid the picture out but said something on the way (shown, never hidden)."""
 
 INSTALL_HINT = (
     "Graphviz's `dot` program was not found on PATH; it is needed to lay out the picture. "
@@ -58,9 +66,17 @@ def layout(source: str, fmt: str = "svg", *, engine: str = "dot", timeout: float
             f"collapse name scopes with depth=..., lower max_nodes=..., or pass a larger timeout=") from None
     except FileNotFoundError:  # removed between the which() and the run
         raise GraphvizNotFoundError(INSTALL_HINT) from None
+    message = proc.stderr.decode("utf-8", "replace").strip()
     if proc.returncode != 0:
-        message = proc.stderr.decode("utf-8", "replace").strip()
         raise RenderError(f"render: Graphviz failed to produce {fmt!r}{size_hint}: {message[:2000]}")
+    scaled = re.search(r"Scaling by ([0-9.]+)", message)
+    if scaled and fmt.split(":")[0] in BITMAP_FORMATS:
+        raise RenderError(
+            f"render: the picture{size_hint} is too large for a {fmt.split(':')[0].upper()} bitmap: Graphviz "
+            f"would shrink it by {float(scaled.group(1)):.2f} to fit, leaving its text illegible. Write SVG or "
+            f"PDF instead (no size limit), or collapse name scopes with depth=... (--depth on the command line)")
+    if message:
+        warnings.warn(f"Graphviz ({fmt}{size_hint}): {message[:2000]}", GraphvizWarning, stacklevel=2)
     return proc.stdout
 
 
@@ -132,8 +148,10 @@ class RenderedGraph(graphviz.Digraph):
             return save(self, filename, format=format)
         require_dot(kwargs.get("engine") or self.engine)
         try:
-            return super().render(filename, directory, view, cleanup, format, *args, outfile=outfile,
-                                  **kwargs)
+            # Keywords only: graphviz deprecates passing these positionally.
+            kwargs.update(zip(("renderer", "formatter", "neato_no_op", "quiet", "quiet_view"), args))
+            return super().render(filename, directory=directory, view=view, cleanup=cleanup,
+                                  format=format, outfile=outfile, **kwargs)
         except graphviz.ExecutableNotFound:
             raise GraphvizNotFoundError(INSTALL_HINT) from None
 
@@ -141,7 +159,7 @@ class RenderedGraph(graphviz.Digraph):
         # Jupyter must not show a traceback for a missing dot: text instead.
         if shutil.which(self.engine) is None:
             return {"text/plain": INSTALL_HINT}
-        return super()._repr_mimebundle_(include, exclude, **kwargs)
+        return super()._repr_mimebundle_(include=include, exclude=exclude, **kwargs)
 
 
 def save(graph: graphviz.Digraph, path, *, format: str | None = None, timeout: float | None = None) -> str:
@@ -161,7 +179,8 @@ def save(graph: graphviz.Digraph, path, *, format: str | None = None, timeout: f
         data = graph.source.encode("utf-8")
     else:
         t = timeout if timeout is not None else getattr(graph, "timeout", DEFAULT_TIMEOUT)
-        data = layout(graph.source, fmt, engine=graph.engine, timeout=t)
+        hint = graph._size_hint() if isinstance(graph, RenderedGraph) else ""
+        data = layout(graph.source, fmt, engine=graph.engine, timeout=t, size_hint=hint)
     directory = os.path.dirname(path)
     if directory:
         os.makedirs(directory, exist_ok=True)

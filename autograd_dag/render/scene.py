@@ -7,8 +7,10 @@ legend, emission) work on it without knowing which view made it.
 
 from __future__ import annotations
 
+import inspect
+
 from ..program import Program
-from .labels import html, plain, small, source_str, type_str, value_str, params_str
+from .labels import html, plain, shape_str, small, source_str, type_str, value_str, params_str
 from .collapse import Grouping
 
 
@@ -73,7 +75,8 @@ class Scene:
 
 
 def crossing_edges(grouping: Grouping):
-    """The program edges ``(p, j)`` a view draws: not from an inlined constant, not inside one group.
+    """The program edges ``(p, j, i)`` a view draws (``p`` is argument ``i`` of ``j``): not from an
+    inlined constant, not inside one group.
 
     Shared by both views, which differ only in what they name the two ends.
     """
@@ -82,10 +85,49 @@ def crossing_edges(grouping: Grouping):
         j = node.index
         if j in grouping.inlined:
             continue
-        for p in node.parents:
+        for i, p in enumerate(node.parents):
             if p in grouping.inlined or (owner[p] is not None and owner[p] == owner[j]):
                 continue
-            yield p, j
+            yield p, j, i
+
+
+# Operations whose operands cannot be swapped: each edge into them is labelled
+# with the operand it is, and the box shows the formula.
+OPERANDS = {
+    "subtract": (("a", "b"), "a \u2212 b"),
+    "divide": (("a", "b"), "a / b"),
+    "matmul": (("a", "b"), "a @ b"),
+    "power": (("a", "b"), "a ** b"),
+    "where": (("cond", "a", "b"), "cond ? a : b"),
+    "greater": (("a", "b"), "a > b"),
+    "greater_equal": (("a", "b"), "a \u2265 b"),
+    "less": (("a", "b"), "a < b"),
+    "less_equal": (("a", "b"), "a \u2264 b"),
+}
+COMMUTATIVE = {"add", "multiply", "maximum", "minimum", "equal", "not_equal", "vertex", "tie_weights"}
+
+
+def operand_names(node) -> tuple | None:
+    """The names of ``node``'s operands when their order matters (``("a", "b")`` for subtract), else None.
+
+    Operations outside :data:`OPERANDS` with several operands are named after
+    their implementation's parameters (``conv2d``: ``x``, ``w``).
+    """
+    if len(node.parents) < 2 or node.op in COMMUTATIVE:
+        return None
+    if node.op in OPERANDS:
+        names = OPERANDS[node.op][0]
+        return names if len(names) == len(node.parents) else None
+    if node.prim is None:
+        return None
+    try:
+        params = [q for q in inspect.signature(node.prim.impl).parameters.values()
+                  if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return None
+    if len(params) < len(node.parents) or params[0].kind == params[0].VAR_POSITIONAL:
+        return tuple(str(i) for i in range(len(node.parents)))
+    return tuple(q.name for q in params[:len(node.parents)])
 
 
 # An arithmetic circuit's gates are drawn with the book's symbols.
@@ -105,7 +147,7 @@ class Labeller:
     def role(self, k: int) -> str:
         node = self.program.nodes[k]
         if k in self.outputs:
-            return "gradient" if self.program.kind == "gradient" else "output"
+            return "gradient" if self.program.kind in ("gradient", "gradient_circuit") else "output"
         if node.op in ("input", "parameter", "constant"):
             return node.op
         return "intermediate"
@@ -126,8 +168,11 @@ class Labeller:
         if node.op == "constant":
             text = f"<B>{html(value_str(node.value), 40)}</B>"
             return text + (f"<BR/><I>{html(node.name, 40)}</I>" if node.name else "")
+        if self.program.kind == "graph":  # a hand-built Graph: its vertices are the labels
+            return f"<B>{html(node.name, 40)}</B>"
         inlined = self.grouping.inlined
-        op = CIRCUIT_GATES.get(node.op, node.op) if self.program.kind == "circuit" else node.op
+        op = (CIRCUIT_GATES.get(node.op, node.op) if self.program.kind in ("circuit", "gradient_circuit")
+              else node.op)
         text = f"<B>{html(op, 40)}</B>"
         if any(p in inlined for p in node.parents):
             args = [value_str(self.program.nodes[p].value) if p in inlined else "\u00b7"
@@ -136,8 +181,22 @@ class Labeller:
         return text
 
     def params(self, k: int) -> str:
-        params = self.program.nodes[k].params
-        return small(html(params_str(params), 60), "#333333") if params else ""
+        """Static parameters in small text (and the formula of an operation whose operand order matters)."""
+        node = self.program.nodes[k]
+        lines = []
+        if node.op in OPERANDS and operand_names(node):
+            lines.append(small(html(OPERANDS[node.op][1], 60), "#333333"))
+        if node.params:
+            lines.append(small(html(params_str(node.params), 60), "#333333"))
+        return "<BR/>".join(lines)
+
+    def edge_label(self, p: int, j: int, i: int, shapes: bool) -> str | None:
+        """The label of the edge from argument ``i`` (node ``p``) into node ``j``: operand name and/or shape."""
+        names = operand_names(self.program.nodes[j])
+        parts = [names[i]] if names else []
+        if shapes:
+            parts.append(shape_str(self.program.nodes[p].shape))
+        return " ".join(parts) or None
 
     def name(self, k: int) -> str:
         node = self.program.nodes[k]
@@ -149,8 +208,20 @@ class Labeller:
         node = self.program.nodes[k]
         return f"%{k} {node.name or node.op}"
 
+    def function_title(self, k: int) -> str:
+        """The bold line of function f_k's box in the bipartite view."""
+        node = self.program.nodes[k]
+        if self.program.kind == "graph" and node.op == "vertex":
+            return f"<B>f</B><SUB>{html(node.name, 40)}</SUB>"
+        if self.program.kind == "graph":  # a vertex naming a primitive
+            return f"<B>{html(node.op, 40)}</B>"
+        return self.title(k)
+
     def tooltip(self, k: int) -> str:
         node = self.program.nodes[k]
+        if self.program.kind == "graph":
+            parents = ", ".join(str(self.program.nodes[p].name) for p in node.parents)
+            return plain(f"%{k} {node.name}" + (f" <- {parents}" if parents else ""))
         parts = [f"%{k} = {node.op}"]
         if node.parents:
             parts[0] += "(" + ", ".join(f"%{p}" for p in node.parents) + ")"

@@ -104,8 +104,13 @@ def node_attrs(role: str, view: str, fill: str | None = None) -> dict:
     return attrs
 
 
-def legend_label(view: str, roles: list[str], ops: list[tuple[str, str]] | None = None) -> str:
-    """The HTML-like label of the legend node: one row per role drawn (and per op colour)."""
+def legend_label(view: str, roles: list[str], ops: list[tuple[str, str]] | None = None,
+                 highlighted: str | None = None) -> str:
+    """The HTML-like label of the legend node: one row per role drawn (and per op colour).
+
+    ``highlighted``: what the highlighted nodes are, when some are (a row then
+    explains the bold outline and the dimmed rest).
+    """
     rows = ['<TR><TD COLSPAN="2"><B>legend</B></TD></TR>']
     shapes = DAG_SHAPES if view == "dag" else BIPARTITE_SHAPES
     for role in roles:
@@ -116,5 +121,8 @@ def legend_label(view: str, roles: list[str], ops: list[tuple[str, str]] | None 
     for op, fill in ops or ():
         rows.append(f'<TR><TD BGCOLOR="{fill}" BORDER="1" WIDTH="18"> </TD>'
                     f'<TD ALIGN="LEFT">{html(op, 32)}</TD></TR>')
+    if highlighted is not None:
+        rows.append(f'<TR><TD BGCOLOR="#ffffff" COLOR="{HIGHLIGHT_COLOR}" BORDER="2" WIDTH="18"> </TD>'
+                    f'<TD ALIGN="LEFT">{html(highlighted, 90)}</TD></TR>')
     return ('<<TABLE BORDER="1" COLOR="#999999" CELLBORDER="0" CELLSPACING="3" CELLPADDING="2">'
             + "".join(rows) + "</TABLE>>")
