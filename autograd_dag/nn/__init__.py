@@ -16,11 +16,14 @@ Example:
 """
 
 from . import functional, init
+from .attention import MultiHeadAttention, attention, causal_mask, positional_encoding
 from .conv import Conv2d, Flatten, LeNet, MaxPool2d
 from .layers import (MLP, Activation, Argmax, Identity, Linear, Logistic, LogisticRegression, LogSumExp, Max,
                      ReLU, Sigmoid, Softargmax, Softmax, Softplus, Step, Tanh)
 from .module import Module, ModuleList, Parameter, Sequential, functional_call
 from .norm import BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm
+from .transformer import (DecoderState, FeedForward, Transformer, TransformerBlock, TransformerDecoder,
+                          TransformerDecoderBlock, TransformerEncoder, TransformerLM)
 from .residual import Residual, ResidualBlock, ResidualBranch
 
 __all__ = [
@@ -29,4 +32,7 @@ __all__ = [
     "Logistic", "Sigmoid", "Tanh", "Softargmax", "Softmax", "Argmax", "Max", "LogSumExp",
     "BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Residual", "ResidualBranch", "ResidualBlock",
     "Conv2d", "MaxPool2d", "Flatten", "LeNet",
+    "attention", "causal_mask", "positional_encoding", "MultiHeadAttention",
+    "FeedForward", "TransformerBlock", "TransformerEncoder", "TransformerDecoderBlock", "TransformerDecoder",
+    "TransformerLM", "Transformer", "DecoderState",
 ]
