@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core import Tensor, no_grad
+from ..core import Tensor, name_scope, no_grad
 from ..errors import ShapeError
 from ..primitives.elementwise import add, multiply, relu
 from ..primitives.indexing import concatenate, take
@@ -286,16 +286,21 @@ def _token_input(name: str, tokens, vocab: int):
 
 def _embed(E: Parameter, ids, one_hot, scale: float, positions) -> Tensor:
     """(E ·_vocab I)·√d + P: a row gather for indices, the product with I for one-hot rows."""
-    w = take(E, ids, axis=0) if ids is not None else matmul(one_hot, E)
-    w = multiply(w, scale)
-    return add(w, positional_encoding(positions, E.shape[1], dtype=E.dtype))
+    with name_scope("embedding"):
+        if ids is not None:
+            w = take(E, ids if isinstance(ids, Tensor) else Tensor(ids, name="tokens"), axis=0)
+        else:
+            w = matmul(one_hot, E)
+        P = Tensor(positional_encoding(positions, E.shape[1], dtype=E.dtype), name="P")
+        return add(multiply(w, scale), P)
 
 
 def _tied_logits(x, E: Parameter) -> Tensor:
     """E ·_layer X for every position, as one (B·L, d) × (d, vocab) product."""
-    shape = tuple(x.shape)
-    flat = reshape(x, (-1, shape[-1]))
-    return reshape(matmul(flat, transpose(E)), shape[:-1] + (E.shape[0],))
+    with name_scope("logits"):
+        shape = tuple(x.shape)
+        flat = reshape(x, (-1, shape[-1]))
+        return reshape(matmul(flat, transpose(E)), shape[:-1] + (E.shape[0],))
 
 
 class TransformerLM(Module):
