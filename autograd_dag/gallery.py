@@ -90,6 +90,16 @@ def lenet_program() -> Program:
     return as_program(loss)
 
 
+def transformer_program() -> Program:
+    """``nn.TransformerLM`` (seed 000: 2 blocks, 2 heads) on a batch of two 5-token sequences, with cross-entropy."""
+    model = nn.TransformerLM(vocab_size=12, d_model=8, heads=2, hidden=16, layers=2, rng=0)
+    tokens = np.array([[1, 5, 2, 7, 3], [4, 4, 9, 0, 11]])
+    # Next-token prediction: position t is scored against token t + 1.
+    loss = nn.functional.cross_entropy(model.logits(tokens[:, :-1]), tokens[:, 1:])
+    loss.name = "loss"
+    return as_program(loss)
+
+
 def chain_program(n_ops: int = 1000, width: int = 8) -> Program:
     """A 1,000-op program without scopes: an unrolled tanh recurrence with shared weights.
 
@@ -132,6 +142,10 @@ GALLERY: list[Entry] = [
           views=("dag",)),
     Entry("nn_mlp", "nn.MLP([4, 16, 16, 3]) from the layer library, with cross-entropy", nn_mlp_program),
     Entry("lenet", "nn.LeNet on 28x28 images, with cross-entropy", lenet_program),
+    Entry("transformer", "nn.TransformerLM (seed 000) with cross-entropy: one cluster per block and per "
+          "attention head group", transformer_program, views=("dag",)),
+    Entry("transformer_collapsed", "the same TransformerLM at depth=0: its two blocks folded into block × 2",
+          transformer_program, views=("dag",), options={"depth": 0}),
     Entry("circuit", "arithmetic circuit (x + y)(x + y) + 3x: size 10, depth 3", circuit_program),
     Entry("circuit_grad", "its gradient circuit (f, df/dx, df/dy): size 14, ratio 1.4", circuit_gradient),
     Entry("chain_1000", "1,000-op unrolled recurrence (layout-speed test case)", chain_program),
