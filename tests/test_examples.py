@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 pytest.importorskip("matplotlib")
@@ -56,3 +57,19 @@ def test_demo_entry_point_fast(tmp_path):
     assert "def f(" in proc.stdout and "def grad_f(" in proc.stdout
     assert proc.stdout.rstrip().endswith(f"Output folder: {out}")
     assert is_png(out / "lenet_digits_curves.png")
+
+
+def test_char_transformer_fast_beats_unigram_and_samples(tmp_path):
+    from examples import char_transformer
+    result = char_transformer.run(fast=True, out=str(tmp_path), show_progress=False, verbose=False)
+    assert is_png(result["picture"])
+    assert result["heldout_loss"] < result["baselines"]["unigram"]
+    assert result["baselines"]["bigram"] < result["baselines"]["unigram"]
+    assert np.mean(result["losses"][-10:]) < np.mean(result["losses"][:10])
+    assert result["sample"].startswith("The ") and len(result["sample"]) == 64
+    model = result["model"]
+    loaded = type(model)(len(result["vocab"]), **{k: result["config"][k] for k in ("d_model", "heads", "hidden",
+                                                                                   "layers")})
+    loaded.load(result["weights"])
+    ids = result["vocab"].encode("The value")
+    np.testing.assert_allclose(loaded.logits(ids).value, model.logits(ids).value)
