@@ -305,3 +305,12 @@ def test_lm_renders_one_cluster_per_block_and_head_group_and_folds_blocks():
     folded = ad.render(loss, depth=0).source
     assert "block &#215; 3" in folded
     assert "block.1" not in folded
+
+
+def test_float32_models_stay_float32():
+    lm = nn.TransformerLM(10, d_model=8, heads=2, hidden=16, layers=1, rng=0, dtype=np.float32)
+    assert lm.logits(np.array([[1, 2, 3]])).dtype == np.float32
+    assert lm.step(lm.start_state(), 3)[0].dtype == np.float32
+    model = nn.Transformer(5, 6, d_model=8, heads=2, hidden=16, layers=1, rng=0, dtype=np.float32)
+    out = model.logits(np.array([[1, 2]]), np.array([[0, 1]]), source_mask=np.array([[True, False]]))
+    assert out.dtype == np.float32

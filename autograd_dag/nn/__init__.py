@@ -1,4 +1,4 @@
-"""The layer library: modules, activations, normalization, residual blocks, LeNet and losses.
+"""The layer library: modules, activations, normalization, residual blocks, LeNet, attention, Transformers, losses.
 
 Built only from public Tensor operations, so every model is a program: it
 executes, differentiates (``loss.backward()``, ``ad.grad``) and renders with
@@ -22,9 +22,9 @@ from .layers import (MLP, Activation, Argmax, Identity, Linear, Logistic, Logist
                      ReLU, Sigmoid, Softargmax, Softmax, Softplus, Step, Tanh)
 from .module import Module, ModuleList, Parameter, Sequential, functional_call
 from .norm import BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm
+from .residual import Residual, ResidualBlock, ResidualBranch
 from .transformer import (DecoderState, FeedForward, Transformer, TransformerBlock, TransformerDecoder,
                           TransformerDecoderBlock, TransformerEncoder, TransformerLM)
-from .residual import Residual, ResidualBlock, ResidualBranch
 
 __all__ = [
     "functional", "init", "Module", "ModuleList", "Sequential", "Parameter", "functional_call",

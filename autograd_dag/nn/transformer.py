@@ -292,7 +292,7 @@ def _embed(E: Parameter, ids, one_hot, scale: float, positions) -> Tensor:
         else:
             w = matmul(one_hot, E)
         P = Tensor(positional_encoding(positions, E.shape[1], dtype=E.dtype), name="P")
-        return add(multiply(w, scale), P)
+        return add(multiply(w, float(scale)), P)
 
 
 def _tied_logits(x, E: Parameter) -> Tensor:
