@@ -132,7 +132,7 @@ def run(fast: bool = False, out: str = "out/char_transformer", seed: int = 0, st
     steps = steps or config["steps"]
     length, batch = config["length"], config["batch"]
     model = nn.TransformerLM(len(vocab), d_model=config["d_model"], heads=config["heads"], hidden=config["hidden"],
-                             layers=config["layers"], rng=seed)
+                             layers=config["layers"], rng=seed, dtype=np.float32)
     opt = optim.Adam(model.parameters(), lr=config["lr"])
     sched = optim.CosineAnnealingLR(opt, T_max=steps, eta_min=config["lr"] / 20, warmup=min(100, steps // 10))
     baselines = ngram_baselines(train, test, len(vocab))

@@ -69,7 +69,8 @@ def test_char_transformer_fast_beats_unigram_and_samples(tmp_path):
     assert result["sample"].startswith("The ") and len(result["sample"]) == 64
     model = result["model"]
     loaded = type(model)(len(result["vocab"]), **{k: result["config"][k] for k in ("d_model", "heads", "hidden",
-                                                                                   "layers")})
+                                                                                   "layers")},
+                             dtype=model.E.dtype)
     loaded.load(result["weights"])
     ids = result["vocab"].encode("The value")
     np.testing.assert_allclose(loaded.logits(ids).value, model.logits(ids).value)
