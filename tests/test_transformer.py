@@ -314,3 +314,22 @@ def test_float32_models_stay_float32():
     model = nn.Transformer(5, 6, d_model=8, heads=2, hidden=16, layers=1, rng=0, dtype=np.float32)
     out = model.logits(np.array([[1, 2]]), np.array([[0, 1]]), source_mask=np.array([[True, False]]))
     assert out.dtype == np.float32
+
+
+def test_second_order_gradients_of_tiny_models():
+    lm = randomise(nn.TransformerLM(3, d_model=2, heads=1, hidden=2, layers=1, rng=0), RNG, 0.2)
+    tokens = np.array([[1, 2, 0]])
+    _check_module_grads(lm, [], lambda m: nn.functional.cross_entropy(m.logits(tokens[:, :-1]), tokens[:, 1:]),
+                        order=2)
+    enc = randomise(nn.TransformerEncoder(2, heads=2, hidden=2, layers=1, d_key=1, d_val=1, rng=1), RNG, 0.2)
+    mask = np.array([[True, False]])
+    _check_module_grads(enc, [RNG.normal(size=(1, 2, 2))], lambda m, x: m(x, padding_mask=mask), order=2)
+    model = randomise(nn.Transformer(3, 3, d_model=2, heads=1, hidden=2, layers=1, rng=2), RNG, 0.2)
+    _check_module_grads(model, [], lambda m: m.logits(np.array([[1, 2]]), np.array([[0, 1]])), order=2)
+
+
+def test_boolean_tensor_mask_is_read_as_attend():
+    q = RNG.normal(size=(3, 2))
+    keep = np.tril(np.ones((3, 3), bool))
+    np.testing.assert_array_equal(nn.attention(q, q, q, mask=ad.Tensor(keep)).value,
+                                  nn.attention(q, q, q, mask=nn.causal_mask(3)).value)

@@ -98,7 +98,9 @@ def _shape_of(x) -> tuple:
 def _additive(mask, dtype) -> Tensor | np.ndarray:
     """A mask as additive scores: booleans (True = attend) become 0 / −∞; numbers are used as they are."""
     if isinstance(mask, Tensor):
-        return mask
+        if mask.dtype != bool:
+            return mask
+        mask = mask.value
     mask = np.asarray(mask)
     if mask.dtype == bool:
         return np.where(mask, 0.0, -np.inf).astype(dtype)
