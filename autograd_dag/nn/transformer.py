@@ -306,23 +306,23 @@ def _tied_logits(x, E: Parameter) -> Tensor:
 class TransformerLM(Module):
     """Seed 000's Transformer language model, equation by equation (post-norm).
 
-    ==========================================  =====================================================
-    seed 000                                    here
-    ==========================================  =====================================================
-    I ∈ {0,1}^{seq×vocab}, W = (E ·_vocab I)√|layer|   ``take(E, tokens)·√d`` (= the product with
-                                                the one-hot I; float one-hot input uses the product)
-    P_{p,i} = sin/cos((p−1)/10000^{…/|layer|})  :func:`positional_encoding` (a constant; identical)
-    X⁰ = W + P                                  ``x = w + P``
-    T^l = LayerNorm^l(SelfAtt^l(X^{l−1}) + X^{l−1})   ``block.{l-1}``: ``attention``, ``norm1``
-    X^l = LayerNorm^{l'}(FFN^l(T^l) + T^l)      ``block.{l-1}``: ``ffn``, ``norm2``
-    SelfAtt: Q = W^Q·X, K = W^K·X, V = W^V·X,   :class:`MultiHeadAttention` without biases, with
-    softargmax_seq((Q ⊙_key K)/√|key| + M) ⊙_seq V,   M = :func:`causal_mask` (each query sees
-    Y = W^O ·_{heads,val} (…)                   itself and earlier positions)
-    FFN: W² relu(W¹ X + b¹) + b²                :class:`FeedForward` (b² ∈ ℝ^layer; the seed's
-                                                ℝ^hidden is a typo)
-    LayerNorm: standardize_layer(X) ⊙ γ + β      LayerNorm, ε = 1e-5 under the square root
-    O = softargmax_vocab(E ·_layer X^L)         :meth:`logits` (tied E), :meth:`forward` = O
-    ==========================================  =====================================================
+    Seed 000, line by line, and where each line is computed:
+
+    * I ∈ {0,1}^{seq×vocab}, W = (E ·_vocab I)·√|layer| — ``take(E, tokens)·√d``, the same as the
+      product with the one-hot I (a float one-hot input is multiplied as written).
+    * P_{p,i} = sin((p−1)/10000^{(i−1)/|layer|}) (i odd), cos((p−1)/10000^{(i−2)/|layer|}) (i even)
+      — :func:`positional_encoding`, a constant of the program.
+    * X⁰ = W + P — scope ``embedding``.
+    * T^l = LayerNorm^l(SelfAtt^l(X^{l−1}) + X^{l−1}) — ``block.{l-1}``: ``attention``, ``norm1``.
+    * X^l = LayerNorm^{l'}(FFN^l(T^l) + T^l) — ``block.{l-1}``: ``ffn``, ``norm2``.
+    * SelfAtt: Q = W^{l,Q} ·_layer X, K = W^{l,K} ·_layer X, V = W^{l,V} ·_layer X,
+      Y = W^{l,O} ·_{heads,val} softargmax_seq((Q ⊙_key K)/√|key| + M) ⊙_seq V — :class:`MultiHeadAttention`
+      without biases; M = :func:`causal_mask` (each query sees itself and earlier positions).
+    * FFN: X² = W^{l,2} ·_hidden relu(W^{l,1} ·_layer X + b^{l,1}) + b^{l,2} — :class:`FeedForward`
+      (b^{l,2} ∈ ℝ^layer; the seed's ℝ^hidden is a typo).
+    * LayerNorm^l(X) = standardize_layer(X) ⊙ γ^l + β^l — :class:`LayerNorm`, ε = 1e-5 under the root.
+    * O = softargmax_vocab(E ·_layer X^L) — :meth:`logits` is E ·_layer X^L (scope ``logits``, tied E);
+      :meth:`forward` returns O.
 
     Parameters (``state_dict()`` names): ``E`` (vocab, d_model); per block
     ``block.{l}.attention.W_Q``, ``W_K`` (heads, d_model, d_key), ``W_V``
