@@ -333,3 +333,29 @@ def test_boolean_tensor_mask_is_read_as_attend():
     keep = np.tril(np.ones((3, 3), bool))
     np.testing.assert_array_equal(nn.attention(q, q, q, mask=ad.Tensor(keep)).value,
                                   nn.attention(q, q, q, mask=nn.causal_mask(3)).value)
+
+
+def test_encoder_decoder_learns_to_reverse_and_greedy_steps_decode_it():
+    from autograd_dag import optim
+    rng = np.random.default_rng(0)
+    V, L, BOS = 6, 4, 6
+    model = nn.Transformer(V, V + 1, d_model=16, heads=2, hidden=32, layers=1, rng=0)
+    opt = optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(150):
+        src = rng.integers(0, V, (32, L))
+        tgt = src[:, ::-1]
+        loss = nn.functional.cross_entropy(model.logits(src, np.concatenate([np.full((32, 1), BOS), tgt[:, :-1]], 1)),
+                                           tgt)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    correct = 0
+    for _ in range(20):
+        src = rng.integers(0, V, L)
+        state, token, out = model.start_state(src), BOS, []
+        for _ in range(L):
+            logits, state = model.step(state, token)
+            token = int(np.argmax(logits))
+            out.append(token)
+        correct += out == list(src[::-1])
+    assert correct >= 18
