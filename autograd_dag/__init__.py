@@ -33,6 +33,7 @@ from .primitives.elementwise import (abs, add, astype, divide, equal, exp, great
                                      less, less_equal, log, logistic, maximum, minimum, multiply,
                                      negative, not_equal, power, relu, sigmoid, sign, softplus, sqrt,
                                      step, stop_gradient, subtract, tanh, where)
+from .primitives.elementwise import cos, sin
 from .primitives.indexing import concatenate, getitem, index_add, one_hot, stack, take
 from .primitives.linalg import einsum, matmul
 from .primitives.reductions import argmax, logsumexp, max, mean, min, softargmax, softmax, var
@@ -63,6 +64,7 @@ __all__ = [
     "softmax", "argmax", "matmul", "einsum", "reshape", "transpose", "swapaxes", "broadcast_to",
     "expand_dims", "squeeze", "sum_to_shape", "getitem", "index_add", "concatenate", "stack", "take",
     "one_hot", "conv2d", "max_pool2d",
+    "sin", "cos",
     # rendering
     "render", "render_to", "highlight_path",
 ]

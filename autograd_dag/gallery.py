@@ -144,6 +144,17 @@ def sgns_program() -> Program:
 
 
 @gallery_source
+def transformer_program() -> Program:
+    """``nn.TransformerLM`` (seed 000: 2 blocks, 2 heads) on a batch of two 5-token sequences, with cross-entropy."""
+    model = nn.TransformerLM(vocab_size=12, d_model=8, heads=2, hidden=16, layers=2, rng=0)
+    tokens = np.array([[1, 5, 2, 7, 3], [4, 4, 9, 0, 11]])
+    # Next-token prediction: position t is scored against token t + 1.
+    loss = nn.functional.cross_entropy(model.logits(tokens[:, :-1]), tokens[:, 1:])
+    loss.name = "loss"
+    return as_program(loss)
+
+
+@gallery_source
 def chain_program(n_ops: int = 1000, width: int = 8) -> Program:
     """A 1,000-op program without scopes: an unrolled tanh recurrence with shared weights.
 
@@ -192,6 +203,10 @@ GALLERY: list[Entry] = [
     Entry("circuit", "arithmetic circuit (x + y)(x + y) + 3x, x + y computed once: size 8 (10 written out), "
           "depth 3", circuit_program),
     Entry("circuit_grad", "its gradient circuit (f, df/dx, df/dy): size 12, ratio 1.5", circuit_gradient),
+    Entry("transformer", "nn.TransformerLM (seed 000) with cross-entropy: one cluster per block and per "
+          "attention head group", transformer_program, views=("dag",)),
+    Entry("transformer_collapsed", "the same TransformerLM at depth=0: its two blocks folded into block × 2",
+          transformer_program, views=("dag",), options={"depth": 0}),
     Entry("chain_1000", "1,000-op unrolled recurrence (layout-speed test case)", chain_program),
 ]
 

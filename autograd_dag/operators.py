@@ -119,6 +119,7 @@ _UFUNCS = {
     np.equal: ew.equal, np.not_equal: ew.not_equal, np.less: ew.less,
     np.less_equal: ew.less_equal, np.greater: ew.greater, np.greater_equal: ew.greater_equal,
     np.matmul: linalg.matmul,
+    np.sin: ew.sin, np.cos: ew.cos,
 }
 
 

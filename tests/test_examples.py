@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 pytest.importorskip("matplotlib")
@@ -71,3 +72,20 @@ def test_word_vectors_fast(tmp_path):
     # Even a two-epoch run on the reference topics learns that true and false go together.
     assert "false" in [w for w, _ in glove.most_similar("true", 5)]
     assert "list" in result["table"] and result["table"].count("\n") >= 5
+
+
+def test_char_transformer_fast_beats_unigram_and_samples(tmp_path):
+    from examples import char_transformer
+    result = char_transformer.run(fast=True, out=str(tmp_path), show_progress=False, verbose=False)
+    assert is_png(result["picture"])
+    assert result["heldout_loss"] < result["baselines"]["unigram"]
+    assert result["baselines"]["bigram"] < result["baselines"]["unigram"]
+    assert np.mean(result["losses"][-10:]) < np.mean(result["losses"][:10])
+    assert result["sample"].startswith("The ") and len(result["sample"]) == 64
+    model = result["model"]
+    loaded = type(model)(len(result["vocab"]), **{k: result["config"][k] for k in ("d_model", "heads", "hidden",
+                                                                                   "layers")},
+                             dtype=model.E.dtype)
+    loaded.load(result["weights"])
+    ids = result["vocab"].encode("The value")
+    np.testing.assert_allclose(loaded.logits(ids).value, model.logits(ids).value)

@@ -1,4 +1,4 @@
-"""The layer library: modules, activations, normalization, residual blocks, LeNet and losses.
+"""The layer library: modules, activations, normalization, residual blocks, LeNet, attention, Transformers, losses.
 
 Built only from public Tensor operations, so every model is a program: it
 executes, differentiates (``loss.backward()``, ``ad.grad``) and renders with
@@ -18,6 +18,7 @@ Example:
 """
 
 from . import functional, init
+from .attention import MultiHeadAttention, attention, causal_mask, positional_encoding
 from .conv import Conv2d, Flatten, LeNet, MaxPool2d
 from .embedding import Embedding, WordVectors
 from .glove import Cooccurrence, GloVe, cooccurrence_counts, glove_loss, glove_weighting
@@ -29,6 +30,8 @@ from .norm import BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm
 from .residual import Residual, ResidualBlock, ResidualBranch
 from .word2vec import (CBOW, NegativeSampler, SkipGram, Word2Vec, cbow_hidden, cbow_log_likelihood, cbow_windows,
                        negative_sampling_loss, sgns_loss, skipgram_log_likelihood, skipgram_pairs, subsample)
+from .transformer import (DecoderState, FeedForward, Transformer, TransformerBlock, TransformerDecoder,
+                          TransformerDecoderBlock, TransformerEncoder, TransformerLM)
 
 __all__ = [
     "functional", "init", "Module", "ModuleList", "Sequential", "Parameter", "functional_call",
@@ -39,4 +42,7 @@ __all__ = [
     "Embedding", "WordVectors", "Word2Vec", "SkipGram", "CBOW", "skipgram_log_likelihood", "cbow_log_likelihood",
     "cbow_hidden", "negative_sampling_loss", "sgns_loss", "skipgram_pairs", "cbow_windows", "subsample",
     "NegativeSampler", "GloVe", "Cooccurrence", "cooccurrence_counts", "glove_loss", "glove_weighting",
+    "attention", "causal_mask", "positional_encoding", "MultiHeadAttention",
+    "FeedForward", "TransformerBlock", "TransformerEncoder", "TransformerDecoderBlock", "TransformerDecoder",
+    "TransformerLM", "Transformer", "DecoderState",
 ]

@@ -1,0 +1,254 @@
+"""Attention, masks, positional encodings and multi-head attention against the seeds' formulas in numpy.
+
+Each reference below is written from the seed's equation (loops over
+positions, heads and keys; softargmax as exp / Σ exp), never from the code
+under test.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import autograd_dag as ad
+from autograd_dag import nn
+
+# ------------------------------------------------------- numpy references
+
+
+def ref_pe_seed000(n, d):
+    """P_{p,i} = sin((p−1)/10000^{(i−1)/d}) for odd i, cos((p−1)/10000^{(i−2)/d}) for even i; p, i from 1."""
+    P = np.zeros((n, d))
+    for p in range(1, n + 1):
+        for i in range(1, d + 1):
+            if i % 2 == 1:
+                P[p - 1, i - 1] = math.sin((p - 1) / 10000 ** ((i - 1) / d))
+            else:
+                P[p - 1, i - 1] = math.cos((p - 1) / 10000 ** ((i - 2) / d))
+    return P
+
+
+def ref_pe_seed003(n, d):
+    """PE(pos, 2i) = sin(pos/10000^{2i/d}), PE(pos, 2i+1) = cos(pos/10000^{2i/d}); pos, i from 0."""
+    P = np.zeros((n, d))
+    for pos in range(n):
+        for i in range((d + 1) // 2):
+            P[pos, 2 * i] = math.sin(pos / 10000 ** (2 * i / d))
+            if 2 * i + 1 < d:
+                P[pos, 2 * i + 1] = math.cos(pos / 10000 ** (2 * i / d))
+    return P
+
+
+def ref_softargmax_rows(S):
+    out = np.zeros_like(S)
+    for idx in np.ndindex(S.shape[:-1]):
+        row = S[idx]
+        e = np.array([math.exp(s - max(row)) if s != -np.inf else 0.0 for s in row])
+        out[idx] = e / e.sum()
+    return out
+
+
+def ref_attention(Q, K, V, M=None, scale=None):
+    """softargmax_keys(Σ_key Q K · scale + M) ·_keys V, by explicit sums over the key axis."""
+    dk = Q.shape[-1]
+    scale = 1 / math.sqrt(dk) if scale is None else scale
+    Lq, Lk = Q.shape[-2], K.shape[-2]
+    S = np.zeros(Q.shape[:-2] + (Lq, Lk))
+    for idx in np.ndindex(Q.shape[:-2]):
+        for a in range(Lq):
+            for b in range(Lk):
+                S[idx + (a, b)] = sum(Q[idx + (a, c)] * K[idx + (b, c)] for c in range(dk)) * scale
+    if M is not None:
+        S = S + M
+    A = ref_softargmax_rows(S)
+    out = np.zeros(Q.shape[:-2] + (Lq, V.shape[-1]))
+    for idx in np.ndindex(Q.shape[:-2]):
+        for a in range(Lq):
+            out[idx + (a,)] = sum(A[idx + (a, b)] * V[idx + (b,)] for b in range(Lk))
+    return out, A
+
+
+def ref_multihead(X, Y, W_Q, W_K, W_V, W_O, M=None, b=None):
+    """Seed 000's SelfAtt with Y = X (CrossAtt otherwise): per head h, Q_h = X W_Q[h], ..., Σ_h A_h W_O[h]."""
+    heads = W_Q.shape[0]
+    out = np.zeros(X.shape[:-1] + (W_O.shape[-1],))
+    for h in range(heads):
+        Q, K, V = X @ W_Q[h], Y @ W_K[h], Y @ W_V[h]
+        if b is not None:
+            Q, K, V = Q + b["b_Q"][h], K + b["b_K"][h], V + b["b_V"][h]
+        A, _ = ref_attention(Q, K, V, M)
+        out = out + A @ W_O[h]
+    return out if b is None else out + b["b_O"]
+
+# ------------------------------------------------------- positional encodings
+
+
+@pytest.mark.parametrize("n, d", [(7, 8), (5, 6), (3, 5), (1, 1), (50, 16)])
+def test_positional_encoding_matches_both_seed_conventions(n, d):
+    P = nn.positional_encoding(n, d)
+    np.testing.assert_allclose(P, ref_pe_seed000(n, d), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(P, ref_pe_seed003(n, d), rtol=0, atol=1e-12)
+
+
+def test_positional_encoding_inside_a_program_records_sin_and_cos():
+    pos = ad.Tensor(np.array([0.0, 3.0, 7.5]))
+    P = nn.positional_encoding(pos, 6)
+    np.testing.assert_allclose(P.value, nn.positional_encoding(np.array([0.0, 3.0, 7.5]), 6), atol=1e-14)
+    program = ad.trace(lambda p: nn.positional_encoding(p, 6), np.array([0.0, 3.0, 7.5]))
+    ops = {node.op for node in program.nodes}
+    assert {"sin", "cos"} <= ops
+    ad.check_grads(lambda p: nn.positional_encoding(p, 6), (np.array([0.0, 3.0, 7.5]),), order=2)
+
+# ------------------------------------------------------------- causal mask
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_causal_mask_is_the_seed_pattern(n):
+    # Seed 000: M_{seq(i), seq'(j)} = 0 if i <= j else -inf, seq = keys, seq' = queries.
+    M = np.array([[0.0 if i <= j else -np.inf for j in range(n)] for i in range(n)])
+    got = nn.causal_mask(n)
+    assert got.shape == (n, n)
+    np.testing.assert_array_equal(got.T, M)  # rows of causal_mask are queries
+    assert np.all(got[np.tril_indices(n)] == 0.0) and np.all(np.isneginf(got[np.triu_indices(n, 1)]))
+
+
+def test_causal_mask_with_more_keys_puts_the_queries_last():
+    got = nn.causal_mask(2, 4)
+    np.testing.assert_array_equal(got, [[0, 0, 0, -np.inf], [0, 0, 0, 0]])
+    with pytest.raises(ad.ShapeError):
+        nn.causal_mask(3, 2)
+
+# --------------------------------------------------------------- attention
+
+
+RNG = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("scale", [None, 1.0, 0.3])
+@pytest.mark.parametrize("lq, lk", [(4, 4), (2, 5), (6, 3)])
+def test_attention_matches_the_formula(scale, lq, lk):
+    Q, K, V = RNG.normal(size=(2, lq, 3)), RNG.normal(size=(2, lk, 3)), RNG.normal(size=(2, lk, 4))
+    out, A = nn.attention(Q, K, V, scale=scale, return_weights=True)
+    ref_out, ref_A = ref_attention(Q, K, V, scale=scale)
+    np.testing.assert_allclose(out.value, ref_out, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(A.value, ref_A, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(A.value.sum(-1), 1.0)
+
+
+def test_attention_with_causal_mask_and_boolean_mask_agree():
+    Q, K, V = RNG.normal(size=(5, 3)), RNG.normal(size=(5, 3)), RNG.normal(size=(5, 2))
+    M = nn.causal_mask(5)
+    out, A = nn.attention(Q, K, V, mask=M, return_weights=True)
+    ref_out, ref_A = ref_attention(Q, K, V, M)
+    np.testing.assert_allclose(out.value, ref_out, atol=1e-12)
+    assert np.all(A.value[np.triu_indices(5, 1)] == 0.0)
+    out_bool = nn.attention(Q, K, V, mask=np.tril(np.ones((5, 5), bool)))
+    np.testing.assert_array_equal(out_bool.value, out.value)
+
+
+def test_attention_is_the_unscaled_book_form_with_scale_one():
+    x = RNG.normal(size=(4, 3))
+    A = nn.attention(x, x, x, scale=1.0, return_weights=True)[1].value
+    G = x @ x.T  # 001 §4.8.2: softargmax of the Gram matrix, row-wise
+    np.testing.assert_allclose(A, np.exp(G) / np.exp(G).sum(1, keepdims=True), atol=1e-12)
+
+
+def test_fully_masked_row_raises_naming_the_row():
+    Q = K = V = RNG.normal(size=(3, 2))
+    M = np.zeros((3, 3))
+    M[1] = -np.inf
+    with pytest.raises(ad.ShapeError, match="query row 1 has every key masked"):
+        nn.attention(Q, K, V, mask=M)
+    batched = np.zeros((2, 3, 3))
+    batched[1, 2] = -np.inf
+    with pytest.raises(ad.ShapeError, match=r"query row 2 of batch index \(1,\)"):
+        nn.attention(np.ones((2, 3, 2)), np.ones((2, 3, 2)), np.ones((2, 3, 2)), mask=batched)
+
+
+def test_attention_shape_errors():
+    with pytest.raises(ad.ShapeError, match="d_key"):
+        nn.attention(np.ones((2, 3)), np.ones((2, 4)), np.ones((2, 4)))
+    with pytest.raises(ad.ShapeError, match="broadcastable"):
+        nn.attention(np.ones((2, 3)), np.ones((4, 3)), np.ones((4, 1)), mask=np.zeros((2, 3)))
+
+
+def test_attention_gradients_with_mask_no_nan():
+    Q, K, V = RNG.normal(size=(2, 4, 3)), RNG.normal(size=(2, 5, 3)), RNG.normal(size=(2, 5, 2))
+    M = nn.causal_mask(4, 5)
+    ad.check_grads(lambda q, k, v: nn.attention(q, k, v, mask=M), (Q, K, V))
+    small_mask = nn.causal_mask(2, 3)
+    ad.check_grads(lambda q, k, v: nn.attention(q, k, v, mask=small_mask, scale=1.0),
+                   (Q[:1, :2], K[:1, :3], V[:1, :3]), order=2)
+    g = ad.grad(lambda q: nn.attention(q, K, V, mask=M).sum())(Q)
+    assert np.all(np.isfinite(g))
+
+# ----------------------------------------------------- multi-head attention
+
+
+def mha_params(mha):
+    return {n: p.value for n, p in mha.named_parameters()}
+
+
+def test_multihead_with_one_head_is_single_head_attention():
+    mha = nn.MultiHeadAttention(6, heads=1, rng=1)
+    X = RNG.normal(size=(2, 4, 6))
+    p = mha_params(mha)
+    A = nn.attention(X @ p["W_Q"][0], X @ p["W_K"][0], X @ p["W_V"][0], mask=nn.causal_mask(4)).value
+    np.testing.assert_allclose(mha(X, mask=nn.causal_mask(4)).value, A @ p["W_O"][0], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_multihead_matches_seed_formula(bias):
+    mha = nn.MultiHeadAttention(6, heads=3, d_key=4, d_val=5, bias=bias, rng=2)
+    if bias:
+        for name in ("b_Q", "b_K", "b_V", "b_O"):
+            getattr(mha, name).value[...] = RNG.normal(size=getattr(mha, name).shape)
+    p = mha_params(mha)
+    X = RNG.normal(size=(2, 4, 6))
+    M = nn.causal_mask(4)
+    ref = ref_multihead(X, X, p["W_Q"], p["W_K"], p["W_V"], p["W_O"], M, p if bias else None)
+    np.testing.assert_allclose(mha(X, mask=M).value, ref, rtol=1e-11, atol=1e-12)
+    assert p["W_Q"].shape == (3, 6, 4) and p["W_V"].shape == (3, 6, 5) and p["W_O"].shape == (3, 5, 6)
+
+
+def test_multihead_cross_attention_lq_differs_from_lk():
+    mha = nn.MultiHeadAttention(4, heads=2, rng=3)
+    p = mha_params(mha)
+    X, Y = RNG.normal(size=(3, 4)), RNG.normal(size=(7, 4))
+    out = mha(X, memory=Y)
+    assert out.shape == (3, 4)
+    np.testing.assert_allclose(out.value, ref_multihead(X, Y, p["W_Q"], p["W_K"], p["W_V"], p["W_O"]),
+                               rtol=1e-11, atol=1e-12)
+
+
+def test_multihead_has_no_python_loop_over_heads():
+    mha = nn.MultiHeadAttention(8, heads=4, rng=0)
+    out = mha(ad.Tensor(np.ones((2, 3, 8))), mask=nn.causal_mask(3))
+    program = ad.trace(lambda x: mha(x, mask=nn.causal_mask(3)), np.ones((2, 3, 8)))
+    ops = [n.op for n in program.nodes]
+    assert ops.count("softargmax") == 1 and out.shape == (2, 3, 8)
+
+
+def test_multihead_check_grads_inputs_and_parameters():
+    mha = nn.MultiHeadAttention(4, heads=2, bias=True, rng=4)
+    names = [n for n, _ in mha.named_parameters()]
+    X, Y = RNG.normal(size=(2, 3, 4)), RNG.normal(size=(2, 5, 4))
+    M = np.zeros((2, 1, 5))
+    M[0, 0, 4] = -np.inf  # a padding mask on one key of the first sequence
+
+    def f(x, y, *params):
+        return nn.functional_call(mha, dict(zip(names, params)), x, memory=y, mask=M)
+    ad.check_grads(f, (X, Y) + tuple(p.value for p in mha.parameters()))
+    small = nn.MultiHeadAttention(2, heads=2, rng=5)
+    small_names = [n for n, _ in small.named_parameters()]
+
+    def g(x, *params):
+        return nn.functional_call(small, dict(zip(small_names, params)), x, mask=nn.causal_mask(2))
+    ad.check_grads(g, (RNG.normal(size=(2, 2)),) + tuple(p.value for p in small.parameters()), order=2)
+
+
+def test_multihead_shape_errors():
+    with pytest.raises(ad.ShapeError, match="heads"):
+        nn.MultiHeadAttention(6, heads=4)
+    with pytest.raises(ad.ShapeError, match="d_model=6"):
+        nn.MultiHeadAttention(6, heads=2)(np.ones((3, 5)))
