@@ -1,4 +1,4 @@
-"""The layer library: modules, activations, normalization, residual blocks, LeNet and losses.
+"""The layer library: modules, activations, normalization, residual blocks, LeNet, recurrent networks, decoding and losses.
 
 Built only from public Tensor operations, so every model is a program: it
 executes, differentiates (``loss.backward()``, ``ad.grad``) and renders with
@@ -15,13 +15,15 @@ Example:
     (8, 2)
 """
 
-from . import functional, init
+from . import decoding, functional, init
 from .conv import Conv2d, Flatten, LeNet, MaxPool2d
 from .layers import (MLP, Activation, Argmax, Identity, Linear, Logistic, LogisticRegression, LogSumExp, Max,
                      ReLU, Sigmoid, Softargmax, Softmax, Softplus, Step, Tanh)
 from .module import Module, ModuleList, Parameter, Sequential, functional_call
 from .norm import BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm
 from .residual import Residual, ResidualBlock, ResidualBranch
+from .rnn import (RNN, ElmanCell, EncoderDecoder, GRUCell, LSTMCell, MLPCell, RecurrentCell, SequenceToSequence,
+                  SequenceToVector, VectorToSequence, make_cell, pool)
 
 __all__ = [
     "functional", "init", "Module", "ModuleList", "Sequential", "Parameter", "functional_call",
@@ -29,4 +31,6 @@ __all__ = [
     "Logistic", "Sigmoid", "Tanh", "Softargmax", "Softmax", "Argmax", "Max", "LogSumExp",
     "BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Residual", "ResidualBranch", "ResidualBlock",
     "Conv2d", "MaxPool2d", "Flatten", "LeNet",
+    "decoding", "RecurrentCell", "MLPCell", "ElmanCell", "GRUCell", "LSTMCell", "make_cell", "RNN", "pool",
+    "VectorToSequence", "SequenceToVector", "SequenceToSequence", "EncoderDecoder",
 ]
