@@ -90,6 +90,20 @@ def lenet_program() -> Program:
     return as_program(loss)
 
 
+def rnn_program(steps: int = 3) -> Program:
+    """``nn.SequenceToVector`` (a GRU cell, mean pooling, a linear head) on 3 steps, with cross-entropy.
+
+    Each step of the recursion records in its own ``name_scope("step<l>")``, so
+    the drawing shows one cluster per step, all using the same shared weights.
+    Shapes: x (2, steps, 3) -> ().
+    """
+    model = nn.SequenceToVector(nn.GRUCell(3, 4, rng=0), pooling="mean", head=nn.Linear(4, 2, rng=1))
+    x = Tensor(np.random.default_rng(0).normal(size=(2, steps, 3)), name="x")
+    loss = nn.functional.cross_entropy(model(x), np.array([0, 1]))
+    loss.name = "loss"
+    return as_program(loss)
+
+
 def chain_program(n_ops: int = 1000, width: int = 8) -> Program:
     """A 1,000-op program without scopes: an unrolled tanh recurrence with shared weights.
 
@@ -132,6 +146,8 @@ GALLERY: list[Entry] = [
           views=("dag",)),
     Entry("nn_mlp", "nn.MLP([4, 16, 16, 3]) from the layer library, with cross-entropy", nn_mlp_program),
     Entry("lenet", "nn.LeNet on 28x28 images, with cross-entropy", lenet_program),
+    Entry("rnn", "nn.SequenceToVector: a GRU cell unrolled 3 steps (one cluster per step), mean pooling, "
+                 "cross-entropy", rnn_program),
     Entry("circuit", "arithmetic circuit (x + y)(x + y) + 3x: size 10, depth 3", circuit_program),
     Entry("circuit_grad", "its gradient circuit (f, df/dx, df/dy): size 14, ratio 1.4", circuit_gradient),
     Entry("chain_1000", "1,000-op unrolled recurrence (layout-speed test case)", chain_program),
