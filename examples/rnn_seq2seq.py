@@ -109,7 +109,7 @@ def run(fast: bool = False, out: str = "out/rnn_seq2seq", seed: int = 0, epochs:
     """
     folder = C.out_dir(out)
     lengths = (2, 4) if fast else (3, 6)
-    steps = epochs or (250 if fast else 4000)
+    steps = epochs or (200 if fast else 4000)
     hidden = hidden or (48 if fast else 128)
     n_test = 60 if fast else 500
     results = {}
