@@ -152,6 +152,13 @@ def test_cell_second_order_gradients_on_a_tiny_case():
         check_module(cell, rand(1, cell.input_size), rand(1, cell.state_size, scale=0.5), order=2)
 
 
+def test_setups_second_order_gradients_on_tiny_cases():
+    check_module(randomize(nn.SequenceToVector(nn.ElmanCell(1, 1, rng=0), pooling="mean")), rand(1, 2, 1), order=2)
+    model = randomize(nn.EncoderDecoder(nn.ElmanCell(1, 1, rng=0), nn.ElmanCell(1 + 2, 1, rng=1), vocab_size=2,
+                                        eos=1, rng=2))
+    check_module(model, rand(1, 2, 1), fixed=(np.array([[0, 1]]),), order=2)
+
+
 def test_make_cell_and_shape_errors():
     assert isinstance(nn.make_cell("lstm", 3, 4, rng=0), nn.LSTMCell)
     cell = nn.make_cell("gru", 3, 4, rng=0)
