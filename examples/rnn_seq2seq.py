@@ -27,13 +27,16 @@ EOS = DIGITS  # tokens 0..9 are digits, 10 ends a sequence
 TASKS = {"reverse": lambda seq: seq[::-1], "sort": lambda seq: np.sort(seq)}
 
 
-def build_model(cell: str = "gru", hidden: int = 96, seed: int = 0) -> nn.EncoderDecoder:
-    """Encoder cell(10 -> H), decoder cell(H + 11 -> H), head Linear(H, 11). Shapes: (B, L, 10), (B, L') -> (B, L', 11)."""
+def build_model(cell: str = "gru", hidden: int = 128, seed: int = 0) -> nn.EncoderDecoder:
+    """Encoder cell(10 -> H), decoder cell(H + 11 -> H), head Linear(H, 11).
+
+    Shapes: source (B, L, 10), target (B, L') -> logits (B, L', 11).
+    """
     rng = np.random.default_rng(seed)
     vocab = DIGITS + 1
-    return nn.EncoderDecoder(nn.make_cell(cell, DIGITS, hidden, rng=rng), nn.make_cell(cell, hidden + vocab, hidden,
-                                                                                        rng=rng),
-                             vocab_size=vocab, eos=EOS, pooling="last", rng=rng)
+    encoder = nn.make_cell(cell, DIGITS, hidden, rng=rng)
+    decoder = nn.make_cell(cell, hidden + vocab, hidden, rng=rng)
+    return nn.EncoderDecoder(encoder, decoder, vocab_size=vocab, eos=EOS, pooling="last", rng=rng)
 
 
 def make_batch(task: str, batch: int, length: int, rng: np.random.Generator):

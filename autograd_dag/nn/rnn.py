@@ -329,10 +329,6 @@ def _check_sequence(name: str, xs, features: int) -> tuple:
     return shape
 
 
-def _as_tensor(x):
-    return x if isinstance(x, Tensor) else Tensor(np.asarray(x))
-
-
 class RNN(Module):
     """A cell unrolled over a sequence from a learnable initial state z₀ (the recursion of §4.7.2).
 
