@@ -144,6 +144,21 @@ def sgns_program() -> Program:
 
 
 @gallery_source
+def rnn_program(steps: int = 3) -> Program:
+    """``nn.SequenceToVector`` (a GRU cell, mean pooling, a linear head) on 3 steps, with cross-entropy.
+
+    Each step of the recursion records in its own ``name_scope("step<l>")``, so
+    the drawing shows one cluster per step, all using the same shared weights.
+    Shapes: x (2, steps, 3) -> ().
+    """
+    model = nn.SequenceToVector(nn.GRUCell(3, 4, rng=0), pooling="mean", head=nn.Linear(4, 2, rng=1))
+    x = Tensor(np.random.default_rng(0).normal(size=(2, steps, 3)), name="x")
+    loss = nn.functional.cross_entropy(model(x), np.array([0, 1]))
+    loss.name = "loss"
+    return as_program(loss)
+
+
+@gallery_source
 def transformer_program() -> Program:
     """``nn.TransformerLM`` (seed 000: 2 blocks, 2 heads) on a batch of two 5-token sequences, with cross-entropy."""
     model = nn.TransformerLM(vocab_size=12, d_model=8, heads=2, hidden=16, layers=2, rng=0)
@@ -207,6 +222,8 @@ GALLERY: list[Entry] = [
           "attention head group", transformer_program, views=("dag",)),
     Entry("transformer_collapsed", "the same TransformerLM at depth=0: its two blocks folded into block × 2",
           transformer_program, views=("dag",), options={"depth": 0}),
+    Entry("rnn", "nn.SequenceToVector: a GRU cell unrolled 3 steps (one cluster per step), mean pooling, "
+                 "cross-entropy", rnn_program),
     Entry("chain_1000", "1,000-op unrolled recurrence (layout-speed test case)", chain_program),
 ]
 

@@ -11,7 +11,7 @@ pytest.importorskip("matplotlib")
 pytest.importorskip("sklearn")
 pytest.importorskip("tqdm")
 
-from examples import lenet_digits, resnet_digits, two_moons  # noqa: E402
+from examples import lenet_digits, resnet_digits, rnn_pooling, rnn_seq2seq, two_moons  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -89,3 +89,23 @@ def test_char_transformer_fast_beats_unigram_and_samples(tmp_path):
     loaded.load(result["weights"])
     ids = result["vocab"].encode("The value")
     np.testing.assert_allclose(loaded.logits(ids).value, model.logits(ids).value)
+
+
+def test_rnn_pooling_fast_compares_three_poolings(tmp_path):
+    result = rnn_pooling.run(fast=True, out=str(tmp_path), show_progress=False, verbose=False)
+    assert is_png(result["picture"])
+    assert set(result["test_accuracy"]) == {"last", "mean", "max"}
+    assert all(acc > 0.4 for acc in result["test_accuracy"].values())  # chance is 0.1
+    assert all(h["loss"][-1] < 0.75 * h["loss"][0] for h in result["histories"].values())
+    assert "| last |" in result["table"] and "| max |" in result["table"]
+
+
+def test_rnn_seq2seq_fast_learns_to_sort_and_decodes_both_ways(tmp_path):
+    result = rnn_seq2seq.run(fast=True, out=str(tmp_path), show_progress=False, verbose=False)
+    assert is_png(result["picture"])
+    for task in ("reverse", "sort"):
+        loss = result["results"][task]["history"]["loss"]
+        assert np.mean(loss[-20:]) < 0.5 * np.mean(loss[:20])
+    scores = result["results"]["sort"]["scores"]
+    assert scores["greedy"] > 0.6 and scores["beam"] > 0.6
+    assert "greedy exact match" in result["table"]

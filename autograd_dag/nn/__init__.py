@@ -1,4 +1,5 @@
-"""The layer library: modules, activations, normalization, residual blocks, LeNet, attention, Transformers, losses.
+"""The layer library: modules, activations, normalization, residual blocks, LeNet, recurrent
+networks, decoding, attention, Transformers, word embeddings and losses.
 
 Built only from public Tensor operations, so every model is a program: it
 executes, differentiates (``loss.backward()``, ``ad.grad``) and renders with
@@ -17,7 +18,7 @@ Example:
     (8, 2)
 """
 
-from . import functional, init
+from . import decoding, functional, init
 from .attention import MultiHeadAttention, attention, causal_mask, positional_encoding
 from .conv import Conv2d, Flatten, LeNet, MaxPool2d
 from .embedding import Embedding, WordVectors
@@ -32,6 +33,8 @@ from .word2vec import (CBOW, NegativeSampler, SkipGram, Word2Vec, cbow_hidden, c
                        negative_sampling_loss, sgns_loss, skipgram_log_likelihood, skipgram_pairs, subsample)
 from .transformer import (DecoderState, FeedForward, Transformer, TransformerBlock, TransformerDecoder,
                           TransformerDecoderBlock, TransformerEncoder, TransformerLM)
+from .rnn import (RNN, ElmanCell, EncoderDecoder, GRUCell, LSTMCell, MLPCell, RecurrentCell, SequenceToSequence,
+                  SequenceToVector, VectorToSequence, make_cell, pool)
 
 __all__ = [
     "functional", "init", "Module", "ModuleList", "Sequential", "Parameter", "functional_call",
@@ -45,4 +48,6 @@ __all__ = [
     "attention", "causal_mask", "positional_encoding", "MultiHeadAttention",
     "FeedForward", "TransformerBlock", "TransformerEncoder", "TransformerDecoderBlock", "TransformerDecoder",
     "TransformerLM", "Transformer", "DecoderState",
+    "decoding", "RecurrentCell", "MLPCell", "ElmanCell", "GRUCell", "LSTMCell", "make_cell", "RNN", "pool",
+    "VectorToSequence", "SequenceToVector", "SequenceToSequence", "EncoderDecoder",
 ]

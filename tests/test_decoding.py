@@ -1,0 +1,192 @@
+"""Decoding (autograd_dag.nn.decoding): greedy, beam search and top-k sampling on hand-made step
+functions whose answers are known, on a random model, and against brute-force enumeration."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import autograd_dag as ad
+from autograd_dag import nn
+from autograd_dag.nn import decoding
+
+BOS, EOS = 9, 0
+
+
+def np_log_softmax(z):
+    z = np.asarray(z, dtype=np.float64)
+    return z - np.log(np.exp(z - z.max()).sum()) - z.max()
+
+
+class Table:
+    """A step function over prefixes: logits = table[prefix] (default: a fixed random function of the prefix).
+
+    The state is the prefix of generated tokens; ``calls`` logs every (prefix, token) fed.
+    """
+
+    def __init__(self, vocab, table=None, seed=0):
+        self.vocab, self.table, self.seed, self.calls = vocab, table or {}, seed, []
+
+    def logits(self, prefix):
+        if prefix in self.table:
+            return np.log(np.asarray(self.table[prefix], dtype=np.float64) + 1e-300)
+        key = hash((self.seed,) + prefix) % (2 ** 32)
+        return np.random.default_rng(key).normal(scale=2.0, size=self.vocab)
+
+    def __call__(self, prefix, token):
+        assert not ad.is_recording()
+        self.calls.append((prefix, token))
+        prefix = prefix if token == BOS else prefix + (token,)
+        return self.logits(prefix), prefix
+
+    def logprob(self, tokens, eos=EOS):
+        """Σ log p of tokens followed by eos."""
+        seq, total = (), 0.0
+        for t in list(tokens) + [eos]:
+            total += np_log_softmax(self.logits(seq))[t]
+            seq = seq + (t,)
+        return total
+
+
+def test_greedy_follows_the_argmax_and_stops_at_eos():
+    table = Table(3, {(): [.1, .6, .3], (1,): [.1, .1, .8], (1, 2): [.7, .2, .1]})
+    assert decoding.greedy(table, (), bos=BOS, eos=EOS, max_len=10) == [1, 2]
+    # three calls: bos, 1, 2; nothing is fed after eos was produced
+    assert table.calls == [((), BOS), ((), 1), ((1,), 2)]
+    assert decoding.greedy(table, (), bos=BOS, eos=EOS, max_len=1) == [1]
+    assert decoding.greedy(table, (), bos=BOS, eos=EOS, max_len=0) == []
+    out = decoding.greedy(table, (), bos=BOS, eos=None, max_len=4)  # eos=None: token 0 is just a token
+    assert out[:3] == [1, 2, 0] and len(out) == 4
+
+
+def test_without_eos_generation_runs_to_max_len():
+    table = Table(3, {(): [.9, .05, .05]})
+    out = decoding.greedy(table, (), bos=BOS, eos=None, max_len=4)
+    assert len(out) == 4 and out[0] == 0
+    assert len(decoding.beam_search(table, (), bos=BOS, eos=None, max_len=4, width=3)) == 4
+    assert len(decoding.sample(table, (), bos=BOS, eos=None, max_len=4, rng=np.random.default_rng(0))) == 4
+
+
+def test_beam_search_finds_a_likelier_sequence_than_greedy():
+    # Greedy takes 1 (0.6) then eos (0.4): 0.24. Beam keeps 2 (0.4), then eos (0.9): 0.36.
+    table = Table(3, {(): [0., .6, .4], (1,): [.4, .3, .3], (2,): [.9, .05, .05],
+                      (1, 1): [1., 0., 0.], (1, 2): [1., 0., 0.], (2, 1): [1., 0., 0.], (2, 2): [1., 0., 0.]})
+    g = decoding.greedy(table, (), bos=BOS, eos=EOS, max_len=5)
+    b = decoding.beam_search(table, (), bos=BOS, eos=EOS, max_len=5, width=2, length_penalty=0.0)
+    assert g == [1] and b == [2]
+    assert table.logprob(b) > table.logprob(g)
+    np.testing.assert_allclose(np.exp([table.logprob(g), table.logprob(b)]), [.24, .36])
+
+
+def test_beam_width_one_is_greedy_on_random_step_functions():
+    for seed in range(30):
+        table = Table(5, seed=seed)
+        for eos in (EOS, None):
+            g = decoding.greedy(table, (), bos=BOS, eos=eos, max_len=8)
+            assert decoding.beam_search(table, (), bos=BOS, eos=eos, max_len=8, width=1) == g
+
+
+def test_beam_width_one_is_greedy_on_a_random_encoder_decoder():
+    V = 6
+    model = nn.EncoderDecoder(nn.GRUCell(4, 8, rng=0), nn.LSTMCell(8 + V, 8, rng=1), vocab_size=V, eos=5, rng=2)
+    rng = np.random.default_rng(3)
+    for p in model.parameters():
+        p.value = rng.normal(scale=1.0, size=p.shape)
+    model.head.bias.value[:] = 0  # varied outputs; some end with eos, others at max_len
+    lengths = []
+    for _ in range(10):
+        source = rng.normal(size=(rng.integers(1, 6), 4))
+        state = model.start_state(source)
+        g = decoding.greedy(model.step, state, bos=model.bos, eos=model.eos, max_len=12)
+        assert decoding.beam_search(model.step, state, bos=model.bos, eos=model.eos, max_len=12, width=1) == g
+        assert model.generate(source, max_len=12) == g
+        lengths.append(len(g))
+    assert min(lengths) < 12 and max(lengths) == 12  # both endings occur
+    assert decoding.beam_search(model.step, model.start_state(source), bos=model.bos, eos=model.eos, max_len=12,
+                                width=4) == model.generate(source, max_len=12, method="beam", width=4)
+
+
+@pytest.mark.parametrize("length_penalty", [0.0, 1.0, 0.6])
+def test_a_wide_beam_is_exhaustive_search(length_penalty):
+    """With a beam wider than all hypotheses, beam search returns the best-scoring sequence of all."""
+    V, max_len = 3, 4  # tokens 0 (eos), 1, 2
+    for seed in range(5):
+        table = Table(V, seed=100 + seed)
+        best, best_score = None, -np.inf
+        for n in range(max_len + 1):
+            for seq in itertools.product([1, 2], repeat=n):
+                if n < max_len:  # ended by eos: n + 1 tokens scored
+                    score = table.logprob(seq) / (n + 1) ** length_penalty
+                else:  # cut at max_len, no eos
+                    s, total = (), 0.0
+                    for t in seq:
+                        total += np_log_softmax(table.logits(s))[t]
+                        s = s + (t,)
+                    score = total / n ** length_penalty
+                if score > best_score:
+                    best, best_score = list(seq), score
+        got = decoding.beam_search(table, (), bos=BOS, eos=EOS, max_len=max_len, width=100,
+                                   length_penalty=length_penalty)
+        assert got == best
+
+
+def test_eos_is_neither_returned_nor_followed_by_more_calls():
+    table = Table(4, {(): [.9, .05, .03, .02]})
+    for fn, kw in ((decoding.greedy, {}), (decoding.beam_search, {"width": 1}),
+                   (decoding.sample, {"top_k": 1, "rng": np.random.default_rng(0)})):
+        table.calls.clear()
+        assert fn(table, (), bos=BOS, eos=EOS, max_len=5, **kw) == []
+        assert table.calls == [((), BOS)]
+
+
+def test_sampling_is_reproducible_and_stays_in_the_top_k():
+    table = Table(8, seed=7)
+    outs = [decoding.sample(table, (), bos=BOS, eos=EOS, max_len=20, top_k=3, rng=np.random.default_rng(s))
+            for s in (11, 11, 12)]
+    assert outs[0] == outs[1]
+    seen = set()
+    for seed in range(40):
+        table.calls.clear()
+        out = decoding.sample(table, (), bos=BOS, eos=EOS, max_len=10, top_k=3, temperature=2.0,
+                              rng=np.random.default_rng(seed))
+        chosen_tokens = out + ([] if len(out) == 10 else [EOS])
+        assert len(table.calls) == len(chosen_tokens)
+        assert [token for _, token in table.calls[1:]] == chosen_tokens[:-1]  # each draw is fed back
+        for (prefix, token), chosen in zip(table.calls, chosen_tokens):
+            prefix = prefix if token == BOS else prefix + (token,)
+            top3 = set(np.argsort(-table.logits(prefix))[:3].tolist())
+            assert chosen in top3
+            seen.add((prefix, chosen))
+    assert len(seen) > 40  # it does sample, not always the argmax
+
+
+def test_sampling_frequencies_follow_the_tempered_distribution():
+    logits = np.array([0.0, 1.0, 2.0, 0.5])
+    step = lambda state, token: (logits, state)  # noqa: E731
+    rng = np.random.default_rng(0)
+    n = 4000
+    for temperature, top_k in ((1.0, None), (0.5, 2)):
+        draws = [decoding.sample(step, None, bos=BOS, eos=None, max_len=1, top_k=top_k, temperature=temperature,
+                                 rng=rng)[0] for _ in range(n)]
+        p = np.exp(logits / temperature)
+        if top_k:
+            p[np.argsort(-logits)[top_k:]] = 0
+        p /= p.sum()
+        np.testing.assert_allclose(np.bincount(draws, minlength=4) / n, p, atol=0.03)
+    assert decoding.sample(step, None, bos=BOS, eos=None, max_len=3, top_k=1, rng=rng) == [2, 2, 2]
+
+
+def test_argument_errors():
+    step = Table(3)
+    with pytest.raises(ad.AutogradDagError, match="width must be an int >= 1"):
+        decoding.beam_search(step, (), bos=BOS, eos=EOS, max_len=3, width=0)
+    with pytest.raises(ad.AutogradDagError, match="temperature must be > 0"):
+        decoding.sample(step, (), bos=BOS, eos=EOS, max_len=3, temperature=0, rng=np.random.default_rng(0))
+    with pytest.raises(ad.AutogradDagError, match="top_k must be None or an int >= 1"):
+        decoding.sample(step, (), bos=BOS, eos=EOS, max_len=3, top_k=0, rng=np.random.default_rng(0))
+    with pytest.raises(ad.AutogradDagError, match="rng must be a numpy.random.Generator"):
+        decoding.sample(step, (), bos=BOS, eos=EOS, max_len=3, rng=0)
+    with pytest.raises(ad.AutogradDagError, match="max_len must be >= 0"):
+        decoding.greedy(step, (), bos=BOS, eos=EOS, max_len=-1)
+    with pytest.raises(ad.ShapeError, match=r"logits of shape \(vocab,\). Actual: shape \(1, 3\)"):
+        decoding.greedy(lambda s, t: (np.zeros((1, 3)), s), None, bos=BOS, eos=EOS, max_len=2)
