@@ -202,8 +202,8 @@ def _norm_impl(x, *, axis, keepdims):
 
 
 def _norm_vjp(ct, out, x, *, axis, keepdims):
-    ratio = divide(_kept(ct, x.shape, axis, keepdims), _safe_denominator(_kept(out, x.shape, axis, keepdims)))
-    return (multiply(x, ratio),)
+    scaled = multiply(x, _kept(ct, x.shape, axis, keepdims))
+    return (divide(scaled, _safe_denominator(_kept(out, x.shape, axis, keepdims))),)
 
 
 def _norm_jvp(t, out, x, *, axis, keepdims):
