@@ -265,3 +265,29 @@ def test_unsupported_variants_say_so():
         np.pad(X, 1, mode="reflect")
     with pytest.raises(ad.AutogradDagError, match="out="):
         np.cumsum(X, out=np.zeros(6))
+
+# ------------------------------------------------------- abstract dtype rules
+
+ELEMENTWISE = ["tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "log1p",
+               "expm1", "log2", "log10", "exp2", "square", "reciprocal", "floor", "ceil", "trunc", "round",
+               "nan_to_num", "isfinite", "isnan", "isinf", "cumsum", "cumprod", "sort", "argsort",
+               "arctan2", "hypot", "logaddexp", "logaddexp2", "mod", "fmax", "fmin", "clip"]
+PARAMS = {"round": {"decimals": 0}, "nan_to_num": {"nan": 0.0, "posinf": None, "neginf": None},
+          "cumsum": {"axis": 1, "reverse": False}, "cumprod": {"axis": 1, "reverse": True},
+          "sort": {"axis": 1}, "argsort": {"axis": 1}}
+ARITY = {"arctan2": 2, "hypot": 2, "logaddexp": 2, "logaddexp2": 2, "mod": 2, "fmax": 2, "fmin": 2, "clip": 3}
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int8, np.bool_, np.float32])
+@pytest.mark.parametrize("name", ELEMENTWISE)
+def test_shape_rule_dtype_matches_implementation(name, dtype):
+    prim = ad.PRIMITIVES[name]
+    operands = [ad.Tensor(np.array([[1, 2, 3]], dtype=dtype))] * ARITY.get(name, 1)
+    params = PARAMS.get(name, {})
+    with np.errstate(all="ignore"):
+        try:
+            value = np.asarray(prim.impl(*[o.value for o in operands], **params))
+        except TypeError:
+            pytest.skip(f"numpy has no {name} for {np.dtype(dtype)}")
+    shape, rule_dtype = prim.shape(*operands, **params)
+    assert tuple(shape) == value.shape and np.dtype(rule_dtype) == value.dtype

@@ -6,6 +6,15 @@ arange, linspace and eye, which return constant Tensors.
 
 ``pad``, ``flip`` and ``roll`` are linear maps whose transposes are a slice,
 ``flip`` itself and ``roll`` backwards.
+
+Example:
+    >>> import numpy as np, autograd_dag as ad
+    >>> ad.pad(ad.Tensor([1.0, 2.0]), 1).value
+    array([0., 1., 2., 0.])
+    >>> ad.grad(lambda t: ad.sum(ad.tile(t, 3)))(np.array([1.0, 2.0]))
+    array([3., 3.])
+    >>> float(np.trace(ad.Tensor(np.eye(3))).value)
+    3.0
 """
 
 from __future__ import annotations

@@ -18,6 +18,15 @@ Conventions, fixed and tested exactly:
 * ``fmax``/``fmin`` follow ``maximum``/``minimum`` (ties split evenly) and send
   the whole derivative to the non-NaN operand.
 * ``nan_to_num`` passes the derivative where x is finite and 0 where it was replaced.
+
+Example:
+    >>> import numpy as np, autograd_dag as ad
+    >>> ad.clip(ad.Tensor([-2.0, 0.5, 3.0]), 0.0, 1.0).value
+    array([0. , 0.5, 1. ])
+    >>> ad.grad(lambda t: ad.sum(ad.clip(t, 0.0, 1.0)))(np.array([-2.0, 1.0, 3.0]))
+    array([0., 1., 0.])
+    >>> np.tan(ad.Tensor([0.0])).prim.name       # numpy's ufunc records the primitive
+    'tan'
 """
 
 from __future__ import annotations

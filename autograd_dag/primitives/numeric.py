@@ -22,6 +22,17 @@ Conventions, fixed and tested exactly:
   (stable: tied entries keep their order, so the first of equal entries gets
   the first sorted slot's derivative).
 * ``argmin``, ``argsort``, ``any`` and ``all`` have no derivative.
+
+Example:
+    >>> import numpy as np, autograd_dag as ad
+    >>> ad.grad(ad.prod)(np.array([2.0, 0.0, 3.0]))
+    array([0., 6., 0.])
+    >>> ad.grad(lambda t: ad.sum(ad.sort(t) * np.array([0.0, 0.0, 1.0])))(np.array([3.0, 1.0, 2.0]))
+    array([1., 0., 0.])
+    >>> float(np.linalg.norm(ad.Tensor([3.0, 4.0])).value)
+    5.0
+    >>> ad.cumsum(ad.Tensor([1.0, 2.0, 3.0])).value
+    array([1., 3., 6.])
 """
 
 from __future__ import annotations
