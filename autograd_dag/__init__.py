@@ -11,7 +11,7 @@ Example:
     >>> f = lambda x1, x2: x2 * ad.exp(x1) * ad.sqrt(x1 + x2 * ad.exp(x1))
     >>> program = ad.trace(f, 1.0, 2.0)
     >>> gradient = ad.grad_program(program)
-    >>> [round(float(g), 4) for g in gradient(np.float64(1.0), np.float64(2.0))]
+    >>> [float(np.round(g, 4)) for g in gradient(np.float64(1.0), np.float64(2.0))]
     [20.6892, 9.8089]
 """
 
