@@ -22,7 +22,8 @@ from .checking import check_grads, numerical_grad, numerical_jvp
 from .core import (Primitive, Tensor, current_scope, detect_anomaly, enable_grad, is_recording,
                    name_scope, no_grad)
 from .errors import (AnomalyError, AutogradDagError, CircuitError, CycleError, GradientCheckError,
-                     GraphFreedError, GraphvizNotFoundError, NotDifferentiableError, ProgramInputError,
+                     GraphFreedError, GraphvizNotFoundError, MissingRuleError, NotDifferentiableError,
+                     ProgramInputError,
                      RenderError, SerializationError, ShapeError)
 from .graph import Graph
 from .primitives import PRIMITIVES
@@ -61,7 +62,7 @@ __all__ = [
     "check_grads", "numerical_grad", "numerical_jvp",
     # errors
     "AutogradDagError", "ShapeError", "CycleError", "ProgramInputError", "GraphFreedError",
-    "GradientCheckError", "AnomalyError", "NotDifferentiableError", "RenderError",
+    "GradientCheckError", "AnomalyError", "NotDifferentiableError", "MissingRuleError", "RenderError",
     "GraphvizNotFoundError", "CircuitError", "SerializationError",
     # operations
     "add", "subtract", "multiply", "divide", "negative", "power", "exp", "log", "sqrt", "tanh",
