@@ -393,7 +393,8 @@ def _put_along_impl(v, idx, *, shape, axis):
     if tuple(v.shape) != full:
         raise ShapeError(f"put_along_axis_add: Expect: values of shape {fmt(full)}. Actual: {fmt(v.shape)}")
     out = np.zeros(shape, dtype=v.dtype)
-    grids = list(np.ix_(*[np.arange(d) for d in full]))
+    # An axis of size 1 that the indices broadcast: every value lands on its one entry.
+    grids = list(np.ix_(*[np.arange(d) if d == s else np.zeros(d, np.intp) for d, s in zip(full, shape)]))
     grids[axis] = np.broadcast_to(idx, full)
     np.add.at(out, tuple(grids), v)  # repeated indices accumulate
     return out
