@@ -249,6 +249,10 @@ CASES += [
     Case("put_along_axis_add", lambda v, i: ad.put_along_axis_add(v, i, (3, 4), 1),
          lambda rng: (rng.standard_normal((3, 3)), np.array([[0, 3, 3], [1, 1, 2], [-1, 0, 2]])),
          lambda v, i: _put_along_ref(v, i, (3, 4), 1), id="put_along_axis_add-repeats"),
+    Case("put_along_axis_add", lambda v, i: apply(ad.PRIMITIVES["put_along_axis_add"], v, i, shape=(2, 3), axis=1,
+                                                  unique=True),
+         lambda rng: (rng.standard_normal((2, 3)), np.array([[2, 0, 1], [1, 2, 0]])),
+         lambda v, i: _put_along_ref(v, i, (2, 3), 1), id="put_along_axis_add-permutation"),
 ]
 
 # -------------------------------------------------------- sort, argsort

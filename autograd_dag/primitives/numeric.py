@@ -387,25 +387,30 @@ def take_along_axis(x, indices, axis: int) -> Tensor:
     return apply(TAKE_ALONG_AXIS, x, indices, axis=normalize_axis("take_along_axis", axis, ndim))
 
 
-def _put_along_impl(v, idx, *, shape, axis):
+def _put_along_impl(v, idx, *, shape, axis, unique=False):
     _check_along("put_along_axis_add", shape, idx, axis, shape[axis])
     full = _along_shape(shape, idx.shape, axis)
     if tuple(v.shape) != full:
         raise ShapeError(f"put_along_axis_add: Expect: values of shape {fmt(full)}. Actual: {fmt(v.shape)}")
     out = np.zeros(shape, dtype=v.dtype)
     # An axis of size 1 that the indices broadcast: every value lands on its one entry.
-    grids = list(np.ix_(*[np.arange(d) if d == s else np.zeros(d, np.intp) for d, s in zip(full, shape)]))
+    grids = list(np.ix_(*[np.zeros(1, np.intp) if i == axis else np.arange(d) if d == s else np.zeros(d, np.intp)
+                          for i, (d, s) in enumerate(zip(full, shape))]))
     grids[axis] = np.broadcast_to(idx, full)
-    np.add.at(out, tuple(grids), v)  # repeated indices accumulate
+    if unique and full == shape:
+        out[tuple(grids)] = v  # a permutation (sort's): plain assignment, far faster than add.at
+    else:
+        np.add.at(out, tuple(grids), v)  # repeated indices accumulate
     return out
 
 
 PUT_ALONG_AXIS_ADD = defprim(
     "put_along_axis_add", _put_along_impl,
-    vjp=lambda c, out, v, idx, *, shape, axis: (take_along_axis(
+    vjp=lambda c, out, v, idx, *, shape, axis, unique=False: (take_along_axis(
         c, idx if tuple(idx.shape) == tuple(v.shape) else broadcast_to(idx, v.shape), axis), None),
-    jvp=lambda t, out, v, idx, *, shape, axis: put_along_axis_add(t[0], idx, shape, axis),
-    shape=lambda v, idx, *, shape, axis: (tuple(shape), v.dtype), nondiff=(1,), linear=True)
+    jvp=lambda t, out, v, idx, *, shape, axis, unique=False: apply(
+        PUT_ALONG_AXIS_ADD, t[0], idx, shape=shape, axis=axis, unique=unique),
+    shape=lambda v, idx, *, shape, axis, unique=False: (tuple(shape), v.dtype), nondiff=(1,), linear=True)
 
 
 def put_along_axis_add(values, indices, shape, axis: int) -> Tensor:
@@ -444,11 +449,15 @@ def argsort(x, axis=-1) -> Tensor:
 
 
 def _sort_vjp(ct, out, x, *, axis):
-    return (put_along_axis_add(ct, apply(ARGSORT, x, axis=axis), x.shape, axis),)
+    # The sorting permutation: each slot's cotangent goes back to the entry it came from.
+    return (apply(PUT_ALONG_AXIS_ADD, ct, apply(ARGSORT, x, axis=axis), shape=tuple(x.shape), axis=axis,
+                  unique=True),)
 
 
 SORT = defprim(
-    "sort", lambda x, *, axis: np.sort(x, axis=axis, kind="stable"), vjp=_sort_vjp,
+    # The sorted values do not depend on stability (numpy's default sort is faster); the
+    # permutation of the rules does, and argsort is stable.
+    "sort", lambda x, *, axis: np.sort(x, axis=axis), vjp=_sort_vjp,
     jvp=lambda t, out, x, *, axis: take_along_axis(t[0], apply(ARGSORT, x, axis=axis), axis),
     shape=lambda x, *, axis: (tuple(x.shape), x.dtype))
 
