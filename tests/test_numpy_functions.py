@@ -139,6 +139,10 @@ def test_traced_gradient_programs_recompute_data_dependent_permutations_and_mask
     prod_loss = lambda t: ad.prod(t)                       # noqa: E731
     program = ad.grad_program(ad.trace(prod_loss, np.array([1.0, 2.0, 3.0])))
     np.testing.assert_array_equal(program(np.array([2.0, 0.0, 3.0])), [0.0, 6.0, 0.0])
+    # jit records on the first call (no zeros) and replays the program on the second (a zero).
+    jitted = ad.jit(ad.grad(cumprod_loss))
+    np.testing.assert_array_equal(jitted(np.array([1.0, 2.0, 3.0])), [9.0, 4.0, 2.0])
+    np.testing.assert_array_equal(jitted(np.array([2.0, 0.0, 3.0])), [1.0, 8.0, 0.0])
 
 
 def test_argmin_one_hot_first_tie_and_no_derivative():

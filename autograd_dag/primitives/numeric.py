@@ -106,7 +106,18 @@ def _cumprod_masks(x, axis, reverse):
     return zero, where(zero, 1.0, x), multiply(z, once), once
 
 
+def _bare_without_zeros(x) -> bool:
+    """Whether x is a plain array (a sweep that records nothing) with no zero entry.
+
+    Only then may a rule choose its formula by the values: a recorded rule
+    becomes part of a program that will run on other values.
+    """
+    return type(x) is np.ndarray and x.dtype.kind in "fc" and not (x == 0).any()
+
+
 def _cumprod_vjp(ct, out, x, *, axis, reverse):
+    if _bare_without_zeros(x):
+        return (divide(_cumsum(multiply(ct, out), axis, not reverse), x),)
     # Nonzero x_k: ∂out_i/∂x_k = out_i / x_k. The first zero of a slice: ∂out_i/∂x_k
     # is the product of the other entries, the scan of x with that zero as 1,
     # while it is the only zero so far. Zeros after the first: 0.
@@ -118,6 +129,8 @@ def _cumprod_vjp(ct, out, x, *, axis, reverse):
 
 
 def _cumprod_jvp(t, out, x, *, axis, reverse):
+    if _bare_without_zeros(x):
+        return multiply(out, _cumsum(divide(t[0], x), axis, reverse))
     zero, nonzero_x, first, once = _cumprod_masks(x, axis, reverse)
     from_nonzero = multiply(out, _cumsum(divide(where(zero, 0.0, t[0]), nonzero_x), axis, reverse))
     t_first = sum(multiply(t[0], first), axis, keepdims=True)
@@ -160,10 +173,12 @@ def _exclusive(x, axis, reverse):
     return _cumprod(shifted, axis, reverse)
 
 
-def _others_product(x, axis):
+def _others_product(x, axis, out, keepdims):
     """∏_{j≠i} x_j along the reduced axes, for each i (no division: exact with zeros)."""
     if builtins.any(x.shape[a] == 0 for a in axis):
         return broadcast_to(np.ones((), x.dtype), x.shape)
+    if _bare_without_zeros(x):
+        return divide(_kept(out, x.shape, axis, keepdims), x)
     if len(axis) == 1:
         a = axis[0]
         return multiply(_exclusive(x, a, False), _exclusive(x, a, True))
@@ -178,11 +193,11 @@ def _others_product(x, axis):
 
 
 def _prod_vjp(ct, out, x, *, axis, keepdims):
-    return (multiply(_kept(ct, x.shape, axis, keepdims), _others_product(x, axis)),)
+    return (multiply(_kept(ct, x.shape, axis, keepdims), _others_product(x, axis, out, keepdims)),)
 
 
 def _prod_jvp(t, out, x, *, axis, keepdims):
-    return sum(multiply(t[0], _others_product(x, axis)), axis, keepdims)
+    return sum(multiply(t[0], _others_product(x, axis, out, keepdims)), axis, keepdims)
 
 
 def _prod_rule(x, *, axis, keepdims):
