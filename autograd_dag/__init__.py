@@ -37,7 +37,7 @@ from .primitives.linalg import einsum, matmul
 from .primitives.reductions import argmax, logsumexp, max, mean, min, softargmax, softmax, var
 from .primitives.structure import (broadcast_to, expand_dims, reshape, squeeze, sum, sum_to_shape,
                                    swapaxes, transpose)
-from .primitives.arrays import (arange, diagonal, dot, eye, flip, full, full_like,
+from .primitives.arrays import (arange, array_split, diagonal, dot, eye, flip, full, full_like,
                                linspace, ones, ones_like, outer, pad, repeat, roll, split, tensordot,
                                tile, tril, triu, zeros, zeros_like)
 from .primitives.mathfuncs import (arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, around,
@@ -86,7 +86,7 @@ __all__ += [
     "prod", "std", "norm", "cumsum", "cumprod", "diff", "sort", "argsort", "argmin", "any", "all",
     "take_along_axis", "put_along_axis_add",
     "pad", "flip", "roll", "tile", "repeat", "split", "diagonal", "triu", "tril",
-    "outer", "dot", "tensordot", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
+    "array_split", "outer", "dot", "tensordot", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
     "arange", "linspace", "eye",
 ]
 from . import circuits, nn, optim, testing  # noqa: E402

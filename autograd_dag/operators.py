@@ -311,7 +311,7 @@ NUMPY_FUNCTIONS.update({
     np.cumsum: _no_out("cumsum", numeric.cumsum), np.cumprod: _no_out("cumprod", numeric.cumprod),
     np.diff: numeric.diff, np.sort: _np_sort, np.take_along_axis: numeric.take_along_axis,
     np.pad: _np_pad, np.flip: arrays.flip, np.roll: arrays.roll, np.tile: arrays.tile,
-    np.repeat: arrays.repeat, np.split: arrays.split, np.diagonal: arrays.diagonal,
+    np.repeat: arrays.repeat, np.split: arrays.split, np.array_split: arrays.array_split, np.diagonal: arrays.diagonal,
     np.trace: _no_out("trace", arrays.trace), np.triu: arrays.triu, np.tril: arrays.tril,
     np.outer: _no_out("outer", arrays.outer), np.dot: _no_out("dot", arrays.dot),
     np.tensordot: arrays.tensordot,

@@ -130,6 +130,8 @@ CASES = [
          _normal((2, 6)), lambda x: x * np.repeat([1.0, 2.0, 3.0], 2), id="getitem-split_sections"),
     Case("getitem", lambda x: ad.concatenate([p * (i + 1.0) for i, p in enumerate(np.split(x, [1, 3]))]),
          _normal((4,)), lambda x: x * np.array([1.0, 2.0, 2.0, 3.0]), id="getitem-split_np_indices"),
+    Case("getitem", lambda x: ad.concatenate([p * (i + 1.0) for i, p in enumerate(np.array_split(x, 3, axis=1))], 1),
+         _normal((2, 7)), lambda x: x * np.array([1.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0]), id="getitem-array_split"),
     Case("getitem", ad.diagonal, _normal((3, 4)), _diagonal_ref(0, 0, 1), id="getitem-diagonal"),
     Case("getitem", lambda x: ad.diagonal(x, -1), _normal((3, 4)), _diagonal_ref(-1, 0, 1), id="getitem-diagonal_below"),
     Case("getitem", lambda x: x.diagonal(1, 2, 0), _normal((3, 2, 4)), _diagonal_ref(1, 2, 0),

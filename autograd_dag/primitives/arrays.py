@@ -220,6 +220,24 @@ def split(x, indices_or_sections, axis: int = 0) -> list[Tensor]:
     lead = (slice(None),) * axis
     return [getitem(x, lead + (slice(a, b),)) for a, b in zip(bounds[:-1], bounds[1:])]
 
+
+def array_split(x, indices_or_sections, axis: int = 0) -> list[Tensor]:
+    """As :func:`split`, but k sections need not divide the length (the first n % k pieces are one longer).
+
+    Shapes: (..., n, ...) -> a list of (..., n_i, ...).
+    Example: ``[p.shape for p in ad.array_split(ad.Tensor(np.ones(5)), 2)]`` is ``[(3,), (2,)]``.
+    """
+    if isinstance(indices_or_sections, (int, np.integer)) and not isinstance(indices_or_sections, bool):
+        shape = _shape(x)
+        if not shape:
+            raise ShapeError("array_split: Expect: an operand with at least one axis. Actual: a 0-d operand")
+        n, k = shape[normalize_axis("array_split", axis, len(shape))], int(indices_or_sections)
+        if k <= 0:
+            raise ShapeError(f"array_split: Expect: a positive number of sections. Actual: {k}")
+        sizes = [n // k + 1] * (n % k) + [n // k] * (k - n % k)
+        indices_or_sections = list(np.cumsum(sizes)[:-1])
+    return split(x, indices_or_sections, axis)
+
 # -------------------------------------------------- diagonal, trace, triu, tril
 
 
