@@ -11,7 +11,7 @@ Example:
     >>> f = lambda x1, x2: x2 * ad.exp(x1) * ad.sqrt(x1 + x2 * ad.exp(x1))
     >>> program = ad.trace(f, 1.0, 2.0)
     >>> gradient = ad.grad_program(program)
-    >>> [round(float(g), 4) for g in gradient(np.float64(1.0), np.float64(2.0))]
+    >>> [float(np.round(g, 4)) for g in gradient(np.float64(1.0), np.float64(2.0))]
     [20.6892, 9.8089]
 """
 
@@ -39,6 +39,16 @@ from .primitives.linalg import einsum, matmul
 from .primitives.reductions import argmax, logsumexp, max, mean, min, softargmax, softmax, var
 from .primitives.structure import (broadcast_to, expand_dims, reshape, squeeze, sum, sum_to_shape,
                                    swapaxes, transpose)
+from .primitives.arrays import (arange, array_split, diagonal, dot, eye, flip, full, full_like,
+                               linspace, ones, ones_like, outer, pad, repeat, roll, split, tensordot,
+                               tile, tril, triu, zeros, zeros_like)
+from .primitives.mathfuncs import (arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, around,
+                                   ceil, clip, conj, conjugate, cosh, deg2rad, degrees, exp2, expm1, fabs,
+                                   floor, fmax, fmin, hypot, imag, isfinite, isinf, isnan, log1p, log2,
+                                   log10, logaddexp, logaddexp2, mod, nan_to_num, rad2deg, radians, real,
+                                   reciprocal, remainder, rint, round, sinh, square, tan, trunc)
+from .primitives.numeric import (all, any, argmin, argsort, cumprod, cumsum, diff, norm, prod,
+                                 put_along_axis_add, sort, std, take_along_axis)
 from .program import Program, ProgramNode, jit, trace
 
 __version__ = "0.1.0"
@@ -67,6 +77,20 @@ __all__ = [
     "sin", "cos",
     # rendering
     "render", "render_to", "highlight_path",
+]
+# numpy's everyday functions (``ad.trace`` stays the program tracer: the matrix
+# trace is ``np.trace(t)``, ``t.trace()`` or ``ad.primitives.arrays.trace``).
+__all__ += [
+    "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "arcsinh", "arccosh", "arctanh",
+    "deg2rad", "rad2deg", "radians", "degrees", "log1p", "expm1", "log2", "log10", "exp2", "square",
+    "reciprocal", "floor", "ceil", "trunc", "round", "rint", "around", "fabs", "hypot", "logaddexp",
+    "logaddexp2", "mod", "remainder", "fmax", "fmin", "clip", "nan_to_num", "isfinite", "isnan", "isinf",
+    "real", "imag", "conj", "conjugate",
+    "prod", "std", "norm", "cumsum", "cumprod", "diff", "sort", "argsort", "argmin", "any", "all",
+    "take_along_axis", "put_along_axis_add",
+    "pad", "flip", "roll", "tile", "repeat", "split", "diagonal", "triu", "tril",
+    "array_split", "outer", "dot", "tensordot", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
+    "arange", "linspace", "eye",
 ]
 from . import circuits, nn, optim, testing  # noqa: E402
 from . import text  # noqa: E402

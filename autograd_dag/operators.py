@@ -17,7 +17,7 @@ from . import core
 from .core import Tensor
 from .errors import AutogradDagError, NotDifferentiableError, user_source, where
 from .primitives import elementwise as ew
-from .primitives import indexing, linalg, reductions, structure
+from .primitives import arrays, indexing, linalg, mathfuncs, numeric, reductions, structure
 
 
 def _swap(fn):
@@ -94,6 +94,78 @@ Tensor.T = property(lambda self: structure.transpose(self))
 Tensor.swapaxes = structure.swapaxes
 Tensor.flatten = lambda self: structure.reshape(self, (-1,))
 
+
+# numpy's ndarray methods for the everyday functions.
+Tensor.prod = _reduction_method(numeric.prod)
+Tensor.any = _reduction_method(numeric.any)
+Tensor.all = _reduction_method(numeric.all)
+
+
+def _moment_method(fn):
+    def method(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **unused):
+        if out is not None or unused:
+            given = sorted(unused) + (["out"] if out is not None else [])
+            raise AutogradDagError(f"{fn.__name__}: {', '.join(given)} not supported on Tensors "
+                                   f"(a reduction records a new node)")
+        result = fn(self, axis, ddof=ddof, keepdims=keepdims)
+        return result if dtype is None else ew.astype(result, dtype)
+    method.__name__ = fn.__name__
+    return method
+
+
+Tensor.std = _moment_method(numeric.std)
+Tensor.var = _moment_method(reductions.var)
+
+
+def _scan_method(fn):
+    def method(self, axis=None, dtype=None, out=None):
+        if out is not None:
+            raise AutogradDagError(f"{fn.__name__}: out not supported on Tensors")
+        result = fn(self, axis)
+        return result if dtype is None else ew.astype(result, dtype)
+    method.__name__ = fn.__name__
+    return method
+
+
+Tensor.cumsum = _scan_method(numeric.cumsum)
+Tensor.cumprod = _scan_method(numeric.cumprod)
+Tensor.clip = lambda self, min=None, max=None: mathfuncs.clip(self, min, max)  # noqa: A002
+Tensor.round = lambda self, decimals=0: mathfuncs.round(self, decimals)
+Tensor.__round__ = lambda self, ndigits=None: mathfuncs.round(self, ndigits or 0)
+Tensor.dot = arrays.dot
+Tensor.trace = lambda self, offset=0, axis1=0, axis2=1: arrays.trace(self, offset, axis1, axis2)
+Tensor.diagonal = arrays.diagonal
+Tensor.repeat = arrays.repeat
+Tensor.conj = mathfuncs.conj
+Tensor.conjugate = mathfuncs.conj
+Tensor.real = property(mathfuncs.real)
+Tensor.imag = property(mathfuncs.imag)
+Tensor.__mod__ = mathfuncs.mod
+Tensor.__rmod__ = _swap(mathfuncs.mod)
+Tensor.argsort = lambda self, axis=-1: numeric.argsort(self, axis)
+
+
+def _index_method(fn):
+    # As ndarray's: the integer index (plain numpy values, no derivative), like np.argmax(t).
+    # ad.argmax / ad.argmin give the one-hot encoding of §4.4.4 instead.
+    def method(self, axis=None, out=None, keepdims=False):
+        return fn(self.value, axis=axis, keepdims=keepdims)
+    method.__name__ = fn.__name__
+    return method
+
+
+Tensor.argmax = _index_method(np.argmax)
+Tensor.argmin = _index_method(np.argmin)
+
+
+def _sort_in_place(self, axis=-1, kind=None, order=None):
+    raise AutogradDagError(
+        "t.sort() would sort in place, as ndarray.sort does, but a Tensor cannot change (its node keeps its "
+        "value); use s = np.sort(t) or s = ad.sort(t), whose gradient follows the permutation"
+        f"{where(user_source())}")
+
+
+Tensor.sort = _sort_in_place
 
 def _reshape_method(self, *shape):
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
@@ -178,6 +250,78 @@ NUMPY_VALUE_FUNCTIONS = {
 # ufuncs likewise (booleans and integer-valued results).
 _VALUE_UFUNCS = {np.isfinite, np.isnan, np.isinf, np.signbit, np.logical_and, np.logical_or,
                  np.logical_not, np.logical_xor}
+
+# numpy's everyday functions (primitives/mathfuncs.py, numeric.py, arrays.py).
+_UFUNCS.update({
+    np.tan: mathfuncs.tan, np.arcsin: mathfuncs.arcsin, np.arccos: mathfuncs.arccos,
+    np.arctan: mathfuncs.arctan, np.arctan2: mathfuncs.arctan2, np.sinh: mathfuncs.sinh,
+    np.cosh: mathfuncs.cosh, np.arcsinh: mathfuncs.arcsinh, np.arccosh: mathfuncs.arccosh,
+    np.arctanh: mathfuncs.arctanh, np.log1p: mathfuncs.log1p, np.expm1: mathfuncs.expm1,
+    np.log2: mathfuncs.log2, np.log10: mathfuncs.log10, np.exp2: mathfuncs.exp2,
+    np.square: mathfuncs.square, np.reciprocal: mathfuncs.reciprocal, np.hypot: mathfuncs.hypot,
+    np.logaddexp: mathfuncs.logaddexp, np.logaddexp2: mathfuncs.logaddexp2,
+    np.floor: mathfuncs.floor, np.ceil: mathfuncs.ceil, np.trunc: mathfuncs.trunc,
+    np.rint: mathfuncs.rint, np.fmax: mathfuncs.fmax, np.fmin: mathfuncs.fmin, np.fabs: ew.abs,
+    np.deg2rad: mathfuncs.deg2rad, np.radians: mathfuncs.deg2rad, np.rad2deg: mathfuncs.rad2deg,
+    np.degrees: mathfuncs.rad2deg, np.remainder: mathfuncs.mod, np.conjugate: mathfuncs.conj,
+})
+
+
+def _np_clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):  # noqa: A002
+    if out is not None or kwargs:
+        raise AutogradDagError("np.clip on a Tensor: out= and ufunc keywords are not supported")
+    return mathfuncs.clip(a, a_min if a_min is not None else min, a_max if a_max is not None else max)
+
+
+def _no_out(name, fn):
+    # numpy's signatures carry out= (and dtype=); a recorded node cannot write into an array.
+    def call(*args, out=None, dtype=None, **kwargs):
+        if out is not None:
+            raise AutogradDagError(f"np.{name} on a Tensor: out= is not supported (a Tensor op records a new node)")
+        result = fn(*args, **kwargs)
+        return result if dtype is None else ew.astype(result, dtype)
+    return call
+
+
+def _np_sort(a, axis=-1, kind=None, order=None, stable=None):
+    if order is not None:
+        raise AutogradDagError("np.sort on a Tensor: order= (structured arrays) is not supported")
+    return numeric.sort(a, axis)
+
+
+def _np_pad(array, pad_width, mode="constant", **kwargs):
+    unknown = set(kwargs) - {"constant_values"}
+    if unknown:
+        raise AutogradDagError(f"np.pad on a Tensor: {', '.join(sorted(unknown))} not supported")
+    return arrays.pad(array, pad_width, mode, kwargs.get("constant_values", 0.0))
+
+
+def _np_like(fn):
+    def call(a, dtype=None, order="K", subok=True, shape=None, **kwargs):
+        if shape is not None:
+            return fn(np.empty(shape, a.dtype if dtype is None else dtype), dtype)
+        return fn(a, dtype)
+    return call
+
+
+NUMPY_FUNCTIONS.update({
+    np.clip: _np_clip, np.prod: _reduction(lambda a, *args, **kw: Tensor.prod(a, *args, **kw)),
+    np.std: _reduction(lambda a, *args, **kw: Tensor.std(a, *args, **kw)),
+    np.var: _reduction(lambda a, *args, **kw: Tensor.var(a, *args, **kw)),
+    np.linalg.norm: numeric.norm,
+    np.cumsum: _no_out("cumsum", numeric.cumsum), np.cumprod: _no_out("cumprod", numeric.cumprod),
+    np.diff: numeric.diff, np.sort: _np_sort, np.take_along_axis: numeric.take_along_axis,
+    np.pad: _np_pad, np.flip: arrays.flip, np.roll: arrays.roll, np.tile: arrays.tile,
+    np.repeat: arrays.repeat, np.split: arrays.split, np.array_split: arrays.array_split, np.diagonal: arrays.diagonal,
+    np.trace: _no_out("trace", arrays.trace), np.triu: arrays.triu, np.tril: arrays.tril,
+    np.outer: _no_out("outer", arrays.outer), np.dot: _no_out("dot", arrays.dot),
+    np.tensordot: arrays.tensordot,
+    np.round: _no_out("round", mathfuncs.round), np.around: _no_out("around", mathfuncs.round),
+    np.nan_to_num: mathfuncs.nan_to_num, np.real: mathfuncs.real, np.imag: mathfuncs.imag,
+    np.zeros_like: _np_like(arrays.zeros_like), np.ones_like: _np_like(arrays.ones_like),
+    np.full_like: lambda a, fill_value, dtype=None, **kwargs: arrays.full_like(a, fill_value, dtype),
+})
+
 
 
 def _values(x):

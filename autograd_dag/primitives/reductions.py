@@ -102,15 +102,20 @@ def mean(x, axis=None, keepdims: bool = False) -> Tensor:
     return apply(MEAN, x, axis=normalize_axes("mean", axis, _ndim(x)), keepdims=bool(keepdims))
 
 
-def var(x, axis=None, keepdims: bool = False) -> Tensor:
-    """Population variance (divide by N) over ``axis``, as ``np.var`` with ddof=0.
+def var(x, axis=None, keepdims: bool = False, ddof: int = 0) -> Tensor:
+    """Variance over ``axis``: Σ (x - mean)² / (N - ddof), as ``np.var`` (population variance by default).
 
     A composite of mean, subtract and multiply, so it records several nodes.
     Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
-    Example: ``ad.var(ad.Tensor([1., 3.])).value`` is ``1.0``.
+    Example: ``ad.var(ad.Tensor([1., 3.])).value`` is ``1.0``; with ``ddof=1`` it is ``2.0``.
     """
     centred = subtract(x, mean(x, axis, keepdims=True))
-    return mean(multiply(centred, centred), axis, keepdims)
+    out = mean(multiply(centred, centred), axis, keepdims)
+    if ddof:
+        shape = np.shape(x.value if isinstance(x, Tensor) else x)
+        n = int(np.prod([shape[a] for a in normalize_axes("var", axis, len(shape))], dtype=np.int64))
+        out = multiply(out, n / (n - ddof) if n > ddof else math.inf)
+    return out
 
 # -------------------------------------------------------------- max / min
 

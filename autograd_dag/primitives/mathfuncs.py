@@ -1,0 +1,597 @@
+"""numpy's everyday elementwise functions: trigonometric and hyperbolic, log/exp
+variants, square and reciprocal, rounding, clip, mod, hypot, logaddexp, fmax/fmin,
+nan_to_num, the finiteness tests, and real/imag/conj for real Tensors.
+
+Each is one primitive whose VJP and JVP are written with primitive functions
+(so they differentiate again), except where a composite is exact and as fast
+(``deg2rad`` is a multiplication, ``fabs`` is ``abs``).
+
+Conventions, fixed and tested exactly:
+
+* ``floor``, ``ceil``, ``round``, ``rint`` and ``trunc`` are piecewise constant:
+  their derivative is 0 everywhere (also at the jumps, where none exists).
+* ``clip(x, lo, hi)``: the derivative goes to ``x`` where lo <= x <= hi (bounds
+  included), to ``lo`` where x < lo and to ``hi`` where x > hi (``lo <= hi`` is
+  assumed, as the derivative of numpy's result is then meaningful).
+* ``hypot(0, 0)`` has derivative 0 (the subgradient of the norm at 0).
+* ``mod(x, y) = x - floor(x / y)·y``: ∂/∂x = 1, ∂/∂y = -floor(x / y), away from the jumps.
+* ``fmax``/``fmin`` follow ``maximum``/``minimum`` (ties split evenly) and send
+  the whole derivative to the non-NaN operand.
+* ``nan_to_num`` passes the derivative where x is finite and 0 where it was replaced.
+
+Example:
+    >>> import numpy as np, autograd_dag as ad
+    >>> ad.clip(ad.Tensor([-2.0, 0.5, 3.0]), 0.0, 1.0).value
+    array([0. , 0.5, 1. ])
+    >>> ad.grad(lambda t: ad.sum(ad.clip(t, 0.0, 1.0)))(np.array([-2.0, 1.0, 3.0]))
+    array([0., 1., 0.])
+    >>> np.tan(ad.Tensor([0.0])).prim.name       # numpy's ufunc records the primitive
+    'tan'
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core import Tensor, apply
+from ..errors import AutogradDagError, ShapeError
+from .elementwise import (TIE_WEIGHTS, _elementwise, _tangent_sum, _unb, abs, add, astype, divide,
+                          equal, exp, greater, less, multiply, negative, sqrt, subtract, where)
+from .registry import defprim
+from .shapes import broadcast
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+
+
+def _numpy_dtype(impl):
+    """The output dtype numpy really gives, found on empty operands (only when a rule runs)."""
+    def dtype_of(*dtypes):
+        with np.errstate(all="ignore"):
+            return impl(*[np.zeros((0,), d) for d in dtypes]).dtype
+    return dtype_of
+
+
+def _rule(name, impl):
+    shape = broadcast(name)
+
+    def rule(*operands, **params):
+        out_shape, _ = shape(*operands)
+        return out_shape, _numpy_dtype(lambda *a: impl(*a, **params))(*[o.dtype for o in operands])
+    return rule
+
+
+def _unary(name, impl, scale):
+    """A unary primitive whose derivative is ``scale(g, x, out)`` = g · f'(x) for g the cotangent or tangent."""
+    return defprim(name, impl, vjp=lambda ct, out, x, **p: (scale(ct, x, out),),
+                   jvp=lambda t, out, x, **p: scale(t[0], x, out), shape=_rule(name, impl))
+
+
+def _constant(name, impl):
+    """A piecewise-constant unary primitive: derivative 0 everywhere."""
+    return defprim(name, impl, vjp=lambda ct, out, x, **p: (None,), jvp=lambda t, out, x, **p: None,
+                   shape=_rule(name, impl))
+
+
+def _one_minus_square(x):
+    return subtract(1.0, square(x))
+
+# ------------------------------------------------------ trigonometric
+
+
+TAN = _unary("tan", np.tan, lambda g, x, out: multiply(g, add(1.0, square(out))))
+ARCSIN = _unary("arcsin", np.arcsin, lambda g, x, out: divide(g, sqrt(_one_minus_square(x))))
+ARCCOS = _unary("arccos", np.arccos, lambda g, x, out: negative(divide(g, sqrt(_one_minus_square(x)))))
+ARCTAN = _unary("arctan", np.arctan, lambda g, x, out: divide(g, add(1.0, square(x))))
+SINH = _unary("sinh", np.sinh, lambda g, x, out: multiply(g, cosh(x)))
+COSH = _unary("cosh", np.cosh, lambda g, x, out: multiply(g, sinh(x)))
+ARCSINH = _unary("arcsinh", np.arcsinh, lambda g, x, out: divide(g, sqrt(add(square(x), 1.0))))
+ARCCOSH = _unary("arccosh", np.arccosh, lambda g, x, out: divide(g, sqrt(subtract(square(x), 1.0))))
+ARCTANH = _unary("arctanh", np.arctanh, lambda g, x, out: divide(g, _one_minus_square(x)))
+
+
+def tan(x) -> Tensor:
+    """Tangent elementwise; tan' = 1 + tan². Shapes: (*s) -> (*s).
+
+    Example: ``ad.tan(ad.Tensor([0.])).value`` is ``[0.]``.
+    """
+    return apply(TAN, x)
+
+
+def arcsin(x) -> Tensor:
+    """Inverse sine elementwise, for x in [-1, 1]; arcsin' = 1/√(1 - x²). Shapes: (*s) -> (*s).
+
+    Example: ``ad.arcsin(ad.Tensor([1.])).value`` is ``[π/2]``.
+    """
+    return apply(ARCSIN, x)
+
+
+def arccos(x) -> Tensor:
+    """Inverse cosine elementwise, for x in [-1, 1]; arccos' = -1/√(1 - x²). Shapes: (*s) -> (*s).
+
+    Example: ``ad.arccos(ad.Tensor([1.])).value`` is ``[0.]``.
+    """
+    return apply(ARCCOS, x)
+
+
+def arctan(x) -> Tensor:
+    """Inverse tangent elementwise; arctan' = 1/(1 + x²). Shapes: (*s) -> (*s).
+
+    Example: ``ad.arctan(ad.Tensor([1.])).value`` is ``[π/4]``.
+    """
+    return apply(ARCTAN, x)
+
+
+def sinh(x) -> Tensor:
+    """Hyperbolic sine elementwise; sinh' = cosh. Shapes: (*s) -> (*s).
+
+    Example: ``ad.sinh(ad.Tensor([0.])).value`` is ``[0.]``.
+    """
+    return apply(SINH, x)
+
+
+def cosh(x) -> Tensor:
+    """Hyperbolic cosine elementwise; cosh' = sinh. Shapes: (*s) -> (*s).
+
+    Example: ``ad.cosh(ad.Tensor([0.])).value`` is ``[1.]``.
+    """
+    return apply(COSH, x)
+
+
+def arcsinh(x) -> Tensor:
+    """Inverse hyperbolic sine elementwise; arcsinh' = 1/√(x² + 1). Shapes: (*s) -> (*s).
+
+    Example: ``ad.arcsinh(ad.Tensor([0.])).value`` is ``[0.]``.
+    """
+    return apply(ARCSINH, x)
+
+
+def arccosh(x) -> Tensor:
+    """Inverse hyperbolic cosine elementwise, for x >= 1; arccosh' = 1/√(x² - 1). Shapes: (*s) -> (*s).
+
+    Example: ``ad.arccosh(ad.Tensor([1.])).value`` is ``[0.]``.
+    """
+    return apply(ARCCOSH, x)
+
+
+def arctanh(x) -> Tensor:
+    """Inverse hyperbolic tangent elementwise, for |x| < 1; arctanh' = 1/(1 - x²). Shapes: (*s) -> (*s).
+
+    Example: ``ad.arctanh(ad.Tensor([0.])).value`` is ``[0.]``.
+    """
+    return apply(ARCTANH, x)
+
+
+def deg2rad(x) -> Tensor:
+    """Degrees to radians: x · π/180 (a multiplication). Shapes: (*s) -> (*s).
+
+    Example: ``ad.deg2rad(ad.Tensor([180.])).value`` is ``[π]``.
+    """
+    return multiply(x, math.pi / 180.0)
+
+
+def rad2deg(x) -> Tensor:
+    """Radians to degrees: x · 180/π (a multiplication). Shapes: (*s) -> (*s).
+
+    Example: ``ad.rad2deg(ad.Tensor([np.pi])).value`` is ``[180.]``.
+    """
+    return multiply(x, 180.0 / math.pi)
+
+
+radians = deg2rad
+degrees = rad2deg
+
+# ------------------------------------------------------------ log / exp
+
+
+LOG1P = _unary("log1p", np.log1p, lambda g, x, out: divide(g, add(x, 1.0)))
+EXPM1 = _unary("expm1", np.expm1, lambda g, x, out: multiply(g, add(out, 1.0)))
+LOG2 = _unary("log2", np.log2, lambda g, x, out: divide(g, multiply(x, _LN2)))
+LOG10 = _unary("log10", np.log10, lambda g, x, out: divide(g, multiply(x, _LN10)))
+EXP2 = _unary("exp2", np.exp2, lambda g, x, out: multiply(g, multiply(out, _LN2)))
+
+
+def log1p(x) -> Tensor:
+    """log(1 + x) elementwise, accurate for small x; log1p' = 1/(1 + x). Shapes: (*s) -> (*s).
+
+    Example: ``ad.log1p(ad.Tensor([0.])).value`` is ``[0.]``.
+    """
+    return apply(LOG1P, x)
+
+
+def expm1(x) -> Tensor:
+    """e**x - 1 elementwise, accurate for small x; expm1' = e**x. Shapes: (*s) -> (*s).
+
+    Example: ``ad.expm1(ad.Tensor([0.])).value`` is ``[0.]``.
+    """
+    return apply(EXPM1, x)
+
+
+def log2(x) -> Tensor:
+    """Base-2 logarithm elementwise (exact at powers of 2, as numpy's). Shapes: (*s) -> (*s).
+
+    Example: ``ad.log2(ad.Tensor([8.])).value`` is ``[3.]``.
+    """
+    return apply(LOG2, x)
+
+
+def log10(x) -> Tensor:
+    """Base-10 logarithm elementwise (exact at powers of 10, as numpy's). Shapes: (*s) -> (*s).
+
+    Example: ``ad.log10(ad.Tensor([1000.])).value`` is ``[3.]``.
+    """
+    return apply(LOG10, x)
+
+
+def exp2(x) -> Tensor:
+    """2**x elementwise; exp2' = 2**x · ln 2. Shapes: (*s) -> (*s).
+
+    Example: ``ad.exp2(ad.Tensor([3.])).value`` is ``[8.]``.
+    """
+    return apply(EXP2, x)
+
+# ---------------------------------------------------- square, reciprocal
+
+
+def _reciprocal_impl(x):
+    # numpy's reciprocal of an integer is integer division (1 // x): 1/x is meant.
+    return np.reciprocal(x) if x.dtype.kind in "fc" else np.true_divide(1.0, x)
+
+
+SQUARE = _unary("square", np.square, lambda g, x, out: multiply(g, multiply(x, 2.0)))
+RECIPROCAL = _unary("reciprocal", _reciprocal_impl, lambda g, x, out: negative(multiply(g, square(out))))
+
+
+def square(x) -> Tensor:
+    """x² elementwise (one node, cheaper than x * x). Shapes: (*s) -> (*s).
+
+    Example: ``ad.square(ad.Tensor([-3.])).value`` is ``[9.]``.
+    """
+    return apply(SQUARE, x)
+
+
+def reciprocal(x) -> Tensor:
+    """1/x elementwise (integers give floats); reciprocal' = -1/x². Shapes: (*s) -> (*s).
+
+    Example: ``ad.reciprocal(ad.Tensor([4.])).value`` is ``[.25]``.
+    """
+    return apply(RECIPROCAL, x)
+
+# -------------------------------------------------------------- rounding
+
+
+def _round_impl(x, *, decimals=0):
+    return np.round(x, decimals)
+
+
+FLOOR = _constant("floor", np.floor)
+CEIL = _constant("ceil", np.ceil)
+TRUNC = _constant("trunc", np.trunc)
+ROUND = _constant("round", _round_impl)
+
+
+def floor(x) -> Tensor:
+    """Largest integer <= x, elementwise; derivative 0 everywhere (documented convention).
+
+    Shapes: (*s) -> (*s). Example: ``ad.floor(ad.Tensor([-1.5, 1.5])).value`` is ``[-2., 1.]``.
+    """
+    return apply(FLOOR, x)
+
+
+def ceil(x) -> Tensor:
+    """Smallest integer >= x, elementwise; derivative 0 everywhere (documented convention).
+
+    Shapes: (*s) -> (*s). Example: ``ad.ceil(ad.Tensor([-1.5, 1.5])).value`` is ``[-1., 2.]``.
+    """
+    return apply(CEIL, x)
+
+
+def trunc(x) -> Tensor:
+    """x rounded towards zero, elementwise; derivative 0 everywhere. Shapes: (*s) -> (*s).
+
+    Example: ``ad.trunc(ad.Tensor([-1.5, 1.5])).value`` is ``[-1., 1.]``.
+    """
+    return apply(TRUNC, x)
+
+
+def round(x, decimals: int = 0) -> Tensor:  # noqa: A001 - numpy's name
+    """x rounded to ``decimals`` places (halves to even, as numpy); derivative 0 everywhere.
+
+    Shapes: (*s) -> (*s). Example: ``ad.round(ad.Tensor([0.5, 1.5, 2.26]), 1).value`` is ``[0.5, 1.5, 2.3]``.
+    """
+    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+        raise ShapeError(f"round: Expect: an integer number of decimals. Actual: {decimals!r}")
+    return apply(ROUND, x, decimals=int(decimals))
+
+
+def rint(x) -> Tensor:
+    """x rounded to the nearest integer (halves to even); derivative 0 everywhere. Shapes: (*s) -> (*s).
+
+    Example: ``ad.rint(ad.Tensor([0.5, 1.7])).value`` is ``[0., 2.]``.
+    """
+    return apply(ROUND, x, decimals=0)
+
+
+around = round
+
+
+def fabs(x) -> Tensor:
+    """|x| elementwise (numpy's float absolute value: the ``abs`` primitive); |x|'(0) = 0.
+
+    Shapes: (*s) -> (*s). Example: ``ad.fabs(ad.Tensor([-2.])).value`` is ``[2.]``.
+    """
+    return abs(x)
+
+# ------------------------------------------------------- binary functions
+
+
+def _binary(name, impl, rule_x, rule_y):
+    """A broadcasting binary primitive; ``rule_x(g, x, y, out)`` is g · ∂f/∂x, likewise ``rule_y``."""
+    return defprim(
+        name, impl,
+        vjp=(lambda ct, out, x, y: _unb(rule_x(ct, x, y, out), x),
+             lambda ct, out, x, y: _unb(rule_y(ct, x, y, out), y)),
+        jvp=lambda t, out, x, y: _tangent_sum(out, None if t[0] is None else rule_x(t[0], x, y, out),
+                                              None if t[1] is None else rule_y(t[1], x, y, out)),
+        shape=_rule(name, impl))
+
+
+def _safe_denominator(d):
+    """``d`` with its zeros replaced by +inf, so that a finite numerator over it gives 0 there."""
+    return where(equal(d, 0.0), math.inf, d)
+
+
+def _squared_radius(x, y):
+    return add(square(x), square(y))
+
+
+ARCTAN2 = _binary("arctan2", np.arctan2,
+                  lambda g, y, x, out: divide(multiply(g, x), _squared_radius(x, y)),
+                  lambda g, y, x, out: negative(divide(multiply(g, y), _squared_radius(x, y))))
+HYPOT = _binary("hypot", np.hypot,
+                lambda g, x, y, out: divide(multiply(g, x), _safe_denominator(out)),
+                lambda g, x, y, out: divide(multiply(g, y), _safe_denominator(out)))
+LOGADDEXP = _binary("logaddexp", np.logaddexp,
+                    lambda g, x, y, out: multiply(g, exp(subtract(x, out))),
+                    lambda g, x, y, out: multiply(g, exp(subtract(y, out))))
+LOGADDEXP2 = _binary("logaddexp2", np.logaddexp2,
+                     lambda g, x, y, out: multiply(g, exp2(subtract(x, out))),
+                     lambda g, x, y, out: multiply(g, exp2(subtract(y, out))))
+MOD = _binary("mod", np.mod,
+              lambda g, x, y, out: g,
+              lambda g, x, y, out: negative(multiply(g, floor(divide(x, y)))))
+
+
+def arctan2(y, x) -> Tensor:
+    """The angle of the point (x, y), elementwise, in (-π, π]; broadcasting.
+
+    ∂/∂y = x/(x² + y²), ∂/∂x = -y/(x² + y²). Shapes: (*a), (*b) -> broadcast(a, b).
+    Example: ``ad.arctan2(ad.Tensor([1.]), ad.Tensor([1.])).value`` is ``[π/4]``.
+    """
+    return apply(ARCTAN2, y, x)
+
+
+def hypot(x, y) -> Tensor:
+    """√(x² + y²) elementwise, without overflow; broadcasting. Its derivative at (0, 0) is 0.
+
+    Shapes: (*a), (*b) -> broadcast(a, b). Example: ``ad.hypot(ad.Tensor([3.]), 4.).value`` is ``[5.]``.
+    """
+    return apply(HYPOT, x, y)
+
+
+def logaddexp(x, y) -> Tensor:
+    """log(e**x + e**y) elementwise, computed stably; broadcasting. Shapes: (*a), (*b) -> broadcast(a, b).
+
+    Example: ``ad.logaddexp(ad.Tensor([0.]), 0.).value`` is ``[log 2]``.
+    """
+    return apply(LOGADDEXP, x, y)
+
+
+def logaddexp2(x, y) -> Tensor:
+    """log2(2**x + 2**y) elementwise, computed stably; broadcasting. Shapes: (*a), (*b) -> broadcast(a, b).
+
+    Example: ``ad.logaddexp2(ad.Tensor([1.]), 1.).value`` is ``[2.]``.
+    """
+    return apply(LOGADDEXP2, x, y)
+
+
+def mod(x, y) -> Tensor:
+    """x mod y with the sign of y (numpy's ``%``): x - floor(x/y)·y; broadcasting.
+
+    Away from the jumps ∂/∂x = 1 and ∂/∂y = -floor(x/y); at a jump the
+    one-sided derivative of the right side is used.
+    Shapes: (*a), (*b) -> broadcast(a, b). Example: ``ad.mod(ad.Tensor([-1., 7.]), 3.).value`` is ``[2., 1.]``.
+    """
+    return apply(MOD, x, y)
+
+
+remainder = mod
+
+# ------------------------------------------------------------ fmax, fmin
+
+
+def _nan_as(x, fill):
+    return where(isnan(x), fill, x)
+
+
+def _fextremum_weights(x, y, first_wins_for_max):
+    # NaN loses: it becomes -inf for fmax (+inf for fmin) before the tie weights.
+    fill = -math.inf if first_wins_for_max else math.inf
+    a, b = _nan_as(x, fill), _nan_as(y, fill)
+    return apply(TIE_WEIGHTS, a, b) if first_wins_for_max else apply(TIE_WEIGHTS, b, a)
+
+
+def _fextremum(name, impl, is_max):
+    def wx(g, x, y, out):
+        return multiply(g, _fextremum_weights(x, y, is_max))
+
+    def wy(g, x, y, out):
+        return multiply(g, subtract(1.0, _fextremum_weights(x, y, is_max)))
+    return _binary(name, impl, wx, wy)
+
+
+FMAX = _fextremum("fmax", np.fmax, True)
+FMIN = _fextremum("fmin", np.fmin, False)
+
+
+def fmax(x, y) -> Tensor:
+    """Elementwise max ignoring NaN (the other operand wins); ties split the derivative evenly.
+
+    Shapes: (*a), (*b) -> broadcast(a, b). Example: ``ad.fmax(ad.Tensor([np.nan, 1.]), 0.).value`` is ``[0., 1.]``.
+    """
+    return apply(FMAX, x, y)
+
+
+def fmin(x, y) -> Tensor:
+    """Elementwise min ignoring NaN (the other operand wins); ties split the derivative evenly.
+
+    Shapes: (*a), (*b) -> broadcast(a, b). Example: ``ad.fmin(ad.Tensor([np.nan, 1.]), 0.).value`` is ``[0., 0.]``.
+    """
+    return apply(FMIN, x, y)
+
+# ------------------------------------------------------------------ clip
+
+
+def _clip_vjp_x(ct, out, x, lo, hi):
+    # out == x exactly where lo <= x <= hi: the bounds themselves pass the derivative to x.
+    return _unb(where(equal(out, x), ct, 0.0), x)
+
+
+def _clip_vjp_lo(ct, out, x, lo, hi):
+    return _unb(where(less(x, lo), ct, 0.0), lo)
+
+
+def _clip_vjp_hi(ct, out, x, lo, hi):
+    return _unb(where(greater(x, hi), ct, 0.0), hi)
+
+
+def _clip_jvp(t, out, x, lo, hi):
+    tx, tlo, thi = t
+    terms = [None if tx is None else where(equal(out, x), tx, 0.0),
+             None if tlo is None else where(less(x, lo), tlo, 0.0),
+             None if thi is None else where(greater(x, hi), thi, 0.0)]
+    return _tangent_sum(out, *terms)
+
+
+CLIP = defprim("clip", np.clip, vjp=(_clip_vjp_x, _clip_vjp_lo, _clip_vjp_hi), jvp=_clip_jvp,
+               shape=_rule("clip", np.clip))
+
+
+def clip(x, a_min=None, a_max=None) -> Tensor:
+    """x limited to [a_min, a_max] elementwise (None: no bound); bounds may be Tensors.
+
+    The derivative goes to x where a_min <= x <= a_max (bounds included), to
+    a_min where x < a_min and to a_max where x > a_max; a_min <= a_max is assumed.
+    Shapes: (*s), (*a), (*b) -> broadcast(s, a, b).
+    Example: ``ad.clip(ad.Tensor([-2., 0.5, 3.]), 0., 1.).value`` is ``[0., .5, 1.]``; its gradient is ``[0., 1., 0.]``.
+    """
+    if a_min is None and a_max is None:
+        raise ShapeError("clip: Expect: at least one of a_min and a_max. Actual: both None")
+    return apply(CLIP, x, -math.inf if a_min is None else a_min, math.inf if a_max is None else a_max)
+
+# ------------------------------------------------------------ nan_to_num
+
+
+def _nan_to_num_impl(x, *, nan, posinf, neginf):
+    return np.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
+
+
+NAN_TO_NUM = defprim(
+    "nan_to_num", _nan_to_num_impl,
+    vjp=lambda ct, out, x, **p: (where(isfinite(x), ct, 0.0),),
+    jvp=lambda t, out, x, **p: where(isfinite(x), t[0], 0.0),
+    shape=lambda x, **p: (tuple(x.shape), x.dtype))
+
+
+def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
+    """x with NaN, +inf and -inf replaced by ``nan``, ``posinf``, ``neginf`` (default: 0 and the dtype's extremes).
+
+    The derivative is 1 where x is finite and 0 where an entry was replaced.
+    Shapes: (*s) -> (*s). Example: ``ad.nan_to_num(ad.Tensor([np.nan, 1.])).value`` is ``[0., 1.]``.
+    """
+    return apply(NAN_TO_NUM, x, nan=float(nan), posinf=None if posinf is None else float(posinf),
+                 neginf=None if neginf is None else float(neginf))
+
+# ------------------------------------------------- finiteness (no derivative)
+
+
+def _test(name, impl):
+    return defprim(name, impl, vjp=lambda ct, out, x: (None,), jvp=lambda t, out, x: None,
+                   shape=lambda x: (tuple(x.shape), np.dtype(np.bool_)), nondiff=(0,))
+
+
+ISFINITE = _test("isfinite", np.isfinite)
+ISNAN = _test("isnan", np.isnan)
+ISINF = _test("isinf", np.isinf)
+
+
+def isfinite(x) -> Tensor:
+    """Whether each entry is finite (bool, no derivative). Shapes: (*s) -> (*s).
+
+    Example: ``ad.isfinite(ad.Tensor([1., np.inf, np.nan])).value`` is ``[True, False, False]``.
+    """
+    return apply(ISFINITE, x)
+
+
+def isnan(x) -> Tensor:
+    """Whether each entry is NaN (bool, no derivative). Shapes: (*s) -> (*s).
+
+    Example: ``ad.isnan(ad.Tensor([1., np.nan])).value`` is ``[False, True]``.
+    """
+    return apply(ISNAN, x)
+
+
+def isinf(x) -> Tensor:
+    """Whether each entry is +inf or -inf (bool, no derivative). Shapes: (*s) -> (*s).
+
+    Example: ``ad.isinf(ad.Tensor([1., -np.inf])).value`` is ``[False, True]``.
+    """
+    return apply(ISINF, x)
+
+# ------------------------------------------------- real, imag, conj
+
+
+def _real_only(name, x):
+    dtype = x.dtype if isinstance(x, (Tensor, np.ndarray, np.generic)) else np.asarray(x).dtype
+    if dtype.kind == "c":
+        raise AutogradDagError(f"{name}: autograd_dag differentiates real numbers only; got a complex "
+                               f"operand (dtype {dtype}). Pass the real and imaginary parts as two real Tensors")
+    return x if isinstance(x, Tensor) else Tensor(x)
+
+
+def real(x) -> Tensor:
+    """The real part of a real Tensor: x itself (complex Tensors are refused). Shapes: (*s) -> (*s).
+
+    Example: ``ad.real(t) is t`` for a real Tensor ``t``.
+    """
+    return _real_only("real", x)
+
+
+def imag(x) -> Tensor:
+    """The imaginary part of a real Tensor: a constant of zeros (complex Tensors are refused).
+
+    Shapes: (*s) -> (*s). Example: ``ad.imag(ad.Tensor([1., 2.])).value`` is ``[0., 0.]``.
+    """
+    x = _real_only("imag", x)
+    return Tensor(np.zeros_like(x.value))
+
+
+def conj(x) -> Tensor:
+    """The complex conjugate of a real Tensor: x itself (complex Tensors are refused). Shapes: (*s) -> (*s).
+
+    Example: ``ad.conj(t) is t`` for a real Tensor ``t``.
+    """
+    return _real_only("conj", x)
+
+
+conjugate = conj
+
+__all__ = [
+    "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "deg2rad",
+    "rad2deg", "radians", "degrees", "log1p", "expm1", "log2", "log10", "exp2", "square", "reciprocal",
+    "floor", "ceil", "trunc", "round", "rint", "around", "fabs", "arctan2", "hypot", "logaddexp",
+    "logaddexp2", "mod", "remainder", "fmax", "fmin", "clip", "nan_to_num", "isfinite", "isnan", "isinf",
+    "real", "imag", "conj", "conjugate",
+]

@@ -1,0 +1,556 @@
+"""Cumulative operations, products, norms, sorting and the boolean reductions.
+
+Primitives: ``cumsum``, ``cumprod`` (each with a ``reverse`` direction, so
+that each is the other direction's transpose), ``prod``, ``norm`` (the 2-norm
+over any axes), ``sort``, ``argsort``, ``take_along_axis`` and its transpose
+``put_along_axis_add``, ``argmin``, ``any`` and ``all``. ``std``, the other
+vector norms and ``diff`` are composites of primitives (exact, and as fast).
+
+Conventions, fixed and tested exactly:
+
+* Products and zeros: the derivative of ``prod`` is the product of the other
+  entries, computed with exclusive cumulative products (no division), so one
+  zero and two zeros in a slice give the exact gradient (second derivatives
+  too). ``cumprod``'s rules divide by the nonzero entries and treat the first
+  zero of a slice separately: first derivatives are exact with any number of
+  zeros, second derivatives with at most one zero per slice. (A sweep that
+  records nothing, on a slice without zeros, divides instead: the same
+  derivative, several times faster.)
+* ``norm`` at 0: the 2-norm's gradient at x = 0 is 0 (a subgradient), the
+  1-norm's is 0 there too (|x|'(0) = 0), and the ∞-norm's splits evenly among
+  the tied largest |x_i| (as ``max``). ``std`` of a constant slice likewise has
+  gradient 0.
+* ``sort``: the gradient goes back through the permutation that sorts x
+  (stable: tied entries keep their order, so the first of equal entries gets
+  the first sorted slot's derivative).
+* ``argmin``, ``argsort``, ``any`` and ``all`` have no derivative.
+
+Example:
+    >>> import numpy as np, autograd_dag as ad
+    >>> ad.grad(ad.prod)(np.array([2.0, 0.0, 3.0]))
+    array([0., 6., 0.])
+    >>> ad.grad(lambda t: ad.sum(ad.sort(t) * np.array([0.0, 0.0, 1.0])))(np.array([3.0, 1.0, 2.0]))
+    array([1., 0., 0.])
+    >>> float(np.linalg.norm(ad.Tensor([3.0, 4.0])).value)
+    5.0
+    >>> ad.cumsum(ad.Tensor([1.0, 2.0, 3.0])).value
+    array([1., 3., 6.])
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from ..core import Tensor, apply
+from ..errors import AutogradDagError, ShapeError
+from .elementwise import abs, add, astype, divide, equal, multiply, not_equal, power, subtract, where
+from .indexing import concatenate, getitem
+from .mathfuncs import _safe_denominator
+from .reductions import _float_dtype, _kept, _ndim, max, mean, min
+from .registry import defprim
+from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape
+from .structure import broadcast_to, reshape, sum, transpose
+
+
+def _flat(x):
+    """x as a vector (for ``axis=None``)."""
+    return reshape(x, (-1,))
+
+# ------------------------------------------------------------------ cumsum
+
+
+def _cum_impl(fn):
+    def impl(x, *, axis, reverse):
+        if not reverse:
+            return fn(x, axis=axis)
+        return np.flip(fn(np.flip(x, axis), axis=axis), axis)
+    return impl
+
+
+def _cumsum_dtype(dtype):
+    return np.cumsum(np.zeros((0,), dtype)).dtype
+
+
+CUMSUM = defprim(
+    "cumsum", _cum_impl(np.cumsum),
+    vjp=lambda ct, out, x, *, axis, reverse: (_cumsum(ct, axis, not reverse),),
+    jvp=lambda t, out, x, *, axis, reverse: _cumsum(t[0], axis, reverse),
+    shape=lambda x, *, axis, reverse: (tuple(x.shape), _cumsum_dtype(x.dtype)), linear=True)
+
+
+def _cumsum(x, axis, reverse=False):
+    return apply(CUMSUM, x, axis=axis, reverse=reverse)
+
+
+def cumsum(x, axis=None) -> Tensor:
+    """Cumulative sum along ``axis`` (None: of the flattened tensor), as ``np.cumsum``.
+
+    Its VJP is the cumulative sum in the other direction.
+    Shapes: (*s) -> (*s), or (size,) for ``axis=None``.
+    Example: ``ad.cumsum(ad.Tensor([1., 2., 3.])).value`` is ``[1., 3., 6.]``.
+    """
+    if axis is None:
+        return _cumsum(_flat(x), 0)
+    return _cumsum(x, normalize_axis("cumsum", axis, _ndim(x)))
+
+# ----------------------------------------------------------------- cumprod
+
+
+def _cumprod_masks(x, axis, reverse):
+    """(is_zero, x with zeros as 1, the first zero's indicator, zeros-so-far == 1) along the scan."""
+    zero = equal(x, 0.0)
+    dtype = _float_dtype(x.dtype)
+    z = astype(zero, dtype)
+    once = astype(equal(_cumsum(z, axis, reverse), 1.0), dtype)
+    return zero, where(zero, 1.0, x), multiply(z, once), once
+
+
+def _bare_without_zeros(x) -> bool:
+    """Whether x is a plain array (a sweep that records nothing) with no zero entry.
+
+    Only then may a rule choose its formula by the values: a recorded rule
+    becomes part of a program that will run on other values.
+    """
+    return type(x) is np.ndarray and x.dtype.kind in "fc" and not (x == 0).any()
+
+
+def _cumprod_vjp(ct, out, x, *, axis, reverse):
+    if _bare_without_zeros(x):
+        return (divide(_cumsum(multiply(ct, out), axis, not reverse), x),)
+    # Nonzero x_k: ∂out_i/∂x_k = out_i / x_k. The first zero of a slice: ∂out_i/∂x_k
+    # is the product of the other entries, the scan of x with that zero as 1,
+    # while it is the only zero so far. Zeros after the first: 0.
+    zero, nonzero_x, first, once = _cumprod_masks(x, axis, reverse)
+    elsewhere = divide(_cumsum(multiply(ct, out), axis, not reverse), nonzero_x)
+    others = _cumprod(nonzero_x, axis, reverse)
+    at_first_zero = sum(multiply(multiply(ct, others), once), axis, keepdims=True)
+    return (where(zero, multiply(at_first_zero, first), elsewhere),)
+
+
+def _cumprod_jvp(t, out, x, *, axis, reverse):
+    if _bare_without_zeros(x):
+        return multiply(out, _cumsum(divide(t[0], x), axis, reverse))
+    zero, nonzero_x, first, once = _cumprod_masks(x, axis, reverse)
+    from_nonzero = multiply(out, _cumsum(divide(where(zero, 0.0, t[0]), nonzero_x), axis, reverse))
+    t_first = sum(multiply(t[0], first), axis, keepdims=True)
+    from_first_zero = multiply(multiply(_cumprod(nonzero_x, axis, reverse), once), t_first)
+    return add(from_nonzero, from_first_zero)
+
+
+CUMPROD = defprim(
+    "cumprod", _cum_impl(np.cumprod), vjp=_cumprod_vjp, jvp=_cumprod_jvp,
+    shape=lambda x, *, axis, reverse: (tuple(x.shape), _cumsum_dtype(x.dtype)))
+
+
+def _cumprod(x, axis, reverse=False):
+    return apply(CUMPROD, x, axis=axis, reverse=reverse)
+
+
+def cumprod(x, axis=None) -> Tensor:
+    """Cumulative product along ``axis`` (None: of the flattened tensor), as ``np.cumprod``.
+
+    Zeros are handled exactly: see the module notes.
+    Shapes: (*s) -> (*s), or (size,) for ``axis=None``.
+    Example: ``ad.cumprod(ad.Tensor([1., 2., 3.])).value`` is ``[1., 2., 6.]``.
+    """
+    if axis is None:
+        return _cumprod(_flat(x), 0)
+    return _cumprod(x, normalize_axis("cumprod", axis, _ndim(x)))
+
+# -------------------------------------------------------------------- prod
+
+
+def _exclusive(x, axis, reverse):
+    """Product of the entries strictly before (after, if ``reverse``) each one along ``axis``."""
+    n = x.shape[axis]
+    lead = (slice(None),) * axis
+    one = broadcast_to(np.ones((), x.dtype), x.shape[:axis] + (1,) + x.shape[axis + 1:])
+    if reverse:
+        shifted = concatenate([getitem(x, lead + (slice(1, n),)), one], axis)
+    else:
+        shifted = concatenate([one, getitem(x, lead + (slice(0, n - 1),))], axis)
+    return _cumprod(shifted, axis, reverse)
+
+
+def _others_product(x, axis, out, keepdims):
+    """∏_{j≠i} x_j along the reduced axes, for each i (no division: exact with zeros)."""
+    if builtins.any(x.shape[a] == 0 for a in axis):
+        return broadcast_to(np.ones((), x.dtype), x.shape)
+    if _bare_without_zeros(x):
+        return divide(_kept(out, x.shape, axis, keepdims), x)
+    if len(axis) == 1:
+        a = axis[0]
+        return multiply(_exclusive(x, a, False), _exclusive(x, a, True))
+    # Several axes: move them last, flatten them into one, and come back.
+    rest = [a for a in range(x.ndim) if a not in axis]
+    perm = rest + list(axis)
+    moved = transpose(x, perm) if perm != list(range(x.ndim)) else x
+    flat = reshape(moved, tuple(x.shape[a] for a in rest) + (-1,))
+    last = flat.ndim - 1
+    others = reshape(multiply(_exclusive(flat, last, False), _exclusive(flat, last, True)), moved.shape)
+    return transpose(others, tuple(np.argsort(perm))) if perm != list(range(x.ndim)) else others
+
+
+def _prod_vjp(ct, out, x, *, axis, keepdims):
+    return (multiply(_kept(ct, x.shape, axis, keepdims), _others_product(x, axis, out, keepdims)),)
+
+
+def _prod_jvp(t, out, x, *, axis, keepdims):
+    return sum(multiply(t[0], _others_product(x, axis, out, keepdims)), axis, keepdims)
+
+
+def _prod_rule(x, *, axis, keepdims):
+    return reduced_shape(x.shape, axis, keepdims), np.prod(np.zeros((0,), x.dtype)).dtype
+
+
+PROD = defprim("prod", lambda x, *, axis, keepdims: np.prod(x, axis=axis, keepdims=keepdims),
+               vjp=_prod_vjp, jvp=_prod_jvp, shape=_prod_rule)
+
+
+def prod(x, axis=None, keepdims: bool = False) -> Tensor:
+    """Product over ``axis`` (None: all axes; int or tuple); the product of nothing is 1.
+
+    The gradient of entry i is the product of the others (exact with zeros:
+    one zero gets the product of the rest, two zeros make every entry's 0).
+    Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
+    Example: the gradient of ``ad.prod(x)`` at x = ``[2., 0., 3.]`` is ``[0., 6., 0.]``.
+    """
+    return apply(PROD, x, axis=normalize_axes("prod", axis, _ndim(x)), keepdims=bool(keepdims))
+
+# -------------------------------------------------------------------- norm
+
+
+def _norm_impl(x, *, axis, keepdims):
+    if x.dtype.kind not in "fc":
+        x = x.astype(np.float64)
+    return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
+
+
+def _norm_vjp(ct, out, x, *, axis, keepdims):
+    scaled = multiply(x, _kept(ct, x.shape, axis, keepdims))
+    return (divide(scaled, _safe_denominator(_kept(out, x.shape, axis, keepdims))),)
+
+
+def _norm_jvp(t, out, x, *, axis, keepdims):
+    return divide(sum(multiply(t[0], x), axis, keepdims), _safe_denominator(out))
+
+
+NORM = defprim("norm", _norm_impl, vjp=_norm_vjp, jvp=_norm_jvp,
+               shape=lambda x, *, axis, keepdims: (reduced_shape(x.shape, axis, keepdims),
+                                                    _float_dtype(x.dtype)))
+
+_MATRIX_ORDS = ("nuc", 1, -1, 2, -2, math.inf, -math.inf)
+
+
+def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A002 - numpy's name
+    """Vector norms (ord 2, 1, ∞, -∞, 0 or any p) and the Frobenius norm, as ``np.linalg.norm``.
+
+    ``axis=None``: the 2-norm of all entries (``ord`` None), or for a matrix
+    ``ord='fro'``; an int ``axis``: vector norms along it; a pair of axes: the
+    Frobenius norm (``ord`` None or 'fro'). Other matrix norms (nuc, 1, 2, ∞ of
+    a matrix) are not here. Kinks: the 2-norm's and 1-norm's gradients at 0 are
+    0; the ∞-norm's splits among tied largest entries; ord 0 (the count of
+    nonzeros) has no derivative.
+    Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
+    Example: ``ad.norm(ad.Tensor([3., 4.])).value`` is ``5.0``; its gradient is ``[.6, .8]``.
+    """
+    ndim = _ndim(x)
+    if axis is None:
+        if ord is None or (ord == "fro" and ndim == 2):
+            axes = tuple(range(ndim))
+        elif ndim == 1:
+            axes = (0,)
+        elif ndim == 2:
+            axes = (0, 1)
+        else:
+            raise ShapeError(f"norm: Expect: a vector or a matrix for ord={ord!r} with axis=None. "
+                             f"Actual: {ndim} dimensions")
+    else:
+        axes = normalize_axes("norm", axis, ndim)
+        if len(axes) not in (1, 2) or (len(axes) == 2 and not isinstance(axis, (tuple, list))):
+            raise ShapeError(f"norm: Expect: one axis (vector norm) or two (matrix norm). Actual: {axis!r}")
+    keepdims = bool(keepdims)
+    matrix = len(axes) == 2 if axis is not None else (ord is not None and ndim == 2)
+    if matrix:
+        # The Frobenius norm does not depend on the order of the two axes.
+        if ord in (None, "fro"):
+            return apply(NORM, x, axis=axes, keepdims=keepdims)
+        if ord in _MATRIX_ORDS:
+            raise AutogradDagError(f"norm: the matrix norm ord={ord!r} is not available here "
+                                   f"(only the Frobenius norm, ord=None or 'fro')")
+        raise ShapeError(f"norm: Expect: a matrix norm order in None, 'fro', 'nuc', ±1, ±2, ±inf. Actual: {ord!r}")
+    if ord is None or ord == 2:
+        return apply(NORM, x, axis=axes, keepdims=keepdims)
+    if isinstance(ord, str):
+        raise ShapeError(f"norm: Expect: a numeric order for a vector norm. Actual: ord={ord!r}")
+    if ord == math.inf:
+        return max(abs(x), axes, keepdims)
+    if ord == -math.inf:
+        return min(abs(x), axes, keepdims)
+    if ord == 0:
+        return sum(astype(not_equal(x, 0.0), _float_dtype(x.dtype)), axes, keepdims)
+    if ord == 1:
+        return sum(abs(x), axes, keepdims)
+    p = float(ord)
+    return power(sum(power(abs(x), p), axes, keepdims), 1.0 / p)
+
+# --------------------------------------------------------------- std, var
+
+
+def _count(x, axes) -> int:
+    shape = np.shape(x.value if isinstance(x, Tensor) else x)
+    return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+
+
+def std(x, axis=None, ddof: int = 0, keepdims: bool = False) -> Tensor:
+    """Standard deviation over ``axis``: √(Σ (x - mean)² / (N - ddof)), as ``np.std``.
+
+    A composite: the 2-norm of the centred entries (so a constant slice has
+    gradient 0, the norm's convention at 0) over √(N - ddof).
+    Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
+    Example: ``ad.std(ad.Tensor([1., 3.])).value`` is ``1.0``.
+    """
+    axes = normalize_axes("std", axis, _ndim(x))
+    centred = subtract(x, mean(x, axes, keepdims=True))
+    dof = builtins.max(_count(x, axes) - ddof, 0)
+    scale = 1.0 / math.sqrt(dof) if dof > 0 else math.inf
+    return multiply(apply(NORM, centred, axis=axes, keepdims=bool(keepdims)), scale)
+
+# ------------------------------------------------------------------- diff
+
+
+def diff(x, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tensor:
+    """The n-th forward difference along ``axis``, as ``np.diff`` (a composite of slices and subtract).
+
+    Shapes: (..., m, ...) -> (..., m - n, ...) (plus the ``prepend``/``append`` lengths).
+    Example: ``ad.diff(ad.Tensor([1., 4., 9.])).value`` is ``[3., 5.]``.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ShapeError(f"diff: Expect: a non-negative integer order n. Actual: {n!r}")
+    ndim = _ndim(x)
+    if ndim == 0:
+        raise ShapeError("diff: Expect: an operand with at least one axis. Actual: a 0-d operand")
+    axis = normalize_axis("diff", axis, ndim)
+    if prepend is not None or append is not None:
+        shape = list(np.shape(x.value if isinstance(x, Tensor) else x))
+        shape[axis] = 1
+
+        def part(extra):
+            # A scalar is repeated along the other axes, as numpy does.
+            return broadcast_to(extra, tuple(shape)) if _ndim(extra) == 0 else extra
+        x = concatenate(([] if prepend is None else [part(prepend)]) + [x]
+                        + ([] if append is None else [part(append)]), axis)
+    lead = (slice(None),) * axis
+    for _ in range(int(n)):
+        m = x.shape[axis]
+        if m == 0:
+            break
+        x = getitem(x, lead + (slice(1, None),)) - getitem(x, lead + (slice(None, m - 1),))
+    return x
+
+# ------------------------------------------------- take_along_axis and its transpose
+
+
+def _check_along(name, x_shape, idx, axis, size):
+    if idx.dtype.kind not in "iu":
+        raise ShapeError(f"{name}: Expect: integer indices. Actual: dtype {idx.dtype}")
+    if idx.ndim != len(x_shape):
+        raise ShapeError(f"{name}: Expect: indices with as many dimensions as the operand ({len(x_shape)}). "
+                         f"Actual: indices of shape {fmt(idx.shape)}")
+    other = tuple(d for i, d in enumerate(x_shape) if i != axis)
+    try:
+        np.broadcast_shapes(other, tuple(d for i, d in enumerate(idx.shape) if i != axis))
+    except ValueError:
+        raise ShapeError(f"{name}: Expect: indices that broadcast with the operand off axis {axis}. "
+                         f"Actual: operand {fmt(x_shape)}, indices {fmt(idx.shape)}") from None
+    if idx.size and (idx.min() < -size or idx.max() >= size):
+        raise ShapeError(f"{name}: Expect: indices in [{-size}, {size}) along axis {axis}. "
+                         f"Actual: indices range over [{int(idx.min())}, {int(idx.max())}]")
+
+
+def _take_along_impl(x, idx, *, axis):
+    _check_along("take_along_axis", x.shape, idx, axis, x.shape[axis])
+    return np.take_along_axis(x, idx, axis)
+
+
+def _along_shape(x_shape, idx_shape, axis):
+    shape = list(np.broadcast_shapes(tuple(1 if i == axis else d for i, d in enumerate(x_shape)),
+                                     tuple(1 if i == axis else d for i, d in enumerate(idx_shape))))
+    shape[axis] = idx_shape[axis]
+    return tuple(shape)
+
+
+TAKE_ALONG_AXIS = defprim(
+    "take_along_axis", _take_along_impl,
+    vjp=lambda ct, out, x, idx, *, axis: (put_along_axis_add(ct, idx, x.shape, axis), None),
+    jvp=lambda t, out, x, idx, *, axis: take_along_axis(t[0], idx, axis),
+    shape=lambda x, idx, *, axis: (_along_shape(x.shape, idx.shape, axis), x.dtype),
+    nondiff=(1,), linear=True)
+
+
+def take_along_axis(x, indices, axis: int) -> Tensor:
+    """Pick entries of ``x`` along ``axis`` at ``indices`` (integer, no derivative), as ``np.take_along_axis``.
+
+    Shapes: x (*s), indices with as many dimensions, broadcasting off ``axis`` ->
+    the broadcast shape with indices' length on ``axis``.
+    Example: ``ad.take_along_axis(ad.Tensor([[1., 2.]]), np.array([[1, 1, 0]]), 1).value`` is ``[[2., 2., 1.]]``.
+    """
+    if not isinstance(indices, Tensor):
+        indices = np.asarray(indices)
+    ndim = _ndim(x)
+    return apply(TAKE_ALONG_AXIS, x, indices, axis=normalize_axis("take_along_axis", axis, ndim))
+
+
+def _put_along_impl(v, idx, *, shape, axis, unique=False):
+    _check_along("put_along_axis_add", shape, idx, axis, shape[axis])
+    full = _along_shape(shape, idx.shape, axis)
+    if tuple(v.shape) != full:
+        raise ShapeError(f"put_along_axis_add: Expect: values of shape {fmt(full)}. Actual: {fmt(v.shape)}")
+    out = np.zeros(shape, dtype=v.dtype)
+    # An axis of size 1 that the indices broadcast: every value lands on its one entry.
+    grids = list(np.ix_(*[np.zeros(1, np.intp) if i == axis else np.arange(d) if d == s else np.zeros(d, np.intp)
+                          for i, (d, s) in enumerate(zip(full, shape))]))
+    grids[axis] = np.broadcast_to(idx, full)
+    if unique and full == shape:
+        out[tuple(grids)] = v  # a permutation (sort's): plain assignment, far faster than add.at
+    else:
+        np.add.at(out, tuple(grids), v)  # repeated indices accumulate
+    return out
+
+
+PUT_ALONG_AXIS_ADD = defprim(
+    "put_along_axis_add", _put_along_impl,
+    vjp=lambda c, out, v, idx, *, shape, axis, unique=False: (take_along_axis(
+        c, idx if tuple(idx.shape) == tuple(v.shape) else broadcast_to(idx, v.shape), axis), None),
+    jvp=lambda t, out, v, idx, *, shape, axis, unique=False: apply(
+        PUT_ALONG_AXIS_ADD, t[0], idx, shape=shape, axis=axis, unique=unique),
+    shape=lambda v, idx, *, shape, axis, unique=False: (tuple(shape), v.dtype), nondiff=(1,), linear=True)
+
+
+def put_along_axis_add(values, indices, shape, axis: int) -> Tensor:
+    """Zeros of ``shape`` with ``values`` added at ``indices`` along ``axis``: the transpose of take_along_axis.
+
+    Repeated indices accumulate. Shapes: values of take_along_axis's output shape -> ``shape``.
+    Example: ``ad.put_along_axis_add(ad.Tensor([[1., 2.]]), np.array([[1, 1]]), (1, 3), 1).value`` is ``[[0., 3., 0.]]``.
+    """
+    if not isinstance(indices, Tensor):
+        indices = np.asarray(indices)
+    shape = tuple(int(d) for d in shape)
+    return apply(PUT_ALONG_AXIS_ADD, values, indices, shape=shape,
+                 axis=normalize_axis("put_along_axis_add", axis, len(shape)))
+
+# ---------------------------------------------------------- sort, argsort
+
+
+def _argsort_impl(x, *, axis):
+    return np.argsort(x, axis=axis, kind="stable")
+
+
+ARGSORT = defprim(
+    "argsort", _argsort_impl, vjp=lambda ct, out, x, *, axis: (None,), jvp=lambda t, out, x, *, axis: None,
+    shape=lambda x, *, axis: (tuple(x.shape), np.dtype(np.intp)), nondiff=(0,))
+
+
+def argsort(x, axis=-1) -> Tensor:
+    """The indices that sort ``x`` along ``axis`` (stable: ties keep their order); no derivative.
+
+    ``axis=None`` sorts the flattened tensor. Shapes: (*s) -> (*s) of integers.
+    Example: ``ad.argsort(ad.Tensor([3., 1., 2.])).value`` is ``[1, 2, 0]``.
+    """
+    if axis is None:
+        return apply(ARGSORT, _flat(x), axis=0)
+    return apply(ARGSORT, x, axis=normalize_axis("argsort", axis, _ndim(x)))
+
+
+def _sort_vjp(ct, out, x, *, axis):
+    # The sorting permutation: each slot's cotangent goes back to the entry it came from.
+    return (apply(PUT_ALONG_AXIS_ADD, ct, apply(ARGSORT, x, axis=axis), shape=tuple(x.shape), axis=axis,
+                  unique=True),)
+
+
+SORT = defprim(
+    # The sorted values do not depend on stability (numpy's default sort is faster); the
+    # permutation of the rules does, and argsort is stable.
+    "sort", lambda x, *, axis: np.sort(x, axis=axis), vjp=_sort_vjp,
+    jvp=lambda t, out, x, *, axis: take_along_axis(t[0], apply(ARGSORT, x, axis=axis), axis),
+    shape=lambda x, *, axis: (tuple(x.shape), x.dtype))
+
+
+def sort(x, axis=-1) -> Tensor:
+    """x sorted along ``axis`` (None: flattened), as ``np.sort``; the gradient follows the permutation.
+
+    Tied entries keep their order (a stable sort), so each gets the derivative
+    of the slot it lands in. Shapes: (*s) -> (*s).
+    Example: ``ad.sort(ad.Tensor([3., 1., 2.])).value`` is ``[1., 2., 3.]``; the gradient of
+    ``(ad.sort(x) * [0., 0., 1.]).sum()`` at that x is ``[1., 0., 0.]``.
+    """
+    if axis is None:
+        return apply(SORT, _flat(x), axis=0)
+    return apply(SORT, x, axis=normalize_axis("sort", axis, _ndim(x)))
+
+# ------------------------------------------------------------------ argmin
+
+
+def _argmin_impl(x, *, axis):
+    out = np.zeros(x.shape, dtype=_float_dtype(x.dtype))
+    if axis is None:
+        out.flat[np.argmin(x)] = 1
+    else:
+        np.put_along_axis(out, np.argmin(x, axis=axis, keepdims=True), 1, axis=axis)
+    return out
+
+
+def _argmin_rule(x, *, axis):
+    if (x.size == 0) if axis is None else (x.shape[axis] == 0):
+        raise ShapeError(f"argmin: Expect: a non-empty axis. Actual: shape {fmt(x.shape)}, axis {axis}")
+    return tuple(x.shape), _float_dtype(x.dtype)
+
+
+ARGMIN = defprim("argmin", _argmin_impl, vjp=lambda ct, out, x, *, axis: (None,),
+                 jvp=lambda t, out, x, *, axis: None, shape=_argmin_rule, nondiff=(0,))
+
+
+def argmin(x, axis=-1) -> Tensor:
+    """One-hot encoding of the position of the minimum along ``axis``, as :func:`argmax`.
+
+    Ties go to the first index; ``axis=None`` takes the minimum of all entries.
+    No derivative. Shapes: (*s) -> (*s), a float array of 0s and 1s.
+    Example: ``ad.argmin(ad.Tensor([3., 1., 1.])).value`` is ``[0., 1., 0.]``.
+    """
+    ndim = _ndim(x)
+    if axis is not None or ndim == 1:
+        axis = normalize_axis("argmin", 0 if axis is None else axis, ndim)
+    return apply(ARGMIN, x, axis=axis)
+
+# -------------------------------------------------------------- any, all
+
+
+def _boolean_reduction(name, fn):
+    return defprim(name, lambda x, *, axis, keepdims: fn(x, axis=axis, keepdims=keepdims),
+                   vjp=lambda ct, out, x, **p: (None,), jvp=lambda t, out, x, **p: None,
+                   shape=lambda x, *, axis, keepdims: (reduced_shape(x.shape, axis, keepdims),
+                                                       np.dtype(np.bool_)),
+                   nondiff=(0,))
+
+
+ANY = _boolean_reduction("any", np.any)
+ALL = _boolean_reduction("all", np.all)
+
+
+def any(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
+    """Whether any entry is nonzero over ``axis`` (bool, no derivative).
+
+    Shapes: (*s) -> s without the reduced axes. Example: ``ad.any(ad.Tensor([0., 2.])).value`` is ``True``.
+    """
+    return apply(ANY, x, axis=normalize_axes("any", axis, _ndim(x)), keepdims=bool(keepdims))
+
+
+def all(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
+    """Whether every entry is nonzero over ``axis`` (bool, no derivative).
+
+    Shapes: (*s) -> s without the reduced axes. Example: ``ad.all(ad.Tensor([0., 2.])).value`` is ``False``.
+    """
+    return apply(ALL, x, axis=normalize_axes("all", axis, _ndim(x)), keepdims=bool(keepdims))

@@ -1,0 +1,325 @@
+"""Cases for cumsum, cumprod, prod, norm, std/var, diff, take_along_axis,
+put_along_axis_add, sort, argsort, argmin, any and all
+(autograd_dag/primitives/numeric.py).
+
+References are independent: cumulative sums as products with a triangular
+matrix of ones, cumulative and plain products as explicit loops, norms and
+standard deviations from their definitions, sorting by Python's ``sorted``.
+Products are polynomials, so central differences are valid at zeros: cases
+with one and two zeros in a slice are checked like any other (two zeros in a
+``cumprod`` slice are pinned to first order in tests/test_numpy_functions.py,
+see cumprod's docstring).
+"""
+
+import numpy as np
+
+import autograd_dag as ad
+from autograd_dag.core import apply
+from tests.cases import Case
+
+
+def _normal(*shapes):
+    return lambda rng: tuple(rng.standard_normal(s) for s in shapes)
+
+
+def _fixed(*arrays):
+    return lambda rng: tuple(np.array(a, dtype=float) for a in arrays)
+
+
+def _along(x, axis, fn):
+    """fn applied to each 1-D slice of x along ``axis`` (fn maps a list to a list)."""
+    moved = np.moveaxis(x, axis, -1)
+    rows = int(np.prod(moved.shape[:-1]))
+    width = len(fn([0.5] * moved.shape[-1]))
+    out = np.array([fn(list(row)) for row in moved.reshape(rows, moved.shape[-1])]).reshape(rows, width)
+    return np.moveaxis(out.reshape(moved.shape[:-1] + (width,)), -1, axis)
+
+
+def _cumsum_ref(axis):
+    def ref(x):
+        if axis is None:
+            x = x.reshape(-1)
+        a = 0 if axis is None else axis % x.ndim
+        n = x.shape[a]
+        return np.moveaxis(np.tensordot(np.tri(n), np.moveaxis(x, a, 0), 1), 0, a)
+    return ref
+
+
+def _running_product(row):
+    out, p = [], 1.0
+    for v in row:
+        p *= v
+        out.append(p)
+    return out
+
+
+def _cumprod_ref(axis):
+    def ref(x):
+        if axis is None:
+            return np.array(_running_product(list(x.reshape(-1))))
+        return _along(x, axis % x.ndim, _running_product)
+    return ref
+
+
+def _prod_ref(axis, keepdims=False):
+    def ref(x):
+        axes = tuple(range(x.ndim)) if axis is None else tuple(a % x.ndim for a in np.atleast_1d(axis))
+        rest = [a for a in range(x.ndim) if a not in axes]
+        moved = np.transpose(x, rest + list(axes)).reshape([x.shape[a] for a in rest] + [-1])
+        out = np.ones(moved.shape[:-1])
+        for idx in np.ndindex(moved.shape[:-1]):
+            for v in moved[idx]:
+                out[idx] *= v
+        if keepdims:
+            out = out.reshape([1 if a in axes else x.shape[a] for a in range(x.ndim)])
+        return out
+    return ref
+
+
+CASES = []
+
+# ------------------------------------------------------------- cumsum
+for shape, axis in [((5,), None), ((3, 4), 0), ((3, 4), -1), ((2, 3, 4), 1), ((2, 3), None), ((0, 3), 0)]:
+    CASES.append(Case("cumsum", lambda x, a=axis: ad.cumsum(x, a), _normal(shape), _cumsum_ref(axis),
+                      id=f"cumsum-{shape}-ax{axis}"))
+CASES += [
+    Case("cumsum", lambda x: apply(ad.PRIMITIVES["cumsum"], x, axis=1, reverse=True), _normal((2, 4)),
+         lambda x: _cumsum_ref(1)(x[:, ::-1])[:, ::-1], id="cumsum-reverse"),
+    Case("cumsum", lambda x: np.cumsum(x, axis=0), _normal((3, 2)), _cumsum_ref(0), id="cumsum-np_dispatch"),
+    Case("cumsum", lambda x: x.cumsum(1), _normal((2, 3)), _cumsum_ref(1), id="cumsum-method"),
+]
+
+# ------------------------------------------------------------ cumprod
+for shape, axis in [((5,), None), ((3, 4), 0), ((3, 4), -1), ((2, 3, 4), 1), ((0, 3), 0)]:
+    CASES.append(Case("cumprod", lambda x, a=axis: ad.cumprod(x, a), _normal(shape), _cumprod_ref(axis),
+                      id=f"cumprod-{shape}-ax{axis}"))
+CASES += [
+    Case("cumprod", lambda x: ad.cumprod(x, -1), _fixed([[1.5, 0.0, -2.0, 0.7], [0.0, 1.2, 0.9, -1.1]]),
+         _cumprod_ref(-1), id="cumprod-one_zero_per_row"),
+    Case("cumprod", lambda x: apply(ad.PRIMITIVES["cumprod"], x, axis=0, reverse=True),
+         _fixed([1.5, -0.8, 0.0, 2.0]), lambda x: _cumprod_ref(0)(x[::-1])[::-1], id="cumprod-reverse_zero"),
+    Case("cumprod", lambda x: np.cumprod(x), _normal((2, 2)), _cumprod_ref(None), id="cumprod-np_dispatch"),
+    Case("cumprod", lambda x: x.cumprod(0), _normal((3, 2)), _cumprod_ref(0), id="cumprod-method"),
+]
+
+# --------------------------------------------------------------- prod
+for shape, axis, keepdims in [((5,), None, False), ((3, 4), 1, False), ((3, 4), 0, True),
+                              ((2, 3, 4), (0, 2), False), ((2, 3, 4), (2, 1), True), ((0, 3), 0, False),
+                              ((4, 1), -1, False)]:
+    CASES.append(Case("prod", lambda x, a=axis, k=keepdims: ad.prod(x, a, k), _normal(shape),
+                      _prod_ref(axis, keepdims), id=f"prod-{shape}-ax{axis}-k{int(keepdims)}"))
+CASES += [
+    Case("prod", ad.prod, _fixed([1.5, 0.0, -2.0, 0.7]), _prod_ref(None), id="prod-one_zero"),
+    Case("prod", ad.prod, _fixed([1.5, 0.0, -2.0, 0.0]), _prod_ref(None), id="prod-two_zeros"),
+    Case("prod", lambda x: ad.prod(x, axis=(0, 1)), _fixed([[0.0, 2.0], [3.0, 0.0]]), _prod_ref((0, 1)),
+         id="prod-two_zeros_two_axes"),
+    Case("prod", lambda x: np.prod(x, axis=1), _normal((2, 3)), _prod_ref(1), id="prod-np_dispatch"),
+    Case("prod", lambda x: x.prod(), _normal((2, 3)), _prod_ref(None), id="prod-method"),
+]
+
+# --------------------------------------------------------------- norm
+
+
+def _vector_norm_ref(p, axis=None, keepdims=False):
+    def ref(x):
+        def norm(row):
+            a = np.abs(np.array(row))
+            if p == np.inf:
+                return [np.sort(a)[-1]]
+            if p == -np.inf:
+                return [np.sort(a)[0]]
+            if p == 0:
+                return [float(np.count_nonzero(a))]
+            return [np.sum(a ** p) ** (1.0 / p)]
+        if axis is None:
+            out = np.array(norm(list(x.reshape(-1)))[0])
+            return out.reshape((1,) * x.ndim) if keepdims else out
+        out = _along(x, axis % x.ndim, norm)
+        return out if keepdims else np.squeeze(out, axis % x.ndim)
+    return ref
+
+
+for p, axis, keepdims, shape in [(None, None, False, (5,)), (None, None, False, (3, 4)), (2, 1, False, (3, 4)),
+                                 (None, 0, True, (3, 4)), (None, -1, False, (0, 3))]:
+    CASES.append(Case("norm", lambda x, p=p, a=axis, k=keepdims: ad.norm(x, p, a, k), _normal(shape),
+                      _vector_norm_ref(2, axis, keepdims), id=f"norm-ord{p}-{shape}-ax{axis}-k{int(keepdims)}"))
+CASES += [
+    Case("norm", lambda x: ad.norm(x, "fro"), _normal((3, 4)), _vector_norm_ref(2), id="norm-fro"),
+    Case("norm", lambda x: ad.norm(x, axis=(0, 2), keepdims=True), _normal((2, 3, 4)),
+         lambda x: np.sqrt(np.einsum("ijk,ijk->j", x, x)).reshape(1, 3, 1), id="norm-fro_axes"),
+    Case("norm", lambda x: np.linalg.norm(x, axis=1), _normal((2, 3)), _vector_norm_ref(2, 1),
+         id="norm-np_linalg"),
+    Case("abs", lambda x: ad.norm(x, 1), _normal((5,)), _vector_norm_ref(1), id="abs-norm_ord1"),
+    Case("max", lambda x: ad.norm(x, np.inf, axis=1), _normal((3, 4)), _vector_norm_ref(np.inf, 1),
+         id="max-norm_ordinf"),
+    Case("min", lambda x: ad.norm(x, -np.inf), _normal((4,)), _vector_norm_ref(-np.inf), id="min-norm_ord-inf"),
+    Case("power", lambda x: ad.norm(x, 3, axis=0), _normal((4, 2)), _vector_norm_ref(3, 0), id="power-norm_ord3"),
+    Case("not_equal", lambda x: ad.norm(x, 0), _normal((5,)), _vector_norm_ref(0), id="not_equal-norm_ord0"),
+]
+
+# ----------------------------------------------------------- std, var
+
+
+def _std_ref(axis=None, ddof=0, keepdims=False, square=False):
+    def ref(x):
+        def s(row):
+            r = np.array(row)
+            c = r - sum(row) / len(row)
+            v = sum(c * c) / (len(row) - ddof)
+            return [v if square else np.sqrt(v)]
+        if axis is None:
+            out = np.array(s(list(x.reshape(-1)))[0])
+            return out.reshape((1,) * x.ndim) if keepdims else out
+        out = _along(x, axis % x.ndim, s)
+        return out if keepdims else np.squeeze(out, axis % x.ndim)
+    return ref
+
+
+CASES += [
+    Case("norm", ad.std, _normal((5,)), _std_ref(), id="norm-std"),
+    Case("norm", lambda x: ad.std(x, 0, ddof=1), _normal((4, 3)), _std_ref(0, 1), id="norm-std_ddof1"),
+    Case("norm", lambda x: x.std(axis=-1, keepdims=True), _normal((2, 3)), _std_ref(-1, 0, True),
+         id="norm-std_method"),
+    Case("norm", lambda x: np.std(x, axis=1, ddof=1), _normal((2, 4)), _std_ref(1, 1), id="norm-std_np"),
+    Case("mean", lambda x: ad.var(x, 1, ddof=1), _normal((3, 4)), _std_ref(1, 1, square=True),
+         id="mean-var_ddof1"),
+    Case("mean", lambda x: np.var(x, ddof=2), _normal((5,)), _std_ref(None, 2, square=True), id="mean-var_np"),
+    Case("mean", lambda x: x.var(0), _normal((3, 2)), _std_ref(0, square=True), id="mean-var_method"),
+]
+
+# --------------------------------------------------------------- diff
+
+
+def _diff_ref(n, axis):
+    def ref(x):
+        def d(row):
+            for _ in range(n):
+                row = [b - a for a, b in zip(row[:-1], row[1:])]
+            return row
+        return _along(x, axis % x.ndim, d)
+    return ref
+
+
+CASES += [
+    Case("subtract", ad.diff, _normal((5,)), _diff_ref(1, -1), id="subtract-diff"),
+    Case("subtract", lambda x: ad.diff(x, 2, axis=0), _normal((5, 3)), _diff_ref(2, 0), id="subtract-diff_n2"),
+    Case("subtract", lambda x: np.diff(x, axis=1), _normal((2, 4)), _diff_ref(1, 1), id="subtract-diff_np"),
+    Case("concatenate", lambda x: ad.diff(x, prepend=0.0, append=np.array([1.0, 2.0])), _normal((3,)),
+         lambda x: _diff_ref(1, 0)(np.array([0.0, *x, 1.0, 2.0])), id="concatenate-diff_prepend_append"),
+]
+
+# ------------------------------------------- take_along_axis and its transpose
+
+
+def _take_along_ref(x, idx, axis):
+    out = np.empty(np.broadcast_shapes(*[tuple(1 if i == axis else d for i, d in enumerate(s))
+                                         for s in (x.shape, idx.shape)])[:axis] + (idx.shape[axis],)
+                   + np.broadcast_shapes(x.shape[axis + 1:], idx.shape[axis + 1:]))
+    xb = np.broadcast_to(x, out.shape[:axis] + (x.shape[axis],) + out.shape[axis + 1:])
+    ib = np.broadcast_to(idx, out.shape)
+    for pos in np.ndindex(out.shape):
+        src = list(pos)
+        src[axis] = ib[pos]
+        out[pos] = xb[tuple(src)]
+    return out
+
+
+def _put_along_ref(v, idx, shape, axis):
+    out = np.zeros(shape)
+    for pos in np.ndindex(v.shape):
+        dst = list(pos)
+        dst[axis] = idx[pos] % shape[axis]
+        out[tuple(dst)] += v[pos]
+    return out
+
+
+CASES += [
+    Case("take_along_axis", lambda x, i: ad.take_along_axis(x, i, 1),
+         lambda rng: (rng.standard_normal((3, 4)), np.array([[0, 3, 3], [1, 1, 2], [-1, 0, 2]])),
+         lambda x, i: _take_along_ref(x, i, 1), id="take_along_axis-repeats"),
+    Case("take_along_axis", lambda x, i: ad.take_along_axis(x, i, 0),
+         lambda rng: (rng.standard_normal((3, 2)), np.array([[2], [0]])),
+         lambda x, i: _take_along_ref(x, i, 0), id="take_along_axis-broadcast"),
+    Case("take_along_axis", lambda x, i: np.take_along_axis(x, i, -1),
+         lambda rng: (rng.standard_normal((2, 3)), np.array([[2, 0], [1, 1]])),
+         lambda x, i: _take_along_ref(x, i, 1), id="take_along_axis-np_dispatch"),
+    Case("take_along_axis", lambda x, i: ad.take_along_axis(x, i, 1),
+         lambda rng: (rng.standard_normal((1, 4)), np.array([[0, 3], [1, 1], [2, 0]])),
+         lambda x, i: _take_along_ref(x, i, 1), id="take_along_axis-operand_broadcast"),
+    Case("put_along_axis_add", lambda v, i: ad.put_along_axis_add(v, i, (3, 4), 1),
+         lambda rng: (rng.standard_normal((3, 3)), np.array([[0, 3, 3], [1, 1, 2], [-1, 0, 2]])),
+         lambda v, i: _put_along_ref(v, i, (3, 4), 1), id="put_along_axis_add-repeats"),
+    Case("put_along_axis_add", lambda v, i: apply(ad.PRIMITIVES["put_along_axis_add"], v, i, shape=(2, 3), axis=1,
+                                                  unique=True),
+         lambda rng: (rng.standard_normal((2, 3)), np.array([[2, 0, 1], [1, 2, 0]])),
+         lambda v, i: _put_along_ref(v, i, (2, 3), 1), id="put_along_axis_add-permutation"),
+]
+
+# -------------------------------------------------------- sort, argsort
+
+
+def _sorted_ref(axis):
+    def ref(x):
+        if axis is None:
+            return np.array(sorted(x.reshape(-1)))
+        return _along(x, axis % x.ndim, sorted)
+    return ref
+
+
+def _argsort_ref(axis):
+    def ref(x):
+        def order(row):
+            return sorted(range(len(row)), key=lambda i: (row[i], i))
+        if axis is None:
+            return np.array(order(list(x.reshape(-1))), dtype=np.intp)
+        return _along(x, axis % x.ndim, order).astype(np.intp)
+    return ref
+
+
+for shape, axis in [((5,), -1), ((3, 4), 0), ((3, 4), -1), ((2, 3), None), ((0, 3), 1)]:
+    CASES.append(Case("sort", lambda x, a=axis: ad.sort(x, a), _normal(shape), _sorted_ref(axis),
+                      id=f"sort-{shape}-ax{axis}"))
+    CASES.append(Case("argsort", lambda x, a=axis: ad.argsort(x, a), _normal(shape), _argsort_ref(axis),
+                      wrt=(), id=f"argsort-{shape}-ax{axis}"))
+CASES += [
+    Case("sort", lambda x: np.sort(x), _normal((2, 3)), _sorted_ref(-1), id="sort-np_dispatch"),
+    Case("sort", ad.sort, _fixed([2.0, 1.0, 2.0, 1.0]), _sorted_ref(-1), wrt=(), id="sort-ties_value"),
+    Case("argsort", ad.argsort, _fixed([2.0, 1.0, 2.0, 1.0]), _argsort_ref(-1), wrt=(), id="argsort-ties_stable"),
+    Case("argsort", lambda x: x.argsort(0), _normal((3, 2)), _argsort_ref(0), wrt=(), id="argsort-method"),
+]
+
+# -------------------------------------------------------------- argmin
+
+
+def _argmin_ref_last(x):
+    return np.array([[1.0 if j == min(range(len(r)), key=lambda k: (r[k], k)) else 0.0 for j in range(len(r))]
+                     for r in x.reshape(-1, x.shape[-1])]).reshape(x.shape)
+
+
+CASES += [
+    Case("argmin", ad.argmin, _normal((3, 5)), _argmin_ref_last, wrt=(0,), id="argmin-(3,5)-ax-1"),
+    Case("argmin", lambda x: ad.argmin(x, 0), _normal((4, 2)), lambda x: _argmin_ref_last(x.T).T, wrt=(0,),
+         id="argmin-(4,2)-ax0"),
+    Case("argmin", lambda x: ad.argmin(x, None), _normal((2, 3)),
+         lambda x: _argmin_ref_last(x.reshape(1, -1)).reshape(x.shape), wrt=(0,), id="argmin-(2,3)-axNone"),
+    Case("argmin", ad.argmin, _fixed([3.0, 1.0, 1.0]), lambda x: np.array([0.0, 1.0, 0.0]), wrt=(),
+         id="argmin-tie_first"),
+]
+
+# ------------------------------------------------------------- any, all
+
+
+def _zero_one(*shape):
+    return lambda rng: (rng.integers(0, 2, shape).astype(float),)
+
+
+CASES += [
+    Case("any", ad.any, _zero_one(3, 4), lambda x: np.array(max(x.reshape(-1)) != 0), wrt=(), id="any-all_axes"),
+    Case("any", lambda x: ad.any(x, 1, True), _zero_one(3, 4),
+         lambda x: np.array([[max(r) != 0] for r in x]), wrt=(), id="any-axis1"),
+    Case("all", ad.all, _zero_one(3, 4), lambda x: np.array(min(abs(x.reshape(-1))) != 0), wrt=(), id="all-all_axes"),
+    Case("all", lambda x: x.all(axis=0), _zero_one(3, 4),
+         lambda x: np.array([min(abs(c)) != 0 for c in x.T]), wrt=(), id="all-axis0_method"),
+    Case("any", lambda x: x.any(), _normal((0, 2)), lambda x: np.array(False), wrt=(), id="any-empty"),
+    Case("all", ad.all, _normal((0, 2)), lambda x: np.array(True), wrt=(), id="all-empty"),
+]

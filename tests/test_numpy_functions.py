@@ -1,0 +1,297 @@
+"""numpy's everyday functions: conventions at kinks, zeros and ties pinned exactly,
+values that depend on the data recomputed in traced programs, Tensor methods,
+creation helpers, and the library's errors for bad input.
+
+Expected derivatives are worked out by hand in each test, never by the code
+under test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autograd_dag as ad
+
+
+def both_modes(f, x):
+    """(gradient of sum(f(x)) by reverse mode, the JVP of f along ones by forward mode)."""
+    rev = ad.grad(lambda t: ad.sum(f(t)))(x)
+    _, fwd = ad.jvp(f, (x,), (np.ones_like(x),))
+    return rev, fwd
+
+# ------------------------------------------------------------------ kinks
+
+
+def test_clip_bounds_pass_the_derivative_to_x():
+    x = np.array([-1.0, 0.0, 0.5, 1.0, 2.0])
+    for d in both_modes(lambda t: ad.clip(t, 0.0, 1.0), x):
+        np.testing.assert_array_equal(d, [0.0, 1.0, 1.0, 1.0, 0.0])
+    lo, hi = np.zeros(5), np.ones(5)
+    dx, dlo, dhi = ad.grad(lambda a, b, c: ad.sum(ad.clip(a, b, c)), argnums=(0, 1, 2))(x, lo, hi)
+    np.testing.assert_array_equal(dx, [0.0, 1.0, 1.0, 1.0, 0.0])
+    np.testing.assert_array_equal(dlo, [1.0, 0.0, 0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(dhi, [0.0, 0.0, 0.0, 0.0, 1.0])
+    # A scalar bound collects the derivative of every entry it clips.
+    assert float(ad.grad(lambda b: ad.sum(ad.clip(ad.Tensor(x), b, 1.0)))(0.0)) == 1.0
+
+
+@pytest.mark.parametrize("fn", [ad.floor, ad.ceil, ad.trunc, ad.round, ad.rint])
+def test_rounding_has_zero_derivative_also_at_integers(fn):
+    x = np.array([-1.0, -0.5, 0.0, 0.5, 1.7, 2.0])
+    for d in both_modes(fn, x):
+        np.testing.assert_array_equal(d, np.zeros(6))
+
+
+def test_norm_at_zero_has_zero_gradient():
+    z = np.zeros(3)
+    for ord_ in (None, 2, 1):
+        for d in both_modes(lambda t, o=ord_: ad.norm(t, o), z):
+            np.testing.assert_array_equal(d, np.zeros(3))
+    # One zero row among nonzero ones: only that row's gradient is 0.
+    m = np.array([[0.0, 0.0], [3.0, 4.0]])
+    np.testing.assert_allclose(ad.grad(lambda t: ad.sum(ad.norm(t, axis=1)))(m), [[0.0, 0.0], [0.6, 0.8]],
+                               rtol=1e-15, atol=0)
+    np.testing.assert_array_equal(ad.grad(lambda t: ad.norm(t))(np.array([3.0, 4.0])), [0.6, 0.8])
+
+
+def test_norm_inf_ties_split_and_std_of_a_constant():
+    x = np.array([-2.0, 1.0, 2.0])
+    np.testing.assert_array_equal(ad.grad(lambda t: ad.norm(t, np.inf))(x), [-0.5, 0.0, 0.5])
+    for d in both_modes(lambda t: ad.std(t), np.full(4, 3.0)):
+        np.testing.assert_array_equal(d, np.zeros(4) if d.shape == (4,) else 0.0)
+
+
+def test_hypot_at_origin_has_zero_derivative():
+    dx, dy = ad.grad(lambda a, b: ad.sum(ad.hypot(a, b)), argnums=(0, 1))(np.zeros(2), np.array([0.0, 2.0]))
+    np.testing.assert_array_equal(dx, [0.0, 0.0])
+    np.testing.assert_array_equal(dy, [0.0, 1.0])
+
+
+def test_fmax_fmin_send_the_derivative_to_the_non_nan_operand_and_split_ties():
+    x, y = np.array([np.nan, 1.0, 2.0]), np.array([0.5, np.nan, 2.0])
+    for fn in (ad.fmax, ad.fmin):
+        dx, dy = ad.grad(lambda a, b: ad.sum(fn(a, b)), argnums=(0, 1))(x, y)
+        np.testing.assert_array_equal(dx, [0.0, 1.0, 0.5])
+        np.testing.assert_array_equal(dy, [1.0, 0.0, 0.5])
+
+
+def test_nan_to_num_passes_the_derivative_only_where_finite():
+    x = np.array([np.nan, 1.0, np.inf, -np.inf, -2.0])
+    with np.errstate(invalid="ignore"):
+        for d in both_modes(ad.nan_to_num, x):
+            np.testing.assert_array_equal(d, [0.0, 1.0, 0.0, 0.0, 1.0])
+
+# ---------------------------------------------------------- products and zeros
+
+
+def test_prod_with_one_zero_and_two_zeros():
+    np.testing.assert_array_equal(ad.grad(ad.prod)(np.array([2.0, 0.0, 3.0])), [0.0, 6.0, 0.0])
+    _, t = ad.jvp(ad.prod, (np.array([2.0, 0.0, 3.0]),), (np.array([1.0, 10.0, 100.0]),))
+    assert float(t) == 60.0
+    np.testing.assert_array_equal(ad.grad(ad.prod)(np.array([2.0, 0.0, 0.0])), [0.0, 0.0, 0.0])
+    # Second derivatives at two zeros: ∂²/∂x1∂x2 of x0·x1·x2 is x0 = 2.
+    np.testing.assert_array_equal(ad.hessian(ad.prod)(np.array([2.0, 0.0, 0.0])),
+                                  [[0.0, 0.0, 0.0], [0.0, 0.0, 2.0], [0.0, 2.0, 0.0]])
+    # Along an axis, each row on its own.
+    m = np.array([[1.0, 0.0, 4.0], [0.0, 0.0, 5.0], [2.0, 3.0, 1.0]])
+    np.testing.assert_array_equal(ad.grad(lambda t: ad.sum(ad.prod(t, axis=1)))(m),
+                                  [[0.0, 4.0, 0.0], [0.0, 0.0, 0.0], [3.0, 2.0, 6.0]])
+
+
+def test_cumprod_first_derivatives_with_two_zeros():
+    # out = [2, 0, 0, 0, 0]; ∂(Σ out)/∂x_k = Σ_{i>=k} Π_{j<=i, j≠k} x_j, worked out by hand:
+    # k=0: 1 (later terms hold x1 = 0); k=1 (first zero): x0 + x0·x2 = 2 + 6; k>=2: 0 (x1 = 0).
+    x = np.array([2.0, 0.0, 3.0, 0.0, 5.0])
+    np.testing.assert_array_equal(ad.grad(lambda t: ad.sum(ad.cumprod(t)))(x), [1.0, 8.0, 0.0, 0.0, 0.0])
+    # Forward mode, column by column: the tangent of the output along e_k.
+    columns = [ad.jvp(ad.cumprod, (x,), (e,))[1] for e in np.eye(5)]
+    np.testing.assert_array_equal(np.stack(columns, axis=1),
+                                  [[1, 0, 0, 0, 0], [0, 2, 0, 0, 0], [0, 6, 0, 0, 0], [0, 0, 0, 0, 0], [0, 0, 0, 0, 0]])
+
+
+def test_cumprod_one_zero_second_derivative():
+    # Σ cumprod of (a, 0, c) = a + 0 + 0; Hessian of a + a·b + a·b·c at b = 0: ∂²/∂a∂b = 1 + c, ∂²/∂b∂c = a.
+    x = np.array([2.0, 0.0, 3.0])
+    np.testing.assert_allclose(ad.hessian(lambda t: ad.sum(ad.cumprod(t)))(x),
+                               [[0.0, 4.0, 0.0], [4.0, 0.0, 2.0], [0.0, 2.0, 0.0]], atol=1e-15)
+
+# ------------------------------------------------------------------ sorting
+
+
+def test_sort_gradient_follows_the_stable_permutation_at_ties():
+    x = np.array([2.0, 1.0, 2.0, 1.0])       # sorted: x1, x3, x0, x2
+    w = np.array([10.0, 20.0, 30.0, 40.0])
+    np.testing.assert_array_equal(ad.grad(lambda t: ad.sum(ad.sort(t) * w))(x), [30.0, 10.0, 40.0, 20.0])
+    _, t = ad.jvp(ad.sort, (x,), (np.array([1.0, 2.0, 3.0, 4.0]),))
+    np.testing.assert_array_equal(t, [2.0, 4.0, 1.0, 3.0])
+    np.testing.assert_array_equal(ad.argsort(ad.Tensor(x)).value, [1, 3, 0, 2])
+
+
+def test_traced_gradient_programs_recompute_data_dependent_permutations_and_masks():
+    w = np.array([1.0, 2.0, 3.0])
+    sort_loss = lambda t: ad.sum(ad.sort(t) * w)           # noqa: E731
+    program = ad.grad_program(ad.trace(sort_loss, np.array([1.0, 2.0, 3.0])))
+    np.testing.assert_array_equal(program(np.array([3.0, 1.0, 2.0])), [3.0, 1.0, 2.0])
+    cumprod_loss = lambda t: ad.sum(ad.cumprod(t))        # noqa: E731
+    program = ad.grad_program(ad.trace(cumprod_loss, np.array([1.0, 2.0, 3.0])))
+    np.testing.assert_array_equal(program(np.array([2.0, 0.0, 3.0])), [1.0, 8.0, 0.0])
+    prod_loss = lambda t: ad.prod(t)                       # noqa: E731
+    program = ad.grad_program(ad.trace(prod_loss, np.array([1.0, 2.0, 3.0])))
+    np.testing.assert_array_equal(program(np.array([2.0, 0.0, 3.0])), [0.0, 6.0, 0.0])
+    # jit records on the first call (no zeros) and replays the program on the second (a zero).
+    jitted = ad.jit(ad.grad(cumprod_loss))
+    np.testing.assert_array_equal(jitted(np.array([1.0, 2.0, 3.0])), [9.0, 4.0, 2.0])
+    np.testing.assert_array_equal(jitted(np.array([2.0, 0.0, 3.0])), [1.0, 8.0, 0.0])
+
+
+def test_argmin_one_hot_first_tie_and_no_derivative():
+    x = np.array([3.0, 1.0, 1.0])
+    np.testing.assert_array_equal(ad.argmin(ad.Tensor(x)).value, [0.0, 1.0, 0.0])
+    for d in both_modes(ad.argmin, x):
+        np.testing.assert_array_equal(d, np.zeros(3))
+
+# ------------------------------------------------------------- values, methods
+
+
+def test_logarithms_exact_at_powers_and_square_is_one_node():
+    assert float(ad.log10(ad.Tensor(1000.0)).value) == 3.0
+    assert float(ad.log2(ad.Tensor(8.0)).value) == 3.0
+    y = ad.square(ad.Tensor([3.0], requires_grad=True))
+    assert y.prim.name == "square" and y.parents[0].prim is None
+
+
+def test_tensor_methods():
+    m = ad.Tensor([[1.0, -2.0], [3.0, 4.0]])
+    assert float(m.prod().value) == -24.0
+    np.testing.assert_allclose(m.std(axis=0).value, [1.0, 3.0])
+    np.testing.assert_allclose(m.var(ddof=1).value, np.var(m.value, ddof=1))
+    np.testing.assert_array_equal(m.cumsum(axis=1).value, [[1.0, -1.0], [3.0, 7.0]])
+    np.testing.assert_array_equal(m.cumprod().value, [1.0, -2.0, -6.0, -24.0])
+    assert float(m.trace().value) == 5.0
+    np.testing.assert_array_equal(m.diagonal().value, [1.0, 4.0])
+    np.testing.assert_array_equal(m.dot(ad.Tensor([1.0, 1.0])).value, [-1.0, 7.0])
+    np.testing.assert_array_equal(m.clip(0.0, 3.0).value, [[1.0, 0.0], [3.0, 3.0]])
+    np.testing.assert_array_equal(m.repeat(2, axis=0).shape, (4, 2))
+    np.testing.assert_array_equal((m % 3.0).value, [[1.0, 1.0], [0.0, 1.0]])
+    np.testing.assert_array_equal((7.0 % m).value, np.mod(7.0, m.value))
+    np.testing.assert_array_equal(ad.Tensor([1.26]).round(1).value, [1.3])
+    np.testing.assert_array_equal(round(ad.Tensor([1.6])).value, [2.0])
+    assert bool(m.any().value) and not bool((m > 5.0).all().value)
+    # Index methods answer as ndarray's (np.argmax(t) likewise); ad.argmax / ad.argmin are one-hot.
+    assert int(m.argmax()) == 3 and int(m.argmin()) == 1
+    np.testing.assert_array_equal(m.argmax(axis=0), [1, 1])
+    np.testing.assert_array_equal(m.argsort(axis=1).value, [[1, 0], [0, 1]])
+    assert m.real is m and m.conj() is m
+    np.testing.assert_array_equal(m.imag.value, np.zeros((2, 2)))
+
+
+def test_tensor_sort_in_place_is_refused():
+    with pytest.raises(ad.AutogradDagError, match="np.sort"):
+        ad.Tensor([2.0, 1.0]).sort()
+
+
+def test_complex_inputs_are_refused_by_real_imag_conj():
+    for fn in (ad.real, ad.imag, ad.conj):
+        with pytest.raises(ad.AutogradDagError, match="real"):
+            fn(ad.Tensor(np.array([1.0 + 2.0j])))
+
+
+def test_creation_helpers_return_tensors():
+    assert isinstance(ad.zeros((2, 3)), ad.Tensor) and ad.zeros((2, 3)).dtype == np.float64
+    np.testing.assert_array_equal(ad.ones(2).value, [1.0, 1.0])
+    np.testing.assert_array_equal(ad.full((2,), 7).value, [7.0, 7.0])
+    assert ad.full((2,), 7).dtype == np.float64
+    x = ad.Tensor(np.arange(3, dtype=np.float32))
+    assert ad.zeros_like(x).dtype == np.float32 and ad.ones_like(x).shape == (3,)
+    np.testing.assert_array_equal(ad.full_like(x, 2.0).value, [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(ad.arange(3).value, [0, 1, 2])
+    np.testing.assert_array_equal(ad.arange(0.0, 1.0, 0.5).value, [0.0, 0.5])
+    np.testing.assert_array_equal(ad.linspace(0.0, 1.0, 3).value, [0.0, 0.5, 1.0])
+    np.testing.assert_array_equal(ad.eye(2, k=1).value, [[0.0, 1.0], [0.0, 0.0]])
+    w = ad.zeros(3, requires_grad=True)
+    assert w.requires_grad
+    # numpy's *_like on a Tensor that requires a gradient: a constant Tensor, not an error.
+    y = np.zeros_like(w)
+    assert isinstance(y, ad.Tensor) and not y.requires_grad
+
+
+def test_var_std_ddof_match_numpy():
+    x = np.random.default_rng(0).standard_normal((4, 5))
+    for ddof in (0, 1, 2):
+        np.testing.assert_allclose(ad.var(ad.Tensor(x), 1, ddof=ddof).value, np.var(x, 1, ddof=ddof), rtol=1e-12)
+        np.testing.assert_allclose(ad.std(ad.Tensor(x), 0, ddof=ddof).value, np.std(x, 0, ddof=ddof), rtol=1e-12)
+
+
+def test_split_returns_pieces_like_numpy():
+    x = np.arange(6.0)
+    pieces = ad.split(ad.Tensor(x), [2, 5])
+    for got, want in zip(pieces, np.split(x, [2, 5])):
+        np.testing.assert_array_equal(got.value, want)
+
+# ------------------------------------------------------------------ errors
+
+X = ad.Tensor(np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("call,fragments", [
+    (lambda: ad.pad(X, -1), ("pad", "non-negative")),
+    (lambda: ad.pad(X, ((1, 1), (1, 1), (1, 1))), ("pad", "(2, 2)")),
+    (lambda: ad.split(X, 4, axis=1), ("split", "divides")),
+    (lambda: ad.diagonal(ad.Tensor([1.0, 2.0])), ("diagonal", "at least 2")),
+    (lambda: ad.tensordot(X, X, 1), ("tensordot", "equal lengths")),
+    (lambda: ad.norm(X, "nuc", axis=1), ("norm", "numeric order")),
+    (lambda: ad.norm(ad.Tensor(np.ones((2, 2, 2))), 1), ("norm", "vector or a matrix")),
+    (lambda: ad.take_along_axis(X, np.array([[3]]), 1), ("take_along_axis", "[-3, 3)")),
+    (lambda: ad.take_along_axis(X, np.array([0]), 1), ("take_along_axis", "dimensions")),
+    (lambda: ad.repeat(X, [1, 2], axis=1), ("repeat", "one count per entry")),
+    (lambda: ad.round(X, 1.5), ("round", "decimals")),
+    (lambda: ad.clip(X, None, None), ("clip", "a_min")),
+    (lambda: ad.cumsum(X, axis=2), ("cumsum", "axis 2")),
+    (lambda: ad.prod(X, axis=(0, 0)), ("prod", "repeated axis")),
+    (lambda: ad.diff(X, -1), ("diff", "non-negative")),
+    (lambda: ad.hypot(X, np.ones(4)), ("hypot", "(2, 3)", "(4,)")),
+    (lambda: ad.clip(X, np.zeros(4), 1.0), ("clip", "(4,)")),
+    (lambda: ad.argmin(ad.Tensor(np.ones((0, 2))), 0), ("argmin", "non-empty")),
+    (lambda: ad.tile(X, -1), ("tile", "non-negative")),
+])
+def test_bad_calls_are_shape_errors(call, fragments):
+    with pytest.raises(ad.ShapeError) as err:
+        call()
+    for fragment in fragments:
+        assert fragment in str(err.value), (fragment, str(err.value))
+
+
+def test_unsupported_variants_say_so():
+    with pytest.raises(ad.AutogradDagError, match="matrix norm ord=2"):
+        np.linalg.norm(X, 2)
+    with pytest.raises(ad.AutogradDagError, match="only 'constant'"):
+        np.pad(X, 1, mode="reflect")
+    with pytest.raises(ad.AutogradDagError, match="out="):
+        np.cumsum(X, out=np.zeros(6))
+
+# ------------------------------------------------------- abstract dtype rules
+
+ELEMENTWISE = ["tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "log1p",
+               "expm1", "log2", "log10", "exp2", "square", "reciprocal", "floor", "ceil", "trunc", "round",
+               "nan_to_num", "isfinite", "isnan", "isinf", "cumsum", "cumprod", "sort", "argsort",
+               "arctan2", "hypot", "logaddexp", "logaddexp2", "mod", "fmax", "fmin", "clip"]
+PARAMS = {"round": {"decimals": 0}, "nan_to_num": {"nan": 0.0, "posinf": None, "neginf": None},
+          "cumsum": {"axis": 1, "reverse": False}, "cumprod": {"axis": 1, "reverse": True},
+          "sort": {"axis": 1}, "argsort": {"axis": 1}}
+ARITY = {"arctan2": 2, "hypot": 2, "logaddexp": 2, "logaddexp2": 2, "mod": 2, "fmax": 2, "fmin": 2, "clip": 3}
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int8, np.bool_, np.float32])
+@pytest.mark.parametrize("name", ELEMENTWISE)
+def test_shape_rule_dtype_matches_implementation(name, dtype):
+    prim = ad.PRIMITIVES[name]
+    operands = [ad.Tensor(np.array([[1, 2, 3]], dtype=dtype))] * ARITY.get(name, 1)
+    params = PARAMS.get(name, {})
+    with np.errstate(all="ignore"):
+        try:
+            value = np.asarray(prim.impl(*[o.value for o in operands], **params))
+        except TypeError:
+            pytest.skip(f"numpy has no {name} for {np.dtype(dtype)}")
+    shape, rule_dtype = prim.shape(*operands, **params)
+    assert tuple(shape) == value.shape and np.dtype(rule_dtype) == value.dtype
