@@ -64,5 +64,5 @@ __all__ = [
     # rendering
     "render", "render_to", "highlight_path",
 ]
-from . import circuits, nn, optim, testing  # noqa: E402
+from . import circuits, linalg, nn, optim, testing  # noqa: E402
 from .render import highlight_path, render, render_to  # noqa: E402
