@@ -17,7 +17,7 @@ from . import core
 from .core import Tensor
 from .errors import AutogradDagError, NotDifferentiableError, user_source, where
 from .primitives import elementwise as ew
-from .primitives import indexing, linalg, reductions, structure
+from .primitives import indexing, linalg, linalg_family, reductions, structure
 
 
 def _swap(fn):
@@ -164,7 +164,18 @@ NUMPY_FUNCTIONS = {
     np.where: ew.where, np.einsum: linalg.einsum,
     np.take: lambda a, indices, axis=None: indexing.take(
         a if axis is not None else structure.reshape(a, (-1,)), indices, 0 if axis is None else axis),
+    # numpy.linalg (ad.linalg)
+    np.linalg.solve: linalg_family.solve, np.linalg.inv: linalg_family.inv,
+    np.linalg.det: linalg_family.det, np.linalg.slogdet: linalg_family.slogdet,
+    np.linalg.cholesky: linalg_family.cholesky, np.linalg.eigh: linalg_family.eigh,
+    np.linalg.svd: linalg_family.svd, np.linalg.qr: linalg_family.qr, np.linalg.pinv: linalg_family.pinv,
+    np.linalg.norm: linalg_family.norm, np.linalg.matrix_power: linalg_family.matrix_power,
+    np.linalg.matmul: linalg.matmul,
 }
+# numpy 2 additions to numpy.linalg.
+for _name in ("trace", "svdvals"):
+    if hasattr(np.linalg, _name):
+        NUMPY_FUNCTIONS[getattr(np.linalg, _name)] = getattr(linalg_family, _name)
 
 # numpy functions whose results carry no derivative (shapes, indices,
 # booleans): they run on the values, whatever the Tensor.

@@ -368,9 +368,10 @@ CHOLESKY = defprim("cholesky", _cholesky_impl, vjp=_cholesky_vjp, jvp=_cholesky_
                    shape=_square_rule("cholesky"))
 
 
-def cholesky(a) -> Tensor:
+def cholesky(a, upper: bool = False) -> Tensor:
     """The lower Cholesky factor L of a symmetric positive-definite matrix (a = L Lᵀ), batched.
 
+    ``upper=True`` returns Lᵀ instead (numpy 2's keyword).
     Reads only the lower triangle of ``a``, as ``np.linalg.cholesky``; its
     derivative with respect to the strict upper triangle is zero. A matrix
     that is not positive definite raises :class:`ShapeError`.
@@ -383,7 +384,8 @@ def cholesky(a) -> Tensor:
                [1., 1.]])
     """
     _require_matrix("cholesky", _shape_of(a), square=True)
-    return apply(CHOLESKY, a)
+    factor = apply(CHOLESKY, a)
+    return _T(factor) if upper else factor
 
 # ----------------------------------------------------------------- eigh
 
