@@ -26,6 +26,9 @@ from .errors import (AnomalyError, AutogradDagError, CircuitError, CycleError, G
                      RenderError, SerializationError, ShapeError)
 from .graph import Graph
 from .primitives import PRIMITIVES
+from .primitives.arrangement import (append, atleast_1d, atleast_2d, atleast_3d, column_stack, cross, diag,
+                                     dstack, fliplr, flipud, hstack, inner, kron, partition, ravel, rot90,
+                                     select, vstack)
 from .primitives.conv import conv2d, max_pool2d
 from .primitives.elementwise import (abs, add, astype, divide, equal, exp, greater, greater_equal,
                                      less, less_equal, log, logistic, maximum, minimum, multiply,
@@ -61,6 +64,9 @@ __all__ = [
     "softmax", "argmax", "matmul", "einsum", "reshape", "transpose", "swapaxes", "broadcast_to",
     "expand_dims", "squeeze", "sum_to_shape", "getitem", "index_add", "concatenate", "stack", "take",
     "one_hot", "conv2d", "max_pool2d",
+    "hstack", "vstack", "dstack", "column_stack", "append", "atleast_1d", "atleast_2d", "atleast_3d",
+    "ravel", "diag", "kron", "inner", "cross", "rot90", "flipud", "fliplr", "select", "partition",
+    "linalg",
     # rendering
     "render", "render_to", "highlight_path",
 ]

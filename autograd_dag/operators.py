@@ -17,7 +17,7 @@ from . import core
 from .core import Tensor
 from .errors import AutogradDagError, NotDifferentiableError, user_source, where
 from .primitives import elementwise as ew
-from .primitives import indexing, linalg, linalg_family, reductions, structure
+from .primitives import arrangement, indexing, linalg, linalg_family, reductions, structure
 
 
 def _swap(fn):
@@ -93,6 +93,8 @@ Tensor.transpose = lambda self, *axes: structure.transpose(
 Tensor.T = property(lambda self: structure.transpose(self))
 Tensor.swapaxes = structure.swapaxes
 Tensor.flatten = lambda self: structure.reshape(self, (-1,))
+Tensor.ravel = arrangement.ravel
+Tensor.squeeze = lambda self, axis=None: structure.squeeze(self, axis)
 
 
 def _reshape_method(self, *shape):
@@ -138,6 +140,16 @@ def _np_reshape(a, shape=None, order="C", *, newshape=None):
     return structure.reshape(a, newshape if shape is None else shape)
 
 
+def _no_kwargs(name, kwargs):
+    if kwargs:
+        raise AutogradDagError(f"{name} on Tensors: {', '.join(sorted(kwargs))} not supported")
+
+
+def _c_order(name, order):
+    if order not in ("C", "A", "K"):
+        raise AutogradDagError(f"{name} on a Tensor: order={order!r} is not supported (only 'C')")
+
+
 def _np_concatenate(arrays, axis=0, **kwargs):
     if kwargs:
         raise AutogradDagError(f"np.concatenate on Tensors: {', '.join(sorted(kwargs))} not supported")
@@ -171,6 +183,17 @@ NUMPY_FUNCTIONS = {
     np.linalg.svd: linalg_family.svd, np.linalg.qr: linalg_family.qr, np.linalg.pinv: linalg_family.pinv,
     np.linalg.norm: linalg_family.norm, np.linalg.matrix_power: linalg_family.matrix_power,
     np.linalg.matmul: linalg.matmul,
+    # joining and rearranging (composites of the primitives above)
+    np.hstack: lambda tup, **kw: _no_kwargs("np.hstack", kw) or arrangement.hstack(tup),
+    np.vstack: lambda tup, **kw: _no_kwargs("np.vstack", kw) or arrangement.vstack(tup),
+    np.dstack: arrangement.dstack, np.column_stack: arrangement.column_stack,
+    np.append: arrangement.append, np.atleast_1d: arrangement.atleast_1d,
+    np.atleast_2d: arrangement.atleast_2d, np.atleast_3d: arrangement.atleast_3d,
+    np.ravel: lambda a, order="C": _c_order("np.ravel", order) or arrangement.ravel(a),
+    np.diag: arrangement.diag, np.kron: arrangement.kron, np.inner: arrangement.inner,
+    np.cross: arrangement.cross, np.rot90: arrangement.rot90, np.flipud: arrangement.flipud,
+    np.fliplr: arrangement.fliplr, np.select: arrangement.select,
+    np.partition: lambda a, kth, axis=-1, kind="introselect", order=None: arrangement.partition(a, kth, axis),
 }
 # numpy 2 additions to numpy.linalg.
 for _name in ("trace", "svdvals"):

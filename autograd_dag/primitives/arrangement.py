@@ -1,0 +1,437 @@
+"""numpy's joining, reshaping and rearranging functions, as composites of recorded primitives.
+
+hstack, vstack, dstack, column_stack, append, atleast_1d/2d/3d, ravel, diag,
+kron, inner, cross, rot90, flipud, fliplr, select and partition. None of them
+needs a primitive of its own: each is exactly a concatenate, reshape,
+transpose, getitem (and its transpose index_add), multiply, matmul or where,
+so their derivatives are those primitives' rules, to any order.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from ..core import Tensor
+from ..errors import ShapeError
+from .elementwise import multiply, subtract, where
+from .indexing import concatenate, getitem, index_add, stack
+from .linalg import matmul
+from .shapes import fmt, normalize_axis
+from .structure import broadcast_to, reshape, transpose
+
+
+def _shape(x) -> tuple[int, ...]:
+    return tuple(np.shape(x.value if isinstance(x, Tensor) else x))
+
+
+def _items(tup, name: str) -> list:
+    if isinstance(tup, (Tensor, np.ndarray)):
+        raise ShapeError(f"{name}: Expect: a sequence of arrays (a list or tuple). Actual: a single "
+                         f"{type(tup).__name__} of shape {fmt(_shape(tup))}")
+    items = list(tup)
+    if not items:
+        raise ShapeError(f"{name}: Expect: at least one array. Actual: none")
+    return items
+
+# ---------------------------------------------------------------- atleast
+
+
+def _atleast(x, ndim: int):
+    s = _shape(x)
+    if len(s) >= ndim:
+        return x if isinstance(x, Tensor) else Tensor(x)
+    if ndim == 1:
+        return reshape(x, (1,))
+    if ndim == 2:
+        return reshape(x, (1,) * (2 - len(s)) + s)
+    # numpy's atleast_3d: () -> (1, 1, 1), (n,) -> (1, n, 1), (m, n) -> (m, n, 1).
+    return reshape(x, {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}[len(s)])
+
+
+def atleast_1d(*arys):
+    """Each input with at least one axis (a reshape), as ``np.atleast_1d``.
+
+    One input gives one Tensor, several give a list. Shapes: () -> (1,); others unchanged.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> ad.atleast_1d(ad.Tensor(2.0)).shape
+        (1,)
+    """
+    out = [_atleast(a, 1) for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys):
+    """Each input with at least two axes, as ``np.atleast_2d``: () -> (1, 1), (n,) -> (1, n).
+
+    One input gives one Tensor, several give a list.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> ad.atleast_2d(ad.Tensor([1.0, 2.0])).shape
+        (1, 2)
+    """
+    out = [_atleast(a, 2) for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*arys):
+    """Each input with at least three axes, as ``np.atleast_3d``.
+
+    () -> (1, 1, 1), (n,) -> (1, n, 1), (m, n) -> (m, n, 1). One input gives
+    one Tensor, several give a list.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> ad.atleast_3d(ad.Tensor([[1.0, 2.0]])).shape
+        (1, 2, 1)
+    """
+    out = [_atleast(a, 3) for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+def ravel(x) -> Tensor:
+    """The entries of x as a vector, in row-major order (a reshape). Shapes: (*s) -> (prod(s),).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.ravel(ad.Tensor(np.ones((2, 3)))).shape
+        (6,)
+    """
+    return reshape(x, (-1,))
+
+# ---------------------------------------------------------------- joining
+
+
+def hstack(tup) -> Tensor:
+    """Join along the second axis (the first for 1-D inputs), as ``np.hstack``: a concatenate.
+
+    Shapes: (n_i,) -> (sum n_i,); (m, n_i, ...) -> (m, sum n_i, ...).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.hstack([ad.Tensor(np.ones((2, 1))), ad.Tensor(np.zeros((2, 3)))]).shape
+        (2, 4)
+    """
+    arrs = [_atleast(a, 1) for a in _items(tup, "hstack")]
+    return concatenate(arrs, 0 if arrs[0].ndim == 1 else 1)
+
+
+def vstack(tup) -> Tensor:
+    """Join along the first axis after making inputs at least 2-D, as ``np.vstack``: a concatenate.
+
+    Shapes: (n,) rows -> (k, n); (m_i, n, ...) -> (sum m_i, n, ...).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.vstack([ad.Tensor([1.0, 2.0]), ad.Tensor([3.0, 4.0])]).shape
+        (2, 2)
+    """
+    return concatenate([_atleast(a, 2) for a in _items(tup, "vstack")], 0)
+
+
+def dstack(tup) -> Tensor:
+    """Join along the third axis after making inputs at least 3-D, as ``np.dstack``.
+
+    Shapes: (m, n) each -> (m, n, k).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.dstack([ad.Tensor(np.ones((2, 3))), ad.Tensor(np.ones((2, 3)))]).shape
+        (2, 3, 2)
+    """
+    return concatenate([_atleast(a, 3) for a in _items(tup, "dstack")], 2)
+
+
+def column_stack(tup) -> Tensor:
+    """1-D inputs as columns, 2-D inputs as they are, joined along the second axis (``np.column_stack``).
+
+    Shapes: (m,) and (m, n_i) -> (m, k).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.column_stack([ad.Tensor([1.0, 2.0]), ad.Tensor([3.0, 4.0])]).value
+        array([[1., 3.],
+               [2., 4.]])
+    """
+    cols = []
+    for a in _items(tup, "column_stack"):
+        s = _shape(a)
+        cols.append(reshape(a, s + (1,)) if len(s) < 2 else a)
+    return concatenate(cols, 1)
+
+
+def append(arr, values, axis=None) -> Tensor:
+    """``values`` appended to ``arr``, as ``np.append``: both flattened when ``axis`` is None.
+
+    Shapes: axis None -> (arr.size + values.size,); else a concatenate along ``axis``.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> ad.append(ad.Tensor([1.0, 2.0]), ad.Tensor([3.0])).value
+        array([1., 2., 3.])
+    """
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)], 0)
+    return concatenate([arr, values], axis)
+
+# ------------------------------------------------------------------- diag
+
+
+def _diag_indices(n_rows: int, n_cols: int, k: int):
+    rows = np.arange(builtins.max(0, -k), n_rows)
+    cols = rows + k
+    keep = (cols >= 0) & (cols < n_cols)
+    return rows[keep], cols[keep]
+
+
+def diag(v, k: int = 0) -> Tensor:
+    """The k-th diagonal of a matrix, or a matrix with a vector on its k-th diagonal (``np.diag``).
+
+    2-D (m, n) -> the diagonal (d,), a getitem; 1-D (n,) -> (n + |k|, n + |k|)
+    with zeros off the diagonal, an index_add (getitem's transpose).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.diag(ad.Tensor([[1.0, 2.0], [3.0, 4.0]])).value
+        array([1., 4.])
+        >>> ad.diag(ad.Tensor([1.0, 2.0]), 1).value
+        array([[0., 1., 0.],
+               [0., 0., 2.],
+               [0., 0., 0.]])
+    """
+    s = _shape(v)
+    k = int(k)
+    if len(s) == 2:
+        return getitem(v, _diag_indices(s[0], s[1], k))
+    if len(s) == 1:
+        n = s[0] + builtins.abs(k)
+        return index_add(v, (n, n), _diag_indices(n, n, k))
+    raise ShapeError(f"diag: Expect: a 1-D or 2-D operand. Actual: shape {fmt(s)}")
+
+# ---------------------------------------------------------- kron, inner
+
+
+def kron(a, b) -> Tensor:
+    """Kronecker product, as ``np.kron``: blocks a[i] * b (a broadcast multiply and a reshape).
+
+    Shapes: (a0, a1, ...), (b0, b1, ...) (padded with leading 1s to equal
+    length) -> (a0*b0, a1*b1, ...).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.kron(ad.Tensor([1.0, 2.0]), ad.Tensor([1.0, 10.0])).value
+        array([ 1., 10.,  2., 20.])
+    """
+    sa, sb = _shape(a), _shape(b)
+    nd = builtins.max(len(sa), len(sb))
+    sa, sb = (1,) * (nd - len(sa)) + sa, (1,) * (nd - len(sb)) + sb
+    a2 = reshape(a, tuple(d for x in sa for d in (x, 1)))
+    b2 = reshape(b, tuple(d for x in sb for d in (1, x)))
+    return reshape(multiply(a2, b2), tuple(x * y for x, y in zip(sa, sb)))
+
+
+def inner(a, b) -> Tensor:
+    """Inner product over the last axes, as ``np.inner`` (a matmul; a multiply for a scalar).
+
+    Shapes: (..., k), (..., k) -> a.shape[:-1] + b.shape[:-1].
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> float(ad.inner(ad.Tensor([1.0, 2.0]), ad.Tensor([3.0, 4.0])).value)
+        11.0
+    """
+    sa, sb = _shape(a), _shape(b)
+    if not sa or not sb:
+        return multiply(a, b)
+    if sa[-1] != sb[-1]:
+        raise ShapeError(f"inner: Expect: equal last dimensions. Actual: {fmt(sa)} and {fmt(sb)}")
+    k = sa[-1]
+    prod = matmul(reshape(a, (-1, k)), transpose(reshape(b, (-1, k))))
+    return reshape(prod, sa[:-1] + sb[:-1])
+
+# ------------------------------------------------------------------ cross
+
+
+def _moved_last(x, axis: int, name: str):
+    s = _shape(x)
+    ax = normalize_axis(name, axis, len(s))
+    if ax == len(s) - 1:
+        return x
+    order = tuple(i for i in range(len(s)) if i != ax) + (ax,)
+    return transpose(x, order)
+
+
+def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None) -> Tensor:
+    """Cross product of 3-vectors (or the z component for 2-vectors), as ``np.cross``.
+
+    A composite of getitem, multiply, subtract and stack. ``axis`` overrides
+    the three others. Shapes: (..., 3), (..., 3) -> (..., 3) with the batch
+    axes broadcast; 2-vectors give (...).
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> ad.cross(ad.Tensor([1.0, 0.0, 0.0]), ad.Tensor([0.0, 1.0, 0.0])).value
+        array([0., 0., 1.])
+    """
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = _moved_last(a, axisa, "cross")
+    b = _moved_last(b, axisb, "cross")
+    na, nb = _shape(a)[-1], _shape(b)[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ShapeError(f"cross: Expect: vectors of dimension 2 or 3 along the chosen axes. "
+                         f"Actual: {na} and {nb}")
+
+    def comp(x, i):
+        return getitem(x, (Ellipsis, i))
+
+    a0, a1, b0, b1 = comp(a, 0), comp(a, 1), comp(b, 0), comp(b, 1)
+    z = subtract(multiply(a0, b1), multiply(a1, b0))
+    if na == 2 and nb == 2:
+        return z
+    if na == 3 and nb == 3:
+        a2, b2 = comp(a, 2), comp(b, 2)
+        x = subtract(multiply(a1, b2), multiply(a2, b1))
+        y = subtract(multiply(a2, b0), multiply(a0, b2))
+    elif na == 2:   # a's z component is 0
+        b2 = comp(b, 2)
+        x, y = multiply(a1, b2), multiply(multiply(a0, b2), -1.0)
+    else:           # b's z component is 0
+        a2 = comp(a, 2)
+        x, y = multiply(multiply(a2, b1), -1.0), multiply(a2, b0)
+    shape = np.broadcast_shapes(_shape(x), _shape(y), _shape(z))
+    out = stack([broadcast_to(c, shape) for c in (x, y, z)], -1)
+    nd = len(shape) + 1
+    cax = normalize_axis("cross", axisc, nd)
+    if cax != nd - 1:
+        order = list(range(nd - 1))
+        order.insert(cax, nd - 1)
+        out = transpose(out, tuple(order))
+    return out
+
+# ------------------------------------------------------ flips and rot90
+
+
+def flip_axis(x, axis: int) -> Tensor:
+    """x reversed along one axis (a getitem with a step of -1). Shapes: (*s) -> (*s)."""
+    nd = len(_shape(x))
+    ax = normalize_axis("flip", axis, nd)
+    return getitem(x, (slice(None),) * ax + (slice(None, None, -1),))
+
+
+def flipud(m) -> Tensor:
+    """Rows in reverse order (axis 0), as ``np.flipud``. Shapes: (*s) -> (*s), at least 1-D.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> ad.flipud(ad.Tensor([1.0, 2.0, 3.0])).value
+        array([3., 2., 1.])
+    """
+    if len(_shape(m)) < 1:
+        raise ShapeError("flipud: Expect: an operand with at least 1 dimension. Actual: shape ()")
+    return flip_axis(m, 0)
+
+
+def fliplr(m) -> Tensor:
+    """Columns in reverse order (axis 1), as ``np.fliplr``. Shapes: (*s) -> (*s), at least 2-D.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> ad.fliplr(ad.Tensor([[1.0, 2.0]])).value
+        array([[2., 1.]])
+    """
+    if len(_shape(m)) < 2:
+        raise ShapeError(f"fliplr: Expect: an operand with at least 2 dimensions. Actual: shape {fmt(_shape(m))}")
+    return flip_axis(m, 1)
+
+
+def rot90(m, k: int = 1, axes=(0, 1)) -> Tensor:
+    """Rotate by 90° k times in the plane of ``axes`` (first towards second), as ``np.rot90``.
+
+    A composite of flips (getitem) and a transpose. Shapes: (*s) -> s with the
+    two axes exchanged for odd k.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> ad.rot90(ad.Tensor([[1.0, 2.0], [3.0, 4.0]])).value
+        array([[2., 4.],
+               [1., 3.]])
+    """
+    nd = len(_shape(m))
+    axes = tuple(axes)
+    if len(axes) != 2 or nd < 2:
+        raise ShapeError(f"rot90: Expect: two axes of an operand with at least 2 dimensions. "
+                         f"Actual: axes={axes!r}, shape {fmt(_shape(m))}")
+    a0, a1 = normalize_axis("rot90", axes[0], nd), normalize_axis("rot90", axes[1], nd)
+    if a0 == a1:
+        raise ShapeError(f"rot90: Expect: two different axes. Actual: axes={axes!r}")
+    k = int(k) % 4
+    if k == 0:
+        return getitem(m, (Ellipsis,))
+    if k == 2:
+        return flip_axis(flip_axis(m, a0), a1)
+    perm = list(range(nd))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return transpose(flip_axis(m, a1), tuple(perm))
+    return flip_axis(transpose(m, tuple(perm)), a1)
+
+# ------------------------------------------------------ select, partition
+
+
+def select(condlist, choicelist, default=0.0) -> Tensor:
+    """The choice of the first true condition at each position, else ``default`` (``np.select``).
+
+    Nested ``where``s (conditions get no derivative). Shapes: conditions and
+    choices broadcast together.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> x = ad.Tensor([-2.0, 0.5, 3.0])
+        >>> ad.select([x.value < 0, x.value > 1], [-x, x * 10], default=x).value
+        array([ 2. ,  0.5, 30. ])
+    """
+    condlist, choicelist = list(condlist), list(choicelist)
+    if len(condlist) != len(choicelist):
+        raise ShapeError(f"select: Expect: as many conditions as choices. Actual: {len(condlist)} "
+                         f"conditions, {len(choicelist)} choices")
+    if not condlist:
+        raise ShapeError("select: Expect: at least one condition. Actual: none")
+    result = default
+    for cond, choice in zip(reversed(condlist), reversed(choicelist)):
+        c = cond.value if isinstance(cond, Tensor) else np.asarray(cond)
+        if c.dtype != np.bool_:
+            raise ShapeError(f"select: Expect: boolean conditions. Actual: dtype {c.dtype}")
+        result = where(c, choice, result)
+    return result
+
+
+def partition(a, kth, axis=-1) -> Tensor:
+    """Rearranged so that the kth entry is where sorting would put it, smaller ones before (``np.partition``).
+
+    The arrangement is chosen on the values (``np.argpartition``) and applied
+    with a getitem, so the derivative follows the entries. ``axis=None``
+    flattens first. Shapes: (*s) -> (*s).
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> float(ad.partition(ad.Tensor([3.0, 1.0, 2.0]), 1).value[1])
+        2.0
+    """
+    if axis is None:
+        a, axis = ravel(a), 0
+    values = a.value if isinstance(a, Tensor) else np.asarray(a)
+    ax = normalize_axis("partition", axis, values.ndim)
+    try:
+        order = np.argpartition(values, kth, axis=ax)
+    except (ValueError, TypeError) as exc:
+        raise ShapeError(f"partition: Expect: kth within the axis of length {values.shape[ax]}. "
+                         f"Actual: kth={kth!r} ({exc})") from None
+    index = tuple(order if i == ax else
+                  np.arange(d).reshape((1,) * i + (d,) + (1,) * (values.ndim - i - 1))
+                  for i, d in enumerate(values.shape))
+    return getitem(a, index)
