@@ -281,8 +281,8 @@ for n in [2, 5]:
                       id=f"matmul-matrix_power-{n}"))
 CASES.append(Case("inv", lambda a: LF.matrix_power(a, -2), _well_conditioned(3, 3), _power_ref(-2),
                   id="inv-matrix_power--2"))
-CASES.append(Case("add", lambda a: LF.matrix_power(a, 0), _normal((3, 3)), _power_ref(0),
-                  id="add-matrix_power-0"))
+CASES.append(Case("add", lambda a: LF.matrix_power(a, 0), _normal((3, 3)), _power_ref(0), wrt=(),
+                  id="add-matrix_power-0"))     # the identity: derivative zero (tests/test_linalg.py)
 for k in [0, 1, -2]:
     CASES.append(Case("getitem", lambda a, k=k: LF.trace(a, k), _normal((2, 3, 4)),
                       lambda a, k=k: np.trace(a, k, axis1=-2, axis2=-1), id=f"getitem-trace-offset-{k}"))

@@ -293,7 +293,7 @@ def det(a) -> Tensor:
 
     Example:
         >>> import numpy as np, autograd_dag as ad
-        >>> float(ad.linalg.det(ad.Tensor([[2.0, 1.0], [1.0, 3.0]])).value)
+        >>> round(float(ad.linalg.det(ad.Tensor([[2.0, 1.0], [1.0, 3.0]])).value), 12)
         5.0
     """
     _require_matrix("det", _shape_of(a), square=True)
