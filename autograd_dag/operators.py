@@ -140,9 +140,12 @@ def _np_reshape(a, shape=None, order="C", *, newshape=None):
     return structure.reshape(a, newshape if shape is None else shape)
 
 
-def _no_kwargs(name, kwargs):
-    if kwargs:
-        raise AutogradDagError(f"{name} on Tensors: {', '.join(sorted(kwargs))} not supported")
+def _stack_kwargs(name, kwargs):
+    # numpy's defaults (dtype=None, casting='same_kind') change nothing; other values are refused.
+    given = {k: v for k, v in kwargs.items() if not (k == "dtype" and v is None)
+             and not (k == "casting" and v == "same_kind")}
+    if given:
+        raise AutogradDagError(f"{name} on Tensors: {', '.join(sorted(given))} not supported")
 
 
 def _c_order(name, order):
@@ -170,7 +173,7 @@ NUMPY_FUNCTIONS = {
     np.min: _reduction(Tensor.min), np.amin: _reduction(Tensor.min),
     np.reshape: _np_reshape,
     np.transpose: lambda a, axes=None: structure.transpose(a, axes),
-    np.swapaxes: structure.swapaxes, np.squeeze: structure.squeeze,
+    np.swapaxes: lambda a, axis1, axis2: structure.swapaxes(a, axis1, axis2), np.squeeze: structure.squeeze,
     np.expand_dims: structure.expand_dims, np.broadcast_to: structure.broadcast_to,
     np.concatenate: _np_concatenate, np.stack: _np_stack,
     np.where: ew.where, np.einsum: linalg.einsum,
@@ -184,8 +187,8 @@ NUMPY_FUNCTIONS = {
     np.linalg.norm: linalg_family.norm, np.linalg.matrix_power: linalg_family.matrix_power,
     np.linalg.matmul: linalg.matmul,
     # joining and rearranging (composites of the primitives above)
-    np.hstack: lambda tup, **kw: _no_kwargs("np.hstack", kw) or arrangement.hstack(tup),
-    np.vstack: lambda tup, **kw: _no_kwargs("np.vstack", kw) or arrangement.vstack(tup),
+    np.hstack: lambda tup, **kw: _stack_kwargs("np.hstack", kw) or arrangement.hstack(tup),
+    np.vstack: lambda tup, **kw: _stack_kwargs("np.vstack", kw) or arrangement.vstack(tup),
     np.dstack: arrangement.dstack, np.column_stack: arrangement.column_stack,
     np.append: arrangement.append, np.atleast_1d: arrangement.atleast_1d,
     np.atleast_2d: arrangement.atleast_2d, np.atleast_3d: arrangement.atleast_3d,

@@ -26,10 +26,23 @@ def _shape(x) -> tuple[int, ...]:
     return tuple(np.shape(x.value if isinstance(x, Tensor) else x))
 
 
+def _array_like(x):
+    """An operand given as a (nested) list or tuple that holds Tensors, stacked into one Tensor.
+
+    numpy would convert such a list with ``np.asarray``, losing the derivative;
+    stacking records it. Anything else is returned as it is.
+    """
+    if isinstance(x, (list, tuple)) and any(isinstance(v, (Tensor, list, tuple)) for v in x):
+        return stack([_array_like(v) for v in x])
+    return x
+
+
 def _items(tup, name: str) -> list:
     if isinstance(tup, (Tensor, np.ndarray)):
-        raise ShapeError(f"{name}: Expect: a sequence of arrays (a list or tuple). Actual: a single "
-                         f"{type(tup).__name__} of shape {fmt(_shape(tup))}")
+        # numpy iterates an array over its first axis: its rows are the sequence.
+        if not _shape(tup):
+            raise ShapeError(f"{name}: Expect: a sequence of arrays. Actual: a 0-d array")
+        return [getitem(tup, i) for i in range(_shape(tup)[0])]
     items = list(tup)
     if not items:
         raise ShapeError(f"{name}: Expect: at least one array. Actual: none")
@@ -149,7 +162,7 @@ def dstack(tup) -> Tensor:
 def column_stack(tup) -> Tensor:
     """1-D inputs as columns, 2-D inputs as they are, joined along the second axis (``np.column_stack``).
 
-    Shapes: (m,) and (m, n_i) -> (m, k).
+    Shapes: (m,) and (m, n_i) -> (m, k); 0-d inputs are (1, 1) columns.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -160,13 +173,14 @@ def column_stack(tup) -> Tensor:
     cols = []
     for a in _items(tup, "column_stack"):
         s = _shape(a)
-        cols.append(reshape(a, s + (1,)) if len(s) < 2 else a)
+        cols.append(reshape(a, s + (1,) if s else (1, 1)) if len(s) < 2 else a)
     return concatenate(cols, 1)
 
 
 def append(arr, values, axis=None) -> Tensor:
     """``values`` appended to ``arr``, as ``np.append``: both flattened when ``axis`` is None.
 
+    A list holding Tensors is stacked first (numpy would convert it).
     Shapes: axis None -> (arr.size + values.size,); else a concatenate along ``axis``.
 
     Example:
@@ -174,6 +188,7 @@ def append(arr, values, axis=None) -> Tensor:
         >>> ad.append(ad.Tensor([1.0, 2.0]), ad.Tensor([3.0])).value
         array([1., 2., 3.])
     """
+    arr, values = _array_like(arr), _array_like(values)
     if axis is None:
         return concatenate([ravel(arr), ravel(values)], 0)
     return concatenate([arr, values], axis)
