@@ -27,8 +27,8 @@ from .errors import (AnomalyError, AutogradDagError, CircuitError, CycleError, G
 from .graph import Graph
 from .primitives import PRIMITIVES
 from .primitives.arrangement import (append, atleast_1d, atleast_2d, atleast_3d, column_stack, cross, diag,
-                                     dstack, fliplr, flipud, hstack, inner, kron, partition, ravel, rot90,
-                                     select, vstack)
+                                     dstack, fliplr, flipud, hstack, inner, kron, moveaxis, partition, ravel,
+                                     rollaxis, rot90, select, vstack)
 from .primitives.conv import conv2d, max_pool2d
 from .primitives.elementwise import (abs, add, astype, divide, equal, exp, greater, greater_equal,
                                      less, less_equal, log, logistic, maximum, minimum, multiply,
@@ -65,7 +65,8 @@ __all__ = [
     "expand_dims", "squeeze", "sum_to_shape", "getitem", "index_add", "concatenate", "stack", "take",
     "one_hot", "conv2d", "max_pool2d",
     "hstack", "vstack", "dstack", "column_stack", "append", "atleast_1d", "atleast_2d", "atleast_3d",
-    "ravel", "diag", "kron", "inner", "cross", "rot90", "flipud", "fliplr", "select", "partition",
+    "ravel", "diag", "kron", "inner", "cross", "rot90", "flipud", "fliplr", "moveaxis", "rollaxis",
+    "select", "partition",
     "linalg",
     # rendering
     "render", "render_to", "highlight_path",

@@ -196,6 +196,7 @@ NUMPY_FUNCTIONS = {
     np.diag: arrangement.diag, np.kron: arrangement.kron, np.inner: arrangement.inner,
     np.cross: arrangement.cross, np.rot90: arrangement.rot90, np.flipud: arrangement.flipud,
     np.fliplr: arrangement.fliplr, np.select: arrangement.select,
+    np.moveaxis: arrangement.moveaxis, np.rollaxis: arrangement.rollaxis,
     np.partition: lambda a, kth, axis=-1, kind="introselect", order=None: arrangement.partition(a, kth, axis),
 }
 # numpy 2 additions to numpy.linalg.

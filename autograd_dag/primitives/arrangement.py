@@ -1,7 +1,7 @@
 """numpy's joining, reshaping and rearranging functions, as composites of recorded primitives.
 
 hstack, vstack, dstack, column_stack, append, atleast_1d/2d/3d, ravel, diag,
-kron, inner, cross, rot90, flipud, fliplr, select and partition. None of them
+kron, inner, cross, rot90, flipud, fliplr, moveaxis, rollaxis, select and partition. None of them
 needs a primitive of its own: each is exactly a concatenate, reshape,
 transpose, getitem (and its transpose index_add), multiply, matmul or where,
 so their derivatives are those primitives' rules, to any order.
@@ -394,6 +394,60 @@ def rot90(m, k: int = 1, axes=(0, 1)) -> Tensor:
     if k == 1:
         return transpose(flip_axis(m, a1), tuple(perm))
     return flip_axis(transpose(m, tuple(perm)), a1)
+
+# ---------------------------------------------------- moveaxis, rollaxis
+
+
+def moveaxis(a, source, destination) -> Tensor:
+    """Axes moved to new positions, the others keeping their order (a transpose), as ``np.moveaxis``.
+
+    ``source`` and ``destination``: ints or equally long sequences of ints.
+    Shapes: a permutation of a's shape.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.moveaxis(ad.Tensor(np.zeros((2, 3, 4))), 0, -1).shape
+        (3, 4, 2)
+    """
+    nd = len(_shape(a))
+    src = [source] if isinstance(source, (int, np.integer)) else list(source)
+    dst = [destination] if isinstance(destination, (int, np.integer)) else list(destination)
+    if len(src) != len(dst):
+        raise ShapeError(f"moveaxis: Expect: as many destination axes as source axes. "
+                         f"Actual: source={source!r}, destination={destination!r}")
+    src = [normalize_axis("moveaxis", s, nd) for s in src]
+    dst = [normalize_axis("moveaxis", d, nd) for d in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ShapeError(f"moveaxis: Expect: no repeated axis. Actual: source={source!r}, "
+                         f"destination={destination!r}")
+    order = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(a, tuple(order))
+
+
+def rollaxis(a, axis: int, start: int = 0) -> Tensor:
+    """Axis ``axis`` moved to just before position ``start`` (a transpose), as ``np.rollaxis``.
+
+    Shapes: a permutation of a's shape.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.rollaxis(ad.Tensor(np.zeros((2, 3, 4))), 2).shape
+        (4, 2, 3)
+    """
+    nd = len(_shape(a))
+    axis = normalize_axis("rollaxis", axis, nd)
+    start = int(start)
+    if start < 0:
+        start += nd
+    if not 0 <= start <= nd:
+        raise ShapeError(f"rollaxis: Expect: start in [{-nd}, {nd}]. Actual: {start}")
+    if axis < start:
+        start -= 1
+    order = [i for i in range(nd) if i != axis]
+    order.insert(start, axis)
+    return transpose(a, tuple(order))
 
 # ------------------------------------------------------ select, partition
 
