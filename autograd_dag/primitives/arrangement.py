@@ -331,7 +331,7 @@ def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None) ->
 # ------------------------------------------------------ flips and rot90
 
 
-def flip_axis(x, axis: int) -> Tensor:
+def _flip(x, axis: int) -> Tensor:
     """x reversed along one axis (a getitem with a step of -1). Shapes: (*s) -> (*s)."""
     nd = len(_shape(x))
     ax = normalize_axis("flip", axis, nd)
@@ -348,7 +348,7 @@ def flipud(m) -> Tensor:
     """
     if len(_shape(m)) < 1:
         raise ShapeError("flipud: Expect: an operand with at least 1 dimension. Actual: shape ()")
-    return flip_axis(m, 0)
+    return _flip(m, 0)
 
 
 def fliplr(m) -> Tensor:
@@ -361,7 +361,7 @@ def fliplr(m) -> Tensor:
     """
     if len(_shape(m)) < 2:
         raise ShapeError(f"fliplr: Expect: an operand with at least 2 dimensions. Actual: shape {fmt(_shape(m))}")
-    return flip_axis(m, 1)
+    return _flip(m, 1)
 
 
 def rot90(m, k: int = 1, axes=(0, 1)) -> Tensor:
@@ -388,12 +388,12 @@ def rot90(m, k: int = 1, axes=(0, 1)) -> Tensor:
     if k == 0:
         return getitem(m, (Ellipsis,))
     if k == 2:
-        return flip_axis(flip_axis(m, a0), a1)
+        return _flip(_flip(m, a0), a1)
     perm = list(range(nd))
     perm[a0], perm[a1] = perm[a1], perm[a0]
     if k == 1:
-        return transpose(flip_axis(m, a1), tuple(perm))
-    return flip_axis(transpose(m, tuple(perm)), a1)
+        return transpose(_flip(m, a1), tuple(perm))
+    return _flip(transpose(m, tuple(perm)), a1)
 
 # ---------------------------------------------------- moveaxis, rollaxis
 

@@ -90,8 +90,8 @@ def _eye(n: int, dtype=np.float64) -> np.ndarray:
     return np.eye(n, dtype=dtype)
 
 
-def _tril_mask(n: int, k: int = 0) -> np.ndarray:
-    return np.tril(np.ones((n, n)), k)
+def _tril_mask(n: int, k: int = 0, dtype=np.float64) -> np.ndarray:
+    return np.tril(np.ones((n, n), dtype=dtype), k)
 
 
 def _safe_reciprocal(d):
@@ -108,25 +108,25 @@ def _lower_reader_adjoint(m):
     """
     n = m.shape[-1]
     sym = multiply(add(m, _T(m)), 0.5)
-    return multiply(sym, 2.0 * _tril_mask(n, -1) + _eye(n))
+    return multiply(sym, 2.0 * _tril_mask(n, -1, m.dtype) + _eye(n, m.dtype))
 
 
 def _lower_reader_tangent(t):
     """The symmetric matrix a function reading A's lower triangle sees when A moves by ``t``."""
     n = t.shape[-1]
-    strict = multiply(t, _tril_mask(n, -1))
-    return add(add(strict, _T(strict)), multiply(t, _eye(n)))
+    strict = multiply(t, _tril_mask(n, -1, t.dtype))
+    return add(add(strict, _T(strict)), multiply(t, _eye(n, t.dtype)))
 
 
 def _diag_part(x):
     """The diagonal of the last two axes as a vector: (..., n, n) -> (..., n)."""
-    return sum(multiply(x, _eye(x.shape[-1])), -1)
+    return sum(multiply(x, _eye(x.shape[-1], x.dtype)), -1)
 
 
 def _diag_matrix(v):
     """A vector as a diagonal matrix: (..., n) -> (..., n, n)."""
     n = v.shape[-1]
-    return multiply(reshape(v, tuple(v.shape) + (1,)), _eye(n))
+    return multiply(reshape(v, tuple(v.shape) + (1,)), _eye(n, v.dtype))
 
 # -------------------------------------------------------------- packing
 
@@ -346,7 +346,7 @@ def _cholesky_impl(a):
 def _phi(x):
     """The lower triangle of x with its diagonal halved."""
     n = x.shape[-1]
-    return multiply(x, _tril_mask(n, -1) + 0.5 * _eye(n))
+    return multiply(x, _tril_mask(n, -1, x.dtype) + 0.5 * _eye(n, x.dtype))
 
 
 def _cholesky_vjp(ct, out, a):
@@ -610,8 +610,8 @@ def _qr_rule(a):
 
 def _copyltu(x):
     n = x.shape[-1]
-    strict = multiply(x, _tril_mask(n, -1))
-    return add(add(strict, _T(strict)), multiply(x, _eye(n)))
+    strict = multiply(x, _tril_mask(n, -1, x.dtype))
+    return add(add(strict, _T(strict)), multiply(x, _eye(n, x.dtype)))
 
 
 def _qr_tall_vjp(q, r, gq, gr):
@@ -626,7 +626,7 @@ def _qr_tall_jvp(q, r, da):
     n = r.shape[-1]
     dar = _T(solve(_T(r), _T(da)))             # dA R⁻¹
     c = matmul(_T(q), dar)
-    low = multiply(c, _tril_mask(n, -1))
+    low = multiply(c, _tril_mask(n, -1, c.dtype))
     omega = subtract(low, _T(low))
     c_up = subtract(c, omega)
     return subtract(dar, matmul(q, c_up)), matmul(c_up, r)
@@ -708,8 +708,8 @@ def _pinv_vjp(ct, out, a, *, rcond):
     # Ā = -Xᵀ G Xᵀ + (I - A X) Gᵀ X Xᵀ + Xᵀ X Gᵀ (I - X A), X = A⁺ (constant rank).
     x, g = out, ct
     m, n = a.shape[-2:]
-    ax = subtract(_eye(m), matmul(a, x))
-    xa = subtract(_eye(n), matmul(x, a))
+    ax = subtract(_eye(m, x.dtype), matmul(a, x))
+    xa = subtract(_eye(n, x.dtype), matmul(x, a))
     term1 = negative(matmul(_T(x), matmul(g, _T(x))))
     term2 = matmul(ax, matmul(_T(g), matmul(x, _T(x))))
     term3 = matmul(matmul(_T(x), x), matmul(_T(g), xa))
@@ -720,8 +720,8 @@ def _pinv_jvp(t, out, a, *, rcond):
     # dX = -X dA X + X Xᵀ dAᵀ (I - A X) + (I - X A) dAᵀ Xᵀ X.
     x, da = out, t[0]
     m, n = a.shape[-2:]
-    ax = subtract(_eye(m), matmul(a, x))
-    xa = subtract(_eye(n), matmul(x, a))
+    ax = subtract(_eye(m, x.dtype), matmul(a, x))
+    xa = subtract(_eye(n, x.dtype), matmul(x, a))
     term1 = negative(matmul(x, matmul(da, x)))
     term2 = matmul(matmul(x, _T(x)), matmul(_T(da), ax))
     term3 = matmul(xa, matmul(_T(da), matmul(_T(x), x)))
@@ -868,7 +868,7 @@ def matrix_power(a, n: int) -> Tensor:
         raise ShapeError(f"matrix_power: Expect: an integer exponent. Actual: {n!r}")
     n = int(n)
     if n == 0:
-        return add(multiply(a, 0.0), _eye(shape[-1]))
+        return add(multiply(a, 0.0), _eye(shape[-1], _float_dtype(_dtype_of(a))))
     if n < 0:
         a, n = inv(a), -n
     result, base = None, a
@@ -895,11 +895,11 @@ def trace(x, offset: int = 0, dtype=None) -> Tensor:
     """
     shape = _shape_of(x)
     _require_matrix("trace", shape)
-    out = sum(diagonal_last(x, offset), -1)
+    out = sum(_diagonal(x, offset), -1)
     return out if dtype is None else astype(out, dtype)
 
 
-def diagonal_last(x, offset: int = 0) -> Tensor:
+def _diagonal(x, offset: int = 0) -> Tensor:
     """The ``offset`` diagonal of the last two axes: (..., m, n) -> (..., d), a getitem."""
     m, n = _shape_of(x)[-2:]
     offset = int(offset)
