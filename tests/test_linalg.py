@@ -38,7 +38,8 @@ SINGULAR = np.array([[1.0, 2.0], [2.0, 4.0]])
     (lambda: ad.diag(np.ones((2, 2, 2))), ("diag", "1-D or 2-D")),
     (lambda: ad.inner(np.ones(2), np.ones(3)), ("inner", "(2,)", "(3,)")),
     (lambda: ad.cross(np.ones(4), np.ones(3)), ("cross", "2 or 3")),
-    (lambda: ad.hstack(ad.Tensor(np.ones(3))), ("hstack", "sequence")),
+    (lambda: ad.hstack([]), ("hstack", "at least one array")),
+    (lambda: ad.vstack(ad.Tensor(2.0)), ("vstack", "0-d")),
     (lambda: ad.select([np.ones(2)], [np.ones(2)]), ("select", "boolean")),
     (lambda: ad.rot90(np.ones((2, 2)), axes=(0, 0)), ("rot90", "different")),
 ])
@@ -132,3 +133,19 @@ def test_numpy_functions_on_tensors_record_and_differentiate(call):
     assert isinstance(out, ad.Tensor) and out.prim is not None
     np.testing.assert_allclose(out.value, call(ad.Tensor(A)).value)
     ad.check_grads(lambda a: ad.sum(call(a) * call(a)), (A,), modes=("rev",))
+
+
+def test_stacking_an_array_stacks_its_rows_as_numpy_does():
+    x = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(ad.hstack(ad.Tensor(x)).value, np.hstack(x))
+    np.testing.assert_array_equal(ad.vstack(ad.Tensor(x)).value, np.vstack(x))
+    np.testing.assert_array_equal(ad.column_stack(ad.Tensor(x[0])).value, np.column_stack(x[0]))
+    # d/dx of sum(w * hstack(x)) is w, reshaped as x.
+    w = np.arange(6.0) + 1
+    np.testing.assert_array_equal(ad.grad(lambda t: ad.sum(ad.hstack(t) * w))(x), w.reshape(3, 2))
+
+
+def test_append_of_a_list_of_tensors_keeps_their_derivatives():
+    g = ad.grad(lambda a, b: ad.sum(ad.append([a, a * 2.0], b) * np.array([1.0, 10.0, 100.0])),
+                argnums=(0, 1))(1.5, 2.0)
+    assert float(g[0]) == 21.0 and float(g[1]) == 100.0
