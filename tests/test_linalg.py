@@ -149,3 +149,23 @@ def test_append_of_a_list_of_tensors_keeps_their_derivatives():
     g = ad.grad(lambda a, b: ad.sum(ad.append([a, a * 2.0], b) * np.array([1.0, 10.0, 100.0])),
                 argnums=(0, 1))(1.5, 2.0)
     assert float(g[0]) == 21.0 and float(g[1]) == 100.0
+
+
+def test_decompositions_trace_into_programs_that_rerun_and_differentiate():
+    rng = np.random.default_rng(0)
+    weights = np.arange(9.0).reshape(3, 3)
+
+    def f(a):
+        u = L.svd(a, full_matrices=False)[0]
+        return (ad.sum(u ** 2 * weights) + L.slogdet(a)[1] + ad.sum(L.eigh(a)[1][0] ** 2)
+                + ad.sum(L.qr(a)[1] ** 2))
+    a, b = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+    program = ad.trace(f, a)
+    assert {"svd", "logabsdet", "eigh", "qr"} <= set(program.op_counts())
+    np.testing.assert_allclose(program(b), f(ad.Tensor(b)).value, rtol=1e-12)
+    np.testing.assert_allclose(ad.jit(ad.grad(f))(b), ad.grad(f)(b), rtol=1e-10)
+
+
+def test_norm_of_a_list_of_tensors():
+    g = ad.grad(lambda x, y: L.norm([x, y]), argnums=(0, 1))(3.0, 4.0)
+    np.testing.assert_allclose([float(g[0]), float(g[1])], [0.6, 0.8], rtol=1e-12)

@@ -47,7 +47,7 @@ from ..core import Tensor, apply
 from ..errors import NotDifferentiableError, ShapeError
 from .elementwise import (abs, add, astype, divide, multiply, negative, not_equal, power, sqrt, subtract,
                           where)
-from .indexing import concatenate, getitem
+from .indexing import concatenate, getitem, stack
 from .linalg import matmul
 from .reductions import max, min
 from .registry import defprim
@@ -770,6 +770,8 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
         >>> float(ad.linalg.norm(ad.Tensor([[1.0, -2.0], [3.0, 4.0]]), 1).value)
         6.0
     """
+    if isinstance(x, (list, tuple)) and any(isinstance(v, Tensor) for v in x):
+        x = stack(list(x))      # numpy would convert the list, losing the derivatives
     shape = _shape_of(x)
     nd = len(shape)
     if axis is None:
