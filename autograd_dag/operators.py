@@ -199,10 +199,19 @@ NUMPY_FUNCTIONS = {
     np.moveaxis: arrangement.moveaxis, np.rollaxis: arrangement.rollaxis,
     np.partition: lambda a, kth, axis=-1, kind="introselect", order=None: arrangement.partition(a, kth, axis),
 }
+NUMPY_FUNCTIONS.update({
+    np.linalg.eigvalsh: linalg_family.eigvalsh, np.linalg.multi_dot: linalg_family.multi_dot,
+    np.linalg.cond: linalg_family.cond, np.linalg.tensorinv: linalg_family.tensorinv,
+    np.linalg.tensorsolve: linalg_family.tensorsolve,
+    np.linalg.lstsq: lambda a, b, rcond=None: linalg_family.lstsq(a, b, rcond),
+})
 # numpy 2 additions to numpy.linalg.
-for _name in ("trace", "svdvals"):
+for _name in ("trace", "svdvals", "matrix_norm", "vector_norm", "diagonal", "matrix_transpose", "vecdot",
+              "outer"):
     if hasattr(np.linalg, _name):
         NUMPY_FUNCTIONS[getattr(np.linalg, _name)] = getattr(linalg_family, _name)
+if hasattr(np.linalg, "cross"):
+    NUMPY_FUNCTIONS[np.linalg.cross] = lambda x1, x2, axis=-1: arrangement.cross(x1, x2, axis=axis)
 
 # numpy functions whose results carry no derivative (shapes, indices,
 # booleans): they run on the values, whatever the Tensor.
@@ -210,7 +219,7 @@ NUMPY_VALUE_FUNCTIONS = {
     np.shape, np.ndim, np.size, np.result_type, np.iscomplexobj, np.isrealobj, np.argmax, np.argmin,
     np.argsort, np.nonzero, np.flatnonzero, np.argwhere, np.count_nonzero, np.searchsorted,
     np.array_equal, np.array_equiv, np.allclose, np.isclose, np.may_share_memory, np.shares_memory,
-    np.isscalar, np.any, np.all,
+    np.isscalar, np.any, np.all, np.linalg.matrix_rank,
 }
 # ufuncs likewise (booleans and integer-valued results).
 _VALUE_UFUNCS = {np.isfinite, np.isnan, np.isinf, np.signbit, np.logical_and, np.logical_or,

@@ -363,3 +363,37 @@ CASES += [
     Case("getitem", lambda a: _A.partition(a, 1, axis=0), _normal((4, 3)), lambda a: np.partition(a, 1, axis=0),
          id="getitem-partition"),
 ]
+
+# ------------------------------------- more of numpy.linalg (composites)
+
+CASES += [
+    Case("eigh", lambda a: LF.eigvalsh(a), _normal((2, 3, 3)), lambda a: _eigh_ref(a)[..., 0, :],
+         id="eigh-eigvalsh"),
+    Case("svd", lambda a: LF.matrix_norm(a, ord="nuc"), _normal((2, 3, 4)),
+         lambda a: np.sum(_singular_values(a), -1), id="svd-matrix_norm-nuc"),
+    Case("sqrt", lambda a: LF.vector_norm(a, keepdims=True), _normal((2, 3)),
+         lambda a: np.sqrt(np.sum(a * a)).reshape(1, 1), id="sqrt-vector_norm-keepdims"),
+    Case("power", lambda a: LF.vector_norm(a, axis=(0, 2), ord=3), _normal((2, 3, 2)),
+         lambda a: np.sum(np.abs(a) ** 3, (0, 2)) ** (1 / 3), id="power-vector_norm-axes"),
+    Case("matmul", lambda a, b, c: LF.multi_dot([a, b, c]), _normal((3,), (3, 4), (4, 2)),
+         lambda a, b, c: (a @ b) @ c, id="matmul-multi_dot"),
+    Case("divide", lambda a: LF.cond(a), _normal((3, 3)),
+         lambda a: _singular_values(a)[0] / _singular_values(a)[-1], id="divide-cond"),
+    Case("inv", lambda a: LF.cond(a, 1), _well_conditioned(3, 3),
+         lambda a: np.max(np.sum(np.abs(a), 0)) * np.max(np.sum(np.abs(_inv_ref(a)), 0)), id="inv-cond-1"),
+    Case("getitem", lambda a: LF.diagonal(a, -1), _normal((2, 3, 3)),
+         lambda a: np.stack([np.diag(m, -1) for m in a]), id="getitem-linalg-diagonal"),
+    Case("transpose", LF.matrix_transpose, _normal((2, 3, 4)), lambda a: np.transpose(a, (0, 2, 1)),
+         id="transpose-matrix_transpose"),
+    Case("multiply", LF.vecdot, _normal((2, 3), (3,)), lambda a, b: np.sum(a * b, -1), id="multiply-vecdot"),
+    Case("multiply", LF.outer, _normal((2,), (3,)), lambda a, b: a[:, None] * b[None, :], id="multiply-linalg-outer"),
+    Case("inv", lambda a: LF.tensorinv(a, ind=1), lambda r: (r.standard_normal((4, 2, 2)) + 3 * np.eye(4).reshape(4, 2, 2),),
+         lambda a: _inv_ref(a.reshape(4, 4)).reshape(2, 2, 4), id="inv-tensorinv"),
+    Case("solve", LF.tensorsolve, lambda r: (r.standard_normal((2, 2, 4)) + 3 * np.eye(4).reshape(2, 2, 4),
+                                             r.standard_normal((2, 2))),
+         lambda a, b: np.linalg.inv(a.reshape(4, 4)) @ b.reshape(4), id="solve-tensorsolve"),
+    Case("pinv", lambda a, b: LF.lstsq(a, b)[0], _normal((5, 3), (5, 2)), lambda a, b: _pinv_ref(a) @ b,
+         id="pinv-lstsq-solution"),
+    Case("sum", lambda a, b: LF.lstsq(a, b)[1], _normal((5, 3), (5,)),
+         lambda a, b: np.array([np.sum((a @ (_pinv_ref(a) @ b) - b) ** 2)]), id="sum-lstsq-residuals"),
+]

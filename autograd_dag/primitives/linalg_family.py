@@ -909,3 +909,229 @@ def _diagonal(x, offset: int = 0) -> Tensor:
     cols = rows + offset
     keep = (cols >= 0) & (cols < n)
     return getitem(x, (Ellipsis, rows[keep], cols[keep]))
+
+
+# ------------------------------------------- more of numpy.linalg, as composites
+
+
+def eigvalsh(a, UPLO: str = "L") -> Tensor:
+    """The eigenvalues (ascending) of a symmetric matrix, batched, as ``np.linalg.eigvalsh``.
+
+    The first factor of :func:`eigh`; exact derivatives at repeated eigenvalues too.
+    Shapes: (..., n, n) -> (..., n).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.eigvalsh(ad.Tensor([[2.0, 1.0], [1.0, 2.0]])).value
+        array([1., 3.])
+    """
+    return eigh(a, UPLO)[0]
+
+
+def matrix_norm(x, keepdims: bool = False, ord="fro") -> Tensor:  # noqa: A002 - numpy's name
+    """The matrix norm of the last two axes (batched), as ``np.linalg.matrix_norm``: :func:`norm` with axis (-2, -1).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.matrix_norm(ad.Tensor(np.ones((2, 2, 2)))).value
+        array([2., 2.])
+    """
+    return norm(x, ord, axis=(-2, -1), keepdims=keepdims)
+
+
+def vector_norm(x, axis=None, keepdims: bool = False, ord=2) -> Tensor:  # noqa: A002 - numpy's name
+    """The vector norm over ``axis`` (all entries when None, any ndim), as ``np.linalg.vector_norm``.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> float(ad.linalg.vector_norm(ad.Tensor(np.full((2, 2), 0.5))).value)
+        1.0
+    """
+    shape = _shape_of(x)
+    if axis is None:
+        out = norm(reshape(x, (-1,)), ord, axis=0)
+        return reshape(out, (1,) * len(shape)) if keepdims else out
+    if isinstance(axis, (tuple, list)) and len(axis) != 1:
+        axes = tuple(normalize_axis("vector_norm", a, len(shape)) for a in axis)
+        rest = tuple(i for i in range(len(shape)) if i not in axes)
+        moved = reshape(transpose(x, rest + axes), tuple(shape[i] for i in rest) + (-1,))
+        out = norm(moved, ord, axis=-1)
+        if keepdims:
+            out = reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
+        return out
+    return norm(x, ord, axis=axis if not isinstance(axis, (tuple, list)) else axis[0], keepdims=keepdims)
+
+
+def multi_dot(arrays) -> Tensor:
+    """The product of a chain of matrices, as ``np.linalg.multi_dot`` (a chain of matmuls, left to right).
+
+    The first array may be 1-D (a row vector) and the last 1-D (a column vector).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.multi_dot([ad.Tensor(np.eye(2)), ad.Tensor([[1.0], [2.0]]), ad.Tensor([[3.0]])]).value
+        array([[3.],
+               [6.]])
+    """
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ShapeError(f"multi_dot: Expect: at least two arrays. Actual: {len(arrays)}")
+    out = arrays[0]
+    for nxt in arrays[1:]:
+        out = matmul(out, nxt)
+    return out
+
+
+def cond(x, p=None) -> Tensor:
+    """The condition number (batched), as ``np.linalg.cond``.
+
+    p None/2: largest / smallest singular value; -2: the reverse; otherwise
+    norm(x, p) · norm(inv(x), p). Shapes: (..., m, n) -> (...).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> float(ad.linalg.cond(ad.Tensor([[2.0, 0.0], [0.0, 0.5]])).value)
+        4.0
+    """
+    _require_matrix("cond", _shape_of(x))
+    if p is None or (not isinstance(p, str) and p in (2, -2)):
+        s = svdvals(x)
+        big, small = max(s, -1), min(s, -1)
+        return divide(big, small) if p != -2 else divide(small, big)
+    return multiply(norm(x, p, axis=(-2, -1)), norm(inv(x), p, axis=(-2, -1)))
+
+
+def diagonal(x, offset: int = 0) -> Tensor:
+    """The ``offset`` diagonal of the last two axes (batched), as ``np.linalg.diagonal`` (a getitem).
+
+    Shapes: (..., m, n) -> (..., d).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.diagonal(ad.Tensor([[1.0, 2.0], [3.0, 4.0]])).value
+        array([1., 4.])
+    """
+    _require_matrix("diagonal", _shape_of(x))
+    return _diagonal(x, offset)
+
+
+def matrix_transpose(x) -> Tensor:
+    """The last two axes exchanged (batched), as ``np.linalg.matrix_transpose``.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.matrix_transpose(ad.Tensor(np.zeros((4, 2, 3)))).shape
+        (4, 3, 2)
+    """
+    _require_matrix("matrix_transpose", _shape_of(x))
+    return _T(x)
+
+
+def vecdot(x1, x2, axis: int = -1) -> Tensor:
+    """The dot product of vectors along ``axis``, broadcasting the rest, as ``np.linalg.vecdot`` (real).
+
+    Shapes: (..., n), (..., n) -> (...).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> float(ad.linalg.vecdot(ad.Tensor([1.0, 2.0]), ad.Tensor([3.0, 4.0])).value)
+        11.0
+    """
+    return sum(multiply(x1, x2), axis)
+
+
+def outer(x1, x2) -> Tensor:
+    """The outer product of two vectors, as ``np.linalg.outer`` (a broadcast multiply).
+
+    Shapes: (m,), (n,) -> (m, n).
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> ad.linalg.outer(ad.Tensor([1.0, 2.0]), ad.Tensor([3.0, 4.0])).value
+        array([[3., 4.],
+               [6., 8.]])
+    """
+    s1, s2 = _shape_of(x1), _shape_of(x2)
+    if len(s1) != 1 or len(s2) != 1:
+        raise ShapeError(f"outer: Expect: two vectors. Actual: shapes {fmt(s1)} and {fmt(s2)}")
+    return multiply(reshape(x1, s1 + (1,)), reshape(x2, (1,) + s2))
+
+
+def tensorinv(a, ind: int = 2) -> Tensor:
+    """The inverse of a tensor for ``tensordot`` over its first ``ind`` axes, as ``np.linalg.tensorinv``.
+
+    A reshape to a square matrix, :func:`inv`, and a reshape back.
+    Shapes: a.shape[:ind] + a.shape[ind:] -> a.shape[ind:] + a.shape[:ind].
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.tensorinv(ad.Tensor(np.eye(4).reshape(4, 2, 2)), ind=1).shape
+        (2, 2, 4)
+    """
+    shape = _shape_of(a)
+    if ind <= 0:
+        raise ShapeError(f"tensorinv: Expect: ind > 0. Actual: {ind}")
+    rows = int(np.prod(shape[:ind], dtype=np.int64))
+    cols = int(np.prod(shape[ind:], dtype=np.int64))
+    if rows != cols:
+        raise ShapeError(f"tensorinv: Expect: prod(a.shape[:ind]) == prod(a.shape[ind:]). Actual: "
+                         f"{rows} and {cols} for shape {fmt(shape)}, ind={ind}")
+    return reshape(inv(reshape(a, (rows, cols))), tuple(shape[ind:]) + tuple(shape[:ind]))
+
+
+def tensorsolve(a, b, axes=None) -> Tensor:
+    """The x with tensordot(a, x, x.ndim) == b, as ``np.linalg.tensorsolve`` (reshapes around :func:`solve`).
+
+    Shapes: a (*b.shape, *x.shape) with prod(x.shape) == prod(b.shape), b -> x.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.tensorsolve(ad.Tensor(np.eye(4).reshape(2, 2, 4)), ad.Tensor(np.ones((2, 2)))).shape
+        (4,)
+    """
+    if axes is not None:
+        nd = len(_shape_of(a))
+        moved = [normalize_axis("tensorsolve", k, nd) for k in axes]
+        order = [k for k in range(nd) if k not in moved] + moved
+        a = transpose(a, tuple(order))
+    sa, sb = _shape_of(a), _shape_of(b)
+    x_shape = sa[len(sb):]
+    n = int(np.prod(x_shape, dtype=np.int64))
+    if sa[:len(sb)] != sb or int(np.prod(sb, dtype=np.int64)) != n:
+        raise ShapeError(f"tensorsolve: Expect: a of shape b.shape + x.shape with as many entries in x as "
+                         f"in b. Actual: a {fmt(sa)}, b {fmt(sb)}")
+    return reshape(solve(reshape(a, (n, n)), reshape(b, (n,))), x_shape)
+
+
+def lstsq(a, b, rcond=None):
+    """The least-squares solution of a x = b, as ``np.linalg.lstsq``: ``(x, residuals, rank, s)``.
+
+    x = pinv(a) b (the minimum-norm solution, differentiable where the rank is
+    constant); residuals are the squared residual norms per column when a has
+    full column rank and more rows than columns (else empty); rank is an int
+    (no derivative); s the singular values. Shapes: a (m, n), b (m,) or (m, k).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> x = ad.linalg.lstsq(ad.Tensor([[1.0], [1.0]]), ad.Tensor([1.0, 3.0]))[0]
+        >>> x.value
+        array([2.])
+    """
+    sa, sb = _shape_of(a), _shape_of(b)
+    if len(sa) != 2 or len(sb) not in (1, 2) or sb[0] != sa[0]:
+        raise ShapeError(f"lstsq: Expect: a (m, n) and b (m,) or (m, k). Actual: a {fmt(sa)}, b {fmt(sb)}")
+    a_value = a.value if isinstance(a, Tensor) else np.asarray(a)
+    rank = int(np.linalg.matrix_rank(a_value, tol=None if rcond is None else
+                                     rcond * np.max(np.linalg.svd(a_value, compute_uv=False), initial=0.0)))
+    pinv_a = pinv(a) if rcond is None else pinv(a, rcond=rcond)
+    x = matmul(pinv_a, b)
+    s = svdvals(a)
+    m, n = sa
+    if rank == n and m > n:
+        r = subtract(matmul(a, x), b)
+        residuals = sum(multiply(r, r), 0)
+        if len(sb) == 1:
+            residuals = reshape(residuals, (1,))
+    else:
+        residuals = Tensor(np.zeros((0,), dtype=_float_dtype(_dtype_of(a))))
+    return x, residuals, rank, s
