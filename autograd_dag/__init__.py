@@ -16,13 +16,15 @@ Example:
 """
 
 from . import operators as _operators  # noqa: F401  (wires Tensor methods)
-from .autodiff import (backward, checkpoint, grad, grad_program, hessian, hvp, jacobian, jvp,
-                       primitive, value_and_grad, vjp, zero_grad)
+from .autodiff import (backward, checkpoint, grad, grad_program, hvp, jvp, primitive, value_and_grad, vjp,
+                       zero_grad)
+from .batching import hessian, jacobian, vmap
 from .checking import check_grads, numerical_grad, numerical_jvp
 from .core import (Primitive, Tensor, current_scope, detect_anomaly, enable_grad, is_recording,
                    name_scope, no_grad)
 from .errors import (AnomalyError, AutogradDagError, CircuitError, CycleError, GradientCheckError,
-                     GraphFreedError, GraphvizNotFoundError, NotDifferentiableError, ProgramInputError,
+                     GraphFreedError, GraphvizNotFoundError, MissingRuleError, NotDifferentiableError,
+                     ProgramInputError,
                      RenderError, SerializationError, ShapeError)
 from .graph import Graph
 from .primitives import PRIMITIVES
@@ -49,12 +51,12 @@ __all__ = [
     "no_grad", "enable_grad", "is_recording", "name_scope", "current_scope", "detect_anomaly",
     # differentiation
     "vjp", "grad", "value_and_grad", "jvp", "jacobian", "hessian", "hvp", "grad_program",
-    "backward", "zero_grad", "checkpoint", "primitive",
+    "backward", "zero_grad", "checkpoint", "primitive", "vmap",
     # verification
     "check_grads", "numerical_grad", "numerical_jvp",
     # errors
     "AutogradDagError", "ShapeError", "CycleError", "ProgramInputError", "GraphFreedError",
-    "GradientCheckError", "AnomalyError", "NotDifferentiableError", "RenderError",
+    "GradientCheckError", "AnomalyError", "NotDifferentiableError", "MissingRuleError", "RenderError",
     "GraphvizNotFoundError", "CircuitError", "SerializationError",
     # operations
     "add", "subtract", "multiply", "divide", "negative", "power", "exp", "log", "sqrt", "tanh",
@@ -72,4 +74,5 @@ __all__ = [
     "render", "render_to", "highlight_path",
 ]
 from . import circuits, linalg, nn, optim, testing  # noqa: E402
+from . import text  # noqa: E402
 from .render import highlight_path, render, render_to  # noqa: E402

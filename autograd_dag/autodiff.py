@@ -20,8 +20,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import core
-from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite
-from .errors import AutogradDagError, GraphFreedError, NotDifferentiableError, user_source, where
+from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite, tracing
+from .errors import (AutogradDagError, GraphFreedError, MissingRuleError, NotDifferentiableError, user_source,
+                     where)
 from .primitives import elementwise as ew
 from .primitives import indexing, structure
 from .primitives.registry import defprim
@@ -91,6 +92,24 @@ def _sweep_context(record: bool):
     return _recording_as(True) if record else bare_values()
 
 
+def rule_error(prim: Primitive, rule: str, exc: Exception, node: Tensor, record: bool) -> Exception:
+    """The error for a derivative rule that raised: say whose rule, and why it may have failed.
+
+    A rule that runs on recorded Tensors (``record``: a derivative being
+    differentiated again) but was written with numpy fails there only.
+    """
+    if isinstance(exc, (Warning, FloatingPointError)) or (
+            isinstance(exc, AutogradDagError) and not (record and isinstance(exc, NotDifferentiableError))):
+        return exc  # warnings the user made errors, and the library's own errors, pass unchanged
+    detail = f"{type(exc).__name__}: {exc}"
+    if record:
+        return NotDifferentiableError(
+            f"the {rule} rule of '{prim.name}' failed on recorded Tensors, which differentiating it "
+            f"again needs ({detail}). Write the rule with ad operations (ad.multiply, ad.exp, ...), "
+            f"not numpy functions on .value, to make it differentiable again{where(node.source)}")
+    return AutogradDagError(f"the {rule} rule of '{prim.name}' raised {detail}{where(node.source)}")
+
+
 def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                   wrt: Sequence[Tensor] | None, *, create_graph: bool, retain_graph: bool,
                   prune_constant: bool = False) -> dict[int, tuple]:
@@ -122,8 +141,8 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
     # graph half-freed.
     for t in order:
         if t.parents and t.prim.vjp is None and (t.requires_grad if eager else id(t) in relevant):
-            raise NotDifferentiableError(f"'{t.prim.name}' has no VJP rule; cannot differentiate "
-                                         f"through it{where(t.source)}")
+            raise MissingRuleError(f"'{t.prim.name}' has no VJP rule; cannot differentiate "
+                                   f"through it{where(t.source)}", "VJP", t.prim.name)
     record = create_graph
     cts: dict[int, Any] = {}
     for o, c in zip(outputs, cotangents):
@@ -132,6 +151,8 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                 c = np.ones(o.shape, dtype=o.dtype)
             _accumulate(cts, id(o), (c if isinstance(c, Tensor) else Tensor(c)) if record else _bare(c))
     results: dict[int, tuple] = {}
+    # Non-leaves whose cotangent the user asked to keep (Tensor.retain_grad).
+    retained = core._retained if wrt is None else None
     anomaly = core.anomaly_enabled()
     # The sweep makes many short-lived objects and no reference cycles: the
     # cyclic collector would only re-scan the (large) live graph again and again.
@@ -151,6 +172,8 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                 if not parents or tid in stop:
                     results[tid] = (t, ct)
                     continue
+                if retained and tid in retained and retained[tid]() is t:
+                    results[tid] = (t, ct)
                 prim = t.prim
                 params = t.params or _NO_PARAMS
                 if record:
@@ -160,7 +183,15 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     args, out = [p.value for p in parents], t.value
                 parts = prim.vjp_parts
                 if parts is None:
-                    grads = prim.vjp(ct, out, *args, **params)
+                    try:
+                        grads = prim.vjp(ct, out, *args, **params)
+                    except Exception as exc:
+                        raise rule_error(prim, "VJP", exc, t, record) from exc
+                    if type(grads) is not tuple and type(grads) is not list:
+                        raise AutogradDagError(
+                            f"the VJP rule of '{prim.name}' returned a {type(grads).__name__}; it must "
+                            f"return a tuple with one cotangent per input ({len(parents)}), None for "
+                            f"an input without one, e.g. (ct * 2.0,){where(t.source)}")
                 nondiff = prim.nondiff
                 for i, p in enumerate(parents):
                     if not (p.requires_grad if eager else id(p) in relevant) or i in nondiff:
@@ -169,7 +200,10 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                         g = grads[i]
                     else:
                         part = parts[i]
-                        g = None if part is None else part(ct, out, *args, **params)
+                        try:
+                            g = None if part is None else part(ct, out, *args, **params)
+                        except Exception as exc:
+                            raise rule_error(prim, "VJP", exc, t, record) from exc
                     if g is None:
                         continue
                     if not record and type(g) is Tensor:
@@ -216,12 +250,15 @@ def forward_sweep(outputs: Sequence[Tensor], primals: Sequence[Tensor], tangents
             if all(x is None for x in ts):
                 continue
             if prim.jvp is None:
-                raise NotDifferentiableError(f"'{prim.name}' has no JVP rule; cannot differentiate "
-                                             f"through it{where(t.source)}")
-            if record:
-                out = prim.jvp(ts, t, *t.parents, **(t.params or {}))
-            else:
-                out = prim.jvp(ts, t.value, *[p.value for p in t.parents], **(t.params or {}))
+                raise MissingRuleError(f"'{prim.name}' has no JVP rule; cannot differentiate "
+                                       f"through it in forward mode{where(t.source)}", "JVP", prim.name)
+            try:
+                if record:
+                    out = prim.jvp(ts, t, *t.parents, **(t.params or {}))
+                else:
+                    out = prim.jvp(ts, t.value, *[p.value for p in t.parents], **(t.params or {}))
+            except Exception as exc:
+                raise rule_error(prim, "JVP", exc, t, record) from exc
             if out is not None:
                 if not record:
                     out = _bare(out)
@@ -312,6 +349,33 @@ def refuse_complex(value, what: str) -> None:
             f"complex numbers into their real and imaginary parts (z.real, z.imag){where(user_source())}")
 
 
+def depends_on_outer(outputs, inputs) -> bool:
+    """Whether ``outputs`` depend on an input of an enclosing transformation, other than via ``inputs``.
+
+    Then the transformation at hand must record its derivative (and return
+    Tensors), or the enclosing one would see a constant: a silently zero
+    derivative of ``w`` in ``grad(lambda w: grad(lambda x: f(x, w))(x0))``.
+    Free at the top level, where no transformation encloses this one.
+    """
+    if not core._active_inputs:
+        return False
+    outer = frozenset().union(*core._active_inputs)
+    stop = {id(t) for t in inputs}
+    seen: set[int] = set()
+    stack = [o for o in outputs if o.requires_grad]
+    while stack:
+        t = stack.pop()
+        tid = id(t)
+        if tid in seen or tid in stop:
+            continue
+        if tid in outer:
+            return True
+        seen.add(tid)
+        if t.parents:
+            stack.extend(p for p in t.parents if p.requires_grad)
+    return False
+
+
 def _as_input(x, what: str) -> Tensor:
     """The Tensor a transformation differentiates with respect to, for one argument slot.
 
@@ -365,13 +429,15 @@ def _finish(t, nested: bool):
     return t if nested else np.asarray(_bare(t))
 
 
-def vjp(f: Callable, *args) -> tuple[Any, Callable]:
+def vjp(f: Callable, *args, has_aux: bool = False) -> tuple:
     """``(f(*args), vjp_fn)`` where ``vjp_fn(ct)`` returns ⟨ct, ∂f⟩ for each argument.
 
     Arguments may be arrays, scalars, Tensors or nested tuples/lists/dicts of
     them; cotangents come back in the same structure. On numpy inputs the
     results are numpy arrays; inside another transformation they are
-    recorded Tensors.
+    recorded Tensors. With ``has_aux=True``, ``f`` returns ``(out, aux)`` and
+    the result is ``(out, vjp_fn, aux)``; ``aux`` is not differentiated
+    (JAX's convention).
 
     Shapes: ``ct`` has f's output structure and shapes; ``vjp_fn(ct)`` returns
     a tuple with one entry per argument.
@@ -385,9 +451,12 @@ def vjp(f: Callable, *args) -> tuple[Any, Callable]:
     arg_leaves, arg_td = flatten(args)
     nested = _nested(arg_leaves)
     inputs = _inputs(arg_leaves, "vjp")
-    with _recording_as(True):
+    with tracing(inputs):
         out = f(*unflatten(arg_td, inputs))
+    if has_aux:
+        out, aux = _split_aux(out, "vjp")
     out_leaves, out_td = _output_leaves(out, "vjp")
+    nested = nested or depends_on_outer(out_leaves, inputs)
 
     def vjp_fn(ct):
         ct_leaves, _ = flatten(ct)
@@ -402,10 +471,29 @@ def vjp(f: Callable, *args) -> tuple[Any, Callable]:
         return unflatten(arg_td, result)
 
     out_value = unflatten(out_td, [_finish(o, nested) for o in out_leaves])
+    if has_aux:
+        return out_value, vjp_fn, _aux_values(aux, nested)
     return out_value, vjp_fn
 
 
-def _select(args: tuple, argnums):
+def _split_aux(result, fname: str):
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise AutogradDagError(f"{fname}(has_aux=True): f must return a pair (output, aux); "
+                               f"got {type(result).__name__}"
+                               + (f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""))
+    return result[0], result[1]
+
+
+def _aux_values(aux, nested: bool):
+    # Auxiliary results are not differentiated: outside a transformation
+    # their Tensors come back as arrays, like the outputs.
+    if nested:
+        return aux
+    leaves, td = flatten(aux)
+    return unflatten(td, [np.asarray(x.value) if isinstance(x, Tensor) else x for x in leaves])
+
+
+def select_arguments(args: tuple, argnums):
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
     for n in nums:
@@ -416,11 +504,15 @@ def _select(args: tuple, argnums):
     return single, nums
 
 
-def value_and_grad(f: Callable, argnums=0) -> Callable:
+def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     """A function returning ``(f(*args), ∇f)`` for a scalar-valued ``f``.
 
     ``argnums`` (int or tuple) chooses the arguments differentiated; the
     gradient has that argument's structure (a tuple for a tuple of argnums).
+    The chosen arguments must be real floating point: a gradient with
+    respect to an integer is refused (as JAX does), never a silent zero.
+    With ``has_aux=True``, ``f`` returns ``(value, aux)`` and the result is
+    ``((value, aux), ∇f)``.
     Shapes: ``f``'s arguments -> (() value, gradient shaped like the chosen argument(s)).
 
     Example:
@@ -429,18 +521,27 @@ def value_and_grad(f: Callable, argnums=0) -> Callable:
         (array(8.), array([12.]))
     """
     def wrapped(*args):
-        single, nums = _select(args, argnums)
+        single, nums = select_arguments(args, argnums)
         nums = tuple(n % len(args) for n in nums)
         arg_leaves, arg_td = flatten(args)
         nested = _nested(arg_leaves)
         chosen = [args[n] for n in nums]
         chosen_leaves, chosen_td = flatten(tuple(chosen))
+        for i, leaf in enumerate(chosen_leaves):
+            dtype = leaf.dtype if isinstance(leaf, (Tensor, np.ndarray, np.generic)) else np.asarray(leaf).dtype
+            if dtype.kind in "biu":
+                raise NotDifferentiableError(
+                    f"grad requires real floating-point inputs, but the differentiated argument "
+                    f"(argnums={argnums!r}, leaf {i}) has dtype {dtype}. Pass x.astype(float) to "
+                    f"differentiate it, or leave an index argument out of argnums{where(user_source())}")
         inputs = _inputs(chosen_leaves, "grad")
         rebuilt = list(args)
         for n, value in zip(nums, unflatten(chosen_td, inputs)):
             rebuilt[n] = value
-        with _recording_as(True):
+        with tracing(inputs):
             out = f(*rebuilt)
+        if has_aux:
+            out, aux = _split_aux(out, "grad")
         if not isinstance(out, Tensor):
             raise AutogradDagError(f"grad: f must return a Tensor computed from its inputs; "
                                    f"got {type(out).__name__}")
@@ -448,29 +549,36 @@ def value_and_grad(f: Callable, argnums=0) -> Callable:
         if out.size != 1:
             raise AutogradDagError(f"grad: f must return a scalar (one element); got shape {out.shape}. "
                                    f"Use ad.vjp or ad.jacobian for vector outputs")
+        nested = nested or depends_on_outer([out], inputs)
         grads = reverse_sweep([out], [_ones_like(out)], inputs, create_graph=nested, retain_graph=nested)
         flat = [_finish(grads[id(t)][1], nested) if id(t) in grads else _zeros_for(t, nested) for t in inputs]
         g = unflatten(chosen_td, flat)
-        return _finish(out, nested), (g[0] if single else tuple(g))
+        value = _finish(out, nested)
+        if has_aux:
+            value = (value, _aux_values(aux, nested))
+        return value, (g[0] if single else tuple(g))
     wrapped.__name__ = f"value_and_grad_{getattr(f, '__name__', 'f')}"
     return wrapped
 
 
-def grad(f: Callable, argnums=0) -> Callable:
+def grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     """The gradient function of a scalar-valued ``f`` (reverse mode).
 
     Shapes: the gradient has the shape (and nesting) of the chosen argument.
-    Compose freely: ``ad.grad(ad.grad(f))`` is the second derivative.
+    Compose freely: ``ad.grad(ad.grad(f))`` is the second derivative. With
+    ``has_aux=True``, ``f`` returns ``(value, aux)`` and the result is
+    ``(∇f, aux)``.
 
     Example:
         >>> import autograd_dag as ad
         >>> float(ad.grad(ad.grad(lambda x: x ** 3))(2.0))
         12.0
     """
-    vg = value_and_grad(f, argnums)
+    vg = value_and_grad(f, argnums, has_aux)
 
     def wrapped(*args):
-        return vg(*args)[1]
+        value, g = vg(*args)
+        return (g, value[1]) if has_aux else g
     wrapped.__name__ = f"grad_{getattr(f, '__name__', 'f')}"
     return wrapped
 
@@ -494,61 +602,13 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     nested = _nested(p_leaves) or _nested(t_leaves)
     inputs = _inputs(p_leaves, "jvp")
     tans = [_like(t, p, "jvp: tangent", "primal") for p, t in zip(inputs, t_leaves)]
-    with _recording_as(True):
+    with tracing(inputs):
         out = f(*unflatten(p_td, inputs))
     out_leaves, out_td = _output_leaves(out, "jvp")
+    nested = nested or depends_on_outer(out_leaves, inputs)
     tan = forward_sweep(out_leaves, inputs, tans, record=nested)
     out_tans = [_finish(tan[id(o)], nested) if id(o) in tan else _zeros_for(o, nested) for o in out_leaves]
     return (unflatten(out_td, [_finish(o, nested) for o in out_leaves]), unflatten(out_td, out_tans))
-
-
-def jacobian(f: Callable, argnums: int = 0) -> Callable:
-    """The Jacobian function of ``f`` w.r.t. one argument, row by row in reverse mode.
-
-    Shapes: out.shape + arg.shape.
-
-    Example:
-        >>> import numpy as np, autograd_dag as ad
-        >>> ad.jacobian(lambda x: x * x)(np.array([1.0, 2.0]))
-        array([[2., 0.],
-               [0., 4.]])
-    """
-    def wrapped(*args):
-        _select(args, argnums)
-        n = argnums % len(args)
-
-        def f_of(x):
-            rebuilt = list(args)
-            rebuilt[n] = x
-            return f(*rebuilt)
-        out, f_vjp = vjp(f_of, args[n])
-        nested = isinstance(out, Tensor)
-        out_shape = np.shape(out.value if nested else out)
-        x_shape = np.shape(args[n].value if isinstance(args[n], Tensor) else args[n])
-        dtype = (out.value if nested else np.asarray(out)).dtype
-        rows = []
-        for i in range(int(np.prod(out_shape, dtype=np.int64))):
-            e = np.zeros(int(np.prod(out_shape, dtype=np.int64)), dtype=dtype)
-            e[i] = 1.0
-            rows.append(f_vjp(e.reshape(out_shape))[0])
-        if nested:
-            return structure.reshape(indexing.stack(rows), out_shape + x_shape)
-        if not rows:
-            return np.zeros(out_shape + x_shape, dtype=dtype)
-        return np.stack(rows).reshape(out_shape + x_shape)
-    return wrapped
-
-
-def hessian(f: Callable, argnums: int = 0) -> Callable:
-    """The Hessian of a scalar ``f``: the Jacobian of its gradient. Shapes: arg.shape * 2.
-
-    Example:
-        >>> import numpy as np, autograd_dag as ad
-        >>> ad.hessian(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]))
-        array([[ 6.,  0.],
-               [ 0., 12.]])
-    """
-    return jacobian(grad(f, argnums), argnums)
 
 
 def hvp(f: Callable, x, v):
@@ -570,6 +630,9 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     """The program computing the gradient of a scalar ``program`` w.r.t. inputs ``wrt``.
 
     ``wrt`` is an input position or a tuple of them (default: all inputs).
+    A program without inputs whose leaves are parameters (a model's loss
+    built from ``Tensor(..., requires_grad=True)``) is differentiated with
+    respect to its parameters, which become the gradient program's inputs.
     The result is an ordinary :class:`Program` (kind ``"gradient"``): it runs,
     prints, renders and can be differentiated again. With ``with_value`` its
     first output is the program's value.
@@ -589,7 +652,12 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     out_node = program.nodes[program.outputs[0]]
     if int(np.prod(out_node.shape, dtype=np.int64)) != 1:
         raise AutogradDagError(f"grad_program: the output has shape {out_node.shape}; expected a scalar")
+    if not program.inputs and any(n.op == "parameter" for n in program.nodes):
+        program = program.parameters_as_inputs()
     n_in = len(program.inputs)
+    if n_in == 0:
+        raise AutogradDagError(f"grad_program: program '{program.name}' has no inputs and no parameters "
+                               f"to differentiate with respect to")
     single = isinstance(wrt, int)
     positions = tuple(range(n_in)) if wrt is None else ((wrt,) if single else tuple(wrt))
     for p in positions:
@@ -695,8 +763,12 @@ def primitive(name: str, impl: Callable | None = None, *, vjp: Callable | None =
     ``impl(*arrays, **params)`` computes the value with numpy;
     ``vjp(ct, out, *inputs, **params)`` returns one cotangent per input and
     ``jvp(tangents, out, *inputs, **params)`` the output tangent, both with
-    Tensor operations (so that they differentiate again). Usable as a
-    decorator: ``@ad.primitive("cube", vjp=..., jvp=...)``.
+    ad operations (so that they differentiate again: a rule written with
+    numpy works at first order and is refused, with a message naming the
+    primitive, at second). Usable as a decorator:
+    ``@ad.primitive("cube", vjp=..., jvp=...)``. Defining a name again
+    (a re-run notebook cell) replaces the earlier primitive with a warning;
+    ``replace=True`` silences it. Built-in names cannot be redefined.
     Shapes: whatever ``impl`` takes and returns; the optional rule
     ``shape(*inputs, **params) -> (shape, dtype)`` states it, to explain a failed call.
 
@@ -709,7 +781,8 @@ def primitive(name: str, impl: Callable | None = None, *, vjp: Callable | None =
         12.0
     """
     def make(fn: Callable):
-        prim = defprim(name, fn, vjp=vjp, jvp=jvp, shape=shape, nondiff=nondiff, replace=replace)
+        prim = defprim(name, fn, vjp=vjp, jvp=jvp, shape=shape, nondiff=nondiff, replace=replace,
+                       user=True)
 
         def op(*args, **params):
             return apply(prim, *args, **params)

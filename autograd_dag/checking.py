@@ -18,7 +18,7 @@ import numpy as np
 
 from .autodiff import jvp, refuse_complex, vjp
 from .core import Tensor, no_grad
-from .errors import AutogradDagError, GradientCheckError
+from .errors import AutogradDagError, GradientCheckError, MissingRuleError
 from .tree import flatten, leaf_paths, unflatten
 
 DEFAULT_EPS = 1e-6
@@ -278,6 +278,12 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
                     _, tout = jvp(f_floats, tuple(floats), tuple(tangents))
                     t_leaves = [np.asarray(t) for t in flatten(tout)[0]]
                     got, expected = [t.shape for t in t_leaves], list(out_shapes)
+            except MissingRuleError as exc:
+                other = "rev" if exc.rule == "JVP" else "fwd"
+                raise GradientCheckError(
+                    f"check_grads({fname}): no {exc.rule} rule for '{exc.primitive}', so "
+                    f"{'forward' if exc.rule == 'JVP' else 'reverse'} mode cannot be checked; pass "
+                    f"modes=({other!r},) to check the other mode only") from None
             except AutogradDagError as exc:
                 # The drivers refuse a rule that returns a wrong shape: that is
                 # a failed check of this argument and mode, not a crash.

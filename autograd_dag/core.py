@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -46,6 +47,8 @@ class Primitive:
     of per-input rules ``rule(ct, out, *inputs, **params) -> cotangent``.
     ``jvp(tangents, out, *inputs, **params) -> Tensor`` pushes the input tangents
     (a tuple, ``None`` for zero) forward, also with Tensor operations.
+    ``batch(prim, args, batched, **params)`` is the batching rule of ``vmap``
+    (see :mod:`autograd_dag.primitives.batch`).
     ``shape(*avals, **params) -> (shape, dtype)`` is the abstract rule; it is
     consulted to explain a failed operation and to check a program without
     running it. ``nondiff`` lists the positions of inputs that carry no
@@ -54,11 +57,11 @@ class Primitive:
     Calling a primitive applies it: ``exp_prim(x)`` records a node like ``ad.exp(x)``.
     """
 
-    __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "linear")
+    __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "linear", "batch")
 
     def __init__(self, name: str, impl: Callable, *, vjp: Callable | tuple | None = None,
                  jvp: Callable | None = None, shape: Callable | None = None,
-                 nondiff: tuple[int, ...] = (), linear: bool = False):
+                 nondiff: tuple[int, ...] = (), linear: bool = False, batch: Callable | None = None):
         self.name = name
         self.impl = impl
         # ``vjp`` may also be a tuple with one rule per input (each returning
@@ -78,6 +81,10 @@ class Primitive:
         # ``linear``: the output is linear in every differentiable input
         # (add, reshape, sum, ...). The circuit analysis and the renderer use it.
         self.linear = linear
+        # ``batch(prim, args, batched, **params)``: the primitive on operands of which
+        # those flagged in ``batched`` carry a leading batch axis (vmap); the
+        # result has the batch axis leading. None: vmap loops over the batch.
+        self.batch = batch
 
     def __call__(self, *args, **params):
         return apply(self, *args, **params)
@@ -94,6 +101,11 @@ class Tensor:
     parameters such as ``axis``), ``requires_grad``, ``grad`` (filled by
     ``backward()``), ``name``, ``source`` (``(filename, lineno)`` of the user's
     line) and ``scope`` (the ``name_scope`` names in force).
+
+    The number itself is ``t.value`` (an ndarray, never copied); ``t.detach()``
+    (or ``t.data``) is a new leaf with that value and no history. numpy's own
+    conversion (``np.asarray(t)``) is refused while ``t`` requires a gradient
+    and operations record, because the derivative through it would be lost.
 
     Shapes: any. Python scalars and lists become float64 arrays.
 
@@ -119,11 +131,17 @@ class Tensor:
         self.params = None
         self.requires_grad = bool(requires_grad)
         if self.requires_grad and self.value.dtype.kind != "f":
-            raise AutogradDagError(
-                f"Tensor(requires_grad=True): only real floating-point tensors can require "
-                f"gradients; got dtype {self.value.dtype}"
-                + (" (pass the real and imaginary parts as two real Tensors)" if self.value.dtype.kind == "c" else "")
-                + where(user_source()))
+            if self.value.dtype.kind in "biu":
+                # One rule for Tensor([1, 2]) and Tensor(np.arange(2)): asking for a
+                # gradient makes the numbers real (Python lists become float64 anyway).
+                self.value = self.value.astype(np.float64)
+            else:
+                raise AutogradDagError(
+                    f"Tensor(requires_grad=True): only real floating-point tensors can require "
+                    f"gradients; got dtype {self.value.dtype}"
+                    + (" (pass the real and imaginary parts as two real Tensors)"
+                       if self.value.dtype.kind == "c" else "")
+                    + where(user_source()))
         self.grad = None
         self.name = name
         self.source = user_source()
@@ -196,8 +214,36 @@ class Tensor:
     __hash__ = object.__hash__
 
     def detach(self) -> "Tensor":
-        """A new leaf with the same value and no history."""
+        """A new leaf with the same value (shared, not copied) and no history.
+
+        Nothing computed from it records a path back to this Tensor: its
+        derivative is cut there, on purpose. ``t.value`` is the bare ndarray.
+        """
         return Tensor(self.value, name=self.name)
+
+    @property
+    def data(self) -> "Tensor":
+        """``t.detach()``, PyTorch's name for it: the value as a new leaf without history."""
+        return self.detach()
+
+    def retain_grad(self) -> "Tensor":
+        """Ask ``backward()`` to fill ``.grad`` of this non-leaf Tensor too; returns self.
+
+        Leaves that require a gradient get ``.grad`` anyway; an intermediate
+        result's cotangent is otherwise dropped as soon as it has been used.
+
+        Example:
+            >>> import autograd_dag as ad
+            >>> x = ad.Tensor([1.0, 2.0], requires_grad=True)
+            >>> y = (x * x).retain_grad()
+            >>> (y * 3.0).sum().backward()
+            >>> y.grad.value
+            array([3., 3.])
+        """
+        if self.requires_grad:
+            key = id(self)
+            _retained[key] = weakref.ref(self, lambda _, key=key: _retained.pop(key, None))
+        return self
 
     def requires_grad_(self, flag: bool = True) -> "Tensor":
         """Mark a leaf as requiring a gradient (in place); returns self."""
@@ -217,6 +263,12 @@ class Tensor:
         if self.requires_grad:
             extra.append("requires_grad=True")
         return head + "".join(", " + e for e in extra) + ")"
+
+
+# Non-leaf Tensors whose cotangent backward() keeps in .grad (retain_grad),
+# by id; weak, so that retaining does not keep a graph alive. (Not a WeakSet:
+# its lookups compare Tensors with ==, which is elementwise.)
+_retained: dict[int, weakref.ref] = {}
 
 
 def as_array(value: Any) -> np.ndarray:
@@ -370,6 +422,10 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
         out.requires_grad = False
         out.source = None
     if _anomaly:
+        for a in args:
+            if a.prim is None:
+                # A NaN that came in from outside is the input's fault, not the operation's.
+                check_finite(a, f"input {a.name!r}" if a.name else "a constant input", consumer=out)
         check_finite(out, "forward value")
     return out
 
@@ -395,17 +451,21 @@ def operation_error(prim: Primitive, args, params: dict, exc: Exception) -> Auto
     return ShapeError(f"{prim.name}({shapes}{', ' + shown if shown else ''}): {detail}")
 
 
-def check_finite(t: Tensor, what: str, node: Tensor | None = None) -> None:
+def check_finite(t: Tensor, what: str, node: Tensor | None = None, consumer: Tensor | None = None) -> None:
     """Raise :class:`AnomalyError` if ``t`` (a Tensor or an array) holds a NaN or an infinity.
 
     ``node`` is the recorded node the value belongs to (default: ``t``); its
-    operation and source line are named in the message.
+    operation and source line are named in the message. ``consumer``: ``t``
+    is an input of that node instead, which is then named.
     """
     v = t.value if isinstance(t, Tensor) else np.asarray(t)
     node = t if node is None else node
     if v.dtype.kind in "fc" and not np.all(np.isfinite(v)):
-        op = node.prim.name if node.prim is not None else "leaf"
         bad = "NaN" if np.any(np.isnan(v)) else "inf"
+        if consumer is not None:
+            raise AnomalyError(f"detect_anomaly: {what} of '{consumer.prim.name}' contains {bad} "
+                               f"(shape {list(v.shape)}): it came in from outside{where(consumer.source)}")
+        op = node.prim.name if node.prim is not None else "leaf"
         raise AnomalyError(f"detect_anomaly: {what} of '{op}' contains {bad} "
                            f"(shape {list(v.shape)}){where(node.source)}")
 
@@ -431,6 +491,27 @@ def _recording_as(flag: bool):
     try:
         yield
     finally:
+        _recording, _bare = previous
+
+
+# The inputs (by id) of the transformations whose function is running now,
+# outermost first. An inner transformation whose result depends on one of an
+# outer one's inputs (a closure over it) must record its own sweep, so that
+# the outer transformation can differentiate through it.
+_active_inputs: list[frozenset[int]] = []
+
+
+@contextlib.contextmanager
+def tracing(inputs):
+    """Context manager: run a transformation's function, recording, with ``inputs`` as its inputs."""
+    global _recording, _bare
+    previous = _recording, _bare
+    _recording, _bare = True, False
+    _active_inputs.append(frozenset(id(t) for t in inputs))
+    try:
+        yield
+    finally:
+        _active_inputs.pop()
         _recording, _bare = previous
 
 
@@ -531,9 +612,12 @@ def detect_anomaly():
 
     The error names the operation, its node and the user's source line.
 
+    numpy's own floating-point warnings are silenced inside: the error says
+    more, and says it once.
+
     Example:
         >>> import numpy as np, autograd_dag as ad
-        >>> with ad.detect_anomaly(), np.errstate(invalid="ignore"):  # doctest: +ELLIPSIS
+        >>> with ad.detect_anomaly():  # doctest: +ELLIPSIS
         ...     ad.log(ad.Tensor([-1.0]))
         Traceback (most recent call last):
         ...
@@ -543,7 +627,8 @@ def detect_anomaly():
     previous = _anomaly
     _anomaly = True
     try:
-        yield
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            yield
     finally:
         _anomaly = previous
 

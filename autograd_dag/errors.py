@@ -71,6 +71,15 @@ class NotDifferentiableError(AutogradDagError, TypeError):
     """A derivative was requested through an operation that has none."""
 
 
+class MissingRuleError(NotDifferentiableError):
+    """A primitive on the path has no VJP (or JVP) rule; ``rule`` and ``primitive`` say which."""
+
+    def __init__(self, message: str, rule: str = "", primitive: str = ""):
+        super().__init__(message)
+        self.rule = rule
+        self.primitive = primitive
+
+
 class RenderError(AutogradDagError, RuntimeError):
     """A program could not be drawn."""
 
@@ -85,6 +94,10 @@ class CircuitError(AutogradDagError, ValueError):
 
 class SerializationError(AutogradDagError, ValueError):
     """A file could not be loaded (wrong format, pickled data, mismatched keys or shapes)."""
+
+
+class TextError(AutogradDagError, ValueError):
+    """Bad input to the text toolkit (``ad.text``): an unknown token or id, an unreadable file, bad cut-offs."""
 
 
 def where(source) -> str:

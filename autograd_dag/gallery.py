@@ -90,6 +90,22 @@ def lenet_program() -> Program:
     return as_program(loss)
 
 
+def sgns_program() -> Program:
+    """word2vec's skip-gram negative-sampling loss (seed 003 §13.1): 4 (centre, context) pairs, 3 negatives each.
+
+    ``nn.SkipGram`` over a 12-word vocabulary with 5-dimensional vectors; the
+    lookups are ``take`` nodes whose gradients are ``take_add`` scatter-adds.
+    """
+    model = nn.SkipGram(12, 5, rng=0)
+    model.output_embeddings.weight.value[...] = np.random.default_rng(1).normal(0, 0.1, (12, 5))
+    centres = Tensor(np.array([1, 2, 2, 3]), name="centres")
+    contexts = Tensor(np.array([2, 1, 3, 2]), name="contexts")
+    negatives = Tensor(np.random.default_rng(0).integers(1, 12, (4, 3)), name="negatives")
+    loss = model(centres, contexts, negatives)
+    loss.name = "loss"
+    return as_program(loss)
+
+
 def chain_program(n_ops: int = 1000, width: int = 8) -> Program:
     """A 1,000-op program without scopes: an unrolled tanh recurrence with shared weights.
 
@@ -132,6 +148,8 @@ GALLERY: list[Entry] = [
           views=("dag",)),
     Entry("nn_mlp", "nn.MLP([4, 16, 16, 3]) from the layer library, with cross-entropy", nn_mlp_program),
     Entry("lenet", "nn.LeNet on 28x28 images, with cross-entropy", lenet_program),
+    Entry("sgns", "word2vec skip-gram negative-sampling loss (nn.SkipGram): 4 pairs, 3 negatives each",
+          sgns_program),
     Entry("circuit", "arithmetic circuit (x + y)(x + y) + 3x: size 10, depth 3", circuit_program),
     Entry("circuit_grad", "its gradient circuit (f, df/dx, df/dy): size 14, ratio 1.4", circuit_gradient),
     Entry("chain_1000", "1,000-op unrolled recurrence (layout-speed test case)", chain_program),

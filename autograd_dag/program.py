@@ -15,12 +15,16 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error
-from .errors import AutogradDagError, GraphFreedError, ProgramInputError, where
+from . import core
+from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error, tracing
+from .errors import AutogradDagError, GraphFreedError, ProgramInputError, user_source, where
 from .graph import Graph
 from .tree import flatten, unflatten
 from .primitives.registry import PRIMITIVES
 from .primitives.structure import IDENTITY
+
+
+_MISSING = object()
 
 
 class ProgramNode:
@@ -244,6 +248,26 @@ class Program:
         result = tensors[outs[0]] if outputs is None and len(outs) == 1 else tuple(tensors[v] for v in outs)
         return cls.from_outputs(tuple(tensors[v] for v in inputs), result, name=name)
 
+    def parameters_as_inputs(self) -> "Program":
+        """The same program with its parameters (leaves that required a gradient) as extra inputs.
+
+        They follow the existing inputs, in node order, and keep their names;
+        this is how a model's loss becomes a function of its weights.
+
+        Example:
+            >>> import numpy as np, autograd_dag as ad
+            >>> w = ad.Tensor(np.ones(2), requires_grad=True, name="w")
+            >>> prog = ad.Program.from_outputs((), ad.sum(w * w)).parameters_as_inputs()
+            >>> [prog.nodes[k].name for k in prog.inputs], float(prog(np.full(2, 3.0)))
+            (['w'], 18.0)
+        """
+        nodes = [ProgramNode(n.index, "input", None, (), None, n.shape, n.dtype, name=n.name,
+                             source=n.source, scope=n.scope) if n.op == "parameter" else n
+                 for n in self.nodes]
+        params = [n.index for n in self.nodes if n.op == "parameter"]
+        return Program(nodes, self.inputs + tuple(params), self.outputs, name=self.name,
+                       single_output=self.single_output, kind=self.kind)
+
     # ------------------------------------------------------------- queries
 
     def __len__(self) -> int:
@@ -320,11 +344,27 @@ class Program:
                            for n in self.nodes if n.prim is not None]
         return self._initial, self._steps
 
-    def _check_inputs(self, args) -> list:
+    def _check_inputs(self, args, kwargs=None) -> list:
+        names = [self.nodes[i].name or f"%{i}" for i in self.inputs]
+        if kwargs:
+            args = list(args)
+            for key, value in kwargs.items():
+                if key not in names:
+                    raise ProgramInputError(f"program '{self.name}' has no input named {key!r}; its inputs "
+                                            f"are ({', '.join(names)}){where(user_source())}")
+                pos = names.index(key)
+                if pos < len(args) and args[pos] is not _MISSING:
+                    raise ProgramInputError(f"program '{self.name}': input {key!r} given both by position "
+                                            f"and by name{where(user_source())}")
+                args += [_MISSING] * (pos + 1 - len(args))
+                args[pos] = value
+            missing = [names[i] for i, a in enumerate(args) if a is _MISSING]
+            if missing:
+                raise ProgramInputError(f"program '{self.name}': missing input(s) {', '.join(missing)}"
+                                        f"{where(user_source())}")
         if len(args) != len(self.inputs):
-            names = ", ".join(self.nodes[i].name or f"%{i}" for i in self.inputs)
-            raise ProgramInputError(f"program '{self.name}' takes {len(self.inputs)} input(s) ({names}); "
-                                    f"got {len(args)}")
+            raise ProgramInputError(f"program '{self.name}' takes {len(self.inputs)} input(s) "
+                                    f"({', '.join(names)}); got {len(args)}{where(user_source())}")
         checked = []
         for pos, (k, a) in enumerate(zip(self.inputs, args)):
             node = self.nodes[k]
@@ -332,24 +372,25 @@ class Program:
             value = a.value if isinstance(a, Tensor) else as_array(a)
             if value.shape != node.shape:
                 raise ProgramInputError(f"program '{self.name}': {label} expects shape {node.shape}, "
-                                        f"got {value.shape}")
+                                        f"got {value.shape}{where(user_source())}")
             if value.dtype != node.dtype:
                 if not np.can_cast(value.dtype, node.dtype, "same_kind"):
                     raise ProgramInputError(f"program '{self.name}': {label} expects dtype {node.dtype}, "
-                                            f"got {value.dtype}")
+                                            f"got {value.dtype}{where(user_source())}")
                 if not isinstance(a, Tensor):
                     value = value.astype(node.dtype)
             checked.append(a if isinstance(a, Tensor) else value)
         return checked
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         """Execute the program (Algorithm 4.1).
 
         On numpy arrays: returns numpy arrays (one, or a tuple), computing each
         node once and freeing every intermediate after its last use. On
-        Tensors: records the nodes again and returns Tensors.
+        Tensors: records the nodes again and returns Tensors. Inputs may also
+        be given by name (``prog(x=..., w=...)``).
         """
-        args = self._check_inputs(args)
+        args = self._check_inputs(args, kwargs)
         if any(isinstance(a, Tensor) for a in args):
             return self._replay(args)
         initial, steps = self._plan()
@@ -469,7 +510,7 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
         names = []
     inputs = [traced_input(a.value if isinstance(a, Tensor) else a, names[i] if i < len(names) else f"x{i}")
               for i, a in enumerate(example_args)]
-    with _recording_as(True):
+    with tracing(inputs):
         result = f(*inputs)
     outputs = result if isinstance(result, (tuple, list)) else (result,)
     outputs = tuple(o if isinstance(o, Tensor) else Tensor(o) for o in outputs)
@@ -510,14 +551,14 @@ def jit(f: Callable) -> Callable:
 
     def wrapped(*args):
         leaves, treedef = flatten(args)
-        if any(isinstance(x, Tensor) for x in leaves):
+        if core._active_inputs or any(isinstance(x, Tensor) for x in leaves):
             return f(*args)  # inside another transformation: let it record through f
         arrays = [as_array(x) for x in leaves]
         key = (treedef, tuple((a.shape, a.dtype.str) for a in arrays))
         entry = programs.get(key)
         if entry is None:
             inputs = tuple(traced_input(a, f"x{i}") for i, a in enumerate(arrays))
-            with _recording_as(True):
+            with tracing(inputs):
                 out = f(*unflatten(treedef, list(inputs)))
             out_leaves, out_treedef = flatten(out)
             outputs = tuple(o if isinstance(o, Tensor) else Tensor(o) for o in out_leaves)

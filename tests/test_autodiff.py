@@ -427,10 +427,12 @@ def test_custom_primitive_function_form_with_params_and_mutual_rules():
     ad.check_grads(lambda v: scaled_sin(cos(v), scale=0.5), (x,), order=2)
 
 
-def test_custom_primitive_name_clash_is_refused_without_replace():
-    with pytest.raises(ad.AutogradDagError, match="already exists"):
-        ad.primitive("exp", np.exp, vjp=lambda ct, out, x: (ct,))
+def test_builtin_primitive_names_cannot_be_redefined():
+    for replace in (False, True):
+        with pytest.raises(ad.AutogradDagError, match="'exp' is a built-in primitive"):
+            ad.primitive("exp", np.exp, vjp=lambda ct, out, x: (ct,), replace=replace)
     assert ad.PRIMITIVES["exp"].impl is np.exp
+
 
 def test_jvp_rule_returning_a_wrong_shape_is_an_error():
     lazy = ad.primitive("test_autodiff_lazy_broadcast", lambda x: np.broadcast_to(x, (2, 3)).copy(),

@@ -56,3 +56,15 @@ def test_demo_entry_point_fast(tmp_path):
     assert "def f(" in proc.stdout and "def grad_f(" in proc.stdout
     assert proc.stdout.rstrip().endswith(f"Output folder: {out}")
     assert is_png(out / "lenet_digits_curves.png")
+
+
+def test_word_vectors_fast(tmp_path):
+    from examples import word_vectors
+    result = word_vectors.run(fast=True, out=str(tmp_path), show_progress=False, verbose=False)
+    assert all(is_png(p) for p in result["pictures"])
+    for losses in result["losses"].values():
+        assert losses[-1] < losses[0]
+    sgns, glove = result["models"].values()
+    # Even a two-epoch run on the reference topics learns that true and false go together.
+    assert "false" in [w for w, _ in glove.most_similar("true", 5)]
+    assert "list" in result["table"] and result["table"].count("\n") >= 5

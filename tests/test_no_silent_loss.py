@@ -252,3 +252,27 @@ Z = np.array([0.5 + 0.1j])
 def test_complex_numbers_are_refused_not_half_differentiated(call):
     with pytest.raises(ad.AutogradDagError, match="real"):
         call()
+
+# ------------------------------------ closures over an outer transformation
+
+
+W0 = np.array(3.0)
+XS = np.array([1.0, 2.0])
+
+
+@pytest.mark.parametrize("label,h", [
+    # Each inner transformation gets numpy arguments but reads w from the enclosing grad;
+    # each h is 6w (worked out beside it), so dh/dw = 6.
+    ("vjp", lambda w: ad.sum(ad.vjp(lambda x: x * x * w, XS)[1](np.ones(2))[0])),      # Σ 2x·w -> 6
+    ("grad", lambda w: ad.sum(ad.grad(lambda x: ad.sum(x * x * w))(XS))),                # Σ 2x·w -> 6
+    ("jvp", lambda w: ad.sum(ad.jvp(lambda x: x * x * w, (XS,), (np.ones(2),))[1])),     # Σ 2x·w -> 6
+    ("jit", lambda w: ad.sum(ad.jit(lambda x: x * x * w)(XS)) + w),                      # Σ x²·w + w -> 6
+    ("vmap", lambda w: ad.sum(ad.vmap(lambda x: x * x * w)(XS)) + w),                    # Σ x²·w + w -> 6
+])
+def test_inner_transformation_closing_over_an_outer_input(label, h):
+    assert float(ad.grad(h)(W0)) == pytest.approx(6.0, rel=1e-12)
+
+
+def test_trace_records_an_inner_gradient_that_reads_its_input():
+    prog = ad.trace(lambda w: ad.sum(ad.grad(lambda x: ad.sum(x * x * w))(XS)), W0)
+    assert float(prog(np.array(2.0))) == pytest.approx(12.0)   # Σ 2x·w at w = 2

@@ -17,11 +17,15 @@ Example:
 
 from . import functional, init
 from .conv import Conv2d, Flatten, LeNet, MaxPool2d
+from .embedding import Embedding, WordVectors
+from .glove import Cooccurrence, GloVe, cooccurrence_counts, glove_loss, glove_weighting
 from .layers import (MLP, Activation, Argmax, Identity, Linear, Logistic, LogisticRegression, LogSumExp, Max,
                      ReLU, Sigmoid, Softargmax, Softmax, Softplus, Step, Tanh)
 from .module import Module, ModuleList, Parameter, Sequential, functional_call
 from .norm import BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm
 from .residual import Residual, ResidualBlock, ResidualBranch
+from .word2vec import (CBOW, NegativeSampler, SkipGram, Word2Vec, cbow_hidden, cbow_log_likelihood, cbow_windows,
+                       negative_sampling_loss, sgns_loss, skipgram_log_likelihood, skipgram_pairs, subsample)
 
 __all__ = [
     "functional", "init", "Module", "ModuleList", "Sequential", "Parameter", "functional_call",
@@ -29,4 +33,7 @@ __all__ = [
     "Logistic", "Sigmoid", "Tanh", "Softargmax", "Softmax", "Argmax", "Max", "LogSumExp",
     "BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Residual", "ResidualBranch", "ResidualBlock",
     "Conv2d", "MaxPool2d", "Flatten", "LeNet",
+    "Embedding", "WordVectors", "Word2Vec", "SkipGram", "CBOW", "skipgram_log_likelihood", "cbow_log_likelihood",
+    "cbow_hidden", "negative_sampling_loss", "sgns_loss", "skipgram_pairs", "cbow_windows", "subsample",
+    "NegativeSampler", "GloVe", "Cooccurrence", "cooccurrence_counts", "glove_loss", "glove_weighting",
 ]

@@ -22,6 +22,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ..core import Tensor, apply
 from ..errors import ShapeError
 from .elementwise import add
+from .batch import merge_batch
 from .registry import defprim
 from .shapes import fmt
 
@@ -112,7 +113,8 @@ def _sum_terms(a, b):
     return a if b is False else add(a, b)
 
 
-CONV2D = defprim("conv2d", _conv2d_impl, vjp=_conv2d_vjp, jvp=_conv2d_jvp, shape=_conv2d_rule)
+CONV2D = defprim("conv2d", _conv2d_impl, vjp=_conv2d_vjp, jvp=_conv2d_jvp, shape=_conv2d_rule,
+                 batch=merge_batch(0))
 
 
 def conv2d(x, w, stride=1, padding=0) -> Tensor:
@@ -177,7 +179,7 @@ def _input_grad_jvp(t, out, g, w, *, in_hw, stride, padding):
 
 
 CONV2D_INPUT_GRAD = defprim("conv2d_input_grad", _input_grad_impl, vjp=_input_grad_vjp,
-                            jvp=_input_grad_jvp, shape=_input_grad_rule)
+                            jvp=_input_grad_jvp, shape=_input_grad_rule, batch=merge_batch(0))
 
 
 def conv2d_input_grad(g, w, in_hw, stride=1, padding=0) -> Tensor:
@@ -340,17 +342,17 @@ MAX_POOL2D = defprim(
     "max_pool2d", _max_pool_impl,
     vjp=lambda ct, out, x, *, window, stride: (max_pool2d_scatter(ct, x, window, stride),),
     jvp=lambda t, out, x, *, window, stride: max_pool2d_gather(t[0], x, window, stride),
-    shape=_max_pool_rule)
+    shape=_max_pool_rule, batch=merge_batch(0))
 MAX_POOL2D_SCATTER = defprim(
     "max_pool2d_scatter", _scatter_impl,
     vjp=lambda c, out, ct, x, *, window, stride: (max_pool2d_gather(c, x, window, stride), None),
     jvp=lambda t, out, ct, x, *, window, stride: max_pool2d_scatter(t[0], x, window, stride),
-    shape=_scatter_rule, nondiff=(1,), linear=True)
+    shape=_scatter_rule, nondiff=(1,), linear=True, batch=merge_batch(0, 1))
 MAX_POOL2D_GATHER = defprim(
     "max_pool2d_gather", _gather_impl,
     vjp=lambda c, out, cv, x, *, window, stride: (max_pool2d_scatter(c, x, window, stride), None),
     jvp=lambda t, out, cv, x, *, window, stride: max_pool2d_gather(t[0], x, window, stride),
-    shape=_gather_rule, nondiff=(1,), linear=True)
+    shape=_gather_rule, nondiff=(1,), linear=True, batch=merge_batch(0, 1))
 
 
 def _pool_params(name: str, window, stride) -> dict:

@@ -11,9 +11,10 @@ import numpy as np
 
 from ..core import Tensor, apply
 from ..errors import ShapeError
+from .batch import elementwise as elementwise_batch
 from .registry import defprim
 from .shapes import broadcast
-from .structure import broadcast_to, sum_to_shape
+from .structure import broadcast_to, sum_to_shape, unary_batch
 
 # Derivative rules get operands as Tensors and return Tensors (or None for a
 # zero contribution); these two helpers keep the rules one line each.
@@ -57,7 +58,7 @@ def _float_or_float64(dtype):
 
 def _elementwise(name, impl, vjp, jvp, linear=False, dtype_of=None):
     shape = broadcast(name) if dtype_of is None else _typed(name, dtype_of)
-    return defprim(name, impl, vjp=vjp, jvp=jvp, shape=shape, linear=linear)
+    return defprim(name, impl, vjp=vjp, jvp=jvp, shape=shape, linear=linear, batch=elementwise_batch)
 
 
 def _neg_or_none(t):
@@ -170,7 +171,8 @@ def _safe_log(x):
     return where(positive, log(where(positive, x, 1.0)), 0.0)
 
 
-POWER = defprim("power", _power_impl, vjp=_power_vjp, jvp=_power_jvp, shape=broadcast("power"))
+POWER = defprim("power", _power_impl, vjp=_power_vjp, jvp=_power_jvp, shape=broadcast("power"),
+                batch=elementwise_batch)
 
 
 def power(x, y) -> Tensor:
@@ -318,7 +320,8 @@ def _tie_weights_impl(x, y):
 
 
 TIE_WEIGHTS = defprim("tie_weights", _tie_weights_impl, vjp=lambda ct, out, x, y: (None, None),
-                      jvp=lambda t, out, x, y: None, shape=broadcast("tie_weights"), nondiff=(0, 1))
+                      jvp=lambda t, out, x, y: None, shape=broadcast("tie_weights"), nondiff=(0, 1),
+                      batch=elementwise_batch)
 
 
 def _extremum_vjp(first_wins):
@@ -362,7 +365,8 @@ def minimum(x, y) -> Tensor:
 
 def _comparison(name, impl):
     return defprim(name, impl, vjp=lambda ct, out, x, y: (None, None),
-                   jvp=lambda t, out, x, y: None, shape=_typed(name, lambda d: np.bool_), nondiff=(0, 1))
+                   jvp=lambda t, out, x, y: None, shape=_typed(name, lambda d: np.bool_), nondiff=(0, 1),
+                   batch=elementwise_batch)
 
 
 EQUAL = _comparison("equal", np.equal)
@@ -436,7 +440,8 @@ def _where_rule(cond, x, y):
     return shape, np.result_type(x.dtype, y.dtype)
 
 
-WHERE = defprim("where", np.where, vjp=_where_vjp, jvp=_where_jvp, shape=_where_rule, nondiff=(0,))
+WHERE = defprim("where", np.where, vjp=_where_vjp, jvp=_where_jvp, shape=_where_rule, nondiff=(0,),
+                batch=elementwise_batch)
 
 
 def where(cond, x, y) -> Tensor:
@@ -450,7 +455,8 @@ def where(cond, x, y) -> Tensor:
 
 
 STOP_GRADIENT = defprim("stop_gradient", lambda x: x, vjp=lambda ct, out, x: (None,),
-                        jvp=lambda t, out, x: None, shape=lambda x: (x.shape, x.dtype), nondiff=(0,))
+                        jvp=lambda t, out, x: None, shape=lambda x: (x.shape, x.dtype), nondiff=(0,),
+                        batch=unary_batch)
 
 
 def stop_gradient(x) -> Tensor:
@@ -474,7 +480,8 @@ def _astype_jvp(t, out, x, *, dtype):
 
 
 ASTYPE = defprim("astype", lambda x, *, dtype: x.astype(dtype, copy=False), vjp=_astype_vjp,
-                 jvp=_astype_jvp, shape=lambda x, *, dtype: (x.shape, np.dtype(dtype)), linear=True)
+                 jvp=_astype_jvp, shape=lambda x, *, dtype: (x.shape, np.dtype(dtype)), linear=True,
+                 batch=unary_batch)
 
 
 def astype(x, dtype) -> Tensor:

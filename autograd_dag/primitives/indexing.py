@@ -18,9 +18,11 @@ import numpy as np
 
 from ..core import Tensor, apply
 from ..errors import ShapeError
+from .batch import materialize, move_batch_axis
 from .registry import defprim
+from .structure import unary_batch
 from .shapes import fmt, normalize_axis
-from .structure import broadcast_to, reshape
+from .structure import broadcast_to, reshape, transpose
 
 # ----------------------------------------------------------------- getitem
 
@@ -123,11 +125,39 @@ def _getitem_rule(x, *, index):
     return _indexed_shape("getitem", x.shape, x.dtype, index), x.dtype
 
 
+def _batch_axis_after_indexing(index: tuple) -> int:
+    """Where ``x[(slice(None),) + index]`` puts the batch axis of ``x``.
+
+    At the front, unless the integer-array entries of ``index`` are separated
+    by a slice (ints count with them then): numpy then moves their broadcast
+    axes to the front, and the batch axis follows them.
+    """
+    if not _has_array(index):
+        return 0
+    advanced = [i for i, item in enumerate(index) if isinstance(item, (np.ndarray, int, np.integer))]
+    if advanced == list(range(advanced[0], advanced[-1] + 1)):
+        return 0
+    return len(np.broadcast_shapes(*[np.shape(index[i]) for i in advanced]))
+
+
+def _getitem_batch(prim, args, batched, *, index):
+    out = apply(prim, args[0], index=(slice(None),) + index)
+    return move_batch_axis(out, _batch_axis_after_indexing(index))
+
+
+def _index_add_batch(prim, args, batched, *, shape, index):
+    ct = args[0]
+    axis = _batch_axis_after_indexing(index)
+    if axis:  # the cotangent must be laid out as the batched getitem's result
+        ct = transpose(ct, tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, ct.ndim)))
+    return apply(prim, ct, shape=(args[0].shape[0],) + tuple(shape), index=(slice(None),) + index)
+
+
 GETITEM = defprim(
     "getitem", lambda x, *, index: np.asarray(x[index]),
     vjp=lambda ct, out, x, *, index: (index_add(ct, x.shape, index),),
     jvp=lambda t, out, x, *, index: getitem(t[0], index),
-    shape=_getitem_rule, linear=True)
+    shape=_getitem_rule, linear=True, batch=_getitem_batch)
 
 
 def getitem(x, index) -> Tensor:
@@ -167,7 +197,7 @@ INDEX_ADD = defprim(
     "index_add", _index_add_impl,
     vjp=lambda c, out, ct, *, shape, index: (getitem(c, index),),
     jvp=lambda t, out, ct, *, shape, index: index_add(t[0], shape, index),
-    shape=_index_add_rule, linear=True)
+    shape=_index_add_rule, linear=True, batch=_index_add_batch)
 
 
 def index_add(values, shape, index) -> Tensor:
@@ -216,9 +246,15 @@ def _concatenate_jvp(tangents, out, *xs, axis):
     return concatenate(parts, axis)
 
 
+def _concatenate_batch(prim, args, batched, *, axis):
+    size = next(a.shape[0] for a, b in zip(args, batched) if b)
+    return apply(prim, *[a if b else materialize(a, size) for a, b in zip(args, batched)], axis=axis + 1)
+
+
 CONCATENATE = defprim(
     "concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis),
-    vjp=_concatenate_vjp, jvp=_concatenate_jvp, shape=_concatenate_rule, linear=True)
+    vjp=_concatenate_vjp, jvp=_concatenate_jvp, shape=_concatenate_rule, linear=True,
+    batch=_concatenate_batch)
 
 
 def _ndim_of(x) -> int:
@@ -292,12 +328,28 @@ def _take_rule(table, indices, *, axis):
     return table.shape[:axis] + tuple(indices.shape) + table.shape[axis + 1:], table.dtype
 
 
+def _take_batch(prim, args, batched, *, axis):
+    table, indices = args
+    if batched[0] and batched[1]:
+        return NotImplemented
+    if batched[0]:
+        return apply(prim, table, indices, axis=axis + 1)
+    # Batched indices: their leading axis lands where the table's axis was.
+    return move_batch_axis(apply(prim, table, indices, axis=axis), axis)
+
+
+def _take_add_batch(prim, args, batched, *, size, axis):
+    if batched[1]:
+        return NotImplemented
+    return apply(prim, *args, size=size, axis=axis + 1)
+
+
 TAKE = defprim(
     "take", _take_impl,
     vjp=lambda ct, out, table, indices, *, axis: (
         take_add(ct, indices, table.shape[axis], axis), None),
     jvp=lambda t, out, table, indices, *, axis: take(t[0], indices, axis),
-    shape=_take_rule, nondiff=(1,), linear=True)
+    shape=_take_rule, nondiff=(1,), linear=True, batch=_take_batch)
 
 
 def take(table, indices, axis: int = 0) -> Tensor:
@@ -342,7 +394,7 @@ TAKE_ADD = defprim(
     "take_add", _take_add_impl,
     vjp=lambda c, out, ct, indices, *, size, axis: (take(c, indices, axis), None),
     jvp=lambda t, out, ct, indices, *, size, axis: take_add(t[0], indices, size, axis),
-    shape=_take_add_rule, nondiff=(1,), linear=True)
+    shape=_take_add_rule, nondiff=(1,), linear=True, batch=_take_add_batch)
 
 
 def take_add(values, indices, size: int, axis: int = 0) -> Tensor:
@@ -376,7 +428,7 @@ ONE_HOT = defprim(
     "one_hot", _one_hot_impl,
     vjp=lambda ct, out, indices, *, num_classes, dtype: (None,),
     jvp=lambda t, out, indices, *, num_classes, dtype: None,
-    shape=_one_hot_rule, nondiff=(0,))
+    shape=_one_hot_rule, nondiff=(0,), batch=unary_batch)
 
 
 def one_hot(indices, num_classes: int, dtype=np.float64) -> Tensor:

@@ -15,6 +15,7 @@ import numpy as np
 from ..core import Tensor, apply
 from ..errors import ShapeError
 from .elementwise import add
+from .batch import lift_rank
 from .registry import defprim
 from .shapes import fmt
 from .structure import broadcast_to, reshape, sum_to_shape, swapaxes
@@ -65,7 +66,26 @@ def _matmul_jvp(t, out, a, b):
     return broadcast_to(total, out.shape)
 
 
-MATMUL = defprim("matmul", np.matmul, vjp=_matmul_vjp, jvp=_matmul_jvp, shape=_matmul_rule)
+def _matmul_batch(prim, args, batched):
+    a, b = args
+    a_vector, b_vector = a.ndim - batched[0] == 1, b.ndim - batched[1] == 1
+    # A vector operand is made a matrix (a row for a, a column for b), as
+    # matmul does internally, so that the batch axis is never taken for it.
+    if a_vector:
+        a = reshape(a, tuple(a.shape[:-1]) + (1, a.shape[-1]))
+    if b_vector:
+        b = reshape(b, tuple(b.shape) + (1,))
+    rank = max(a.ndim - batched[0], b.ndim - batched[1])
+    out = apply(prim, lift_rank(a, rank) if batched[0] else a, lift_rank(b, rank) if batched[1] else b)
+    if a_vector or b_vector:
+        drop = {out.ndim - 2} if a_vector else set()
+        drop |= {out.ndim - 1} if b_vector else set()
+        out = reshape(out, tuple(d for i, d in enumerate(out.shape) if i not in drop))
+    return out
+
+
+MATMUL = defprim("matmul", np.matmul, vjp=_matmul_vjp, jvp=_matmul_jvp, shape=_matmul_rule,
+                 batch=_matmul_batch)
 
 
 def matmul(a, b) -> Tensor:
@@ -274,8 +294,16 @@ def _einsum_jvp(tangents, out, *operands, subscripts):
     return broadcast_to(total, out.shape)
 
 
+def _einsum_batch(prim, args, batched, *, subscripts):
+    # The batch axis gets a letter of its own, leading in every batched term and in the output.
+    letter = next(c for c in string.ascii_letters if c not in subscripts)
+    terms, out = subscripts.split("->")
+    terms = [letter + t if b else t for t, b in zip(terms.split(","), batched)]
+    return apply(prim, *args, subscripts=",".join(terms) + "->" + letter + out)
+
+
 EINSUM = defprim("einsum", lambda *ops, subscripts: np.einsum(subscripts, *ops),
-                 vjp=_einsum_vjp, jvp=_einsum_jvp, shape=_einsum_rule)
+                 vjp=_einsum_vjp, jvp=_einsum_jvp, shape=_einsum_rule, batch=_einsum_batch)
 
 
 def einsum(subscripts, *operands, optimize=False) -> Tensor:

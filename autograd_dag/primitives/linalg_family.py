@@ -50,6 +50,7 @@ from .elementwise import (abs, add, astype, divide, multiply, negative, not_equa
 from .indexing import concatenate, getitem, stack
 from .linalg import matmul
 from .reductions import max, min
+from .batch import lift_rank
 from .registry import defprim
 from .shapes import fmt, normalize_axis
 from .structure import broadcast_to, reshape, sum, sum_to_shape, swapaxes, transpose
@@ -69,6 +70,11 @@ def _require_matrix(name: str, shape, square: bool = False) -> None:
                          f"Actual: shape {fmt(shape)}")
     if square and shape[-1] != shape[-2]:
         raise ShapeError(f"{name}: Expect: square matrices (..., n, n). Actual: shape {fmt(shape)}")
+
+
+def _stacked_batch(prim, args, batched, **params):
+    """Batching rule of a one-operand primitive that numpy already maps over leading axes."""
+    return apply(prim, *args, **params)
 
 
 def _float_dtype(dtype):
@@ -166,7 +172,7 @@ INV = defprim(
     "inv", _inv_impl,
     vjp=lambda ct, out, a: (negative(matmul(_T(out), matmul(ct, _T(out)))),),
     jvp=lambda t, out, a: negative(matmul(out, matmul(t[0], out))),
-    shape=_square_rule("inv"))
+    shape=_square_rule("inv"), batch=_stacked_batch)
 
 
 def inv(a) -> Tensor:
@@ -238,7 +244,19 @@ def _solve_jvp(t, out, a, b):
     return reshape(result, tuple(out.shape)) if vector else result
 
 
-SOLVE = defprim("solve", _solve_impl, vjp=_solve_vjp, jvp=_solve_jvp, shape=_solve_rule)
+def _solve_batch(prim, args, batched):
+    # A vector b becomes a column, so that a batched b is never read as a matrix;
+    # then both examples are lifted to one rank so that the batch axes meet.
+    a, b = args
+    vector = b.ndim - batched[1] == 1
+    if vector:
+        b = reshape(b, tuple(b.shape) + (1,))
+    rank = builtins.max(a.ndim - batched[0], b.ndim - batched[1])
+    out = apply(prim, lift_rank(a, rank) if batched[0] else a, lift_rank(b, rank) if batched[1] else b)
+    return reshape(out, tuple(out.shape[:-1])) if vector else out
+
+
+SOLVE = defprim("solve", _solve_impl, vjp=_solve_vjp, jvp=_solve_jvp, shape=_solve_rule, batch=_solve_batch)
 
 
 def solve(a, b) -> Tensor:
@@ -282,7 +300,8 @@ def _det_rule(a):
     return tuple(a.shape[:-2]), _float_dtype(a.dtype)
 
 
-DET = defprim("det", lambda a: np.asarray(np.linalg.det(a)), vjp=_det_vjp, jvp=_det_jvp, shape=_det_rule)
+DET = defprim("det", lambda a: np.asarray(np.linalg.det(a)), vjp=_det_vjp, jvp=_det_jvp, shape=_det_rule,
+              batch=_stacked_batch)
 
 
 def det(a) -> Tensor:
@@ -311,10 +330,12 @@ def _logabsdet_jvp(t, out, a):
 
 
 LOGABSDET = defprim("logabsdet", lambda a: np.asarray(np.linalg.slogdet(a)[1]),
-                    vjp=_logabsdet_vjp, jvp=_logabsdet_jvp, shape=_det_rule)
+                    vjp=_logabsdet_vjp, jvp=_logabsdet_jvp, shape=_det_rule,
+                    batch=_stacked_batch)
 SLOGDET_SIGN = defprim("slogdet_sign", lambda a: np.asarray(np.linalg.slogdet(a)[0]),
                        vjp=lambda ct, out, a: (None,), jvp=lambda t, out, a: None,
-                       shape=_det_rule, nondiff=(0,))
+                       shape=_det_rule, nondiff=(0,),
+                       batch=_stacked_batch)
 
 
 def slogdet(a) -> tuple[Tensor, Tensor]:
@@ -365,7 +386,8 @@ def _cholesky_jvp(t, out, a):
 
 
 CHOLESKY = defprim("cholesky", _cholesky_impl, vjp=_cholesky_vjp, jvp=_cholesky_jvp,
-                   shape=_square_rule("cholesky"))
+                   shape=_square_rule("cholesky"),
+                   batch=_stacked_batch)
 
 
 def cholesky(a, upper: bool = False) -> Tensor:
@@ -431,7 +453,8 @@ def _eigh_jvp(t, out, a):
     return _pack([dw, dv], tuple(out.shape[:-1]))
 
 
-EIGH = defprim("eigh", _eigh_impl, vjp=_eigh_vjp, jvp=_eigh_jvp, shape=_eigh_rule)
+EIGH = defprim("eigh", _eigh_impl, vjp=_eigh_vjp, jvp=_eigh_jvp, shape=_eigh_rule,
+               batch=_stacked_batch)
 
 
 def eigh(a, UPLO: str = "L") -> tuple[Tensor, Tensor]:
@@ -545,7 +568,8 @@ def _svd_jvp(t, out, a, *, full_matrices):
     return _pack([du, ds, _T(dv)], tuple(out.shape[:-1]))
 
 
-SVD = defprim("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, shape=_svd_rule)
+SVD = defprim("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, shape=_svd_rule,
+              batch=_stacked_batch)
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
@@ -665,7 +689,8 @@ def _qr_jvp(t, out, a):
     return _pack([dq, concatenate([du, dv], -1)], batch)
 
 
-QR = defprim("qr", _qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, shape=_qr_rule)
+QR = defprim("qr", _qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, shape=_qr_rule,
+             batch=_stacked_batch)
 
 
 def qr(a, mode: str = "reduced"):
@@ -728,7 +753,8 @@ def _pinv_jvp(t, out, a, *, rcond):
     return add(add(term1, term2), term3)
 
 
-PINV = defprim("pinv", _pinv_impl, vjp=_pinv_vjp, jvp=_pinv_jvp, shape=_pinv_rule)
+PINV = defprim("pinv", _pinv_impl, vjp=_pinv_vjp, jvp=_pinv_jvp, shape=_pinv_rule,
+              batch=_stacked_batch)
 
 
 def pinv(a, rcond=None, hermitian: bool = False) -> Tensor:

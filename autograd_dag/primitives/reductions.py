@@ -21,6 +21,7 @@ import numpy as np
 from ..core import Tensor, apply
 from ..errors import ShapeError
 from .elementwise import astype, divide, equal, multiply, subtract
+from .batch import shift_axis
 from .registry import defprim
 from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape
 from .structure import broadcast_to, reshape, sum
@@ -88,7 +89,7 @@ MEAN = defprim(
     "mean", _mean_impl, vjp=_mean_vjp,
     jvp=lambda t, out, x, *, axis, keepdims: multiply(sum(t[0], axis, keepdims),
                                                      _mean_scale(x.shape, axis)),
-    shape=_reduction_rule("mean"), linear=True)
+    shape=_reduction_rule("mean"), linear=True, batch=shift_axis())
 
 
 def mean(x, axis=None, keepdims: bool = False) -> Tensor:
@@ -135,9 +136,11 @@ def _extremum_jvp(t, out, x, *, axis, keepdims):
 
 
 MAX = defprim("max", lambda x, *, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
-              vjp=_extremum_vjp, jvp=_extremum_jvp, shape=_reduction_rule("max", nonempty=True))
+              vjp=_extremum_vjp, jvp=_extremum_jvp, shape=_reduction_rule("max", nonempty=True),
+              batch=shift_axis())
 MIN = defprim("min", lambda x, *, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
-              vjp=_extremum_vjp, jvp=_extremum_jvp, shape=_reduction_rule("min", nonempty=True))
+              vjp=_extremum_vjp, jvp=_extremum_jvp, shape=_reduction_rule("min", nonempty=True),
+              batch=shift_axis())
 
 
 def max(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
@@ -201,7 +204,7 @@ def _lse_rule(x, *, axis, keepdims, gamma):
     return reduced_shape(x.shape, axis, keepdims), _float_dtype(x.dtype)
 
 
-LOGSUMEXP = defprim("logsumexp", _lse_impl, vjp=_lse_vjp, jvp=_lse_jvp, shape=_lse_rule)
+LOGSUMEXP = defprim("logsumexp", _lse_impl, vjp=_lse_vjp, jvp=_lse_jvp, shape=_lse_rule, batch=shift_axis())
 
 
 def logsumexp(x, axis=-1, keepdims: bool = False, gamma: float = 1.0) -> Tensor:
@@ -235,7 +238,7 @@ SOFTARGMAX = defprim(
     "softargmax", _softargmax_impl,
     vjp=lambda ct, out, x, *, axis, gamma: (_softargmax_jacobian(ct, out, axis, gamma),),
     jvp=lambda t, out, x, *, axis, gamma: _softargmax_jacobian(t[0], out, axis, gamma),
-    shape=lambda x, *, axis, gamma: (tuple(x.shape), _float_dtype(x.dtype)))
+    shape=lambda x, *, axis, gamma: (tuple(x.shape), _float_dtype(x.dtype)), batch=shift_axis())
 
 
 def softargmax(x, axis=-1, gamma: float = 1.0) -> Tensor:
@@ -271,8 +274,17 @@ def _argmax_rule(x, *, axis):
     return tuple(x.shape), _float_dtype(x.dtype)
 
 
+def _argmax_batch(prim, args, batched, *, axis):
+    x = args[0]
+    if axis is not None:
+        return apply(prim, x, axis=axis + 1)
+    # The first maximum of each whole example: flatten the example axes.
+    flat = reshape(x, (x.shape[0], int(np.prod(x.shape[1:], dtype=np.int64))))
+    return reshape(apply(prim, flat, axis=1), x.shape)
+
+
 ARGMAX = defprim("argmax", _argmax_impl, vjp=lambda ct, out, x, *, axis: (None,),
-                 jvp=lambda t, out, x, *, axis: None, shape=_argmax_rule, nondiff=(0,))
+                 jvp=lambda t, out, x, *, axis: None, shape=_argmax_rule, nondiff=(0,), batch=_argmax_batch)
 
 
 def argmax(x, axis=-1) -> Tensor:

@@ -22,11 +22,16 @@ from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape
 # Tensor used directly as an input would merge two slots that hold it
 # (f(x, x)) or a slot with a closure that reads it (perturbation confusion,
 # x * grad(lambda y: x * y)(x)). Program extraction skips these nodes.
+def unary_batch(prim, args, batched, **params):
+    """The batching rule of a one-operand primitive that maps example by example: apply it."""
+    return apply(prim, *args, **params)
+
+
 IDENTITY = defprim(
     "identity", lambda x: x,
     vjp=lambda ct, out, x: (ct,),
     jvp=lambda t, out, x: t[0],
-    shape=lambda x: (x.shape, x.dtype), linear=True)
+    shape=lambda x: (x.shape, x.dtype), linear=True, batch=unary_batch)
 
 
 def identity(x) -> Tensor:
@@ -50,7 +55,8 @@ RESHAPE = defprim(
     "reshape", lambda x, *, shape: np.reshape(x, shape),
     vjp=lambda ct, out, x, *, shape: (reshape(ct, x.shape),),
     jvp=lambda t, out, x, *, shape: reshape(t[0], shape),
-    shape=_reshape_rule, linear=True)
+    shape=_reshape_rule, linear=True,
+    batch=lambda prim, args, batched, *, shape: reshape(args[0], (args[0].shape[0],) + shape))
 
 
 def reshape(x, shape) -> Tensor:
@@ -112,7 +118,8 @@ TRANSPOSE = defprim(
     "transpose", lambda x, *, axes: np.transpose(x, axes),
     vjp=lambda ct, out, x, *, axes: (transpose(ct, tuple(np.argsort(axes))),),
     jvp=lambda t, out, x, *, axes: transpose(t[0], axes),
-    shape=_transpose_rule, linear=True)
+    shape=_transpose_rule, linear=True,
+    batch=lambda prim, args, batched, *, axes: transpose(args[0], (0,) + tuple(a + 1 for a in axes)))
 
 
 def transpose(x, axes=None) -> Tensor:
@@ -151,11 +158,19 @@ def _broadcast_to_rule(x, *, shape):
     return tuple(shape), x.dtype
 
 
+def _broadcast_to_batch(prim, args, batched, *, shape):
+    x = args[0]
+    missing = len(shape) - (x.ndim - 1)  # size-1 axes after the batch axis, as broadcasting prepends them
+    if missing:
+        x = reshape(x, (x.shape[0],) + (1,) * missing + tuple(x.shape[1:]))
+    return broadcast_to(x, (x.shape[0],) + tuple(shape))
+
+
 BROADCAST_TO = defprim(
     "broadcast_to", lambda x, *, shape: np.broadcast_to(x, shape),
     vjp=lambda ct, out, x, *, shape: (sum_to_shape(ct, x.shape),),
     jvp=lambda t, out, x, *, shape: broadcast_to(t[0], shape),
-    shape=_broadcast_to_rule, linear=True)
+    shape=_broadcast_to_rule, linear=True, batch=_broadcast_to_batch)
 
 
 def broadcast_to(x, shape) -> Tensor:
@@ -186,7 +201,9 @@ SUM = defprim(
     "sum", lambda x, *, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
     vjp=_sum_vjp,
     jvp=lambda t, out, x, *, axis, keepdims: sum(t[0], axis, keepdims),
-    shape=_sum_rule, linear=True)
+    shape=_sum_rule, linear=True,
+    batch=lambda prim, args, batched, *, axis, keepdims: apply(
+        prim, args[0], axis=tuple(a + 1 for a in axis), keepdims=keepdims))
 
 
 def sum(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name

@@ -1,0 +1,237 @@
+"""``vmap``: the batching transformation, a pass over recorded nodes.
+
+``vmap(f)(xs)`` computes ``stack([f(x) for x in xs])`` without the loop:
+``f`` is recorded once on one example, then every recorded node that depends
+on the batched inputs is applied again through its primitive's batching rule
+(``Primitive.batch``, written next to its VJP and JVP), on operands that
+carry a leading batch axis. Nodes that do not depend on the inputs (constants,
+values read from a closure) are kept as they are, unbatched; they still carry
+their own derivatives, so ``grad(lambda w: ... vmap(lambda x: f(w, x))(xs))``
+differentiates through ``w``.
+
+Because the pass runs primitives like user code does, batched computations
+record, differentiate and trace: ``vmap(grad(f))`` gives per-example
+gradients, ``grad(vmap(f))``, ``jit(vmap(f))`` and ``vmap(vmap(f))`` compose.
+A primitive without a rule (or a case its rule does not cover, such as a
+convolution whose weights are batched) falls back to a loop over the batch,
+with a one-time warning naming it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Callable
+
+import numpy as np
+
+from .autodiff import depends_on_outer, grad, select_arguments, topological_nodes, vjp
+from .core import Primitive, Tensor, _recording_as, apply, attributed_to, tracing
+from .errors import AutogradDagError, ShapeError, user_source, where
+from .primitives import indexing, structure
+from .program import traced_input
+from .tree import flatten, unflatten
+
+# Primitives already reported as looping (the warning is given once each).
+_LOOPED: set[str] = set()
+
+
+def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
+    """``f`` mapped over an axis of its arguments: ``vmap(f)(xs)[i] == f(xs[i])``.
+
+    ``in_axes``: the batched axis of every argument (an int), or one entry
+    per positional argument (an int, or None for an argument shared by all
+    examples); an entry applies to every array inside a nested argument.
+    ``out_axes``: where the batch axis goes in the outputs (an int, or one
+    per output leaf). Python control flow in ``f`` must not depend on the
+    values (as with ``jit``): ``f`` is recorded once, on the first example.
+
+    Shapes: an argument of shape (..., B, ...) with its batch axis at
+    ``in_axes`` -> outputs of f's shapes with B inserted at ``out_axes``.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> per_example = ad.vmap(ad.grad(lambda w, x: ad.sum(ad.tanh(x @ w))), in_axes=(None, 0))
+        >>> per_example(np.ones(3), np.eye(3)).shape     # one gradient per row of x
+        (3, 3)
+    """
+    fname = getattr(f, "__name__", "f")
+
+    def wrapped(*args):
+        axes = _argument_axes(in_axes, len(args))
+        leaves, treedef = [], []
+        for a, axis in zip(args, axes):
+            arg_leaves, td = flatten(a)
+            leaves.append([(x, axis) for x in arg_leaves])
+            treedef.append(td)
+        flat = [pair for group in leaves for pair in group]
+        nested = any(isinstance(x, Tensor) for x, _ in flat)
+        size = _batch_size(flat)
+        examples, env = [], {}
+        for x, axis in flat:
+            if axis is None:
+                examples.append(x)
+                continue
+            batched = _batch_first(x, axis)
+            example = traced_input(batched.value[0], name=getattr(x, "name", None) or "x")
+            env[id(example)] = batched
+            examples.append(example)
+        rebuilt, k = [], 0
+        for group, td in zip(leaves, treedef):
+            rebuilt.append(unflatten(td, examples[k:k + len(group)]))
+            k += len(group)
+        inputs = [x for x in examples if isinstance(x, Tensor) and id(x) in env]
+        with tracing(inputs):
+            out = f(*rebuilt)
+        out_leaves, out_td = flatten(out)
+        out_tensors = [o if isinstance(o, Tensor) else Tensor(o) for o in out_leaves]
+        order = topological_nodes(out_tensors, stop=set(env))
+        record = nested or depends_on_outer(out_tensors, inputs)
+        with _recording_as(record):
+            for t in order:
+                parents = t.parents
+                if not parents or id(t) in env:
+                    continue
+                flags = [id(p) in env for p in parents]
+                if not any(flags):
+                    continue
+                operands = [env[id(p)] if b else p for p, b in zip(parents, flags)]
+                with attributed_to(t.source, t.scope):
+                    env[id(t)] = _apply_batched(t.prim, operands, flags, t.params or {})
+            results = [_place(env[id(o)] if id(o) in env else structure.broadcast_to(o, (size,) + o.shape),
+                              axis) for o, axis in zip(out_tensors, _output_axes(out_axes, len(out_tensors)))]
+        if not record:
+            results = [np.asarray(r.value) for r in results]
+        return unflatten(out_td, results)
+
+    wrapped.__name__ = f"vmap_{fname}"
+    wrapped.__doc__ = f.__doc__
+    return wrapped
+
+
+def _argument_axes(in_axes, n: int) -> list:
+    if in_axes is None or isinstance(in_axes, int):
+        return [in_axes] * n
+    axes = list(in_axes)
+    if len(axes) != n or not all(a is None or isinstance(a, int) for a in axes):
+        raise AutogradDagError(f"vmap: in_axes={in_axes!r} must be an int, None, or one int/None per "
+                               f"argument ({n} given){where(user_source())}")
+    if all(a is None for a in axes):
+        raise AutogradDagError(f"vmap: in_axes={in_axes!r} batches no argument{where(user_source())}")
+    return axes
+
+
+def _output_axes(out_axes, n: int) -> list:
+    if out_axes is None or isinstance(out_axes, int):
+        return [out_axes] * n
+    axes = list(out_axes)
+    if len(axes) != n:
+        raise AutogradDagError(f"vmap: out_axes={out_axes!r} must be an int or one per output leaf ({n})")
+    return axes
+
+
+def _batch_size(flat) -> int:
+    sizes = {}
+    for i, (x, axis) in enumerate(flat):
+        if axis is None:
+            continue
+        shape = np.shape(x.value if isinstance(x, Tensor) else x)
+        if not -len(shape) <= axis < len(shape):
+            raise ShapeError(f"vmap: in_axes {axis} for an argument of shape {shape}{where(user_source())}")
+        sizes.setdefault(shape[axis], i)
+    if not sizes:
+        raise AutogradDagError(f"vmap: no argument is batched (in_axes are all None){where(user_source())}")
+    if len(sizes) > 1:
+        raise ShapeError(f"vmap: the batched axes have different sizes {sorted(sizes)}; every batched "
+                         f"argument needs the same batch size{where(user_source())}")
+    return next(iter(sizes))
+
+
+def _batch_first(x, axis: int) -> Tensor:
+    """The argument as a Tensor with its batch axis first (recorded when ``x`` is a Tensor)."""
+    if isinstance(x, Tensor):
+        return structure.transpose(x, _to_front(x.ndim, axis)) if axis % x.ndim else x
+    array = np.asarray(x)
+    return Tensor(np.moveaxis(array, axis, 0) if axis % array.ndim else array)
+
+
+def _to_front(ndim: int, axis: int) -> tuple[int, ...]:
+    axis %= ndim
+    return (axis,) + tuple(i for i in range(ndim) if i != axis)
+
+
+def _place(x: Tensor, axis):
+    """Move the leading batch axis to ``axis`` (None: the output must not be batched)."""
+    if axis is None:
+        raise AutogradDagError("vmap: out_axes=None for an output that depends on the batched inputs")
+    axis %= x.ndim
+    if axis == 0:
+        return x
+    order = list(range(1, x.ndim))
+    order.insert(axis, 0)
+    return structure.transpose(x, tuple(order))
+
+
+def _apply_batched(prim: Primitive, operands, flags, params) -> Tensor:
+    if prim.batch is not None:
+        out = prim.batch(prim, operands, flags, **params)
+        if out is not NotImplemented:
+            return out
+    if prim.name not in _LOOPED:
+        _LOOPED.add(prim.name)
+        warnings.warn(f"vmap: '{prim.name}' has no batching rule for these operands; looping over the "
+                      f"batch (one call per example)", stacklevel=4)
+    size = next(o.shape[0] for o, b in zip(operands, flags) if b)
+    outs = [apply(prim, *[indexing.getitem(o, i) if b else o for o, b in zip(operands, flags)], **params)
+            for i in range(size)]
+    return indexing.stack(outs, 0)
+
+
+# ---------------------------------------------- Jacobians on vmap
+
+
+def jacobian(f: Callable, argnums: int = 0) -> Callable:
+    """The Jacobian function of ``f`` w.r.t. one argument: ``vmap`` of its VJP over the unit cotangents.
+
+    One forward pass, then one batched reverse pass whose batch is the
+    output's entries (rather than one reverse pass per entry).
+    Shapes: out.shape + arg.shape.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.jacobian(lambda x: x * x)(np.array([1.0, 2.0]))
+        array([[2., 0.],
+               [0., 4.]])
+    """
+    def wrapped(*args):
+        select_arguments(args, argnums)
+        n = argnums % len(args)
+
+        def f_of(x):
+            rebuilt = list(args)
+            rebuilt[n] = x
+            return f(*rebuilt)
+        out, f_vjp = vjp(f_of, args[n])
+        nested = isinstance(out, Tensor)
+        out_value = out.value if nested else np.asarray(out)
+        x_shape = np.shape(args[n].value if isinstance(args[n], Tensor) else args[n])
+        size = out_value.size
+        if size == 0:
+            zeros = np.zeros(out_value.shape + x_shape, dtype=out_value.dtype)
+            return Tensor(zeros) if nested else zeros
+        basis = np.eye(size, dtype=out_value.dtype).reshape((size,) + out_value.shape)
+        rows = vmap(lambda ct: f_vjp(ct)[0])(basis)
+        shape = out_value.shape + x_shape
+        return structure.reshape(rows, shape) if isinstance(rows, Tensor) else rows.reshape(shape)
+    return wrapped
+
+
+def hessian(f: Callable, argnums: int = 0) -> Callable:
+    """The Hessian of a scalar ``f``: the Jacobian of its gradient. Shapes: arg.shape * 2.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.hessian(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]))
+        array([[ 6.,  0.],
+               [ 0., 12.]])
+    """
+    return jacobian(grad(f, argnums), argnums)

@@ -1,0 +1,185 @@
+"""vmap: every primitive of the table against a Python loop over the batch, and its compositions.
+
+For each case of the primitive table (tests/cases_*.py), a batch of B
+different argument sets is made; ``vmap`` of the case's function must equal
+``np.stack`` of the function applied to each set in a Python loop — with every
+argument batched, and with each argument batched alone (the others shared) —
+and so must ``vmap(grad(...))``. Built-in primitives must not fall back to the
+loop (no warning), except the documented cases listed below.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import autograd_dag as ad
+from autograd_dag import batching
+from tests.test_primitives_table import ALL_CASES, case_id, closure, make_args
+
+B = 3
+# Rules that loop by design: a convolution with per-example weights (batched w, or the
+# weight gradient, which sums over examples) needs a grouped convolution the library
+# does not have. With only the input batched, conv2d and conv2d_input_grad do not loop.
+LOOPING = {"conv2d_weight_grad"}
+LOOPING_WITH_BATCHED_WEIGHTS = {"conv2d", "conv2d_input_grad"}
+
+
+def _batch(args, seed):
+    """B argument sets: the case's arguments scaled by 1 ± small factors (signs, ties and kinks kept)."""
+    rng = np.random.default_rng(seed)
+    scales = 1.0 + 0.05 * rng.uniform(-1.0, 1.0, B)
+    return [np.stack([a * s for s in scales]) for a in args]
+
+
+def _loop(fn, batched, in_axes):
+    outs = []
+    for b in range(B):
+        call = [a[b] if ax == 0 else a for a, ax in zip(batched, in_axes)]
+        with ad.no_grad():
+            out = fn(*[ad.Tensor(a) for a in call])
+        outs.append(np.asarray(out.value if isinstance(out, ad.Tensor) else out))
+    return np.stack(outs)
+
+
+def _axes_choices(n):
+    choices = [(0,) * n]
+    if n > 1:
+        choices += [tuple(0 if i == k else None for i in range(n)) for k in range(n)]
+    return choices
+
+
+def _check_no_loop(record, case, in_axes=(0,)):
+    looped = [str(w.message) for w in record if "vmap:" in str(w.message)]
+    allowed = LOOPING | (LOOPING_WITH_BATCHED_WEIGHTS if in_axes[1:2] == (0,) else set())
+    allowed = [m for m in looped if not any(f"'{name}'" in m for name in allowed)]
+    assert not allowed, f"{case_id(case)} fell back to a loop: {allowed}"
+
+
+@pytest.mark.parametrize("case", ALL_CASES, ids=[case_id(c) for c in ALL_CASES])
+def test_vmap_equals_a_loop_over_the_batch(case):
+    g, wrt_args = closure(case, make_args(case))
+    if not wrt_args:
+        pytest.skip("no float argument to batch")
+    if any(a.size == 0 for a in wrt_args):
+        pytest.skip("empty operand")
+    batched = _batch(wrt_args, 0)
+    for in_axes in _axes_choices(len(wrt_args)):
+        call = [a if ax == 0 else w for a, w, ax in zip(batched, wrt_args, in_axes)]
+        expected = _loop(g, call, in_axes)
+        batching._LOOPED.clear()
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            got = ad.vmap(g, in_axes=in_axes)(*call)
+        _check_no_loop(record, case, in_axes)
+        assert np.shape(got) == expected.shape, f"in_axes={in_axes}"
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12, err_msg=f"in_axes={in_axes}")
+
+
+@pytest.mark.parametrize("case", ALL_CASES, ids=[case_id(c) for c in ALL_CASES])
+def test_vmap_of_grad_equals_a_loop_over_the_batch(case):
+    g, wrt_args = closure(case, make_args(case))
+    if not wrt_args or any(a.size == 0 for a in wrt_args):
+        pytest.skip("nothing to differentiate")
+    with ad.no_grad():
+        probe = g(*[ad.Tensor(a) for a in wrt_args])
+    if probe.dtype.kind != "f":
+        pytest.skip("no derivative (integer or boolean output)")
+    weights = np.random.default_rng(1).standard_normal(probe.shape)
+    loss = lambda *a: ad.sum(g(*a) * weights)  # noqa: E731
+    dloss = ad.grad(loss, argnums=0)
+    batched = _batch(wrt_args, 2)
+    call = [batched[0]] + list(wrt_args[1:])
+    in_axes = (0,) + (None,) * (len(wrt_args) - 1)
+    expected = np.stack([dloss(batched[0][b], *wrt_args[1:]) for b in range(B)])
+    batching._LOOPED.clear()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        got = ad.vmap(dloss, in_axes=in_axes)(*call)
+    _check_no_loop(record, case)
+    np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-11)
+
+# ------------------------------------------------------------ compositions
+
+
+RNG = np.random.default_rng(0)
+XS = RNG.standard_normal((5, 3))
+W = RNG.standard_normal((3, 2))
+
+
+def _loss(w, x):
+    return ad.sum(ad.tanh(x @ w) ** 2)
+
+
+def test_per_example_gradients():
+    got = ad.vmap(ad.grad(_loss), in_axes=(None, 0))(W, XS)
+    # d/dW Σ tanh(xW)² = xᵀ (2 tanh(xW)(1 − tanh²(xW))), example by example.
+    t = np.tanh(XS @ W)
+    expected = np.einsum("bi,bj->bij", XS, 2 * t * (1 - t ** 2))
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_grad_of_vmap_and_closures():
+    def total(w):
+        return ad.sum(ad.vmap(lambda x: _loss(w, x))(XS))
+    np.testing.assert_allclose(ad.grad(total)(W), ad.grad(lambda w: _loss(w, XS))(W), rtol=1e-12)
+    ad.check_grads(total, (W,), order=2)
+
+
+def test_jit_vmap_and_vmap_jit_and_nested_vmap():
+    f = lambda x, w: ad.tanh(x @ w)    # noqa: E731
+    expected = np.tanh(XS @ W)
+    np.testing.assert_allclose(ad.jit(ad.vmap(f, in_axes=(0, None)))(XS, W), expected, rtol=1e-14)
+    np.testing.assert_allclose(ad.vmap(ad.jit(f), in_axes=(0, None))(XS, W), expected, rtol=1e-14)
+    outer = ad.vmap(ad.vmap(lambda a, b: a * b, in_axes=(0, None)), in_axes=(None, 0))(XS[0], XS[1])
+    np.testing.assert_allclose(outer, np.outer(XS[1], XS[0]), rtol=1e-14)
+
+
+def test_vmap_of_jvp_and_of_vjp():
+    f = lambda x: ad.tanh(x) * x        # noqa: E731
+    tangents = RNG.standard_normal(XS.shape)
+    got = ad.vmap(lambda x, t: ad.jvp(f, (x,), (t,))[1])(XS, tangents)
+    np.testing.assert_allclose(got, ((1 - np.tanh(XS) ** 2) * XS + np.tanh(XS)) * tangents, rtol=1e-12)
+
+
+def test_in_axes_out_axes_and_pytrees():
+    got = ad.vmap(lambda p: p["a"] * p["b"], in_axes=1, out_axes=1)({"a": XS.T, "b": XS.T})
+    np.testing.assert_allclose(got, (XS * XS).T, rtol=1e-14)
+    constant = ad.vmap(lambda x: ad.Tensor(np.ones(2)) + 0.0)(XS)
+    assert constant.shape == (5, 2)
+
+
+def test_vmap_errors():
+    with pytest.raises(ad.ShapeError, match="different sizes"):
+        ad.vmap(lambda a, b: a + b)(np.ones((2, 3)), np.ones((4, 3)))
+    with pytest.raises(ad.AutogradDagError, match="batches no argument"):
+        ad.vmap(lambda a: a, in_axes=(None,))(np.ones(2))
+    with pytest.raises(ad.ShapeError, match="in_axes 2"):
+        ad.vmap(lambda a: a, in_axes=2)(np.ones((2, 3)))
+
+
+def test_a_primitive_without_a_rule_loops_with_one_warning():
+    square = ad.primitive("vmap_test_square", lambda x: x * x,
+                          vjp=lambda ct, out, x: (ct * 2.0 * x,), replace=True)
+    batching._LOOPED.discard("vmap_test_square")
+    with pytest.warns(UserWarning, match="'vmap_test_square' has no batching rule"):
+        got = ad.vmap(lambda x: square(x))(XS)
+    np.testing.assert_allclose(got, XS * XS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ad.vmap(lambda x: square(x))(XS)   # warned once only
+
+
+def test_jacobian_and_hessian_on_vmap():
+    A = RNG.standard_normal((4, 3))
+    x = RNG.standard_normal(3)
+    J = ad.jacobian(lambda x: ad.tanh(A @ x))(x)
+    np.testing.assert_allclose(J, (1 - np.tanh(A @ x) ** 2)[:, None] * A, rtol=1e-13)
+    H = ad.hessian(lambda x: ad.sum(x ** 3) + ad.sum(x[:2] * x[1:]))(x)
+    expected = np.diag(6 * x) + np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], float)
+    np.testing.assert_allclose(H, expected, rtol=1e-13, atol=1e-13)
+    # Inside another transformation the Jacobian is recorded and differentiates again.
+    d = ad.grad(lambda x: ad.sum(ad.jacobian(lambda y: y * y * x)(x)))(x)
+    np.testing.assert_allclose(d, 4 * x, rtol=1e-13)   # J = diag(2y·x) at y = x: Σ 2x² -> 4x
