@@ -28,9 +28,9 @@ from .errors import (AnomalyError, AutogradDagError, CircuitError, CycleError, G
                      RenderError, SerializationError, ShapeError)
 from .graph import Graph
 from .primitives import PRIMITIVES
-from .primitives.arrangement import (append, atleast_1d, atleast_2d, atleast_3d, column_stack, cross, diag,
-                                     dstack, fliplr, flipud, hstack, inner, kron, moveaxis, partition, ravel,
-                                     rollaxis, rot90, select, vstack)
+from .primitives.arrangement import (append, array_split, atleast_1d, atleast_2d, atleast_3d, column_stack,
+                                     cross, diag, dsplit, dstack, fliplr, flipud, hsplit, hstack, inner, kron,
+                                     moveaxis, partition, ravel, rollaxis, rot90, select, vsplit, vstack)
 from .primitives.conv import conv2d, max_pool2d
 from .primitives.elementwise import (abs, add, astype, divide, equal, exp, greater, greater_equal,
                                      less, less_equal, log, logistic, maximum, minimum, multiply,
@@ -68,7 +68,7 @@ __all__ = [
     "one_hot", "conv2d", "max_pool2d",
     "hstack", "vstack", "dstack", "column_stack", "append", "atleast_1d", "atleast_2d", "atleast_3d",
     "ravel", "diag", "kron", "inner", "cross", "rot90", "flipud", "fliplr", "moveaxis", "rollaxis",
-    "select", "partition",
+    "array_split", "hsplit", "vsplit", "dsplit", "select", "partition",
     "linalg",
     # rendering
     "render", "render_to", "highlight_path",

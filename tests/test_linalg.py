@@ -169,3 +169,17 @@ def test_decompositions_trace_into_programs_that_rerun_and_differentiate():
 def test_norm_of_a_list_of_tensors():
     g = ad.grad(lambda x, y: L.norm([x, y]), argnums=(0, 1))(3.0, 4.0)
     np.testing.assert_allclose([float(g[0]), float(g[1])], [0.6, 0.8], rtol=1e-12)
+
+
+def test_split_family_errors_and_gradient_spacing_errors():
+    with pytest.raises(ad.ShapeError, match="divides the axis length 7"):
+        ad.hsplit(ad.Tensor(np.ones(7)), 3)
+    with pytest.raises(ad.ShapeError, match="at least 2 dimensions"):
+        ad.vsplit(ad.Tensor(np.ones(4)), 2)
+    with pytest.raises(ad.ShapeError, match="coordinate arrays"):
+        np.gradient(ad.Tensor(np.ones(4)), np.arange(4.0))
+    with pytest.raises(ad.ShapeError, match="at least 3 samples"):
+        np.gradient(ad.Tensor(np.ones(2)), edge_order=2)
+    # np.array_split of a Tensor gives Tensors whose derivatives reach the input.
+    g = ad.grad(lambda x: ad.sum(np.array_split(x, 3)[1] * 5.0))(np.ones(7))
+    np.testing.assert_array_equal(g, [0, 0, 0, 5, 5, 0, 0])

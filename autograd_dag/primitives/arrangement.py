@@ -1,7 +1,8 @@
 """numpy's joining, reshaping and rearranging functions, as composites of recorded primitives.
 
 hstack, vstack, dstack, column_stack, append, atleast_1d/2d/3d, ravel, diag,
-kron, inner, cross, rot90, flipud, fliplr, moveaxis, rollaxis, select and partition. None of them
+kron, inner, cross, rot90, flipud, fliplr, moveaxis, rollaxis, array_split,
+hsplit, vsplit, dsplit, gradient (numpy's finite differences), select and partition. None of them
 needs a primitive of its own: each is exactly a concatenate, reshape,
 transpose, getitem (and its transpose index_add), multiply, matmul or where,
 so their derivatives are those primitives' rules, to any order.
@@ -15,7 +16,7 @@ import numpy as np
 
 from ..core import Tensor
 from ..errors import ShapeError
-from .elementwise import multiply, subtract, where
+from .elementwise import add, multiply, subtract, where
 from .indexing import concatenate, getitem, index_add, stack
 from .linalg import matmul
 from .shapes import fmt, normalize_axis
@@ -448,6 +449,152 @@ def rollaxis(a, axis: int, start: int = 0) -> Tensor:
     order = [i for i in range(nd) if i != axis]
     order.insert(start, axis)
     return transpose(a, tuple(order))
+
+# ------------------------------------------------------------- splitting
+
+
+def _pieces(x, indices_or_sections, axis, name: str, equal: bool) -> list:
+    shape = _shape(x)
+    if not shape:
+        raise ShapeError(f"{name}: Expect: an operand with at least one axis. Actual: a 0-d operand")
+    ax = normalize_axis(name, axis, len(shape))
+    n = shape[ax]
+    if isinstance(indices_or_sections, (int, np.integer)) and not isinstance(indices_or_sections, bool):
+        k = int(indices_or_sections)
+        if k <= 0 or (equal and n % k):
+            raise ShapeError(f"{name}: Expect: a number of sections that divides the axis length {n}"
+                             f"{'' if equal else ' or any positive number'}. Actual: {k}")
+        # numpy's array_split: the first n % k pieces get one extra entry.
+        size, extra = divmod(n, k)
+        sizes = [size + 1] * extra + [size] * (k - extra)
+        bounds = [0]
+        for sz in sizes:
+            bounds.append(bounds[-1] + sz)
+    else:
+        cuts = [int(i) for i in indices_or_sections]
+        bounds = [0] + cuts + [n]
+    lead = (slice(None),) * ax
+    return [getitem(x, lead + (slice(a, b),)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def array_split(x, indices_or_sections, axis: int = 0) -> list:
+    """x cut into pieces along ``axis`` (getitem slices), as ``np.array_split``.
+
+    An int k gives k pieces, the first n % k one entry longer; a list of
+    indices cuts before each. Shapes: (..., n, ...) -> a list of (..., n_i, ...).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> [p.shape for p in ad.array_split(ad.Tensor(np.ones(7)), 3)]
+        [(3,), (2,), (2,)]
+    """
+    return _pieces(x, indices_or_sections, axis, "array_split", equal=False)
+
+
+def hsplit(x, indices_or_sections) -> list:
+    """x cut along its second axis (the first for 1-D), as ``np.hsplit``; an int must divide the length.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> [p.shape for p in ad.hsplit(ad.Tensor(np.ones((2, 4))), 2)]
+        [(2, 2), (2, 2)]
+    """
+    return _pieces(x, indices_or_sections, 0 if len(_shape(x)) == 1 else 1, "hsplit", equal=True)
+
+
+def vsplit(x, indices_or_sections) -> list:
+    """x cut along its first axis (at least 2-D), as ``np.vsplit``; an int must divide the length.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> [p.shape for p in ad.vsplit(ad.Tensor(np.ones((4, 2))), [1])]
+        [(1, 2), (3, 2)]
+    """
+    if len(_shape(x)) < 2:
+        raise ShapeError(f"vsplit: Expect: at least 2 dimensions. Actual: shape {fmt(_shape(x))}")
+    return _pieces(x, indices_or_sections, 0, "vsplit", equal=True)
+
+
+def dsplit(x, indices_or_sections) -> list:
+    """x cut along its third axis (at least 3-D), as ``np.dsplit``; an int must divide the length.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> [p.shape for p in ad.dsplit(ad.Tensor(np.ones((1, 1, 4))), 2)]
+        [(1, 1, 2), (1, 1, 2)]
+    """
+    if len(_shape(x)) < 3:
+        raise ShapeError(f"dsplit: Expect: at least 3 dimensions. Actual: shape {fmt(_shape(x))}")
+    return _pieces(x, indices_or_sections, 2, "dsplit", equal=True)
+
+# --------------------------------------------------------------- gradient
+
+
+def gradient(f, *varargs, axis=None, edge_order: int = 1):
+    """Finite-difference estimate of the derivative of sampled values, as ``np.gradient``.
+
+    Central differences inside, one-sided differences of order ``edge_order``
+    (1 or 2) at the ends; spacings are scalars (one for all axes or one per
+    axis; coordinate arrays are not supported). A composite of getitem,
+    subtract, divide and concatenate, so it is differentiable in ``f``.
+    Shapes: f (*s) -> one array of shape s per axis (a tuple for several).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.primitives.arrangement.gradient(ad.Tensor([0.0, 1.0, 4.0, 9.0])).value
+        array([1., 2., 4., 5.])
+    """
+    shape = _shape(f)
+    nd = len(shape)
+    if axis is None:
+        axes = list(range(nd))
+    elif isinstance(axis, (int, np.integer)):
+        axes = [normalize_axis("gradient", axis, nd)]
+    else:
+        axes = [normalize_axis("gradient", a, nd) for a in axis]
+    if len(varargs) == 0:
+        spacing = [1.0] * len(axes)
+    elif len(varargs) == 1:
+        spacing = [varargs[0]] * len(axes)
+    elif len(varargs) == len(axes):
+        spacing = list(varargs)
+    else:
+        raise ShapeError(f"gradient: Expect: no spacing, one, or one per axis ({len(axes)}). "
+                         f"Actual: {len(varargs)}")
+    for h in spacing:
+        if np.ndim(h.value if isinstance(h, Tensor) else h) != 0:
+            raise ShapeError("gradient: Expect: scalar spacings (coordinate arrays are not supported). "
+                             "Actual: an array")
+    if edge_order not in (1, 2):
+        raise ShapeError(f"gradient: Expect: edge_order 1 or 2. Actual: {edge_order!r}")
+    outs = []
+    for ax, h in zip(axes, spacing):
+        n = shape[ax]
+        if n < edge_order + 1:
+            raise ShapeError(f"gradient: Expect: at least {edge_order + 1} samples along axis {ax} for "
+                             f"edge_order={edge_order}. Actual: shape {fmt(shape)}")
+        h = float(h.value if isinstance(h, Tensor) else h)
+        lead = (slice(None),) * ax
+
+        def point(i, lead=lead):
+            return getitem(f, lead + (slice(i, i + 1 if i != -1 else None),))
+
+        parts = []
+        if edge_order == 1:
+            parts.append(multiply(subtract(point(1), point(0)), 1.0 / h))
+        else:
+            first = subtract(multiply(point(1), 4.0), add(multiply(point(0), 3.0), point(2)))
+            parts.append(multiply(first, 0.5 / h))
+        if n > 2:
+            parts.append(multiply(subtract(getitem(f, lead + (slice(2, None),)),
+                                           getitem(f, lead + (slice(None, -2),))), 0.5 / h))
+        if edge_order == 1:
+            parts.append(multiply(subtract(point(-1), point(-2)), 1.0 / h))
+        else:
+            last = subtract(add(multiply(point(-1), 3.0), point(-3)), multiply(point(-2), 4.0))
+            parts.append(multiply(last, 0.5 / h))
+        outs.append(concatenate(parts, ax))
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 # ------------------------------------------------------ select, partition
 
