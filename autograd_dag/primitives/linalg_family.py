@@ -88,8 +88,8 @@ def _square_rule(name):
     return rule
 
 
-def _linalg_error(name: str, what: str, shape):
-    return ShapeError(f"{name}: Expect: {what}. Actual: a matrix of shape {fmt(shape)} that is not")
+def _linalg_error(name: str, what: str, actual: str, shape):
+    return ShapeError(f"{name}: Expect: {what}. Actual: {actual} (operand of shape {fmt(shape)})")
 
 
 def _eye(n: int, dtype=np.float64) -> np.ndarray:
@@ -165,7 +165,7 @@ def _inv_impl(a):
     try:
         return np.linalg.inv(a)
     except np.linalg.LinAlgError:
-        raise _linalg_error("inv", "invertible matrices", a.shape) from None
+        raise _linalg_error("inv", "invertible matrices", "a singular matrix", a.shape) from None
 
 
 INV = defprim(
@@ -214,7 +214,7 @@ def _solve_impl(a, b):
     try:
         return np.linalg.solve(a, b)
     except np.linalg.LinAlgError:
-        raise _linalg_error("solve", "an invertible matrix a", a.shape) from None
+        raise _linalg_error("solve", "an invertible matrix a", "a singular matrix a", a.shape) from None
 
 
 def _as_columns(x, vector: bool):
@@ -361,7 +361,8 @@ def _cholesky_impl(a):
     try:
         return np.linalg.cholesky(a)
     except np.linalg.LinAlgError:
-        raise _linalg_error("cholesky", "symmetric positive-definite matrices", a.shape) from None
+        raise _linalg_error("cholesky", "symmetric positive-definite matrices",
+                            "a matrix that is not positive definite", a.shape) from None
 
 
 def _phi(x):
