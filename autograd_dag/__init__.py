@@ -28,6 +28,9 @@ from .errors import (AnomalyError, AutogradDagError, CircuitError, CycleError, G
                      RenderError, SerializationError, ShapeError)
 from .graph import Graph
 from .primitives import PRIMITIVES
+from .primitives.arrangement import (append, array_split, atleast_1d, atleast_2d, atleast_3d, column_stack,
+                                     cross, diag, dsplit, dstack, fliplr, flipud, hsplit, hstack, inner, kron,
+                                     moveaxis, partition, ravel, rollaxis, rot90, select, vsplit, vstack)
 from .primitives.conv import conv2d, max_pool2d
 from .primitives.elementwise import (abs, add, astype, divide, equal, exp, greater, greater_equal,
                                      less, less_equal, log, logistic, maximum, minimum, multiply,
@@ -75,6 +78,10 @@ __all__ = [
     "expand_dims", "squeeze", "sum_to_shape", "getitem", "index_add", "concatenate", "stack", "take",
     "one_hot", "conv2d", "max_pool2d",
     "sin", "cos",
+    "hstack", "vstack", "dstack", "column_stack", "append", "atleast_1d", "atleast_2d", "atleast_3d",
+    "ravel", "diag", "kron", "inner", "cross", "rot90", "flipud", "fliplr", "moveaxis", "rollaxis",
+    "hsplit", "vsplit", "dsplit", "select", "partition",
+    "linalg",
     # rendering
     "render", "render_to", "highlight_path",
 ]
@@ -92,6 +99,6 @@ __all__ += [
     "array_split", "outer", "dot", "tensordot", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
     "arange", "linspace", "eye",
 ]
-from . import circuits, nn, optim, testing  # noqa: E402
+from . import circuits, linalg, nn, optim, testing  # noqa: E402
 from . import text  # noqa: E402
 from .render import highlight_path, render, render_to  # noqa: E402

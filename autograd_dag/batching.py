@@ -69,7 +69,8 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
         examples, env = [], {}
         for x, axis in flat:
             if axis is None:
-                examples.append(x)
+                # Shared arrays become constants, so Tensor methods work on them as on the examples.
+                examples.append(Tensor(x) if isinstance(x, np.ndarray) else x)
                 continue
             batched = _batch_first(x, axis)
             example = traced_input(batched.value[0], name=getattr(x, "name", None) or "x")

@@ -17,7 +17,8 @@ from . import core
 from .core import Tensor
 from .errors import AutogradDagError, NotDifferentiableError, user_source, where
 from .primitives import elementwise as ew
-from .primitives import arrays, indexing, linalg, mathfuncs, numeric, reductions, structure
+from .primitives import (arrangement, arrays, indexing, linalg, linalg_family, mathfuncs, numeric,
+                         reductions, structure)
 
 
 def _swap(fn):
@@ -93,6 +94,8 @@ Tensor.transpose = lambda self, *axes: structure.transpose(
 Tensor.T = property(lambda self: structure.transpose(self))
 Tensor.swapaxes = structure.swapaxes
 Tensor.flatten = lambda self: structure.reshape(self, (-1,))
+Tensor.ravel = arrangement.ravel
+Tensor.squeeze = lambda self, axis=None: structure.squeeze(self, axis)
 
 
 # numpy's ndarray methods for the everyday functions.
@@ -211,6 +214,19 @@ def _np_reshape(a, shape=None, order="C", *, newshape=None):
     return structure.reshape(a, newshape if shape is None else shape)
 
 
+def _stack_kwargs(name, kwargs):
+    # numpy's defaults (dtype=None, casting='same_kind') change nothing; other values are refused.
+    given = {k: v for k, v in kwargs.items() if not (k == "dtype" and v is None)
+             and not (k == "casting" and v == "same_kind")}
+    if given:
+        raise AutogradDagError(f"{name} on Tensors: {', '.join(sorted(given))} not supported")
+
+
+def _c_order(name, order):
+    if order not in ("C", "A", "K"):
+        raise AutogradDagError(f"{name} on a Tensor: order={order!r} is not supported (only 'C')")
+
+
 def _np_concatenate(arrays, axis=0, **kwargs):
     if kwargs:
         raise AutogradDagError(f"np.concatenate on Tensors: {', '.join(sorted(kwargs))} not supported")
@@ -231,13 +247,47 @@ NUMPY_FUNCTIONS = {
     np.min: _reduction(Tensor.min), np.amin: _reduction(Tensor.min),
     np.reshape: _np_reshape,
     np.transpose: lambda a, axes=None: structure.transpose(a, axes),
-    np.swapaxes: structure.swapaxes, np.squeeze: structure.squeeze,
+    np.swapaxes: lambda a, axis1, axis2: structure.swapaxes(a, axis1, axis2), np.squeeze: structure.squeeze,
     np.expand_dims: structure.expand_dims, np.broadcast_to: structure.broadcast_to,
     np.concatenate: _np_concatenate, np.stack: _np_stack,
     np.where: ew.where, np.einsum: linalg.einsum,
     np.take: lambda a, indices, axis=None: indexing.take(
         a if axis is not None else structure.reshape(a, (-1,)), indices, 0 if axis is None else axis),
+    # numpy.linalg (ad.linalg)
+    np.linalg.solve: linalg_family.solve, np.linalg.inv: linalg_family.inv,
+    np.linalg.det: linalg_family.det, np.linalg.slogdet: linalg_family.slogdet,
+    np.linalg.cholesky: linalg_family.cholesky, np.linalg.eigh: linalg_family.eigh,
+    np.linalg.svd: linalg_family.svd, np.linalg.qr: linalg_family.qr, np.linalg.pinv: linalg_family.pinv,
+    np.linalg.norm: linalg_family.norm, np.linalg.matrix_power: linalg_family.matrix_power,
+    np.linalg.matmul: linalg.matmul,
+    # joining and rearranging (composites of the primitives above)
+    np.hstack: lambda tup, **kw: _stack_kwargs("np.hstack", kw) or arrangement.hstack(tup),
+    np.vstack: lambda tup, **kw: _stack_kwargs("np.vstack", kw) or arrangement.vstack(tup),
+    np.dstack: arrangement.dstack, np.column_stack: arrangement.column_stack,
+    np.append: arrangement.append, np.atleast_1d: arrangement.atleast_1d,
+    np.atleast_2d: arrangement.atleast_2d, np.atleast_3d: arrangement.atleast_3d,
+    np.ravel: lambda a, order="C": _c_order("np.ravel", order) or arrangement.ravel(a),
+    np.diag: arrangement.diag, np.kron: arrangement.kron, np.inner: arrangement.inner,
+    np.cross: arrangement.cross, np.rot90: arrangement.rot90, np.flipud: arrangement.flipud,
+    np.fliplr: arrangement.fliplr, np.select: arrangement.select,
+    np.moveaxis: arrangement.moveaxis, np.rollaxis: arrangement.rollaxis,
+    np.array_split: arrangement.array_split, np.hsplit: arrangement.hsplit, np.vsplit: arrangement.vsplit,
+    np.dsplit: arrangement.dsplit, np.gradient: arrangement.gradient,
+    np.partition: lambda a, kth, axis=-1, kind="introselect", order=None: arrangement.partition(a, kth, axis),
 }
+NUMPY_FUNCTIONS.update({
+    np.linalg.eigvalsh: linalg_family.eigvalsh, np.linalg.multi_dot: linalg_family.multi_dot,
+    np.linalg.cond: linalg_family.cond, np.linalg.tensorinv: linalg_family.tensorinv,
+    np.linalg.tensorsolve: linalg_family.tensorsolve,
+    np.linalg.lstsq: lambda a, b, rcond=None: linalg_family.lstsq(a, b, rcond),
+})
+# numpy 2 additions to numpy.linalg.
+for _name in ("trace", "svdvals", "matrix_norm", "vector_norm", "diagonal", "matrix_transpose", "vecdot",
+              "outer"):
+    if hasattr(np.linalg, _name):
+        NUMPY_FUNCTIONS[getattr(np.linalg, _name)] = getattr(linalg_family, _name)
+if hasattr(np.linalg, "cross"):
+    NUMPY_FUNCTIONS[np.linalg.cross] = lambda x1, x2, axis=-1: arrangement.cross(x1, x2, axis=axis)
 
 # numpy functions whose results carry no derivative (shapes, indices,
 # booleans): they run on the values, whatever the Tensor.
@@ -245,7 +295,7 @@ NUMPY_VALUE_FUNCTIONS = {
     np.shape, np.ndim, np.size, np.result_type, np.iscomplexobj, np.isrealobj, np.argmax, np.argmin,
     np.argsort, np.nonzero, np.flatnonzero, np.argwhere, np.count_nonzero, np.searchsorted,
     np.array_equal, np.array_equiv, np.allclose, np.isclose, np.may_share_memory, np.shares_memory,
-    np.isscalar, np.any, np.all,
+    np.isscalar, np.any, np.all, np.linalg.matrix_rank,
 }
 # ufuncs likewise (booleans and integer-valued results).
 _VALUE_UFUNCS = {np.isfinite, np.isnan, np.isinf, np.signbit, np.logical_and, np.logical_or,
@@ -308,7 +358,6 @@ NUMPY_FUNCTIONS.update({
     np.clip: _np_clip, np.prod: _reduction(lambda a, *args, **kw: Tensor.prod(a, *args, **kw)),
     np.std: _reduction(lambda a, *args, **kw: Tensor.std(a, *args, **kw)),
     np.var: _reduction(lambda a, *args, **kw: Tensor.var(a, *args, **kw)),
-    np.linalg.norm: numeric.norm,
     np.cumsum: _no_out("cumsum", numeric.cumsum), np.cumprod: _no_out("cumprod", numeric.cumprod),
     np.diff: numeric.diff, np.sort: _np_sort, np.take_along_axis: numeric.take_along_axis,
     np.pad: _np_pad, np.flip: arrays.flip, np.roll: arrays.roll, np.tile: arrays.tile,

@@ -29,6 +29,7 @@ from .elementwise import multiply, where
 from .indexing import getitem, take
 from .linalg import matmul
 from .reductions import _ndim
+from .batch import shift_axis
 from .registry import defprim
 from .shapes import fmt, normalize_axes, normalize_axis
 from .structure import broadcast_to, reshape, sum, transpose
@@ -54,11 +55,15 @@ def _unpad(ct, pad_width):
     return getitem(ct, tuple(slice(b, d - a) for (b, a), d in zip(pad_width, ct.shape)))
 
 
+def _pad_batch(prim, args, batched, *, pad_width, value):
+    return apply(prim, args[0], pad_width=((0, 0),) + tuple(pad_width), value=value)
+
+
 PAD = defprim(
     "pad", _pad_impl,
     vjp=lambda ct, out, x, *, pad_width, value: (_unpad(ct, pad_width),),
     jvp=lambda t, out, x, *, pad_width, value: apply(PAD, t[0], pad_width=pad_width, value=0.0),
-    shape=lambda x, *, pad_width, value: (tuple(d + b + a for d, (b, a) in zip(x.shape, pad_width)), x.dtype))
+    shape=lambda x, *, pad_width, value: (tuple(d + b + a for d, (b, a) in zip(x.shape, pad_width)), x.dtype), batch=_pad_batch)
 
 
 def pad(x, pad_width, mode: str = "constant", constant_values=0.0) -> Tensor:
@@ -94,7 +99,7 @@ FLIP = defprim(
     "flip", lambda x, *, axis: np.flip(x, axis),
     vjp=lambda ct, out, x, *, axis: (apply(FLIP, ct, axis=axis),),
     jvp=lambda t, out, x, *, axis: apply(FLIP, t[0], axis=axis),
-    shape=lambda x, *, axis: (tuple(x.shape), x.dtype), linear=True)
+    shape=lambda x, *, axis: (tuple(x.shape), x.dtype), linear=True, batch=shift_axis())
 
 
 def flip(x, axis=None) -> Tensor:
@@ -116,11 +121,20 @@ def _negated(shift):
     return tuple(-s for s in shift) if isinstance(shift, tuple) else -shift
 
 
+def _roll_batch(prim, args, batched, *, shift, axis):
+    x = args[0]
+    if axis is None:  # a roll of the flattened example
+        flat = reshape(x, (x.shape[0], int(np.prod(x.shape[1:], dtype=np.int64))))
+        return reshape(apply(prim, flat, shift=shift, axis=1), x.shape)
+    shifted = tuple(a + 1 for a in axis) if isinstance(axis, tuple) else axis + 1
+    return apply(prim, x, shift=shift, axis=shifted)
+
+
 ROLL = defprim(
     "roll", _roll_impl,
     vjp=lambda ct, out, x, *, shift, axis: (apply(ROLL, ct, shift=_negated(shift), axis=axis),),
     jvp=lambda t, out, x, *, shift, axis: apply(ROLL, t[0], shift=shift, axis=axis),
-    shape=lambda x, *, shift, axis: (tuple(x.shape), x.dtype), linear=True)
+    shape=lambda x, *, shift, axis: (tuple(x.shape), x.dtype), linear=True, batch=_roll_batch)
 
 
 def roll(x, shift, axis=None) -> Tensor:

@@ -13,7 +13,7 @@ import string
 import numpy as np
 
 from ..core import Tensor, apply
-from ..errors import NotDifferentiableError, ShapeError
+from ..errors import ShapeError
 from .elementwise import add
 from .batch import lift_rank
 from .registry import defprim
@@ -101,6 +101,37 @@ def matmul(a, b) -> Tensor:
 # ----------------------------------------------------------------- einsum
 
 _LETTERS = set(string.ascii_letters)
+
+
+def _sublist_letters(sub) -> str:
+    text = []
+    for item in sub:
+        if item is Ellipsis:
+            text.append("...")
+        elif isinstance(item, (int, np.integer)) and not isinstance(item, bool) and 0 <= item < 52:
+            text.append(string.ascii_letters[int(item)])
+        else:
+            raise ShapeError(f"einsum: Expect: subscript lists of integers in [0, 52) and Ellipsis. "
+                             f"Actual: {item!r} in {sub!r}")
+    return "".join(text)
+
+
+def _from_interleaved(args):
+    """numpy's ``einsum(op0, sublist0, op1, sublist1, ..., [sublist_out])`` as (subscripts, operands)."""
+    args = list(args)
+    out = None
+    if len(args) % 2 == 1:
+        out = args.pop()
+    operands = args[0::2]
+    subs = args[1::2]
+    for s in subs + ([out] if out is not None else []):
+        if not isinstance(s, (list, tuple)):
+            raise ShapeError(f"einsum: Expect: a subscripts string, or operands interleaved with subscript "
+                             f"lists. Actual: {type(s).__name__} {s!r} where a list was expected")
+    text = ",".join(_sublist_letters(s) for s in subs)
+    if out is not None:
+        text += "->" + _sublist_letters(out)
+    return text, tuple(operands)
 
 
 def _parse_einsum(subscripts: str, shapes: list[tuple[int, ...]]) -> str:
@@ -196,41 +227,62 @@ def _einsum_rule(*operands, subscripts):
     return tuple(sizes[c] for c in rhs), np.result_type(*[o.dtype for o in operands])
 
 
-def _require_no_diagonal(terms, subscripts):
-    for term in terms:
-        if len(set(term)) != len(term):
-            raise NotDifferentiableError(
-                f"einsum: derivatives through a repeated letter within one operand (a diagonal, "
-                f"'{term}' in {subscripts!r}) are not supported; take the diagonal with an "
-                f"explicit mask or gather instead")
+def _unused_letters(*texts) -> list[str]:
+    used = set("".join(texts))
+    return [c for c in string.ascii_letters if c not in used]
 
 
 def _einsum_vjp(ct, out, *operands, subscripts):
     terms, rhs = _split(subscripts)
-    _require_no_diagonal(terms, subscripts)
     grads = []
     for i, x in enumerate(operands):
         others = [j for j in range(len(operands)) if j != i]
         available = set(rhs).union(*[terms[j] for j in others])
+        unique = "".join(dict.fromkeys(terms[i]))
         # Letters only in operand i were summed away: the cotangent is constant
         # along them, so it is computed without them and broadcast back after.
-        kept = "".join(c for c in terms[i] if c in available)
+        kept = "".join(c for c in unique if c in available)
         spec = ",".join([rhs] + [terms[j] for j in others]) + "->" + kept
         if len(others) == 0 and kept == rhs:
             g = ct
         else:
             g = apply(EINSUM, ct, *[operands[j] for j in others], subscripts=spec)
-        g = reshape(g, tuple(g.shape[kept.index(c)] if c in kept else 1 for c in terms[i])) \
-            if kept != terms[i] else g
+        if unique != terms[i]:
+            g = _onto_diagonal(g, kept, terms[i], tuple(x.shape), x.dtype, subscripts)
+        elif kept != terms[i]:
+            g = reshape(g, tuple(g.shape[kept.index(c)] if c in kept else 1 for c in terms[i]))
         # Axes where operand i has size 1 but was broadcast against a larger one.
         g = sum_to_shape(g, tuple(1 if d == 1 else g.shape[k] for k, d in enumerate(x.shape)))
         grads.append(broadcast_to(g, x.shape))
     return tuple(grads)
 
 
+def _onto_diagonal(g, kept, term, shape, dtype, subscripts):
+    """``g`` (letters ``kept``) placed on the diagonals of an operand whose ``term`` repeats letters.
+
+    The transpose of taking a diagonal: an einsum of g with identity matrices
+    (one per repeated occurrence, pairing it with a fresh letter) and ones
+    (for letters summed away within the operand alone).
+    """
+    fresh = iter(_unused_letters(subscripts))
+    first: dict[str, int] = {}
+    out_letters, specs, consts = [], [kept], []
+    for pos, c in enumerate(term):
+        if c in first:
+            f = next(fresh)
+            out_letters.append(f)
+            specs.append(c + f)
+            consts.append(np.eye(shape[first[c]], shape[pos], dtype=dtype))
+        else:
+            first[c] = pos
+            out_letters.append(c)
+            if c not in kept:
+                specs.append(c)
+                consts.append(np.ones(shape[pos], dtype=dtype))
+    return apply(EINSUM, g, *consts, subscripts=",".join(specs) + "->" + "".join(out_letters))
+
+
 def _einsum_jvp(tangents, out, *operands, subscripts):
-    terms, _ = _split(subscripts)
-    _require_no_diagonal(terms, subscripts)
     total = None
     for i, t in enumerate(tangents):
         if t is None:
@@ -254,16 +306,21 @@ EINSUM = defprim("einsum", lambda *ops, subscripts: np.einsum(subscripts, *ops),
                  vjp=_einsum_vjp, jvp=_einsum_jvp, shape=_einsum_rule, batch=_einsum_batch)
 
 
-def einsum(subscripts: str, *operands) -> Tensor:
+def einsum(subscripts, *operands, optimize=False) -> Tensor:
     """Einstein summation, as ``np.einsum``: ``einsum('ij,jk->ik', a, b)`` is ``a @ b``.
 
-    One or more operands; implicit mode (no ``->``) and ``...`` follow numpy.
-    Derivatives are not defined through a letter repeated within one operand
-    (a diagonal such as ``'ii->i'``): the forward value is computed, the VJP/JVP
-    raise :class:`NotDifferentiableError`.
+    One or more operands; implicit mode (no ``->``) and ``...`` follow numpy,
+    and so does a letter repeated within one operand (a diagonal: ``'ii->i'``,
+    ``'ii->'`` is the trace), differentiable like the rest (its VJP places the
+    cotangent back on the diagonal with identity matrices). numpy's interleaved
+    form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` (integers 0-51 for letters,
+    ``...`` as Ellipsis) is accepted too. ``optimize`` is accepted and ignored.
     Shapes: one operand per term; the output has one axis per output letter.
-    Example: ``ad.einsum('i,i->', x, y)`` is the inner product of x and y.
+    Example: ``ad.einsum('i,i->', x, y)`` is the inner product of x and y;
+    ``ad.einsum(m, [0, 0])`` is the trace of m.
     """
+    if not isinstance(subscripts, str):
+        subscripts, operands = _from_interleaved((subscripts,) + operands)
     shapes = [tuple(np.shape(o.value if isinstance(o, Tensor) else o)) for o in operands]
     if not operands:
         raise ShapeError("einsum: Expect: at least one operand. Actual: none")

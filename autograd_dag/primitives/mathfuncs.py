@@ -39,6 +39,7 @@ from ..core import Tensor, apply
 from ..errors import AutogradDagError, ShapeError
 from .elementwise import (TIE_WEIGHTS, _elementwise, _tangent_sum, _unb, abs, add, astype, divide,
                           equal, exp, greater, less, multiply, negative, sqrt, subtract, where)
+from .batch import elementwise as elementwise_batch
 from .registry import defprim
 from .shapes import broadcast
 
@@ -66,13 +67,13 @@ def _rule(name, impl):
 def _unary(name, impl, scale):
     """A unary primitive whose derivative is ``scale(g, x, out)`` = g · f'(x) for g the cotangent or tangent."""
     return defprim(name, impl, vjp=lambda ct, out, x, **p: (scale(ct, x, out),),
-                   jvp=lambda t, out, x, **p: scale(t[0], x, out), shape=_rule(name, impl))
+                   jvp=lambda t, out, x, **p: scale(t[0], x, out), shape=_rule(name, impl), batch=elementwise_batch)
 
 
 def _constant(name, impl):
     """A piecewise-constant unary primitive: derivative 0 everywhere."""
     return defprim(name, impl, vjp=lambda ct, out, x, **p: (None,), jvp=lambda t, out, x, **p: None,
-                   shape=_rule(name, impl))
+                   shape=_rule(name, impl), batch=elementwise_batch)
 
 
 def _one_minus_square(x):
@@ -335,7 +336,7 @@ def _binary(name, impl, rule_x, rule_y):
              lambda ct, out, x, y: _unb(rule_y(ct, x, y, out), y)),
         jvp=lambda t, out, x, y: _tangent_sum(out, None if t[0] is None else rule_x(t[0], x, y, out),
                                               None if t[1] is None else rule_y(t[1], x, y, out)),
-        shape=_rule(name, impl))
+        shape=_rule(name, impl), batch=elementwise_batch)
 
 
 def _safe_denominator(d):
@@ -476,7 +477,7 @@ def _clip_jvp(t, out, x, lo, hi):
 
 
 CLIP = defprim("clip", np.clip, vjp=(_clip_vjp_x, _clip_vjp_lo, _clip_vjp_hi), jvp=_clip_jvp,
-               shape=_rule("clip", np.clip))
+               shape=_rule("clip", np.clip), batch=elementwise_batch)
 
 
 def clip(x, a_min=None, a_max=None) -> Tensor:
@@ -502,7 +503,7 @@ NAN_TO_NUM = defprim(
     "nan_to_num", _nan_to_num_impl,
     vjp=lambda ct, out, x, **p: (where(isfinite(x), ct, 0.0),),
     jvp=lambda t, out, x, **p: where(isfinite(x), t[0], 0.0),
-    shape=lambda x, **p: (tuple(x.shape), x.dtype))
+    shape=lambda x, **p: (tuple(x.shape), x.dtype), batch=elementwise_batch)
 
 
 def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
@@ -519,7 +520,7 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None)
 
 def _test(name, impl):
     return defprim(name, impl, vjp=lambda ct, out, x: (None,), jvp=lambda t, out, x: None,
-                   shape=lambda x: (tuple(x.shape), np.dtype(np.bool_)), nondiff=(0,))
+                   shape=lambda x: (tuple(x.shape), np.dtype(np.bool_)), nondiff=(0,), batch=elementwise_batch)
 
 
 ISFINITE = _test("isfinite", np.isfinite)

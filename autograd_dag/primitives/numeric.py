@@ -49,7 +49,8 @@ from ..errors import AutogradDagError, ShapeError
 from .elementwise import abs, add, astype, divide, equal, multiply, not_equal, power, subtract, where
 from .indexing import concatenate, getitem
 from .mathfuncs import _safe_denominator
-from .reductions import _float_dtype, _kept, _ndim, max, mean, min
+from .reductions import _argmax_batch, _float_dtype, _kept, _ndim, max, mean, min
+from .batch import materialize, shift_axis
 from .registry import defprim
 from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape
 from .structure import broadcast_to, reshape, sum, transpose
@@ -78,7 +79,7 @@ CUMSUM = defprim(
     "cumsum", _cum_impl(np.cumsum),
     vjp=lambda ct, out, x, *, axis, reverse: (_cumsum(ct, axis, not reverse),),
     jvp=lambda t, out, x, *, axis, reverse: _cumsum(t[0], axis, reverse),
-    shape=lambda x, *, axis, reverse: (tuple(x.shape), _cumsum_dtype(x.dtype)), linear=True)
+    shape=lambda x, *, axis, reverse: (tuple(x.shape), _cumsum_dtype(x.dtype)), linear=True, batch=shift_axis())
 
 
 def _cumsum(x, axis, reverse=False):
@@ -142,7 +143,7 @@ def _cumprod_jvp(t, out, x, *, axis, reverse):
 
 CUMPROD = defprim(
     "cumprod", _cum_impl(np.cumprod), vjp=_cumprod_vjp, jvp=_cumprod_jvp,
-    shape=lambda x, *, axis, reverse: (tuple(x.shape), _cumsum_dtype(x.dtype)))
+    shape=lambda x, *, axis, reverse: (tuple(x.shape), _cumsum_dtype(x.dtype)), batch=shift_axis())
 
 
 def _cumprod(x, axis, reverse=False):
@@ -207,7 +208,7 @@ def _prod_rule(x, *, axis, keepdims):
 
 
 PROD = defprim("prod", lambda x, *, axis, keepdims: np.prod(x, axis=axis, keepdims=keepdims),
-               vjp=_prod_vjp, jvp=_prod_jvp, shape=_prod_rule)
+               vjp=_prod_vjp, jvp=_prod_jvp, shape=_prod_rule, batch=shift_axis())
 
 
 def prod(x, axis=None, keepdims: bool = False) -> Tensor:
@@ -240,7 +241,7 @@ def _norm_jvp(t, out, x, *, axis, keepdims):
 
 NORM = defprim("norm", _norm_impl, vjp=_norm_vjp, jvp=_norm_jvp,
                shape=lambda x, *, axis, keepdims: (reduced_shape(x.shape, axis, keepdims),
-                                                    _float_dtype(x.dtype)))
+                                                    _float_dtype(x.dtype)), batch=shift_axis())
 
 _MATRIX_ORDS = ("nuc", 1, -1, 2, -2, math.inf, -math.inf)
 
@@ -250,8 +251,8 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
 
     ``axis=None``: the 2-norm of all entries (``ord`` None), or for a matrix
     ``ord='fro'``; an int ``axis``: vector norms along it; a pair of axes: the
-    Frobenius norm (``ord`` None or 'fro'). Other matrix norms (nuc, 1, 2, ∞ of
-    a matrix) are not here. Kinks: the 2-norm's and 1-norm's gradients at 0 are
+    Frobenius norm (``ord`` None or 'fro'). The other matrix norms (nuc, 1, 2, ∞
+    of a matrix) are :func:`autograd_dag.linalg.norm`'s, which calls this one for the rest. Kinks: the 2-norm's and 1-norm's gradients at 0 are
     0; the ∞-norm's splits among tied largest entries; ord 0 (the count of
     nonzeros) has no derivative.
     Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
@@ -279,8 +280,8 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
         if ord in (None, "fro"):
             return apply(NORM, x, axis=axes, keepdims=keepdims)
         if ord in _MATRIX_ORDS:
-            raise AutogradDagError(f"norm: the matrix norm ord={ord!r} is not available here "
-                                   f"(only the Frobenius norm, ord=None or 'fro')")
+            raise AutogradDagError(f"norm: the matrix norm ord={ord!r} is ad.linalg.norm's (np.linalg.norm "
+                                   f"on a Tensor calls it); ad.norm gives vector norms and the Frobenius norm")
         raise ShapeError(f"norm: Expect: a matrix norm order in None, 'fro', 'nuc', ±1, ±2, ±inf. Actual: {ord!r}")
     if ord is None or ord == 2:
         return apply(NORM, x, axis=axes, keepdims=keepdims)
@@ -383,12 +384,25 @@ def _along_shape(x_shape, idx_shape, axis):
     return tuple(shape)
 
 
+def _along_axis_batch(prim, args, batched, **params):
+    # Values and indices have the same rank: repeat the unbatched one over the batch.
+    size = next(a.shape[0] for a, b in zip(args, batched) if b)
+    return apply(prim, *[a if b else materialize(a, size) for a, b in zip(args, batched)],
+                 **{**params, "axis": params["axis"] + 1})
+
+
+def _put_along_axis_batch(prim, args, batched, *, shape, axis, unique=False):
+    size = next(a.shape[0] for a, b in zip(args, batched) if b)
+    return apply(prim, *[a if b else materialize(a, size) for a, b in zip(args, batched)],
+                 shape=(size,) + tuple(shape), axis=axis + 1, unique=unique)
+
+
 TAKE_ALONG_AXIS = defprim(
     "take_along_axis", _take_along_impl,
     vjp=lambda ct, out, x, idx, *, axis: (put_along_axis_add(ct, idx, x.shape, axis), None),
     jvp=lambda t, out, x, idx, *, axis: take_along_axis(t[0], idx, axis),
     shape=lambda x, idx, *, axis: (_along_shape(x.shape, idx.shape, axis), x.dtype),
-    nondiff=(1,), linear=True)
+    nondiff=(1,), linear=True, batch=_along_axis_batch)
 
 
 def take_along_axis(x, indices, axis: int) -> Tensor:
@@ -427,7 +441,7 @@ PUT_ALONG_AXIS_ADD = defprim(
         c, idx if tuple(idx.shape) == tuple(v.shape) else broadcast_to(idx, v.shape), axis), None),
     jvp=lambda t, out, v, idx, *, shape, axis, unique=False: apply(
         PUT_ALONG_AXIS_ADD, t[0], idx, shape=shape, axis=axis, unique=unique),
-    shape=lambda v, idx, *, shape, axis, unique=False: (tuple(shape), v.dtype), nondiff=(1,), linear=True)
+    shape=lambda v, idx, *, shape, axis, unique=False: (tuple(shape), v.dtype), nondiff=(1,), linear=True, batch=_put_along_axis_batch)
 
 
 def put_along_axis_add(values, indices, shape, axis: int) -> Tensor:
@@ -451,7 +465,7 @@ def _argsort_impl(x, *, axis):
 
 ARGSORT = defprim(
     "argsort", _argsort_impl, vjp=lambda ct, out, x, *, axis: (None,), jvp=lambda t, out, x, *, axis: None,
-    shape=lambda x, *, axis: (tuple(x.shape), np.dtype(np.intp)), nondiff=(0,))
+    shape=lambda x, *, axis: (tuple(x.shape), np.dtype(np.intp)), nondiff=(0,), batch=shift_axis())
 
 
 def argsort(x, axis=-1) -> Tensor:
@@ -476,7 +490,7 @@ SORT = defprim(
     # permutation of the rules does, and argsort is stable.
     "sort", lambda x, *, axis: np.sort(x, axis=axis), vjp=_sort_vjp,
     jvp=lambda t, out, x, *, axis: take_along_axis(t[0], apply(ARGSORT, x, axis=axis), axis),
-    shape=lambda x, *, axis: (tuple(x.shape), x.dtype))
+    shape=lambda x, *, axis: (tuple(x.shape), x.dtype), batch=shift_axis())
 
 
 def sort(x, axis=-1) -> Tensor:
@@ -510,7 +524,7 @@ def _argmin_rule(x, *, axis):
 
 
 ARGMIN = defprim("argmin", _argmin_impl, vjp=lambda ct, out, x, *, axis: (None,),
-                 jvp=lambda t, out, x, *, axis: None, shape=_argmin_rule, nondiff=(0,))
+                 jvp=lambda t, out, x, *, axis: None, shape=_argmin_rule, nondiff=(0,), batch=_argmax_batch)
 
 
 def argmin(x, axis=-1) -> Tensor:
@@ -533,7 +547,7 @@ def _boolean_reduction(name, fn):
                    vjp=lambda ct, out, x, **p: (None,), jvp=lambda t, out, x, **p: None,
                    shape=lambda x, *, axis, keepdims: (reduced_shape(x.shape, axis, keepdims),
                                                        np.dtype(np.bool_)),
-                   nondiff=(0,))
+                   nondiff=(0,), batch=shift_axis())
 
 
 ANY = _boolean_reduction("any", np.any)

@@ -1,0 +1,1135 @@
+"""The numpy.linalg family: solve, inv, det, slogdet, cholesky, eigh, svd, qr, pinv.
+
+Every function is batched over leading axes, as numpy's: an operand of shape
+(..., m, n) is a stack of matrices.
+
+Design of the decompositions with several outputs (eigh, svd, qr): a
+primitive returns one array, so each decomposition is **one primitive whose
+output packs its factors**, flattened and concatenated along a last axis
+(shape (..., total)). The public function splits the packed array with
+``getitem`` and ``reshape`` (recorded, linear, differentiable), so the
+decomposition runs once and each factor is an ordinary Tensor. The VJP gets
+the packed cotangent, splits it the same way, and applies the factor
+formulas; the JVP returns the packed tangent. ``slogdet`` is two primitives:
+``logabsdet`` (differentiable) and ``slogdet_sign`` (piecewise constant, no
+derivative).
+
+All rules are written with primitive functions (matmul, solve, the
+primitives here, ...), so the derivative is a recorded program that is
+differentiated again (second order).
+
+Conventions, documented where they matter:
+
+* ``cholesky`` and ``eigh`` read only the lower triangle (numpy's ``UPLO='L'``),
+  so their derivatives with respect to the strict upper triangle are zero and
+  the lower triangle carries the symmetric contributions of both.
+* ``eigh`` is differentiable where the eigenvalues are distinct; the
+  eigenvector terms of two equal eigenvalues are taken as zero (so that a
+  function of the eigenvalues alone still gets its correct gradient at a
+  degenerate point); the eigenvectors themselves are not unique there.
+* ``svd`` likewise needs distinct, non-zero singular values for the factor
+  derivatives; the singular values alone (``compute_uv=False``, ``norm``) are
+  differentiable wherever they are distinct. ``full_matrices=True`` on a
+  non-square matrix has non-unique extra columns: its value is computed, its
+  derivative raises :class:`NotDifferentiableError`.
+* ``qr`` (mode 'reduced', 'r', or 'complete' for a wide or square matrix) needs
+  a full-rank leading square block.
+* ``pinv``'s derivative is the constant-rank formula (Golub & Pereyra).
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from ..core import Tensor, apply
+from ..errors import NotDifferentiableError, ShapeError
+from .elementwise import (abs, add, astype, divide, multiply, negative, not_equal, power, sqrt, subtract,
+                          where)
+from .indexing import concatenate, getitem, stack
+from .linalg import matmul
+from .numeric import norm as vector_or_frobenius_norm
+from .reductions import max, min
+from .batch import lift_rank
+from .registry import defprim
+from .shapes import fmt, normalize_axis
+from .structure import broadcast_to, reshape, sum, sum_to_shape, swapaxes, transpose
+
+
+def _T(x):
+    return swapaxes(x, -1, -2)
+
+
+def _shape_of(x) -> tuple[int, ...]:
+    return tuple(np.shape(x.value if isinstance(x, Tensor) else x))
+
+
+def _require_matrix(name: str, shape, square: bool = False) -> None:
+    if len(shape) < 2:
+        raise ShapeError(f"{name}: Expect: a matrix or a stack of matrices (at least 2 dimensions). "
+                         f"Actual: shape {fmt(shape)}")
+    if square and shape[-1] != shape[-2]:
+        raise ShapeError(f"{name}: Expect: square matrices (..., n, n). Actual: shape {fmt(shape)}")
+
+
+def _stacked_batch(prim, args, batched, **params):
+    """Batching rule of a one-operand primitive that numpy already maps over leading axes."""
+    return apply(prim, *args, **params)
+
+
+def _float_dtype(dtype):
+    return np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.dtype(np.float64)
+
+
+def _square_rule(name):
+    def rule(a, **params):
+        _require_matrix(name, a.shape, square=True)
+        return tuple(a.shape), _float_dtype(a.dtype)
+    return rule
+
+
+def _linalg_error(name: str, what: str, actual: str, shape):
+    return ShapeError(f"{name}: Expect: {what}. Actual: {actual} (operand of shape {fmt(shape)})")
+
+
+def _eye(n: int, dtype=np.float64) -> np.ndarray:
+    return np.eye(n, dtype=dtype)
+
+
+def _tril_mask(n: int, k: int = 0, dtype=np.float64) -> np.ndarray:
+    return np.tril(np.ones((n, n), dtype=dtype), k)
+
+
+def _safe_reciprocal(d):
+    """1/d where d != 0, else 0 (for the degenerate-spectrum conventions)."""
+    nonzero = not_equal(d, 0.0)
+    return where(nonzero, divide(1.0, where(nonzero, d, 1.0)), 0.0)
+
+
+def _lower_reader_adjoint(m):
+    """Cotangent of A for a function that reads only A's lower triangle.
+
+    ``m`` is the cotangent as if A were free and symmetric: its symmetric part
+    Σ goes to the diagonal once and to the strict lower triangle twice.
+    """
+    n = m.shape[-1]
+    sym = multiply(add(m, _T(m)), 0.5)
+    return multiply(sym, 2.0 * _tril_mask(n, -1, m.dtype) + _eye(n, m.dtype))
+
+
+def _lower_reader_tangent(t):
+    """The symmetric matrix a function reading A's lower triangle sees when A moves by ``t``."""
+    n = t.shape[-1]
+    strict = multiply(t, _tril_mask(n, -1, t.dtype))
+    return add(add(strict, _T(strict)), multiply(t, _eye(n, t.dtype)))
+
+
+def _diag_part(x):
+    """The diagonal of the last two axes as a vector: (..., n, n) -> (..., n)."""
+    return sum(multiply(x, _eye(x.shape[-1], x.dtype)), -1)
+
+
+def _diag_matrix(v):
+    """A vector as a diagonal matrix: (..., n) -> (..., n, n)."""
+    n = v.shape[-1]
+    return multiply(reshape(v, tuple(v.shape) + (1,)), _eye(n, v.dtype))
+
+# -------------------------------------------------------------- packing
+
+
+def _pack(parts, batch):
+    """Factors (each (*batch, *core)) flattened and joined along one last axis."""
+    return concatenate([reshape(p, tuple(batch) + (-1,)) for p in parts], -1)
+
+
+def _unpack(packed, batch, cores):
+    """The factors of a packed array: inverse of :func:`_pack`."""
+    batch = tuple(batch)
+    out, start = [], 0
+    lead = (Ellipsis,)
+    for core in cores:
+        size = int(np.prod(core, dtype=np.int64))
+        part = getitem(packed, lead + (slice(start, start + size),))
+        out.append(reshape(part, batch + tuple(core)))
+        start += size
+    return out
+
+
+def _np_pack(arrays, batch):
+    return np.concatenate([np.reshape(a, tuple(batch) + (-1,)) for a in arrays], axis=-1)
+
+# ------------------------------------------------------------------ inv
+
+
+def _inv_impl(a):
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        raise _linalg_error("inv", "invertible matrices", "a singular matrix", a.shape) from None
+
+
+INV = defprim(
+    "inv", _inv_impl,
+    vjp=lambda ct, out, a: (negative(matmul(_T(out), matmul(ct, _T(out)))),),
+    jvp=lambda t, out, a: negative(matmul(out, matmul(t[0], out))),
+    shape=_square_rule("inv"), batch=_stacked_batch)
+
+
+def inv(a) -> Tensor:
+    """The inverse of a square matrix (batched), as ``np.linalg.inv``.
+
+    Shapes: (..., n, n) -> (..., n, n). A singular matrix raises :class:`ShapeError`.
+    Derivative: d(A⁻¹) = -A⁻¹ dA A⁻¹.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.inv(ad.Tensor([[2.0, 0.0], [0.0, 4.0]])).value
+        array([[0.5 , 0.  ],
+               [0.  , 0.25]])
+    """
+    _require_matrix("inv", _shape_of(a), square=True)
+    return apply(INV, a)
+
+# ---------------------------------------------------------------- solve
+
+
+def _solve_rule(a, b):
+    _require_matrix("solve", a.shape, square=True)
+    n = a.shape[-1]
+    if b.ndim == 0 or (b.ndim == 1 and b.shape[0] != n) or (b.ndim > 1 and b.shape[-2] != n):
+        raise ShapeError(f"solve: Expect: b of shape ({n},) or (..., {n}, k) for a of shape {fmt(a.shape)}. "
+                         f"Actual: b of shape {fmt(b.shape)}")
+    if b.ndim == 1:
+        return tuple(a.shape[:-2]) + (n,), np.result_type(_float_dtype(a.dtype), _float_dtype(b.dtype))
+    try:
+        batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    except ValueError:
+        raise ShapeError(f"solve: Expect: batch dimensions that broadcast together. Actual: a of shape "
+                         f"{fmt(a.shape)}, b of shape {fmt(b.shape)}") from None
+    return batch + tuple(b.shape[-2:]), np.result_type(_float_dtype(a.dtype), _float_dtype(b.dtype))
+
+
+def _solve_impl(a, b):
+    _solve_rule(a, b)
+    try:
+        return np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        raise _linalg_error("solve", "an invertible matrix a", "a singular matrix a", a.shape) from None
+
+
+def _as_columns(x, vector: bool):
+    return reshape(x, tuple(x.shape) + (1,)) if vector else x
+
+
+def _solve_vjp(ct, out, a, b):
+    vector = b.ndim == 1
+    b_m = tuple(b.shape) + (1,) if vector else tuple(b.shape)
+    gb_m = solve(_T(a), _as_columns(ct, vector))
+    gb = sum_to_shape(gb_m, b_m)
+    ga = sum_to_shape(negative(matmul(gb_m, _T(_as_columns(out, vector)))), tuple(a.shape))
+    return ga, (reshape(gb, tuple(b.shape)) if vector else gb)
+
+
+def _solve_jvp(t, out, a, b):
+    ta, tb = t
+    vector = b.ndim == 1
+    x_m = _as_columns(out, vector)
+    rhs = None
+    if tb is not None:
+        rhs = broadcast_to(_as_columns(tb, vector), tuple(x_m.shape))
+    if ta is not None:
+        term = negative(matmul(ta, x_m))
+        rhs = term if rhs is None else add(rhs, term)
+    result = solve(a, rhs)
+    return reshape(result, tuple(out.shape)) if vector else result
+
+
+def _solve_batch(prim, args, batched):
+    # A vector b becomes a column, so that a batched b is never read as a matrix;
+    # then both examples are lifted to one rank so that the batch axes meet.
+    a, b = args
+    vector = b.ndim - batched[1] == 1
+    if vector:
+        b = reshape(b, tuple(b.shape) + (1,))
+    rank = builtins.max(a.ndim - batched[0], b.ndim - batched[1])
+    out = apply(prim, lift_rank(a, rank) if batched[0] else a, lift_rank(b, rank) if batched[1] else b)
+    return reshape(out, tuple(out.shape[:-1])) if vector else out
+
+
+SOLVE = defprim("solve", _solve_impl, vjp=_solve_vjp, jvp=_solve_jvp, shape=_solve_rule, batch=_solve_batch)
+
+
+def solve(a, b) -> Tensor:
+    """The solution x of a x = b (batched), as ``np.linalg.solve``.
+
+    Shapes: a (..., n, n); b (n,) -> (..., n), or b (..., n, k) -> (..., n, k)
+    with the batch dimensions broadcast (numpy 2 semantics: b is a vector
+    only when it is 1-D). A singular ``a`` raises :class:`ShapeError`.
+    Derivatives: b̄ = a⁻ᵀ x̄, ā = -b̄ xᵀ; dx = a⁻¹(db - da x).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.solve(ad.Tensor([[2.0, 0.0], [0.0, 4.0]]), ad.Tensor([1.0, 1.0])).value
+        array([0.5 , 0.25])
+    """
+    _solve_rule(_Aval(a), _Aval(b))
+    return apply(SOLVE, a, b)
+
+
+class _Aval:
+    """Shape and dtype of an operand, for calling a shape rule before applying."""
+
+    def __init__(self, x):
+        v = x.value if isinstance(x, Tensor) else np.asarray(x)
+        self.shape, self.dtype, self.ndim = v.shape, v.dtype, v.ndim
+
+# ------------------------------------------------------------------ det
+
+
+def _det_vjp(ct, out, a):
+    scale = reshape(multiply(ct, out), tuple(out.shape) + (1, 1))
+    return (multiply(scale, _T(inv(a))),)
+
+
+def _det_jvp(t, out, a):
+    return multiply(out, sum(multiply(_T(inv(a)), t[0]), (-2, -1)))
+
+
+def _det_rule(a):
+    _require_matrix("det", a.shape, square=True)
+    return tuple(a.shape[:-2]), _float_dtype(a.dtype)
+
+
+DET = defprim("det", lambda a: np.asarray(np.linalg.det(a)), vjp=_det_vjp, jvp=_det_jvp, shape=_det_rule,
+              batch=_stacked_batch)
+
+
+def det(a) -> Tensor:
+    """The determinant (batched), as ``np.linalg.det``.
+
+    Shapes: (..., n, n) -> (...). Derivative: d det A = det A · tr(A⁻¹ dA), so
+    it is defined where A is invertible (at a singular A the derivative raises).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> round(float(ad.linalg.det(ad.Tensor([[2.0, 1.0], [1.0, 3.0]])).value), 12)
+        5.0
+    """
+    _require_matrix("det", _shape_of(a), square=True)
+    return apply(DET, a)
+
+# -------------------------------------------------------------- slogdet
+
+
+def _logabsdet_vjp(ct, out, a):
+    return (multiply(reshape(ct, tuple(out.shape) + (1, 1)), _T(inv(a))),)
+
+
+def _logabsdet_jvp(t, out, a):
+    return sum(multiply(_T(inv(a)), t[0]), (-2, -1))
+
+
+LOGABSDET = defprim("logabsdet", lambda a: np.asarray(np.linalg.slogdet(a)[1]),
+                    vjp=_logabsdet_vjp, jvp=_logabsdet_jvp, shape=_det_rule,
+                    batch=_stacked_batch)
+SLOGDET_SIGN = defprim("slogdet_sign", lambda a: np.asarray(np.linalg.slogdet(a)[0]),
+                       vjp=lambda ct, out, a: (None,), jvp=lambda t, out, a: None,
+                       shape=_det_rule, nondiff=(0,),
+                       batch=_stacked_batch)
+
+
+def slogdet(a) -> tuple[Tensor, Tensor]:
+    """``(sign, log|det a|)`` (batched), as ``np.linalg.slogdet``.
+
+    Two primitives: ``slogdet_sign`` (piecewise constant, no derivative) and
+    ``logabsdet`` (derivative A⁻ᵀ, like log det). Returns a plain tuple.
+    Shapes: (..., n, n) -> ((...), (...)).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> sign, logdet = ad.linalg.slogdet(ad.Tensor([[-2.0, 0.0], [0.0, 1.0]]))
+        >>> float(sign.value), round(float(logdet.value), 6)
+        (-1.0, 0.693147)
+    """
+    _require_matrix("slogdet", _shape_of(a), square=True)
+    return apply(SLOGDET_SIGN, a), apply(LOGABSDET, a)
+
+# ------------------------------------------------------------- cholesky
+
+
+def _cholesky_impl(a):
+    try:
+        return np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        raise _linalg_error("cholesky", "symmetric positive-definite matrices",
+                            "a matrix that is not positive definite", a.shape) from None
+
+
+def _phi(x):
+    """The lower triangle of x with its diagonal halved."""
+    n = x.shape[-1]
+    return multiply(x, _tril_mask(n, -1, x.dtype) + 0.5 * _eye(n, x.dtype))
+
+
+def _cholesky_vjp(ct, out, a):
+    # Murray (2016): Ā = L⁻ᵀ Φ(Lᵀ L̄) L⁻¹, symmetrised, then read on the lower triangle.
+    p = _phi(matmul(_T(out), ct))
+    z = solve(_T(out), p)
+    m = _T(solve(_T(out), _T(z)))
+    return (_lower_reader_adjoint(m),)
+
+
+def _cholesky_jvp(t, out, a):
+    ds = _lower_reader_tangent(t[0])
+    y = solve(out, ds)                 # L⁻¹ dS
+    inner = _T(solve(out, _T(y)))      # L⁻¹ dS L⁻ᵀ
+    return matmul(out, _phi(inner))
+
+
+CHOLESKY = defprim("cholesky", _cholesky_impl, vjp=_cholesky_vjp, jvp=_cholesky_jvp,
+                   shape=_square_rule("cholesky"),
+                   batch=_stacked_batch)
+
+
+def cholesky(a, upper: bool = False) -> Tensor:
+    """The lower Cholesky factor L of a symmetric positive-definite matrix (a = L Lᵀ), batched.
+
+    ``upper=True`` returns Lᵀ instead (numpy 2's keyword).
+    Reads only the lower triangle of ``a``, as ``np.linalg.cholesky``; its
+    derivative with respect to the strict upper triangle is zero. A matrix
+    that is not positive definite raises :class:`ShapeError`.
+    Shapes: (..., n, n) -> (..., n, n).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.cholesky(ad.Tensor([[4.0, 2.0], [2.0, 2.0]])).value
+        array([[2., 0.],
+               [1., 1.]])
+    """
+    _require_matrix("cholesky", _shape_of(a), square=True)
+    factor = apply(CHOLESKY, a)
+    return _T(factor) if upper else factor
+
+# ----------------------------------------------------------------- eigh
+
+
+def _eigh_impl(a):
+    w, v = np.linalg.eigh(a)
+    return _np_pack([w, v], a.shape[:-2])
+
+
+def _eigh_rule(a):
+    _require_matrix("eigh", a.shape, square=True)
+    n = a.shape[-1]
+    return tuple(a.shape[:-2]) + (n + n * n,), _float_dtype(a.dtype)
+
+
+def _eigh_parts(packed, n):
+    return _unpack(packed, tuple(packed.shape[:-1]), [(n,), (n, n)])
+
+
+def _gap_reciprocal(w):
+    """F[i, j] = 1/(w[j] - w[i]) off the diagonal, 0 on it and where two values are equal."""
+    wj = reshape(w, tuple(w.shape[:-1]) + (1, w.shape[-1]))
+    wi = reshape(w, tuple(w.shape) + (1,))
+    return _safe_reciprocal(subtract(wj, wi))
+
+
+def _eigh_vjp(ct, out, a):
+    n = a.shape[-1]
+    w, v = _eigh_parts(out, n)
+    gw, gv = _eigh_parts(ct, n)
+    f = _gap_reciprocal(w)
+    inner = add(_diag_matrix(gw), multiply(f, matmul(_T(v), gv)))
+    m = matmul(v, matmul(inner, _T(v)))
+    return (_lower_reader_adjoint(m),)
+
+
+def _eigh_jvp(t, out, a):
+    n = a.shape[-1]
+    w, v = _eigh_parts(out, n)
+    p = matmul(_T(v), matmul(_lower_reader_tangent(t[0]), v))
+    dw = _diag_part(p)
+    dv = matmul(v, multiply(_gap_reciprocal(w), p))
+    return _pack([dw, dv], tuple(out.shape[:-1]))
+
+
+EIGH = defprim("eigh", _eigh_impl, vjp=_eigh_vjp, jvp=_eigh_jvp, shape=_eigh_rule,
+               batch=_stacked_batch)
+
+
+def eigh(a, UPLO: str = "L") -> tuple[Tensor, Tensor]:
+    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix (batched), as ``np.linalg.eigh``.
+
+    Returns a plain tuple ``(w, v)`` with a = v diag(w) vᵀ. One primitive
+    computes both (packed, see the module docstring). Only the lower triangle is
+    read (``UPLO='L'``; ``'U'`` reads the upper one, by transposing).
+    Degenerate eigenvalues: the derivative is exact for functions of the
+    eigenvalues; eigenvector derivatives need distinct eigenvalues (the
+    eigenvectors of a repeated eigenvalue are not unique; their coupling term is
+    taken as zero).
+    Shapes: (..., n, n) -> ((..., n), (..., n, n)).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> w, v = ad.linalg.eigh(ad.Tensor([[2.0, 0.0], [0.0, 1.0]]))
+        >>> w.value
+        array([1., 2.])
+    """
+    shape = _shape_of(a)
+    _require_matrix("eigh", shape, square=True)
+    if UPLO not in ("L", "U"):
+        raise ShapeError(f"eigh: Expect: UPLO 'L' or 'U'. Actual: {UPLO!r}")
+    if UPLO == "U":
+        a = _T(a)
+    n = shape[-1]
+    w, v = _eigh_parts(apply(EIGH, a), n)
+    return w, v
+
+# ------------------------------------------------------------------ svd
+
+
+def _svd_impl(a, *, full_matrices):
+    u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+    return _np_pack([u, s, vh], a.shape[:-2])
+
+
+def _svd_cores(m, n, full_matrices):
+    k = builtins.min(m, n)
+    if full_matrices:
+        return [(m, m), (k,), (n, n)]
+    return [(m, k), (k,), (k, n)]
+
+
+def _svd_rule(a, *, full_matrices):
+    _require_matrix("svd", a.shape)
+    m, n = a.shape[-2:]
+    total = builtins.sum(int(np.prod(c)) for c in _svd_cores(m, n, full_matrices))
+    return tuple(a.shape[:-2]) + (total,), _float_dtype(a.dtype)
+
+
+def _svd_parts(packed, m, n, full_matrices):
+    return _unpack(packed, tuple(packed.shape[:-1]), _svd_cores(m, n, full_matrices))
+
+
+def _svd_check(m, n, full_matrices):
+    if full_matrices and m != n:
+        raise NotDifferentiableError(
+            f"svd: full_matrices=True on a {m}x{n} matrix has extra singular vectors that are not "
+            f"unique, so they have no derivative; use full_matrices=False")
+
+
+def _svd_vjp(ct, out, a, *, full_matrices):
+    m, n = a.shape[-2:]
+    _svd_check(m, n, full_matrices)
+    k = builtins.min(m, n)
+    u, s, vh = _svd_parts(out, m, n, full_matrices)
+    gu, gs, gvh = _svd_parts(ct, m, n, full_matrices)
+    v, gv = _T(vh), _T(gvh)
+    s_row = reshape(s, tuple(s.shape[:-1]) + (1, k))
+    s_col = reshape(s, tuple(s.shape) + (1,))
+    f = _gap_reciprocal(multiply(s, s))
+    utgu = matmul(_T(u), gu)
+    vtgv = matmul(_T(v), gv)
+    inner = multiply(multiply(f, subtract(utgu, _T(utgu))), s_row)
+    inner = add(inner, _diag_matrix(gs))
+    inner = add(inner, multiply(s_col, multiply(f, subtract(vtgv, _T(vtgv)))))
+    ga = matmul(u, matmul(inner, vh))
+    inv_s = reshape(_safe_reciprocal(s), tuple(s.shape[:-1]) + (1, k))
+    if m > k:   # (I - u uᵀ) gu diag(1/s) vᵀ
+        proj = subtract(gu, matmul(u, utgu))
+        ga = add(ga, matmul(multiply(proj, inv_s), vh))
+    if n > k:   # u diag(1/s) gvᵀ (I - v vᵀ)
+        proj = subtract(gv, matmul(v, vtgv))
+        ga = add(ga, matmul(multiply(u, inv_s), _T(proj)))
+    return (ga,)
+
+
+def _svd_jvp(t, out, a, *, full_matrices):
+    m, n = a.shape[-2:]
+    _svd_check(m, n, full_matrices)
+    k = builtins.min(m, n)
+    da = t[0]
+    u, s, vh = _svd_parts(out, m, n, full_matrices)
+    v = _T(vh)
+    s_row = reshape(s, tuple(s.shape[:-1]) + (1, k))
+    s_col = reshape(s, tuple(s.shape) + (1,))
+    f = _gap_reciprocal(multiply(s, s))
+    dav = matmul(da, v)
+    p = matmul(_T(u), dav)                       # uᵀ dA v
+    ds = _diag_part(p)
+    du = matmul(u, multiply(f, add(multiply(p, s_row), multiply(s_col, _T(p)))))
+    dv = matmul(v, multiply(f, add(multiply(s_col, p), multiply(_T(p), s_row))))
+    inv_s = reshape(_safe_reciprocal(s), tuple(s.shape[:-1]) + (1, k))
+    if m > k:
+        du = add(du, multiply(subtract(dav, matmul(u, p)), inv_s))
+    if n > k:
+        datu = matmul(_T(da), u)
+        dv = add(dv, multiply(subtract(datu, matmul(v, _T(p))), inv_s))
+    return _pack([du, ds, _T(dv)], tuple(out.shape[:-1]))
+
+
+SVD = defprim("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, shape=_svd_rule,
+              batch=_stacked_batch)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """Singular value decomposition a = u diag(s) vh (batched), as ``np.linalg.svd``.
+
+    Returns ``(u, s, vh)`` (a plain tuple), or ``s`` alone with
+    ``compute_uv=False``. One primitive computes the three factors (packed, see
+    the module docstring). Derivatives of u and vh need distinct non-zero
+    singular values; the singular values alone are differentiable wherever they
+    are distinct. ``full_matrices=True`` (numpy's default) on a non-square
+    matrix: value only (its extra columns are not unique); pass
+    ``full_matrices=False`` to differentiate.
+    Shapes: (..., m, n) -> (..., m, k), (..., k), (..., k, n) with k = min(m, n)
+    (u (..., m, m) and vh (..., n, n) with full_matrices=True).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.svd(ad.Tensor([[3.0, 0.0], [0.0, -2.0]]), compute_uv=False).value
+        array([3., 2.])
+    """
+    shape = _shape_of(a)
+    _require_matrix("svd", shape)
+    if hermitian:
+        raise ShapeError("svd: Expect: hermitian=False (the general algorithm). Actual: hermitian=True")
+    m, n = shape[-2:]
+    full = bool(full_matrices) and compute_uv and m != n
+    u, s, vh = _svd_parts(apply(SVD, a, full_matrices=full), m, n, full)
+    return (u, s, vh) if compute_uv else s
+
+
+def svdvals(a) -> Tensor:
+    """The singular values, descending (batched), as ``np.linalg.svdvals``.
+
+    Shapes: (..., m, n) -> (..., min(m, n)).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.svdvals(ad.Tensor([[0.0, 2.0], [1.0, 0.0]])).value
+        array([2., 1.])
+    """
+    return svd(a, compute_uv=False)
+
+# ------------------------------------------------------------------- qr
+
+
+def _qr_impl(a):
+    q, r = np.linalg.qr(a)
+    return _np_pack([q, r], a.shape[:-2])
+
+
+def _qr_cores(m, n):
+    k = builtins.min(m, n)
+    return [(m, k), (k, n)]
+
+
+def _qr_rule(a):
+    _require_matrix("qr", a.shape)
+    m, n = a.shape[-2:]
+    k = builtins.min(m, n)
+    return tuple(a.shape[:-2]) + (m * k + k * n,), _float_dtype(a.dtype)
+
+
+def _copyltu(x):
+    n = x.shape[-1]
+    strict = multiply(x, _tril_mask(n, -1, x.dtype))
+    return add(add(strict, _T(strict)), multiply(x, _eye(n, x.dtype)))
+
+
+def _qr_tall_vjp(q, r, gq, gr):
+    """Ā for A = QR with A (m, n), m >= n (Walter & Lehmann; arXiv 2009.10071)."""
+    mm = subtract(matmul(r, _T(gr)), matmul(_T(gq), q))
+    b = add(gq, matmul(q, _copyltu(mm)))
+    return _T(solve(r, _T(b)))                 # b R⁻ᵀ
+
+
+def _qr_tall_jvp(q, r, da):
+    """(dQ, dR) for A = QR with A (m, n), m >= n."""
+    n = r.shape[-1]
+    dar = _T(solve(_T(r), _T(da)))             # dA R⁻¹
+    c = matmul(_T(q), dar)
+    low = multiply(c, _tril_mask(n, -1, c.dtype))
+    omega = subtract(low, _T(low))
+    c_up = subtract(c, omega)
+    return subtract(dar, matmul(q, c_up)), matmul(c_up, r)
+
+
+def _qr_vjp(ct, out, a):
+    m, n = a.shape[-2:]
+    q, r = _unpack(out, tuple(out.shape[:-1]), _qr_cores(m, n))
+    gq, gr = _unpack(ct, tuple(ct.shape[:-1]), _qr_cores(m, n))
+    if m >= n:
+        return (_qr_tall_vjp(q, r, gq, gr),)
+    # Wide: A = [X | Y], R = [U | V] with X = QU square and V = Qᵀ Y.
+    u = getitem(r, (Ellipsis, slice(None), slice(0, m)))
+    y = getitem(a, (Ellipsis, slice(None), slice(m, None)))
+    gu = getitem(gr, (Ellipsis, slice(None), slice(0, m)))
+    gv = getitem(gr, (Ellipsis, slice(None), slice(m, None)))
+    gx = _qr_tall_vjp(q, u, add(gq, matmul(y, _T(gv))), gu)
+    gy = matmul(q, gv)
+    return (concatenate([gx, gy], -1),)
+
+
+def _qr_jvp(t, out, a):
+    m, n = a.shape[-2:]
+    da = t[0]
+    q, r = _unpack(out, tuple(out.shape[:-1]), _qr_cores(m, n))
+    batch = tuple(out.shape[:-1])
+    if m >= n:
+        dq, dr = _qr_tall_jvp(q, r, da)
+        return _pack([dq, dr], batch)
+    u = getitem(r, (Ellipsis, slice(None), slice(0, m)))
+    y = getitem(a, (Ellipsis, slice(None), slice(m, None)))
+    dx = getitem(da, (Ellipsis, slice(None), slice(0, m)))
+    dy = getitem(da, (Ellipsis, slice(None), slice(m, None)))
+    dq, du = _qr_tall_jvp(q, u, dx)
+    dv = add(matmul(_T(dq), y), matmul(_T(q), dy))
+    return _pack([dq, concatenate([du, dv], -1)], batch)
+
+
+QR = defprim("qr", _qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, shape=_qr_rule,
+             batch=_stacked_batch)
+
+
+def qr(a, mode: str = "reduced"):
+    """QR decomposition a = q r with q orthonormal columns and r upper triangular (batched).
+
+    As ``np.linalg.qr``: mode 'reduced' (default) returns ``(q, r)`` with
+    q (..., m, k), r (..., k, n), k = min(m, n); 'r' returns r alone;
+    'complete' is accepted where it equals 'reduced' (m <= n). One primitive
+    computes both factors (packed). Differentiable where the leading k×k block
+    of a has full rank (r's diagonal is non-zero).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> q, r = ad.linalg.qr(ad.Tensor([[3.0, 1.0], [4.0, 2.0]]))
+        >>> np.allclose((q @ r).value, [[3.0, 1.0], [4.0, 2.0]])
+        True
+    """
+    shape = _shape_of(a)
+    _require_matrix("qr", shape)
+    m, n = shape[-2:]
+    if mode not in ("reduced", "r", "complete") or (mode == "complete" and m > n):
+        raise ShapeError(f"qr: Expect: mode 'reduced', 'r', or 'complete' for a matrix with m <= n. "
+                         f"Actual: mode={mode!r} for shape {fmt(shape)}")
+    q, r = _unpack(apply(QR, a), tuple(shape[:-2]), _qr_cores(m, n))
+    return r if mode == "r" else (q, r)
+
+# ----------------------------------------------------------------- pinv
+
+
+def _pinv_rule(a, **params):
+    _require_matrix("pinv", a.shape)
+    return tuple(a.shape[:-2]) + (a.shape[-1], a.shape[-2]), _float_dtype(a.dtype)
+
+
+def _pinv_impl(a, *, rcond):
+    return np.linalg.pinv(a) if rcond is None else np.linalg.pinv(a, rcond=rcond)
+
+
+def _pinv_vjp(ct, out, a, *, rcond):
+    # Ā = -Xᵀ G Xᵀ + (I - A X) Gᵀ X Xᵀ + Xᵀ X Gᵀ (I - X A), X = A⁺ (constant rank).
+    x, g = out, ct
+    m, n = a.shape[-2:]
+    ax = subtract(_eye(m, x.dtype), matmul(a, x))
+    xa = subtract(_eye(n, x.dtype), matmul(x, a))
+    term1 = negative(matmul(_T(x), matmul(g, _T(x))))
+    term2 = matmul(ax, matmul(_T(g), matmul(x, _T(x))))
+    term3 = matmul(matmul(_T(x), x), matmul(_T(g), xa))
+    return (add(add(term1, term2), term3),)
+
+
+def _pinv_jvp(t, out, a, *, rcond):
+    # dX = -X dA X + X Xᵀ dAᵀ (I - A X) + (I - X A) dAᵀ Xᵀ X.
+    x, da = out, t[0]
+    m, n = a.shape[-2:]
+    ax = subtract(_eye(m, x.dtype), matmul(a, x))
+    xa = subtract(_eye(n, x.dtype), matmul(x, a))
+    term1 = negative(matmul(x, matmul(da, x)))
+    term2 = matmul(matmul(x, _T(x)), matmul(_T(da), ax))
+    term3 = matmul(xa, matmul(_T(da), matmul(_T(x), x)))
+    return add(add(term1, term2), term3)
+
+
+PINV = defprim("pinv", _pinv_impl, vjp=_pinv_vjp, jvp=_pinv_jvp, shape=_pinv_rule,
+              batch=_stacked_batch)
+
+
+def pinv(a, rcond=None, hermitian: bool = False) -> Tensor:
+    """The Moore-Penrose pseudo-inverse (batched), as ``np.linalg.pinv``.
+
+    Shapes: (..., m, n) -> (..., n, m). The derivative is the constant-rank
+    formula (Golub & Pereyra 1973): exact where small perturbations keep the rank.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.pinv(ad.Tensor([[1.0, 0.0], [0.0, 0.0]])).value
+        array([[1., 0.],
+               [0., 0.]])
+    """
+    _require_matrix("pinv", _shape_of(a))
+    return apply(PINV, a, rcond=None if rcond is None else float(rcond))
+
+# ----------------------------------------- composites: norm, matrix_power, trace
+
+
+def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A002 - numpy's name
+    """Vector and matrix norms with every ``ord`` of ``np.linalg.norm`` (batched over other axes).
+
+    A composite of recorded primitives. Vector (1-D, or an int ``axis``):
+    ord None/2 (Euclidean), inf, -inf, 0 (count of non-zeros, no derivative),
+    1, and any other p: (Σ|x|^p)^(1/p). Matrix (2-D with ``axis=None``, or a
+    2-tuple ``axis``): None/'fro' (Frobenius), 'nuc' (sum of singular values),
+    2 / -2 (largest / smallest singular value), 1 / -1 (max / min column sum of
+    |x|), inf / -inf (max / min row sum). With ``ord=None`` and ``axis=None``
+    any operand gets the 2-norm of its flattened entries, as numpy.
+    Derivatives: |x|'(0) = 0; max/min split ties evenly; the Euclidean norm at
+    0 has no derivative (NaN), as √ at 0.
+    Shapes: (*s) -> s without the normed axes (kept as 1 with ``keepdims``).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> float(ad.linalg.norm(ad.Tensor([3.0, 4.0])).value)
+        5.0
+        >>> float(ad.linalg.norm(ad.Tensor([[1.0, -2.0], [3.0, 4.0]]), 1).value)
+        6.0
+    """
+    if isinstance(x, (list, tuple)) and any(isinstance(v, Tensor) for v in x):
+        x = stack(list(x))      # numpy would convert the list, losing the derivatives
+    shape = _shape_of(x)
+    nd = len(shape)
+    matrix_axes = (tuple(range(nd)) if axis is None and nd == 2 and ord is not None
+                   else tuple(axis) if isinstance(axis, (tuple, list)) and len(axis) == 2 else None)
+    if matrix_axes is None or ord in (None, "fro"):
+        # Vector norms and the Frobenius norm: one implementation, ad.norm's.
+        return vector_or_frobenius_norm(x, ord, axis, keepdims)
+    axes = tuple(normalize_axis("norm", a, nd) for a in matrix_axes)
+    if axes[0] == axes[1]:
+        raise ShapeError(f"norm: Expect: two different axes for a matrix norm. Actual: axis={axis!r}")
+    out = _matrix_norm(x, ord, axes, nd)
+    if keepdims:
+        out = reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
+    return out
+
+
+def _dtype_of(x):
+    return x.dtype if isinstance(x, (Tensor, np.ndarray)) else np.asarray(x).dtype
+
+
+def _matrix_norm(x, ord, axes, nd):
+    row, col = axes
+    if ord is None or ord == "fro":
+        return sqrt(sum(multiply(x, x), axes))
+    if ord in ("nuc", 2, -2):
+        # Move the two axes last, then the singular values of each matrix.
+        rest = [i for i in range(nd) if i not in axes]
+        s = svdvals(transpose(x, tuple(rest) + (row, col)))
+        if ord == "nuc":
+            return sum(s, -1)
+        return max(s, -1) if ord == 2 else min(s, -1)
+    if isinstance(ord, str):
+        raise ShapeError(f"norm: Expect: ord None, 'fro', 'nuc', 1, -1, 2, -2, inf or -inf for a matrix "
+                         f"norm. Actual: ord={ord!r}")
+    if ord in (1, -1):
+        sums = sum(abs(x), row, keepdims=True)   # column sums
+        pick = max if ord == 1 else min
+        return reshape(pick(sums, (row, col)), _reduced(x, axes))
+    if ord in (np.inf, -np.inf):
+        sums = sum(abs(x), col, keepdims=True)   # row sums
+        pick = max if ord == np.inf else min
+        return reshape(pick(sums, (row, col)), _reduced(x, axes))
+    raise ShapeError(f"norm: Expect: ord None, 'fro', 'nuc', 1, -1, 2, -2, inf or -inf for a matrix "
+                     f"norm. Actual: ord={ord!r}")
+
+
+def _reduced(x, axes):
+    return tuple(d for i, d in enumerate(_shape_of(x)) if i not in axes)
+
+
+def matrix_power(a, n: int) -> Tensor:
+    """a raised to the integer power n by repeated squaring (batched), as ``np.linalg.matrix_power``.
+
+    A composite of matmul (and inv for n < 0); n = 0 gives the identity
+    (derivative zero). Shapes: (..., m, m) -> (..., m, m).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.matrix_power(ad.Tensor([[1.0, 1.0], [0.0, 1.0]]), 3).value
+        array([[1., 3.],
+               [0., 1.]])
+    """
+    shape = _shape_of(a)
+    _require_matrix("matrix_power", shape, square=True)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise ShapeError(f"matrix_power: Expect: an integer exponent. Actual: {n!r}")
+    n = int(n)
+    if n == 0:
+        return add(multiply(a, 0.0), _eye(shape[-1], _float_dtype(_dtype_of(a))))
+    if n < 0:
+        a, n = inv(a), -n
+    result, base = None, a
+    while n:
+        if n & 1:
+            result = base if result is None else matmul(result, base)
+        n >>= 1
+        if n:
+            base = matmul(base, base)
+    return result
+
+
+def trace(x, offset: int = 0, dtype=None) -> Tensor:
+    """Sum of the diagonal of the last two axes (batched), as ``np.linalg.trace``.
+
+    ``offset`` picks a diagonal above (> 0) or below (< 0) the main one.
+    A composite: the diagonal is gathered with ``getitem``, then summed.
+    Shapes: (..., m, n) -> (...).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> float(ad.linalg.trace(ad.Tensor([[1.0, 2.0], [3.0, 4.0]])).value)
+        5.0
+    """
+    shape = _shape_of(x)
+    _require_matrix("trace", shape)
+    out = sum(_diagonal(x, offset), -1)
+    return out if dtype is None else astype(out, dtype)
+
+
+def _diagonal(x, offset: int = 0) -> Tensor:
+    """The ``offset`` diagonal of the last two axes: (..., m, n) -> (..., d), a getitem."""
+    m, n = _shape_of(x)[-2:]
+    offset = int(offset)
+    rows = np.arange(builtins.max(0, -offset), m)
+    cols = rows + offset
+    keep = (cols >= 0) & (cols < n)
+    return getitem(x, (Ellipsis, rows[keep], cols[keep]))
+
+
+# ------------------------------------------- more of numpy.linalg, as composites
+
+
+def eigvalsh(a, UPLO: str = "L") -> Tensor:
+    """The eigenvalues (ascending) of a symmetric matrix, batched, as ``np.linalg.eigvalsh``.
+
+    The first factor of :func:`eigh`; exact derivatives at repeated eigenvalues too.
+    Shapes: (..., n, n) -> (..., n).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.eigvalsh(ad.Tensor([[2.0, 1.0], [1.0, 2.0]])).value
+        array([1., 3.])
+    """
+    return eigh(a, UPLO)[0]
+
+
+def matrix_norm(x, keepdims: bool = False, ord="fro") -> Tensor:  # noqa: A002 - numpy's name
+    """The matrix norm of the last two axes (batched), as ``np.linalg.matrix_norm``: :func:`norm` with axis (-2, -1).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.matrix_norm(ad.Tensor(np.ones((2, 2, 2)))).value
+        array([2., 2.])
+    """
+    return norm(x, ord, axis=(-2, -1), keepdims=keepdims)
+
+
+def vector_norm(x, axis=None, keepdims: bool = False, ord=2) -> Tensor:  # noqa: A002 - numpy's name
+    """The vector norm over ``axis`` (all entries when None, any ndim), as ``np.linalg.vector_norm``.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> float(ad.linalg.vector_norm(ad.Tensor(np.full((2, 2), 0.5))).value)
+        1.0
+    """
+    shape = _shape_of(x)
+    if axis is None:
+        out = norm(reshape(x, (-1,)), ord, axis=0)
+        return reshape(out, (1,) * len(shape)) if keepdims else out
+    if isinstance(axis, (tuple, list)) and len(axis) != 1:
+        axes = tuple(normalize_axis("vector_norm", a, len(shape)) for a in axis)
+        rest = tuple(i for i in range(len(shape)) if i not in axes)
+        moved = reshape(transpose(x, rest + axes), tuple(shape[i] for i in rest) + (-1,))
+        out = norm(moved, ord, axis=-1)
+        if keepdims:
+            out = reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
+        return out
+    return norm(x, ord, axis=axis if not isinstance(axis, (tuple, list)) else axis[0], keepdims=keepdims)
+
+
+def multi_dot(arrays) -> Tensor:
+    """The product of a chain of matrices, as ``np.linalg.multi_dot`` (a chain of matmuls, left to right).
+
+    The first array may be 1-D (a row vector) and the last 1-D (a column vector).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.multi_dot([ad.Tensor(np.eye(2)), ad.Tensor([[1.0], [2.0]]), ad.Tensor([[3.0]])]).value
+        array([[3.],
+               [6.]])
+    """
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ShapeError(f"multi_dot: Expect: at least two arrays. Actual: {len(arrays)}")
+    out = arrays[0]
+    for nxt in arrays[1:]:
+        out = matmul(out, nxt)
+    return out
+
+
+def cond(x, p=None) -> Tensor:
+    """The condition number (batched), as ``np.linalg.cond``.
+
+    p None/2: largest / smallest singular value; -2: the reverse; otherwise
+    norm(x, p) · norm(inv(x), p). Shapes: (..., m, n) -> (...).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> float(ad.linalg.cond(ad.Tensor([[2.0, 0.0], [0.0, 0.5]])).value)
+        4.0
+    """
+    _require_matrix("cond", _shape_of(x))
+    if p is None or (not isinstance(p, str) and p in (2, -2)):
+        s = svdvals(x)
+        big, small = max(s, -1), min(s, -1)
+        return divide(big, small) if p != -2 else divide(small, big)
+    return multiply(norm(x, p, axis=(-2, -1)), norm(inv(x), p, axis=(-2, -1)))
+
+
+def diagonal(x, offset: int = 0) -> Tensor:
+    """The ``offset`` diagonal of the last two axes (batched), as ``np.linalg.diagonal`` (a getitem).
+
+    Shapes: (..., m, n) -> (..., d).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.diagonal(ad.Tensor([[1.0, 2.0], [3.0, 4.0]])).value
+        array([1., 4.])
+    """
+    _require_matrix("diagonal", _shape_of(x))
+    return _diagonal(x, offset)
+
+
+def matrix_transpose(x) -> Tensor:
+    """The last two axes exchanged (batched), as ``np.linalg.matrix_transpose``.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.matrix_transpose(ad.Tensor(np.zeros((4, 2, 3)))).shape
+        (4, 3, 2)
+    """
+    _require_matrix("matrix_transpose", _shape_of(x))
+    return _T(x)
+
+
+def vecdot(x1, x2, axis: int = -1) -> Tensor:
+    """The dot product of vectors along ``axis``, broadcasting the rest, as ``np.linalg.vecdot`` (real).
+
+    Shapes: (..., n), (..., n) -> (...).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> float(ad.linalg.vecdot(ad.Tensor([1.0, 2.0]), ad.Tensor([3.0, 4.0])).value)
+        11.0
+    """
+    return sum(multiply(x1, x2), axis)
+
+
+def outer(x1, x2) -> Tensor:
+    """The outer product of two vectors, as ``np.linalg.outer`` (a broadcast multiply).
+
+    Shapes: (m,), (n,) -> (m, n).
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> ad.linalg.outer(ad.Tensor([1.0, 2.0]), ad.Tensor([3.0, 4.0])).value
+        array([[3., 4.],
+               [6., 8.]])
+    """
+    s1, s2 = _shape_of(x1), _shape_of(x2)
+    if len(s1) != 1 or len(s2) != 1:
+        raise ShapeError(f"outer: Expect: two vectors. Actual: shapes {fmt(s1)} and {fmt(s2)}")
+    return multiply(reshape(x1, s1 + (1,)), reshape(x2, (1,) + s2))
+
+
+def tensorinv(a, ind: int = 2) -> Tensor:
+    """The inverse of a tensor for ``tensordot`` over its first ``ind`` axes, as ``np.linalg.tensorinv``.
+
+    A reshape to a square matrix, :func:`inv`, and a reshape back.
+    Shapes: a.shape[:ind] + a.shape[ind:] -> a.shape[ind:] + a.shape[:ind].
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.tensorinv(ad.Tensor(np.eye(4).reshape(4, 2, 2)), ind=1).shape
+        (2, 2, 4)
+    """
+    shape = _shape_of(a)
+    if ind <= 0:
+        raise ShapeError(f"tensorinv: Expect: ind > 0. Actual: {ind}")
+    rows = int(np.prod(shape[:ind], dtype=np.int64))
+    cols = int(np.prod(shape[ind:], dtype=np.int64))
+    if rows != cols:
+        raise ShapeError(f"tensorinv: Expect: prod(a.shape[:ind]) == prod(a.shape[ind:]). Actual: "
+                         f"{rows} and {cols} for shape {fmt(shape)}, ind={ind}")
+    return reshape(inv(reshape(a, (rows, cols))), tuple(shape[ind:]) + tuple(shape[:ind]))
+
+
+def tensorsolve(a, b, axes=None) -> Tensor:
+    """The x with tensordot(a, x, x.ndim) == b, as ``np.linalg.tensorsolve`` (reshapes around :func:`solve`).
+
+    Shapes: a (*b.shape, *x.shape) with prod(x.shape) == prod(b.shape), b -> x.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.tensorsolve(ad.Tensor(np.eye(4).reshape(2, 2, 4)), ad.Tensor(np.ones((2, 2)))).shape
+        (4,)
+    """
+    if axes is not None:
+        nd = len(_shape_of(a))
+        moved = [normalize_axis("tensorsolve", k, nd) for k in axes]
+        order = [k for k in range(nd) if k not in moved] + moved
+        a = transpose(a, tuple(order))
+    sa, sb = _shape_of(a), _shape_of(b)
+    x_shape = sa[len(sb):]
+    n = int(np.prod(x_shape, dtype=np.int64))
+    if sa[:len(sb)] != sb or int(np.prod(sb, dtype=np.int64)) != n:
+        raise ShapeError(f"tensorsolve: Expect: a of shape b.shape + x.shape with as many entries in x as "
+                         f"in b. Actual: a {fmt(sa)}, b {fmt(sb)}")
+    return reshape(solve(reshape(a, (n, n)), reshape(b, (n,))), x_shape)
+
+
+def lstsq(a, b, rcond=None):
+    """The least-squares solution of a x = b, as ``np.linalg.lstsq``: ``(x, residuals, rank, s)``.
+
+    x = pinv(a) b (the minimum-norm solution, differentiable where the rank is
+    constant); residuals are the squared residual norms per column when a has
+    full column rank and more rows than columns (else empty); rank is an int
+    (no derivative); s the singular values. Shapes: a (m, n), b (m,) or (m, k).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> x = ad.linalg.lstsq(ad.Tensor([[1.0], [1.0]]), ad.Tensor([1.0, 3.0]))[0]
+        >>> x.value
+        array([2.])
+    """
+    sa, sb = _shape_of(a), _shape_of(b)
+    if len(sa) != 2 or len(sb) not in (1, 2) or sb[0] != sa[0]:
+        raise ShapeError(f"lstsq: Expect: a (m, n) and b (m,) or (m, k). Actual: a {fmt(sa)}, b {fmt(sb)}")
+    a_value = a.value if isinstance(a, Tensor) else np.asarray(a)
+    rank = int(np.linalg.matrix_rank(a_value, tol=None if rcond is None else
+                                     rcond * np.max(np.linalg.svd(a_value, compute_uv=False), initial=0.0)))
+    pinv_a = pinv(a) if rcond is None else pinv(a, rcond=rcond)
+    x = matmul(pinv_a, b)
+    s = svdvals(a)
+    m, n = sa
+    if rank == n and m > n:
+        r = subtract(matmul(a, x), b)
+        residuals = sum(multiply(r, r), 0)
+        if len(sb) == 1:
+            residuals = reshape(residuals, (1,))
+    else:
+        residuals = Tensor(np.zeros((0,), dtype=_float_dtype(_dtype_of(a))))
+    return x, residuals, rank, s

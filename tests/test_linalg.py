@@ -1,0 +1,185 @@
+"""ad.linalg and the joining / rearranging functions: what the primitive table does not pin.
+
+Library errors for bad input (singular, not positive definite, wrong shapes),
+the documented conventions (lower-triangle reading, degenerate spectra,
+full_matrices), numpy dispatch, and derivatives worked out by hand.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autograd_dag as ad
+
+L = ad.linalg
+A = np.array([[2.0, 1.0], [1.0, 3.0]])
+SINGULAR = np.array([[1.0, 2.0], [2.0, 4.0]])
+
+# ------------------------------------------------------------------ errors
+
+
+@pytest.mark.parametrize("call,fragments", [
+    (lambda: L.solve(SINGULAR, np.ones(2)), ("solve", "invertible", "(2, 2)")),
+    (lambda: L.inv(SINGULAR), ("inv", "invertible", "(2, 2)")),
+    (lambda: L.cholesky(np.array([[1.0, 2.0], [2.0, 1.0]])), ("cholesky", "positive-definite")),
+    (lambda: L.inv(np.ones((2, 3))), ("inv", "square", "(2, 3)")),
+    (lambda: L.det(np.ones(3)), ("det", "at least 2 dimensions", "(3,)")),
+    (lambda: L.solve(A, np.ones(3)), ("solve", "(2,)", "(3,)")),
+    (lambda: L.solve(np.ones((2, 2, 2)), np.ones((3, 2, 1))), ("solve", "broadcast")),
+    (lambda: L.eigh(np.ones((2, 3))), ("eigh", "square")),
+    (lambda: L.eigh(A, UPLO="X"), ("eigh", "UPLO")),
+    (lambda: L.qr(np.ones((3, 2)), mode="complete"), ("qr", "complete")),
+    (lambda: L.norm(np.ones(3), ord="fro"), ("norm", "numeric ord")),
+    (lambda: L.norm(np.ones((2, 2)), ord=3), ("norm", "ord")),
+    (lambda: L.norm(np.ones((2, 2, 2)), ord=2), ("norm", "a vector or a matrix")),
+    (lambda: L.matrix_power(A, 1.5), ("matrix_power", "integer")),
+    (lambda: ad.einsum(np.ones(2), [60]), ("einsum", "[0, 52)")),
+    (lambda: ad.diag(np.ones((2, 2, 2))), ("diag", "1-D or 2-D")),
+    (lambda: ad.inner(np.ones(2), np.ones(3)), ("inner", "(2,)", "(3,)")),
+    (lambda: ad.cross(np.ones(4), np.ones(3)), ("cross", "2 or 3")),
+    (lambda: ad.hstack([]), ("hstack", "at least one array")),
+    (lambda: ad.vstack(ad.Tensor(2.0)), ("vstack", "0-d")),
+    (lambda: ad.select([np.ones(2)], [np.ones(2)]), ("select", "boolean")),
+    (lambda: ad.rot90(np.ones((2, 2)), axes=(0, 0)), ("rot90", "different")),
+])
+def test_bad_input_is_a_library_shape_error(call, fragments):
+    with pytest.raises(ad.ShapeError) as err:
+        call()
+    for fragment in fragments:
+        assert fragment in str(err.value), (fragment, str(err.value))
+
+
+def test_singular_solve_inside_a_recorded_function_names_the_line():
+    with pytest.raises(ad.ShapeError, match=r"test_linalg\.py"):
+        ad.grad(lambda a: ad.sum(L.solve(a, np.ones(2))))(SINGULAR)
+
+
+def test_full_matrices_svd_of_a_rectangle_has_no_derivative():
+    x = np.arange(6.0).reshape(2, 3) + np.eye(2, 3)
+    u, s, vh = L.svd(ad.Tensor(x))                      # numpy's default: value fine
+    assert u.shape == (2, 2) and vh.shape == (3, 3)
+    with pytest.raises(ad.NotDifferentiableError, match="full_matrices=False"):
+        ad.grad(lambda a: ad.sum(L.svd(a)[2]))(x)
+    # The singular values alone are computed from the reduced factors: differentiable.
+    g = ad.grad(lambda a: ad.sum(L.svd(a, compute_uv=False)))(x)
+    u, _, vh = np.linalg.svd(x, full_matrices=False)
+    np.testing.assert_allclose(g, u @ vh, rtol=1e-12)   # d Σ s_i / dA = U Vᵀ
+
+# ------------------------------------------------------------- conventions
+
+
+def test_cholesky_and_eigh_read_the_lower_triangle():
+    # Changing the strict upper triangle changes nothing, so its derivative is zero;
+    # the lower triangle carries both symmetric contributions.
+    upper_junk = A + np.array([[0.0, 5.0], [0.0, 0.0]])
+    np.testing.assert_allclose(L.cholesky(upper_junk).value, np.linalg.cholesky(A))
+    g = ad.grad(lambda a: ad.sum(L.eigh(a)[0] * np.array([1.0, 2.0])))(upper_junk)
+    assert g[0, 1] == 0.0
+    w, v = np.linalg.eigh(A)
+    full = v @ np.diag([1.0, 2.0]) @ v.T                 # ∂(w·c)/∂S for a symmetric S
+    np.testing.assert_allclose(g, [[full[0, 0], 0.0], [2 * full[1, 0], full[1, 1]]], rtol=1e-12)
+
+
+def test_eigh_at_a_degenerate_eigenvalue_is_exact_for_functions_of_the_eigenvalues():
+    # sum of eigenvalues = trace: gradient I even where all eigenvalues coincide.
+    eye = np.eye(3) * 2.0
+    np.testing.assert_allclose(ad.grad(lambda a: ad.sum(L.eigh(a)[0]))(eye), np.eye(3), atol=1e-12)
+    _, t = ad.jvp(lambda a: L.eigh(a)[0], (eye,), (np.diag([1.0, 2.0, 3.0]),))
+    assert np.all(np.isfinite(t))
+    np.testing.assert_allclose(np.sort(t), [1.0, 2.0, 3.0], atol=1e-12)
+
+
+def test_nuclear_norm_of_the_identity_has_gradient_identity():
+    # Repeated singular values: the singular-value derivative U Vᵀ is still exact.
+    np.testing.assert_allclose(ad.grad(lambda a: L.norm(a, "nuc"))(np.eye(3)), np.eye(3), atol=1e-12)
+
+
+def test_det_and_slogdet_gradients_by_hand():
+    inv_t = np.linalg.inv(A).T
+    np.testing.assert_allclose(ad.grad(L.det)(A), np.linalg.det(A) * inv_t, rtol=1e-12)
+    np.testing.assert_allclose(ad.grad(lambda a: L.slogdet(a)[1])(A), inv_t, rtol=1e-12)
+    np.testing.assert_array_equal(ad.grad(lambda a: L.slogdet(a)[0])(A), np.zeros((2, 2)))
+
+
+def test_matrix_power_zero_is_the_identity_with_zero_derivative():
+    np.testing.assert_array_equal(L.matrix_power(ad.Tensor(A), 0).value, np.eye(2))
+    np.testing.assert_array_equal(ad.grad(lambda a: ad.sum(L.matrix_power(a, 0)))(A), np.zeros((2, 2)))
+
+
+def test_slogdet_sign_stays_right_when_a_traced_program_is_rerun():
+    # The sign is a recorded node, not a constant baked into the program.
+    program = ad.trace(lambda a: L.slogdet(a)[0], A)
+    assert float(program(np.array([[0.0, 1.0], [1.0, 0.0]]))) == -1.0
+
+# ---------------------------------------------------------- numpy dispatch
+
+
+@pytest.mark.parametrize("call", [
+    lambda a: np.linalg.solve(a, np.ones(2)), lambda a: np.linalg.inv(a), lambda a: np.linalg.det(a),
+    lambda a: np.linalg.slogdet(a)[1], lambda a: np.linalg.cholesky(a), lambda a: np.linalg.eigh(a)[0],
+    lambda a: np.linalg.svd(a)[1], lambda a: np.linalg.qr(a)[1], lambda a: np.linalg.pinv(a),
+    lambda a: np.linalg.norm(a, "nuc"), lambda a: np.linalg.matrix_power(a, 3), lambda a: np.linalg.trace(a),
+    lambda a: np.hstack([a, a]), lambda a: np.vstack([a, a]), lambda a: np.column_stack([a, a]),
+    lambda a: np.append(a, a), lambda a: np.atleast_3d(a), lambda a: np.ravel(a), lambda a: np.diag(a),
+    lambda a: np.kron(a, a), lambda a: np.inner(a, a), lambda a: np.cross(a, a[::-1]),
+    lambda a: np.rot90(a), lambda a: np.flipud(a), lambda a: np.fliplr(a),
+    lambda a: np.select([a.value > 1.5], [a]), lambda a: np.partition(a, 1), lambda a: np.einsum(a, [0, 0]),
+], ids=["solve", "inv", "det", "slogdet", "cholesky", "eigh", "svd", "qr", "pinv", "norm", "matrix_power",
+        "linalg.trace", "hstack", "vstack", "column_stack", "append", "atleast_3d", "ravel", "diag", "kron",
+        "inner", "cross", "rot90", "flipud", "fliplr", "select", "partition", "einsum-interleaved"])
+def test_numpy_functions_on_tensors_record_and_differentiate(call):
+    out = call(ad.Tensor(A))
+    assert isinstance(out, ad.Tensor) and out.prim is not None
+    np.testing.assert_allclose(out.value, call(ad.Tensor(A)).value)
+    ad.check_grads(lambda a: ad.sum(call(a) * call(a)), (A,), modes=("rev",))
+
+
+def test_stacking_an_array_stacks_its_rows_as_numpy_does():
+    x = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(ad.hstack(ad.Tensor(x)).value, np.hstack(x))
+    np.testing.assert_array_equal(ad.vstack(ad.Tensor(x)).value, np.vstack(x))
+    np.testing.assert_array_equal(ad.column_stack(ad.Tensor(x[0])).value, np.column_stack(x[0]))
+    # d/dx of sum(w * hstack(x)) is w, reshaped as x.
+    w = np.arange(6.0) + 1
+    np.testing.assert_array_equal(ad.grad(lambda t: ad.sum(ad.hstack(t) * w))(x), w.reshape(3, 2))
+
+
+def test_append_of_a_list_of_tensors_keeps_their_derivatives():
+    g = ad.grad(lambda a, b: ad.sum(ad.append([a, a * 2.0], b) * np.array([1.0, 10.0, 100.0])),
+                argnums=(0, 1))(1.5, 2.0)
+    assert float(g[0]) == 21.0 and float(g[1]) == 100.0
+
+
+def test_decompositions_trace_into_programs_that_rerun_and_differentiate():
+    rng = np.random.default_rng(0)
+    weights = np.arange(9.0).reshape(3, 3)
+
+    def f(a):
+        u = L.svd(a, full_matrices=False)[0]
+        return (ad.sum(u ** 2 * weights) + L.slogdet(a)[1] + ad.sum(L.eigh(a)[1][0] ** 2)
+                + ad.sum(L.qr(a)[1] ** 2))
+    a, b = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+    program = ad.trace(f, a)
+    assert {"svd", "logabsdet", "eigh", "qr"} <= set(program.op_counts())
+    np.testing.assert_allclose(program(b), f(ad.Tensor(b)).value, rtol=1e-12)
+    np.testing.assert_allclose(ad.jit(ad.grad(f))(b), ad.grad(f)(b), rtol=1e-10)
+
+
+def test_norm_of_a_list_of_tensors():
+    g = ad.grad(lambda x, y: L.norm([x, y]), argnums=(0, 1))(3.0, 4.0)
+    np.testing.assert_allclose([float(g[0]), float(g[1])], [0.6, 0.8], rtol=1e-12)
+
+
+def test_split_family_errors_and_gradient_spacing_errors():
+    with pytest.raises(ad.ShapeError, match="divides the axis length 7"):
+        ad.hsplit(ad.Tensor(np.ones(7)), 3)
+    with pytest.raises(ad.ShapeError, match="at least 2 dimensions"):
+        ad.vsplit(ad.Tensor(np.ones(4)), 2)
+    with pytest.raises(ad.ShapeError, match="coordinate arrays"):
+        np.gradient(ad.Tensor(np.ones(4)), np.arange(4.0))
+    with pytest.raises(ad.ShapeError, match="at least 3 samples"):
+        np.gradient(ad.Tensor(np.ones(2)), edge_order=2)
+    # np.array_split of a Tensor gives Tensors whose derivatives reach the input.
+    g = ad.grad(lambda x: ad.sum(np.array_split(x, 3)[1] * 5.0))(np.ones(7))
+    np.testing.assert_array_equal(g, [0, 0, 0, 5, 5, 0, 0])
