@@ -28,7 +28,7 @@ from .errors import (AnomalyError, AutogradDagError, CircuitError, CycleError, G
                      RenderError, SerializationError, ShapeError)
 from .graph import Graph
 from .primitives import PRIMITIVES
-from .primitives.arrangement import (append, array_split, atleast_1d, atleast_2d, atleast_3d, column_stack,
+from .primitives.arrangement import (append, atleast_1d, atleast_2d, atleast_3d, column_stack,
                                      cross, diag, dsplit, dstack, fliplr, flipud, hsplit, hstack, inner, kron,
                                      moveaxis, partition, ravel, rollaxis, rot90, select, vsplit, vstack)
 from .primitives.conv import conv2d, max_pool2d

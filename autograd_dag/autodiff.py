@@ -20,56 +20,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import core
-from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite, tracing
-from .errors import (AutogradDagError, GraphFreedError, MissingRuleError, NotDifferentiableError, user_source,
-                     where)
+from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite
+from .errors import AutogradDagError, MissingRuleError, NotDifferentiableError, user_source, where
 from .primitives import elementwise as ew
-from .primitives import indexing, structure
+from .primitives import structure
 from .primitives.registry import defprim
 from .program import Program
+from . import tracing
+from .tracing import refuse_complex, slot_input, topological_nodes, values_of
 from .tree import flatten, unflatten
-
-# ------------------------------------------------------------ graph walks
-
-
-def topological_nodes(outputs: Sequence[Tensor], stop: set[int] = frozenset(),
-                      prune_constant: bool = False) -> list[Tensor]:
-    """Recorded nodes behind ``outputs``, parents before children (iterative DFS).
-
-    The walk does not go behind Tensors whose id is in ``stop``; with
-    ``prune_constant`` it skips nodes that do not require a gradient. A node
-    is pushed once to be expanded and is emitted when it surfaces again,
-    after all its parents.
-    """
-    order: list[Tensor] = []
-    expanded: set[int] = set()
-    done: set[int] = set()
-    for root in outputs:
-        if prune_constant and not root.requires_grad and id(root) not in stop:
-            continue
-        stack = [root]
-        while stack:
-            t = stack[-1]
-            tid = id(t)
-            if tid in expanded:
-                stack.pop()
-                if tid not in done:
-                    done.add(tid)
-                    order.append(t)
-                continue
-            expanded.add(tid)
-            if tid in stop:
-                continue
-            parents = t.parents
-            if parents is None:
-                raise GraphFreedError(
-                    f"backward: the graph behind '{t.prim.name}'{where(t.source)} was already freed by a "
-                    f"previous backward(); pass retain_graph=True to the first backward() to run it again")
-            for p in reversed(parents):
-                if id(p) not in expanded and (not prune_constant or p.requires_grad or id(p) in stop):
-                    stack.append(p)
-    return order
-
 
 _NO_PARAMS: dict = {}
 
@@ -335,81 +294,9 @@ def _nested(leaves) -> bool:
     return any(isinstance(x, Tensor) for x in leaves)
 
 
-def refuse_complex(value, what: str) -> None:
-    """Raise :class:`NotDifferentiableError` if ``value`` (an array or Tensor) is complex.
-
-    Complex derivatives need a convention (JAX's and PyTorch's differ) and
-    rules written for it; the rules here are real. Refusing is better than
-    a derivative that silently drops the imaginary direction.
-    """
-    dtype = value.dtype if isinstance(value, (Tensor, np.ndarray)) else np.asarray(value).dtype
-    if dtype.kind == "c":
-        raise NotDifferentiableError(
-            f"{what} is complex ({dtype}); autograd_dag differentiates real numbers only: split "
-            f"complex numbers into their real and imaginary parts (z.real, z.imag){where(user_source())}")
-
-
-def depends_on_outer(outputs, inputs) -> bool:
-    """Whether ``outputs`` depend on an input of an enclosing transformation, other than via ``inputs``.
-
-    Then the transformation at hand must record its derivative (and return
-    Tensors), or the enclosing one would see a constant: a silently zero
-    derivative of ``w`` in ``grad(lambda w: grad(lambda x: f(x, w))(x0))``.
-    Free at the top level, where no transformation encloses this one.
-    """
-    if not core._active_inputs:
-        return False
-    outer = frozenset().union(*core._active_inputs)
-    stop = {id(t) for t in inputs}
-    seen: set[int] = set()
-    stack = [o for o in outputs if o.requires_grad]
-    while stack:
-        t = stack.pop()
-        tid = id(t)
-        if tid in seen or tid in stop:
-            continue
-        if tid in outer:
-            return True
-        seen.add(tid)
-        if t.parents:
-            stack.extend(p for p in t.parents if p.requires_grad)
-    return False
-
-
-def _as_input(x, what: str) -> Tensor:
-    """The Tensor a transformation differentiates with respect to, for one argument slot.
-
-    Always a fresh node, so that results keyed by Tensor identity belong to
-    this slot alone: an outer Tensor passed in two slots, or also read from a
-    closure, gets one identity node per slot (the outer sweep sees through
-    it). Float inputs are marked as requiring a gradient, which is what lets
-    numpy's conversion refuse them (see ``Tensor.__array__``). Integer arrays
-    (indices, labels) stay integer: inputs with a zero derivative.
-    """
-    refuse_complex(x, what)
-    if isinstance(x, Tensor):
-        t = structure.identity(x)
-        t.name = x.name
-    else:
-        t = Tensor(x)
-    if t.value.dtype.kind == "f":
-        t.requires_grad = True
-    return t
-
-
-def _inputs(leaves, fname: str) -> list[Tensor]:
-    return [_as_input(x, f"{fname}: input {i}") for i, x in enumerate(leaves)]
-
-
-def _output_leaves(out, fname: str) -> tuple[list[Tensor], Any]:
-    leaves, td = flatten(out)
-    tensors = []
-    for i, x in enumerate(leaves):
-        if not isinstance(x, Tensor):
-            x = Tensor(x)
-        refuse_complex(x, f"{fname}: output {i}")
-        tensors.append(x)
-    return tensors, td
+def _refuse_complex_outputs(outputs, what: str) -> None:
+    for i, o in enumerate(outputs):
+        refuse_complex(o, f"{what}: output {i}")
 
 
 def _like(value, ref: Tensor, what: str, ref_what: str) -> Tensor:
@@ -448,15 +335,10 @@ def vjp(f: Callable, *args, has_aux: bool = False) -> tuple:
         >>> f_vjp(np.ones(2))
         (array([2., 4.]),)
     """
-    arg_leaves, arg_td = flatten(args)
-    nested = _nested(arg_leaves)
-    inputs = _inputs(arg_leaves, "vjp")
-    with tracing(inputs):
-        out = f(*unflatten(arg_td, inputs))
-    if has_aux:
-        out, aux = _split_aux(out, "vjp")
-    out_leaves, out_td = _output_leaves(out, "vjp")
-    nested = nested or depends_on_outer(out_leaves, inputs)
+    rec = tracing.record(f, args, lambda position, leaf: slot_input(leaf, "vjp: input"), what="vjp", has_aux=has_aux)
+    inputs, out_leaves, out_td, nested = rec.inputs, rec.outputs, rec.out_tree, rec.nested
+    _refuse_complex_outputs(out_leaves, "vjp")
+    arg_td = flatten(args)[1]
 
     def vjp_fn(ct):
         ct_leaves, _ = flatten(ct)
@@ -472,25 +354,8 @@ def vjp(f: Callable, *args, has_aux: bool = False) -> tuple:
 
     out_value = unflatten(out_td, [_finish(o, nested) for o in out_leaves])
     if has_aux:
-        return out_value, vjp_fn, _aux_values(aux, nested)
+        return out_value, vjp_fn, values_of(rec.aux, nested)
     return out_value, vjp_fn
-
-
-def _split_aux(result, fname: str):
-    if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        raise AutogradDagError(f"{fname}(has_aux=True): f must return a pair (output, aux); "
-                               f"got {type(result).__name__}"
-                               + (f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""))
-    return result[0], result[1]
-
-
-def _aux_values(aux, nested: bool):
-    # Auxiliary results are not differentiated: outside a transformation
-    # their Tensors come back as arrays, like the outputs.
-    if nested:
-        return aux
-    leaves, td = flatten(aux)
-    return unflatten(td, [np.asarray(x.value) if isinstance(x, Tensor) else x for x in leaves])
 
 
 def select_arguments(args: tuple, argnums):
@@ -523,25 +388,17 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     def wrapped(*args):
         single, nums = select_arguments(args, argnums)
         nums = tuple(n % len(args) for n in nums)
-        arg_leaves, arg_td = flatten(args)
-        nested = _nested(arg_leaves)
-        chosen = [args[n] for n in nums]
-        chosen_leaves, chosen_td = flatten(tuple(chosen))
-        for i, leaf in enumerate(chosen_leaves):
-            dtype = leaf.dtype if isinstance(leaf, (Tensor, np.ndarray, np.generic)) else np.asarray(leaf).dtype
-            if dtype.kind in "biu":
-                raise NotDifferentiableError(
-                    f"grad requires real floating-point inputs, but the differentiated argument "
-                    f"(argnums={argnums!r}, leaf {i}) has dtype {dtype}. Pass x.astype(float) to "
-                    f"differentiate it, or leave an index argument out of argnums{where(user_source())}")
-        inputs = _inputs(chosen_leaves, "grad")
-        rebuilt = list(args)
-        for n, value in zip(nums, unflatten(chosen_td, inputs)):
-            rebuilt[n] = value
-        with tracing(inputs):
-            out = f(*rebuilt)
-        if has_aux:
-            out, aux = _split_aux(out, "grad")
+        for n in nums:
+            for i, leaf in enumerate(flatten(args[n])[0]):
+                dtype = leaf.dtype if isinstance(leaf, (Tensor, np.ndarray, np.generic)) else np.asarray(leaf).dtype
+                if dtype.kind in "biu":
+                    raise NotDifferentiableError(
+                        f"grad requires real floating-point inputs, but the differentiated argument "
+                        f"(argnums={argnums!r}, leaf {i}) has dtype {dtype}. Pass x.astype(float) to "
+                        f"differentiate it, or leave an index argument out of argnums{where(user_source())}")
+        rec = tracing.record(f, args, lambda position, leaf: slot_input(leaf, "grad: input") if position in nums else None,
+                     what="grad", has_aux=has_aux)
+        inputs, nested, out = rec.inputs, rec.nested, rec.result
         if not isinstance(out, Tensor):
             raise AutogradDagError(f"grad: f must return a Tensor computed from its inputs; "
                                    f"got {type(out).__name__}")
@@ -549,13 +406,12 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
         if out.size != 1:
             raise AutogradDagError(f"grad: f must return a scalar (one element); got shape {out.shape}. "
                                    f"Use ad.vjp or ad.jacobian for vector outputs")
-        nested = nested or depends_on_outer([out], inputs)
         grads = reverse_sweep([out], [_ones_like(out)], inputs, create_graph=nested, retain_graph=nested)
-        flat = [_finish(grads[id(t)][1], nested) if id(t) in grads else _zeros_for(t, nested) for t in inputs]
-        g = unflatten(chosen_td, flat)
+        g = [unflatten(flatten(args[n])[1], [_finish(grads[id(t)][1], nested) if id(t) in grads
+                                             else _zeros_for(t, nested) for t in rec.slots[n]]) for n in nums]
         value = _finish(out, nested)
         if has_aux:
-            value = (value, _aux_values(aux, nested))
+            value = (value, values_of(rec.aux, nested))
         return value, (g[0] if single else tuple(g))
     wrapped.__name__ = f"value_and_grad_{getattr(f, '__name__', 'f')}"
     return wrapped
@@ -599,13 +455,11 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     t_leaves, t_td = flatten(tuple(tangents))
     if len(p_leaves) != len(t_leaves):
         raise AutogradDagError(f"jvp: {len(p_leaves)} primal leaves but {len(t_leaves)} tangent leaves")
-    nested = _nested(p_leaves) or _nested(t_leaves)
-    inputs = _inputs(p_leaves, "jvp")
+    rec = tracing.record(f, tuple(primals), lambda position, leaf: slot_input(leaf, "jvp: input"), what="jvp")
+    inputs, out_leaves, out_td = rec.inputs, rec.outputs, rec.out_tree
+    _refuse_complex_outputs(out_leaves, "jvp")
+    nested = rec.nested or _nested(t_leaves)
     tans = [_like(t, p, "jvp: tangent", "primal") for p, t in zip(inputs, t_leaves)]
-    with tracing(inputs):
-        out = f(*unflatten(p_td, inputs))
-    out_leaves, out_td = _output_leaves(out, "jvp")
-    nested = nested or depends_on_outer(out_leaves, inputs)
     tan = forward_sweep(out_leaves, inputs, tans, record=nested)
     out_tans = [_finish(tan[id(o)], nested) if id(o) in tan else _zeros_for(o, nested) for o in out_leaves]
     return (unflatten(out_td, [_finish(o, nested) for o in out_leaves]), unflatten(out_td, out_tans))

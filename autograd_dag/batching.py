@@ -24,11 +24,11 @@ from typing import Callable
 
 import numpy as np
 
-from .autodiff import depends_on_outer, grad, select_arguments, topological_nodes, vjp
-from .core import Primitive, Tensor, _recording_as, apply, attributed_to, tracing
+from .autodiff import grad, select_arguments, topological_nodes, vjp
+from .core import Primitive, Tensor, _recording_as, apply, attributed_to
 from .errors import AutogradDagError, ShapeError, user_source, where
 from .primitives import indexing, structure
-from .program import traced_input
+from .tracing import program_input, record
 from .tree import flatten, unflatten
 
 # Primitives already reported as looping (the warning is given once each).
@@ -58,36 +58,22 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
 
     def wrapped(*args):
         axes = _argument_axes(in_axes, len(args))
-        leaves, treedef = [], []
-        for a, axis in zip(args, axes):
-            arg_leaves, td = flatten(a)
-            leaves.append([(x, axis) for x in arg_leaves])
-            treedef.append(td)
-        flat = [pair for group in leaves for pair in group]
-        nested = any(isinstance(x, Tensor) for x, _ in flat)
-        size = _batch_size(flat)
-        examples, env = [], {}
-        for x, axis in flat:
-            if axis is None:
+        size = _batch_size([(x, axis) for arg, axis in zip(args, axes) for x in flatten(arg)[0]])
+        env: dict[int, Tensor] = {}  # node id -> its batched value
+
+        def make_input(position, x):
+            if axes[position] is None:
                 # Shared arrays become constants, so Tensor methods work on them as on the examples.
-                examples.append(Tensor(x) if isinstance(x, np.ndarray) else x)
-                continue
-            batched = _batch_first(x, axis)
-            example = traced_input(batched.value[0], name=getattr(x, "name", None) or "x")
+                return Tensor(x) if isinstance(x, np.ndarray) else None
+            batched = _batch_first(x, axes[position])
+            example = program_input(batched.value[0], getattr(x, "name", None) or "x")
             env[id(example)] = batched
-            examples.append(example)
-        rebuilt, k = [], 0
-        for group, td in zip(leaves, treedef):
-            rebuilt.append(unflatten(td, examples[k:k + len(group)]))
-            k += len(group)
-        inputs = [x for x in examples if isinstance(x, Tensor) and id(x) in env]
-        with tracing(inputs):
-            out = f(*rebuilt)
-        out_leaves, out_td = flatten(out)
-        out_tensors = [o if isinstance(o, Tensor) else Tensor(o) for o in out_leaves]
+            return example
+
+        rec = record(f, args, make_input, what="vmap")
+        out_tensors, out_td, record_nodes = rec.outputs, rec.out_tree, rec.nested
         order = topological_nodes(out_tensors, stop=set(env))
-        record = nested or depends_on_outer(out_tensors, inputs)
-        with _recording_as(record):
+        with _recording_as(record_nodes):
             for t in order:
                 parents = t.parents
                 if not parents or id(t) in env:
@@ -100,7 +86,7 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
                     env[id(t)] = _apply_batched(t.prim, operands, flags, t.params or {})
             results = [_place(env[id(o)] if id(o) in env else structure.broadcast_to(o, (size,) + o.shape),
                               axis) for o, axis in zip(out_tensors, _output_axes(out_axes, len(out_tensors)))]
-        if not record:
+        if not record_nodes:
             results = [np.asarray(r.value) for r in results]
         return unflatten(out_td, results)
 

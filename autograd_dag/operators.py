@@ -271,7 +271,7 @@ NUMPY_FUNCTIONS = {
     np.cross: arrangement.cross, np.rot90: arrangement.rot90, np.flipud: arrangement.flipud,
     np.fliplr: arrangement.fliplr, np.select: arrangement.select,
     np.moveaxis: arrangement.moveaxis, np.rollaxis: arrangement.rollaxis,
-    np.array_split: arrangement.array_split, np.hsplit: arrangement.hsplit, np.vsplit: arrangement.vsplit,
+    np.hsplit: arrangement.hsplit, np.vsplit: arrangement.vsplit,
     np.dsplit: arrangement.dsplit, np.gradient: arrangement.gradient,
     np.partition: lambda a, kth, axis=-1, kind="introselect", order=None: arrangement.partition(a, kth, axis),
 }

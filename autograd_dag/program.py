@@ -16,9 +16,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import core
-from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error, tracing
-from .errors import AutogradDagError, GraphFreedError, ProgramInputError, user_source, where
+from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error
+from .errors import AutogradDagError, ProgramInputError, user_source, where
 from .graph import Graph
+from .tracing import program_input, record, topological_nodes
 from .tree import flatten, unflatten
 from .primitives.registry import PRIMITIVES
 from .primitives.structure import IDENTITY
@@ -169,39 +170,24 @@ class Program:
             index[id(t)] = len(nodes)
             nodes.append(ProgramNode(len(nodes), "input", None, (), None, t.shape, t.dtype,
                                      name=t.name or f"x{len(nodes)}", source=t.source, scope=t.scope))
-        # Iterative depth-first post-order from the outputs: parents are
-        # numbered before children, ties in the order they were recorded.
-        for root in outputs:
-            if id(root) in index:
+        for t in topological_nodes(outputs, stop=set(index), what="Program.from_outputs"):
+            if id(t) in index:
                 continue
-            stack = [(root, 0)]
-            while stack:
-                t, i = stack.pop()
-                parents = t.parents
-                if parents is None:
-                    raise GraphFreedError(
-                        f"Program.from_outputs: the graph behind '{t.prim.name}'{where(t.source)} was "
-                        f"freed by backward(); pass retain_graph=True to backward() to keep it")
-                while i < len(parents) and id(parents[i]) in index:
-                    i += 1
-                if i < len(parents):
-                    stack.append((t, i + 1))
-                    stack.append((parents[i], 0))
-                    continue
-                if t.prim is IDENTITY and parents:
-                    # A transformation's per-slot input node computes nothing.
-                    index[id(t)] = index[id(parents[0])]
-                    continue
-                k = len(nodes)
-                index[id(t)] = k
-                if t.prim is None or not parents:
-                    op = "parameter" if t.requires_grad else "constant"
-                    nodes.append(ProgramNode(k, op, None, (), None, t.shape, t.dtype, name=t.name,
-                                             source=t.source, scope=t.scope, value=t.value))
-                else:
-                    nodes.append(ProgramNode(k, t.prim.name, t.prim, tuple(index[id(p)] for p in parents),
-                                             t.params, t.shape, t.dtype, name=t.name, source=t.source,
-                                             scope=t.scope))
+            parents = t.parents
+            if t.prim is IDENTITY and parents:
+                # A transformation's per-slot input node computes nothing.
+                index[id(t)] = index[id(parents[0])]
+                continue
+            k = len(nodes)
+            index[id(t)] = k
+            if t.prim is None or not parents:
+                op = "parameter" if t.requires_grad else "constant"
+                nodes.append(ProgramNode(k, op, None, (), None, t.shape, t.dtype, name=t.name,
+                                         source=t.source, scope=t.scope, value=t.value))
+            else:
+                nodes.append(ProgramNode(k, t.prim.name, t.prim, tuple(index[id(p)] for p in parents),
+                                         t.params, t.shape, t.dtype, name=t.name, source=t.source,
+                                         scope=t.scope))
         return cls(nodes, range(len(inputs)), [index[id(t)] for t in outputs], name=name,
                    single_output=single, kind=kind)
 
@@ -475,18 +461,6 @@ class Program:
         return {"text/plain": str(self)}
 
 
-def traced_input(value, name: str) -> Tensor:
-    """A program input: float inputs are marked as requiring a gradient.
-
-    The program is a function of them, so a numpy conversion that would bake
-    their current value into it as a constant is refused (``Tensor.__array__``).
-    """
-    t = Tensor(value, name=name)
-    if t.value.dtype.kind == "f":
-        t.requires_grad = True
-    return t
-
-
 def trace(f: Callable, *example_args, name: str | None = None) -> Program:
     """Record ``f`` on example arguments and return its :class:`Program`.
 
@@ -508,17 +482,15 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
         names = []
-    inputs = [traced_input(a.value if isinstance(a, Tensor) else a, names[i] if i < len(names) else f"x{i}")
-              for i, a in enumerate(example_args)]
-    with tracing(inputs):
-        result = f(*inputs)
-    outputs = result if isinstance(result, (tuple, list)) else (result,)
-    outputs = tuple(o if isinstance(o, Tensor) else Tensor(o) for o in outputs)
+    # Each example argument is one input (a list of numbers is one array, not a tree).
+    arrays = tuple(a.value if isinstance(a, Tensor) else as_array(a) for a in example_args)
+    rec = record(f, arrays, lambda i, value: program_input(value, names[i] if i < len(names) else f"x{i}"),
+                 what="trace")
     fname = name or getattr(f, "__name__", "f")
     if fname == "<lambda>":
         fname = "f"
-    prog = Program.from_outputs(tuple(inputs), outputs, name=fname)
-    prog.single_output = not isinstance(result, (tuple, list))
+    prog = Program.from_outputs(tuple(rec.inputs), tuple(rec.outputs), name=fname)
+    prog.single_output = not isinstance(rec.result, (tuple, list))
     return prog
 
 
@@ -557,13 +529,11 @@ def jit(f: Callable) -> Callable:
         key = (treedef, tuple((a.shape, a.dtype.str) for a in arrays))
         entry = programs.get(key)
         if entry is None:
-            inputs = tuple(traced_input(a, f"x{i}") for i, a in enumerate(arrays))
-            with tracing(inputs):
-                out = f(*unflatten(treedef, list(inputs)))
-            out_leaves, out_treedef = flatten(out)
-            outputs = tuple(o if isinstance(o, Tensor) else Tensor(o) for o in out_leaves)
-            program = Program.from_outputs(inputs, outputs, name=fname)
-            entry = programs[key] = (program, out_treedef)
+            count = iter(range(len(arrays)))
+            rec = record(f, unflatten(treedef, arrays), lambda i, value: program_input(value, f"x{next(count)}"),
+                         what="jit")
+            program = Program.from_outputs(tuple(rec.inputs), tuple(rec.outputs), name=fname)
+            entry = programs[key] = (program, rec.out_tree)
         program, out_treedef = entry
         return unflatten(out_treedef, list(program(*arrays)))
 

@@ -1,7 +1,7 @@
 """numpy's joining, reshaping and rearranging functions, as composites of recorded primitives.
 
 hstack, vstack, dstack, column_stack, append, atleast_1d/2d/3d, ravel, diag,
-kron, inner, cross, rot90, flipud, fliplr, moveaxis, rollaxis, array_split,
+kron, inner, cross, rot90, flipud, fliplr, moveaxis, rollaxis,
 hsplit, vsplit, dsplit, gradient (numpy's finite differences), select and partition. None of them
 needs a primitive of its own: each is exactly a concatenate, reshape,
 transpose, getitem (and its transpose index_add), multiply, matmul or where,
@@ -17,6 +17,7 @@ import numpy as np
 from ..core import Tensor
 from ..errors import ShapeError
 from .elementwise import add, multiply, subtract, where
+from .arrays import split
 from .indexing import concatenate, getitem, index_add, stack
 from .linalg import matmul
 from .shapes import fmt, normalize_axis
@@ -453,44 +454,6 @@ def rollaxis(a, axis: int, start: int = 0) -> Tensor:
 # ------------------------------------------------------------- splitting
 
 
-def _pieces(x, indices_or_sections, axis, name: str, equal: bool) -> list:
-    shape = _shape(x)
-    if not shape:
-        raise ShapeError(f"{name}: Expect: an operand with at least one axis. Actual: a 0-d operand")
-    ax = normalize_axis(name, axis, len(shape))
-    n = shape[ax]
-    if isinstance(indices_or_sections, (int, np.integer)) and not isinstance(indices_or_sections, bool):
-        k = int(indices_or_sections)
-        if k <= 0 or (equal and n % k):
-            raise ShapeError(f"{name}: Expect: a number of sections that divides the axis length {n}"
-                             f"{'' if equal else ' or any positive number'}. Actual: {k}")
-        # numpy's array_split: the first n % k pieces get one extra entry.
-        size, extra = divmod(n, k)
-        sizes = [size + 1] * extra + [size] * (k - extra)
-        bounds = [0]
-        for sz in sizes:
-            bounds.append(bounds[-1] + sz)
-    else:
-        cuts = [int(i) for i in indices_or_sections]
-        bounds = [0] + cuts + [n]
-    lead = (slice(None),) * ax
-    return [getitem(x, lead + (slice(a, b),)) for a, b in zip(bounds[:-1], bounds[1:])]
-
-
-def array_split(x, indices_or_sections, axis: int = 0) -> list:
-    """x cut into pieces along ``axis`` (getitem slices), as ``np.array_split``.
-
-    An int k gives k pieces, the first n % k one entry longer; a list of
-    indices cuts before each. Shapes: (..., n, ...) -> a list of (..., n_i, ...).
-
-    Example:
-        >>> import numpy as np, autograd_dag as ad
-        >>> [p.shape for p in ad.array_split(ad.Tensor(np.ones(7)), 3)]
-        [(3,), (2,), (2,)]
-    """
-    return _pieces(x, indices_or_sections, axis, "array_split", equal=False)
-
-
 def hsplit(x, indices_or_sections) -> list:
     """x cut along its second axis (the first for 1-D), as ``np.hsplit``; an int must divide the length.
 
@@ -499,7 +462,7 @@ def hsplit(x, indices_or_sections) -> list:
         >>> [p.shape for p in ad.hsplit(ad.Tensor(np.ones((2, 4))), 2)]
         [(2, 2), (2, 2)]
     """
-    return _pieces(x, indices_or_sections, 0 if len(_shape(x)) == 1 else 1, "hsplit", equal=True)
+    return split(x, indices_or_sections, 0 if len(_shape(x)) == 1 else 1)
 
 
 def vsplit(x, indices_or_sections) -> list:
@@ -512,7 +475,7 @@ def vsplit(x, indices_or_sections) -> list:
     """
     if len(_shape(x)) < 2:
         raise ShapeError(f"vsplit: Expect: at least 2 dimensions. Actual: shape {fmt(_shape(x))}")
-    return _pieces(x, indices_or_sections, 0, "vsplit", equal=True)
+    return split(x, indices_or_sections, 0)
 
 
 def dsplit(x, indices_or_sections) -> list:
@@ -525,7 +488,7 @@ def dsplit(x, indices_or_sections) -> list:
     """
     if len(_shape(x)) < 3:
         raise ShapeError(f"dsplit: Expect: at least 3 dimensions. Actual: shape {fmt(_shape(x))}")
-    return _pieces(x, indices_or_sections, 2, "dsplit", equal=True)
+    return split(x, indices_or_sections, 2)
 
 # --------------------------------------------------------------- gradient
 

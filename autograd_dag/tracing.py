@@ -1,0 +1,209 @@
+"""The one tracer and the one walk: record a Python function on fresh input nodes, and walk what it recorded.
+
+Every transformation starts the same way: flatten the arguments, replace the
+leaves it works on by fresh input Tensors, call the function while operations
+record, and flatten what it returns. :func:`record` does that once for
+``trace``, ``jit``, ``vjp``, ``grad``, ``value_and_grad``, ``jvp`` and
+``vmap``; each transformation only says which leaves become inputs and how
+(:func:`slot_input` for the derivatives, :func:`program_input` for programs).
+
+It also decides whether the transformation must *record* its own work (its
+derivative sweep, its batched nodes) instead of computing bare values: when
+its arguments are Tensors, or when its function read an input of an enclosing
+transformation through a closure (:func:`depends_on_outer`) — otherwise that
+enclosing transformation would see a constant and a zero derivative.
+
+:func:`topological_nodes` is the one walk over recorded nodes: the reverse
+and forward sweeps, ``vmap`` and program extraction all use it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple, Sequence
+
+import numpy as np
+
+from . import core
+from .core import Tensor, tracing
+from .errors import AutogradDagError, GraphFreedError, NotDifferentiableError, user_source, where
+from .primitives.structure import identity
+from .tree import flatten, unflatten
+
+
+class Recording(NamedTuple):
+    """What :func:`record` returns.
+
+    ``slots[p]``: the input Tensors made for argument p (in leaf order; empty
+    for an argument left as it was); ``inputs``: all of them, in order;
+    ``outputs``: the function's result leaves as Tensors, ``out_tree`` their
+    structure; ``result``: what ``f`` returned (less ``aux``); ``aux``: the
+    auxiliary result (``has_aux``); ``nested``: whether the transformation
+    must record its own work.
+    """
+
+    slots: list
+    inputs: list
+    outputs: list
+    out_tree: Any
+    result: Any
+    aux: Any
+    nested: bool
+
+
+def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | None], *, what: str,
+           has_aux: bool = False) -> Recording:
+    """Call ``f(*args)`` recording, each leaf of argument p replaced by ``make_input(p, leaf)``.
+
+    ``make_input`` returns the input Tensor for a leaf, or None to pass the
+    leaf unchanged. Shapes: as ``f``'s.
+    """
+    slots, rebuilt, nested = [], [], False
+    for position, arg in enumerate(args):
+        leaves, tree = flatten(arg)
+        made, new_leaves = [], []
+        for leaf in leaves:
+            nested = nested or isinstance(leaf, Tensor)
+            t = make_input(position, leaf)
+            if t is not None:
+                made.append(t)
+                leaf = t
+            new_leaves.append(leaf)
+        slots.append(made)
+        rebuilt.append(unflatten(tree, new_leaves))
+    inputs = [t for made in slots for t in made]
+    with tracing(inputs):
+        out = f(*rebuilt)
+    aux = None
+    if has_aux:
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise AutogradDagError(f"{what}(has_aux=True): f must return a pair (output, aux); "
+                                   f"got {type(out).__name__}"
+                                   + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""))
+        out, aux = out
+    leaves, out_tree = flatten(out)
+    outputs = [o if isinstance(o, Tensor) else Tensor(o) for o in leaves]
+    nested = nested or depends_on_outer(outputs, inputs)
+    return Recording(slots, inputs, outputs, out_tree, out, aux, nested)
+
+
+def slot_input(x, what: str) -> Tensor:
+    """The Tensor a derivative is taken with respect to, for one argument leaf.
+
+    Always a fresh node, so that results keyed by Tensor identity belong to
+    this slot alone: an outer Tensor passed in two slots, or also read from a
+    closure, gets one identity node per slot (the outer sweep sees through
+    it). Float inputs are marked as requiring a gradient, which is what lets
+    numpy's conversion refuse them (see ``Tensor.__array__``). Integer arrays
+    (indices, labels) stay integer: inputs with a zero derivative.
+    """
+    refuse_complex(x, what)
+    if isinstance(x, Tensor):
+        t = identity(x)
+        t.name = x.name
+    else:
+        t = Tensor(x)
+    if t.value.dtype.kind == "f":
+        t.requires_grad = True
+    return t
+
+
+def program_input(value, name: str) -> Tensor:
+    """A program input: float inputs are marked as requiring a gradient.
+
+    The program is a function of them, so a numpy conversion that would bake
+    their current value into it as a constant is refused (``Tensor.__array__``).
+    """
+    t = Tensor(value.value if isinstance(value, Tensor) else value, name=name)
+    if t.value.dtype.kind == "f":
+        t.requires_grad = True
+    return t
+
+
+def refuse_complex(value, what: str) -> None:
+    """Raise :class:`NotDifferentiableError` if ``value`` (an array or Tensor) is complex.
+
+    Complex derivatives need a convention (JAX's and PyTorch's differ) and
+    rules written for it; the rules here are real. Refusing is better than
+    a derivative that silently drops the imaginary direction.
+    """
+    dtype = value.dtype if isinstance(value, (Tensor, np.ndarray)) else np.asarray(value).dtype
+    if dtype.kind == "c":
+        raise NotDifferentiableError(
+            f"{what} is complex ({dtype}); autograd_dag differentiates real numbers only: split "
+            f"complex numbers into their real and imaginary parts (z.real, z.imag){where(user_source())}")
+
+
+def depends_on_outer(outputs, inputs) -> bool:
+    """Whether ``outputs`` depend on an input of an enclosing transformation, other than via ``inputs``.
+
+    Then the transformation at hand must record its derivative (and return
+    Tensors), or the enclosing one would see a constant: a silently zero
+    derivative of ``w`` in ``grad(lambda w: grad(lambda x: f(x, w))(x0))``.
+    Free at the top level, where no transformation encloses this one.
+    """
+    if not core._active_inputs:
+        return False
+    outer = frozenset().union(*core._active_inputs)
+    stop = {id(t) for t in inputs}
+    seen: set[int] = set()
+    stack = [o for o in outputs if o.requires_grad]
+    while stack:
+        t = stack.pop()
+        tid = id(t)
+        if tid in seen or tid in stop:
+            continue
+        if tid in outer:
+            return True
+        seen.add(tid)
+        if t.parents:
+            stack.extend(p for p in t.parents if p.requires_grad)
+    return False
+
+
+def values_of(tree, nested: bool):
+    """``tree`` with its Tensors as arrays, unless ``nested`` (then Tensors stay, to be differentiated)."""
+    if nested:
+        return tree
+    leaves, structure = flatten(tree)
+    return unflatten(structure, [np.asarray(x.value) if isinstance(x, Tensor) else x for x in leaves])
+
+
+def topological_nodes(outputs: Sequence[Tensor], stop=frozenset(), prune_constant: bool = False,
+                      what: str = "backward") -> list[Tensor]:
+    """Recorded nodes behind ``outputs``, parents before children (iterative depth-first search).
+
+    Parents are visited in argument order, so the order is deterministic:
+    the order programs number their nodes in. The walk does not go behind
+    Tensors whose id is in ``stop``; with ``prune_constant`` it skips nodes
+    that do not require a gradient. A node is pushed once to be expanded and
+    is emitted when it surfaces again, after all its parents. ``what`` names
+    the caller in the error for a graph freed by ``backward()``.
+    """
+    order: list[Tensor] = []
+    expanded: set[int] = set()
+    done: set[int] = set()
+    for root in outputs:
+        if prune_constant and not root.requires_grad and id(root) not in stop:
+            continue
+        stack = [root]
+        while stack:
+            t = stack[-1]
+            tid = id(t)
+            if tid in expanded:
+                stack.pop()
+                if tid not in done:
+                    done.add(tid)
+                    order.append(t)
+                continue
+            expanded.add(tid)
+            if tid in stop:
+                continue
+            parents = t.parents
+            if parents is None:
+                raise GraphFreedError(
+                    f"{what}: the graph behind '{t.prim.name}'{where(t.source)} was already freed by a "
+                    f"previous backward(); pass retain_graph=True to the first backward() to keep it")
+            for p in reversed(parents):
+                if id(p) not in expanded and (not prune_constant or p.requires_grad or id(p) in stop):
+                    stack.append(p)
+    return order
