@@ -117,7 +117,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
     # cyclic collector would only re-scan the (large) live graph again and again.
     gc_was_enabled = gc.isenabled()
     gc.disable()
-    outer_source, outer_scope = core._source_override, core._scope
+    outer = core.attribution()
     try:
         with _sweep_context(record):
             pop_ct = cts.pop
@@ -137,7 +137,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                 params = t.params or _NO_PARAMS
                 if record:
                     args, out = parents, t
-                    core._source_override, core._scope = t.source, t.scope
+                    core.attribute(t.source, t.scope)
                 else:
                     args, out = [p.value for p in parents], t.value
                 parts = prim.vjp_parts
@@ -176,13 +176,13 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     previous = cts.get(pid)
                     cts[pid] = g if previous is None else ew.add(previous, g)
                 if record:
-                    core._source_override, core._scope = outer_source, outer_scope
+                    core.attribute(*outer)
                 if not retain_graph:
                     t.parents = None
     finally:
         # Recorded derivative nodes were attributed to the forward node they
         # differentiate (source line and name scope); restore the caller's.
-        core._source_override, core._scope = outer_source, outer_scope
+        core.attribute(*outer)
         if gc_was_enabled:
             gc.enable()
     return results

@@ -594,6 +594,24 @@ def attributed_to(source, scope: tuple[str, ...]):
         _source_override, _scope = previous
 
 
+def attribute(source, scope: tuple[str, ...]) -> tuple:
+    """Attribute the nodes recorded from now on to ``source`` and ``scope``; returns the previous pair.
+
+    The reverse sweep calls it once per node it differentiates (a context
+    manager per node would cost more than many rules); it restores the
+    returned pair when it is done.
+    """
+    global _source_override, _scope
+    previous = _source_override, _scope
+    _source_override, _scope = source, scope
+    return previous
+
+
+def attribution() -> tuple:
+    """The ``(source, scope)`` pair new nodes are attributed to (source None: the caller's line)."""
+    return _source_override, _scope
+
+
 def current_scope() -> tuple[str, ...]:
     """The tuple of ``name_scope`` names in force, outermost first.
 
