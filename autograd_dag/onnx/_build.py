@@ -64,6 +64,8 @@ class Builder:
     def op(self, op_type: str, inputs, *, outputs: int | list = 1, hint: str | None = None, **attrs):
         """Add one node; returns its output name (or the list of names for several outputs)."""
         names = [i.name if isinstance(i, Value) else i for i in inputs]
+        if op_type == "Reshape":
+            attrs.setdefault("allowzero", 1)  # shapes are concrete: a 0 means an empty axis
         if isinstance(outputs, int):
             outs = [self.fresh(f"{hint or self.prefix}_{op_type}") for _ in range(outputs)]
             single = outputs == 1
@@ -83,7 +85,7 @@ class Builder:
                 return self._consts[key]
         out = name if name is not None else self.fresh(hint)
         self.used.add(out)
-        self.initializers.append(self.onnx.numpy_helper.from_array(np.ascontiguousarray(array), out))
+        self.initializers.append(self.onnx.numpy_helper.from_array(np.array(array, order="C", copy=True), out))
         if key is not None:
             self._consts[key] = out
         return out

@@ -416,6 +416,8 @@ def _reshape(b, node, args):
 
 @rule("transpose")
 def _transpose(b, node, args):
+    if len(node.params["axes"]) < 2:
+        return b.op("Identity", [args[0]], hint=_hint(node))
     return b.op("Transpose", [args[0]], perm=list(node.params["axes"]), hint=_hint(node))
 
 
@@ -731,7 +733,32 @@ def _roll_axes(b, x: Value, pairs) -> str:
 
 @rule("einsum")
 def _einsum(b, node, args):
-    return b.op("Einsum", _all_as(b, args, node.dtype), equation=node.params["subscripts"], hint=_hint(node))
+    # numpy broadcasts size-1 axes (and the axes under "..."); ONNX's Einsum wants them expanded.
+    spec = node.params["subscripts"]
+    terms = spec.split("->")[0].split(",")
+    args = _all_as(b, args, node.dtype)
+    sizes: dict = {}
+    ellipses = []
+    for term, a in zip(terms, args):
+        letters = term.replace("...", "")
+        n_ell = a.ndim - len(letters)
+        ellipses.append(a.shape[:n_ell] if "..." in term else ())
+        named = a.shape[n_ell:] if term.startswith("...") else a.shape[:len(letters)] if "..." not in term else None
+        if named is None:  # "..." in the middle: letters before and after it
+            before, after = term.split("...")
+            named = a.shape[:len(before)] + a.shape[a.ndim - len(after):]
+        for letter, d in zip(letters, named):
+            sizes[letter] = max(sizes.get(letter, 1), d)
+    ell = np.broadcast_shapes(*ellipses) if ellipses else ()
+    expanded = []
+    for term, a in zip(terms, args):
+        if "..." in term:
+            before, after = term.split("...")
+            target = tuple(sizes[c] for c in before) + tuple(ell) + tuple(sizes[c] for c in after)
+        else:
+            target = tuple(sizes[c] for c in term)
+        expanded.append(_expand_to(b, a, target) if a.shape != target else a)
+    return b.op("Einsum", expanded, equation=spec, hint=_hint(node))
 
 # ------------------------------------------------------------ linear algebra
 
