@@ -81,3 +81,28 @@ def test_unsupported_primitive_names_every_missing_one_and_writes_nothing(tmp_pa
     assert "inv" in str(err.value) and "solve" in str(err.value)
     assert not path.exists() and not list(tmp_path.iterdir())
     assert isinstance(err.value, ad.AutogradDagError)
+
+
+FLOAT_CASES = [c for c in ALL_CASES if all(np.asarray(a).dtype.kind == "f" for a in make_args(c))]
+
+
+@pytest.mark.parametrize("case", FLOAT_CASES, ids=[case_id(c) for c in FLOAT_CASES])
+def test_every_primitive_alone_in_float32(case):
+    args = tuple(np.asarray(a, dtype=np.float32) for a in make_args(case))
+
+    def g(*xs):
+        return case.fn(*xs)
+    g.__name__ = case_id(case).replace("-", "_")
+    program = ad.trace(g, *args)
+    if _uses_unsupported(program):
+        pytest.skip("no ONNX mapping (asserted in float64)")
+    expected = program(*args)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    got = ad.onnx.run(ad.onnx.export(program), *args)
+    for e, g in zip(expected, got):
+        e = np.asarray(e)
+        assert g.shape == e.shape and g.dtype == e.dtype
+        if e.dtype.kind == "f":
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+        else:
+            np.testing.assert_array_equal(g, e)
