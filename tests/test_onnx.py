@@ -106,3 +106,85 @@ def test_every_primitive_alone_in_float32(case):
             np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
         else:
             np.testing.assert_array_equal(g, e)
+
+# ------------------------------------------------- gradient programs and models
+
+from autograd_dag import nn  # noqa: E402
+from autograd_dag.nn import functional as F  # noqa: E402
+
+
+def _assert_close_all(ours, theirs, dtype):
+    ours = ours if isinstance(ours, tuple) else (ours,)
+    assert len(ours) == len(theirs)
+    tol = dict(rtol=1e-10, atol=1e-12) if dtype == np.float64 else dict(rtol=1e-5, atol=1e-6)
+    for a, b in zip(ours, theirs):
+        assert b.dtype == np.asarray(a).dtype and b.shape == np.asarray(a).shape
+        np.testing.assert_allclose(b, a, **tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gradient_program_exports_and_runs(dtype):
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((4, 3)).astype(dtype), rng.standard_normal((3, 2)).astype(dtype)
+
+    def loss(x, w):
+        h = ad.tanh(x @ w)
+        return ad.logsumexp(h, axis=-1).sum() + ad.max(ad.softargmax(h * 3.0), axis=0).sum()
+
+    gprog = ad.grad_program(ad.trace(loss, x, w), with_value=True)
+    model = ad.onnx.export(gprog)
+    assert [o.name for o in model.graph.output][1:] == ["dloss/dx", "dloss/dw"]
+    _assert_close_all(gprog(x, w), ad.onnx.run(model, x, w), dtype)
+
+
+def _lenet(dtype):
+    return nn.LeNet(in_channels=1, image_size=8, num_classes=10, channels=(4, 8), kernel_sizes=(3, 3),
+                    paddings=(1, 1), pools=(2, 2), hidden=16, rng=0, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_lenet_forward_and_training_step(dtype):
+    model = _lenet(dtype)
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((6, 1, 8, 8)).astype(dtype), rng.integers(0, 10, 6)
+    forward = ad.onnx.forward_program(model, x)
+    _assert_close_all(forward(x), ad.onnx.run(ad.onnx.export(forward), x), dtype)
+    step = ad.onnx.training_step_program(model, F.cross_entropy, x, y)
+    exported = ad.onnx.export(step)
+    names = [i.name for i in exported.graph.input]
+    assert names[:2] == ["x", "y"] and names[2:] == [n for n, _ in model.named_parameters()]
+    assert exported.graph.output[0].name == "loss"
+    args = [x, y] + [p.value for p in model.parameters()]
+    ours = step(*args)
+    _assert_close_all(ours, ad.onnx.run(exported, *args), dtype)
+    # The program's gradient is the library's: the same as backward() on the model.
+    loss = F.cross_entropy(model(ad.Tensor(x)), y)
+    loss.backward()
+    np.testing.assert_allclose(ours[1], model.parameters()[0].grad.value, rtol=1e-4 if dtype == np.float32 else 1e-10)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_transformer_lm_forward_and_training_step(dtype):
+    lm = nn.TransformerLM(vocab_size=11, d_model=8, heads=2, hidden=16, layers=2, rng=0, dtype=dtype)
+    tokens = np.random.default_rng(2).integers(0, 11, (2, 5))
+    forward = ad.onnx.forward_program(lm, tokens)
+    out = forward(tokens)
+    _assert_close_all(out, ad.onnx.run(ad.onnx.export(forward), tokens), out.dtype)
+
+    def lm_loss(logits, targets):
+        return F.cross_entropy(logits, targets)
+    step = ad.onnx.training_step_program(_Logits(lm), lm_loss, tokens[:, :-1], tokens[:, 1:])
+    args = [tokens[:, :-1], tokens[:, 1:]] + [p.value for p in lm.parameters()]
+    ours = step(*args)
+    _assert_close_all(ours, ad.onnx.run(ad.onnx.export(step), *args), np.asarray(ours[0]).dtype)
+
+
+class _Logits(nn.Module):
+    """The language model's logits (the loss takes them, not the probabilities)."""
+
+    def __init__(self, lm):
+        super().__init__()
+        self.lm = lm
+
+    def forward(self, tokens):
+        return self.lm.logits(tokens)

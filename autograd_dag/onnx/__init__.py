@@ -23,10 +23,11 @@ Example (needs onnx; not run as a doctest)::
 
 from ._export import (DEFAULT_OPSET, OnnxExportError, UnsupportedPrimitiveError, export, supported_primitives,
                       to_model, unsupported_primitives)
+from ._models import forward_program, training_step_program
 from ._import import SUPPORTED_ONNX_OPS, OnnxImportError, load
 from ._run import run, session
 from ._table import RULES, UNSUPPORTED
 
-__all__ = ["export", "to_model", "load", "run", "session", "supported_primitives", "unsupported_primitives",
+__all__ = ["export", "to_model", "forward_program", "training_step_program", "load", "run", "session", "supported_primitives", "unsupported_primitives",
            "RULES", "UNSUPPORTED", "SUPPORTED_ONNX_OPS", "DEFAULT_OPSET", "OnnxExportError",
            "UnsupportedPrimitiveError", "OnnxImportError"]
