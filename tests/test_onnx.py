@@ -261,3 +261,54 @@ def test_load_names_every_unsupported_operator():
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 2, 2])])
     with pytest.raises(ad.onnx.OnnxImportError, match="Erf, LRN"):
         ad.onnx.load(helper.make_model(graph))
+
+# ------------------------------------------------------------- command line
+
+from autograd_dag.cli import main  # noqa: E402
+
+_CLI_TARGET = '''
+import numpy as np, autograd_dag as ad
+
+def loss():
+    rng = np.random.default_rng(0)
+    w = ad.Tensor(rng.standard_normal((4, 3)), requires_grad=True, name="w")
+    x = ad.Tensor(rng.standard_normal((5, 4)), name="x")
+    return ad.logsumexp(ad.tanh(x @ w), axis=-1).sum()
+
+def uses_inv():
+    a = ad.Tensor(np.eye(3), name="a")
+    return ad.linalg.inv(a).sum()
+'''
+
+
+def test_cli_export_grad_and_render_onnx(tmp_path, capsys):
+    src = tmp_path / "target.py"
+    src.write_text(_CLI_TARGET)
+    model_path, grad_path = tmp_path / "loss.onnx", tmp_path / "loss_grad.onnx"
+    assert main(["export", f"{src}:loss", "-o", str(model_path)]) == 0
+    assert main(["export", f"{src}:loss", "--grad", "-o", str(grad_path)]) == 0
+    assert "ONNX nodes" in capsys.readouterr().out
+    grad_model = onnx.load(grad_path)
+    assert [i.name for i in grad_model.graph.input] == ["x", "w"]
+    assert [o.name for o in grad_model.graph.output] == ["df/dw"]
+    rng = np.random.default_rng(0)
+    w, x = rng.standard_normal((4, 3)), rng.standard_normal((5, 4))
+    expected = ad.grad(lambda w: ad.logsumexp(ad.tanh(ad.Tensor(x) @ w), axis=-1).sum())(w)
+    np.testing.assert_allclose(ad.onnx.run(grad_model, x, w)[0], expected, rtol=1e-10)
+    svg = tmp_path / "model.svg"
+    assert main(["render", str(grad_path), "-o", str(svg)]) == 0
+    assert svg.read_text().lstrip().startswith(("<?xml", "<svg"))
+    assert main(["render", str(model_path), "--view", "bipartite", "-o", str(tmp_path / "b.dot")]) == 0
+    assert "tanh" in (tmp_path / "b.dot").read_text()
+
+
+def test_cli_export_errors_are_one_line(tmp_path, capsys):
+    src = tmp_path / "target.py"
+    src.write_text(_CLI_TARGET)
+    out = tmp_path / "inv.onnx"
+    assert main(["export", f"{src}:uses_inv", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("autograd-dag: error:") and "inv" in err and err.count("\n") == 1
+    assert not out.exists()
+    assert main(["render", str(tmp_path / "missing.onnx")]) == 2
+    assert "no such file" in capsys.readouterr().err
