@@ -312,3 +312,16 @@ def test_cli_export_errors_are_one_line(tmp_path, capsys):
     assert not out.exists()
     assert main(["render", str(tmp_path / "missing.onnx")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+# ---------------------------------------------------------------- example
+
+
+def test_onnx_digits_example_fast(tmp_path):
+    pytest.importorskip("sklearn")
+    from examples import onnx_digits
+    result = onnx_digits.run(fast=True, out=str(tmp_path), show_progress=False, verbose=False)
+    assert result["test_accuracy"] > 0.6 and result["onnx_accuracy"] > 0.6
+    assert result["prediction_agreement"] == 1.0
+    assert result["max_probability_difference"] < 1e-5
+    assert result["train_step_max_relative_difference"] < 1e-5
+    assert all(onnx.load(p).graph.node for p in result["paths"])
