@@ -325,3 +325,54 @@ def test_onnx_digits_example_fast(tmp_path):
     assert result["max_probability_difference"] < 1e-5
     assert result["train_step_max_relative_difference"] < 1e-5
     assert all(onnx.load(p).graph.node for p in result["paths"])
+
+
+def test_load_common_inference_operators_match_onnxruntime():
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(3)
+    inits = {k: v.astype(np.float32) for k, v in {
+        "scale": rng.uniform(0.5, 2, 3), "bias": rng.standard_normal(3), "mean": rng.standard_normal(3),
+        "var": rng.uniform(0.5, 2, 3), "split": np.array([1, 2])}.items()}
+    inits["split"] = inits["split"].astype(np.int64)
+    nodes = [
+        helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["bn"], epsilon=1e-3),
+        helper.make_node("Dropout", ["bn"], ["drop"]),
+        helper.make_node("LeakyRelu", ["drop"], ["leaky"], alpha=0.1),
+        helper.make_node("Split", ["leaky", "split"], ["a", "b"], axis=1),
+        helper.make_node("Elu", ["a"], ["ea"], alpha=0.7),
+        helper.make_node("HardSigmoid", ["b"], ["hb"]),
+        helper.make_node("GlobalAveragePool", ["hb"], ["gap"]),
+        helper.make_node("Concat", ["ea", "b"], ["cat"], axis=1),
+        helper.make_node("ReduceMean", ["cat"], ["rm"], keepdims=0),
+    ]
+    graph = helper.make_graph(nodes, "ops", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 4])],
+                              [helper.make_tensor_value_info("gap", TensorProto.FLOAT, [2, 2, 1, 1]),
+                               helper.make_tensor_value_info("rm", TensorProto.FLOAT, [])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    prog = ad.onnx.load(model)
+    x = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    for ours, theirs in zip(prog(x), ad.onnx.run(model, x)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_export_a_function_on_example_arguments(tmp_path):
+    path = tmp_path / "f.onnx"
+    x, w = np.ones((2, 3), np.float32), np.full((3, 4), 0.5, np.float32)
+    model = ad.onnx.export(lambda x, w: ad.tanh(x @ w), x, w, path=path)
+    assert path.exists() and not (tmp_path / "f.onnx.partial").exists()
+    assert [i.name for i in model.graph.input] == ["x", "w"]
+    assert model.opset_import[0].version == ad.onnx.DEFAULT_OPSET
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+    np.testing.assert_allclose(ad.onnx.run(str(path), x, w)[0], np.tanh(x @ w), rtol=1e-6)
+    with pytest.raises(ad.onnx.OnnxExportError, match="opset 5"):
+        ad.onnx.export(lambda x: ad.exp(x), x, opset=5)
+    with pytest.raises(ad.onnx.OnnxExportError, match="example arguments"):
+        ad.onnx.export(lambda x: ad.exp(x))
+
+
+def test_forward_program_names_initializers_after_parameters():
+    model = nn.MLP([3, 4, 2], rng=0)
+    exported = ad.onnx.export(ad.onnx.forward_program(model, np.ones((5, 3))))
+    names = {t.name for t in exported.graph.initializer}
+    assert {n for n, _ in model.named_parameters()} <= names

@@ -42,12 +42,24 @@ def require_onnx():
 
 
 def supported_primitives() -> list[str]:
-    """Names of the primitives the exporter maps to ONNX operators, sorted."""
+    """Names of the primitives the exporter maps to ONNX operators, sorted.
+
+    Shapes: none (a list of names). Example:
+        >>> import autograd_dag as ad
+        >>> "conv2d" in ad.onnx.supported_primitives(), "svd" in ad.onnx.supported_primitives()
+        (True, False)
+    """
     return sorted(n for n in PRIMITIVES if n in RULES)
 
 
 def unsupported_primitives() -> dict[str, str]:
-    """Registered primitives with no ONNX mapping, each with the reason."""
+    """Registered primitives with no ONNX mapping, each with the reason.
+
+    Shapes: none (a dict of names). Example:
+        >>> import autograd_dag as ad
+        >>> ad.onnx.unsupported_primitives()["inv"]
+        'ONNX has no matrix inverse operator'
+    """
     return {n: UNSUPPORTED.get(n, "no ONNX mapping has been written for it")
             for n in sorted(PRIMITIVES) if n not in RULES}
 

@@ -186,6 +186,76 @@ def _clip(c):
     return mathfuncs.clip(x, lo, hi)
 
 
+@handles("Dropout")
+def _dropout(c):
+    return (c.arg(0), np.ones(_shape(c.arg(0)), dtype=np.bool_)) if len(c.node.output) > 1 else c.arg(0)
+
+
+@handles("LeakyRelu")
+def _leaky_relu(c):
+    x = c.arg(0)
+    return el.where(el.greater(x, 0.0), x, el.multiply(x, c.attr("alpha", 0.01)))
+
+
+@handles("Elu")
+def _elu(c):
+    x = c.arg(0)
+    return el.where(el.greater(x, 0.0), x, el.multiply(mathfuncs.expm1(x), c.attr("alpha", 1.0)))
+
+
+@handles("HardSigmoid")
+def _hard_sigmoid(c):
+    x = c.arg(0)
+    return mathfuncs.clip(el.add(el.multiply(x, c.attr("alpha", 0.2)), c.attr("beta", 0.5)), 0.0, 1.0)
+
+
+@handles("BatchNormalization")
+def _batch_norm(c):
+    if c.attr("training_mode", 0):
+        raise OnnxImportError("onnx.load: BatchNormalization in training mode is not supported")
+    x, scale, bias, mean, var = (c.arg(i) for i in range(5))
+    shape = (-1,) + (1,) * (_ndim(x) - 2)
+    inv = el.divide(st.reshape(scale, shape), el.sqrt(el.add(st.reshape(var, shape), c.attr("epsilon", 1e-5))))
+    return el.add(el.multiply(el.subtract(x, st.reshape(mean, shape)), inv), st.reshape(bias, shape))
+
+
+@handles("GlobalAveragePool", "GlobalMaxPool")
+def _global_pool(c):
+    x = c.arg(0)
+    axes = tuple(range(2, _ndim(x)))
+    return (red.mean if c.node.op_type == "GlobalAveragePool" else red.max)(x, axes, keepdims=True)
+
+
+@handles("Split")
+def _split(c):
+    x = c.arg(0)
+    axis = c.attr("axis", 0) % _ndim(x)
+    sizes = c.attr("split")
+    if sizes is None and len(c.node.input) > 1 and c.node.input[1]:
+        sizes = c.static(1, "split sizes")
+    n = _shape(x)[axis]
+    if sizes is None:
+        k = len(c.node.output)
+        step = -(-n // k)
+        sizes = [min(step, n - i * step) for i in range(k)]
+    lead, out, start = (slice(None),) * axis, [], 0
+    for size in sizes:
+        out.append(indexing.getitem(x, lead + (slice(start, start + int(size)),)))
+        start += int(size)
+    return tuple(out)
+
+
+@handles("Range")
+def _range(c):
+    start, limit, delta = (np.asarray(c.static(i, "bound")) for i in range(3))
+    return np.arange(start, limit, delta).astype(np.result_type(start, limit, delta))
+
+
+@handles("Size")
+def _size(c):
+    return np.asarray(int(np.prod(_shape(c.arg(0)), dtype=np.int64)), dtype=np.int64)
+
+
 @handles("Erf")
 def _unsupported_erf(c):
     raise OnnxImportError("onnx.load: Erf has no primitive in autograd_dag")

@@ -21,6 +21,7 @@ def forward_program(model: Module, *example_inputs, method: str | None = None) -
         prog = ad.onnx.forward_program(nn.Linear(3, 2, rng=0), np.ones((4, 3)))
     """
     fn = getattr(model, method) if method else model
+    list(model.named_parameters())  # names every parameter by its dotted path: the initializers' names
     was_training = model.training
     model.eval()
     try:
