@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -148,6 +149,7 @@ def to_model(program: Program, *, opset: int = DEFAULT_OPSET, doc: str = "") -> 
     return model
 
 
+@functools.lru_cache(maxsize=None)
 def _version() -> str:
     try:
         from importlib.metadata import version  # noqa: PLC0415
