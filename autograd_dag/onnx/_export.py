@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+from importlib import metadata
 from typing import Any
 
 import numpy as np
@@ -152,8 +153,7 @@ def to_model(program: Program, *, opset: int = DEFAULT_OPSET, doc: str = "") -> 
 @functools.lru_cache(maxsize=None)
 def _version() -> str:
     try:
-        from importlib.metadata import version  # noqa: PLC0415
-        return version("autograd-dag")
+        return metadata.version("autograd-dag")
     except Exception:  # noqa: BLE001 - a missing distribution only leaves the field generic
         return "0"
 

@@ -18,6 +18,7 @@ from ..errors import AutogradDagError
 from ..primitives.registry import PRIMITIVES
 from ..program import Program, traced_input
 from ..primitives import conv, elementwise as el, indexing, mathfuncs, numeric, reductions as red, structure as st
+from ..primitives.arrays import pad
 from ..primitives.linalg import einsum, matmul
 from ._export import require_onnx
 
@@ -360,7 +361,6 @@ def _pad(c):
     width = [(0, 0)] * n
     for k, a in enumerate(axes):
         width[a] = (pads[k], pads[k + len(axes)])
-    from ..primitives.arrays import pad  # noqa: PLC0415 - arrays imports indexing; kept local to one op
     return pad(x, width, constant_values=0.0 if value is None else float(np.asarray(value).reshape(-1)[0]))
 
 # ------------------------------------------------------------- reductions
