@@ -30,7 +30,7 @@ $(VENV)/pyvenv.cfg:
 
 # Reinstall only when pyproject.toml changes (or the venv is recreated).
 $(STAMP): pyproject.toml $(VENV)/pyvenv.cfg
-	$(VPY) -m pip install -q -e '.[dev,examples]'
+	$(VPY) -m pip install -q -e '.[dev,examples,onnx]'
 	@touch $@
 
 setup: $(STAMP)

@@ -2,6 +2,8 @@
 
     autograd-dag render MODULE:FUNCTION [--view dag|bipartite] [--grad] [--depth K] [-o out.svg]
     autograd-dag render path/to/file.py:FUNCTION ...
+    autograd-dag render model.onnx [-o model.svg]      (an ONNX model, imported as a program)
+    autograd-dag export MODULE:FUNCTION [--grad] [-o model.onnx] [--opset N]
     autograd-dag circuit "(x + y) * (x + y) + 3*x" [-o circuit.svg] [--view dag|bipartite]
     autograd-dag circuit --families
     autograd-dag gallery [--out viz] [--only NAME ...]
@@ -27,6 +29,7 @@ import traceback
 
 from . import __version__
 from . import circuits
+from . import onnx as onnx_io
 from .autodiff import grad_program
 from .core import Tensor
 from .errors import AutogradDagError
@@ -151,10 +154,23 @@ def _output_path(args, default_stem: str | None) -> str | None:
     return args.output
 
 
+def _is_onnx_file(target: str) -> bool:
+    return target.lower().endswith(".onnx")
+
+
 def _render_command(args) -> int:
-    stem = f"{args.target.rsplit(':', 1)[-1]}{'_grad' if args.grad else ''}_{args.view}"
+    if _is_onnx_file(args.target):
+        name = os.path.splitext(os.path.basename(args.target))[0]
+    else:
+        name = args.target.rsplit(':', 1)[-1]
+    stem = f"{name}{'_grad' if args.grad else ''}_{args.view}"
     out = _output_path(args, stem)
-    obj = load_target(args.target)
+    if _is_onnx_file(args.target):
+        if not os.path.exists(args.target):
+            raise AutogradDagError(f"render: no such file {args.target!r}")
+        obj = onnx_io.load(args.target)
+    else:
+        obj = load_target(args.target)
     if args.grad:
         program = _gradient_of(obj, args.target)
     else:
@@ -163,6 +179,20 @@ def _render_command(args) -> int:
                    color_by=args.color_by)
     save(graph, out, format=args.format)
     print(out)
+    return 0
+
+
+def _export_command(args) -> int:
+    name = args.target.rsplit(":", 1)[-1]
+    out = args.output or f"{name}{'_grad' if args.grad else ''}.onnx"
+    if not out.lower().endswith(".onnx"):
+        raise AutogradDagError(f"export: the output file should end in .onnx, got {out!r}")
+    obj = load_target(args.target)
+    program = _gradient_of(obj, args.target) if args.grad else as_program(obj)
+    model = onnx_io.export(program, path=out, opset=args.opset)
+    ops = sorted({n.op_type for n in model.graph.node})
+    print(f"{out}: {len(program.inputs)} input(s), {len(program.outputs)} output(s), {len(program.nodes)} "
+          f"program nodes -> {len(model.graph.node)} ONNX nodes (opset {args.opset}; {', '.join(ops)})")
     return 0
 
 
@@ -227,12 +257,12 @@ def _depth(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``autograd-dag`` (subcommands ``render``, ``circuit`` and ``gallery``)."""
+    """The argument parser of ``autograd-dag`` (subcommands ``render``, ``export``, ``circuit`` and ``gallery``)."""
     parser = argparse.ArgumentParser(prog="autograd-dag", description="Draw programs as computation graphs.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("render", help="draw the program built by MODULE:FUNCTION")
-    r.add_argument("target", help="MODULE:FUNCTION or path/to/file.py:FUNCTION")
+    r = sub.add_parser("render", help="draw the program built by MODULE:FUNCTION (or an ONNX model)")
+    r.add_argument("target", help="MODULE:FUNCTION, path/to/file.py:FUNCTION or model.onnx")
     r.add_argument("--view", choices=("dag", "bipartite"), default="dag")
     r.add_argument("--grad", action="store_true", help="draw the gradient program instead")
     r.add_argument("--depth", type=_depth, default=None,
@@ -243,6 +273,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-o", "--output", help="output file; the suffix picks the format (svg, png, pdf, dot)")
     r.add_argument("--format", choices=FORMATS, help="output format when -o has no suffix (default: svg)")
     r.set_defaults(run=_render_command)
+    e = sub.add_parser("export", help="write the program built by MODULE:FUNCTION as an ONNX model")
+    e.add_argument("target", help="MODULE:FUNCTION or path/to/file.py:FUNCTION")
+    e.add_argument("--grad", action="store_true", help="export the gradient program instead")
+    e.add_argument("-o", "--output", help="the .onnx file to write (default: FUNCTION.onnx)")
+    e.add_argument("--opset", type=int, default=onnx_io.DEFAULT_OPSET,
+                   help=f"ONNX opset to write (default {onnx_io.DEFAULT_OPSET})")
+    e.set_defaults(run=_export_command)
     c = sub.add_parser("circuit", help="size, depth, polynomial and gradient size of an arithmetic circuit")
     c.add_argument("expression", nargs="?", help='a polynomial expression, e.g. "(x + y) * (x + y) + 3*x"')
     c.add_argument("--families", action="store_true",

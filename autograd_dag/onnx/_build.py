@@ -1,0 +1,110 @@
+"""The ONNX graph under construction: fresh names, nodes, constants and casts.
+
+Only the exporter's mapping table writes through this; it never evaluates
+anything (constants are the program's own values or index arithmetic on
+static parameters).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+INT64_MIN = np.iinfo(np.int64).min
+
+
+class Value:
+    """One ONNX value during export: its name, shape and numpy dtype."""
+
+    __slots__ = ("name", "shape", "dtype")
+
+    def __init__(self, name: str, shape, dtype):
+        self.name = name
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"Value({self.name}, {self.shape}, {self.dtype})"
+
+
+def sanitize(name: str) -> str:
+    """A name usable as an ONNX value name (letters, digits, ``_``, ``.``, ``/``, ``:``)."""
+    return re.sub(r"[^A-Za-z0-9_./:\-]", "_", str(name)) or "v"
+
+
+class Builder:
+    """Collects ONNX nodes and initializers with unique names."""
+
+    def __init__(self, onnx_module):
+        self.onnx = onnx_module
+        self.helper = onnx_module.helper
+        self.nodes: list = []
+        self.initializers: list = []
+        self.used: set[str] = set()
+        self.prefix = "t"
+        self._consts: dict = {}
+
+    def fresh(self, hint: str) -> str:
+        base = sanitize(hint)
+        name, k = base, 1
+        while name in self.used:
+            name = f"{base}_{k}"
+            k += 1
+        self.used.add(name)
+        return name
+
+    def tensor_type(self, dtype) -> int:
+        return self.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+    def op(self, op_type: str, inputs, *, outputs: int | list = 1, hint: str | None = None, **attrs):
+        """Add one node; returns its output name (or the list of names for several outputs)."""
+        names = [i.name if isinstance(i, Value) else i for i in inputs]
+        if op_type == "Reshape":
+            attrs.setdefault("allowzero", 1)  # shapes are concrete: a 0 means an empty axis
+        if isinstance(outputs, int):
+            outs = [self.fresh(f"{hint or self.prefix}_{op_type}") for _ in range(outputs)]
+            single = outputs == 1
+        else:
+            outs, single = list(outputs), len(outputs) == 1
+        self.nodes.append(self.helper.make_node(op_type, names, outs, name=self.fresh(f"node_{outs[0]}"),
+                                                **attrs))
+        return outs[0] if single else outs
+
+    def const(self, array, hint: str = "const", *, name: str | None = None) -> str:
+        """An initializer holding ``array`` (small index/shape constants are shared)."""
+        array = np.asarray(array)
+        key = None
+        if name is None and array.size <= 16:
+            key = (array.dtype.str, array.shape, array.tobytes())
+            if key in self._consts:
+                return self._consts[key]
+        out = name if name is not None else self.fresh(hint)
+        self.used.add(out)
+        self.initializers.append(self.onnx.numpy_helper.from_array(np.array(array, order="C", copy=True), out))
+        if key is not None:
+            self._consts[key] = out
+        return out
+
+    def ints(self, values) -> str:
+        return self.const(np.asarray(list(values), dtype=np.int64), "ints")
+
+    def scalar(self, value, dtype) -> str:
+        return self.const(np.asarray(value, dtype=dtype), "scalar")
+
+    def cast(self, v: Value, dtype) -> Value:
+        dtype = np.dtype(dtype)
+        if v.dtype == dtype:
+            return v
+        return Value(self.op("Cast", [v], to=self.tensor_type(dtype)), v.shape, dtype)
+
+    def reshape(self, v: Value | str, shape) -> str:
+        return self.op("Reshape", [v, self.ints(shape)])
+
+    def zeros(self, shape, dtype) -> str:
+        return self.op("ConstantOfShape", [self.ints(shape)],
+                       value=self.onnx.numpy_helper.from_array(np.zeros(1, dtype=dtype)))

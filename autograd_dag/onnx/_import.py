@@ -1,0 +1,648 @@
+"""ONNX model -> Program, for the operators the library has primitives for.
+
+Each ONNX node is replayed with the library's own operations on Tensors, so
+the nodes are recorded exactly as user code would record them: the resulting
+:class:`Program` executes on numpy, differentiates and renders. Operands that
+must be static (shapes, axes, slice bounds, pads, K of TopK) have to be
+initializers or ``Constant`` nodes.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..core import Tensor, tracing
+from ..errors import AutogradDagError
+from ..primitives.registry import PRIMITIVES
+from ..program import Program, traced_input
+from ..primitives import conv, elementwise as el, indexing, mathfuncs, numeric, reductions as red, structure as st
+from ..primitives.arrays import pad
+from ..primitives.linalg import einsum, matmul
+from ._export import require_onnx
+
+
+class OnnxImportError(AutogradDagError):
+    """An ONNX model uses an operator (or a form of one) the library cannot express."""
+
+
+HANDLERS: dict = {}
+
+
+def handles(*ops):
+    def register(fn):
+        for op in ops:
+            HANDLERS[op] = fn
+        return fn
+    return register
+
+
+class _Ctx:
+    def __init__(self, onnx, node, env, consts):
+        self.onnx, self.node, self.env, self.consts = onnx, node, env, consts
+        self.attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+    def arg(self, i):
+        if i >= len(self.node.input) or not self.node.input[i]:
+            return None
+        return self.env[self.node.input[i]]
+
+    def static(self, i, what: str):
+        """Input i as a numpy array known when the model is loaded."""
+        if i >= len(self.node.input) or not self.node.input[i]:
+            return None
+        name = self.node.input[i]
+        if name not in self.consts:
+            raise OnnxImportError(f"onnx.load: node '{self.node.name or self.node.op_type}' ({self.node.op_type}) "
+                                  f"takes its {what} from '{name}', which is computed; only constant "
+                                  f"{what}s can be imported")
+        return self.consts[name]
+
+    def attr(self, key, default=None):
+        value = self.attrs.get(key, default)
+        return value.decode() if isinstance(value, bytes) else value
+
+
+def _shape(x) -> tuple:
+    return tuple(np.shape(x.value if isinstance(x, Tensor) else x))
+
+
+def _ndim(x) -> int:
+    return len(_shape(x))
+
+
+def _np_dtype(onnx, tensor_type: int) -> np.dtype:
+    return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor_type))
+
+# ----------------------------------------------------------- elementwise
+
+
+_BINARY = {"Add": el.add, "Sub": el.subtract, "Mul": el.multiply, "Div": el.divide, "Pow": el.power,
+           "Equal": el.equal, "Less": el.less, "LessOrEqual": el.less_equal, "Greater": el.greater,
+           "GreaterOrEqual": el.greater_equal, "MatMul": matmul}
+_UNARY = {"Neg": el.negative, "Exp": el.exp, "Log": el.log, "Sqrt": el.sqrt, "Tanh": el.tanh,
+          "Sigmoid": el.logistic, "Relu": el.relu, "Sign": el.sign, "Abs": el.abs, "Sin": el.sin,
+          "Cos": el.cos, "Floor": mathfuncs.floor, "Ceil": mathfuncs.ceil, "Reciprocal": mathfuncs.reciprocal,
+          "Tan": mathfuncs.tan, "Asin": mathfuncs.arcsin, "Acos": mathfuncs.arccos, "Atan": mathfuncs.arctan,
+          "Sinh": mathfuncs.sinh, "Cosh": mathfuncs.cosh, "Asinh": mathfuncs.arcsinh,
+          "Acosh": mathfuncs.arccosh, "Atanh": mathfuncs.arctanh, "Round": mathfuncs.round,
+          "IsNaN": mathfuncs.isnan, "Softplus": el.softplus}
+
+
+def _binary(fn):
+    def handler(c):
+        x, y = c.arg(0), c.arg(1)
+        return fn(x, y)
+    return handler
+
+
+def _unary(fn):
+    return lambda c: fn(c.arg(0))
+
+
+for _op, _fn in _BINARY.items():
+    HANDLERS[_op] = _binary(_fn)
+for _op, _fn in _UNARY.items():
+    HANDLERS[_op] = _unary(_fn)
+
+
+@handles("Identity")
+def _identity(c):
+    return c.arg(0)
+
+
+@handles("Max", "Min")
+def _max_min(c):
+    fn = el.maximum if c.node.op_type == "Max" else el.minimum
+    out = c.arg(0)
+    for i in range(1, len(c.node.input)):
+        out = fn(out, c.arg(i))
+    return out
+
+
+@handles("Sum")
+def _sum_variadic(c):
+    out = c.arg(0)
+    for i in range(1, len(c.node.input)):
+        out = el.add(out, c.arg(i))
+    return out
+
+
+@handles("Not")
+def _not(c):
+    return el.equal(c.arg(0), np.asarray(False))
+
+
+@handles("And")
+def _and(c):
+    return el.multiply(c.arg(0), c.arg(1))
+
+
+@handles("Or")
+def _or(c):
+    return el.add(c.arg(0), c.arg(1))
+
+
+@handles("Xor")
+def _xor(c):
+    return el.not_equal(c.arg(0), c.arg(1))
+
+
+@handles("IsInf")
+def _isinf(c):
+    x = c.arg(0)
+    out = mathfuncs.isinf(x)
+    if not c.attr("detect_positive", 1):
+        out = el.multiply(out, el.less(x, 0.0))
+    if not c.attr("detect_negative", 1):
+        out = el.multiply(out, el.greater(x, 0.0))
+    return out
+
+
+@handles("Cast")
+def _cast(c):
+    return el.astype(c.arg(0), _np_dtype(c.onnx, c.attr("to")))
+
+
+@handles("Where")
+def _where(c):
+    return el.where(c.arg(0), c.arg(1), c.arg(2))
+
+
+@handles("Mod")
+def _mod(c):
+    x, y = c.arg(0), c.arg(1)
+    r = mathfuncs.mod(x, y)
+    if not c.attr("fmod", 0):
+        return r
+    # fmod: the remainder takes x's sign.
+    wrong = el.multiply(el.not_equal(r, 0.0), el.not_equal(el.less(r, 0.0), el.less(x, 0.0)))
+    return el.where(wrong, el.subtract(r, y), r)
+
+
+@handles("Clip")
+def _clip(c):
+    x, lo, hi = c.arg(0), c.arg(1), c.arg(2)
+    return mathfuncs.clip(x, lo, hi)
+
+
+@handles("Dropout")
+def _dropout(c):
+    return (c.arg(0), np.ones(_shape(c.arg(0)), dtype=np.bool_)) if len(c.node.output) > 1 else c.arg(0)
+
+
+@handles("LeakyRelu")
+def _leaky_relu(c):
+    x = c.arg(0)
+    return el.where(el.greater(x, 0.0), x, el.multiply(x, c.attr("alpha", 0.01)))
+
+
+@handles("Elu")
+def _elu(c):
+    x = c.arg(0)
+    return el.where(el.greater(x, 0.0), x, el.multiply(mathfuncs.expm1(x), c.attr("alpha", 1.0)))
+
+
+@handles("HardSigmoid")
+def _hard_sigmoid(c):
+    x = c.arg(0)
+    return mathfuncs.clip(el.add(el.multiply(x, c.attr("alpha", 0.2)), c.attr("beta", 0.5)), 0.0, 1.0)
+
+
+@handles("BatchNormalization")
+def _batch_norm(c):
+    if c.attr("training_mode", 0):
+        raise OnnxImportError("onnx.load: BatchNormalization in training mode is not supported")
+    x, scale, bias, mean, var = (c.arg(i) for i in range(5))
+    shape = (-1,) + (1,) * (_ndim(x) - 2)
+    inv = el.divide(st.reshape(scale, shape), el.sqrt(el.add(st.reshape(var, shape), c.attr("epsilon", 1e-5))))
+    return el.add(el.multiply(el.subtract(x, st.reshape(mean, shape)), inv), st.reshape(bias, shape))
+
+
+@handles("GlobalAveragePool", "GlobalMaxPool")
+def _global_pool(c):
+    x = c.arg(0)
+    axes = tuple(range(2, _ndim(x)))
+    return (red.mean if c.node.op_type == "GlobalAveragePool" else red.max)(x, axes, keepdims=True)
+
+
+@handles("Split")
+def _split(c):
+    x = c.arg(0)
+    axis = c.attr("axis", 0) % _ndim(x)
+    sizes = c.attr("split")
+    if sizes is None and len(c.node.input) > 1 and c.node.input[1]:
+        sizes = c.static(1, "split sizes")
+    n = _shape(x)[axis]
+    if sizes is None:
+        k = len(c.node.output)
+        step = -(-n // k)
+        sizes = [min(step, n - i * step) for i in range(k)]
+    lead, out, start = (slice(None),) * axis, [], 0
+    for size in sizes:
+        out.append(indexing.getitem(x, lead + (slice(start, start + int(size)),)))
+        start += int(size)
+    return tuple(out)
+
+
+@handles("Range")
+def _range(c):
+    start, limit, delta = (np.asarray(c.static(i, "bound")) for i in range(3))
+    return np.arange(start, limit, delta).astype(np.result_type(start, limit, delta))
+
+
+@handles("Size")
+def _size(c):
+    return np.asarray(int(np.prod(_shape(c.arg(0)), dtype=np.int64)), dtype=np.int64)
+
+
+@handles("Erf")
+def _unsupported_erf(c):
+    raise OnnxImportError("onnx.load: Erf has no primitive in autograd_dag")
+
+# -------------------------------------------------------------- structure
+
+
+def _axes(c, ndim, *, attr="axes", index=1):
+    axes = c.attr(attr)
+    if axes is None and len(c.node.input) > index and c.node.input[index]:
+        axes = c.static(index, "axes")
+    if axes is None:
+        return None
+    return tuple(int(a) % ndim for a in np.asarray(axes).reshape(-1))
+
+
+@handles("Reshape")
+def _reshape(c):
+    x = c.arg(0)
+    shape = [int(d) for d in c.static(1, "shape")]
+    if not c.attr("allowzero", 0):
+        shape = [_shape(x)[i] if d == 0 else d for i, d in enumerate(shape)]
+    return st.reshape(x, tuple(shape))
+
+
+@handles("Flatten")
+def _flatten(c):
+    x = c.arg(0)
+    s = _shape(x)
+    a = c.attr("axis", 1) % (len(s) + 1) if s else 0
+    return st.reshape(x, (int(np.prod(s[:a], dtype=np.int64)), int(np.prod(s[a:], dtype=np.int64))))
+
+
+@handles("Squeeze", "Unsqueeze")
+def _squeeze(c):
+    x = c.arg(0)
+    s = list(_shape(x))
+    if c.node.op_type == "Squeeze":
+        axes = _axes(c, len(s))
+        keep = [d for i, d in enumerate(s) if not (d == 1 and (axes is None or i in axes))]
+        return st.reshape(x, tuple(keep))
+    axes = c.attr("axes")
+    if axes is None:
+        axes = c.static(1, "axes")
+    n = len(s) + len(np.asarray(axes).reshape(-1))
+    for a in sorted(int(a) % n for a in np.asarray(axes).reshape(-1)):
+        s.insert(a, 1)
+    return st.reshape(x, tuple(s))
+
+
+@handles("Transpose")
+def _transpose(c):
+    x = c.arg(0)
+    perm = c.attr("perm")
+    return st.transpose(x, None if perm is None else tuple(perm))
+
+
+@handles("Expand")
+def _expand(c):
+    x = c.arg(0)
+    shape = np.broadcast_shapes(_shape(x), tuple(int(d) for d in c.static(1, "shape")))
+    return st.broadcast_to(x, shape)
+
+
+@handles("Concat")
+def _concat(c):
+    return indexing.concatenate([c.arg(i) for i in range(len(c.node.input))], axis=c.attr("axis"))
+
+
+@handles("Shape")
+def _shape_op(c):
+    return np.asarray(_shape(c.arg(0)), dtype=np.int64)
+
+
+@handles("ConstantOfShape")
+def _constant_of_shape(c):
+    value = c.attr("value")
+    fill = c.onnx.numpy_helper.to_array(value) if value is not None else np.zeros(1, np.float32)
+    return np.full(tuple(int(d) for d in c.static(0, "shape")), fill.reshape(-1)[0], dtype=fill.dtype)
+
+
+@handles("Constant")
+def _constant(c):
+    if "value" in c.attrs:
+        return c.onnx.numpy_helper.to_array(c.attrs["value"])
+    for key, dtype in (("value_float", np.float32), ("value_floats", np.float32), ("value_int", np.int64),
+                       ("value_ints", np.int64)):
+        if key in c.attrs:
+            return np.asarray(c.attrs[key], dtype=dtype)
+    raise OnnxImportError(f"onnx.load: Constant node '{c.node.name}' has an unsupported value attribute")
+
+
+@handles("Pad")
+def _pad(c):
+    x = c.arg(0)
+    if c.attr("mode", "constant") != "constant":
+        raise OnnxImportError(f"onnx.load: Pad mode {c.attr('mode')!r} is not supported (constant is)")
+    pads = [int(p) for p in c.static(1, "pads")]
+    value = c.static(2, "constant value")
+    n = _ndim(x)
+    axes = _axes(c, n, attr="__none__", index=3) or tuple(range(n))
+    width = [(0, 0)] * n
+    for k, a in enumerate(axes):
+        width[a] = (pads[k], pads[k + len(axes)])
+    return pad(x, width, constant_values=0.0 if value is None else float(np.asarray(value).reshape(-1)[0]))
+
+# ------------------------------------------------------------- reductions
+
+
+_REDUCE = {"ReduceSum": st.sum, "ReduceMean": red.mean, "ReduceMax": red.max, "ReduceMin": red.min,
+           "ReduceProd": numeric.prod}
+
+
+def _reduction(fn):
+    def handler(c):
+        x = c.arg(0)
+        axes = _axes(c, max(_ndim(x), 1))
+        if axes is None or axes == ():
+            if c.attr("noop_with_empty_axes", 0):
+                return x
+            axes = None
+        return fn(x, axes, keepdims=bool(c.attr("keepdims", 1)))
+    return handler
+
+
+for _op, _fn in _REDUCE.items():
+    HANDLERS[_op] = _reduction(_fn)
+
+
+@handles("ReduceL2")
+def _reduce_l2(c):
+    x = c.arg(0)
+    return PRIMITIVES["norm"](x, axis=_axes(c, _ndim(x)) or tuple(range(_ndim(x))),
+                              keepdims=bool(c.attr("keepdims", 1)))
+
+
+@handles("ReduceLogSumExp")
+def _reduce_lse(c):
+    x = c.arg(0)
+    return red.logsumexp(x, _axes(c, _ndim(x)), keepdims=bool(c.attr("keepdims", 1)))
+
+
+@handles("Softmax", "LogSoftmax")
+def _softmax(c):
+    x = c.arg(0)
+    axis = c.attr("axis", -1)
+    if c.node.op_type == "Softmax":
+        return red.softargmax(x, axis)
+    return el.subtract(x, red.logsumexp(x, axis, keepdims=True))
+
+
+@handles("ArgMax", "ArgMin")
+def _argmax(c):
+    x = c.arg(0)
+    axis = c.attr("axis", 0) % _ndim(x)
+    if c.attr("select_last_index", 0):
+        raise OnnxImportError(f"onnx.load: {c.node.op_type} with select_last_index=1 is not supported")
+    hot = red.argmax(x, axis) if c.node.op_type == "ArgMax" else numeric.argmin(x, axis)
+    n = _shape(x)[axis]
+    positions = np.arange(n, dtype=np.float64).reshape([n if i == axis else 1 for i in range(_ndim(x))])
+    index = st.sum(el.multiply(hot, positions), axis, keepdims=bool(c.attr("keepdims", 1)))
+    return el.astype(index, np.int64)
+
+
+@handles("CumSum")
+def _cumsum(c):
+    x = c.arg(0)
+    if c.attr("exclusive", 0):
+        raise OnnxImportError("onnx.load: CumSum with exclusive=1 is not supported")
+    axis = int(np.asarray(c.static(1, "axis"))) % _ndim(x)
+    return PRIMITIVES["cumsum"](x, axis=axis, reverse=bool(c.attr("reverse", 0)))
+
+
+@handles("TopK")
+def _topk(c):
+    x = c.arg(0)
+    k = int(np.asarray(c.static(1, "K")).reshape(-1)[0])
+    axis = c.attr("axis", -1) % _ndim(x)
+    order = numeric.argsort(x, axis)
+    if c.attr("largest", 1):
+        order = PRIMITIVES["flip"](order, axis=(axis,))
+    lead = (slice(None),) * axis
+    order = indexing.getitem(order, lead + (slice(0, k),))
+    return numeric.take_along_axis(x, order, axis), el.astype(order, np.int64)
+
+# --------------------------------------------------------------- indexing
+
+
+@handles("Gather")
+def _gather(c):
+    table, idx = c.arg(0), c.arg(1)
+    return indexing.take(table, idx, c.attr("axis", 0) % _ndim(table))
+
+
+@handles("GatherElements")
+def _gather_elements(c):
+    x = c.arg(0)
+    return numeric.take_along_axis(x, c.arg(1), c.attr("axis", 0) % _ndim(x))
+
+
+@handles("Slice")
+def _slice(c):
+    x = c.arg(0)
+    s = _shape(x)
+    starts, ends = c.static(1, "starts"), c.static(2, "ends")
+    axes = c.static(3, "axes")
+    steps = c.static(4, "steps")
+    axes = range(len(starts)) if axes is None else axes
+    steps = [1] * len(starts) if steps is None else steps
+    index = [slice(None)] * len(s)
+    for start, end, a, step in zip(starts, ends, axes, steps):
+        a, start, end, step = int(a) % len(s), int(start), int(end), int(step)
+        d = s[a]
+        start = min(max(start + d if start < 0 else start, 0), d - (step < 0))
+        if end < -d:
+            end = None if step < 0 else 0
+        else:
+            end = min(end + d if end < 0 else end, d)
+        index[a] = slice(start, end, step)
+    return indexing.getitem(x, tuple(index))
+
+
+@handles("ScatterND")
+def _scatter_nd(c):
+    data, idx, updates = c.arg(0), c.arg(1), c.arg(2)
+    if c.attr("reduction", "none") != "add" or _shape(idx)[-1] != 1:
+        raise OnnxImportError("onnx.load: ScatterND is supported with reduction='add' and one index "
+                              "coordinate (indices of shape (..., 1))")
+    idx = st.reshape(idx, _shape(idx)[:-1])
+    added = indexing.take_add(updates, idx, _shape(data)[0], 0)
+    return el.add(data, added)
+
+
+@handles("ScatterElements")
+def _scatter_elements(c):
+    data, idx, updates = c.arg(0), c.arg(1), c.arg(2)
+    if c.attr("reduction", "none") != "add":
+        raise OnnxImportError("onnx.load: ScatterElements is supported with reduction='add'")
+    axis = c.attr("axis", 0) % _ndim(data)
+    return el.add(data, numeric.put_along_axis_add(updates, idx, _shape(data), axis))
+
+
+@handles("Einsum")
+def _einsum(c):
+    return einsum(c.attr("equation").replace(" ", ""), *[c.arg(i) for i in range(len(c.node.input))])
+
+
+@handles("Det")
+def _det(c):
+    return PRIMITIVES["det"](c.arg(0))
+
+
+@handles("Gemm")
+def _gemm(c):
+    a, b, bias = c.arg(0), c.arg(1), c.arg(2)
+    if c.attr("transA", 0):
+        a = st.transpose(a)
+    if c.attr("transB", 0):
+        b = st.transpose(b)
+    out = matmul(a, b)
+    if c.attr("alpha", 1.0) != 1.0:
+        out = el.multiply(out, np.asarray(c.attr("alpha"), dtype=np.result_type(out.dtype)))
+    if bias is not None:
+        beta = c.attr("beta", 1.0)
+        out = el.add(out, bias if beta == 1.0 else el.multiply(bias, beta))
+    return out
+
+# ----------------------------------------------- convolution and pooling
+
+
+def _plain(c, what):
+    if any(d != 1 for d in c.attr("dilations", [1, 1])) or c.attr("group", 1) != 1:
+        raise OnnxImportError(f"onnx.load: {what} with dilations or groups is not supported")
+    if c.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        raise OnnxImportError(f"onnx.load: {what} with auto_pad={c.attr('auto_pad')} is not supported")
+    pads = c.attr("pads", [0, 0, 0, 0])
+    if list(pads[:2]) != list(pads[2:]):
+        raise OnnxImportError(f"onnx.load: {what} with asymmetric pads {list(pads)} is not supported")
+    return tuple(c.attr("strides", [1, 1])), tuple(pads[:2])
+
+
+@handles("Conv")
+def _conv(c):
+    x, w, bias = c.arg(0), c.arg(1), c.arg(2)
+    stride, padding = _plain(c, "Conv")
+    out = conv.conv2d(x, w, stride, padding)
+    if bias is not None:
+        out = el.add(out, st.reshape(bias, (-1, 1, 1)))
+    return out
+
+
+@handles("ConvTranspose")
+def _conv_transpose(c):
+    g, w, bias = c.arg(0), c.arg(1), c.arg(2)
+    stride, padding = _plain(c, "ConvTranspose")
+    extra = c.attr("output_padding", [0, 0])
+    kernel = _shape(w)[2:]
+    in_hw = tuple((_shape(g)[2 + i] - 1) * stride[i] + kernel[i] + extra[i] - 2 * padding[i] for i in range(2))
+    out = conv.conv2d_input_grad(g, w, in_hw, stride, padding)
+    if bias is not None:
+        out = el.add(out, st.reshape(bias, (-1, 1, 1)))
+    return out
+
+
+@handles("MaxPool")
+def _max_pool(c):
+    if any(c.attr("pads", [0, 0, 0, 0])) or c.attr("ceil_mode", 0) or len(c.node.output) > 1:
+        raise OnnxImportError("onnx.load: MaxPool with pads, ceil_mode or an indices output is not supported")
+    if any(d != 1 for d in c.attr("dilations", [1, 1])):
+        raise OnnxImportError("onnx.load: MaxPool with dilations is not supported")
+    window = tuple(c.attr("kernel_shape"))
+    return conv.max_pool2d(c.arg(0), window, tuple(c.attr("strides", [1, 1])))
+
+
+SUPPORTED_ONNX_OPS = sorted(op for op in HANDLERS if op != "Erf")
+
+
+def load(model_or_path, *, name: str | None = None) -> Program:
+    """An ONNX model (a path, bytes or a ModelProto) as a :class:`Program`.
+
+    Graph inputs become program inputs (same names, shapes and dtypes: they
+    must be static), initializers become named constants, and every node is
+    replayed with the library's operations, so the program executes on numpy,
+    differentiates (``ad.grad_program``) and renders. An operator outside
+    :data:`SUPPORTED_ONNX_OPS` raises :class:`OnnxImportError` listing every
+    missing one. Shapes: as the model's inputs and outputs.
+
+    Example (needs onnx; not run as a doctest)::
+
+        prog = ad.onnx.load("model.onnx")
+        ad.render(prog, view="bipartite").render("model")
+    """
+    onnx = require_onnx()
+    if isinstance(model_or_path, onnx.ModelProto):
+        model = model_or_path
+    elif isinstance(model_or_path, bytes):
+        model = onnx.load_from_string(model_or_path)
+    else:
+        model = onnx.load(os.fspath(model_or_path))
+    graph = model.graph
+    missing = sorted({n.op_type for n in graph.node if n.op_type not in HANDLERS or n.op_type == "Erf"}
+                     | {f"{n.domain}:{n.op_type}" for n in graph.node if n.domain not in ("", "ai.onnx")})
+    if missing:
+        raise OnnxImportError(f"onnx.load: the model uses {len(missing)} operator(s) autograd_dag cannot "
+                              f"express: {', '.join(missing)}")
+    consts = {t.name: onnx.numpy_helper.to_array(t) for t in graph.initializer}
+    inputs = []
+    for vi in graph.input:
+        if vi.name in consts:
+            continue
+        tt = vi.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        if any(d is None for d in dims):
+            raise OnnxImportError(f"onnx.load: input '{vi.name}' has a symbolic shape {dims}; only static "
+                                  f"shapes can be imported")
+        inputs.append(traced_input(np.zeros(dims, dtype=_np_dtype(onnx, tt.elem_type)), vi.name))
+    env: dict = {t.name: t for t in inputs}
+    for key, value in consts.items():
+        env[key] = Tensor(value, name=key)
+    # The inputs hold placeholder zeros: numpy's warnings about their values (log 0) mean nothing.
+    with tracing(inputs), np.errstate(all="ignore"):
+        for node in graph.node:
+            ctx = _Ctx(onnx, node, env, consts)
+            try:
+                result = HANDLERS[node.op_type](ctx)
+            except OnnxImportError:
+                raise
+            except AutogradDagError as exc:
+                raise OnnxImportError(f"onnx.load: node '{node.name}' ({node.op_type}): {exc}") from None
+            results = result if isinstance(result, tuple) else (result,)
+            for out_name, r in zip(node.output, results):
+                if not out_name:
+                    continue
+                if isinstance(r, np.ndarray):
+                    consts[out_name] = r
+                    r = Tensor(r, name=out_name)
+                elif isinstance(r, Tensor) and not r.requires_grad and r.prim is None:
+                    consts[out_name] = r.value
+                env[out_name] = r
+        outputs = []
+        for vi in graph.output:
+            t = env[vi.name]
+            if not isinstance(t, Tensor) or any(t is i for i in inputs):
+                t = st.identity(t)
+            t.name = vi.name
+            outputs.append(t)
+    single = len(outputs) == 1
+    return Program.from_outputs(tuple(inputs), outputs[0] if single else tuple(outputs),
+                                name=name or graph.name or "model")
