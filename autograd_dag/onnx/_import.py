@@ -16,7 +16,8 @@ import numpy as np
 from ..core import Tensor, tracing
 from ..errors import AutogradDagError
 from ..primitives.registry import PRIMITIVES
-from ..program import Program, traced_input
+from ..program import Program
+from ..tracing import program_input
 from ..primitives import conv, elementwise as el, indexing, mathfuncs, numeric, reductions as red, structure as st
 from ..primitives.arrays import pad
 from ..primitives.linalg import einsum, matmul
@@ -612,7 +613,7 @@ def load(model_or_path, *, name: str | None = None) -> Program:
         if any(d is None for d in dims):
             raise OnnxImportError(f"onnx.load: input '{vi.name}' has a symbolic shape {dims}; only static "
                                   f"shapes can be imported")
-        inputs.append(traced_input(np.zeros(dims, dtype=_np_dtype(onnx, tt.elem_type)), vi.name))
+        inputs.append(program_input(np.zeros(dims, dtype=_np_dtype(onnx, tt.elem_type)), vi.name))
     env: dict = {t.name: t for t in inputs}
     for key, value in consts.items():
         env[key] = Tensor(value, name=key)
