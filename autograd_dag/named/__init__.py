@@ -55,4 +55,7 @@ __all__ = ["NamedTensor", "AxisNameError", "ndot", "nsum", "nmean", "nmax", "nmi
            "logsumexp", "argmax", "standardize", "flatten", "split", "unroll", "conv2d", "max_pool2d", "where",
            "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "exp", "log", "sqrt", "tanh",
            "relu", "logistic", "sigmoid", "sin", "cos", "abs", "negative", "softplus", "names_of", "axes_str",
-           "grad", "value_and_grad", "check_grads", "trace", "program_of", "node_axes", "render", "program_axes"]
+           "grad", "value_and_grad", "check_grads", "trace", "program_of", "node_axes", "render", "program_axes",
+           "seed000"]
+
+from . import seed000  # noqa: E402

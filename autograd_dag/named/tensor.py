@@ -569,16 +569,20 @@ def logsumexp(X, name: str) -> NamedTensor:
 
 
 def argmax(X, name: str) -> NamedTensor:
-    """The index of the maximum along one named axis (ties: the first), which disappears; integers.
+    """argmax_name(X): the one-hot position of the maximum along one named axis (ties: the first).
 
-    Shapes: X -> X without ``name``. Example:
+    As ``ad.argmax`` (§4.4.4), whose relaxation is :func:`softmax`: the result
+    has X's names, 0s and 1s, and no derivative. ``X.align(...)`` and numpy's
+    ``argmax`` give indices. Shapes: X -> X.
+
+    Example:
         >>> import numpy as np
         >>> from autograd_dag.named import NamedTensor, argmax
         >>> argmax(NamedTensor(np.array([[0., 5., 1.], [7., 0., 0.]]), "seq vocab"), "vocab").value
-        array([1, 0])
+        array([[0., 1., 0.],
+               [1., 0., 0.]])
     """
-    ax = _one_axis(X, name, "argmax")
-    return _wrap(_argmax(X.tensor, ax), tuple(n for n in X.names if n != name))
+    return _wrap(_argmax(X.tensor, _one_axis(X, name, "argmax")), X.names)
 
 
 def standardize(X, name: str, eps: float = 1e-5) -> NamedTensor:
