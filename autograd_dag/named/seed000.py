@@ -194,7 +194,7 @@ class LeNet:
         >>> net = nn.LeNet(image_size=12, channels=(2, 3), kernel_sizes=(3, 3), hidden=5, rng=0)
         >>> x = np.random.default_rng(0).normal(size=(2, 1, 12, 12))
         >>> O = seed000.LeNet.from_positional(net)(NamedTensor(x, "batch chans height width"))
-        >>> bool(np.allclose(O.align("batch", "classes").value, net.predict_proba(x), atol=1e-12))
+        >>> bool(np.allclose(O.align("batch", "classes").value, net.predict_proba(x).value, atol=1e-12))
         True
     """
 

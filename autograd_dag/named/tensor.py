@@ -341,6 +341,8 @@ def axes_str(names, shape) -> str:
 
 
 def _axis(x: NamedTensor, name: str, op: str) -> int:
+    if not isinstance(x, NamedTensor):
+        raise AxisNameError(f"{op}: Expect: a NamedTensor. Actual: {type(x).__name__}")
     try:
         return x.names.index(name)
     except ValueError:
@@ -380,7 +382,7 @@ def _as_operand(x, op: str):
                             f"{x.shape}; name its axes with NamedTensor(t, names)")
     if isinstance(x, (bool, int, float, np.number)) or (isinstance(x, np.ndarray) and x.ndim == 0):
         return x
-    raise AxisNameError(f"{op}: Expect: NamedTensors or scalars. Actual: {type(x).__name__} of shape "
+    raise AxisNameError(f"{op}: Expect: NamedTensors or scalars. Actual: a positional {type(x).__name__} of shape "
                         f"{np.shape(x)}; name its axes with NamedTensor(value, names)")
 
 
@@ -553,7 +555,8 @@ def softmax(X, name: str) -> NamedTensor:
         >>> softmax(NamedTensor(np.zeros((2, 4)), "seq vocab"), "vocab").align("seq", "vocab").value[0]
         array([0.25, 0.25, 0.25, 0.25])
     """
-    return _wrap(_softargmax(X.tensor, _one_axis(X, name, "softmax")), X.names)
+    ax = _one_axis(X, name, "softmax")
+    return _wrap(_softargmax(X.tensor, ax), X.names)
 
 
 softargmax = softmax
@@ -582,7 +585,8 @@ def argmax(X, name: str) -> NamedTensor:
         array([[0., 1., 0.],
                [1., 0., 0.]])
     """
-    return _wrap(_argmax(X.tensor, _one_axis(X, name, "argmax")), X.names)
+    ax = _one_axis(X, name, "argmax")
+    return _wrap(_argmax(X.tensor, ax), X.names)
 
 
 def standardize(X, name: str, eps: float = 1e-5) -> NamedTensor:

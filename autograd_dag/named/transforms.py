@@ -30,11 +30,21 @@ from .tensor import AxisNameError, NamedTensor, _wrap, names_of
 __all__ = ["grad", "value_and_grad", "check_grads", "trace", "program_of", "node_axes"]
 
 
+def _positional(x: NamedTensor, values: bool):
+    """x's Tensor, or its array when it has no history to differentiate through (or ``values``).
+
+    A Tensor argument makes the positional transformation differentiate in
+    nested mode (its results are Tensors), as ``ad.grad`` does for Tensors.
+    """
+    t = x.tensor
+    return t.value if values or (t.prim is None and not t.requires_grad) else t
+
+
 def _strip(tree, values: bool = False):
     """(leaves with NamedTensors replaced by their Tensors (or arrays), names per leaf, treedef)."""
     leaves, td = flatten(tree)
     names = [x.names if isinstance(x, NamedTensor) else None for x in leaves]
-    raw = [(x.tensor.value if values else x.tensor) if isinstance(x, NamedTensor) else x for x in leaves]
+    raw = [_positional(x, values) if isinstance(x, NamedTensor) else x for x in leaves]
     return raw, names, td
 
 
@@ -76,7 +86,7 @@ def _scalar(out, op: str):
     if isinstance(out, NamedTensor):
         if out.names:
             raise AxisNameError(f"{op}: Expect: f to return a scalar (no axes). Actual: a NamedTensor with axes "
-                                f"{tuple(out.names)}; reduce them (nsum, nmean) first")
+                                f"({', '.join(out.names)}); reduce them (nsum, nmean) first")
         return out.tensor
     return out
 
