@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from ..core import no_grad
+from ..core import name_scope, no_grad
 from ..errors import ShapeError
 from .tensor import (NamedTensor, conv2d, cos, max_pool2d, ndot, relu, sin, softmax, split, standardize,
                      where)
@@ -157,21 +157,28 @@ class TransformerLM:
 
     def hidden_states(self, I) -> NamedTensor:
         """X^L. Shapes: I (batch, seq, vocab) -> (batch, seq, layer), by name."""
-        E = self.params["E"]
-        W = ndot(E, I, "vocab") * math.sqrt(E.size("layer"))        # W = (E ⊙_vocab I) √|layer|
-        P = positional_encoding(I.size("seq"), E.size("layer"))     # P ∈ ℝ^{seq × layer}
-        X = W + P                                                   # X⁰ = W + P
+        E, p = self.params["E"], self.params
+        with name_scope("embedding"):
+            W = ndot(E, I, "vocab") * math.sqrt(E.size("layer"))    # W = (E ⊙_vocab I) √|layer|
+            P = positional_encoding(I.size("seq"), E.size("layer")) # P ∈ ℝ^{seq × layer}
+            X = W + P                                               # X⁰ = W + P
         for l in range(self.layers):
-            p = self.params
-            T = self.layer_norm(self.self_attention(l, X) + X,      # T^l = LayerNorm^l(SelfAtt^l(X^{l−1}) + X^{l−1})
-                                p[f"{l}.gamma"], p[f"{l}.beta"])
-            X = self.layer_norm(self.ffn(l, T) + T,                 # X^l = LayerNorm^{l'}(FFN^l(T^l) + T^l)
-                                p[f"{l}.gamma'"], p[f"{l}.beta'"])
+            with name_scope(f"block.{l}"):
+                with name_scope("attention"):
+                    A = self.self_attention(l, X)
+                with name_scope("norm1"):
+                    T = self.layer_norm(A + X, p[f"{l}.gamma"], p[f"{l}.beta"])  # T^l = LayerNorm^l(SelfAtt^l(X^{l−1}) + X^{l−1})
+                with name_scope("ffn"):
+                    F = self.ffn(l, T)
+                with name_scope("norm2"):
+                    X = self.layer_norm(F + T, p[f"{l}.gamma'"], p[f"{l}.beta'"])  # X^l = LayerNorm^{l'}(FFN^l(T^l) + T^l)
         return X
 
     def logits(self, I) -> NamedTensor:
         """E ⊙_layer X^L, the scores before the softmax. Shapes: I -> (batch, seq, vocab), by name."""
-        return ndot(self.params["E"], self.hidden_states(I), "layer")
+        X = self.hidden_states(I)
+        with name_scope("logits"):
+            return ndot(self.params["E"], X, "layer")               # E ⊙_layer X^L
 
     def __call__(self, I) -> NamedTensor:
         return softmax(self.logits(I), "vocab")                     # O = softmax_vocab(E ⊙_layer X^L)
