@@ -33,6 +33,10 @@ from .tensor import (NamedTensor, conv2d, cos, max_pool2d, ndot, relu, sin, soft
 __all__ = ["TransformerLM", "LeNet", "one_hot", "positional_encoding", "causal_mask", "attention"]
 
 
+# The seed's flattening order: (height, width, chans) → layer.
+HWC = ("height", "width", "chans")
+
+
 def one_hot(tokens, vocab: int) -> NamedTensor:
     """I ∈ {0, 1}^{seq × vocab} (Σ_vocab I = 1) from token indices; a leading batch axis becomes ``batch``.
 
@@ -57,7 +61,8 @@ def positional_encoding(seq: int, layer: int) -> NamedTensor:
         p = NamedTensor(np.arange(1.0, seq + 1.0), "seq")
         i = NamedTensor(np.arange(1.0, layer + 1.0), "layer")
         odd = NamedTensor(np.arange(1, layer + 1) % 2 == 1, "layer")
-        # P_{seq(p), layer(i)} = sin((p−1)/10000^{(i−1)/|layer|}) (i odd), cos((p−1)/10000^{(i−2)/|layer|}) (i even)
+        # P_{seq(p), layer(i)} = sin((p−1)/10000^{(i−1)/|layer|}) if i is odd,
+        #                        cos((p−1)/10000^{(i−2)/|layer|}) if i is even
         P = where(odd, sin((p - 1) / 10000.0 ** ((i - 1) / layer)), cos((p - 1) / 10000.0 ** ((i - 2) / layer)))
     P.name = "P"
     return P
@@ -128,20 +133,30 @@ class TransformerLM:
         for l, block in enumerate(model.block):
             att, ffn = block.attention, block.ffn
             if att.b_O is not None:
-                raise ShapeError("seed000.TransformerLM: Expect: attention without biases (seed 000). Actual: bias")
+                raise ShapeError("seed000.TransformerLM: Expect: attention without biases (seed 000). "
+                                 "Actual: bias=True")
             p.update({f"{l}.WQ": _named(att.W_Q, "heads layer key"), f"{l}.WK": _named(att.W_K, "heads layer key"),
                       f"{l}.WV": _named(att.W_V, "heads layer val"), f"{l}.WO": _named(att.W_O, "heads val layer"),
                       f"{l}.W1": _named(ffn.W1, "hidden layer"), f"{l}.b1": _named(ffn.b1, "hidden"),
                       f"{l}.W2": _named(ffn.W2, "layer hidden"), f"{l}.b2": _named(ffn.b2, "layer"),
-                      f"{l}.gamma": _named(block.norm1.gamma, "layer"), f"{l}.beta": _named(block.norm1.beta, "layer"),
+                      f"{l}.gamma": _named(block.norm1.gamma, "layer"),
+                      f"{l}.beta": _named(block.norm1.beta, "layer"),
                       f"{l}.gamma'": _named(block.norm2.gamma, "layer"),
                       f"{l}.beta'": _named(block.norm2.beta, "layer")})
         return cls(p, len(model.block), block.norm1.eps if model.block else 1e-5)
 
-    def layer_norm(self, X, gamma, beta) -> NamedTensor:
-        return standardize(X, "layer", self.eps) * gamma + beta   # LayerNorm(X) = standardize_layer(X) ⊙ γ + β
+    def layer_norm(self, l: int, prime: str, X) -> NamedTensor:
+        """LayerNorm^l (``prime=""``) or LayerNorm^{l'} (``prime="'"``). Shapes: X -> X."""
+        gamma, beta = self.params[f"{l}.gamma{prime}"], self.params[f"{l}.beta{prime}"]
+        with name_scope("norm2" if prime else "norm1"):
+            return standardize(X, "layer", self.eps) * gamma + beta  # LayerNorm(X) = standardize_layer(X) ⊙ γ + β
 
-    def self_attention(self, l: int, X) -> NamedTensor:
+    def self_att(self, l: int, X) -> NamedTensor:
+        """SelfAtt^l. Shapes: X (seq, layer) -> (seq, layer), other axes carried along."""
+        with name_scope("attention"):
+            return self._self_att(l, X)
+
+    def _self_att(self, l: int, X) -> NamedTensor:
         p = self.params
         Q = ndot(p[f"{l}.WQ"], X.rename({"seq": "seq'"}), "layer")  # Q = W^{l,Q} ⊙_layer X_{seq→seq'}
         K = ndot(p[f"{l}.WK"], X, "layer")                          # K = W^{l,K} ⊙_layer X
@@ -151,28 +166,28 @@ class TransformerLM:
         return ndot(p[f"{l}.WO"], A, ("heads", "val"))              # Y = W^{l,O} ⊙_{heads, val} Attention(...)
 
     def ffn(self, l: int, X) -> NamedTensor:
+        """FFN^l. Shapes: X (layer) -> (layer), other axes carried along."""
         p = self.params
-        X1 = relu(ndot(p[f"{l}.W1"], X, "layer") + p[f"{l}.b1"])     # X¹ = relu(W^{l,1} ⊙_layer X + b^{l,1})
-        return ndot(p[f"{l}.W2"], X1, "hidden") + p[f"{l}.b2"]       # X² = W^{l,2} ⊙_hidden X¹ + b^{l,2}
+        with name_scope("ffn"):
+            X1 = relu(ndot(p[f"{l}.W1"], X, "layer") + p[f"{l}.b1"])  # X¹ = relu(W^{l,1} ⊙_layer X + b^{l,1})
+            return ndot(p[f"{l}.W2"], X1, "hidden") + p[f"{l}.b2"]    # X² = W^{l,2} ⊙_hidden X¹ + b^{l,2}
 
     def hidden_states(self, I) -> NamedTensor:
         """X^L. Shapes: I (batch, seq, vocab) -> (batch, seq, layer), by name."""
-        E, p = self.params["E"], self.params
+        E = self.params["E"]
         with name_scope("embedding"):
             W = ndot(E, I, "vocab") * math.sqrt(E.size("layer"))    # W = (E ⊙_vocab I) √|layer|
             P = positional_encoding(I.size("seq"), E.size("layer")) # P ∈ ℝ^{seq × layer}
             X = W + P                                               # X⁰ = W + P
         for l in range(self.layers):
-            with name_scope(f"block.{l}"):
-                with name_scope("attention"):
-                    A = self.self_attention(l, X)
-                with name_scope("norm1"):
-                    T = self.layer_norm(A + X, p[f"{l}.gamma"], p[f"{l}.beta"])  # T^l = LayerNorm^l(SelfAtt^l(X^{l−1}) + X^{l−1})
-                with name_scope("ffn"):
-                    F = self.ffn(l, T)
-                with name_scope("norm2"):
-                    X = self.layer_norm(F + T, p[f"{l}.gamma'"], p[f"{l}.beta'"])  # X^l = LayerNorm^{l'}(FFN^l(T^l) + T^l)
+            X = self.block(l, X)
         return X
+
+    def block(self, l: int, X) -> NamedTensor:
+        """Block l: X^{l−1} -> X^l. Shapes: X (seq, layer) -> (seq, layer), other axes carried along."""
+        with name_scope(f"block.{l}"):
+            T = self.layer_norm(l, "", self.self_att(l, X) + X)  # T^l = LayerNorm^l(SelfAtt^l(X^{l−1}) + X^{l−1})
+            return self.layer_norm(l, "'", self.ffn(l, T) + T)   # X^l = LayerNorm^{l'}(FFN^l(T^l) + T^l)
 
     def logits(self, I) -> NamedTensor:
         """E ⊙_layer X^L, the scores before the softmax. Shapes: I -> (batch, seq, vocab), by name."""
@@ -229,7 +244,7 @@ class LeNet:
             W3 = split(NamedTensor(model.fc3.weight.value, "hidden layer"), "layer",
                        {"chans": c2, "height": h, "width": w})
             if flatten:
-                W3 = W3.flatten(("height", "width", "chans"), "layer")
+                W3 = W3.flatten(HWC, "layer")
         W3 = NamedTensor(W3.value, W3.names, requires_grad=True, name="W3")
         p = {"W1": _named(model.conv1.weight, "chans' chans kh kw"), "b1": _named(model.conv1.bias, "chans'"),
              "W2": _named(model.conv2.weight, "chans' chans kh kw"), "b2": _named(model.conv2.bias, "chans'"),
@@ -238,8 +253,8 @@ class LeNet:
         return cls(p, (model.pool1.window[0], model.pool2.window[0]), flatten)
 
     def conv(self, l: int, X) -> NamedTensor:
-        p = self.params
-        return conv2d(X, p[f"W{l}"], p[f"b{l}"]).rename({"chans'": "chans"})  # Conv^l(X) = Conv2d(X; W^l, b^l)_{chans'→chans}
+        W, b = self.params[f"W{l}"], self.params[f"b{l}"]
+        return conv2d(X, W, b).rename({"chans'": "chans"})          # Conv^l(X) = Conv2d(X; W^l, b^l)_{chans'→chans}
 
     def max_pool(self, l: int, X) -> NamedTensor:
         ph = self.pools[l - 1]
@@ -252,11 +267,11 @@ class LeNet:
         X1 = self.max_pool(1, T1)                                   # X¹ = MaxPool¹(T¹)
         T2 = relu(self.conv(2, X1))                                 # T² = relu(Conv²(X¹))
         if self.flatten:
-            X2 = self.max_pool(2, T2).flatten(("height", "width", "chans"), "layer")  # X² = MaxPool²(T²)_{(height,width,chans)→layer}
+            X2 = self.max_pool(2, T2).flatten(HWC, "layer")         # X² = MaxPool²(T²)_{(height,width,chans)→layer}
             X3 = relu(ndot(p["W3"], X2, "layer") + p["b3"])         # X³ = relu(W³ ⊙_layer X² + b³)
         else:
             X2 = self.max_pool(2, T2)                               # X² = MaxPool²(T²)
-            X3 = relu(ndot(p["W3"], X2, ("height", "width", "chans")) + p["b3"])  # X³ = relu(W³ ⊙_{height,width,chans} X² + b³)
+            X3 = relu(ndot(p["W3"], X2, HWC) + p["b3"])             # X³ = relu(W³ ⊙_{height,width,chans} X² + b³)
         return ndot(p["W4"], X3, "hidden") + p["b4"]
 
     def __call__(self, X0) -> NamedTensor:

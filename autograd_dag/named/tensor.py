@@ -217,8 +217,9 @@ class NamedTensor:
         return f"NamedTensor({axes_str(self.names, self.tensor.shape)}, {self.dtype})"
 
     def __array__(self, dtype=None, copy=None):
-        raise AxisNameError(f"NamedTensor with axes {_show(self.names)}: numpy has no names; use "
-                            f".align(*names).value to choose an axis order, or .value for the storage order")
+        raise AxisNameError(f"NamedTensor with axes {_show(self.names)}: numpy and positional ad functions have "
+                            f"no names; use the ad.named functions (named.exp, named.ndot, ...), or "
+                            f".align(*names) for a positional Tensor (.value for the storage order)")
 
     # ------------------------------------------------------------ rearranging
 
@@ -399,8 +400,10 @@ def _union(op: str, operands) -> tuple[tuple[str, ...], dict[str, int]]:
                 order.append(n)
                 sizes[n], where_[n] = d, i
             elif sizes[n] != d:
+                first = operands[where_[n]]
                 raise AxisNameError(f"{op}: Expect: axis {n!r} of the same size in every operand. Actual: "
-                                    f"{n}:{sizes[n]} in operand {where_[n]} ({axes_str(operands[where_[n]].names, operands[where_[n]].tensor.shape)}) "
+                                    f"{n}:{sizes[n]} in operand {where_[n]} "
+                                    f"({axes_str(first.names, first.tensor.shape)}) "
                                     f"and {n}:{d} in operand {i} ({axes_str(x.names, x.tensor.shape)})")
     return tuple(order), sizes
 
