@@ -451,3 +451,23 @@ def test_render_named_transformer_collapsed_keeps_names():
     O = seed000.TransformerLM.from_positional(lm)(seed000.one_hot(np.array([[1, 2, 3]]), 6))
     dot = N.render(O, depth=0).source
     assert "batch:1 &#215; seq:3 &#215; vocab:6" in dot or "vocab:6 &#215; batch:1 &#215; seq:3" in dot
+
+
+def test_gradient_program_keeps_names_and_broadcast_intermediates_are_named():
+    X = NamedTensor(rand(5, 8), "seq layer")
+    b = NamedTensor(rand(8), "layer")
+    prog = N.trace(lambda X, b: N.standardize(X + b, "layer").nsum(("seq", "layer")), X, b)
+    axes = N.program_axes(prog)
+    reshaped = [k for k, n in enumerate(prog.nodes) if n.op == "reshape"]
+    assert reshaped and axes[reshaped[0]] == ("seq", "layer")   # b as seq:1 × layer:8
+    means = [k for k, n in enumerate(prog.nodes) if n.op == "mean"]
+    assert [prog.nodes[k].shape for k in means] == [(5, 1), (5, 1)] and all(axes[k] == ("seq", "layer") for k in means)
+    assert "seq:1 &#215; layer:8" in ad.render(prog).source
+    gprog = N.grad_program(prog)
+    gaxes = N.program_axes(gprog)
+    assert [gaxes[k] for k in gprog.outputs] == [("seq", "layer"), ("layer",)]
+    gX, gb = N.grad(lambda X, b: N.standardize(X + b, "layer").nsum(("seq", "layer")), argnums=(0, 1))(X, b)
+    out = gprog(X.value, b.value)
+    np.testing.assert_allclose(out[0], gX.value, atol=1e-12)
+    np.testing.assert_allclose(out[1], gb.value, atol=1e-12)
+    assert "layer:8" in ad.render(gprog).source

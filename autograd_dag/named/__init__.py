@@ -28,7 +28,7 @@ from .tensor import (AxisNameError, NamedTensor, abs, add, argmax, axes_str, con
                      log, logistic, logsumexp, max_pool2d, maximum, minimum, multiply, names_of, ndot, negative,
                      nmax, nmean, nmin, nsum, power, relu, sigmoid, sin, softargmax, softmax, softplus, split,
                      sqrt, standardize, subtract, tanh, unroll, where)
-from .transforms import check_grads, grad, node_axes, program_of, trace, value_and_grad
+from .transforms import check_grads, grad, grad_program, node_axes, program_of, trace, value_and_grad
 
 
 def render(obj, view: str = "dag", **options):
@@ -55,7 +55,7 @@ __all__ = ["NamedTensor", "AxisNameError", "ndot", "nsum", "nmean", "nmax", "nmi
            "logsumexp", "argmax", "standardize", "flatten", "split", "unroll", "conv2d", "max_pool2d", "where",
            "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "exp", "log", "sqrt", "tanh",
            "relu", "logistic", "sigmoid", "sin", "cos", "abs", "negative", "softplus", "names_of", "axes_str",
-           "grad", "value_and_grad", "check_grads", "trace", "program_of", "node_axes", "render", "program_axes",
+           "grad", "value_and_grad", "check_grads", "grad_program", "trace", "program_of", "node_axes", "render", "program_axes",
            "seed000"]
 
 from . import seed000  # noqa: E402

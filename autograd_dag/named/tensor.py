@@ -94,13 +94,20 @@ def _as_names(names) -> tuple[str, ...]:
     return names
 
 
+def _note(t, names: tuple[str, ...]):
+    """Record that the axes of the intermediate Tensor ``t`` have ``names`` (for the picture); returns t."""
+    if isinstance(t, Tensor):
+        key = id(t)
+        _NAMES[key] = (weakref.ref(t, _forget(key)), names)
+    return t
+
+
 def _wrap(t: Tensor, names: tuple[str, ...]) -> "NamedTensor":
     """A NamedTensor around ``t`` without checks (the operations here build correct ones)."""
     x = object.__new__(NamedTensor)
     x.tensor = t
     x.names = names
-    key = id(t)
-    _NAMES[key] = (weakref.ref(t, _forget(key)), names)
+    _note(t, names)
     return x
 
 
@@ -363,12 +370,12 @@ def _over(over, op: str) -> tuple[str, ...]:
 def _aligned(x: NamedTensor, order: tuple[str, ...]) -> Tensor:
     """x's Tensor with its axes in ``order`` (names x lacks inserted as size-1 axes)."""
     t = x.tensor
-    own = [n for n in order if n in x.names]
-    if tuple(own) != x.names:
-        t = transpose(t, tuple(x.names.index(n) for n in own))
+    own = tuple(n for n in order if n in x.names)
+    if own != x.names:
+        t = _note(transpose(t, tuple(x.names.index(n) for n in own)), own)
     if len(own) != len(order):
         sizes = dict(zip(x.names, x.tensor.shape))
-        t = reshape(t, tuple(sizes.get(n, 1) for n in order))
+        t = _note(reshape(t, tuple(sizes.get(n, 1) for n in order)), tuple(order))
     return t
 
 
@@ -606,10 +613,12 @@ def standardize(X, name: str, eps: float = 1e-5) -> NamedTensor:
     """
     ax = _one_axis(X, name, "standardize")
     t = X.tensor
-    mu = _mean(t, (ax,), keepdims=True)
-    centred = _ew.subtract(t, mu)
-    var = _mean(_ew.multiply(centred, centred), (ax,), keepdims=True)
-    return _wrap(_ew.divide(centred, _ew.sqrt(_ew.add(var, float(eps)))), X.names)
+    names = X.names
+    mu = _note(_mean(t, (ax,), keepdims=True), names)
+    centred = _note(_ew.subtract(t, mu), names)
+    var = _note(_mean(_note(_ew.multiply(centred, centred), names), (ax,), keepdims=True), names)
+    sd = _note(_ew.sqrt(_note(_ew.add(var, float(eps)), names)), names)
+    return _wrap(_ew.divide(centred, sd), names)
 
 
 # ------------------------------------------------------- reshaping by name

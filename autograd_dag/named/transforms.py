@@ -23,11 +23,11 @@ from ..primitives.structure import IDENTITY
 from ..program import Program
 from ..program import trace as _trace
 from ..render import as_program
-from ..render.axes import attach_axes
+from ..render.axes import attach_axes, program_axes
 from ..tree import flatten, unflatten
 from .tensor import AxisNameError, NamedTensor, _wrap, names_of
 
-__all__ = ["grad", "value_and_grad", "check_grads", "trace", "program_of", "node_axes"]
+__all__ = ["grad", "value_and_grad", "check_grads", "trace", "program_of", "node_axes", "grad_program"]
 
 
 def _positional(x: NamedTensor, values: bool):
@@ -275,6 +275,39 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
             axes[k] = n
     attach_axes(program, axes)
     return program
+
+
+def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Program:
+    """``ad.grad_program`` of a named program: its inputs and gradient outputs keep their axis names.
+
+    Shapes: as :func:`autograd_dag.grad_program`; the gradient with respect to
+    an input has that input's names (the picture shows them).
+
+    Example:
+        >>> import numpy as np
+        >>> from autograd_dag import named
+        >>> X = named.NamedTensor(np.ones((2, 3)), "seq layer")
+        >>> g = named.grad_program(named.trace(lambda X: X.logsumexp("layer").nsum("seq"), X))
+        >>> [named.program_axes(g)[k] for k in g.outputs]
+        [('seq', 'layer')]
+    """
+    gradient = _autodiff.grad_program(program, wrt, with_value=with_value)
+    axes = program_axes(program)
+    if not program.inputs or len(gradient.inputs) != len(program.inputs):
+        return gradient
+    named_inputs = [axes.get(k) for k in program.inputs]
+    positions = range(len(program.inputs)) if wrt is None else ((wrt,) if isinstance(wrt, int) else tuple(wrt))
+    found: dict[int, tuple[str, ...]] = {}
+    outputs = list(gradient.outputs[1:] if with_value else gradient.outputs)
+    for k, names in zip(gradient.inputs, named_inputs):
+        if names is not None:
+            found[k] = names
+    for k, i in zip(outputs, positions):
+        names = named_inputs[i]
+        if names is not None and gradient.nodes[k].shape == program.nodes[program.inputs[i]].shape:
+            found.setdefault(k, names)
+    attach_axes(gradient, found)
+    return gradient
 
 
 def _to_program(self) -> Program:
