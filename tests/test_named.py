@@ -283,6 +283,9 @@ def test_error_paths_name_the_axes():
     _raises(lambda: N.grad(lambda x: x * 2.0)(x), "scalar", "(seq, key)")
     _raises(lambda: N.exp(np.ones(2)), "NamedTensors or scalars")
     _raises(lambda: N.exp(2.0), "a NamedTensor")
+    _raises(lambda: N.where(np.array([True, False]), x, 0.0), "where", "positional ndarray")
+    with pytest.raises(ad.AutogradDagError, match="ambiguous"):
+        bool(x > 0)
     assert issubclass(AxisNameError, ad.ShapeError)
 
 
@@ -471,3 +474,12 @@ def test_gradient_program_keeps_names_and_broadcast_intermediates_are_named():
     np.testing.assert_allclose(out[0], gX.value, atol=1e-12)
     np.testing.assert_allclose(out[1], gb.value, atol=1e-12)
     assert "layer:8" in ad.render(gprog).source
+
+
+def test_named_seed000_example_fast(tmp_path):
+    from examples import named_seed000
+    result = named_seed000.run(fast=True, out=str(tmp_path), verbose=False)
+    assert result["transformer_difference"] < 1e-12 and result["lenet_difference"] < 1e-12
+    assert result["lenet_alternative_difference"] < 1e-12
+    assert result["losses"][-1] < 0.7 * result["losses"][0]
+    assert "seq:6" in open(result["picture"], encoding="utf-8").read()

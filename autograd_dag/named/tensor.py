@@ -220,6 +220,9 @@ class NamedTensor:
     def __float__(self) -> float:
         return float(self.tensor)
 
+    def __bool__(self) -> bool:
+        return bool(self.tensor)  # raises unless there is one element, as Tensor does
+
     def __repr__(self) -> str:
         return f"NamedTensor({axes_str(self.names, self.tensor.shape)}, {self.dtype})"
 
@@ -479,6 +482,7 @@ def where(cond, a, b) -> NamedTensor:
         array([[1., 1., 1.],
                [0., 0., 0.]])
     """
+    cond = _as_operand(cond, "where")
     if isinstance(cond, NamedTensor):
         return _elementwise(_ew.where, "where", cond, a, b)
     return _elementwise(lambda x, y: _ew.where(cond, x, y), "where", a, b)
