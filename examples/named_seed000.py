@@ -1,6 +1,6 @@
 """Seed 000 in named-tensor notation: check the named models against the positional ones, then train one.
 
-    python -m examples.named_seed000 [--fast] [--out viz_named]
+    python -m examples.named_seed000 [--fast] [--out out/named_seed000]
 
 1. ``ad.named.seed000.TransformerLM`` and ``LeNet`` (each line one equation of
    the seed) against ``nn.TransformerLM`` and ``nn.LeNet`` with the same
@@ -58,7 +58,7 @@ def train(steps: int, rng) -> list[float]:
     return losses
 
 
-def run(fast: bool = False, out: str = "viz_named", verbose: bool = True) -> dict:
+def run(fast: bool = False, out: str = "out/named_seed000", verbose: bool = True) -> dict:
     rng = np.random.default_rng(0)
     result = {"transformer_difference": compare_transformer(rng)}
     result["lenet_difference"], result["lenet_alternative_difference"] = compare_lenet(rng)
@@ -84,6 +84,6 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fast", action="store_true", help="a few training steps (used by the tests)")
-    parser.add_argument("--out", default="viz_named", help="folder for the picture (default viz_named)")
+    parser.add_argument("--out", default="out/named_seed000", help="folder for the picture (default out/named_seed000)")
     args = parser.parse_args()
     run(fast=args.fast, out=args.out)
