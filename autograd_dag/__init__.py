@@ -102,4 +102,5 @@ __all__ += [
 from . import circuits, linalg, nn, optim, testing  # noqa: E402
 from . import text  # noqa: E402
 from . import onnx  # noqa: E402  (export and import; the onnx package itself is optional)
+from . import named  # noqa: E402
 from .render import highlight_path, render, render_to  # noqa: E402

@@ -15,7 +15,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from . import circuits, nn
+from . import circuits, named, nn
 from .autodiff import grad_program
 from .core import Tensor, name_scope
 from .primitives.elementwise import exp, sqrt, tanh
@@ -204,6 +204,24 @@ def circuit_gradient() -> Program:
     return circuits.gradient_circuit(c).to_program("grad_f")
 
 
+@gallery_source
+def named_transformer_program() -> Program:
+    """The ``transformer`` entry's model written in named form (``ad.named.seed000``), with cross-entropy.
+
+    The same parameters as :func:`transformer_program`; every node a named
+    operation made shows its axes with sizes (``batch:2 × seq:4 × layer:8``)
+    instead of a bare shape. loss = mean_{batch,seq}(logsumexp_vocab(L) − L ⊙_vocab Y).
+    """
+    model = named.seed000.TransformerLM.from_positional(
+        nn.TransformerLM(vocab_size=12, d_model=8, heads=2, hidden=16, layers=2, rng=0))
+    tokens = np.array([[1, 5, 2, 7, 3], [4, 4, 9, 0, 11]])
+    L = model.logits(named.seed000.one_hot(tokens[:, :-1], 12))
+    Y = named.seed000.one_hot(tokens[:, 1:], 12)
+    loss = named.nmean(named.logsumexp(L, "vocab") - named.ndot(L, Y, "vocab"), ("batch", "seq"))
+    loss.name = "loss"
+    return named.program_of(loss)
+
+
 GALLERY: list[Entry] = [
     Entry("book", "f(x1, x2) = x2 e^x1 sqrt(x1 + x2 e^x1), Fig. 4.3 of the book", book_program),
     Entry("book_grad", "its gradient program (reverse mode)", book_gradient),
@@ -222,6 +240,9 @@ GALLERY: list[Entry] = [
           "attention head group", transformer_program, views=("dag",)),
     Entry("transformer_collapsed", "the same TransformerLM at depth=0: its two blocks folded into block × 2",
           transformer_program, views=("dag",), options={"depth": 0}),
+    Entry("named_transformer", "the same TransformerLM in named form (ad.named.seed000, one line per seed "
+          "equation): nodes and edges show axis names with sizes", named_transformer_program, views=("dag",),
+          options={"edge_labels": "shape"}),
     Entry("rnn", "nn.SequenceToVector: a GRU cell unrolled 3 steps (one cluster per step), mean pooling, "
                  "cross-entropy", rnn_program),
     Entry("chain_1000", "1,000-op unrolled recurrence (layout-speed test case)", chain_program),

@@ -9,6 +9,7 @@ from ..errors import RenderError
 from ..graph import Graph
 from ..primitives.registry import PRIMITIVES
 from ..program import Program, ProgramNode
+from .axes import program_axes
 from .bipartite import bipartite_scene
 from .collapse import group_nodes, max_scope_depth
 from .dag import dag_scene
@@ -171,7 +172,8 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
            show_shapes: bool = True, show_dtypes: bool = True, edge_labels: str | None = None,
            color_by: str = "role", legend: bool = True, max_nodes: int | None = DEFAULT_MAX_NODES,
            fold: bool = True, inline_constants: bool = True, long_edges: str = "auto",
-           timeout: float | None = DEFAULT_TIMEOUT, title: str | None = None) -> RenderedGraph:
+           timeout: float | None = DEFAULT_TIMEOUT, title: str | None = None,
+           axes: dict | None = None) -> RenderedGraph:
     """Draw a program as a Graphviz digraph: ``view="dag"`` or ``"bipartite"``.
 
     Takes a :class:`Program` (a gradient program too), an output Tensor, or a
@@ -194,6 +196,9 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
       * ``long_edges="auto"`` draws the longest edges of large graphs as
         reference stubs so layout stays fast; ``"keep"`` never does.
       * ``timeout``: seconds Graphviz may take when the picture is produced.
+      * ``axes``: ``{node index: axis names}``, drawn as ``seq:5 × layer:8``
+        instead of ``[5,8]``; by default the names a named-tensor program
+        carries (see :mod:`autograd_dag.named` and :mod:`.axes`).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -227,7 +232,8 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
         count = grouping.count_nodes(view)
         if count > max_nodes:
             grouping, note = _auto_collapse(program, grouping, view, count, max_nodes, fold, inline_constants)
-    labeller = Labeller(program, grouping, show_shapes, show_dtypes)
+    labeller = Labeller(program, grouping, show_shapes, show_dtypes,
+                        program_axes(program) if axes is None else axes)
     make = dag_scene if view == "dag" else bipartite_scene
     scene = make(grouping, labeller, edge_labels=edge_labels, color_by=color_by)
     if long_edges == "auto":

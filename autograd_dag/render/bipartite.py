@@ -11,7 +11,7 @@ m edges that is ``2n - r`` nodes and ``(n - r) + m`` edges, as
 from __future__ import annotations
 
 from .collapse import Grouping
-from .labels import html, shape_str
+from .labels import html
 from .scene import Labeller, Scene, VNode, crossing_edges, join_lines
 from .styles import op_color
 
@@ -66,7 +66,7 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
         if owner[j] is None:
             edge_label = labeller.edge_label(p, j, i, edge_labels == "shape")
         else:
-            edge_label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
+            edge_label = labeller.shape_text(p) if edge_labels == "shape" else None
         scene.add_edge(f"v{p}", dst, (p, j), edge_label, merge=owner[j] is not None)
     return scene
 

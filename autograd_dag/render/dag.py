@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .collapse import Grouping
-from .labels import shape_str
+
 from .scene import Labeller, Scene, VNode, crossing_edges, join_lines
 from .styles import op_color
 
@@ -42,7 +42,7 @@ def dag_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str | None
         if owner[j] is None:
             edge_label = labeller.edge_label(p, j, i, edge_labels == "shape")
         else:
-            edge_label = shape_str(program.nodes[p].shape) if edge_labels == "shape" else None
+            edge_label = labeller.shape_text(p) if edge_labels == "shape" else None
         # Edges touching a group are merged per pair of drawn nodes; plain
         # edges stay one per parent reference, so x * x shows two arrows.
         scene.add_edge(src, dst, (p, j), edge_label, merge=owner[p] is not None or owner[j] is not None)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
+
 from ..program import Program
+from .axes import axes_shape_str
 from .labels import html, plain, shape_str, small, source_str, type_str, value_str, params_str
 from .collapse import Grouping
 
@@ -137,12 +140,32 @@ CIRCUIT_GATES = {"add": "+", "multiply": "\u00d7"}
 class Labeller:
     """Label text of program nodes and groups, shared by both views."""
 
-    def __init__(self, program: Program, grouping: Grouping, show_shapes: bool, show_dtypes: bool):
+    def __init__(self, program: Program, grouping: Grouping, show_shapes: bool, show_dtypes: bool,
+                 axes: dict | None = None):
         self.program = program
         self.grouping = grouping
         self.show_shapes = show_shapes
         self.show_dtypes = show_dtypes
         self.outputs = set(program.outputs)
+        # {node index: axis names} of a program recorded with named tensors (see render.axes).
+        self.axes = axes or {}
+
+    def _type(self, k: int, show_shapes: bool, show_dtypes: bool) -> str:
+        """``float64[3,4]``, or ``float64 seq:3 × layer:4`` when node k's axes have names."""
+        node = self.program.nodes[k]
+        names = self.axes.get(k)
+        if names is None or not show_shapes or len(names) != len(node.shape):
+            return type_str(node.shape, node.dtype, show_shapes, show_dtypes)
+        text = axes_shape_str(node.shape, names)
+        return f"{np.dtype(node.dtype)} {text}" if show_dtypes else text
+
+    def shape_text(self, k: int) -> str:
+        """``[3,4]``, or ``seq:3 × layer:4`` when node k's axes have names."""
+        node = self.program.nodes[k]
+        names = self.axes.get(k)
+        if names is None or len(names) != len(node.shape):
+            return shape_str(node.shape)
+        return axes_shape_str(node.shape, names)
 
     def role(self, k: int) -> str:
         node = self.program.nodes[k]
@@ -154,8 +177,7 @@ class Labeller:
 
     def info(self, k: int) -> str:
         """``%3 float64[3,4]`` in small grey text."""
-        node = self.program.nodes[k]
-        t = type_str(node.shape, node.dtype, self.show_shapes, self.show_dtypes)
+        t = self._type(k, self.show_shapes, self.show_dtypes)
         return small(html(f"%{k} {t}".rstrip()))
 
     def title(self, k: int) -> str:
@@ -195,7 +217,7 @@ class Labeller:
         names = operand_names(self.program.nodes[j])
         parts = [names[i]] if names else []
         if shapes:
-            parts.append(shape_str(self.program.nodes[p].shape))
+            parts.append(self.shape_text(p))
         return " ".join(parts) or None
 
     def name(self, k: int) -> str:
@@ -262,8 +284,7 @@ class Labeller:
     def _types(self, ks: list[int]) -> str:
         seen: list[str] = []
         for k in ks:
-            node = self.program.nodes[k]
-            t = type_str(node.shape, node.dtype, True, self.show_dtypes)
+            t = self._type(k, True, self.show_dtypes)
             if t not in seen:
                 seen.append(t)
         if len(seen) > 4:
