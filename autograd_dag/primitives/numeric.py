@@ -49,7 +49,7 @@ from ..errors import AutogradDagError, ShapeError
 from .elementwise import abs, add, astype, divide, equal, multiply, not_equal, power, subtract, where
 from .indexing import concatenate, getitem
 from .mathfuncs import _safe_denominator
-from .reductions import _argmax_batch, _float_dtype, _kept, _ndim, max, mean, min
+from .reductions import _argmax_batch, _float_dtype, _kept, _ndim, max, mean, min, one_hot_position
 from .batch import materialize, shift_axis
 from .registry import defprim
 from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape
@@ -508,13 +508,7 @@ def sort(x, axis=-1) -> Tensor:
 # ------------------------------------------------------------------ argmin
 
 
-def _argmin_impl(x, *, axis):
-    out = np.zeros(x.shape, dtype=_float_dtype(x.dtype))
-    if axis is None:
-        out.flat[np.argmin(x)] = 1
-    else:
-        np.put_along_axis(out, np.argmin(x, axis=axis, keepdims=True), 1, axis=axis)
-    return out
+_argmin_impl = one_hot_position(np.argmin)
 
 
 def _argmin_rule(x, *, axis):

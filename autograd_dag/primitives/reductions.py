@@ -264,13 +264,19 @@ softmax = softargmax
 # ----------------------------------------------------------------- argmax
 
 
-def _argmax_impl(x, *, axis):
-    out = np.zeros(x.shape, dtype=_float_dtype(x.dtype))
-    if axis is None:
-        out.flat[np.argmax(x)] = 1  # np.argmax picks the first of tied maxima
-    else:
-        np.put_along_axis(out, np.argmax(x, axis=axis, keepdims=True), 1, axis=axis)
-    return out
+def one_hot_position(pick):
+    """The impl of argmax-like primitives: a one-hot of ``pick``'s index (np.argmax, np.argmin) along ``axis``."""
+    def impl(x, *, axis):
+        out = np.zeros(x.shape, dtype=_float_dtype(x.dtype))
+        if axis is None:
+            out.flat[pick(x)] = 1  # numpy picks the first of tied extrema
+        else:
+            np.put_along_axis(out, pick(x, axis=axis, keepdims=True), 1, axis=axis)
+        return out
+    return impl
+
+
+_argmax_impl = one_hot_position(np.argmax)
 
 
 def _argmax_rule(x, *, axis):
