@@ -16,7 +16,7 @@ Example:
 """
 
 from . import operators as _operators  # noqa: F401  (wires Tensor methods)
-from .autodiff import (backward, checkpoint, grad, grad_program, hvp, jvp, primitive, value_and_grad, vjp,
+from .autodiff import (backward, checkpoint, grad, grad_program, hvp, jvp, value_and_grad, vjp,
                        zero_grad)
 from .batching import hessian, jacobian, vmap
 from .checking import check_grads, numerical_grad, numerical_jvp
@@ -28,6 +28,7 @@ from .errors import (AnomalyError, AutogradDagError, CircuitError, CycleError, G
                      RenderError, SerializationError, ShapeError)
 from .graph import Graph
 from .primitives import PRIMITIVES
+from .primitives.registry import primitive
 from .primitives.arrangement import (append, atleast_1d, atleast_2d, atleast_3d, column_stack,
                                      cross, diag, dsplit, dstack, fliplr, flipud, hsplit, hstack, inner, kron,
                                      moveaxis, partition, ravel, rollaxis, rot90, select, vsplit, vstack)

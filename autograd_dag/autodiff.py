@@ -24,7 +24,6 @@ from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_fi
 from .errors import AutogradDagError, MissingRuleError, NotDifferentiableError, user_source, where
 from .primitives import elementwise as ew
 from .primitives import structure
-from .primitives.registry import defprim
 from .program import Program
 from . import tracing
 from .tracing import refuse_complex, slot_input, topological_nodes, values_of
@@ -42,7 +41,7 @@ def _ones_like(t: Tensor) -> Tensor:
     return Tensor(np.ones(t.shape, dtype=t.dtype))
 
 
-def _bare(x):
+def _value_of(x):
     """The plain array of a Tensor or an array (what the bare sweeps carry)."""
     return x.value if type(x) is Tensor else x
 
@@ -108,7 +107,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
         if (o.requires_grad if eager else id(o) in relevant):
             if c is None:
                 c = np.ones(o.shape, dtype=o.dtype)
-            _accumulate(cts, id(o), (c if isinstance(c, Tensor) else Tensor(c)) if record else _bare(c))
+            _accumulate(cts, id(o), (c if isinstance(c, Tensor) else Tensor(c)) if record else _value_of(c))
     results: dict[int, tuple] = {}
     # Non-leaves whose cotangent the user asked to keep (Tensor.retain_grad).
     retained = core._retained if wrt is None else None
@@ -189,18 +188,18 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
 
 
 def forward_sweep(outputs: Sequence[Tensor], primals: Sequence[Tensor], tangents: Sequence,
-                  *, record: bool) -> dict[int, Any]:
+                  *, create_graph: bool) -> dict[int, Any]:
     """Algorithm 8.4 over the recorded graph; returns ``{id(t): tangent}`` for reached nodes.
 
-    With ``record`` the JVP rules record (tangents are Tensors); otherwise
+    With ``create_graph`` the JVP rules record (tangents are Tensors); otherwise
     they run on plain arrays.
     """
     stop = {id(p) for p in primals}
     tan: dict[int, Any] = {}
     anomaly = core.anomaly_enabled()
-    with _sweep_context(record):
+    with _sweep_context(create_graph):
         for p, t in zip(primals, tangents):
-            _accumulate(tan, id(p), t if record else _bare(t))
+            _accumulate(tan, id(p), t if create_graph else _value_of(t))
         for t in topological_nodes(outputs, stop):
             if id(t) in stop or not t.parents:
                 continue
@@ -212,15 +211,15 @@ def forward_sweep(outputs: Sequence[Tensor], primals: Sequence[Tensor], tangents
                 raise MissingRuleError(f"'{prim.name}' has no JVP rule; cannot differentiate "
                                        f"through it in forward mode{where(t.source)}", "JVP", prim.name)
             try:
-                if record:
+                if create_graph:
                     out = prim.jvp(ts, t, *t.parents, **(t.params or {}))
                 else:
                     out = prim.jvp(ts, t.value, *[p.value for p in t.parents], **(t.params or {}))
             except Exception as exc:
-                raise rule_error(prim, "JVP", exc, t, record) from exc
+                raise rule_error(prim, "JVP", exc, t, create_graph) from exc
             if out is not None:
-                if not record:
-                    out = _bare(out)
+                if not create_graph:
+                    out = _value_of(out)
                 if np.shape(out) != t.shape:
                     raise AutogradDagError(f"JVP of '{prim.name}' returned a tangent of shape {np.shape(out)} "
                                            f"for an output of shape {t.shape}{where(t.source)}")
@@ -265,7 +264,7 @@ def backward(self: Tensor, grad=None, create_graph: bool = False, retain_graph: 
     with _recording_as(create_graph):
         for leaf, g in grads.values():
             if not create_graph:
-                g = Tensor(_bare(g))
+                g = Tensor(_value_of(g))
             leaf.grad = g if leaf.grad is None else ew.add(leaf.grad, g)
 
 
@@ -313,7 +312,7 @@ def _zeros_for(t: Tensor, nested: bool):
 
 
 def _finish(t, nested: bool):
-    return t if nested else np.asarray(_bare(t))
+    return t if nested else np.asarray(_value_of(t))
 
 
 def vjp(f: Callable, *args, has_aux: bool = False) -> tuple:
@@ -460,7 +459,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     _refuse_complex_outputs(out_leaves, "jvp")
     nested = rec.nested or _nested(t_leaves)
     tans = [_like(t, p, "jvp: tangent", "primal") for p, t in zip(inputs, t_leaves)]
-    tan = forward_sweep(out_leaves, inputs, tans, record=nested)
+    tan = forward_sweep(out_leaves, inputs, tans, create_graph=nested)
     out_tans = [_finish(tan[id(o)], nested) if id(o) in tan else _zeros_for(o, nested) for o in out_leaves]
     return (unflatten(out_td, [_finish(o, nested) for o in out_leaves]), unflatten(out_td, out_tans))
 
@@ -596,7 +595,7 @@ def checkpoint(f: Callable) -> Callable:
         recording = core.is_recording()
         targets, result = replay(inputs)
         pairs = [(x, t) for x, t in zip(targets, tangents) if t is not None]
-        tan = forward_sweep([result], [x for x, _ in pairs], [t for _, t in pairs], record=recording)
+        tan = forward_sweep([result], [x for x, _ in pairs], [t for _, t in pairs], create_graph=recording)
         return tan.get(id(result))
 
     prim = Primitive(name, impl, vjp=rule_vjp, jvp=rule_jvp)
@@ -605,43 +604,3 @@ def checkpoint(f: Callable) -> Callable:
         return apply(prim, *args)
     wrapped.__name__ = name
     return wrapped
-
-# ---------------------------------------------------- custom primitives
-
-
-def primitive(name: str, impl: Callable | None = None, *, vjp: Callable | None = None,
-              jvp: Callable | None = None, shape: Callable | None = None,
-              nondiff: tuple[int, ...] = (), replace: bool = False):
-    """Define a new primitive with its own rules; returns the function that applies it.
-
-    ``impl(*arrays, **params)`` computes the value with numpy;
-    ``vjp(ct, out, *inputs, **params)`` returns one cotangent per input and
-    ``jvp(tangents, out, *inputs, **params)`` the output tangent, both with
-    ad operations (so that they differentiate again: a rule written with
-    numpy works at first order and is refused, with a message naming the
-    primitive, at second). Usable as a decorator:
-    ``@ad.primitive("cube", vjp=..., jvp=...)``. Defining a name again
-    (a re-run notebook cell) replaces the earlier primitive with a warning;
-    ``replace=True`` silences it. Built-in names cannot be redefined.
-    Shapes: whatever ``impl`` takes and returns; the optional rule
-    ``shape(*inputs, **params) -> (shape, dtype)`` states it, to explain a failed call.
-
-    Example:
-        >>> import numpy as np, autograd_dag as ad
-        >>> cube = ad.primitive("cube_doc", lambda x: x ** 3,
-        ...     vjp=lambda ct, out, x: (ct * 3.0 * x * x,),
-        ...     jvp=lambda t, out, x: t[0] * 3.0 * x * x)
-        >>> float(ad.grad(lambda x: cube(x))(2.0))
-        12.0
-    """
-    def make(fn: Callable):
-        prim = defprim(name, fn, vjp=vjp, jvp=jvp, shape=shape, nondiff=nondiff, replace=replace,
-                       user=True)
-
-        def op(*args, **params):
-            return apply(prim, *args, **params)
-        op.__name__ = name
-        op.__doc__ = fn.__doc__
-        op.prim = prim
-        return op
-    return make if impl is None else make(impl)

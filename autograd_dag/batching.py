@@ -24,11 +24,11 @@ from typing import Callable
 
 import numpy as np
 
-from .autodiff import grad, select_arguments, topological_nodes, vjp
+from .autodiff import grad, select_arguments, vjp
 from .core import Primitive, Tensor, _recording_as, apply, attributed_to
 from .errors import AutogradDagError, ShapeError, user_source, where
 from .primitives import indexing, structure
-from .tracing import program_input, record
+from .tracing import program_input, record, topological_nodes
 from .tree import flatten, unflatten
 
 # Primitives already reported as looping (the warning is given once each).

@@ -16,7 +16,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .autodiff import jvp, refuse_complex, vjp
+from .autodiff import jvp, vjp
+from .tracing import refuse_complex
 from .core import Tensor, no_grad
 from .errors import AutogradDagError, GradientCheckError, MissingRuleError
 from .tree import flatten, leaf_paths, unflatten

@@ -324,7 +324,7 @@ TIE_WEIGHTS = defprim("tie_weights", _tie_weights_impl, vjp=lambda ct, out, x, y
                       batch=elementwise_batch)
 
 
-def _extremum_vjp(first_wins):
+def _pairwise_extremum_vjp(first_wins):
     def vjp(ct, out, x, y):
         wx = apply(TIE_WEIGHTS, *first_wins(x, y))
         return (_unb(multiply(ct, wx), x), _unb(multiply(ct, subtract(1.0, wx)), y))
@@ -339,9 +339,9 @@ def _extremum_jvp(first_wins):
     return jvp
 
 
-MAXIMUM = _elementwise("maximum", np.maximum, _extremum_vjp(lambda x, y: (x, y)),
+MAXIMUM = _elementwise("maximum", np.maximum, _pairwise_extremum_vjp(lambda x, y: (x, y)),
                   _extremum_jvp(lambda x, y: (x, y)))
-MINIMUM = _elementwise("minimum", np.minimum, _extremum_vjp(lambda x, y: (y, x)),
+MINIMUM = _elementwise("minimum", np.minimum, _pairwise_extremum_vjp(lambda x, y: (y, x)),
                   _extremum_jvp(lambda x, y: (y, x)))
 
 

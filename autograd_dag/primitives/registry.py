@@ -1,4 +1,4 @@
-"""The table of primitives by name, and ``defprim`` which fills it.
+"""The table of primitives by name, ``defprim`` which fills it, and ``primitive`` for users.
 
 Adding a primitive means one ``defprim`` call in its family module and one
 line in the test table of its family (``tests/cases_<family>.py``, e.g.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Callable
 
-from ..core import Primitive
+from ..core import Primitive, apply
 from ..errors import AutogradDagError, user_source, where
 
 PRIMITIVES: dict[str, Primitive] = {}
@@ -49,3 +49,41 @@ def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, j
     if user:
         USER_PRIMITIVES.add(name)
     return prim
+
+
+def primitive(name: str, impl: Callable | None = None, *, vjp: Callable | None = None,
+              jvp: Callable | None = None, shape: Callable | None = None,
+              nondiff: tuple[int, ...] = (), replace: bool = False):
+    """Define a new primitive with its own rules; returns the function that applies it.
+
+    ``impl(*arrays, **params)`` computes the value with numpy;
+    ``vjp(ct, out, *inputs, **params)`` returns one cotangent per input and
+    ``jvp(tangents, out, *inputs, **params)`` the output tangent, both with
+    ad operations (so that they differentiate again: a rule written with
+    numpy works at first order and is refused, with a message naming the
+    primitive, at second). Usable as a decorator:
+    ``@ad.primitive("cube", vjp=..., jvp=...)``. Defining a name again
+    (a re-run notebook cell) replaces the earlier primitive with a warning;
+    ``replace=True`` silences it. Built-in names cannot be redefined.
+    Shapes: whatever ``impl`` takes and returns; the optional rule
+    ``shape(*inputs, **params) -> (shape, dtype)`` states it, to explain a failed call.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> cube = ad.primitive("cube_doc", lambda x: x ** 3,
+        ...     vjp=lambda ct, out, x: (ct * 3.0 * x * x,),
+        ...     jvp=lambda t, out, x: t[0] * 3.0 * x * x)
+        >>> float(ad.grad(lambda x: cube(x))(2.0))
+        12.0
+    """
+    def make(fn: Callable):
+        prim = defprim(name, fn, vjp=vjp, jvp=jvp, shape=shape, nondiff=nondiff, replace=replace,
+                       user=True)
+
+        def op(*args, **params):
+            return apply(prim, *args, **params)
+        op.__name__ = name
+        op.__doc__ = fn.__doc__
+        op.prim = prim
+        return op
+    return make if impl is None else make(impl)
