@@ -479,6 +479,19 @@ def hvp(f: Callable, x, v):
 # ----------------------------------------------------- gradient programs
 
 
+def _placeholder(node) -> np.ndarray:
+    """A value of an input's shape and dtype to record a program's derivative on.
+
+    Ones, plus n on the diagonal of square trailing matrices: the rules of
+    det, inv, solve and cholesky refuse singular or indefinite matrices, and
+    a diagonally dominant one is neither.
+    """
+    value = np.ones(node.shape, dtype=node.dtype)
+    if len(node.shape) >= 2 and node.shape[-1] == node.shape[-2] and node.dtype.kind == "f":
+        value = value + node.shape[-1] * np.eye(node.shape[-1], dtype=node.dtype)
+    return value
+
+
 def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Program:
     """The program computing the gradient of a scalar ``program`` w.r.t. inputs ``wrt``.
 
@@ -516,11 +529,7 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     for p in positions:
         if not 0 <= p < n_in:
             raise AutogradDagError(f"grad_program: wrt={wrt!r} but the program has {n_in} input(s)")
-    inputs = []
-    for k in program.inputs:
-        node = program.nodes[k]
-        t = Tensor(np.ones(node.shape, dtype=node.dtype), name=node.name)
-        inputs.append(t)
+    inputs = [Tensor(_placeholder(program.nodes[k]), name=program.nodes[k].name) for k in program.inputs]
     # The inputs are placeholders: only the recorded structure matters, so
     # numpy's warnings about their values (log 0, 0/0) mean nothing here.
     with _recording_as(True), np.errstate(all="ignore"):

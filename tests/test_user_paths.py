@@ -161,3 +161,10 @@ def test_grad_program_of_a_loss_built_from_parameters():
     np.testing.assert_allclose(gprog(X), 2 * (1 - np.tanh(2 * X) ** 2), rtol=1e-14)
     with pytest.raises(ad.AutogradDagError, match="no inputs and no parameters"):
         ad.grad_program(ad.Program.from_outputs((), ad.sum(ad.Tensor(X) * 2.0)))
+
+
+def test_grad_program_of_linear_algebra_is_recorded_on_a_nonsingular_placeholder():
+    a = np.array([[2.0, 1.0], [0.5, 3.0]])
+    for f in (lambda a: ad.linalg.det(a), lambda a: ad.sum(ad.linalg.inv(a)),
+              lambda a: ad.sum(ad.linalg.cholesky(a @ a.T))):
+        np.testing.assert_allclose(ad.grad_program(ad.trace(f, a))(a), ad.grad(f)(a), rtol=1e-12)
