@@ -32,6 +32,7 @@ import argparse
 import gc
 import json
 import math
+import os
 import random
 import sys
 import time
@@ -47,12 +48,27 @@ SEED = 0
 
 
 def blas_threads() -> int:
+    """The number of threads numpy's BLAS uses now."""
     try:
         from threadpoolctl import threadpool_info
     except ImportError:
         return 1
     counts = [i.get("num_threads", 1) for i in threadpool_info() if i.get("user_api") == "blas"]
     return max(counts) if counts else 1
+
+
+def limit_threads(n: int):
+    """Context manager: numpy's BLAS on ``n`` threads (a no-op without threadpoolctl).
+
+    On a loaded machine a multi-threaded BLAS can be 100x slower than one thread (its
+    threads spin waiting for each other), so the default is one thread for every library.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        import contextlib
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=n, user_api="blas")
 
 
 # ------------------------------------------------------------ helpers
@@ -692,6 +708,8 @@ def load_peers(threads: int) -> dict:
     except ImportError:
         pass
     try:
+        if threads == 1:
+            os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
         import jax
         jax.config.update("jax_enable_x64", True)
         jax.config.update("jax_platforms", "cpu")
@@ -763,11 +781,21 @@ def main(argv=None) -> dict:
     ap.add_argument("--no-peers", action="store_true", help="skip torch, jax and micrograd")
     ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--json", help="write the raw timings here")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="BLAS threads for numpy, and torch/XLA threads (default 1; 0: leave numpy's as is)")
     args = ap.parse_args(argv)
+    if args.threads:
+        with limit_threads(args.threads):
+            return run(args)
+    return run(args)
+
+
+def run(args) -> dict:
     repeat = args.repeat or (3 if args.quick else 15)
     threads = blas_threads()
     peers = {} if args.no_peers else load_peers(threads)
     import platform
+    print(f"{time.strftime('%Y-%m-%d %H:%M')}, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"Python {platform.python_version()}, numpy {np.__version__}, BLAS threads {threads}"
           + (f", torch {peers['torch'].__version__} ({threads} threads)" if "torch" in peers else "")
           + (f", jax {peers['jax'].__version__}" if "jax" in peers else ""))
