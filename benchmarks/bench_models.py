@@ -273,7 +273,7 @@ class TransformerWorkload(Workload):
         k = D // H
         E = p["E"]
         ids = self.inputs
-        x = E[ids] * np.sqrt(D) + self.P                     # (B, T, D)
+        x = E[ids] * math.sqrt(D) + self.P                     # (B, T, D)
         saved = []
         for l in range(self.L):
             pre = f"block.{l}."
@@ -284,7 +284,7 @@ class TransformerWorkload(Workload):
             X = x.reshape(-1, D)
             qkv = X @ np.concatenate([WQ, WK, WV], axis=1)    # (BT, 3D)
             Q, K, Vv = (qkv[:, i * D:(i + 1) * D].reshape(B, T, H, k).transpose(0, 2, 1, 3) for i in range(3))
-            S = Q @ K.transpose(0, 1, 3, 2) * (1.0 / np.sqrt(k)) + self.M
+            S = Q @ K.transpose(0, 1, 3, 2) * (1.0 / math.sqrt(k)) + self.M
             A = np.exp(S - S.max(-1, keepdims=True))
             A /= A.sum(-1, keepdims=True)
             O = (A @ Vv).transpose(0, 2, 1, 3).reshape(-1, D)
@@ -315,14 +315,14 @@ class TransformerWorkload(Workload):
             dO = (dres @ WO.T).reshape(B, T, H, k).transpose(0, 2, 1, 3)
             dA = dO @ Vv.transpose(0, 1, 3, 2)
             dV = A.transpose(0, 1, 3, 2) @ dO
-            dS = A * (dA - (dA * A).sum(-1, keepdims=True)) * (1.0 / np.sqrt(k))
+            dS = A * (dA - (dA * A).sum(-1, keepdims=True)) * (1.0 / math.sqrt(k))
             dQ, dK = dS @ K, dS.transpose(0, 1, 3, 2) @ Q
             dqkv = np.concatenate([d.transpose(0, 2, 1, 3).reshape(-1, D) for d in (dQ, dK, dV)], axis=1)
             dW = X.T @ dqkv
             for i, n in enumerate(("W_Q", "W_K", "W_V")):
                 g[pre + "attention." + n] = dW[:, i * D:(i + 1) * D].reshape(D, H, k).transpose(1, 0, 2)
             dx = dqkv @ np.concatenate([WQ, WK, WV], axis=1).T + dres
-        dx = dx.reshape(B, T, D) * np.sqrt(D)
+        dx = dx.reshape(B, T, D) * math.sqrt(D)
         gE = g["E"]
         np.add.at(gE, ids.reshape(-1), dx.reshape(-1, D))
         return loss, g
