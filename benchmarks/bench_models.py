@@ -815,16 +815,18 @@ def run(args) -> dict:
             base = float(np.median(times["numpy"]))
             ref_row = "micrograd" if name == "micrograd" and "micrograd" in times else "numpy"
             print(f"{w.title} — {dt}" + (" (ratios to micrograd)" if ref_row == "micrograd" else ""))
-            print(f"  {'row':<10}{'median ms':>11}{'IQR ms':>9}{'×':>8}{'peak MiB':>10}{'mem ×':>7}  max grad err")
+            print(f"  {'row':<10}{'median ms':>11}{'IQR ms':>9}{'min ms':>9}{'×':>9}{'peak MiB':>10}{'mem ×':>8}"
+                  f"  max grad err")
             ref_med = float(np.median(times[ref_row]))
             for n, ts in times.items():
                 med = float(np.median(ts))
                 q1, q3 = np.percentile(ts, [25, 75])
                 m = mem.get(n)
-                print(f"  {n:<10}{med * 1e3:>11.2f}{(q3 - q1) * 1e3:>9.2f}{med / ref_med:>8.2f}"
-                      + (f"{m / 2**20:>10.1f}{m / mem['numpy']:>7.2f}" if m is not None else f"{'':>17}")
+                print(f"  {n:<10}{med * 1e3:>11.2f}{(q3 - q1) * 1e3:>9.2f}{min(ts) * 1e3:>9.2f}{med / ref_med:>9.2f}"
+                      + (f"{m / 2**20:>10.1f}{m / mem['numpy']:>8.2f}" if m is not None else f"{'':>18}")
                       + (f"  {errors[n]:.1e}" if n in errors else ""))
                 report[f"{name}/{dt}/{n}"] = {"median_ms": med * 1e3, "iqr_ms": (q3 - q1) * 1e3,
+                                              "min_ms": min(ts) * 1e3,
                                               "ratio": med / ref_med, "ratio_numpy": med / base,
                                               "peak_mib": None if m is None else m / 2**20}
             print()

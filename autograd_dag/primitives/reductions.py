@@ -189,7 +189,8 @@ def _shifted(x, axis, gamma):
 def _lse_impl(x, *, axis, keepdims, gamma):
     z, c = _shifted(x, axis, gamma)
     with np.errstate(divide="ignore"):  # log(0) = -inf for an empty or all -inf slice
-        out = np.log(np.sum(np.exp(z), axis=axis, keepdims=True)) + c
+        # z is a fresh array (x − c): exponentiate it in place.
+        out = np.log(np.sum(np.exp(z, out=z), axis=axis, keepdims=True)) + c
     if gamma != 1.0:
         out = out * gamma
     return out if keepdims else np.squeeze(out, axis=axis)
@@ -229,9 +230,10 @@ def logsumexp(x, axis=-1, keepdims: bool = False, gamma: float = 1.0) -> Tensor:
 
 def _softargmax_impl(x, *, axis, gamma):
     z, _ = _shifted(x, axis, gamma)
-    e = np.exp(z)
+    e = np.exp(z, out=z)  # z is a fresh array (x − c): one array of x's size in all
     with np.errstate(invalid="ignore"):  # an all -inf slice has no distribution: NaN
-        return e / np.sum(e, axis=axis, keepdims=True)
+        e /= np.sum(e, axis=axis, keepdims=True)
+    return e
 
 
 def _softargmax_jacobian(v, out, axis, gamma):
