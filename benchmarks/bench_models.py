@@ -17,28 +17,35 @@ float64), ``eager`` (record, then ``loss.backward()``), ``jit`` (``ad.jit(ad.val
 traced once), ``torch`` (PyTorch CPU with as many threads as numpy's BLAS, when installed),
 ``jax`` (``jax.jit(jax.value_and_grad(f))``, when installed) and, for the scalar MLP,
 ``micrograd`` (when installed).  Timings are interleaved (one call of every row per round),
-with ``gc.collect()`` and a short pause outside the timed region; the table shows the median
-and the inter-quartile range, and the ratio of medians to the numpy row.  ``peak MiB`` is the
+with ``gc.collect()`` and a short pause outside the timed region; the table shows the median,
+the inter-quartile range and the minimum, and the ratio of medians to the numpy row (to
+micrograd for the scalar MLP).  numpy's BLAS, torch and XLA run on ONE thread by default
+(``--threads``): on a shared machine a two-thread OpenBLAS measured 100x slower on these
+products, its threads spinning for each other.  ``peak MiB`` is the
 tracemalloc high-water mark of one step (numpy reports its buffers to tracemalloc; not
 available for torch and jax), and ``mem ×`` its ratio to the numpy row.
 
 Run:  python benchmarks/bench_models.py [--quick] [--models mlp,lenet] [--dtypes float64]
-      [--repeat 15] [--json out.json]
+      [--repeat 15] [--threads 1] [--no-peers] [--json out.json]
+(``make bench`` runs it with the other benchmarks.)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import math
 import os
+import platform
 import random
 import sys
 import time
 import tracemalloc
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 import autograd_dag as ad
 from autograd_dag import nn
@@ -66,7 +73,6 @@ def limit_threads(n: int):
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
-        import contextlib
         return contextlib.nullcontext()
     return threadpool_limits(limits=n, user_api="blas")
 
@@ -403,7 +409,6 @@ class _Logits(nn.Module):
 
 def _im2col(x, kh, kw):
     """(N, C, H, W) -> rows (N·Ho·Wo, C·kh·kw) of every kernel-sized window (one copy)."""
-    from numpy.lib.stride_tricks import sliding_window_view
     win = sliding_window_view(x, (kh, kw), axis=(2, 3))            # (N, C, Ho, Wo, kh, kw)
     n, c, ho, wo = win.shape[:4]
     return win.transpose(0, 2, 3, 1, 4, 5).reshape(n * ho * wo, c * kh * kw), (n, ho, wo)
@@ -794,7 +799,6 @@ def run(args) -> dict:
     repeat = args.repeat or (3 if args.quick else 15)
     threads = blas_threads()
     peers = {} if args.no_peers else load_peers(threads)
-    import platform
     print(f"{time.strftime('%Y-%m-%d %H:%M')}, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"Python {platform.python_version()}, numpy {np.__version__}, BLAS threads {threads}"
           + (f", torch {peers['torch'].__version__} ({threads} threads)" if "torch" in peers else "")
