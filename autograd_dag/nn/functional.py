@@ -15,6 +15,7 @@ from ..primitives.elementwise import logistic, multiply, negative, relu, sigmoid
 from ..primitives.indexing import one_hot
 from ..primitives.numeric import take_along_axis
 from ..primitives.reductions import argmax as _argmax
+from ..primitives.reductions import layer_norm
 from ..primitives.reductions import logsumexp as _logsumexp
 from ..primitives.reductions import max as _max
 from ..primitives.reductions import mean as _mean
@@ -24,7 +25,7 @@ from ..primitives.structure import sum as _sum
 
 __all__ = ["relu", "softplus", "step", "logistic", "sigmoid", "tanh", "identity", "softargmax",
            "softmax", "log_softargmax", "log_softmax", "argmax", "max", "logsumexp", "mse_loss",
-           "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "get_activation"]
+           "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "get_activation", "layer_norm"]
 
 
 def identity(x):
