@@ -392,7 +392,8 @@ def layer_norm(x, gamma=1.0, beta=0.0, axes=-1, eps: float = 1e-5) -> Tensor:
     are the standardised axes; gamma and beta broadcast against x (usually of
     the standardised shape). ε goes under the square root, as in PyTorch.
     Shapes: x (..., *n), gamma and beta broadcastable to it -> x's shape (broadcast).
-    Example: ``ad.layer_norm(ad.Tensor([1., 3.]), eps=0.0).value`` is ``[-1., 1.]``.
+    Not exported as ``ad.*``; it is ``nn.functional.layer_norm`` (and what ``nn.LayerNorm`` calls).
+    Example: ``nn.functional.layer_norm(ad.Tensor([1., 3.]), eps=0.0).value`` is ``[-1., 1.]``.
     """
     ndim = _ndim(x)
     axes = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
