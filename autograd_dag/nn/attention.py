@@ -162,9 +162,14 @@ def attention(Q, K, V, mask=None, scale: float | None = None, return_weights: bo
                          f"Actual: Q {sq}, K {sk}, V {sv}")
     if scale is None:
         scale = 1.0 / np.sqrt(sk[-1]) if sk[-1] else 1.0
-    scores = matmul(Q, swapaxes(K, -1, -2))
-    if scale != 1.0:
-        scores = multiply(scores, float(scale))
+    if scale != 1.0 and sk[-2] > sq[-1]:
+        # Scale the queries (L_q × d_key) rather than the scores (L_q × L_k): a
+        # smaller array made, and kept for the backward pass.
+        scores = matmul(multiply(Q, float(scale)), swapaxes(K, -1, -2))
+    else:
+        scores = matmul(Q, swapaxes(K, -1, -2))
+        if scale != 1.0:
+            scores = multiply(scores, float(scale))
     if mask is not None:
         mask = _additive(mask, scores.dtype)
         _check_rows(mask, tuple(scores.shape))

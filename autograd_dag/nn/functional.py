@@ -13,16 +13,19 @@ from ..core import Tensor
 from ..errors import AutogradDagError, ShapeError
 from ..primitives.elementwise import logistic, multiply, negative, relu, sigmoid, softplus, step, subtract, tanh
 from ..primitives.indexing import one_hot
+from ..primitives.numeric import take_along_axis
 from ..primitives.reductions import argmax as _argmax
+from ..primitives.reductions import layer_norm
 from ..primitives.reductions import logsumexp as _logsumexp
 from ..primitives.reductions import max as _max
 from ..primitives.reductions import mean as _mean
 from ..primitives.reductions import softargmax as _softargmax
+from ..primitives.structure import reshape
 from ..primitives.structure import sum as _sum
 
 __all__ = ["relu", "softplus", "step", "logistic", "sigmoid", "tanh", "identity", "softargmax",
            "softmax", "log_softargmax", "log_softmax", "argmax", "max", "logsumexp", "mse_loss",
-           "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "get_activation"]
+           "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "get_activation", "layer_norm"]
 
 
 def identity(x):
@@ -148,6 +151,33 @@ def _target_distribution(name: str, scores: Tensor, target) -> Tensor:
     raise ShapeError(f"{name}: Expect: integer class indices or float probabilities. Actual: dtype {value.dtype}")
 
 
+def _class_indices(name: str, scores: Tensor, target):
+    """The target as an integer array of class indices checked against ``scores``, or None if it is not one."""
+    value = target.value if isinstance(target, Tensor) else np.asarray(target)
+    if value.dtype.kind not in "iu":
+        return None
+    if scores.ndim < 1:
+        raise ShapeError(f"{name}: Expect: scores with a class axis (..., C). Actual: a scalar")
+    if value.shape != scores.shape[:-1]:
+        raise ShapeError(f"{name}: Expect: class indices of shape {scores.shape[:-1]} for scores of "
+                         f"shape {scores.shape}. Actual: indices of shape {value.shape}")
+    classes = scores.shape[-1]
+    if value.size and (value.min() < 0 or value.max() >= classes):
+        bad = int(value.max()) if value.max() >= classes else int(value.min())
+        raise ShapeError(f"{name}: index {bad} is out of range for {classes} classes. Expect: class "
+                         f"indices in [0, {classes}). Actual: {bad}")
+    return value
+
+
+def _picked(scores: Tensor, indices: np.ndarray) -> Tensor:
+    """scores[..., indices]: each row's score of its class. Shapes: (..., C), (...) -> (...).
+
+    A gather, not ⟨one_hot, scores⟩: no (..., C) one-hot array is made, multiplied
+    and summed, forward or backward (the backward scatters into one zero array).
+    """
+    return reshape(take_along_axis(scores, indices[..., None], -1), indices.shape)
+
+
 def _as_tensor(x) -> Tensor:
     return x if isinstance(x, Tensor) else Tensor(x)
 
@@ -196,6 +226,10 @@ def cross_entropy(logits, target, reduction: str = "mean") -> Tensor:
     Example: ``cross_entropy(ad.Tensor([[0., 0.]]), np.array([1])).value`` is ``log 2``.
     """
     logits = _as_tensor(logits)
+    indices = _class_indices("cross_entropy", logits, target)
+    if indices is not None:
+        loss = subtract(_logsumexp(logits, -1), _picked(logits, indices))
+        return _reduce(loss, reduction, "cross_entropy")
     t = _target_distribution("cross_entropy", logits, target)
     loss = subtract(_logsumexp(logits, -1), _sum(multiply(t, logits), -1))
     return _reduce(loss, reduction, "cross_entropy")
@@ -208,6 +242,9 @@ def nll_loss(log_probs, target, reduction: str = "mean") -> Tensor:
     Example: ``nll_loss(ad.Tensor([[-1., -2.]]), np.array([1])).value`` is ``2.0``.
     """
     log_probs = _as_tensor(log_probs)
+    indices = _class_indices("nll_loss", log_probs, target)
+    if indices is not None:
+        return _reduce(negative(_picked(log_probs, indices)), reduction, "nll_loss")
     t = _target_distribution("nll_loss", log_probs, target)
     return _reduce(negative(_sum(multiply(t, log_probs), -1)), reduction, "nll_loss")
 

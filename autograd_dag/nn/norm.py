@@ -13,7 +13,7 @@ import numpy as np
 from ..core import Tensor, no_grad
 from ..errors import ShapeError
 from ..primitives.elementwise import add, divide, multiply, sqrt, subtract
-from ..primitives.reductions import mean
+from ..primitives.reductions import layer_norm, mean
 from ..primitives.structure import reshape
 from .module import Module, Parameter
 
@@ -140,11 +140,11 @@ class LayerNorm(Module):
         if x.shape[x.ndim - k:] != self.normalized_shape or x.ndim < k:
             raise ShapeError(f"LayerNorm{self.normalized_shape}: Expect: input (..., "
                              f"{', '.join(map(str, self.normalized_shape))}). Actual: shape {x.shape}")
-        axes = tuple(range(x.ndim - k, x.ndim))
-        out, _, _ = _standardize(x, axes, self.eps)
-        if self.gamma is not None:
-            out = add(multiply(out, self.gamma), self.beta)
-        return out
+        # One primitive (it keeps only its output for the backward pass): the
+        # composed form kept five arrays of x's size per call.
+        if self.gamma is None:
+            return layer_norm(x, 1.0, 0.0, tuple(range(-k, 0)), self.eps)
+        return layer_norm(x, self.gamma, self.beta, tuple(range(-k, 0)), self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps:g}, affine={self.gamma is not None}"

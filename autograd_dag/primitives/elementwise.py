@@ -239,8 +239,9 @@ def _logistic_impl(x):
 
 
 def _relu_mask(x):
-    # relu'(0) = 0: the mask is x > 0, strictly.
-    return astype(greater(x, 0.0), x.dtype)
+    # relu'(0) = 0: the mask is x > 0, strictly. Left boolean: multiplying by
+    # it keeps the cotangent's dtype, and saves a cast of the whole array.
+    return greater(x, 0.0)
 
 
 LOGISTIC = _elementwise("logistic", _logistic_impl,

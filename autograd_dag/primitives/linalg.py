@@ -45,17 +45,40 @@ def _as_matrix(t, shape):
     return t if t.shape == shape else reshape(t, shape)
 
 
-def _matmul_vjp(ct, out, a, b):
+def _matrices(ct, a, b):
     # Work with the matrices numpy promotes 1-D operands to: a (k,) is (1, k),
     # b (k,) is (k, 1); the output then has those size-1 axes too.
     a2 = a.shape if a.ndim > 1 else (1,) + a.shape
     b2 = b.shape if b.ndim > 1 else b.shape + (1,)
     batch = np.broadcast_shapes(a2[:-2], b2[:-2])
-    ct2 = _as_matrix(ct, batch + (a2[-2], b2[-1]))
-    am, bm = _as_matrix(a, a2), _as_matrix(b, b2)
-    da = sum_to_shape(matmul(ct2, swapaxes(bm, -1, -2)), a2)
-    db = sum_to_shape(matmul(swapaxes(am, -1, -2), ct2), b2)
-    return _as_matrix(da, a.shape), _as_matrix(db, b.shape)
+    return _as_matrix(ct, batch + (a2[-2], b2[-1])), a2, b2
+
+
+# One rule per operand (the sweep then computes only the cotangents it needs:
+# not the input's in x @ W when x is data). An operand shared by a batch
+# (a 2-D W against a (B, T, k) x) gets its cotangent from ONE product over
+# the flattened batch, not a batched product summed afterwards (2.3x slower,
+# see DESIGN.md, Performance).
+def _matmul_vjp_a(ct, out, a, b):
+    ct2, a2, b2 = _matrices(ct, a, b)
+    bm = _as_matrix(b, b2)
+    if len(b2) == 2 and len(a2) > 2 and tuple(a2[:-2]) == tuple(ct2.shape[:-2]):
+        # x (B, T, k) @ W: the cotangent of x as one (B·T, n) × (n, k) product.
+        da = reshape(matmul(reshape(ct2, (-1, b2[-1])), swapaxes(bm, -1, -2)), a2)
+    else:
+        da = sum_to_shape(matmul(ct2, swapaxes(bm, -1, -2)), a2)
+    return _as_matrix(da, a.shape)
+
+
+def _matmul_vjp_b(ct, out, a, b):
+    ct2, a2, b2 = _matrices(ct, a, b)
+    am = _as_matrix(a, a2)
+    if len(b2) == 2 and len(a2) > 2 and tuple(a2[:-2]) == tuple(ct2.shape[:-2]):
+        # b shared across a's batch: (Σ_batch aᵀ ct) as one (k, B·m) × (B·m, n) product.
+        db = matmul(swapaxes(reshape(am, (-1, a2[-1])), -1, -2), reshape(ct2, (-1, b2[-1])))
+    else:
+        db = sum_to_shape(matmul(swapaxes(am, -1, -2), ct2), b2)
+    return _as_matrix(db, b.shape)
 
 
 def _matmul_jvp(t, out, a, b):
@@ -84,7 +107,7 @@ def _matmul_batch(prim, args, batched):
     return out
 
 
-MATMUL = defprim("matmul", np.matmul, vjp=_matmul_vjp, jvp=_matmul_jvp, shape=_matmul_rule,
+MATMUL = defprim("matmul", np.matmul, vjp=(_matmul_vjp_a, _matmul_vjp_b), jvp=_matmul_jvp, shape=_matmul_rule,
                  batch=_matmul_batch)
 
 

@@ -1,4 +1,4 @@
-"""Reductions and the book's vector activations: mean, max, min, logsumexp, softargmax, argmax.
+"""Reductions and the book's vector activations: mean, max, min, logsumexp, softargmax, argmax, layer_norm.
 
 Seed 001 §4.4.2 and §4.4.4. Conventions fixed and tested exactly:
 ``max``/``min`` split the gradient evenly among all tied extrema; ``argmax``
@@ -20,11 +20,12 @@ import numpy as np
 
 from ..core import Tensor, apply
 from ..errors import ShapeError
-from .elementwise import astype, divide, equal, multiply, subtract
+from .elementwise import add, astype, divide, equal, multiply, sqrt, subtract
+from .batch import elementwise as elementwise_batch
 from .batch import shift_axis
 from .registry import defprim
 from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape
-from .structure import broadcast_to, reshape, sum
+from .structure import broadcast_to, reshape, sum, sum_to_shape
 
 
 def _ndim(x) -> int:
@@ -188,7 +189,8 @@ def _shifted(x, axis, gamma):
 def _lse_impl(x, *, axis, keepdims, gamma):
     z, c = _shifted(x, axis, gamma)
     with np.errstate(divide="ignore"):  # log(0) = -inf for an empty or all -inf slice
-        out = np.log(np.sum(np.exp(z), axis=axis, keepdims=True)) + c
+        # z is a fresh array (x − c): exponentiate it in place.
+        out = np.log(np.sum(np.exp(z, out=z), axis=axis, keepdims=True)) + c
     if gamma != 1.0:
         out = out * gamma
     return out if keepdims else np.squeeze(out, axis=axis)
@@ -228,9 +230,10 @@ def logsumexp(x, axis=-1, keepdims: bool = False, gamma: float = 1.0) -> Tensor:
 
 def _softargmax_impl(x, *, axis, gamma):
     z, _ = _shifted(x, axis, gamma)
-    e = np.exp(z)
+    e = np.exp(z, out=z)  # z is a fresh array (x − c): one array of x's size in all
     with np.errstate(invalid="ignore"):  # an all -inf slice has no distribution: NaN
-        return e / np.sum(e, axis=axis, keepdims=True)
+        e /= np.sum(e, axis=axis, keepdims=True)
+    return e
 
 
 def _softargmax_jacobian(v, out, axis, gamma):
@@ -311,3 +314,99 @@ def argmax(x, axis=-1) -> Tensor:
         # One spelling per operation: for a vector, None and 0 are the same.
         axis = normalize_axis("argmax", 0 if axis is None else axis, ndim)
     return apply(ARGMAX, x, axis=axis)
+
+# ------------------------------------------------------------ layer_norm
+
+
+def _layer_norm_impl(x, gamma, beta, *, axes, eps):
+    dtype = _float_dtype(np.result_type(x, gamma, beta))
+    x = x.astype(dtype, copy=False)
+    mu = np.mean(x, axis=axes, keepdims=True)
+    out = x - mu                                   # the one array of x's size; the rest works in place
+    var = np.mean(np.square(out), axis=axes, keepdims=True)
+    var += eps
+    np.sqrt(var, out=var)
+    out /= var
+    for operand, ufunc in ((gamma, np.multiply), (beta, np.add)):
+        if np.broadcast_shapes(out.shape, operand.shape) == out.shape:
+            ufunc(out, operand, out=out)
+        else:
+            out = ufunc(out, operand)
+    return out
+
+
+def _standardized(x, axes, eps):
+    """(x̂, 1/√(σ² + ε)) of x over ``axes``, as recorded Tensor operations (for the derivative rules)."""
+    centred = subtract(x, mean(x, axes, keepdims=True))
+    inv = divide(1.0, sqrt(add(mean(multiply(centred, centred), axes, keepdims=True), eps)))
+    return multiply(centred, inv), inv
+
+
+def _standardize_jacobian(v, xhat, inv, axes):
+    """J v for J = ∂x̂/∂x, which is symmetric: (v − mean(v) − x̂·mean(v ⊙ x̂)) / √(σ² + ε)."""
+    centred = subtract(v, mean(v, axes, keepdims=True))
+    return multiply(subtract(centred, multiply(xhat, mean(multiply(v, xhat), axes, keepdims=True))), inv)
+
+
+def _layer_norm_vjp(ct, out, x, gamma, beta, *, axes, eps):
+    # x̂ is recomputed from x here rather than kept from the forward pass: the
+    # forward then keeps one array (its output) instead of five.
+    xhat, inv = _standardized(x, axes, eps)
+    return (sum_to_shape(_standardize_jacobian(multiply(ct, gamma), xhat, inv, axes), x.shape),
+            sum_to_shape(multiply(ct, xhat), gamma.shape),
+            sum_to_shape(ct, beta.shape))
+
+
+def _layer_norm_jvp(t, out, x, gamma, beta, *, axes, eps):
+    tx, tg, tb = t
+    xhat, inv = _standardized(x, axes, eps)
+    terms = []
+    if tx is not None:
+        terms.append(multiply(_standardize_jacobian(tx, xhat, inv, axes), gamma))
+    if tg is not None:
+        terms.append(multiply(xhat, tg))
+    if tb is not None:
+        terms.append(tb)
+    total = terms[0]
+    for term in terms[1:]:
+        total = add(total, term)
+    return broadcast_to(total, out.shape)
+
+
+def _layer_norm_rule(x, gamma, beta, *, axes, eps):
+    if x.ndim < len(axes):
+        raise ShapeError(f"layer_norm: Expect: an input with at least {len(axes)} axes. Actual: shape "
+                         f"{fmt(x.shape)}")
+    try:
+        shape = np.broadcast_shapes(tuple(x.shape), tuple(gamma.shape), tuple(beta.shape))
+    except ValueError:
+        raise ShapeError(f"layer_norm: Expect: gamma and beta broadcastable with the input. Actual: input "
+                         f"{fmt(x.shape)}, gamma {fmt(gamma.shape)}, beta {fmt(beta.shape)}") from None
+    return shape, _float_dtype(np.result_type(x.dtype, gamma.dtype, beta.dtype))
+
+
+LAYER_NORM = defprim("layer_norm", _layer_norm_impl, vjp=_layer_norm_vjp, jvp=_layer_norm_jvp,
+                     shape=_layer_norm_rule, batch=elementwise_batch)
+
+
+def layer_norm(x, gamma=1.0, beta=0.0, axes=-1, eps: float = 1e-5) -> Tensor:
+    """γ ⊙ (x − μ) / √(σ² + ε) + β with μ, σ² the mean and variance of x over its trailing ``axes``.
+
+    One primitive for LayerNorm's forward pass (§4.5.2): it keeps only its output
+    for the backward pass, which recomputes x̂ (the composed form keeps five
+    arrays of x's size). ``axes`` (an int or tuple of NEGATIVE axes, the last ones)
+    are the standardised axes; gamma and beta broadcast against x (usually of
+    the standardised shape). ε goes under the square root, as in PyTorch.
+    Shapes: x (..., *n), gamma and beta broadcastable to it -> x's shape (broadcast).
+    Not exported as ``ad.*``; it is ``nn.functional.layer_norm`` (and what ``nn.LayerNorm`` calls).
+    Example: ``nn.functional.layer_norm(ad.Tensor([1., 3.]), eps=0.0).value`` is ``[-1., 1.]``.
+    """
+    ndim = _ndim(x)
+    axes = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
+    if not axes or any(not isinstance(a, (int, np.integer)) or a >= 0 or a < -ndim for a in axes):
+        raise ShapeError(f"layer_norm: Expect: axes a non-empty tuple of negative (trailing) axes of an input "
+                         f"with {ndim} axes. Actual: {axes!r}")
+    axes = tuple(sorted({int(a) for a in axes}))
+    if axes != tuple(range(-len(axes), 0)):
+        raise ShapeError(f"layer_norm: Expect: the LAST axes, e.g. (-2, -1). Actual: {axes!r}")
+    return apply(LAYER_NORM, x, gamma, beta, axes=axes, eps=float(eps))

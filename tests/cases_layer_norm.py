@@ -1,0 +1,34 @@
+"""Table of cases for layer_norm (one primitive for LayerNorm's forward pass, §4.5.2).
+
+The ``ref`` is the formula written directly in numpy: γ ⊙ (x − μ) / √(σ² + ε) + β
+over the trailing axes, never the code under test.
+"""
+
+import numpy as np
+
+from tests.cases import Case
+from autograd_dag.primitives import reductions as R
+
+
+def _ref(axes, eps):
+    def ref(x, gamma=1.0, beta=0.0):
+        mu = x.mean(axis=axes, keepdims=True)
+        var = ((x - mu) ** 2).mean(axis=axes, keepdims=True)
+        return (x - mu) / np.sqrt(var + eps) * gamma + beta
+    return ref
+
+
+def _normal(*shapes):
+    return lambda rng: tuple(rng.standard_normal(s) for s in shapes)
+
+
+CASES = [
+    Case("layer_norm", lambda x, g, b: R.layer_norm(x, g, b), _normal((3, 5), (5,), (5,)), _ref((-1,), 1e-5),
+         id="layer_norm-(3,5)-affine"),
+    Case("layer_norm", lambda x, g, b: R.layer_norm(x, g, b, axes=(-2, -1), eps=0.1),
+         _normal((2, 3, 4), (3, 4), (4,)), _ref((-2, -1), 0.1), id="layer_norm-(2,3,4)-two-axes"),
+    Case("layer_norm", lambda x: R.layer_norm(x), _normal((4, 6)), _ref((-1,), 1e-5), id="layer_norm-(4,6)-plain"),
+    # gamma broadcasting past x (a per-example scale): the input's cotangent is summed back.
+    Case("layer_norm", lambda x, g, b: R.layer_norm(x, g, b), _normal((3,), (2, 3), (1,)), _ref((-1,), 1e-5),
+         id="layer_norm-broadcast-gamma"),
+]
