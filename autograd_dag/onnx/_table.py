@@ -448,6 +448,17 @@ def _norm(b, node, args):
                 hint=_hint(node))
 
 
+@rule("layer_norm")
+def _layer_norm(b, node, args):
+    # (x − μ) / √(σ² + ε) · γ + β over the trailing axes, as the primitive computes it.
+    x, gamma, beta = (b.cast(a, node.dtype) for a in args)
+    axes = b.ints(node.params["axes"])
+    d = b.op("Sub", [x, b.op("ReduceMean", [x, axes], keepdims=1)])
+    var = b.op("ReduceMean", [b.op("Mul", [d, d]), axes], keepdims=1)
+    scale = b.op("Sqrt", [b.op("Add", [var, b.scalar(node.params["eps"], node.dtype)])])
+    return b.op("Add", [b.op("Mul", [b.op("Div", [d, scale]), gamma]), beta], hint=_hint(node))
+
+
 @rule("any", "all")
 def _any_all(b, node, args):
     x = args[0]
