@@ -190,3 +190,53 @@ def test_argument_errors():
         decoding.greedy(step, (), bos=BOS, eos=EOS, max_len=-1)
     with pytest.raises(ad.ShapeError, match=r"logits of shape \(vocab,\). Actual: shape \(1, 3\)"):
         decoding.greedy(lambda s, t: (np.zeros((1, 3)), s), None, bos=BOS, eos=EOS, max_len=2)
+
+# ------------------------------------------------------------ sliding context
+
+
+class Context:
+    """A bounded-context model: state = the tuple of tokens consumed; logits depend on the whole context."""
+
+    def __init__(self, vocab=6, window=5):
+        self.vocab, self.window, self.contexts = vocab, window, []
+
+    def start_state(self, prefix):
+        return tuple(int(t) for t in prefix)
+
+    def step(self, state, token):
+        context = state + (token,)
+        assert len(context) <= self.window, f"position {len(context) - 1} is past the window"
+        self.contexts.append(context)
+        key = hash(context) % (2 ** 32)
+        return np.random.default_rng(key).normal(size=self.vocab), context
+
+
+@pytest.mark.parametrize("keep", [1, 2, None, 5])
+def test_sliding_context_restarts_from_the_last_tokens_and_stays_in_the_window(keep):
+    model = Context(window=5)
+    bounded = decoding.SlidingContext(model, window=5, keep=keep)
+    keep = 5 // 2 if keep is None else keep
+    out = decoding.sample(bounded.step, bounded.start_state([4, 1]), bos=2, eos=None, max_len=12,
+                          rng=np.random.default_rng(0))
+    history = [4, 1, 2] + out
+    assert len(out) == 12 and len(model.contexts) == 12
+    # Each step sees a suffix of the history ending at the token fed, of at most `window` tokens,
+    # and one that starts over with `keep` tokens exactly when the previous context was full.
+    previous = 2
+    for i, context in enumerate(model.contexts):
+        fed = 2 + i  # index in history of the token fed at this step
+        assert list(context) == history[fed - len(context) + 1:fed + 1]
+        assert len(context) == (keep if previous == 5 else previous + 1)
+        previous = len(context)
+
+
+def test_sliding_context_agrees_with_the_model_while_the_window_is_not_full():
+    lm = nn.TransformerLM(vocab_size=7, d_model=8, heads=2, hidden=16, layers=1, rng=0)
+    bounded = decoding.SlidingContext(lm, window=16)
+    kwargs = dict(bos=3, eos=None, max_len=10)
+    assert (decoding.greedy(bounded.step, bounded.start_state([1, 5]), **kwargs)
+            == decoding.greedy(lm.step, lm.start_state(np.array([1, 5])), **kwargs))
+    with pytest.raises(ad.AutogradDagError, match="keep"):
+        decoding.SlidingContext(lm, window=4, keep=5)
+    with pytest.raises(ad.AutogradDagError, match="no room"):
+        bounded.start_state(np.arange(16) % 7)

@@ -1,4 +1,4 @@
-"""Decoding autoregressive models: greedy search, beam search and top-k sampling.
+"""Decoding autoregressive models: greedy search, beam search, top-k sampling, and a sliding context.
 
 A model to decode exposes two methods, used here as plain functions:
 
@@ -14,6 +14,10 @@ excludes eos**: generation stops at the first eos, which is not returned. A
 sequence that reaches ``max_len`` tokens without eos is returned as it is
 (``max_len`` counts the generated tokens, eos included: at most ``max_len``
 calls of ``step`` per hypothesis). ``eos=None`` never stops early.
+
+:class:`SlidingContext` wraps a language model whose context is bounded (a
+Transformer trained on windows of ``window`` positions) in the same protocol,
+so that any of the three functions generates past that length.
 
 Example:
     >>> import numpy as np
@@ -33,7 +37,7 @@ import numpy as np
 from ..core import no_grad
 from ..errors import AutogradDagError, ShapeError
 
-__all__ = ["greedy", "beam_search", "sample", "log_softargmax"]
+__all__ = ["greedy", "beam_search", "sample", "log_softargmax", "SlidingContext"]
 
 
 def log_softargmax(logits) -> np.ndarray:
@@ -190,3 +194,58 @@ def sample(step, state, *, bos: int, eos: int | None, max_len: int, top_k: int |
             break
         out.append(token)
     return out
+
+
+class SlidingContext:
+    """A bounded-context model in the decoding protocol: restart it from its last tokens when the context is full.
+
+    ``model`` exposes ``model.start_state(prefix)`` (the state after consuming the
+    token ids ``prefix``, e.g. :meth:`TransformerLM.start_state`) and
+    ``model.step``. The wrapped state is (model state, the tokens it has
+    consumed). Before a step would feed position ``window`` (the model never saw
+    positions that far in training), the model restarts from the last
+    ``keep - 1`` tokens (default ``keep = window // 2``), and the step's token
+    makes ``keep``: every logit comes from a context of at most ``window``
+    tokens. Its :meth:`step` and :meth:`start_state` go to :func:`greedy`,
+    :func:`beam_search` or :func:`sample` like a model's.
+    Shapes: ``step(state, token)`` -> (logits (vocab,), state), as the model's.
+
+    Example:
+        >>> import numpy as np
+        >>> from autograd_dag import nn
+        >>> from autograd_dag.nn import decoding
+        >>> lm = nn.TransformerLM(vocab_size=5, d_model=8, heads=2, hidden=16, layers=1, rng=0)
+        >>> bounded = decoding.SlidingContext(lm, window=4)
+        >>> state = bounded.start_state([1, 2])          # a prompt 1, 2, 3: feed 3 as the first token
+        >>> out = decoding.sample(bounded.step, state, bos=3, eos=None, max_len=10, top_k=2,
+        ...                       rng=np.random.default_rng(0))
+        >>> len(out), all(0 <= t < 5 for t in out)
+        (10, True)
+    """
+
+    def __init__(self, model, window: int, keep: int | None = None):
+        keep = window // 2 if keep is None else keep
+        for label, value in (("window", window), ("keep", keep)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise AutogradDagError(f"SlidingContext: {label} must be an int; got {value!r}")
+        if not 1 <= keep <= window:
+            raise AutogradDagError(f"SlidingContext: Expect: 1 <= keep <= window. Actual: keep {keep}, "
+                                   f"window {window}")
+        self.model, self.window, self.keep = model, int(window), int(keep)
+
+    def start_state(self, prefix=()):
+        """The model's state after ``prefix`` (token ids, at most ``window - 1`` of them), with the prefix kept."""
+        tokens = tuple(int(t) for t in np.asarray(prefix, dtype=np.int64).reshape(-1))
+        if len(tokens) >= self.window:
+            raise AutogradDagError(f"SlidingContext.start_state: a prefix of {len(tokens)} tokens leaves no "
+                                   f"room in a window of {self.window}")
+        return self.model.start_state(np.array(tokens, dtype=np.int64)), tokens
+
+    def step(self, state, token: int):
+        """Feed ``token``, restarting the model from its last ``keep - 1`` tokens first if the window is full."""
+        inner, tokens = state
+        if len(tokens) >= self.window:
+            tokens = tokens[len(tokens) - (self.keep - 1):]
+            inner = self.model.start_state(np.array(tokens, dtype=np.int64))
+        logits, inner = self.model.step(inner, int(token))
+        return logits, (inner, tokens + (int(token),))
