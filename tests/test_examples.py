@@ -58,6 +58,8 @@ def test_demo_entry_point_fast(tmp_path):
     assert proc.stderr == ""
     assert "seed 0" not in proc.stdout and "The Elements of Differentiable Programming" in proc.stdout
     assert "def f(" in proc.stdout and "def grad_f(" in proc.stdout
+    # The sequence-model section: a trained Transformer decodes with greedy and beam search.
+    assert "== 5. A sequence model" in proc.stdout and "reverse [2, 7, 1] -> greedy [" in proc.stdout
     assert proc.stdout.rstrip().endswith(f"Output folder: {out}")
     assert is_png(out / "lenet_digits_curves.png")
 
