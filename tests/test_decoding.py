@@ -78,6 +78,17 @@ def test_beam_search_finds_a_likelier_sequence_than_greedy():
     np.testing.assert_allclose(np.exp([table.logprob(g), table.logprob(b)]), [.24, .36])
 
 
+@pytest.mark.parametrize("length_penalty", [0.0, 1.0])
+def test_beam_search_does_not_stop_when_width_short_hypotheses_have_finished(length_penalty):
+    # eos (token 0) ranks second after bos and after 1: with width 2, two short hypotheses finish
+    # ([] with p .3, [1] with p .21) before the likelier [1, 1] (p .49) can. Stopping at `width`
+    # finished hypotheses returned one of them; the search must go on while [1, 1] can still win.
+    table = Table(4, {(): [.3, .7, 0., 0.], (1,): [.3, .7, 0., 0.], (1, 1): [1., 0., 0., 0.]})
+    assert decoding.greedy(table, (), bos=BOS, eos=EOS, max_len=5) == [1, 1]
+    assert decoding.beam_search(table, (), bos=BOS, eos=EOS, max_len=5, width=2,
+                                length_penalty=length_penalty) == [1, 1]
+
+
 def test_beam_width_one_is_greedy_on_random_step_functions():
     for seed in range(30):
         table = Table(5, seed=seed)

@@ -94,15 +94,20 @@ def beam_search(step, state, *, bos: int, eos: int | None, max_len: int, width: 
     At each step every live hypothesis is extended by every token; the
     candidates are ranked by their summed log-probability and read in that
     order: among the first ``width``, one ending in eos is finished; the others
-    refill the beam up to ``width`` live hypotheses. The search ends once
-    ``width`` hypotheses have finished (or the beam is empty, or after
-    ``max_len`` tokens, when the live ones count as finished). The answer is the
+    refill the beam up to ``width`` live hypotheses. The answer is the
     finished hypothesis with the highest score
 
         score = Σ log p(token) / length ** length_penalty,
 
     where length counts the generated tokens, eos included
     (``length_penalty=0``: plain log-probability; 1: per-token average).
+    The search ends when no live hypothesis can still beat the best finished
+    one (log-probabilities only fall as a hypothesis grows, so a live one
+    scores at most its log-probability over the largest length ** length_penalty
+    it can reach), or the beam is empty, or after ``max_len`` tokens, when the
+    live ones count as finished. (Stopping as soon as ``width`` hypotheses have
+    finished, as some implementations do, lets early short ones end the search
+    before a likelier, longer one can finish: worse answers than greedy's.)
     With ``width=1`` this is exactly :func:`greedy`.
     Returns the tokens without bos and without eos.
 
@@ -150,10 +155,17 @@ def beam_search(step, state, *, bos: int, eos: int | None, max_len: int, width: 
             if len(next_live) >= width and rank >= width - 1:
                 break
         live = next_live
-        if len(finished) >= width or not live:
+        if not live:
             break
-    if len(finished) < width:  # stopped by max_len: the live hypotheses compete unfinished
-        finished.extend((score(logp, len(tokens)), tokens) for logp, tokens, _, _ in live)
+        if finished and length < max_len:
+            # The best any live hypothesis can still score: its log-probability (which only falls)
+            # over the most favourable length it can reach, length + 1 to max_len.
+            reach = max((length + 1) ** length_penalty, max_len ** length_penalty)
+            if max(logp for logp, _, _, _ in live) / reach <= max(s for s, _ in finished):
+                live = []
+                break
+    # Stopped by max_len: the live hypotheses compete unfinished.
+    finished.extend((score(logp, len(tokens)), tokens) for logp, tokens, _, _ in live)
     best_score = max(s for s, _ in finished)
     return next(tokens for s, tokens in finished if s == best_score)
 
