@@ -19,8 +19,19 @@ models' shared ``start_state`` / ``step`` protocol; the exact-match accuracies
 (the whole sequence and its length right) are printed as a table, and the
 training curves and the accuracy per source length go to ``seq2seq_digits.png``.
 
-Measured (full run, ``python -m examples.seq2seq_digits --no-progress``, the
-shared 2-core machine): see the table in the README ("Sequence to sequence").
+Measured (full run, ``python -m examples.seq2seq_digits --no-progress``: 330 s
+of CPU, 12 minutes on the shared 2-core machine; 500 test sequences per task):
+
+| model | task | greedy exact match | beam (width 4) exact match | batches |
+|---|---|---|---|---|
+| RNN (GRUCell, H=128) | reverse | 100.0% | 100.0% | 4000×64 |
+| RNN (GRUCell, H=128) | sort | 100.0% | 100.0% | 4000×64 |
+| Transformer (d=64, 2+2 blocks) | reverse | 100.0% | 100.0% | 2000×64 |
+| Transformer (d=64, 2+2 blocks) | sort | 100.0% | 100.0% | 2000×64 |
+
+Both models solve both tasks; beam search cannot improve on a perfect greedy
+decoder here (the ``--fast`` models, trained for seconds, are where the two
+differ). Decoding costs: beam search with width 4 takes about 3× greedy.
 """
 
 from __future__ import annotations
