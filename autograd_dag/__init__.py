@@ -38,7 +38,7 @@ from .primitives.elementwise import (abs, add, astype, divide, equal, exp, great
                                      negative, not_equal, power, relu, sigmoid, sign, softplus, sqrt,
                                      step, stop_gradient, subtract, tanh, where)
 from .primitives.elementwise import cos, sin
-from .primitives.indexing import concatenate, getitem, index_add, one_hot, stack, take
+from .primitives.indexing import concatenate, getitem, index_add, one_hot, stack, take, unstack
 from .primitives.linalg import einsum, matmul
 from .primitives.reductions import argmax, logsumexp, max, mean, min, softargmax, softmax, var
 from .primitives.structure import (broadcast_to, expand_dims, reshape, squeeze, sum, sum_to_shape,
@@ -76,7 +76,8 @@ __all__ = [
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where",
     "stop_gradient", "astype", "sum", "mean", "max", "min", "var", "logsumexp", "softargmax",
     "softmax", "argmax", "matmul", "einsum", "reshape", "transpose", "swapaxes", "broadcast_to",
-    "expand_dims", "squeeze", "sum_to_shape", "getitem", "index_add", "concatenate", "stack", "take",
+    "expand_dims", "squeeze", "sum_to_shape", "getitem", "index_add", "concatenate", "stack", "unstack",
+    "take",
     "one_hot", "conv2d", "max_pool2d",
     "sin", "cos",
     "hstack", "vstack", "dstack", "column_stack", "append", "atleast_1d", "atleast_2d", "atleast_3d",

@@ -6,14 +6,16 @@ carries (no download): 79 topics, about 465,000 characters. The last 10 % of
 the characters are held out. Printed and returned: the held-out cross-entropy
 (nats per character) of the model against a unigram and a bigram baseline
 (add-one smoothed counts of the training text), a text sampled from the model
-(top-k sampling through ``model.step``, which caches keys and values), and
+(top-k sampling with ``ad.nn.decoding.sample`` through ``model.step``, which
+caches keys and values), and
 ``char_transformer_attention.png``, the attention map of every head of every
 block on a held-out line, written to ``--out``.
 
 Measured (full run, 2 blocks, 4 heads, d_model 64, 1,500 steps of 32 windows of
 64 characters, float32, about 4 minutes on the shared 2-core machine): held-out
 1.56 nats/char against 2.32 for the bigram and 3.24 for the unigram baseline.
-Sampling goes past the training length with a sliding context (see :func:`sample`).
+Sampling goes past the training length with ``ad.nn.decoding.SlidingContext``
+(see :func:`sample`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np
 
 import autograd_dag as ad
 from autograd_dag import nn, optim
+from autograd_dag.nn import decoding
 from autograd_dag.nn import functional as F
 
 from . import _common as C
@@ -83,23 +86,19 @@ def sample(model, prompt: np.ndarray, count: int, top_k: int = 5, seed: int = 0,
            window: int | None = None) -> np.ndarray:
     """``count`` more characters after ``prompt``, each drawn from the top-k of the model's next-character law.
 
-    Uses the decoding protocol: the prompt's keys and values are cached by
-    ``start_state``, then one ``step`` per character. The model only saw
-    positions below ``window`` (its training length) during training: when the
-    next position would reach it, the state restarts from the last
-    ``window // 2`` characters (a sliding context), so positions stay in range.
+    :func:`ad.nn.decoding.sample` over the decoding protocol: the prompt but its
+    last character is consumed by ``start_state`` (keys and values cached), its
+    last character is fed first, then one ``step`` per character. The model only
+    saw positions below ``window`` (its training length) during training:
+    :class:`ad.nn.decoding.SlidingContext` restarts it from the last
+    ``window // 2`` characters when the context is full.
+    Shapes: prompt (P,) ints -> (count,) ints.
     """
-    rng = np.random.default_rng(seed)
-    history = [int(t) for t in prompt]
-    state = model.start_state(prompt[:-1])
-    for _ in range(count):
-        if window is not None and state.position >= window:
-            state = model.start_state(np.array(history[-(window // 2):-1]))
-        logits, state = model.step(state, history[-1])
-        top = np.argsort(logits)[-top_k:]
-        p = np.exp(logits[top] - logits[top].max())
-        history.append(int(rng.choice(top, p=p / p.sum())))
-    return np.array(history[len(prompt):], dtype=np.int64)
+    lm = model if window is None else decoding.SlidingContext(model, window)
+    prompt = np.asarray(prompt, dtype=np.int64)
+    out = decoding.sample(lm.step, lm.start_state(prompt[:-1]), bos=int(prompt[-1]), eos=None, max_len=count,
+                          top_k=top_k, rng=np.random.default_rng(seed))
+    return np.array(out, dtype=np.int64)
 
 
 def plot_attention(model, vocab: Vocabulary, ids: np.ndarray, path: str) -> str:

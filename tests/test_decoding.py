@@ -78,6 +78,17 @@ def test_beam_search_finds_a_likelier_sequence_than_greedy():
     np.testing.assert_allclose(np.exp([table.logprob(g), table.logprob(b)]), [.24, .36])
 
 
+@pytest.mark.parametrize("length_penalty", [0.0, 1.0])
+def test_beam_search_does_not_stop_when_width_short_hypotheses_have_finished(length_penalty):
+    # eos (token 0) ranks second after bos and after 1: with width 2, two short hypotheses finish
+    # ([] with p .3, [1] with p .21) before the likelier [1, 1] (p .49) can. Stopping at `width`
+    # finished hypotheses returned one of them; the search must go on while [1, 1] can still win.
+    table = Table(4, {(): [.3, .7, 0., 0.], (1,): [.3, .7, 0., 0.], (1, 1): [1., 0., 0., 0.]})
+    assert decoding.greedy(table, (), bos=BOS, eos=EOS, max_len=5) == [1, 1]
+    assert decoding.beam_search(table, (), bos=BOS, eos=EOS, max_len=5, width=2,
+                                length_penalty=length_penalty) == [1, 1]
+
+
 def test_beam_width_one_is_greedy_on_random_step_functions():
     for seed in range(30):
         table = Table(5, seed=seed)
@@ -190,3 +201,53 @@ def test_argument_errors():
         decoding.greedy(step, (), bos=BOS, eos=EOS, max_len=-1)
     with pytest.raises(ad.ShapeError, match=r"logits of shape \(vocab,\). Actual: shape \(1, 3\)"):
         decoding.greedy(lambda s, t: (np.zeros((1, 3)), s), None, bos=BOS, eos=EOS, max_len=2)
+
+# ------------------------------------------------------------ sliding context
+
+
+class Context:
+    """A bounded-context model: state = the tuple of tokens consumed; logits depend on the whole context."""
+
+    def __init__(self, vocab=6, window=5):
+        self.vocab, self.window, self.contexts = vocab, window, []
+
+    def start_state(self, prefix):
+        return tuple(int(t) for t in prefix)
+
+    def step(self, state, token):
+        context = state + (token,)
+        assert len(context) <= self.window, f"position {len(context) - 1} is past the window"
+        self.contexts.append(context)
+        key = hash(context) % (2 ** 32)
+        return np.random.default_rng(key).normal(size=self.vocab), context
+
+
+@pytest.mark.parametrize("keep", [1, 2, None, 5])
+def test_sliding_context_restarts_from_the_last_tokens_and_stays_in_the_window(keep):
+    model = Context(window=5)
+    bounded = decoding.SlidingContext(model, window=5, keep=keep)
+    keep = 5 // 2 if keep is None else keep
+    out = decoding.sample(bounded.step, bounded.start_state([4, 1]), bos=2, eos=None, max_len=12,
+                          rng=np.random.default_rng(0))
+    history = [4, 1, 2] + out
+    assert len(out) == 12 and len(model.contexts) == 12
+    # Each step sees a suffix of the history ending at the token fed, of at most `window` tokens,
+    # and one that starts over with `keep` tokens exactly when the previous context was full.
+    previous = 2
+    for i, context in enumerate(model.contexts):
+        fed = 2 + i  # index in history of the token fed at this step
+        assert list(context) == history[fed - len(context) + 1:fed + 1]
+        assert len(context) == (keep if previous == 5 else previous + 1)
+        previous = len(context)
+
+
+def test_sliding_context_agrees_with_the_model_while_the_window_is_not_full():
+    lm = nn.TransformerLM(vocab_size=7, d_model=8, heads=2, hidden=16, layers=1, rng=0)
+    bounded = decoding.SlidingContext(lm, window=16)
+    kwargs = dict(bos=3, eos=None, max_len=10)
+    assert (decoding.greedy(bounded.step, bounded.start_state([1, 5]), **kwargs)
+            == decoding.greedy(lm.step, lm.start_state(np.array([1, 5])), **kwargs))
+    with pytest.raises(ad.AutogradDagError, match="keep"):
+        decoding.SlidingContext(lm, window=4, keep=5)
+    with pytest.raises(ad.AutogradDagError, match="no room"):
+        bounded.start_state(np.arange(16) % 7)

@@ -11,7 +11,7 @@ pytest.importorskip("matplotlib")
 pytest.importorskip("sklearn")
 pytest.importorskip("tqdm")
 
-from examples import lenet_digits, resnet_digits, rnn_pooling, rnn_seq2seq, two_moons  # noqa: E402
+from examples import lenet_digits, resnet_digits, rnn_pooling, seq2seq_digits, two_moons  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -58,6 +58,8 @@ def test_demo_entry_point_fast(tmp_path):
     assert proc.stderr == ""
     assert "seed 0" not in proc.stdout and "The Elements of Differentiable Programming" in proc.stdout
     assert "def f(" in proc.stdout and "def grad_f(" in proc.stdout
+    # The sequence-model section: a trained Transformer decodes with greedy and beam search.
+    assert "== 5. A sequence model" in proc.stdout and "reverse [2, 7, 1] -> greedy [" in proc.stdout
     assert proc.stdout.rstrip().endswith(f"Output folder: {out}")
     assert is_png(out / "lenet_digits_curves.png")
 
@@ -100,12 +102,32 @@ def test_rnn_pooling_fast_compares_three_poolings(tmp_path):
     assert "| last |" in result["table"] and "| max |" in result["table"]
 
 
-def test_rnn_seq2seq_fast_learns_to_sort_and_decodes_both_ways(tmp_path):
-    result = rnn_seq2seq.run(fast=True, out=str(tmp_path), show_progress=False, verbose=False)
+def test_seq2seq_digits_fast_rnn_and_transformer_learn_and_decode_both_ways(tmp_path):
+    result = seq2seq_digits.run(fast=True, out=str(tmp_path), show_progress=False, verbose=False)
     assert is_png(result["picture"])
-    for task in ("reverse", "sort"):
-        loss = result["results"][task]["history"]["loss"]
-        assert np.mean(loss[-20:]) < 0.5 * np.mean(loss[:20])
-    scores = result["results"]["sort"]["scores"]
-    assert scores["greedy"] > 0.6 and scores["beam"] > 0.6
-    assert "greedy exact match" in result["table"]
+    assert set(result["results"]) == {"rnn", "transformer"}
+    for kind, per_task in result["results"].items():
+        for task in ("reverse", "sort"):
+            loss = per_task[task]["history"]["loss"]
+            assert np.mean(loss[-20:]) < 0.5 * np.mean(loss[:20]), (kind, task)
+        scores = per_task["sort"]["scores"]
+        assert scores["greedy"] > 0.6 and scores["beam"] > 0.6, kind  # chance is far below 1 %
+    table = result["table"]
+    assert "greedy exact match" in table and "| RNN (GRUCell" in table and "| Transformer (" in table
+
+
+def test_seq2seq_digits_decodes_through_the_shared_decoding_functions(monkeypatch):
+    """Both models are decoded by ad.nn.decoding.greedy / beam_search over start_state / step."""
+    calls = []
+    for name in ("greedy", "beam_search"):
+        fn = getattr(seq2seq_digits.decoding, name)
+        monkeypatch.setattr(seq2seq_digits.decoding, name,
+                            lambda *a, _fn=fn, _name=name, **k: calls.append((_name, k["bos"])) or _fn(*a, **k))
+    seq = np.array([3, 1, 2])
+    for kind in seq2seq_digits.MODELS:
+        model = seq2seq_digits.build_model(kind, fast=True)
+        for method in ("greedy", "beam"):
+            out = seq2seq_digits.decode(model, seq, method, max_len=4, width=2)
+            assert len(out) <= 4 and all(0 <= t < 10 for t in out)
+    assert [c[0] for c in calls] == ["greedy", "beam_search"] * 2
+    assert calls[0][1] == 11 and calls[2][1] == seq2seq_digits.BOS

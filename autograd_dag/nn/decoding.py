@@ -1,4 +1,4 @@
-"""Decoding autoregressive models: greedy search, beam search and top-k sampling.
+"""Decoding autoregressive models: greedy search, beam search, top-k sampling, and a sliding context.
 
 A model to decode exposes two methods, used here as plain functions:
 
@@ -14,6 +14,10 @@ excludes eos**: generation stops at the first eos, which is not returned. A
 sequence that reaches ``max_len`` tokens without eos is returned as it is
 (``max_len`` counts the generated tokens, eos included: at most ``max_len``
 calls of ``step`` per hypothesis). ``eos=None`` never stops early.
+
+:class:`SlidingContext` wraps a language model whose context is bounded (a
+Transformer trained on windows of ``window`` positions) in the same protocol,
+so that any of the three functions generates past that length.
 
 Example:
     >>> import numpy as np
@@ -33,7 +37,7 @@ import numpy as np
 from ..core import no_grad
 from ..errors import AutogradDagError, ShapeError
 
-__all__ = ["greedy", "beam_search", "sample", "log_softargmax"]
+__all__ = ["greedy", "beam_search", "sample", "log_softargmax", "SlidingContext"]
 
 
 def log_softargmax(logits) -> np.ndarray:
@@ -90,15 +94,20 @@ def beam_search(step, state, *, bos: int, eos: int | None, max_len: int, width: 
     At each step every live hypothesis is extended by every token; the
     candidates are ranked by their summed log-probability and read in that
     order: among the first ``width``, one ending in eos is finished; the others
-    refill the beam up to ``width`` live hypotheses. The search ends once
-    ``width`` hypotheses have finished (or the beam is empty, or after
-    ``max_len`` tokens, when the live ones count as finished). The answer is the
+    refill the beam up to ``width`` live hypotheses. The answer is the
     finished hypothesis with the highest score
 
         score = Σ log p(token) / length ** length_penalty,
 
     where length counts the generated tokens, eos included
     (``length_penalty=0``: plain log-probability; 1: per-token average).
+    The search ends when no live hypothesis can still beat the best finished
+    one (log-probabilities only fall as a hypothesis grows, so a live one
+    scores at most its log-probability over the largest length ** length_penalty
+    it can reach), or the beam is empty, or after ``max_len`` tokens, when the
+    live ones count as finished. (Stopping as soon as ``width`` hypotheses have
+    finished, as some implementations do, lets early short ones end the search
+    before a likelier, longer one can finish: worse answers than greedy's.)
     With ``width=1`` this is exactly :func:`greedy`.
     Returns the tokens without bos and without eos.
 
@@ -146,10 +155,17 @@ def beam_search(step, state, *, bos: int, eos: int | None, max_len: int, width: 
             if len(next_live) >= width and rank >= width - 1:
                 break
         live = next_live
-        if len(finished) >= width or not live:
+        if not live:
             break
-    if len(finished) < width:  # stopped by max_len: the live hypotheses compete unfinished
-        finished.extend((score(logp, len(tokens)), tokens) for logp, tokens, _, _ in live)
+        if finished and length < max_len:
+            # The best any live hypothesis can still score: its log-probability (which only falls)
+            # over the most favourable length it can reach, length + 1 to max_len.
+            reach = max((length + 1) ** length_penalty, max_len ** length_penalty)
+            if max(logp for logp, _, _, _ in live) / reach <= max(s for s, _ in finished):
+                live = []
+                break
+    # Stopped by max_len: the live hypotheses compete unfinished.
+    finished.extend((score(logp, len(tokens)), tokens) for logp, tokens, _, _ in live)
     best_score = max(s for s, _ in finished)
     return next(tokens for s, tokens in finished if s == best_score)
 
@@ -190,3 +206,58 @@ def sample(step, state, *, bos: int, eos: int | None, max_len: int, top_k: int |
             break
         out.append(token)
     return out
+
+
+class SlidingContext:
+    """A bounded-context model in the decoding protocol: restart it from its last tokens when the context is full.
+
+    ``model`` exposes ``model.start_state(prefix)`` (the state after consuming the
+    token ids ``prefix``, e.g. :meth:`TransformerLM.start_state`) and
+    ``model.step``. The wrapped state is (model state, the tokens it has
+    consumed). Before a step would feed position ``window`` (the model never saw
+    positions that far in training), the model restarts from the last
+    ``keep - 1`` tokens (default ``keep = window // 2``), and the step's token
+    makes ``keep``: every logit comes from a context of at most ``window``
+    tokens. Its :meth:`step` and :meth:`start_state` go to :func:`greedy`,
+    :func:`beam_search` or :func:`sample` like a model's.
+    Shapes: ``step(state, token)`` -> (logits (vocab,), state), as the model's.
+
+    Example:
+        >>> import numpy as np
+        >>> from autograd_dag import nn
+        >>> from autograd_dag.nn import decoding
+        >>> lm = nn.TransformerLM(vocab_size=5, d_model=8, heads=2, hidden=16, layers=1, rng=0)
+        >>> bounded = decoding.SlidingContext(lm, window=4)
+        >>> state = bounded.start_state([1, 2])          # a prompt 1, 2, 3: feed 3 as the first token
+        >>> out = decoding.sample(bounded.step, state, bos=3, eos=None, max_len=10, top_k=2,
+        ...                       rng=np.random.default_rng(0))
+        >>> len(out), all(0 <= t < 5 for t in out)
+        (10, True)
+    """
+
+    def __init__(self, model, window: int, keep: int | None = None):
+        keep = window // 2 if keep is None else keep
+        for label, value in (("window", window), ("keep", keep)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise AutogradDagError(f"SlidingContext: {label} must be an int; got {value!r}")
+        if not 1 <= keep <= window:
+            raise AutogradDagError(f"SlidingContext: Expect: 1 <= keep <= window. Actual: keep {keep}, "
+                                   f"window {window}")
+        self.model, self.window, self.keep = model, int(window), int(keep)
+
+    def start_state(self, prefix=()):
+        """The model's state after ``prefix`` (token ids, at most ``window - 1`` of them), with the prefix kept."""
+        tokens = tuple(int(t) for t in np.asarray(prefix, dtype=np.int64).reshape(-1))
+        if len(tokens) >= self.window:
+            raise AutogradDagError(f"SlidingContext.start_state: a prefix of {len(tokens)} tokens leaves no "
+                                   f"room in a window of {self.window}")
+        return self.model.start_state(np.array(tokens, dtype=np.int64)), tokens
+
+    def step(self, state, token: int):
+        """Feed ``token``, restarting the model from its last ``keep - 1`` tokens first if the window is full."""
+        inner, tokens = state
+        if len(tokens) >= self.window:
+            tokens = tokens[len(tokens) - (self.keep - 1):]
+            inner = self.model.start_state(np.array(tokens, dtype=np.int64))
+        logits, inner = self.model.step(inner, int(token))
+        return logits, (inner, tokens + (int(token),))

@@ -20,7 +20,10 @@ The setups (seed 001 §4.7), batch-first, shapes (batch, length, features):
 
 Each setup holds a learnable initial state z₀ (zeros at first). Unrolling is
 a Python loop, so the recorded program is a long chain and both the forward
-pass and ``backward()`` (iterative in the core) handle 10,000 steps. Each step
+pass and ``backward()`` (iterative in the core) handle 10,000 steps. The
+input's share of every step is projected at once for the whole sequence and
+cut into steps by :func:`autograd_dag.unstack`, whose backward costs
+O(L log L) (benchmarks/bench_rnn_long.py). Each step
 records inside ``ad.name_scope("step<l>")``: a rendering shows one cluster per
 step, and ``depth=`` folds the identical steps.
 
@@ -44,7 +47,7 @@ import numpy as np
 from ..core import Tensor, name_scope, no_grad
 from ..errors import AutogradDagError, ShapeError
 from ..primitives.elementwise import add, logistic, multiply, relu, subtract, tanh
-from ..primitives.indexing import concatenate, getitem, one_hot, stack
+from ..primitives.indexing import concatenate, getitem, one_hot, stack, unstack
 from ..primitives.linalg import matmul
 from ..primitives.reductions import max as _max
 from ..primitives.reductions import mean as _mean
@@ -301,24 +304,6 @@ def make_cell(kind, input_size: int, hidden_size: int, **kwargs) -> RecurrentCel
 # ---------------------------------------------------------------- unrolling
 
 
-def _time_steps(x, length: int) -> list:
-    """x[:, l] for each l: sliced through chunks of about √L steps.
-
-    The derivative of a slice is a zero array of the sliced operand's shape
-    with the slice's cotangent added in; slicing each step straight from the
-    (B, L, P) sequence would cost O(L²) in the backward sweep, through √L-step
-    chunks it costs O(L^1.5).
-    """
-    if length <= 64:
-        return [getitem(x, (slice(None), l)) for l in range(length)]
-    size = int(math.ceil(math.sqrt(length)))
-    steps = []
-    for start in range(0, length, size):
-        chunk = getitem(x, (slice(None), slice(start, min(start + size, length))))
-        steps.extend(getitem(chunk, (slice(None), j)) for j in range(chunk.shape[1]))
-    return steps
-
-
 def _check_sequence(name: str, xs, features: int) -> tuple:
     shape = _shape(xs)
     if len(shape) != 3 or shape[-1] != features:
@@ -367,7 +352,7 @@ class RNN(Module):
                              f"Actual: shape {_shape(z)}")
         with name_scope("input_projection"):
             projected = self.cell.project(xs)
-            steps = _time_steps(projected, L)
+            steps = unstack(projected, axis=1)
         states = []
         for l, px in enumerate(steps):
             with name_scope(f"step{l}"):

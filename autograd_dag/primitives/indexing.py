@@ -16,7 +16,7 @@ import builtins
 
 import numpy as np
 
-from ..core import Tensor, apply
+from ..core import Tensor, apply, is_recording
 from ..errors import ShapeError
 from .batch import materialize, move_batch_axis
 from .registry import defprim
@@ -294,6 +294,55 @@ def stack(xs, axis: int = 0) -> Tensor:
     ax = normalize_axis("stack", axis, len(shapes[0]) + 1)
     new_shape = shapes[0][:ax] + (1,) + shapes[0][ax:]
     return concatenate([reshape(x, new_shape) for x in xs], ax)
+
+# Pieces of at most this many slices are cut into their slices directly; larger ones are halved.
+_UNSTACK_LEAF = 8
+
+
+def unstack(x, axis: int = 0) -> list:
+    """Split ``x`` into its slices along ``axis``, as a list: the inverse of :func:`stack`.
+
+    ``unstack(x, axis)[i]`` is ``x[(:,) * axis + (i,)]``, recorded with ``getitem``
+    (a view, no copy). The derivative of one slice is a zero array of the sliced
+    operand's shape with the slice's cotangent added in, so cutting the n slices
+    straight from x would cost O(n²) in the backward sweep. When x records a
+    derivative, the slices are cut from a balanced tree of halves instead (each
+    piece of more than 8 slices is split in two): every level of the tree costs
+    O(size of x) in the backward sweep, O(n log n) in all. (O(n), one ``stack``
+    of the slice cotangents, needs the reverse sweep to accumulate slices into
+    one buffer, which a single-output primitive cannot ask of it.)
+    Shapes: (*a, n, *b) -> n Tensors of shape (*a, *b).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> x = ad.Tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+        >>> rows = ad.unstack(x, axis=1)
+        >>> [r.value.tolist() for r in rows]
+        [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+        >>> ad.stack(rows, axis=1).shape
+        (2, 3)
+    """
+    shape = tuple(np.shape(x.value if isinstance(x, Tensor) else x))
+    if not shape:
+        raise ShapeError("unstack: Expect: an operand with at least one axis. Actual: a 0-d operand")
+    ax = normalize_axis("unstack", axis, len(shape))
+    n = shape[ax]
+    lead = (slice(None),) * ax
+    if not (isinstance(x, Tensor) and x.requires_grad and is_recording()):
+        return [getitem(x, lead + (i,)) for i in range(n)]
+    out: list = [None] * n
+    pieces = [(x, 0, n)]  # (piece, first slice, one past its last slice), split iteratively
+    while pieces:
+        piece, start, stop = pieces.pop()
+        size = stop - start
+        if size <= _UNSTACK_LEAF:
+            for j in range(size):
+                out[start + j] = getitem(piece, lead + (j,))
+            continue
+        mid = size // 2
+        pieces.append((getitem(piece, lead + (slice(mid, size),)), start + mid, stop))
+        pieces.append((getitem(piece, lead + (slice(0, mid),)), start, start + mid))
+    return out
 
 # -------------------------------------------------------- take / take_add
 
