@@ -84,8 +84,9 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
                 operands = [env[id(p)] if b else p for p, b in zip(parents, flags)]
                 with attributed_to(t.source, t.scope):
                     env[id(t)] = _apply_batched(t.prim, operands, flags, t.params or {})
-            results = [_place(env[id(o)] if id(o) in env else structure.broadcast_to(o, (size,) + o.shape),
-                              axis) for o, axis in zip(out_tensors, _output_axes(out_axes, len(out_tensors)))]
+            results = [o if axis is None and id(o) not in env else
+                       _place(env[id(o)] if id(o) in env else structure.broadcast_to(o, (size,) + o.shape), axis)
+                       for o, axis in zip(out_tensors, _output_axes(out_axes, len(out_tensors)))]
         if not record_nodes:
             results = [np.asarray(r.value) for r in results]
         return unflatten(out_td, results)
@@ -147,7 +148,7 @@ def _to_front(ndim: int, axis: int) -> tuple[int, ...]:
 
 
 def _place(x: Tensor, axis):
-    """Move the leading batch axis to ``axis`` (None: the output must not be batched)."""
+    """Move the leading batch axis to ``axis`` (None: refused, the output depends on the batch)."""
     if axis is None:
         raise AutogradDagError("vmap: out_axes=None for an output that depends on the batched inputs")
     axis %= x.ndim

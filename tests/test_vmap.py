@@ -149,6 +149,11 @@ def test_in_axes_out_axes_and_pytrees():
     np.testing.assert_allclose(got, (XS * XS).T, rtol=1e-14)
     constant = ad.vmap(lambda x: ad.Tensor(np.ones(2)) + 0.0)(XS)
     assert constant.shape == (5, 2)
+    total, shared = ad.vmap(lambda x: (ad.sum(x), ad.Tensor(np.ones(2)) * 2.0), out_axes=(0, None))(XS)
+    np.testing.assert_allclose(total, XS.sum(1))
+    np.testing.assert_array_equal(shared, [2.0, 2.0])
+    with pytest.raises(ad.AutogradDagError, match="out_axes=None"):
+        ad.vmap(lambda x: x * 2.0, out_axes=None)(XS)
 
 
 def test_vmap_errors():
