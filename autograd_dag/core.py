@@ -58,11 +58,11 @@ class Primitive:
     Calling a primitive applies it: ``exp_prim(x)`` records a node like ``ad.exp(x)``.
     """
 
-    __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "linear", "batch")
+    __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "batch")
 
     def __init__(self, name: str, impl: Callable, *, vjp: Callable | tuple | None = None,
                  jvp: Callable | None = None, shape: Callable | None = None,
-                 nondiff: tuple[int, ...] = (), linear: bool = False, batch: Callable | None = None):
+                 nondiff: tuple[int, ...] = (), batch: Callable | None = None):
         self.name = name
         self.impl = impl
         # ``vjp`` may also be a tuple with one rule per input (each returning
@@ -79,9 +79,6 @@ class Primitive:
         self.jvp = jvp
         self.shape = shape
         self.nondiff = tuple(nondiff)
-        # ``linear``: the output is linear in every differentiable input
-        # (add, reshape, sum, ...). The circuit analysis and the renderer use it.
-        self.linear = linear
         # ``batch(prim, args, batched, **params)``: the primitive on operands of which
         # those flagged in ``batched`` carry a leading batch axis (vmap); the
         # result has the batch axis leading. None: vmap loops over the batch.

@@ -99,7 +99,7 @@ FLIP = defprim(
     "flip", lambda x, *, axis: np.flip(x, axis),
     vjp=lambda ct, out, x, *, axis: (apply(FLIP, ct, axis=axis),),
     jvp=lambda t, out, x, *, axis: apply(FLIP, t[0], axis=axis),
-    shape=lambda x, *, axis: (tuple(x.shape), x.dtype), linear=True, batch=shift_axis())
+    shape=lambda x, *, axis: (tuple(x.shape), x.dtype), batch=shift_axis())
 
 
 def flip(x, axis=None) -> Tensor:
@@ -134,7 +134,7 @@ ROLL = defprim(
     "roll", _roll_impl,
     vjp=lambda ct, out, x, *, shift, axis: (apply(ROLL, ct, shift=_negated(shift), axis=axis),),
     jvp=lambda t, out, x, *, shift, axis: apply(ROLL, t[0], shift=shift, axis=axis),
-    shape=lambda x, *, shift, axis: (tuple(x.shape), x.dtype), linear=True, batch=_roll_batch)
+    shape=lambda x, *, shift, axis: (tuple(x.shape), x.dtype), batch=_roll_batch)
 
 
 def roll(x, shift, axis=None) -> Tensor:

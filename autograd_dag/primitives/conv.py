@@ -354,12 +354,12 @@ MAX_POOL2D_SCATTER = defprim(
     "max_pool2d_scatter", _scatter_impl,
     vjp=lambda c, out, ct, x, *, window, stride: (max_pool2d_gather(c, x, window, stride), None),
     jvp=lambda t, out, ct, x, *, window, stride: max_pool2d_scatter(t[0], x, window, stride),
-    shape=_scatter_rule, nondiff=(1,), linear=True, batch=merge_batch(0, 1))
+    shape=_scatter_rule, nondiff=(1,), batch=merge_batch(0, 1))
 MAX_POOL2D_GATHER = defprim(
     "max_pool2d_gather", _gather_impl,
     vjp=lambda c, out, cv, x, *, window, stride: (max_pool2d_scatter(c, x, window, stride), None),
     jvp=lambda t, out, cv, x, *, window, stride: max_pool2d_gather(t[0], x, window, stride),
-    shape=_gather_rule, nondiff=(1,), linear=True, batch=merge_batch(0, 1))
+    shape=_gather_rule, nondiff=(1,), batch=merge_batch(0, 1))
 
 
 def _pool_params(name: str, window, stride) -> dict:

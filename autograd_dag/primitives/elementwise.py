@@ -56,9 +56,9 @@ def _float_or_float64(dtype):
     return dtype if dtype.kind in "fc" else np.float64
 
 
-def _elementwise(name, impl, vjp, jvp, linear=False, dtype_of=None):
+def _elementwise(name, impl, vjp, jvp, dtype_of=None):
     shape = broadcast(name) if dtype_of is None else _typed(name, dtype_of)
-    return defprim(name, impl, vjp=vjp, jvp=jvp, shape=shape, linear=linear, batch=elementwise_batch)
+    return defprim(name, impl, vjp=vjp, jvp=jvp, shape=shape, batch=elementwise_batch)
 
 
 def _neg_or_none(t):
@@ -69,10 +69,10 @@ def _neg_or_none(t):
 
 ADD = _elementwise("add", np.add,
               (lambda ct, out, x, y: _unb(ct, x), lambda ct, out, x, y: _unb(ct, y)),
-              lambda t, out, x, y: _tangent_sum(out, t[0], t[1]), linear=True)
+              lambda t, out, x, y: _tangent_sum(out, t[0], t[1]))
 SUBTRACT = _elementwise("subtract", np.subtract,
                    (lambda ct, out, x, y: _unb(ct, x), lambda ct, out, x, y: _unb(negative(ct), y)),
-                   lambda t, out, x, y: _tangent_sum(out, t[0], _neg_or_none(t[1])), linear=True)
+                   lambda t, out, x, y: _tangent_sum(out, t[0], _neg_or_none(t[1])))
 MULTIPLY = _elementwise(
     "multiply", np.multiply,
     (lambda ct, out, x, y: _unb(multiply(ct, y), x), lambda ct, out, x, y: _unb(multiply(ct, x), y)),
@@ -87,7 +87,7 @@ DIVIDE = _elementwise(
     dtype_of=_float_or_float64)
 NEGATIVE = _elementwise("negative", np.negative,
                   lambda ct, out, x: (negative(ct),),
-                  lambda t, out, x: negative(t[0]), linear=True)
+                  lambda t, out, x: negative(t[0]))
 
 
 def add(x, y) -> Tensor:
@@ -481,7 +481,7 @@ def _astype_jvp(t, out, x, *, dtype):
 
 
 ASTYPE = defprim("astype", lambda x, *, dtype: x.astype(dtype, copy=False), vjp=_astype_vjp,
-                 jvp=_astype_jvp, shape=lambda x, *, dtype: (x.shape, np.dtype(dtype)), linear=True,
+                 jvp=_astype_jvp, shape=lambda x, *, dtype: (x.shape, np.dtype(dtype)),
                  batch=unary_batch)
 
 

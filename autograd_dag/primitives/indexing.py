@@ -157,7 +157,7 @@ GETITEM = defprim(
     "getitem", lambda x, *, index: np.asarray(x[index]),
     vjp=lambda ct, out, x, *, index: (index_add(ct, x.shape, index),),
     jvp=lambda t, out, x, *, index: getitem(t[0], index),
-    shape=_getitem_rule, linear=True, batch=_getitem_batch)
+    shape=_getitem_rule, batch=_getitem_batch)
 
 
 def getitem(x, index) -> Tensor:
@@ -197,7 +197,7 @@ INDEX_ADD = defprim(
     "index_add", _index_add_impl,
     vjp=lambda c, out, ct, *, shape, index: (getitem(c, index),),
     jvp=lambda t, out, ct, *, shape, index: index_add(t[0], shape, index),
-    shape=_index_add_rule, linear=True, batch=_index_add_batch)
+    shape=_index_add_rule, batch=_index_add_batch)
 
 
 def index_add(values, shape, index) -> Tensor:
@@ -253,7 +253,7 @@ def _concatenate_batch(prim, args, batched, *, axis):
 
 CONCATENATE = defprim(
     "concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis),
-    vjp=_concatenate_vjp, jvp=_concatenate_jvp, shape=_concatenate_rule, linear=True,
+    vjp=_concatenate_vjp, jvp=_concatenate_jvp, shape=_concatenate_rule,
     batch=_concatenate_batch)
 
 
@@ -398,7 +398,7 @@ TAKE = defprim(
     vjp=lambda ct, out, table, indices, *, axis: (
         take_add(ct, indices, table.shape[axis], axis), None),
     jvp=lambda t, out, table, indices, *, axis: take(t[0], indices, axis),
-    shape=_take_rule, nondiff=(1,), linear=True, batch=_take_batch)
+    shape=_take_rule, nondiff=(1,), batch=_take_batch)
 
 
 def take(table, indices, axis: int = 0) -> Tensor:
@@ -443,7 +443,7 @@ TAKE_ADD = defprim(
     "take_add", _take_add_impl,
     vjp=lambda c, out, ct, indices, *, size, axis: (take(c, indices, axis), None),
     jvp=lambda t, out, ct, indices, *, size, axis: take_add(t[0], indices, size, axis),
-    shape=_take_add_rule, nondiff=(1,), linear=True, batch=_take_add_batch)
+    shape=_take_add_rule, nondiff=(1,), batch=_take_add_batch)
 
 
 def take_add(values, indices, size: int, axis: int = 0) -> Tensor:

@@ -79,7 +79,7 @@ CUMSUM = defprim(
     "cumsum", _cum_impl(np.cumsum),
     vjp=lambda ct, out, x, *, axis, reverse: (_cumsum(ct, axis, not reverse),),
     jvp=lambda t, out, x, *, axis, reverse: _cumsum(t[0], axis, reverse),
-    shape=lambda x, *, axis, reverse: (tuple(x.shape), _cumsum_dtype(x.dtype)), linear=True, batch=shift_axis())
+    shape=lambda x, *, axis, reverse: (tuple(x.shape), _cumsum_dtype(x.dtype)), batch=shift_axis())
 
 
 def _cumsum(x, axis, reverse=False):
@@ -402,7 +402,7 @@ TAKE_ALONG_AXIS = defprim(
     vjp=lambda ct, out, x, idx, *, axis: (put_along_axis_add(ct, idx, x.shape, axis), None),
     jvp=lambda t, out, x, idx, *, axis: take_along_axis(t[0], idx, axis),
     shape=lambda x, idx, *, axis: (_along_shape(x.shape, idx.shape, axis), x.dtype),
-    nondiff=(1,), linear=True, batch=_along_axis_batch)
+    nondiff=(1,), batch=_along_axis_batch)
 
 
 def take_along_axis(x, indices, axis: int) -> Tensor:
@@ -441,7 +441,7 @@ PUT_ALONG_AXIS_ADD = defprim(
         c, idx if tuple(idx.shape) == tuple(v.shape) else broadcast_to(idx, v.shape), axis), None),
     jvp=lambda t, out, v, idx, *, shape, axis, unique=False: apply(
         PUT_ALONG_AXIS_ADD, t[0], idx, shape=shape, axis=axis, unique=unique),
-    shape=lambda v, idx, *, shape, axis, unique=False: (tuple(shape), v.dtype), nondiff=(1,), linear=True, batch=_put_along_axis_batch)
+    shape=lambda v, idx, *, shape, axis, unique=False: (tuple(shape), v.dtype), nondiff=(1,), batch=_put_along_axis_batch)
 
 
 def put_along_axis_add(values, indices, shape, axis: int) -> Tensor:

@@ -90,7 +90,7 @@ MEAN = defprim(
     "mean", _mean_impl, vjp=_mean_vjp,
     jvp=lambda t, out, x, *, axis, keepdims: multiply(sum(t[0], axis, keepdims),
                                                      _mean_scale(x.shape, axis)),
-    shape=_reduction_rule("mean"), linear=True, batch=shift_axis())
+    shape=_reduction_rule("mean"), batch=shift_axis())
 
 
 def mean(x, axis=None, keepdims: bool = False) -> Tensor:

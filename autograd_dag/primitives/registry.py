@@ -22,7 +22,7 @@ RESERVED = frozenset({"input", "constant", "parameter"})
 
 
 def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, jvp: Callable | None = None,
-            shape: Callable | None = None, nondiff: tuple[int, ...] = (), linear: bool = False,
+            shape: Callable | None = None, nondiff: tuple[int, ...] = (),
             replace: bool = False, user: bool = False, batch: Callable | None = None) -> Primitive:
     """Create a :class:`Primitive`, register it under ``name`` and return it.
 
@@ -44,7 +44,7 @@ def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, j
     elif name in PRIMITIVES and name not in USER_PRIMITIVES and user:
         raise AutogradDagError(f"ad.primitive: {name!r} is a built-in primitive and cannot be "
                                f"redefined; pick another name")
-    prim = Primitive(name, impl, vjp=vjp, jvp=jvp, shape=shape, nondiff=nondiff, linear=linear, batch=batch)
+    prim = Primitive(name, impl, vjp=vjp, jvp=jvp, shape=shape, nondiff=nondiff, batch=batch)
     PRIMITIVES[name] = prim
     if user:
         USER_PRIMITIVES.add(name)

@@ -31,7 +31,7 @@ IDENTITY = defprim(
     "identity", lambda x: x,
     vjp=lambda ct, out, x: (ct,),
     jvp=lambda t, out, x: t[0],
-    shape=lambda x: (x.shape, x.dtype), linear=True, batch=unary_batch)
+    shape=lambda x: (x.shape, x.dtype), batch=unary_batch)
 
 
 def identity(x) -> Tensor:
@@ -55,7 +55,7 @@ RESHAPE = defprim(
     "reshape", lambda x, *, shape: np.reshape(x, shape),
     vjp=lambda ct, out, x, *, shape: (reshape(ct, x.shape),),
     jvp=lambda t, out, x, *, shape: reshape(t[0], shape),
-    shape=_reshape_rule, linear=True,
+    shape=_reshape_rule,
     batch=lambda prim, args, batched, *, shape: reshape(args[0], (args[0].shape[0],) + shape))
 
 
@@ -118,7 +118,7 @@ TRANSPOSE = defprim(
     "transpose", lambda x, *, axes: np.transpose(x, axes),
     vjp=lambda ct, out, x, *, axes: (transpose(ct, tuple(np.argsort(axes))),),
     jvp=lambda t, out, x, *, axes: transpose(t[0], axes),
-    shape=_transpose_rule, linear=True,
+    shape=_transpose_rule,
     batch=lambda prim, args, batched, *, axes: transpose(args[0], (0,) + tuple(a + 1 for a in axes)))
 
 
@@ -170,7 +170,7 @@ BROADCAST_TO = defprim(
     "broadcast_to", lambda x, *, shape: np.broadcast_to(x, shape),
     vjp=lambda ct, out, x, *, shape: (sum_to_shape(ct, x.shape),),
     jvp=lambda t, out, x, *, shape: broadcast_to(t[0], shape),
-    shape=_broadcast_to_rule, linear=True, batch=_broadcast_to_batch)
+    shape=_broadcast_to_rule, batch=_broadcast_to_batch)
 
 
 def broadcast_to(x, shape) -> Tensor:
@@ -201,7 +201,7 @@ SUM = defprim(
     "sum", lambda x, *, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
     vjp=_sum_vjp,
     jvp=lambda t, out, x, *, axis, keepdims: sum(t[0], axis, keepdims),
-    shape=_sum_rule, linear=True,
+    shape=_sum_rule,
     batch=lambda prim, args, batched, *, axis, keepdims: apply(
         prim, args[0], axis=tuple(a + 1 for a in axis), keepdims=keepdims))
 
