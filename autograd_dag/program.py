@@ -284,12 +284,10 @@ class Program:
             self._children = children
         return self._children[k]
 
-    @property
     def roots(self) -> list[int]:
         """Nodes without parents: inputs, constants and parameters."""
         return [n.index for n in self.nodes if not n.parents]
 
-    @property
     def leaves(self) -> list[int]:
         """Nodes without children."""
         return [n.index for n in self.nodes if not self.children(n.index)]

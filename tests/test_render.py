@@ -53,7 +53,7 @@ def test_dag_view_draws_one_node_per_program_node_and_every_edge(inline):
 
 def test_bipartite_view_counts_variables_and_functions():
     program = ad.trace(lambda x1, x2: x2 * ad.exp(x1) * ad.sqrt(x1 + x2 * ad.exp(x1)), 1.0, 2.0)
-    n, r, m = len(program.nodes), len(program.roots), program.num_edges
+    n, r, m = len(program.nodes), len(program.roots()), program.num_edges
     root = svg_of(ad.render(program, "bipartite", legend=False))
     nodes = titles(root, "node")
     assert len(nodes) == 2 * n - r
@@ -77,7 +77,7 @@ def test_scalar_constants_are_inlined_unless_asked_not_to():
     assert len(titles(full, "node")) == len(program.nodes)
     assert len(titles(full, "edge")) == program.num_edges
     bip = svg_of(ad.render(program, "bipartite", legend=False, inline_constants=False))
-    n, r = len(program.nodes), len(program.roots)
+    n, r = len(program.nodes), len(program.roots())
     assert len(titles(bip, "node")) == 2 * n - r
 
 
