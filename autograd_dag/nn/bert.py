@@ -192,6 +192,12 @@ class MLMHead(Module):
     ``transform.weight`` (d, d), ``transform.bias`` (d), ``norm.gamma``,
     ``norm.beta`` (d), ``bias`` (vocab).
     Shapes: h (N, d_model), E (vocab, d_model) -> (N, vocab).
+
+    Example:
+        >>> import numpy as np
+        >>> from autograd_dag import nn
+        >>> nn.MLMHead(4, 10, rng=0)(np.ones((3, 4)), np.ones((10, 4))).shape
+        (3, 10)
     """
 
     def __init__(self, d_model: int, vocab_size: int, eps: float = 1e-5, *, rng=None, dtype=np.float64):
@@ -274,6 +280,11 @@ class BERT(Module):
                                          dtype=dtype)
         self.segment_embedding = Embedding(int(num_segments), self.d_model, std=std, rng=rng, dtype=dtype)
         self.position_embedding = Embedding(self.max_length, self.d_model, std=std, rng=rng, dtype=dtype)
+        # Learned, as in BERT, but starting from seed 003's sinusoids (rows of norm ~0.7, like the
+        # tokens'): an offset to a neighbour is then a fixed linear map of the encoding, and attention
+        # to the previous or next word is learned quickly.
+        self.position_embedding.weight.value[...] = positional_encoding(self.max_length, self.d_model,
+                                                                        dtype=dtype) * std
         self.embedding_norm = LayerNorm(self.d_model, eps=eps, dtype=dtype)
         self.encoder = TransformerEncoder(self.d_model, heads, hidden, layers, bias=True, eps=eps, rng=rng,
                                           dtype=dtype)
