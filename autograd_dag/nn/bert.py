@@ -350,7 +350,7 @@ class BERT(Module):
         return self.nsp_head(self.pooled(hidden))
 
     def forward(self, tokens, segments=None, padding_mask=None, selected=None) -> tuple[Tensor, Tensor]:
-        """(MLM logits, NSP logits); see :meth:`mlm_logits` for ``selected``. Shapes: (B, L) -> ((…, vocab), (B, 2))."""
+        """(MLM logits, NSP logits); ``selected`` as in :meth:`mlm_logits`. Shapes: (B, L) -> ((…, vocab), (B, 2))."""
         hidden = self.hidden_states(tokens, segments, padding_mask)
         return self.mlm_logits(hidden, selected), self.nsp_logits(hidden)
 
