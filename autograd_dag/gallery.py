@@ -15,7 +15,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from . import circuits, named, nn
+from . import circuits, named, nn, text
 from .autodiff import grad_program
 from .core import Tensor, name_scope
 from .primitives.elementwise import exp, sqrt, tanh
@@ -222,6 +222,25 @@ def named_transformer_program() -> Program:
     return named.program_of(loss)
 
 
+@gallery_source
+def bert_program() -> Program:
+    """``nn.BERT`` (2 blocks, 2 heads) pretraining on two ``[CLS] A [SEP] B [SEP]`` pairs: MLM + NSP losses.
+
+    The embeddings, each block, the MLM head (scoring against the tied token
+    embeddings), the pooler and the NSP head each render as a cluster.
+    """
+    model = nn.BERT(12, d_model=8, heads=2, hidden=16, layers=2, max_length=8, rng=0)
+    tokens = np.array([[2, 6, 7, 3, 8, 3], [2, 9, 3, 10, 11, 3]])
+    segments = np.array([[0, 0, 0, 0, 1, 1], [0, 0, 0, 1, 1, 1]])
+    selected = np.zeros(tokens.shape, bool)
+    selected[0, 2] = selected[1, 4] = True        # the MLM positions
+    masked = np.where(selected, 4, tokens)       # [MASK] is id 4 in a text.Vocabulary
+    batch = text.PretrainingBatch(masked, segments, tokens != 0, tokens, selected, np.array([1, 0]))
+    loss = model.loss(batch).total
+    loss.name = "loss"
+    return as_program(loss)
+
+
 GALLERY: list[Entry] = [
     Entry("book", "f(x1, x2) = x2 e^x1 sqrt(x1 + x2 e^x1), Fig. 4.3 of the book", book_program),
     Entry("book_grad", "its gradient program (reverse mode)", book_gradient),
@@ -243,6 +262,8 @@ GALLERY: list[Entry] = [
     Entry("named_transformer", "the same TransformerLM in named form (ad.named.seed000, one line per seed "
           "equation): nodes and edges show axis names with sizes", named_transformer_program, views=("dag",),
           options={"edge_labels": "shape"}),
+    Entry("bert", "nn.BERT pretraining loss (MLM + NSP): clusters for the embeddings, each encoder block "
+          "and each head (MLM with tied output embeddings, pooler, NSP)", bert_program, views=("dag",)),
     Entry("rnn", "nn.SequenceToVector: a GRU cell unrolled 3 steps (one cluster per step), mean pooling, "
                  "cross-entropy", rnn_program),
     Entry("chain_1000", "1,000-op unrolled recurrence (layout-speed test case)", chain_program),

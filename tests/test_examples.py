@@ -131,3 +131,18 @@ def test_seq2seq_digits_decodes_through_the_shared_decoding_functions(monkeypatc
             assert len(out) <= 4 and all(0 <= t < 10 for t in out)
     assert [c[0] for c in calls] == ["greedy", "beam_search"] * 2
     assert calls[0][1] == 11 and calls[2][1] == seq2seq_digits.BOS
+
+
+def test_bert_fast_pretrains_and_fine_tunes(tmp_path):
+    from examples import bert
+    result = bert.run(fast=True, out=str(tmp_path), show_progress=False, verbose=False)
+    assert all(is_png(p) for p in result["pictures"])
+    history = result["history"]
+    assert np.mean(history["mlm"][-10:]) < np.mean(history["mlm"][:10])
+    # Held out, even sixty steps take the MLM loss from near log(vocab) to near the unigram model's.
+    assert result["heldout"]["mlm_loss"] < result["before"]["mlm_loss"] - 0.5
+    assert result["heldout"]["mlm_acc"] >= result["before"]["mlm_acc"]
+    assert 0.0 < result["baseline"]["mlm_acc"] < 0.2 and result["baseline"]["word"] == "the"
+    assert 0.0 <= result["heldout"]["nsp_acc"] <= 1.0
+    assert set(result["finetune"]) == {"pretrained BERT, fine-tuned", "same network from scratch"}
+    assert all(len(accs) == result["config"]["finetune_epochs"] + 1 for accs in result["finetune"].values())

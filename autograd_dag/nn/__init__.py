@@ -1,5 +1,5 @@
 """The layer library: modules, activations, normalization, residual blocks, LeNet, recurrent
-networks, decoding, attention, Transformers, word embeddings and losses.
+networks, decoding, attention, Transformers (BERT among them), word embeddings and losses.
 
 Built only from public Tensor operations, so every model is a program: it
 executes, differentiates (``loss.backward()``, ``ad.grad``) and renders with
@@ -33,6 +33,7 @@ from .word2vec import (CBOW, NegativeSampler, SkipGram, Word2Vec, cbow_hidden, c
                        negative_sampling_loss, sgns_loss, skipgram_log_likelihood, skipgram_pairs, subsample)
 from .transformer import (DecoderState, FeedForward, Transformer, TransformerBlock, TransformerDecoder,
                           TransformerDecoderBlock, TransformerEncoder, TransformerLM)
+from .bert import BERT, BERTClassifier, BERTLoss, MLMHead, TransformerClassifier, insert_cls
 from .rnn import (RNN, ElmanCell, EncoderDecoder, GRUCell, LSTMCell, MLPCell, RecurrentCell, SequenceToSequence,
                   SequenceToVector, VectorToSequence, make_cell, pool)
 
@@ -48,6 +49,7 @@ __all__ = [
     "attention", "causal_mask", "positional_encoding", "MultiHeadAttention",
     "FeedForward", "TransformerBlock", "TransformerEncoder", "TransformerDecoderBlock", "TransformerDecoder",
     "TransformerLM", "Transformer", "DecoderState",
+    "insert_cls", "TransformerClassifier", "BERT", "BERTLoss", "MLMHead", "BERTClassifier",
     "decoding", "RecurrentCell", "MLPCell", "ElmanCell", "GRUCell", "LSTMCell", "make_cell", "RNN", "pool",
     "VectorToSequence", "SequenceToVector", "SequenceToSequence", "EncoderDecoder",
 ]

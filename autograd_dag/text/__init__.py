@@ -11,7 +11,9 @@ ids back into text.
 * the corpus reader: English sentences from Python's own documentation
   (``pydoc_data.topics``) and the standard library's docstrings
   (:func:`documentation_sentences`), or from a user's file
-  (:func:`read_sentences`), cleaned the same way.
+  (:func:`read_sentences`), cleaned the same way;
+* BERT's pretraining data (:mod:`~autograd_dag.text.pretraining`): NSP sentence
+  pairs, MLM masking, padded ``[CLS] A [SEP] B [SEP]`` batches.
 
 Example:
     >>> from autograd_dag import text
@@ -25,10 +27,13 @@ Example:
 
 from .corpus import (docstring_sentences, documentation_sentences, pydoc_sentences, read_sentences,
                      split_sentences, stdlib_source_files, text_sentences)
+from .pretraining import (MaskedTokens, PretrainingBatch, mask_tokens, pack_pair, pretraining_batch,
+                          sentence_pairs)
 from .tokenizers import CharTokenizer, Tokenizer, WordTokenizer
 from .vocab import CLS, EOS, MASK, PAD, SEP, SPECIAL_TOKENS, UNK, TextError, Vocabulary
 
 __all__ = ["Vocabulary", "TextError", "PAD", "UNK", "CLS", "SEP", "MASK", "EOS", "SPECIAL_TOKENS",
            "Tokenizer", "WordTokenizer", "CharTokenizer", "split_sentences", "text_sentences",
            "read_sentences", "pydoc_sentences", "docstring_sentences", "documentation_sentences",
-           "stdlib_source_files"]
+           "stdlib_source_files", "MaskedTokens", "PretrainingBatch", "mask_tokens", "sentence_pairs",
+           "pack_pair", "pretraining_batch"]
