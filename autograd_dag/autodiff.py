@@ -21,7 +21,7 @@ import numpy as np
 
 from . import core
 from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite
-from .errors import AutogradDagError, MissingRuleError, NotDifferentiableError, user_source, where
+from .errors import AutogradDagError, MissingRuleError, NotDifferentiableError, user_source, located
 from .primitives import elementwise as ew
 from .primitives import structure
 from .program import Program
@@ -64,8 +64,8 @@ def rule_error(prim: Primitive, rule: str, exc: Exception, node: Tensor, record:
         return NotDifferentiableError(
             f"the {rule} rule of '{prim.name}' failed on recorded Tensors, which differentiating it "
             f"again needs ({detail}). Write the rule with ad operations (ad.multiply, ad.exp, ...), "
-            f"not numpy functions on .value, to make it differentiable again{where(node.source)}")
-    return AutogradDagError(f"the {rule} rule of '{prim.name}' raised {detail}{where(node.source)}")
+            f"not numpy functions on .value, to make it differentiable again{located(node.source)}")
+    return AutogradDagError(f"the {rule} rule of '{prim.name}' raised {detail}{located(node.source)}")
 
 
 def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
@@ -100,7 +100,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
     for t in order:
         if t.parents and t.prim.vjp is None and (t.requires_grad if eager else id(t) in relevant):
             raise MissingRuleError(f"'{t.prim.name}' has no VJP rule; cannot differentiate "
-                                   f"through it{where(t.source)}", "VJP", t.prim.name)
+                                   f"through it{located(t.source)}", "VJP", t.prim.name)
     record = create_graph
     cts: dict[int, Any] = {}
     for o, c in zip(outputs, cotangents):
@@ -149,7 +149,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                         raise AutogradDagError(
                             f"the VJP rule of '{prim.name}' returned a {type(grads).__name__}; it must "
                             f"return a tuple with one cotangent per input ({len(parents)}), None for "
-                            f"an input without one, e.g. (ct * 2.0,){where(t.source)}")
+                            f"an input without one, e.g. (ct * 2.0,){located(t.source)}")
                 nondiff = prim.nondiff
                 for i, p in enumerate(parents):
                     if not (p.requires_grad if eager else id(p) in relevant) or i in nondiff:
@@ -168,7 +168,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                         g = g.value
                     if g.shape != p.shape:
                         raise AutogradDagError(f"VJP of '{prim.name}' returned a cotangent of shape "
-                                               f"{g.shape} for an input of shape {p.shape}{where(t.source)}")
+                                               f"{g.shape} for an input of shape {p.shape}{located(t.source)}")
                     if anomaly:
                         check_finite(g, "gradient from the VJP", node=t)
                     pid = id(p)
@@ -209,7 +209,7 @@ def forward_sweep(outputs: Sequence[Tensor], primals: Sequence[Tensor], tangents
                 continue
             if prim.jvp is None:
                 raise MissingRuleError(f"'{prim.name}' has no JVP rule; cannot differentiate "
-                                       f"through it in forward mode{where(t.source)}", "JVP", prim.name)
+                                       f"through it in forward mode{located(t.source)}", "JVP", prim.name)
             try:
                 if create_graph:
                     out = prim.jvp(ts, t, *t.parents, **(t.params or {}))
@@ -222,7 +222,7 @@ def forward_sweep(outputs: Sequence[Tensor], primals: Sequence[Tensor], tangents
                     out = _value_of(out)
                 if np.shape(out) != t.shape:
                     raise AutogradDagError(f"JVP of '{prim.name}' returned a tangent of shape {np.shape(out)} "
-                                           f"for an output of shape {t.shape}{where(t.source)}")
+                                           f"for an output of shape {t.shape}{located(t.source)}")
                 if anomaly:
                     check_finite(out, "tangent from the JVP", node=t)
                 tan[id(t)] = out
@@ -394,7 +394,7 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
                     raise NotDifferentiableError(
                         f"grad requires real floating-point inputs, but the differentiated argument "
                         f"(argnums={argnums!r}, leaf {i}) has dtype {dtype}. Pass x.astype(float) to "
-                        f"differentiate it, or leave an index argument out of argnums{where(user_source())}")
+                        f"differentiate it, or leave an index argument out of argnums{located(user_source())}")
         rec = tracing.record(f, args, lambda position, leaf: slot_input(leaf, "grad: input") if position in nums else None,
                      what="grad", has_aux=has_aux)
         inputs, nested, out = rec.inputs, rec.nested, rec.result

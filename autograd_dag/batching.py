@@ -26,7 +26,7 @@ import numpy as np
 
 from .autodiff import grad, select_arguments, vjp
 from .core import Primitive, Tensor, _recording_as, apply, attributed_to
-from .errors import AutogradDagError, ShapeError, user_source, where
+from .errors import AutogradDagError, ShapeError, user_source, located
 from .primitives import indexing, structure
 from .tracing import program_input, record, topological_nodes
 from .tree import flatten, unflatten
@@ -102,9 +102,9 @@ def _argument_axes(in_axes, n: int) -> list:
     axes = list(in_axes)
     if len(axes) != n or not all(a is None or isinstance(a, int) for a in axes):
         raise AutogradDagError(f"vmap: in_axes={in_axes!r} must be an int, None, or one int/None per "
-                               f"argument ({n} given){where(user_source())}")
+                               f"argument ({n} given){located(user_source())}")
     if all(a is None for a in axes):
-        raise AutogradDagError(f"vmap: in_axes={in_axes!r} batches no argument{where(user_source())}")
+        raise AutogradDagError(f"vmap: in_axes={in_axes!r} batches no argument{located(user_source())}")
     return axes
 
 
@@ -124,13 +124,13 @@ def _batch_size(flat) -> int:
             continue
         shape = np.shape(x.value if isinstance(x, Tensor) else x)
         if not -len(shape) <= axis < len(shape):
-            raise ShapeError(f"vmap: in_axes {axis} for an argument of shape {shape}{where(user_source())}")
+            raise ShapeError(f"vmap: in_axes {axis} for an argument of shape {shape}{located(user_source())}")
         sizes.setdefault(shape[axis], i)
     if not sizes:
-        raise AutogradDagError(f"vmap: no argument is batched (in_axes are all None){where(user_source())}")
+        raise AutogradDagError(f"vmap: no argument is batched (in_axes are all None){located(user_source())}")
     if len(sizes) > 1:
         raise ShapeError(f"vmap: the batched axes have different sizes {sorted(sizes)}; every batched "
-                         f"argument needs the same batch size{where(user_source())}")
+                         f"argument needs the same batch size{located(user_source())}")
     return next(iter(sizes))
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import numpy as np
 
 from .errors import (_PACKAGE_DIR, AnomalyError, AutogradDagError, NotDifferentiableError, ShapeError,
-                     user_source, where)
+                     user_source, located)
 
 # Module globals rather than thread-locals: they are read on every operation,
 # and a global lookup is the cheapest read Python has.
@@ -139,7 +139,7 @@ class Tensor:
                     f"gradients; got dtype {self.value.dtype}"
                     + (" (pass the real and imaginary parts as two real Tensors)"
                        if self.value.dtype.kind == "c" else "")
-                    + where(user_source()))
+                    + located(user_source()))
         self.grad = None
         self.name = name
         self.source = user_source()
@@ -178,7 +178,7 @@ class Tensor:
                 f"would lose its derivative: np.asarray/np.array, or a numpy function without a rule "
                 f"for Tensors, did it. Use ad operations (ad.sum, ad.matmul, ...) or define one with "
                 f"ad.primitive; take the number out explicitly with t.value or t.detach()"
-                f"{where(user_source())}")
+                f"{located(user_source())}")
         if dtype is None:
             return self.value
         return self.value.astype(dtype)
@@ -205,7 +205,7 @@ class Tensor:
             raise AutogradDagError(
                 f"the truth value of a Tensor of shape {self.shape} is ambiguous (it has {self.value.size} "
                 f"elements); reduce it first (t.max(), t.min(), t.sum()) or compare one element"
-                f"{where(user_source())}")
+                f"{located(user_source())}")
         return bool(self.value)
 
     # Tensors are compared elementwise by ``==``, so hashing is by identity.
@@ -314,7 +314,7 @@ def as_array(value: Any) -> np.ndarray:
     if isinstance(value, (list, tuple)) and _contains_tensor(value):
         raise AutogradDagError(
             f"a list of Tensors cannot become an array silently (its derivative would be lost); "
-            f"use ad.stack([...]) or ad.concatenate([...]){where(user_source())}")
+            f"use ad.stack([...]) or ad.concatenate([...]){located(user_source())}")
     if isinstance(value, (bool, int, float, list, tuple)):
         try:
             return np.asarray(value, dtype=np.float64)
@@ -415,7 +415,7 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
     except AutogradDagError as exc:
         if " (at " in str(exc):
             raise
-        raise type(exc)(f"{exc}{where(user_source())}") from None
+        raise type(exc)(f"{exc}{located(user_source())}") from None
     except (Warning, FloatingPointError):
         raise  # the user asked for warnings as errors (np.seterr / -W error): keep them
     except Exception as exc:  # numpy's own error: translate, never leak it raw
@@ -493,10 +493,10 @@ def check_finite(t: Tensor, what: str, node: Tensor | None = None, consumer: Ten
         bad = "NaN" if np.any(np.isnan(v)) else "inf"
         if consumer is not None:
             raise AnomalyError(f"detect_anomaly: {what} of '{consumer.prim.name}' contains {bad} "
-                               f"(shape {list(v.shape)}): it came in from outside{where(consumer.source)}")
+                               f"(shape {list(v.shape)}): it came in from outside{located(consumer.source)}")
         op = node.prim.name if node.prim is not None else "leaf"
         raise AnomalyError(f"detect_anomaly: {what} of '{op}' contains {bad} "
-                           f"(shape {list(v.shape)}){where(node.source)}")
+                           f"(shape {list(v.shape)}){located(node.source)}")
 
 
 def is_recording() -> bool:

@@ -37,7 +37,7 @@ class ShapeError(AutogradDagError, ValueError):
 
     def __init__(self, message: str):
         self.detail = message
-        super().__init__(message if " (at " in message else message + where(user_source()))
+        super().__init__(message if " (at " in message else message + located(user_source()))
 
 
 class CycleError(AutogradDagError, ValueError):
@@ -106,7 +106,7 @@ class TextError(AutogradDagError, ValueError):
     """Bad input to the text toolkit (``ad.text``): an unknown token or id, an unreadable file, bad cut-offs."""
 
 
-def where(source) -> str:
+def located(source) -> str:
     """Format a recorded source location ``(filename, lineno)`` as `` (at file:line)``."""
     if not source:
         return ""

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import core
 from .core import Tensor
-from .errors import AutogradDagError, NotDifferentiableError, user_source, where
+from .errors import AutogradDagError, NotDifferentiableError, user_source, located
 from .primitives import elementwise as ew
 from .primitives import (arrangement, arrays, indexing, linalg, linalg_family, mathfuncs, numeric,
                          reductions, structure)
@@ -165,7 +165,7 @@ def _sort_in_place(self, axis=-1, kind=None, order=None):
     raise AutogradDagError(
         "t.sort() would sort in place, as ndarray.sort does, but a Tensor cannot change (its node keeps its "
         "value); use s = np.sort(t) or s = ad.sort(t), whose gradient follows the permutation"
-        f"{where(user_source())}")
+        f"{located(user_source())}")
 
 
 Tensor.sort = _sort_in_place
@@ -405,7 +405,7 @@ def _no_rule(name: str, detail: str = "") -> NotDifferentiableError:
     return NotDifferentiableError(
         f"{name} has no rule for Tensors{detail}; running it on the values would silently lose the "
         f"derivative. Use the ad operation that computes it, or define one with ad.primitive "
-        f"(take the number out explicitly with t.value if no derivative is wanted){where(user_source())}")
+        f"(take the number out explicitly with t.value if no derivative is wanted){located(user_source())}")
 
 
 def _on_values(func, args, kwargs):

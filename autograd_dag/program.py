@@ -17,7 +17,7 @@ import numpy as np
 
 from . import core
 from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error
-from .errors import AutogradDagError, ProgramInputError, user_source, where
+from .errors import AutogradDagError, ProgramInputError, user_source, located
 from .graph import Graph
 from .tracing import program_input, record, topological_nodes
 from .tree import flatten, unflatten
@@ -335,20 +335,20 @@ class Program:
             for key, value in kwargs.items():
                 if key not in names:
                     raise ProgramInputError(f"program '{self.name}' has no input named {key!r}; its inputs "
-                                            f"are ({', '.join(names)}){where(user_source())}")
+                                            f"are ({', '.join(names)}){located(user_source())}")
                 pos = names.index(key)
                 if pos < len(args) and args[pos] is not _MISSING:
                     raise ProgramInputError(f"program '{self.name}': input {key!r} given both by position "
-                                            f"and by name{where(user_source())}")
+                                            f"and by name{located(user_source())}")
                 args += [_MISSING] * (pos + 1 - len(args))
                 args[pos] = value
             missing = [names[i] for i, a in enumerate(args) if a is _MISSING]
             if missing:
                 raise ProgramInputError(f"program '{self.name}': missing input(s) {', '.join(missing)}"
-                                        f"{where(user_source())}")
+                                        f"{located(user_source())}")
         if len(args) != len(self.inputs):
             raise ProgramInputError(f"program '{self.name}' takes {len(self.inputs)} input(s) "
-                                    f"({', '.join(names)}); got {len(args)}{where(user_source())}")
+                                    f"({', '.join(names)}); got {len(args)}{located(user_source())}")
         checked = []
         for pos, (k, a) in enumerate(zip(self.inputs, args)):
             node = self.nodes[k]
@@ -356,11 +356,11 @@ class Program:
             value = a.value if isinstance(a, Tensor) else as_array(a)
             if value.shape != node.shape:
                 raise ProgramInputError(f"program '{self.name}': {label} expects shape {node.shape}, "
-                                        f"got {value.shape}{where(user_source())}")
+                                        f"got {value.shape}{located(user_source())}")
             if value.dtype != node.dtype:
                 if not np.can_cast(value.dtype, node.dtype, "same_kind"):
                     raise ProgramInputError(f"program '{self.name}': {label} expects dtype {node.dtype}, "
-                                            f"got {value.dtype}{where(user_source())}")
+                                            f"got {value.dtype}{located(user_source())}")
                 if not isinstance(a, Tensor):
                     value = value.astype(node.dtype)
             checked.append(a if isinstance(a, Tensor) else value)
@@ -404,7 +404,7 @@ class Program:
             args = [as_array(values[p]) for p in node.parents]
             raise AutogradDagError(f"program '{self.name}': node %{node.index}: "
                                    f"{operation_error(node.prim, args, node.params, exc).detail}"
-                                   f"{where(node.source)}") from None
+                                   f"{located(node.source)}") from None
         # numpy gives scalars for 0-d results; a program returns arrays, as ad.grad does.
         outs = tuple(np.asarray(values[k]) for k in self.outputs)
         return outs[0] if self.single_output else outs

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import core
 from .core import Tensor, tracing
-from .errors import AutogradDagError, GraphFreedError, NotDifferentiableError, user_source, where
+from .errors import AutogradDagError, GraphFreedError, NotDifferentiableError, user_source, located
 from .primitives.structure import identity
 from .tree import flatten, unflatten
 
@@ -130,7 +130,7 @@ def refuse_complex(value, what: str) -> None:
     if dtype.kind == "c":
         raise NotDifferentiableError(
             f"{what} is complex ({dtype}); autograd_dag differentiates real numbers only: split "
-            f"complex numbers into their real and imaginary parts (z.real, z.imag){where(user_source())}")
+            f"complex numbers into their real and imaginary parts (z.real, z.imag){located(user_source())}")
 
 
 def depends_on_outer(outputs, inputs) -> bool:
@@ -201,7 +201,7 @@ def topological_nodes(outputs: Sequence[Tensor], stop=frozenset(), prune_constan
             parents = t.parents
             if parents is None:
                 raise GraphFreedError(
-                    f"{what}: the graph behind '{t.prim.name}'{where(t.source)} was already freed by a "
+                    f"{what}: the graph behind '{t.prim.name}'{located(t.source)} was already freed by a "
                     f"previous backward(); pass retain_graph=True to the first backward() to keep it")
             for p in reversed(parents):
                 if id(p) not in expanded and (not prune_constant or p.requires_grad or id(p) in stop):

@@ -28,7 +28,7 @@ from typing import Iterable, Mapping, NamedTuple
 import numpy as np
 
 from autograd_dag.core import Tensor, enable_grad
-from autograd_dag.errors import CircuitError, where
+from autograd_dag.errors import CircuitError, located
 from autograd_dag.primitives.elementwise import add as _program_add
 from autograd_dag.primitives.elementwise import multiply as _program_multiply
 from autograd_dag.program import Program
@@ -460,7 +460,7 @@ class Circuit:
             if node.shape and any(d != 1 for d in node.shape):
                 raise CircuitError(
                     f"Circuit.from_program: node %{k} = {op} has shape {node.shape}; arithmetic circuits "
-                    f"are scalar, so every node must hold exactly one element{where(node.source)}"
+                    f"are scalar, so every node must hold exactly one element{located(node.source)}"
                 )
             ps = node.parents
             if op == "input":
@@ -485,7 +485,7 @@ class Circuit:
                 if not isinstance(e, numbers.Integral) or isinstance(e, bool) or e < 0:
                     raise CircuitError(
                         f"Circuit.from_program: node %{k} = power(exponent={e!r}) is not a non-negative "
-                        f"integer power{where(node.source)}"
+                        f"integer power{located(node.source)}"
                     )
                 mapping[k] = c.pow(Wire(c, mapping[ps[0]]), int(e)).index
             elif op in _IDENTITY_OPS and len(ps) == 1:
@@ -494,7 +494,7 @@ class Circuit:
                 raise CircuitError(
                     f"Circuit.from_program: node %{k} = {op}({', '.join(f'%{p}' for p in ps)}) is not an "
                     f"arithmetic-circuit operation (only add, subtract, multiply, negative and "
-                    f"non-negative integer power){where(node.source)}"
+                    f"non-negative integer power){located(node.source)}"
                 )
         names = [nodes[o].name if isinstance(nodes[o].name, str) else f"out{i}" for i, o in enumerate(program.outputs)]
         c.set_outputs(*[Wire(c, mapping[o]) for o in program.outputs], names=names)

@@ -11,7 +11,7 @@ import warnings
 from typing import Callable
 
 from ..core import Primitive, apply
-from ..errors import AutogradDagError, user_source, where
+from ..errors import AutogradDagError, user_source, located
 
 PRIMITIVES: dict[str, Primitive] = {}
 # Names defined through ad.primitive (a user's): these may be redefined, as a
@@ -40,7 +40,7 @@ def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, j
             raise AutogradDagError(f"ad.primitive: {name!r} is a built-in primitive and cannot be "
                                    f"redefined; pick another name")
         warnings.warn(f"ad.primitive: redefining primitive {name!r} (pass replace=True to say it is "
-                      f"meant){where(user_source())}", stacklevel=2)
+                      f"meant){located(user_source())}", stacklevel=2)
     elif name in PRIMITIVES and name not in USER_PRIMITIVES and user:
         raise AutogradDagError(f"ad.primitive: {name!r} is a built-in primitive and cannot be "
                                f"redefined; pick another name")
