@@ -141,6 +141,12 @@ class Workload:
         self.rows["eager"] = self.eager_grads
         self.rows["jit"] = self.make_jit()
 
+    def data(self):
+        return self.x, self.y
+
+    def loss_of(self, logits, y):
+        return F.cross_entropy(logits, y)
+
     def loss_of_model(self):
         x, *rest = self.data()
         return self.loss_of(self.model(x), *rest)
@@ -160,12 +166,6 @@ class MLPWorkload(Workload):
         self.x = rng.standard_normal((256, 784)).astype(self.dtype)
         self.y = rng.integers(0, 10, 256)
         self.build()
-
-    def data(self):
-        return self.x, self.y
-
-    def loss_of(self, logits, y):
-        return F.cross_entropy(logits, y)
 
     def numpy_step(self, p):
         x, y = self.x, self.y
@@ -456,12 +456,6 @@ class LeNetWorkload(Workload):
         self.x = rng.standard_normal((64, 1, 28, 28)).astype(d)
         self.y = rng.integers(0, 10, 64)
         self.build()
-
-    def data(self):
-        return self.x, self.y
-
-    def loss_of(self, logits, y):
-        return F.cross_entropy(logits, y)
 
     def numpy_step(self, p):
         x, y = self.x, self.y
