@@ -109,6 +109,10 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                 c = np.ones(o.shape, dtype=o.dtype)
             _accumulate(cts, id(o), (c if isinstance(c, Tensor) else Tensor(c)) if record else _value_of(c))
     results: dict[int, tuple] = {}
+    # Nodes whose cotangent is a sum the sweep allocated and only ``cts`` holds
+    # (not a VJP's output, which may alias its ``ct`` or a forward value): those
+    # sums grow in place as further fan-out contributions arrive.
+    owned: set[int] = set()
     # Non-leaves whose cotangent the user asked to keep (Tensor.retain_grad).
     retained = core._retained if wrt is None else None
     anomaly = core.anomaly_enabled()
@@ -126,6 +130,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                 ct = pop_ct(tid, None)
                 if ct is None:
                     continue
+                owned.discard(tid)
                 parents = t.parents
                 if not parents or tid in stop:
                     results[tid] = (t, ct)
@@ -134,46 +139,50 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     results[tid] = (t, ct)
                 prim = t.prim
                 params = t.params or _NO_PARAMS
+                nondiff = prim.nondiff
+                if eager and not nondiff:
+                    needed = [p.requires_grad for p in parents]
+                else:
+                    needed = [i not in nondiff and (p.requires_grad if eager else id(p) in relevant)
+                              for i, p in enumerate(parents)]
                 if record:
                     args, out = parents, t
                     core.attribute(t.source, t.scope)
                 else:
                     args, out = [p.value for p in parents], t.value
-                parts = prim.vjp_parts
-                if parts is None:
-                    try:
-                        grads = prim.vjp(ct, out, *args, **params)
-                    except Exception as exc:
-                        raise rule_error(prim, "VJP", exc, t, record) from exc
-                    if type(grads) is not tuple and type(grads) is not list:
-                        raise AutogradDagError(
-                            f"the VJP rule of '{prim.name}' returned a {type(grads).__name__}; it must "
-                            f"return a tuple with one cotangent per input ({len(parents)}), None for "
-                            f"an input without one, e.g. (ct * 2.0,){located(t.source)}")
-                nondiff = prim.nondiff
-                for i, p in enumerate(parents):
-                    if not (p.requires_grad if eager else id(p) in relevant) or i in nondiff:
-                        continue
-                    if parts is None:
-                        g = grads[i]
-                    else:
-                        part = parts[i]
-                        try:
-                            g = None if part is None else part(ct, out, *args, **params)
-                        except Exception as exc:
-                            raise rule_error(prim, "VJP", exc, t, record) from exc
-                    if g is None:
+                try:
+                    grads = prim.cotangents(needed, ct, out, args, params)
+                except Exception as exc:
+                    raise rule_error(prim, "VJP", exc, t, record) from exc
+                if type(grads) is not tuple and type(grads) is not list:
+                    raise AutogradDagError(
+                        f"the VJP rule of '{prim.name}' returned a {type(grads).__name__}; it must "
+                        f"return a tuple with one cotangent per input ({len(parents)}), None for "
+                        f"an input without one, e.g. (ct * 2.0,){located(t.source)}")
+                for p, g, need in zip(parents, grads, needed):
+                    if g is None or not need:
                         continue
                     if not record and type(g) is Tensor:
                         g = g.value
-                    if g.shape != p.shape:
+                    if g.shape != p.value.shape:
                         raise AutogradDagError(f"VJP of '{prim.name}' returned a cotangent of shape "
                                                f"{g.shape} for an input of shape {p.shape}{located(t.source)}")
                     if anomaly:
                         check_finite(g, "gradient from the VJP", node=t)
                     pid = id(p)
                     previous = cts.get(pid)
-                    cts[pid] = g if previous is None else ew.add(previous, g)
+                    if previous is None:
+                        cts[pid] = g
+                    elif record:
+                        cts[pid] = ew.add(previous, g)
+                    elif pid in owned and g.dtype == previous.dtype:
+                        # A sum this sweep made and nothing else holds: add in place.
+                        np.add(previous, g, out=previous)
+                    else:
+                        total = previous + g
+                        cts[pid] = total
+                        if type(total) is np.ndarray:  # (a 0-d sum comes back a numpy scalar)
+                            owned.add(pid)
                 if record:
                     core.attribute(*outer)
                 if not retain_graph:
