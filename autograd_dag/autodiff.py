@@ -130,7 +130,8 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                 ct = pop_ct(tid, None)
                 if ct is None:
                     continue
-                owned.discard(tid)
+                if owned:
+                    owned.discard(tid)
                 parents = t.parents
                 if not parents or tid in stop:
                     results[tid] = (t, ct)

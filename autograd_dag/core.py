@@ -367,12 +367,19 @@ def _lift(args: tuple) -> tuple[Tensor, ...]:
     treats it), so that ``x32 * 2.0`` stays float32; alone it becomes float64.
     """
     if len(args) == 2:
-        # The common case, a Tensor and a Python number (x * 2.0, 1 - x): no promotion search.
+        # The common cases, a Tensor and an ndarray or a Python number (x * c,
+        # 1 - x): no promotion search (only a Python number needs one).
         a, b = args
-        if type(a) is Tensor and type(b) in _PY_NUMBERS:
-            return a, _leaf(np.array(b, dtype=a.value.dtype if a.value.dtype.kind in "fc" else np.float64))
-        if type(b) is Tensor and type(a) in _PY_NUMBERS:
-            return _leaf(np.array(a, dtype=b.value.dtype if b.value.dtype.kind in "fc" else np.float64)), b
+        if type(a) is Tensor:
+            if type(b) is np.ndarray:
+                return a, _leaf(b)
+            if type(b) in _PY_NUMBERS:
+                return a, _leaf(np.array(b, dtype=a.value.dtype if a.value.dtype.kind in "fc" else np.float64))
+        elif type(b) is Tensor:
+            if type(a) is np.ndarray:
+                return _leaf(a), b
+            if type(a) in _PY_NUMBERS:
+                return _leaf(np.array(a, dtype=b.value.dtype if b.value.dtype.kind in "fc" else np.float64)), b
     float_dtype = None
     for a in args:
         if isinstance(a, (Tensor, np.ndarray)) and a.dtype.kind in "fc":
