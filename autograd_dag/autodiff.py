@@ -293,9 +293,6 @@ def zero_grad(tensors) -> None:
         t.grad = None
 
 
-Tensor.backward = backward
-Tensor.zero_grad = lambda self: setattr(self, "grad", None)
-
 # -------------------------------------------------------- functional API
 
 

@@ -248,6 +248,10 @@ class Tensor:
             _retained[key] = weakref.ref(self, lambda _, key=key: _retained.pop(key, None))
         return self
 
+    def zero_grad(self) -> None:
+        """Reset ``.grad`` to None (gradients accumulate across ``backward()`` calls)."""
+        self.grad = None
+
     def requires_grad_(self, flag: bool = True) -> "Tensor":
         """Mark a leaf as requiring a gradient (in place); returns self."""
         if self.prim is not None:
@@ -257,9 +261,8 @@ class Tensor:
         return self
 
     if TYPE_CHECKING:
-        # Wired from above (operators.py, autodiff.py), declared here for type checkers.
+        # Wired from above (operators.py), declared here for type checkers.
         def backward(self, grad: Any = None, create_graph: bool = False, retain_graph: bool = False) -> None: ...
-        def zero_grad(self) -> None: ...
         def __add__(self, other: Any) -> Tensor: ...
         def __radd__(self, other: Any) -> Tensor: ...
         def __sub__(self, other: Any) -> Tensor: ...

@@ -1,12 +1,10 @@
 """Wire numpy-style operators and methods onto :class:`Tensor`, in one place.
 
-(``backward`` and ``zero_grad`` are attached by :mod:`autograd_dag.autodiff`,
-which defines them, since this module sits below it.)
-
-``core`` defines the Tensor record without operators, so that the primitive
-families (which import ``core``) never import each other through Tensor
-methods; this module, above all families, attaches them. It also lets numpy
-functions such as ``np.exp(t)`` dispatch to the recorded primitives.
+``core`` defines the Tensor record without operators or ``backward``, so that
+the primitive families and the sweeps (which import ``core``) never import
+each other through Tensor methods; this module, above them all, attaches
+them — the only place a class gets methods from a module above it. It also
+lets numpy functions such as ``np.exp(t)`` dispatch to the recorded primitives.
 """
 
 from __future__ import annotations
@@ -14,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import core
+from .autodiff import backward
 from .core import Tensor
 from .errors import AutogradDagError, NotDifferentiableError, user_source, located
 from .primitives import elementwise as ew
@@ -41,6 +40,7 @@ for _name, _fn in _BINARY.items():
 for _name, _fn in _REFLECTED.items():
     setattr(Tensor, _name, _swap(_fn))
 
+Tensor.backward = backward
 Tensor.__neg__ = ew.negative
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = ew.abs
