@@ -68,6 +68,34 @@ def rule_error(prim: Primitive, rule: str, exc: Exception, node: Tensor, record:
     return AutogradDagError(f"the {rule} rule of '{prim.name}' raised {detail}{located(node.source)}")
 
 
+def _relevant(order: list[Tensor], stop: set[int], leaves_are_targets: bool) -> set[int]:
+    """Ids of the nodes that are a target (in ``stop``, or a leaf requiring a gradient
+    when ``leaves_are_targets``) or lie on a path from one; ``order`` is topological."""
+    relevant: set[int] = set()
+    for t in order:
+        tid = id(t)
+        if tid in stop or (leaves_are_targets and t.prim is None and t.requires_grad):
+            relevant.add(tid)
+        elif t.parents:
+            for p in t.parents:
+                if id(p) in relevant:
+                    relevant.add(tid)
+                    break
+    return relevant
+
+
+def _refuse_missing_rules(order: list[Tensor], relevant: set[int] | None) -> None:
+    """Raise for a node on a differentiated path whose primitive has no VJP rule.
+
+    Done before the sweep starts: a sweep stopped halfway would leave the graph
+    half-freed. ``relevant`` None: the eager sweep, where requires_grad tells.
+    """
+    for t in order:
+        if t.parents and t.prim.vjp is None and (t.requires_grad if relevant is None else id(t) in relevant):
+            raise MissingRuleError(f"'{t.prim.name}' has no VJP rule; cannot differentiate "
+                                   f"through it{located(t.source)}", "VJP", t.prim.name)
+
+
 def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                   wrt: Sequence[Tensor] | None, *, create_graph: bool, retain_graph: bool,
                   prune_constant: bool = False) -> dict[int, tuple]:
@@ -81,26 +109,11 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
     """
     stop = {id(t) for t in wrt} if wrt is not None else set()
     order = topological_nodes(outputs, stop, prune_constant)
-    # relevant: the node is a target or lies on a path from a target. The
-    # eager backward() already knows it: requires_grad says exactly that.
+    # The eager backward() knows which nodes lie on a path from a target:
+    # requires_grad says exactly that. Otherwise the sweep works it out.
     eager = wrt is None and prune_constant
-    relevant: set[int] = set()
-    if not eager:
-        for t in order:
-            tid = id(t)
-            if tid in stop or (wrt is None and t.prim is None and t.requires_grad):
-                relevant.add(tid)
-            elif t.parents:
-                for p in t.parents:
-                    if id(p) in relevant:
-                        relevant.add(tid)
-                        break
-    # Refuse before anything is freed: a sweep stopped halfway would leave the
-    # graph half-freed.
-    for t in order:
-        if t.parents and t.prim.vjp is None and (t.requires_grad if eager else id(t) in relevant):
-            raise MissingRuleError(f"'{t.prim.name}' has no VJP rule; cannot differentiate "
-                                   f"through it{located(t.source)}", "VJP", t.prim.name)
+    relevant = None if eager else _relevant(order, stop, wrt is None)
+    _refuse_missing_rules(order, relevant)
     record = create_graph
     cts: dict[int, Any] = {}
     for o, c in zip(outputs, cotangents):

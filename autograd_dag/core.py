@@ -508,10 +508,10 @@ def check_finite(t: Tensor, what: str, node: Tensor | None = None, consumer: Ten
         bad = "NaN" if np.any(np.isnan(v)) else "inf"
         if consumer is not None:
             raise AnomalyError(f"detect_anomaly: {what} of '{consumer.prim.name}' contains {bad} "
-                               f"(shape {list(v.shape)}): it came in from outside{located(consumer.source)}")
+                               f"(shape {v.shape}): it came in from outside{located(consumer.source)}")
         op = node.prim.name if node.prim is not None else "leaf"
         raise AnomalyError(f"detect_anomaly: {what} of '{op}' contains {bad} "
-                           f"(shape {list(v.shape)}){located(node.source)}")
+                           f"(shape {v.shape}){located(node.source)}")
 
 
 def is_recording() -> bool:
