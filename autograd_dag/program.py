@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -309,24 +310,79 @@ class Program:
     def _plan(self):
         """The execution plan, made once: constants preloaded, then one step per function node.
 
-        A step is ``(k, impl, parents, params, frees)`` where ``frees`` lists the
-        values whose last use is node k (outputs are kept): Algorithm 4.1 with
-        every intermediate released as early as possible.
+        A step is ``(k, impl, parents, params, frees, inplace, take, recycle)``:
+
+        * ``frees``: the values whose last use is node k (outputs are kept):
+          Algorithm 4.1 with every intermediate released as early as possible.
+        * ``inplace``: a parent dying at node k whose array the result
+          overwrites (``out=``), or None: an elementwise ufunc whose operand has
+          the result's shape and dtype, as numpy's own temporary elision does
+          for ``a + b``.
+        * ``take``: the pool of spare arrays of node k's shape and dtype that
+          its implementation may write into (it takes ``out=``), or None.
+        * ``recycle``: ``(p, pool, capacity)`` for the freed values that such a
+          step could reuse; they go back to their pool instead of to the
+          allocator. The pools outlive the call, so that a program run again
+          (a training loop) allocates almost nothing: on a loaded machine a
+          freshly mapped page costs more than the arithmetic on it. A pool
+          never holds more arrays than the program has alive at once.
+
+        Whether an array is really the executor's alone (no view of it, no
+        caller, no other node) is checked when the step runs (:func:`_disposable`).
         """
         if self._steps is None:
+            nodes = self.nodes
             last_use = {}
-            for node in self.nodes:
+            for node in nodes:
                 for p in node.parents:
                     last_use[p] = node.index
             keep = set(self.outputs)
-            frees: list[list[int]] = [[] for _ in self.nodes]
+            frees: list[list[int]] = [[] for _ in nodes]
             for p, k in last_use.items():
                 if p not in keep:
                     frees[k].append(p)
-            self._initial = [n.value if n.prim is None and n.op != "input" else None for n in self.nodes]
-            self._steps = [(n.index, n.prim.impl, n.parents, n.params or None, tuple(frees[n.index]))
-                           for n in self.nodes if n.prim is not None]
+            inplace = {n.index: self._overwritable(n, frees[n.index]) for n in nodes if n.prim is not None}
+            # Nodes that write into a pooled array, by (shape, dtype); the values of
+            # those keys are what the pools collect.
+            takers = {n.index: (n.shape, n.dtype) for n in nodes
+                      if n.prim is not None and n.index not in keep and inplace[n.index] is None
+                      and _takes_out(n.prim.impl)}
+            keys = set(takers.values())
+            capacity: dict = {}
+            alive: dict = {}
+            for n in nodes:
+                key = (n.shape, n.dtype)
+                if n.prim is not None and n.index not in keep and key in keys:
+                    alive[key] = alive.get(key, 0) + 1
+                    capacity[key] = max(capacity.get(key, 0), alive[key])
+                for p in frees[n.index]:
+                    pkey = (nodes[p].shape, nodes[p].dtype)
+                    if nodes[p].prim is not None and pkey in keys:
+                        alive[pkey] -= 1
+            pools: dict = {key: [] for key in keys}
+            steps = []
+            for n in nodes:
+                if n.prim is None:
+                    continue
+                recycle = tuple((p, pools[key], capacity[key]) for p in frees[n.index]
+                                if nodes[p].prim is not None and (key := (nodes[p].shape, nodes[p].dtype)) in keys)
+                take = takers.get(n.index)
+                steps.append((n.index, n.prim.impl, n.parents, n.params or None, tuple(frees[n.index]),
+                              inplace[n.index], None if take is None else pools[take], recycle))
+            self._initial = [n.value if n.prim is None and n.op != "input" else None for n in nodes]
+            self._steps = steps
         return self._initial, self._steps
+
+    def _overwritable(self, node: ProgramNode, dying: list[int]) -> int | None:
+        """A parent of ``node`` dying there whose array an elementwise result can overwrite, or None."""
+        impl = node.prim.impl
+        if node.params or not (isinstance(impl, np.ufunc) and impl.signature is None and impl.nout == 1):
+            return None
+        for p in node.parents:
+            parent = self.nodes[p]
+            if p in dying and parent.prim is not None and parent.shape == node.shape and parent.dtype == node.dtype:
+                return p
+        return None
 
     def _check_inputs(self, args, kwargs=None) -> list:
         names = [self.nodes[i].name or f"%{i}" for i in self.inputs]
@@ -385,8 +441,12 @@ class Program:
         step = None
         try:
             for step in steps:
-                k, impl, parents, params, frees = step
-                if params is None:
+                k, impl, parents, params, frees, inplace, take, recycle = step
+                if inplace is not None and _disposable(values, inplace):
+                    values[k] = impl(*[values[p] for p in parents], out=values[inplace])
+                elif take:
+                    values[k] = impl(*[values[p] for p in parents], out=take.pop(), **(params or {}))
+                elif params is None:
                     if len(parents) == 2:
                         values[k] = impl(values[parents[0]], values[parents[1]])
                     elif len(parents) == 1:
@@ -395,6 +455,9 @@ class Program:
                         values[k] = impl(*[values[p] for p in parents])
                 else:
                     values[k] = impl(*[values[p] for p in parents], **params)
+                for p, pool, capacity in recycle:
+                    if len(pool) < capacity and _disposable(values, p):
+                        pool.append(values[p])
                 for p in frees:
                     values[p] = None
         except (Warning, FloatingPointError):
@@ -457,6 +520,25 @@ class Program:
         # Jupyter shows the listing; autograd_dag.render, when imported, adds
         # the picture (it wires itself in from above, as operators do for Tensor).
         return {"text/plain": str(self)}
+
+
+def _disposable(values: list, k: int) -> bool:
+    """Whether ``values[k]`` is a C-contiguous array that owns its memory and that nothing but this list refers to.
+
+    Then no view of it, no caller and no other node can see it change: a step
+    may write its result into it. (A view holds a reference to its base, so an
+    array with a live view has more references; one that does not own its
+    memory may be a view of anything.)
+    """
+    v = values[k]
+    # References: the list, ``v`` and getrefcount's argument.
+    return (type(v) is np.ndarray and v.base is None and sys.getrefcount(v) == 3 and v.flags.writeable
+            and v.flags.c_contiguous)
+
+
+def _takes_out(impl) -> bool:
+    """Whether ``impl`` can write its result into a given array: a numpy ufunc (matmul too) with one output."""
+    return isinstance(impl, np.ufunc) and impl.nout == 1
 
 
 def trace(f: Callable, *example_args, name: str | None = None) -> Program:
