@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core import Tensor, apply
 from ..errors import ShapeError
-from .elementwise import add, astype, divide, equal, multiply, sqrt, subtract
+from .elementwise import add, astype, divide, equal, exp, multiply, sqrt, subtract
 from .batch import elementwise as elementwise_batch
 from .batch import shift_axis
 from .registry import defprim
@@ -196,15 +196,23 @@ def _lse_impl(x, *, axis, keepdims, gamma):
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
+def _lse_gradient(out, x, axis, keepdims, gamma):
+    """∇ lse_γ(x) = softargmax(x/γ) (§4.4.4), as exp((x − lse_γ(x))/γ) from the output.
+
+    One subtraction and one exponential, where softargmax itself would take the
+    maximum, shift, exponentiate, sum and divide again. x − lse ≤ 0, so nothing
+    overflows; a slice whose lse is ±inf gives NaN, as softargmax does there.
+    """
+    shifted = subtract(x, _kept(out, x.shape, axis, keepdims))
+    return exp(shifted if gamma == 1.0 else multiply(shifted, 1.0 / gamma))
+
+
 def _lse_vjp(ct, out, x, *, axis, keepdims, gamma):
-    # ∇ lse_γ(x) = softargmax(x/γ) (§4.4.4).
-    p = apply(SOFTARGMAX, x, axis=axis, gamma=gamma)
-    return (multiply(p, _kept(ct, x.shape, axis, keepdims)),)
+    return (multiply(_lse_gradient(out, x, axis, keepdims, gamma), _kept(ct, x.shape, axis, keepdims)),)
 
 
 def _lse_jvp(t, out, x, *, axis, keepdims, gamma):
-    p = apply(SOFTARGMAX, x, axis=axis, gamma=gamma)
-    return sum(multiply(t[0], p), axis, keepdims)
+    return sum(multiply(t[0], _lse_gradient(out, x, axis, keepdims, gamma)), axis, keepdims)
 
 
 def _lse_rule(x, *, axis, keepdims, gamma):
