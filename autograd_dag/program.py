@@ -315,9 +315,9 @@ class Program:
         * ``frees``: the values whose last use is node k (outputs are kept):
           Algorithm 4.1 with every intermediate released as early as possible.
         * ``inplace``: a parent dying at node k whose array the result
-          overwrites (``out=``), or None: an elementwise ufunc whose operand has
-          the result's shape and dtype, as numpy's own temporary elision does
-          for ``a + b``.
+          overwrites (``out=``), or None: one of the result's shape and dtype,
+          when the implementation may be given its own operand as ``out``
+          (:func:`_out_kind`), as numpy's own temporary elision does for ``a + b``.
         * ``take``: the pool of spare arrays of node k's shape and dtype that
           its implementation may write into (it takes ``out=``), or None.
         * ``recycle``: ``(p, pool, capacity)`` for the freed values that such a
@@ -341,12 +341,17 @@ class Program:
             for p, k in last_use.items():
                 if p not in keep:
                     frees[k].append(p)
-            inplace = {n.index: self._overwritable(n, frees[n.index]) for n in nodes if n.prim is not None}
+            kinds: dict = {}
+            for n in nodes:
+                if n.prim is not None and id(n.prim.impl) not in kinds:
+                    kinds[id(n.prim.impl)] = _out_kind(n.prim.impl)
+            inplace = {n.index: self._overwritable(n, frees[n.index], kinds[id(n.prim.impl)])
+                       for n in nodes if n.prim is not None}
             # Nodes that write into a pooled array, by (shape, dtype); the values of
             # those keys are what the pools collect.
             takers = {n.index: (n.shape, n.dtype) for n in nodes
                       if n.prim is not None and n.index not in keep and inplace[n.index] is None
-                      and _takes_out(n.prim.impl)}
+                      and kinds[id(n.prim.impl)] and "out" not in n.params}
             keys = set(takers.values())
             capacity: dict = {}
             alive: dict = {}
@@ -373,10 +378,9 @@ class Program:
             self._steps = steps
         return self._initial, self._steps
 
-    def _overwritable(self, node: ProgramNode, dying: list[int]) -> int | None:
-        """A parent of ``node`` dying there whose array an elementwise result can overwrite, or None."""
-        impl = node.prim.impl
-        if node.params or not (isinstance(impl, np.ufunc) and impl.signature is None and impl.nout == 1):
+    def _overwritable(self, node: ProgramNode, dying: list[int], kind: int) -> int | None:
+        """A parent of ``node`` dying there whose array the result can overwrite, or None."""
+        if kind != _OWN_OPERAND or "out" in node.params:
             return None
         for p in node.parents:
             parent = self.nodes[p]
@@ -443,7 +447,7 @@ class Program:
             for step in steps:
                 k, impl, parents, params, frees, inplace, take, recycle = step
                 if inplace is not None and _disposable(values, inplace):
-                    values[k] = impl(*[values[p] for p in parents], out=values[inplace])
+                    values[k] = impl(*[values[p] for p in parents], out=values[inplace], **(params or {}))
                 elif take:
                     values[k] = impl(*[values[p] for p in parents], out=take.pop(), **(params or {}))
                 elif params is None:
@@ -536,9 +540,28 @@ def _disposable(values: list, k: int) -> bool:
             and v.flags.c_contiguous)
 
 
-def _takes_out(impl) -> bool:
-    """Whether ``impl`` can write its result into a given array: a numpy ufunc (matmul too) with one output."""
-    return isinstance(impl, np.ufunc) and impl.nout == 1
+# How an implementation takes an output array (``_out_kind``): not at all, a
+# fresh one, or also one of its own operands of the result's shape and dtype.
+_FRESH, _OWN_OPERAND = 1, 2
+
+
+def _out_kind(impl) -> int:
+    """0, ``_FRESH`` or ``_OWN_OPERAND``: whether ``impl`` can write its result into a given array.
+
+    A numpy ufunc with one output takes ``out=``; an elementwise one may be
+    given one of its operands, a generalized one (matmul) may not. A Python
+    implementation declaring a keyword-only ``out`` promises both: to write
+    its result there and to accept one of its operands as ``out``.
+    """
+    if isinstance(impl, np.ufunc):
+        if impl.nout != 1:
+            return 0
+        return _OWN_OPERAND if impl.signature is None else _FRESH
+    try:
+        param = inspect.signature(impl).parameters.get("out")
+    except (TypeError, ValueError):
+        return 0
+    return _OWN_OPERAND if param is not None and param.kind is param.KEYWORD_ONLY else 0
 
 
 def trace(f: Callable, *example_args, name: str | None = None) -> Program:

@@ -171,19 +171,20 @@ def min(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's
 # ------------------------------------------------- logsumexp, softargmax
 
 
-def _shifted(x, axis, gamma):
+def _shifted(x, axis, gamma, out=None):
     """(x/γ − c, c) with c the max of x/γ over ``axis`` (kept), 0 where it is not finite.
 
     The shift is what makes exp never overflow (§4.4.2: lse(u) = lse(u − c) + c);
     an all −inf slice, an +inf entry or an empty axis is shifted by 0 instead,
-    so that the results are −inf, +inf and −inf rather than NaN.
+    so that the results are −inf, +inf and −inf rather than NaN. The first
+    result is a fresh array, or ``out`` (which may be x itself).
     """
     z = x / gamma if gamma != 1.0 else x
     if not np.issubdtype(z.dtype, np.inexact):
         z = z.astype(np.float64)
     c = np.max(z, axis=axis, keepdims=True, initial=-np.inf)
     c = np.where(np.isfinite(c), c, np.zeros((), z.dtype))
-    return z - c, c
+    return np.subtract(z, c, out=out), c
 
 
 def _lse_impl(x, *, axis, keepdims, gamma):
@@ -236,9 +237,10 @@ def logsumexp(x, axis=-1, keepdims: bool = False, gamma: float = 1.0) -> Tensor:
                  keepdims=bool(keepdims), gamma=g)
 
 
-def _softargmax_impl(x, *, axis, gamma):
-    z, _ = _shifted(x, axis, gamma)
-    e = np.exp(z, out=z)  # z is a fresh array (x − c): one array of x's size in all
+def _softargmax_impl(x, *, axis, gamma, out=None):
+    # ``out`` lets the program executor give a spare or dying array (program._out_kind).
+    z, _ = _shifted(x, axis, gamma, out)
+    e = np.exp(z, out=z)  # z is a fresh array (x − c) or out: one array of x's size in all
     with np.errstate(invalid="ignore"):  # an all -inf slice has no distribution: NaN
         e /= np.sum(e, axis=axis, keepdims=True)
     return e
