@@ -449,7 +449,7 @@ class Program:
                 if inplace is not None and _disposable(values, inplace):
                     values[k] = impl(*[values[p] for p in parents], out=values[inplace], **(params or {}))
                 elif take:
-                    values[k] = impl(*[values[p] for p in parents], out=take.pop(), **(params or {}))
+                    values[k] = impl(*[values[p] for p in parents], out=_spare(take), **(params or {}))
                 elif params is None:
                     if len(parents) == 2:
                         values[k] = impl(values[parents[0]], values[parents[1]])
@@ -538,6 +538,14 @@ def _disposable(values: list, k: int) -> bool:
     # References: the list, ``v`` and getrefcount's argument.
     return (type(v) is np.ndarray and v.base is None and sys.getrefcount(v) == 3 and v.flags.writeable
             and v.flags.c_contiguous)
+
+
+def _spare(pool: list):
+    """An array from ``pool``, or None (the implementation then allocates one)."""
+    try:
+        return pool.pop()
+    except IndexError:  # another thread running the same program took the last one
+        return None
 
 
 # How an implementation takes an output array (``_out_kind``): not at all, a
