@@ -307,6 +307,39 @@ def test_intermediate_values_are_freed_after_their_last_use():
     # The input is used by nodes 1 and 2; node 1 is an output, so it is never freed.
     assert [step[4] for step in kept._plan()[1]] == [(), (0,), (2,)]
 
+def test_reruns_never_change_returned_arrays_inputs_or_views():
+    # The executor writes results into arrays that die at that node or that an
+    # earlier run left over (out=): nothing it returned, no view of it and no
+    # input may change when the program runs again.
+    def f(x, w):
+        h = ad.relu(x @ w + 1.0)              # matmul, then add and relu into its array
+        y = ad.exp(-h) * 2.0
+        return ad.transpose(x @ w), h * y, ad.sum(y + h)   # a view of a matmul result
+
+    rng = np.random.default_rng(0)
+    prog = ad.trace(f, np.zeros((5, 4)), np.zeros((4, 3)))
+    runs = []
+    for _ in range(4):
+        x, w = rng.standard_normal((5, 4)), rng.standard_normal((4, 3))
+        inputs = (x.copy(), w.copy())
+        runs.append((inputs, (x, w), prog(x, w)))
+    for (x0, w0), (x, w), got in runs:
+        np.testing.assert_array_equal(x, x0)
+        np.testing.assert_array_equal(w, w0)
+        h = np.maximum(x0 @ w0 + 1.0, 0.0)
+        y = np.exp(-h) * 2.0
+        for a, b in zip(got, ((x0 @ w0).T, h * y, np.sum(y + h))):
+            np.testing.assert_allclose(a, b, rtol=1e-14)
+    grad = ad.jit(ad.value_and_grad(lambda w, x: ad.sum(ad.relu(x @ w) * 3.0)))
+    x = rng.standard_normal((5, 4))
+    results = [grad(rng.standard_normal((4, 3)), x) for _ in range(3)]
+    kept = [(float(v), g.copy()) for v, g in results]
+    grad(rng.standard_normal((4, 3)), x)
+    for (v, g), (v0, g0) in zip(results, kept):
+        assert float(v) == v0
+        np.testing.assert_array_equal(g, g0)
+
+
 # ------------------------------------------------------------------ scale
 
 

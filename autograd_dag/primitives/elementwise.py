@@ -247,7 +247,13 @@ def _relu_mask(x):
 LOGISTIC = _elementwise("logistic", _logistic_impl,
                   lambda ct, out, x: (multiply(ct, multiply(out, subtract(1.0, out))),),
                   lambda t, out, x: multiply(t[0], multiply(out, subtract(1.0, out))), dtype_of=_to_float)
-RELU = _elementwise("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
+def _relu_impl(x, *, out=None):
+    # A zero of x's own dtype keeps ints and bools as they are; ``out`` lets the
+    # program executor write into a spare or dying array (program._out_kind).
+    return np.maximum(x, x.dtype.type(0), out=out)
+
+
+RELU = _elementwise("relu", _relu_impl,
               lambda ct, out, x: (multiply(ct, _relu_mask(x)),),
               lambda t, out, x: multiply(t[0], _relu_mask(x)))
 SOFTPLUS = _elementwise("softplus", lambda x: np.logaddexp(np.zeros((), x.dtype), x),

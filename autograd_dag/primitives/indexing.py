@@ -423,8 +423,21 @@ def _take_add_impl(ct, indices, *, size, axis):
     _check_indices("take_add", indices, size,
                    f"a table of size {size} (axis {axis} of shape {fmt(shape)})", True)
     out = np.zeros(shape, dtype=ct.dtype)
-    # add.at accumulates repeated ids (a token used twice gets both gradients).
-    np.add.at(out, (slice(None),) * axis + (indices,), ct)
+    if axis or indices.size == 0:
+        # add.at accumulates repeated ids (a token used twice gets both gradients).
+        np.add.at(out, (slice(None),) * axis + (indices,), ct)
+        return out
+    # Along the first axis (an embedding's gradient): the rows of each id summed
+    # by one reduceat over the rows sorted by id, at a third of add.at's cost
+    # (add.at goes row by row). The same sums, associated differently: they
+    # agree with add.at's to rounding.
+    ids = indices.reshape(-1)
+    ids = np.where(ids < 0, ids + size, ids)
+    order = np.argsort(ids, kind="stable")
+    ids = ids[order]
+    starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
+    rows = ct.reshape((ids.size,) + shape[1:])
+    out[ids[starts]] = np.add.reduceat(rows[order], starts, axis=0)
     return out
 
 

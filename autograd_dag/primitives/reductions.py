@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core import Tensor, apply
 from ..errors import ShapeError
-from .elementwise import add, astype, divide, equal, multiply, sqrt, subtract
+from .elementwise import add, astype, divide, equal, exp, multiply, sqrt, subtract
 from .batch import elementwise as elementwise_batch
 from .batch import shift_axis
 from .registry import defprim
@@ -171,19 +171,20 @@ def min(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's
 # ------------------------------------------------- logsumexp, softargmax
 
 
-def _shifted(x, axis, gamma):
+def _shifted(x, axis, gamma, out=None):
     """(x/γ − c, c) with c the max of x/γ over ``axis`` (kept), 0 where it is not finite.
 
     The shift is what makes exp never overflow (§4.4.2: lse(u) = lse(u − c) + c);
     an all −inf slice, an +inf entry or an empty axis is shifted by 0 instead,
-    so that the results are −inf, +inf and −inf rather than NaN.
+    so that the results are −inf, +inf and −inf rather than NaN. The first
+    result is a fresh array, or ``out`` (which may be x itself).
     """
     z = x / gamma if gamma != 1.0 else x
     if not np.issubdtype(z.dtype, np.inexact):
         z = z.astype(np.float64)
     c = np.max(z, axis=axis, keepdims=True, initial=-np.inf)
     c = np.where(np.isfinite(c), c, np.zeros((), z.dtype))
-    return z - c, c
+    return np.subtract(z, c, out=out), c
 
 
 def _lse_impl(x, *, axis, keepdims, gamma):
@@ -196,15 +197,23 @@ def _lse_impl(x, *, axis, keepdims, gamma):
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
+def _lse_gradient(out, x, axis, keepdims, gamma):
+    """∇ lse_γ(x) = softargmax(x/γ) (§4.4.4), as exp((x − lse_γ(x))/γ) from the output.
+
+    One subtraction and one exponential, where softargmax itself would take the
+    maximum, shift, exponentiate, sum and divide again. x − lse ≤ 0, so nothing
+    overflows; a slice whose lse is ±inf gives NaN, as softargmax does there.
+    """
+    shifted = subtract(x, _kept(out, x.shape, axis, keepdims))
+    return exp(shifted if gamma == 1.0 else multiply(shifted, 1.0 / gamma))
+
+
 def _lse_vjp(ct, out, x, *, axis, keepdims, gamma):
-    # ∇ lse_γ(x) = softargmax(x/γ) (§4.4.4).
-    p = apply(SOFTARGMAX, x, axis=axis, gamma=gamma)
-    return (multiply(p, _kept(ct, x.shape, axis, keepdims)),)
+    return (multiply(_lse_gradient(out, x, axis, keepdims, gamma), _kept(ct, x.shape, axis, keepdims)),)
 
 
 def _lse_jvp(t, out, x, *, axis, keepdims, gamma):
-    p = apply(SOFTARGMAX, x, axis=axis, gamma=gamma)
-    return sum(multiply(t[0], p), axis, keepdims)
+    return sum(multiply(t[0], _lse_gradient(out, x, axis, keepdims, gamma)), axis, keepdims)
 
 
 def _lse_rule(x, *, axis, keepdims, gamma):
@@ -228,9 +237,10 @@ def logsumexp(x, axis=-1, keepdims: bool = False, gamma: float = 1.0) -> Tensor:
                  keepdims=bool(keepdims), gamma=g)
 
 
-def _softargmax_impl(x, *, axis, gamma):
-    z, _ = _shifted(x, axis, gamma)
-    e = np.exp(z, out=z)  # z is a fresh array (x − c): one array of x's size in all
+def _softargmax_impl(x, *, axis, gamma, out=None):
+    # ``out`` lets the program executor give a spare or dying array (program._out_kind).
+    z, _ = _shifted(x, axis, gamma, out)
+    e = np.exp(z, out=z)  # z is a fresh array (x − c) or out: one array of x's size in all
     with np.errstate(invalid="ignore"):  # an all -inf slice has no distribution: NaN
         e /= np.sum(e, axis=axis, keepdims=True)
     return e
