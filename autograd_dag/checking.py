@@ -12,7 +12,8 @@ argument entry by entry and reports the worst entries, so the message says
 from __future__ import annotations
 
 import inspect
-from typing import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -52,6 +53,11 @@ def _refuse_complex_leaves(leaves, what: str) -> None:
         refuse_complex(x.value if isinstance(x, Tensor) else x, f"{what}: argument leaf {i}")
 
 
+def _size(shape) -> int:
+    """The number of entries of an array of this shape, as a Python int (the product of no axes is 1)."""
+    return int(np.prod(shape, dtype=np.int64))
+
+
 def _step_scale(x: np.ndarray) -> np.ndarray:
     # A step relative to the input's magnitude keeps the rounding error of
     # f(x ± h) small compared with h·f' for large |x|.
@@ -72,11 +78,17 @@ def numerical_jvp(f: Callable, args: Sequence, tangents: Sequence, eps: float = 
     leaves, td = flatten(tuple(args))
     t_leaves, _ = flatten(tuple(tangents))
     _refuse_complex_leaves(leaves, "numerical_jvp")
-    plus = [np.asarray(x, dtype=np.float64) + eps * np.asarray(t) if np.asarray(x).dtype.kind == "f"
+    plus, minus = (_evaluate(f, td, _moved_along(leaves, t_leaves, step)) for step in (eps, -eps))
+    return [(a - b) / (2 * eps) for a, b in zip(plus, minus)]
+
+
+def _moved_along(leaves, t_leaves, step) -> list[np.ndarray]:
+    """The float leaves moved by step·t in float64: one side of a central difference.
+
+    The other leaves (indices, masks) cannot move and are passed unchanged.
+    """
+    return [np.asarray(x, dtype=np.float64) + step * np.asarray(t) if np.asarray(x).dtype.kind == "f"
             else np.asarray(x) for x, t in zip(leaves, t_leaves)]
-    minus = [np.asarray(x, dtype=np.float64) - eps * np.asarray(t) if np.asarray(x).dtype.kind == "f"
-             else np.asarray(x) for x, t in zip(leaves, t_leaves)]
-    return [(a - b) / (2 * eps) for a, b in zip(_evaluate(f, td, plus), _evaluate(f, td, minus))]
 
 
 def numerical_grad(f: Callable, args: Sequence, eps: float | None = None) -> tuple:
@@ -110,22 +122,22 @@ def _numerical_jacobian(f, td, leaves, i, eps) -> np.ndarray:
     steps = eps * _step_scale(x)
     cols = []
     for j in np.ndindex(x.shape):
-        shifted = list(leaves)
-        xp = x.copy()
-        xp[j] += steps[j]
-        shifted[i] = xp
-        fp = np.concatenate([o.ravel() for o in _evaluate(f, td, shifted)])
-        xm = x.copy()
-        xm[j] -= steps[j]
-        shifted[i] = xm
-        fm = np.concatenate([o.ravel() for o in _evaluate(f, td, shifted)])
+        fp, fm = (_evaluate_flat_moved(f, td, leaves, i, j, step) for step in (steps[j], -steps[j]))
         cols.append((fp - fm) / (2 * steps[j]))
     return np.stack(cols, axis=1) if cols else np.zeros((0, 0))
 
 
+def _evaluate_flat_moved(f, td, leaves, i, j, step) -> np.ndarray:
+    """f's outputs as one vector, entry j of argument i moved by step: one side of a Jacobian column."""
+    moved = list(leaves)
+    moved[i] = np.array(leaves[i], dtype=np.float64)
+    moved[i][j] += step
+    return np.concatenate([o.ravel() for o in _evaluate(f, td, moved)])
+
+
 def _analytic_jacobian(f, td, leaves, i, mode, out_shapes, out_td) -> np.ndarray:
     x = np.asarray(leaves[i])
-    n_out = sum(int(np.prod(s, dtype=np.int64)) for s in out_shapes)
+    n_out = sum(_size(s) for s in out_shapes)
     if mode == "rev":
         _, f_vjp = vjp(lambda *a: f(*a), *unflatten(td, leaves))
         rows = []
@@ -134,7 +146,7 @@ def _analytic_jacobian(f, td, leaves, i, mode, out_shapes, out_td) -> np.ndarray
             flat[r] = 1.0
             cts, offset = [], 0
             for s in out_shapes:
-                size = int(np.prod(s, dtype=np.int64))
+                size = _size(s)
                 cts.append(flat[offset:offset + size].reshape(s))
                 offset += size
             cts_tree = unflatten(out_td, cts)
@@ -143,10 +155,9 @@ def _analytic_jacobian(f, td, leaves, i, mode, out_shapes, out_td) -> np.ndarray
         return np.stack(rows) if rows else np.zeros((0, x.size))
     cols = []
     for j in np.ndindex(x.shape):
-        tangents = [np.zeros(np.shape(leaf)) for leaf in leaves]
-        tangents[i] = np.zeros(x.shape)
-        tangents[i][j] = 1.0
-        _, tout = jvp(f, unflatten(td, leaves), unflatten(td, tangents))
+        unit = np.zeros(x.shape)
+        unit[j] = 1.0
+        _, tout = jvp(f, unflatten(td, leaves), unflatten(td, _one_leaf_tangents(leaves, i, unit)))
         cols.append(np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in flatten(tout)[0]]))
     return np.stack(cols, axis=1) if cols else np.zeros((n_out, 0))
 
@@ -180,7 +191,7 @@ def _worst_entries(analytic, numeric, out_shapes, x_shape, atol, rtol, k=5) -> l
     excess = err - (atol + rtol * scale)
     order = np.argsort(excess, axis=None)[::-1][:k]
     lines = []
-    boundaries = np.cumsum([0] + [int(np.prod(s, dtype=np.int64)) for s in out_shapes])
+    boundaries = np.cumsum([0] + [_size(s) for s in out_shapes])
     for flat in order:
         r, c = np.unravel_index(flat, analytic.shape)
         if excess[r, c] <= 0:
@@ -194,6 +205,194 @@ def _worst_entries(analytic, numeric, out_shapes, x_shape, atol, rtol, k=5) -> l
                      f"analytic {analytic[r, c]: .6e}, numeric {numeric[r, c]: .6e}, "
                      f"abs err {err[r, c]:.2e}, rel err {rel:.2e}")
     return lines
+
+
+# How a report names each mode and the projection it compares with finite differences.
+_MODE_LABELS = {"rev": "reverse mode (VJP)", "fwd": "forward mode (JVP)"}
+_PROJECTIONS = {"rev": "<vjp(u), v>", "fwd": "<u, jvp(v)>"}
+
+
+class _Tolerances(NamedTuple):
+    """The finite-difference step and the allowed error atol + rtol·|value|, defaults filled in."""
+    eps: float
+    atol: float
+    rtol: float
+
+
+@dataclass(frozen=True)
+class _Point:
+    """What every comparison at one point shares: f on its float leaves, and the random output weights u."""
+    f: Callable            # f of the float leaves; the other leaves are held fixed (see _on_floats)
+    floats: list           # the float leaves, where the derivatives are taken
+    floats_td: Any         # treedef of tuple(floats)
+    out_td: Any
+    out_shapes: list[tuple]
+    us: list[np.ndarray]   # u, one array per output leaf
+    u_tree: Any            # u in the structure of f's output, as vjp takes it
+
+
+class _DerivativeUnusable(Exception):
+    """A derivative that cannot be compared (not computable, wrong shape): a failed check, not a crash."""
+
+
+def _checked_leaves(args, modes, atol, rtol) -> tuple[list[np.ndarray], Any, list[tuple]]:
+    """The arguments' leaves as arrays, with their treedef and paths; refuses what the check cannot judge."""
+    if not isinstance(args, (tuple, list)):
+        raise AutogradDagError("check_grads: args must be a tuple of arguments, e.g. (x,) or (x, w)")
+    for m in modes:
+        if m not in ("rev", "fwd"):
+            raise AutogradDagError(f"check_grads: unknown mode {m!r}; use 'rev' and/or 'fwd'")
+    leaves, td = flatten(tuple(args))
+    paths = leaf_paths(tuple(args))
+    # Python numbers and lists become float64 leaves, so that they are checked too.
+    leaves = [x.value if isinstance(x, Tensor) else np.asarray(x, dtype=np.float64)
+              if isinstance(x, (int, float, list)) else np.asarray(x) for x in leaves]
+    _refuse_complex_leaves(leaves, "check_grads")
+    _refuse_low_precision(leaves, atol, rtol)
+    return leaves, td, paths
+
+
+def _refuse_low_precision(leaves, atol, rtol) -> None:
+    """Default tolerances are meant for float64: lower precision needs tolerances the caller chose."""
+    low = [np.asarray(x).dtype for x in leaves if np.asarray(x).dtype.kind == "f"
+           and np.asarray(x).dtype.itemsize < 8]
+    if low and (atol is None or rtol is None):
+        raise AutogradDagError(
+            f"check_grads: inputs of dtype {low[0]} were given. Central differences in that precision "
+            f"cannot separate a wrong derivative from rounding error (the rounding error of f(x±h)/2h is "
+            f"about machine-eps/h). Check in float64 (x.astype(np.float64)), or pass atol= and rtol= "
+            f"explicitly if you accept loose tolerances")
+
+
+def _argument_names(f: Callable) -> list[str] | None:
+    """f's parameter names, so that a report says ('w') and not only argument 1; None if f has no signature."""
+    try:
+        return [p.name for p in inspect.signature(f).parameters.values()]
+    except (TypeError, ValueError):
+        return None
+
+
+def _checked_outputs(f: Callable, td, leaves) -> tuple[Any, list[tuple]]:
+    """f's output treedef and leaf shapes, which size u and the Jacobians; a complex output is refused."""
+    with no_grad():
+        out = f(*unflatten(td, [Tensor(x) for x in leaves]))
+    out_td = flatten(out)[1]
+    out_vals = _values(out)
+    for k, o in enumerate(out_vals):
+        refuse_complex(o, f"check_grads: output leaf {k}")
+    return out_td, [o.shape for o in out_vals]
+
+
+def _point(f: Callable, td, leaves, float_idx, out_td, out_shapes, us) -> _Point:
+    """Bundle f on its float leaves with u, once per check, for the comparisons of every argument and mode."""
+    floats = [leaves[k] for k in float_idx]
+    return _Point(_on_floats(f, td, leaves, float_idx), floats, flatten(tuple(floats))[1], out_td,
+                  list(out_shapes), us, unflatten(out_td, us))
+
+
+def _one_leaf_tangents(leaves, i, t) -> list[np.ndarray]:
+    """Tangents moving leaf i along t, every other leaf still: derivatives are checked one argument at a time."""
+    tangents = [np.zeros(np.shape(leaf)) for leaf in leaves]
+    tangents[i] = t
+    return tangents
+
+
+def _numeric_projection(p: _Point, tangents, eps) -> float:
+    """⟨u, J v⟩ by central differences: the reference value both modes are compared with."""
+    return sum(float(np.sum(u * n)) for u, n in zip(p.us, numerical_jvp(p.f, p.floats, tangents, eps)))
+
+
+def _analytic_projection(p: _Point, pos, mode, v, tangents, fname) -> float:
+    """⟨vjp(u), v⟩ or ⟨u, jvp(v)⟩ of float argument pos, from the mode's rules.
+
+    A derivative of the wrong shape could still give the right projection by
+    broadcasting, so shapes are checked first; it and an uncomputable
+    derivative raise _DerivativeUnusable. A missing rule stops the whole check.
+    """
+    try:
+        if mode == "rev":
+            _, f_vjp = vjp(p.f, *p.floats)
+            derivative = [np.asarray(f_vjp(p.u_tree)[pos], dtype=np.float64)]
+            expected = [np.shape(p.floats[pos])]
+        else:
+            _, tout = jvp(p.f, tuple(p.floats), tuple(tangents))
+            derivative = [np.asarray(t) for t in flatten(tout)[0]]
+            expected = list(p.out_shapes)
+    except MissingRuleError as exc:
+        raise _missing_rule_error(exc, fname) from None
+    except AutogradDagError as exc:
+        # The drivers refuse a rule that returns a wrong shape.
+        raise _DerivativeUnusable(f"the derivative could not be computed: {exc}") from None
+    got = [d.shape for d in derivative]
+    if got != expected:
+        raise _DerivativeUnusable(f"the derivative has shape {', '.join(map(str, got))}; expected "
+                                  f"{', '.join(map(str, expected))}")
+    if mode == "rev":
+        return float(np.sum(derivative[0] * v))
+    return sum(float(np.sum(u * t)) for u, t in zip(p.us, derivative))
+
+
+def _missing_rule_error(exc: MissingRuleError, fname) -> GradientCheckError:
+    """A missing rule is not a wrong derivative: the error says which mode can still be checked."""
+    other = "rev" if exc.rule == "JVP" else "fwd"
+    return GradientCheckError(
+        f"check_grads({fname}): no {exc.rule} rule for '{exc.primitive}', so "
+        f"{'forward' if exc.rule == 'JVP' else 'reverse'} mode cannot be checked; pass "
+        f"modes=({other!r},) to check the other mode only")
+
+
+def _projection_line(analytic: float, numeric: float, tol: _Tolerances) -> tuple[bool, str]:
+    """Whether the projections disagree (a non-finite analytic one always does), and by how much."""
+    err = abs(analytic - numeric)
+    allowed = tol.atol + tol.rtol * max(abs(analytic), abs(numeric))
+    bad = not np.isfinite(analytic) or err > allowed
+    return bad, (f"    projection: analytic {analytic: .6e}, numeric {numeric: .6e}, abs err {err:.2e} "
+                 f"(tolerance {allowed:.2e} = atol {tol.atol:g} + rtol {tol.rtol:g} * |value|)")
+
+
+def _jacobian_lines(p: _Point, pos, mode, tol: _Tolerances) -> tuple[bool, list[str]]:
+    """Compare argument pos's Jacobian entry by entry, so that the report says where a derivative is wrong."""
+    J_num = _numerical_jacobian(p.f, p.floats_td, p.floats, pos, tol.eps)
+    J_ana = _analytic_jacobian(p.f, p.floats_td, p.floats, pos, mode, p.out_shapes, p.out_td)
+    entry_bad = np.abs(J_ana - J_num) > tol.atol + tol.rtol * np.maximum(np.abs(J_ana), np.abs(J_num))
+    bad = entry_bad.any() or not np.all(np.isfinite(J_ana))
+    lines = [f"    {int(entry_bad.sum())} of {entry_bad.size} Jacobian entries disagree; worst:"]
+    return bad, lines + _worst_entries(J_ana, J_num, p.out_shapes, np.shape(p.floats[pos]), tol.atol, tol.rtol)
+
+
+def _mode_failure(p: _Point, pos, mode, v, tangents, numeric, tol: _Tolerances, full, fname) -> str | None:
+    """The report on float argument pos in one mode; None when it agrees with finite differences."""
+    try:
+        analytic = _analytic_projection(p, pos, mode, v, tangents, fname)
+    except _DerivativeUnusable as exc:
+        return f"    {exc}"
+    bad, line = _projection_line(analytic, numeric, tol)
+    if not (bad or full):
+        return None
+    lines = [line]
+    # Entry-by-entry Jacobians cost one evaluation per entry: only small ones are compared.
+    if sum(_size(s) for s in p.out_shapes) * np.size(p.floats[pos]) <= MAX_REPORT_ENTRIES:
+        entries_bad, entry_lines = _jacobian_lines(p, pos, mode, tol)
+        bad, lines = bad or entries_bad, lines + entry_lines
+    return "\n".join(lines) if bad else None
+
+
+def _other_mode_hints(modes, failures) -> list[str]:
+    """When one mode agrees everywhere, the other mode's rule is the one to fix: say so."""
+    return [f"  {_MODE_LABELS[mode]} agrees with finite differences for every argument: "
+            f"look at the {other} rule(s)"
+            for mode, other in (("rev", "JVP"), ("fwd", "VJP"))
+            if mode in modes and len(modes) == 2 and not any(_MODE_LABELS[mode] in f for f in failures)]
+
+
+def _projected_derivative(f: Callable, td, float_idx, u_tree, fname) -> Callable:
+    """a ↦ vjp(u) of f at a (u fixed), the function whose derivatives order ≥ 2 checks."""
+    def derivative(*a):
+        a_leaves = flatten(a)[0]
+        _, f_vjp = vjp(_on_floats(f, td, a_leaves, float_idx), *[a_leaves[k] for k in float_idx])
+        return tuple(f_vjp(u_tree))
+    derivative.__name__ = f"d{fname}"
+    return derivative
 
 
 def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str] = ("rev", "fwd"),
@@ -217,128 +416,35 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
         >>> ad.check_grads(lambda x, w: ad.tanh(x @ w).sum(),
         ...                (np.ones((2, 3)), np.full((3, 4), 0.1)))
     """
-    if not isinstance(args, (tuple, list)):
-        raise AutogradDagError("check_grads: args must be a tuple of arguments, e.g. (x,) or (x, w)")
-    for m in modes:
-        if m not in ("rev", "fwd"):
-            raise AutogradDagError(f"check_grads: unknown mode {m!r}; use 'rev' and/or 'fwd'")
-    leaves, td = flatten(tuple(args))
-    paths = leaf_paths(tuple(args))
-    leaves = [x.value if isinstance(x, Tensor) else np.asarray(x, dtype=np.float64)
-              if isinstance(x, (int, float, list)) else np.asarray(x) for x in leaves]
-    _refuse_complex_leaves(leaves, "check_grads")
-    low = [np.asarray(x).dtype for x in leaves if np.asarray(x).dtype.kind == "f"
-           and np.asarray(x).dtype.itemsize < 8]
-    if low and (atol is None or rtol is None):
-        raise AutogradDagError(
-            f"check_grads: inputs of dtype {low[0]} were given. Central differences in that precision "
-            f"cannot separate a wrong derivative from rounding error (the rounding error of f(x±h)/2h is "
-            f"about machine-eps/h). Check in float64 (x.astype(np.float64)), or pass atol= and rtol= "
-            f"explicitly if you accept loose tolerances")
-    eps = DEFAULT_EPS if eps is None else eps
-    atol = DEFAULT_ATOL if atol is None else atol
-    rtol = DEFAULT_RTOL if rtol is None else rtol
+    leaves, td, paths = _checked_leaves(args, modes, atol, rtol)
+    tol = _Tolerances(DEFAULT_EPS if eps is None else eps, DEFAULT_ATOL if atol is None else atol,
+                      DEFAULT_RTOL if rtol is None else rtol)
     fname = getattr(f, "__name__", "f")
-    if names is None:
-        try:
-            names = [p.name for p in inspect.signature(f).parameters.values()]
-        except (TypeError, ValueError):
-            names = None
-    with no_grad():
-        out = f(*unflatten(td, [Tensor(x) for x in leaves]))
-    out_td = flatten(out)[1]
-    out_vals = _values(out)
-    for k, o in enumerate(out_vals):
-        refuse_complex(o, f"check_grads: output leaf {k}")
-    out_shapes = [o.shape for o in out_vals]
+    names = _argument_names(f) if names is None else names
+    out_td, out_shapes = _checked_outputs(f, td, leaves)
+    # A seed fixes the projections through the order of the draws: u for every output, then v per argument.
     rng = np.random.default_rng(seed)
     float_idx = _float_leaves(leaves)
-    us = [rng.standard_normal(s) for s in out_shapes]
-    u_tree = unflatten(out_td, us)
+    p = _point(f, td, leaves, float_idx, out_td, out_shapes, [rng.standard_normal(s) for s in out_shapes])
     failures: list[str] = []
-    f_floats = _on_floats(f, td, leaves, float_idx)
-    floats = [leaves[k] for k in float_idx]
-    floats_td = flatten(tuple(floats))[1]
     for pos, i in enumerate(float_idx):
         x = np.asarray(leaves[i], dtype=np.float64)
         v = rng.standard_normal(x.shape) * _step_scale(x)
-        tangents = [np.zeros(np.shape(leaf)) for leaf in floats]
-        tangents[pos] = v
-        numeric = sum(float(np.sum(u * n)) for u, n in
-                      zip(us, numerical_jvp(f_floats, floats, tangents, eps)))
+        tangents = _one_leaf_tangents(p.floats, pos, v)
+        numeric = _numeric_projection(p, tangents, tol.eps)
         for mode in modes:
-            # A derivative of the wrong shape could still give the right
-            # projection by broadcasting: shapes are checked first.
-            what = "reverse mode (VJP): <vjp(u), v>" if mode == "rev" else "forward mode (JVP): <u, jvp(v)>"
-            try:
-                if mode == "rev":
-                    _, f_vjp = vjp(f_floats, *floats)
-                    g = np.asarray(f_vjp(u_tree)[pos], dtype=np.float64)
-                    got, expected = [g.shape], [x.shape]
-                else:
-                    _, tout = jvp(f_floats, tuple(floats), tuple(tangents))
-                    t_leaves = [np.asarray(t) for t in flatten(tout)[0]]
-                    got, expected = [t.shape for t in t_leaves], list(out_shapes)
-            except MissingRuleError as exc:
-                other = "rev" if exc.rule == "JVP" else "fwd"
-                raise GradientCheckError(
-                    f"check_grads({fname}): no {exc.rule} rule for '{exc.primitive}', so "
-                    f"{'forward' if exc.rule == 'JVP' else 'reverse'} mode cannot be checked; pass "
-                    f"modes=({other!r},) to check the other mode only") from None
-            except AutogradDagError as exc:
-                # The drivers refuse a rule that returns a wrong shape: that is
-                # a failed check of this argument and mode, not a crash.
-                failures.append(f"  {_describe_arg(names, paths[i], leaves[i])}, {what}:\n"
-                                f"    the derivative could not be computed: {exc}")
-                continue
-            if got != expected:
-                failures.append(f"  {_describe_arg(names, paths[i], leaves[i])}, {what}:\n"
-                                f"    the derivative has shape {', '.join(map(str, got))}; expected "
-                                f"{', '.join(map(str, expected))}")
-                continue
-            if mode == "rev":
-                analytic = float(np.sum(g * v))
-            else:
-                analytic = sum(float(np.sum(u * t)) for u, t in zip(us, t_leaves))
-            err = abs(analytic - numeric)
-            tol = atol + rtol * max(abs(analytic), abs(numeric))
-            bad_projection = not np.isfinite(analytic) or err > tol
-            if not (bad_projection or full):
-                continue
-            report = [f"  {_describe_arg(names, paths[i], leaves[i])}, {what}:",
-                      f"    projection: analytic {analytic: .6e}, numeric {numeric: .6e}, abs err {err:.2e} "
-                      f"(tolerance {tol:.2e} = atol {atol:g} + rtol {rtol:g} * |value|)"]
-            n_out = sum(o.size for o in out_vals)
-            if n_out * x.size <= MAX_REPORT_ENTRIES:
-                J_num = _numerical_jacobian(f_floats, floats_td, floats, pos, eps)
-                J_ana = _analytic_jacobian(f_floats, floats_td, floats, pos, mode, out_shapes, out_td)
-                entry_err = np.abs(J_ana - J_num)
-                entry_bad = entry_err > atol + rtol * np.maximum(np.abs(J_ana), np.abs(J_num))
-                if not (bad_projection or entry_bad.any() or not np.all(np.isfinite(J_ana))):
-                    continue
-                report.append(f"    {int(entry_bad.sum())} of {entry_bad.size} Jacobian entries disagree; worst:")
-                report += _worst_entries(J_ana, J_num, out_shapes, x.shape, atol, rtol)
-            elif not bad_projection:
-                continue
-            failures.append("\n".join(report))
+            failure = _mode_failure(p, pos, mode, v, tangents, numeric, tol, full, fname)
+            if failure:
+                failures.append(f"  {_describe_arg(names, paths[i], leaves[i])}, "
+                                f"{_MODE_LABELS[mode]}: {_PROJECTIONS[mode]}:\n{failure}")
     if failures:
-        # When one mode agrees everywhere, the other mode's rule is the one to fix.
-        for mode, rule, other in (("rev", "VJP", "JVP"), ("fwd", "JVP", "VJP")):
-            label = "reverse mode (VJP)" if mode == "rev" else "forward mode (JVP)"
-            if mode in modes and len(modes) == 2 and not any(label in f for f in failures):
-                failures.append(f"  {label} agrees with finite differences for every argument: "
-                                f"look at the {other} rule(s)")
-        raise GradientCheckError(f"check_grads({fname}): analytic and numerical derivatives "
-                                 f"disagree\n" + "\n".join(failures))
+        raise GradientCheckError(f"check_grads({fname}): analytic and numerical derivatives disagree\n"
+                                 + "\n".join(failures + _other_mode_hints(modes, failures)))
     if order >= 2:
-        def derivative(*a):
-            a_leaves = flatten(a)[0]
-            _, f_vjp = vjp(_on_floats(f, td, a_leaves, float_idx), *[a_leaves[k] for k in float_idx])
-            return tuple(f_vjp(u_tree))
-        derivative.__name__ = f"d{fname}"
         try:
-            check_grads(derivative, tuple(unflatten(td, leaves)), order=order - 1, modes=modes, eps=eps,
-                        atol=atol, rtol=rtol, full=full, seed=seed + 1, names=names)
+            check_grads(_projected_derivative(f, td, float_idx, p.u_tree, fname), tuple(unflatten(td, leaves)),
+                        order=order - 1, modes=modes, eps=tol.eps, atol=tol.atol, rtol=tol.rtol, full=full,
+                        seed=seed + 1, names=names)
         except GradientCheckError as exc:
             raise GradientCheckError(f"check_grads({fname}, order {order}): the derivative "
                                      f"<u, ∂{fname}> (u random) is itself wrongly differentiated:\n{exc}") from None
