@@ -25,6 +25,7 @@ from .elementwise import add
 from .batch import merge_batch
 from .registry import defprim
 from .shapes import fmt
+from .structure import reshape, transpose
 
 # ---------------------------------------------------------------- helpers
 
@@ -284,8 +285,27 @@ def _weight_grad_jvp(t, out, x, g, *, kernel, stride, padding):
                       t[1] is not None and conv2d_weight_grad(x, t[1], kernel, stride, padding))
 
 
+def _weight_grad_batch(prim, args, batched, *, kernel, stride, padding):
+    """vmap of Tw: a batch of inputs against one cotangent (or one input against a
+    batch of cotangents) is one call, the batch folded into the input's channels
+    (the cotangent's). Pairs batched together would need a grouped convolution: loop."""
+    x, g = args
+    if batched[0] and batched[1]:
+        return NotImplemented
+    params = {"kernel": kernel, "stride": stride, "padding": padding}
+    if batched[0]:
+        b, n, c = x.shape[:3]
+        folded = reshape(transpose(x, (1, 0, 2, 3, 4)), (n, b * c) + tuple(x.shape[3:]))
+        out = apply(prim, folded, g, **params)                          # (O, B·C, kh, kw)
+        return transpose(reshape(out, (out.shape[0], b, c) + tuple(kernel)), (1, 0, 2, 3, 4))
+    b, n, o = g.shape[:3]
+    folded = reshape(transpose(g, (1, 0, 2, 3, 4)), (n, b * o) + tuple(g.shape[3:]))
+    out = apply(prim, x, folded, **params)                              # (B·O, C, kh, kw)
+    return reshape(out, (b, o) + tuple(out.shape[1:]))
+
+
 CONV2D_WEIGHT_GRAD = defprim("conv2d_weight_grad", _weight_grad_impl, vjp=_weight_grad_vjp,
-                             jvp=_weight_grad_jvp, shape=_weight_grad_rule)
+                             jvp=_weight_grad_jvp, shape=_weight_grad_rule, batch=_weight_grad_batch)
 
 
 def conv2d_weight_grad(x, g, kernel, stride=1, padding=0) -> Tensor:
@@ -316,9 +336,9 @@ def _first_max_index(x: np.ndarray, window, stride) -> np.ndarray:
     """Flat index into x of each window's FIRST maximum in row-major order, shaped (..., Ho, Wo).
 
     A later element takes the place only when strictly greater than the one
-    chosen (so a NaN is chosen only as its window's first element). Running
-    comparisons over the kernel positions: np.argmax over each window's
-    elements was 5x slower at LeNet's sizes.
+    chosen; a NaN ends the search (it is chosen only as its window's first
+    element, and nothing after it is). Running comparisons over the kernel
+    positions: np.argmax over each window's elements was 5x slower at LeNet's sizes.
     """
     # Stacked: each position's values contiguous, compared 3x faster than as strided views.
     values = np.stack(_pool_views(x, window, stride))
@@ -328,7 +348,7 @@ def _first_max_index(x: np.ndarray, window, stride) -> np.ndarray:
     index = np.zeros(best.shape, dtype=np.intp)
     for p in range(1, len(values)):
         later = values[p] > best
-        best = np.where(later, values[p], best)
+        best = np.maximum(best, values[p])
         # The offsets i·W + j grow with p: the largest one flagged is the latest taken.
         np.maximum(index, later * ((p // kw) * w + p % kw), out=index)
     ho, wo = index.shape[-2:]
