@@ -32,6 +32,9 @@ from .structure import reshape, transpose
 
 def _pair(name: str, what: str, value, minimum: int) -> tuple[int, int]:
     """An int or a pair of ints, as a pair of Python ints each >= minimum."""
+    if type(value) is tuple and len(value) == 2 and type(value[0]) is int and type(value[1]) is int \
+            and value[0] >= minimum and value[1] >= minimum:
+        return value    # already a valid pair: every VJP and JVP rule passes its parameters on so
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         pair = (int(value), int(value))
     else:
