@@ -209,6 +209,22 @@ def test_max_pool_tie_gives_all_to_first_maximum():
     np.testing.assert_array_equal(jv.value, [[[[1.0, 2.0], [8.0, 10.0]]]])
 
 
+def test_max_pool_nan_ends_the_search_for_the_maximum():
+    nan = np.nan
+    x = np.array([[[[1.0, nan, 7.0, 2.0],
+                    [3.0, 0.0, 5.0, 9.0]]]])
+    out = max_pool2d(Tensor(x), window=(2, 2))
+    assert np.isnan(out.value[0, 0, 0, 0]) and out.value[0, 0, 0, 1] == 9.0
+    ct = Tensor(np.array([[[[10.0, 20.0]]]]))
+    (gx,) = out.prim.vjp(ct, out, *out.parents, **out.params)
+    expect = np.zeros((1, 1, 2, 4))
+    expect[0, 0, 0, 0] = 10.0   # 1 before the NaN; the 3 after it is not considered
+    expect[0, 0, 1, 3] = 20.0
+    np.testing.assert_array_equal(gx.value, expect)
+    first = max_pool2d_scatter(np.ones((1, 1, 1, 1)), np.array([[[[nan, 5.0], [6.0, 7.0]]]])).value
+    np.testing.assert_array_equal(first, [[[[1.0, 0.0], [0.0, 0.0]]]])
+
+
 def test_max_pool_overlapping_windows_accumulate():
     x = np.zeros((1, 1, 3, 3))
     x[0, 0, 1, 1] = 5.0

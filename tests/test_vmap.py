@@ -21,10 +21,11 @@ from tests.test_primitives_table import ALL_CASES, case_id, closure, make_args
 
 B = 3
 # Rules that loop by design: a convolution with per-example weights (batched w, or the
-# weight gradient, which sums over examples) needs a grouped convolution the library
-# does not have. With only the input batched, conv2d and conv2d_input_grad do not loop.
-LOOPING = {"conv2d_weight_grad"}
+# weight gradient of per-example input and cotangent pairs, which sums over examples)
+# needs a grouped convolution the library does not have. With only the input batched,
+# conv2d and conv2d_input_grad do not loop; nor does conv2d_weight_grad with one operand batched.
 LOOPING_WITH_BATCHED_WEIGHTS = {"conv2d", "conv2d_input_grad"}
+LOOPING_WITH_ALL_BATCHED = {"conv2d_weight_grad"}
 
 
 def _batch(args, seed):
@@ -53,7 +54,8 @@ def _axes_choices(n):
 
 def _check_no_loop(record, case, in_axes=(0,)):
     looped = [str(w.message) for w in record if "vmap:" in str(w.message)]
-    allowed = LOOPING | (LOOPING_WITH_BATCHED_WEIGHTS if in_axes[1:2] == (0,) else set())
+    allowed = ((LOOPING_WITH_BATCHED_WEIGHTS if in_axes[1:2] == (0,) else set())
+               | (LOOPING_WITH_ALL_BATCHED if len(in_axes) > 1 and all(a == 0 for a in in_axes) else set()))
     allowed = [m for m in looped if not any(f"'{name}'" in m for name in allowed)]
     assert not allowed, f"{case_id(case)} fell back to a loop: {allowed}"
 

@@ -10,8 +10,8 @@ argument, ``max_pool2d_scatter`` and ``max_pool2d_gather``, each the other's
 transpose. At ties the whole gradient goes to the FIRST maximum of the window in
 row-major order.
 
-All use ``sliding_window_view``: Python loops run over kernel positions at
-most, never over pixels.
+Each convolution is one copy of the input's windows (im2col) and one GEMM; Python
+loops run over kernel positions at most, never over pixels or channels.
 """
 
 from __future__ import annotations
@@ -25,12 +25,16 @@ from .elementwise import add
 from .batch import merge_batch
 from .registry import defprim
 from .shapes import fmt
+from .structure import reshape, transpose
 
 # ---------------------------------------------------------------- helpers
 
 
 def _pair(name: str, what: str, value, minimum: int) -> tuple[int, int]:
     """An int or a pair of ints, as a pair of Python ints each >= minimum."""
+    if type(value) is tuple and len(value) == 2 and type(value[0]) is int and type(value[1]) is int \
+            and value[0] >= minimum and value[1] >= minimum:
+        return value    # already a valid pair: every VJP and JVP rule passes its parameters on so
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         pair = (int(value), int(value))
     else:
@@ -75,16 +79,48 @@ def _check_fits(name: str, in_hw, kernel, padding) -> None:
             raise ShapeError(f"{name}: Expect: kernel {axis} <= padded input {axis}. Actual: kernel "
                              f"{axis} {k} > {size} + 2*{p} = {size + 2 * p}")
 
+
+def _channels_last(c: int, kw: int, wo: int) -> bool:
+    """Whether a convolution lays its windows out channels-last (else channels-first).
+
+    Much of its time is the copy of the windows, fastest along the longer
+    contiguous run: kw·C elements channels-last, Wo channels-first. The GEMMs
+    agree: channels-first is one product per image, over its Ho·Wo pixels;
+    channels-last one product over every pixel of the batch, or per kernel
+    position over C. LeNet's first layer (C 1, Wo 24) runs channels-first, its
+    second (C 6, Wo 8) channels-last; there each of the three primitives
+    measured as fast or faster (up to 5x) than in the other layout.
+    """
+    return kw * c > wo
+
+
+def _cols(x, kernel, stride, padding):
+    """(N, C, H, W) -> (N, C·kh·kw, Ho·Wo): each image's windows as columns (one copy), and (Ho, Wo)."""
+    win = _windows(_pad(x, padding), kernel, stride)                  # (N, C, Ho, Wo, kh, kw)
+    n, c, ho, wo, kh, kw = win.shape
+    return win.transpose(0, 1, 4, 5, 2, 3).reshape(n, c * kh * kw, ho * wo), (ho, wo)
+
+
+def _rows(x, kernel, stride, padding):
+    """(N, C, H, W) -> (N·Ho·Wo, kh·kw·C): every window as a row, channels last (one copy)."""
+    xl = np.ascontiguousarray(_pad(x, padding).transpose(0, 2, 3, 1))    # (N, Hp, Wp, C)
+    win = sliding_window_view(xl, kernel, axis=(1, 2))[:, ::stride[0], ::stride[1]]   # (N, Ho, Wo, C, kh, kw)
+    n, ho, wo, c, kh, kw = win.shape
+    return win.transpose(0, 1, 2, 4, 5, 3).reshape(n * ho * wo, kh * kw * c)
+
 # ----------------------------------------------------------------- conv2d
 
 
 def _conv2d_impl(x, w, *, stride, padding):
-    win = _windows(_pad(x, padding), w.shape[2:], stride)        # (N, C, Ho, Wo, kh, kw)
-    if x.shape[1] == 1:
-        # One input channel: einsum's contraction path then misses BLAS (measured
-        # 10x slower at LeNet's first layer); tensordot makes it one GEMM.
-        return np.ascontiguousarray(np.tensordot(win, w, axes=([1, 4, 5], [1, 2, 3])).transpose(0, 3, 1, 2))
-    return np.einsum("nchwij,ocij->nohw", win, w, optimize=True)
+    o, c, kh, kw = w.shape
+    n = x.shape[0]
+    ho, wo = (_out_size(x.shape[2 + i], w.shape[2 + i], stride[i], padding[i]) for i in range(2))
+    if _channels_last(c, kw, wo):
+        out = _rows(x, (kh, kw), stride, padding) @ w.transpose(2, 3, 1, 0).reshape(kh * kw * c, o)
+        return np.ascontiguousarray(out.reshape(n, ho, wo, o).transpose(0, 3, 1, 2))
+    cols, _ = _cols(x, (kh, kw), stride, padding)
+    # One (O, C·kh·kw) x (C·kh·kw, Ho·Wo) product per image, straight into (N, O, Ho·Wo).
+    return np.matmul(w.reshape(o, c * kh * kw), cols).reshape(n, o, ho, wo)
 
 
 def _conv2d_rule(x, w, *, stride, padding):
@@ -145,16 +181,25 @@ def _input_grad_impl(g, w, *, in_hw, stride, padding):
     _, c, kh, kw = w.shape
     sh, sw = stride
     ph, pw = padding
-    rows = np.ascontiguousarray(g.transpose(0, 2, 3, 1)).reshape(-1, o)   # (N*Ho*Wo, O)
-    # Channels-last, one matrix product per kernel position added into a
-    # strided block: no (N, Ho, Wo, C, kh, kw) intermediate (one product for
-    # all positions, then col2im, measured 2x slower at LeNet sizes).
-    xp = np.zeros((n, in_hw[0] + 2 * ph, in_hw[1] + 2 * pw, c), dtype=np.result_type(g, w))
+    dtype = np.result_type(g, w)
+    if _channels_last(c, kw, wo):
+        rows = np.ascontiguousarray(g.transpose(0, 2, 3, 1)).reshape(n * ho * wo, o)
+        # One (N·Ho·Wo, O) x (O, C) product per kernel position, added into a strided
+        # block: no (N, Ho, Wo, kh, kw, C) intermediate to scatter (2x slower at LeNet's sizes).
+        xp = np.zeros((n, in_hw[0] + 2 * ph, in_hw[1] + 2 * pw, c), dtype=dtype)
+        for i in range(kh):
+            for j in range(kw):
+                xp[:, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw, :] += \
+                    (rows @ w[:, :, i, j]).reshape(n, ho, wo, c)
+        return np.ascontiguousarray(xp[:, ph:ph + in_hw[0], pw:pw + in_hw[1], :].transpose(0, 3, 1, 2))
+    # The transpose of conv2d's channels-first product, one per image, then each
+    # kernel position's (N, C, Ho, Wo) block added back into its strided window.
+    cols = np.matmul(w.reshape(o, c * kh * kw).T, g.reshape(n, o, ho * wo)).reshape(n, c, kh, kw, ho, wo)
+    xp = np.zeros((n, c, in_hw[0] + 2 * ph, in_hw[1] + 2 * pw), dtype=dtype)
     for i in range(kh):
         for j in range(kw):
-            xp[:, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw, :] += \
-                (rows @ w[:, :, i, j]).reshape(n, ho, wo, c)
-    return np.ascontiguousarray(xp[:, ph:ph + in_hw[0], pw:pw + in_hw[1], :].transpose(0, 3, 1, 2))
+            xp[:, :, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw] += cols[:, :, i, j]
+    return np.ascontiguousarray(xp[:, :, ph:ph + in_hw[0], pw:pw + in_hw[1]])
 
 
 def _input_grad_rule(g, w, *, in_hw, stride, padding):
@@ -210,17 +255,13 @@ def _weight_grad_impl(x, g, *, kernel, stride, padding):
     n, o, ho, wo = g.shape
     c = x.shape[1]
     kh, kw = kernel
-    sh, sw = stride
-    xp = np.ascontiguousarray(_pad(x, padding).transpose(0, 2, 3, 1))      # (N, Hp, Wp, C)
-    cols = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(o, -1)    # (O, N*Ho*Wo)
-    out = np.empty((o, c, kh, kw), dtype=np.result_type(x, g))
-    # One (O, N*Ho*Wo) x (N*Ho*Wo, C) product per kernel position; measured
-    # faster at LeNet sizes than one contraction over the 6-d window view.
-    for i in range(kh):
-        for j in range(kw):
-            block = xp[:, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw, :]
-            out[:, :, i, j] = cols @ block.reshape(-1, c)
-    return out
+    if _channels_last(c, kw, wo):
+        gm = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(o, n * ho * wo)
+        out = gm @ _rows(x, kernel, stride, padding)                       # (O, kh·kw·C)
+        return np.ascontiguousarray(out.reshape(o, kh, kw, c).transpose(0, 3, 1, 2))
+    cols, _ = _cols(x, kernel, stride, padding)
+    per_image = np.matmul(g.reshape(n, o, ho * wo), cols.transpose(0, 2, 1))   # (N, O, C·kh·kw)
+    return per_image.sum(axis=0).reshape(o, c, kh, kw)
 
 
 def _weight_grad_rule(x, g, *, kernel, stride, padding):
@@ -248,8 +289,27 @@ def _weight_grad_jvp(t, out, x, g, *, kernel, stride, padding):
                       t[1] is not None and conv2d_weight_grad(x, t[1], kernel, stride, padding))
 
 
+def _weight_grad_batch(prim, args, batched, *, kernel, stride, padding):
+    """vmap of Tw: a batch of inputs against one cotangent (or one input against a
+    batch of cotangents) is one call, the batch folded into the input's channels
+    (the cotangent's). Pairs batched together would need a grouped convolution: loop."""
+    x, g = args
+    if batched[0] and batched[1]:
+        return NotImplemented
+    params = {"kernel": kernel, "stride": stride, "padding": padding}
+    if batched[0]:
+        b, n, c = x.shape[:3]
+        folded = reshape(transpose(x, (1, 0, 2, 3, 4)), (n, b * c) + tuple(x.shape[3:]))
+        out = apply(prim, folded, g, **params)                          # (O, B·C, kh, kw)
+        return transpose(reshape(out, (out.shape[0], b, c) + tuple(kernel)), (1, 0, 2, 3, 4))
+    b, n, o = g.shape[:3]
+    folded = reshape(transpose(g, (1, 0, 2, 3, 4)), (n, b * o) + tuple(g.shape[3:]))
+    out = apply(prim, x, folded, **params)                              # (B·O, C, kh, kw)
+    return reshape(out, (b, o) + tuple(out.shape[1:]))
+
+
 CONV2D_WEIGHT_GRAD = defprim("conv2d_weight_grad", _weight_grad_impl, vjp=_weight_grad_vjp,
-                             jvp=_weight_grad_jvp, shape=_weight_grad_rule)
+                             jvp=_weight_grad_jvp, shape=_weight_grad_rule, batch=_weight_grad_batch)
 
 
 def conv2d_weight_grad(x, g, kernel, stride=1, padding=0) -> Tensor:
@@ -269,11 +329,36 @@ def conv2d_weight_grad(x, g, kernel, stride=1, padding=0) -> Tensor:
 # ------------------------------------------------------------ max_pool2d
 
 
-def _pool_argmax(x: np.ndarray, window, stride) -> np.ndarray:
-    """Row-major position within each window of its FIRST maximum (np.argmax keeps the first)."""
-    win = _windows(x, window, stride)
-    # An explicit size, not -1: the reshape must also work on empty batches.
-    return np.argmax(win.reshape(win.shape[:-2] + (window[0] * window[1],)), axis=-1)
+def _pool_views(x: np.ndarray, window, stride) -> list[np.ndarray]:
+    """The strided views (..., Ho, Wo) of x, one per kernel position in row-major order."""
+    (kh, kw), (sh, sw) = window, stride
+    ho, wo = (x.shape[-2] - kh) // sh + 1, (x.shape[-1] - kw) // sw + 1
+    return [x[..., i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw] for i in range(kh) for j in range(kw)]
+
+
+def _first_max_index(x: np.ndarray, window, stride) -> np.ndarray:
+    """Flat index into x of each window's FIRST maximum in row-major order, shaped (..., Ho, Wo).
+
+    A later element takes the place only when strictly greater than the one
+    chosen; a NaN ends the search (it is chosen only as its window's first
+    element, and nothing after it is). Running comparisons over the kernel
+    positions: np.argmax over each window's elements was 5x slower at LeNet's sizes.
+    """
+    # Stacked: each position's values contiguous, compared 3x faster than as strided views.
+    values = np.stack(_pool_views(x, window, stride))
+    h, w = x.shape[-2:]
+    kw = window[1]
+    best = values[0]
+    index = np.zeros(best.shape, dtype=np.intp)
+    for p in range(1, len(values)):
+        later = values[p] > best
+        best = np.maximum(best, values[p])
+        # The offsets i·W + j grow with p: the largest one flagged is the latest taken.
+        np.maximum(index, later * ((p // kw) * w + p % kw), out=index)
+    ho, wo = index.shape[-2:]
+    index += np.arange(0, ho * stride[0] * w, stride[0] * w)[:, None] + np.arange(0, wo * stride[1], stride[1])
+    index += np.arange(0, x.size, h * w).reshape(x.shape[:-2] + (1, 1))
+    return index
 
 
 def _pool_rule(name: str, x, window, stride):
@@ -307,18 +392,10 @@ def _max_pool_rule(x, *, window, stride):
 
 def _scatter_impl(ct, x, *, window, stride):
     _scatter_rule(ct, x, window=window, stride=stride)  # a broadcastable ct would pass silently
-    k = _pool_argmax(x, window, stride)
-    ho, wo = k.shape[-2:]
-    sh, sw = stride
-    out = np.zeros(x.shape, dtype=ct.dtype)
-    zero = np.zeros((), ct.dtype)
-    # One strided block per kernel position; += (not =) because overlapping
-    # windows (stride < window) can pick the same pixel.
-    for i in range(window[0]):
-        for j in range(window[1]):
-            out[..., i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw] += \
-                np.where(k == i * window[1] + j, ct, zero)
-    return out
+    out = np.zeros(x.size, dtype=ct.dtype)
+    # add.at, not assignment: overlapping windows (stride < window) can pick the same pixel.
+    np.add.at(out, _first_max_index(x, window, stride).ravel(), ct.ravel())
+    return out.reshape(x.shape)
 
 
 def _scatter_rule(ct, x, *, window, stride):
@@ -331,10 +408,7 @@ def _scatter_rule(ct, x, *, window, stride):
 
 def _gather_impl(c, x, *, window, stride):
     _gather_rule(c, x, window=window, stride=stride)
-    k = _pool_argmax(x, window, stride)
-    win = _windows(c, window, stride)
-    flat = win.reshape(win.shape[:-2] + (window[0] * window[1],))
-    return np.take_along_axis(flat, k[..., None], axis=-1)[..., 0]
+    return np.take(c, _first_max_index(x, window, stride))
 
 
 def _gather_rule(c, x, *, window, stride):
