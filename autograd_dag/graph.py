@@ -18,28 +18,99 @@ Python's recursion limit.
 from __future__ import annotations
 
 import gc
-from collections import deque
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
-from heapq import heappop, heappush
 from typing import Any
 
 from autograd_dag.errors import CycleError
 
-__all__ = ["Graph"]
+__all__ = ["Graph", "reachable", "topological_sort"]
 
 
-def _format_cycle(cycle: list, keep: int = 8) -> str:
+def topological_sort(starts: Iterable, parents: Callable[[Any], Iterable], check: bool = True) -> list:
+    """Every vertex reachable from ``starts`` through ``parents``, each after all of its parents.
+
+    The library's one topological sort: :meth:`Graph.topological_order`, the
+    walk over recorded Tensors (``tracing.topological_nodes``: every sweep,
+    ``vmap``, program extraction) and the renderer's layout all call it.
+    Depth-first and iterative: the starts are taken in order, each vertex's
+    parents in the order ``parents(v)`` gives them, and a vertex comes right
+    after its last parent is placed. So the order is deterministic, and a
+    ``starts`` listing every vertex in an order that is already topological
+    comes back unchanged. Vertices key a dict (Tensors hash by identity).
+    O(n + m) time.
+
+    A cycle raises :class:`CycleError` naming it (``check=True``); with
+    ``check=False`` the edge that would close it is skipped instead (the
+    renderer's collapsed groups may form cycles; recorded Tensors cannot, and
+    skip the test).
+
+    >>> parents = {"x": [], "y": ["x"], "z": ["y", "x"], "w": ["z"]}
+    >>> topological_sort(["z", "w"], parents.__getitem__)
+    ['x', 'y', 'z', 'w']
+    """
+    order: list = []
+    # False while the vertex is on the current path, True once it is placed.
+    state: dict = {}
+    path: list = []  # from a start up through parents; each vertex reads the next
+    pending: list = []  # the unvisited parents of each path vertex below the top one
+    for start in starts:
+        if start in state:
+            continue
+        state[start] = False
+        path.append(start)
+        top = iter(parents(start))  # the top vertex's unvisited parents
+        while True:
+            for p in top:
+                if p not in state:
+                    state[p] = False
+                    path.append(p)
+                    pending.append(top)
+                    top = iter(parents(p))
+                    break
+                if check and state[p] is False:  # p is on the path: the top vertex reads it
+                    raise _cycle_error("the graph has a cycle {}, so it has no topological order",
+                                       [p, *reversed(path[path.index(p) + 1:]), p])
+            else:
+                v = path.pop()
+                state[v] = True
+                order.append(v)
+                if not pending:
+                    break
+                top = pending.pop()
+    return order
+
+
+def reachable(starts: Iterable, successors: Callable[[Any], Iterable]) -> dict:
+    """The vertices reachable from ``starts`` (themselves included), each mapped to the one it was reached from.
+
+    The library's one reachability walk (paths, ancestors, descendants, the
+    cycle check of :meth:`Graph.add_edge`, what a traced function depends
+    on). Breadth-first and iterative, so following the map back from a
+    vertex to a start (which maps to None) gives a shortest path; the map
+    lists vertices in the order they were reached.
+
+    >>> children = {0: [1, 2], 1: [3], 2: [3], 3: []}
+    >>> reachable([1, 2], children.__getitem__)
+    {1: None, 2: None, 3: 1}
+    """
+    came_from = dict.fromkeys(starts)
+    queue = list(came_from)
+    for v in queue:
+        for c in successors(v):
+            if c not in came_from:
+                came_from[c] = v
+                queue.append(c)
+    return came_from
+
+
+def _cycle_error(template: str, cycle: list, keep: int = 8) -> CycleError:
     # A cycle in a big graph can have millions of vertices; the message shows
     # both ends and the full list stays in CycleError.cycle.
-    if len(cycle) > 2 * keep + 1:
-        hidden = len(cycle) - 2 * keep
-        parts = [str(v) for v in cycle[:keep]]
-        parts.append(f"... ({hidden} more) ...")
-        parts.extend(str(v) for v in cycle[-keep:])
-    else:
-        parts = [str(v) for v in cycle]
-    return " -> ".join(parts)
+    parts = [str(v) for v in cycle] if len(cycle) <= 2 * keep + 1 else (
+        [str(v) for v in cycle[:keep]] + [f"... ({len(cycle) - 2 * keep} more) ..."]
+        + [str(v) for v in cycle[-keep:]])
+    return CycleError(template.format(" -> ".join(parts)), cycle=cycle)
 
 
 @contextmanager
@@ -144,27 +215,19 @@ class Graph:
         """
         if self.has_edge(i, j):
             return
-        cycle: list | None
-        if i == j:
-            cycle = [i, i]
-        elif (
-            i in self._index
-            and j in self._index
-            # A cycle needs a path j -> ... -> i, so j must have children and
-            # i parents; in the usual program-building case (a new vertex j
-            # reading older ones) this skips the search entirely.
-            and self._children[j]
-            and self._parents[i]
-        ):
-            path = self._find_path(j, i)
-            cycle = None if path is None else path + [j]
-        else:
-            cycle = None
+        cycle = [i, i] if i == j else None
+        # A cycle needs a path j -> ... -> i, so j must have children and i
+        # parents; in the usual program-building case (a new vertex j reading
+        # older ones) this skips the search entirely.
+        if cycle is None and i in self._index and j in self._index and self._children[j] and self._parents[i]:
+            came_from = reachable([j], self._children.__getitem__)
+            if i in came_from:
+                cycle = [i]
+                while cycle[-1] != j:
+                    cycle.append(came_from[cycle[-1]])
+                cycle = [*reversed(cycle), j]
         if cycle is not None:
-            raise CycleError(
-                f"adding edge {i} -> {j} would close the cycle {_format_cycle(cycle)}",
-                cycle=cycle,
-            )
+            raise _cycle_error(f"adding edge {i} -> {j} would close the cycle {{}}", cycle)
         self.add_vertex(i)
         self.add_vertex(j)
         self._link(i, j)
@@ -406,25 +469,6 @@ class Graph:
 
     # ------------------------------------------------------------------ paths
 
-    def _find_path(self, src: Hashable, dst: Hashable) -> list | None:
-        """A shortest path ``[src, ..., dst]`` of at least one edge, or None."""
-        children = self._children
-        pred: dict[Hashable, Hashable | None] = {src: None}
-        queue = deque([src])
-        while queue:
-            v = queue.popleft()
-            for c in children[v]:
-                if c == dst:
-                    path = [c, v]
-                    while (v := pred[v]) is not None:
-                        path.append(v)
-                    path.reverse()
-                    return path
-                if c not in pred:
-                    pred[c] = v
-                    queue.append(c)
-        return None
-
     def has_path(self, i: Hashable, j: Hashable) -> bool:
         """Whether there is a path from ``i`` to ``j``: ``i -> j_1 -> ... -> j_m -> j``, m ≥ 0.
 
@@ -439,29 +483,7 @@ class Graph:
         """
         self._require(i)
         self._require(j)
-        children = self._children
-        seen = {i}
-        stack = [i]
-        while stack:
-            for c in children[stack.pop()]:
-                if c == j:
-                    return True
-                if c not in seen:
-                    seen.add(c)
-                    stack.append(c)
-        return False
-
-    def _reach(self, v: Hashable, adjacency: dict) -> set:
-        seen: set = set()
-        stack = [v]
-        while stack:
-            for u in adjacency[stack.pop()]:
-                if u not in seen:
-                    seen.add(u)
-                    stack.append(u)
-        # Only reachable through a cycle, which a checked graph never has.
-        seen.discard(v)
-        return seen
+        return j in reachable(self._children[i], self._children.__getitem__)
 
     def ancestors(self, v: Hashable) -> set:
         """All vertices with a path to ``v``, excluding ``v`` itself.
@@ -472,7 +494,8 @@ class Graph:
         [0, 1, 3]
         """
         self._require(v)
-        return self._reach(v, self._parents)
+        # v itself is only reachable through a cycle, which a checked graph never has.
+        return reachable(self._parents[v], self._parents.__getitem__).keys() - {v}
 
     def descendants(self, v: Hashable) -> set:
         """All vertices reachable from ``v``, excluding ``v`` itself.
@@ -483,7 +506,7 @@ class Graph:
         [1, 2]
         """
         self._require(v)
-        return self._reach(v, self._children)
+        return reachable(self._children[v], self._children.__getitem__).keys() - {v}
 
     def is_chain(self) -> bool:
         """Whether the graph is a computation chain (§4.1.1): one path through every vertex.
@@ -523,51 +546,25 @@ class Graph:
     def topological_order(self) -> list:
         """A topological order of all vertices: every edge ``i -> j`` has ``i`` before ``j``.
 
-        Kahn's algorithm; whenever several vertices are ready, the one inserted
-        first comes first, so the result is deterministic and equals the
-        insertion order whenever that order is already topological. Takes
-        O((n + m) log n) time. Raises ``CycleError`` naming a cycle if the
-        graph has one.
+        :func:`topological_sort` from every vertex in insertion order: a
+        vertex comes right after its last parent (parents taken in insertion
+        order), so the result is deterministic and equals the insertion order
+        whenever that order is already topological. O(n + m). Raises
+        ``CycleError`` naming a cycle if the graph has one.
 
         >>> g = Graph.from_edges([(0, 2), (1, 2), (2, 3)], vertices=[3, 1, 0])
         >>> g.topological_order()
-        [1, 0, 2, 3]
+        [0, 1, 2, 3]
         """
-        verts = list(self._index)
         if self._in_order:
-            # Min-index-first Kahn would emit exactly this order.
-            return verts
-        index = self._index
-        children = self._children
-        indegree = [len(p) for p in self._parents.values()]
-        # Ascending indices already form a valid heap.
-        heap = [k for k, d in enumerate(indegree) if d == 0]
-        order: list = []
-        append = order.append
-        while heap:
-            v = verts[heappop(heap)]
-            append(v)
-            for c in children[v]:
-                k = index[c]
-                indegree[k] -= 1
-                if indegree[k] == 0:
-                    heappush(heap, k)
-        if len(order) != len(verts):
-            self._raise_cycle()
-        return order
-
-    def _raise_cycle(self) -> None:
-        cycle = self.find_cycle() or []
-        raise CycleError(
-            f"the graph has a cycle {_format_cycle(cycle)}, so it has no topological order",
-            cycle=cycle,
-        )
+            return list(self._index)  # what the search returns, without searching
+        return topological_sort(self._index, self._parents.__getitem__)
 
     def topological_orders(self, limit: int | None = None) -> Iterator[tuple]:
         """Generate every topological order (as tuples), at most ``limit`` of them.
 
-        Orders come in lexicographic order of insertion indices, the first one
-        being :meth:`topological_order`. The number of orders can grow
+        Orders come in lexicographic order of insertion indices (the first one
+        takes the earliest-inserted ready vertex at every step). The number of orders can grow
         factorially with the number of vertices: meant for small graphs, or use
         ``limit``. An empty graph has exactly one (empty) order. Raises
         ``CycleError`` if the graph has a cycle.
@@ -580,8 +577,7 @@ class Graph:
         """
         if limit is not None and limit <= 0:
             return
-        if not self.is_acyclic():
-            self._raise_cycle()
+        self.topological_order()  # raises CycleError on a cycle
         n = len(self._index)
         if n == 0:
             yield ()
@@ -624,40 +620,19 @@ class Graph:
     def find_cycle(self) -> list | None:
         """One directed cycle ``[v0, v1, ..., v0]`` (first vertex repeated), or None.
 
-        Iterative depth-first search from the vertices in insertion order, so
-        the answer is deterministic. A checked graph never has a cycle; this is
-        for graphs built with ``from_edges(..., check=False)``.
+        The first cycle the search of :meth:`topological_order` meets, so the
+        answer is deterministic. A checked graph never has a cycle; this is for
+        graphs built with ``from_edges(..., check=False)``.
 
         >>> Graph.from_edges([(0, 1), (1, 2), (2, 1)], check=False).find_cycle()
         [1, 2, 1]
         >>> Graph.from_edges([(0, 1)]).find_cycle() is None
         True
         """
-        if self._in_order:
-            # Every cycle has an edge that goes back in insertion order.
-            return None
-        children = self._children
-        done: set = set()
-        for start in self._index:
-            if start in done:
-                continue
-            path = [start]
-            on_path = {start: 0}
-            stack = [iter(children[start])]
-            while stack:
-                for c in stack[-1]:
-                    if c in on_path:
-                        return path[on_path[c]:] + [c]
-                    if c not in done:
-                        on_path[c] = len(path)
-                        path.append(c)
-                        stack.append(iter(children[c]))
-                        break
-                else:
-                    v = path.pop()
-                    del on_path[v]
-                    done.add(v)
-                    stack.pop()
+        try:
+            self.topological_order()
+        except CycleError as err:
+            return err.cycle
         return None
 
     def is_acyclic(self) -> bool:
@@ -668,20 +643,7 @@ class Graph:
         >>> Graph.from_edges([(0, 0)], check=False).is_acyclic()
         False
         """
-        if self._in_order:
-            return True
-        children = self._children
-        indegree = {v: len(p) for v, p in self._parents.items()}
-        ready = [v for v, d in indegree.items() if d == 0]
-        emitted = 0
-        while ready:
-            v = ready.pop()
-            emitted += 1
-            for c in children[v]:
-                indegree[c] -= 1
-                if indegree[c] == 0:
-                    ready.append(c)
-        return emitted == len(indegree)
+        return self.find_cycle() is None
 
     # ------------------------------------------------------------------ other forms
 
