@@ -6,7 +6,7 @@ import warnings
 
 from ..core import Tensor
 from ..errors import RenderError
-from ..graph import Graph
+from ..graph import Graph, topological_sort
 from ..primitives.registry import PRIMITIVES
 from ..program import Program, ProgramNode
 from .axes import program_axes
@@ -56,22 +56,13 @@ def as_program(obj, *, parameters_as_inputs: bool = False) -> Program:
                           f"got {type(obj).__name__}")
     inputs: list[Tensor] = []
     parameters: list[Tensor] = []
-    seen: set[int] = set()
-    stack = list(reversed(outputs))
-    while stack:
-        t = stack.pop()
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        parents = t.parents or ()
-        if t.prim is None or not parents:
+    for t in topological_sort(outputs, lambda t: t.parents or (), check=False):
+        if t.prim is None or not t.parents:
             # A user-made Tensor has a source line; a lifted constant has none.
             if t.prim is None and not t.requires_grad and t.source is not None:
                 inputs.append(t)
             elif parameters_as_inputs and t.requires_grad:
                 parameters.append(t)
-            continue
-        stack.extend(reversed(parents))
     program = Program.from_outputs(tuple(inputs + parameters), outputs if len(outputs) > 1 else outputs[0],
                                    name=(outputs[0].name or "f") if len(outputs) == 1 else "f")
     for i, t in enumerate(parameters):

@@ -19,6 +19,7 @@ import re
 
 import numpy as np
 
+from ..graph import reachable
 from ..program import Program
 from .labels import params_str, value_str
 
@@ -252,23 +253,20 @@ def _closes_cycle(program, owner, groups, members: set) -> bool:
     # Edges go from lower to higher index, so a path leaving the merged set
     # and re-entering it only visits nodes below its highest member.
     top = max(members)
-    stack = [c for k in members for c in program.children(k) if c not in members]
-    seen: set[int] = set()
     expanded: set[int] = set()
-    while stack:
-        c = stack.pop()
-        if c > top or c in seen:
-            continue
-        if c in members:
-            return True
-        seen.add(c)
+
+    def successors(c):
+        if c > top or c in members:
+            return ()
         gi = owner[c]
-        if gi is not None and gi not in expanded:
-            # A group is one node once drawn: reaching one member reaches all.
-            expanded.add(gi)
-            stack.extend(m for m in groups[gi].members if m not in members)
-        stack.extend(program.children(c))
-    return False
+        if gi is None or gi in expanded:
+            return program.children(c)
+        # A group is one node once drawn: reaching one member reaches all.
+        expanded.add(gi)
+        return [*program.children(c), *(m for m in groups[gi].members if m not in members)]
+
+    starts = [c for k in members for c in program.children(k) if c not in members]
+    return any(c in members for c in reachable(starts, successors))
 
 
 def _fold(program, inlined, owner, groups: list[Group]) -> list[Group]:
