@@ -53,13 +53,13 @@ from .primitives.mathfuncs import (arccos, arccosh, arcsin, arcsinh, arctan, arc
                                    reciprocal, remainder, rint, round, sinh, square, tan, trunc)
 from .primitives.numeric import (all, any, argmin, argsort, cumprod, cumsum, diff, norm, prod,
                                  put_along_axis_add, sort, std, take_along_axis)
-from .program import Program, ProgramNode, jit, trace
+from .program import NodeKind, Program, ProgramNode, jit, trace
 
 __version__ = "0.1.0"
 
 __all__ = [
     # records and programs
-    "Tensor", "Primitive", "Program", "ProgramNode", "Graph", "trace", "jit", "PRIMITIVES",
+    "Tensor", "Primitive", "Program", "ProgramNode", "NodeKind", "Graph", "trace", "jit", "PRIMITIVES",
     "no_grad", "enable_grad", "is_recording", "name_scope", "current_scope", "detect_anomaly",
     # differentiation
     "vjp", "grad", "value_and_grad", "jvp", "jacobian", "hessian", "hvp", "grad_program",

@@ -9,6 +9,7 @@ intermediate value right after its last use.
 
 from __future__ import annotations
 
+import enum
 import inspect
 import os
 from typing import Any, Callable, Sequence
@@ -28,13 +29,28 @@ from .primitives.structure import IDENTITY
 _MISSING = object()
 
 
+class NodeKind(enum.Enum):
+    """What a program node without a primitive is (its ``op``).
+
+    Not a string, so that no primitive's name can pass for one; it prints as
+    its value, so listings and pictures read ``input``, ``constant``...
+    """
+
+    INPUT = "input"
+    CONSTANT = "constant"
+    PARAMETER = "parameter"  # a constant leaf that required a gradient when recorded
+    VERTEX = "vertex"  # a vertex of a hand-built Graph naming no primitive (drawn, never run)
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class ProgramNode:
     """One node k of a program: the function f_k and its output variable s_k.
 
-    ``op`` is the primitive's name, or ``"input"``, ``"constant"`` or
-    ``"parameter"`` (a constant leaf that required a gradient when recorded)
-    for roots. ``parents`` are node indices, all smaller than ``index``.
-    ``value`` holds the array of constants and parameters.
+    ``op`` is the primitive's name, or a :class:`NodeKind` for roots.
+    ``parents`` are node indices, all smaller than ``index``. ``value``
+    holds the array of constants and parameters.
     """
 
     __slots__ = ("index", "op", "prim", "parents", "params", "shape", "dtype", "name",
@@ -168,7 +184,7 @@ class Program:
                 raise ProgramInputError(f"Program.from_outputs: the same Tensor is given twice as an input "
                                         f"({t.name or 'unnamed'}, shape {t.shape})")
             index[id(t)] = len(nodes)
-            nodes.append(ProgramNode(len(nodes), "input", None, (), None, t.shape, t.dtype,
+            nodes.append(ProgramNode(len(nodes), NodeKind.INPUT, None, (), None, t.shape, t.dtype,
                                      name=t.name or f"x{len(nodes)}", source=t.source, scope=t.scope))
         for t in topological_nodes(outputs, stop=set(index), what="Program.from_outputs"):
             if id(t) in index:
@@ -181,7 +197,7 @@ class Program:
             k = len(nodes)
             index[id(t)] = k
             if t.prim is None or not parents:
-                op = "parameter" if t.requires_grad else "constant"
+                op = NodeKind.PARAMETER if t.requires_grad else NodeKind.CONSTANT
                 nodes.append(ProgramNode(k, op, None, (), None, t.shape, t.dtype, name=t.name,
                                          source=t.source, scope=t.scope, value=t.value))
             else:
@@ -247,10 +263,10 @@ class Program:
             >>> [prog.nodes[k].name for k in prog.inputs], float(prog(np.full(2, 3.0)))
             (['w'], 18.0)
         """
-        nodes = [ProgramNode(n.index, "input", None, (), None, n.shape, n.dtype, name=n.name,
-                             source=n.source, scope=n.scope) if n.op == "parameter" else n
+        nodes = [ProgramNode(n.index, NodeKind.INPUT, None, (), None, n.shape, n.dtype, name=n.name,
+                             source=n.source, scope=n.scope) if n.op is NodeKind.PARAMETER else n
                  for n in self.nodes]
-        params = [n.index for n in self.nodes if n.op == "parameter"]
+        params = [n.index for n in self.nodes if n.op is NodeKind.PARAMETER]
         return Program(nodes, self.inputs + tuple(params), self.outputs, name=self.name,
                        single_output=self.single_output, kind=self.kind)
 
@@ -298,10 +314,10 @@ class Program:
                                 vertices=range(len(self.nodes)), check=False)
 
     def op_counts(self) -> dict[str, int]:
-        """How many nodes use each primitive."""
+        """How many nodes use each primitive (roots counted under their kind's name, ``input``...)."""
         counts: dict[str, int] = {}
         for n in self.nodes:
-            counts[n.op] = counts.get(n.op, 0) + 1
+            counts[str(n.op)] = counts.get(str(n.op), 0) + 1
         return counts
 
     # ------------------------------------------------------------ executing
@@ -323,7 +339,7 @@ class Program:
             for p, k in last_use.items():
                 if p not in keep:
                     frees[k].append(p)
-            self._initial = [n.value if n.prim is None and n.op != "input" else None for n in self.nodes]
+            self._initial = [n.value if n.prim is None and n.op is not NodeKind.INPUT else None for n in self.nodes]
             self._steps = [(n.index, n.prim.impl, n.parents, n.params or None, tuple(frees[n.index]))
                            for n in self.nodes if n.prim is not None]
         return self._initial, self._steps
@@ -416,7 +432,7 @@ class Program:
         with _recording_as(True):
             for node in self.nodes:
                 if node.prim is None:
-                    if node.op != "input":
+                    if node.op is not NodeKind.INPUT:
                         values[node.index] = Tensor(node.value, requires_grad=False, name=node.name)
                     continue
                 # Replayed nodes keep the line and scope they were recorded at.
@@ -433,7 +449,7 @@ class Program:
         args = ", ".join(f"%{k}: {self.nodes[k].type_str()}" for k in self.inputs)
         lines = [f"def {self.name}({args}):"]
         for node in self.nodes:
-            if node.op == "input":
+            if node.op is NodeKind.INPUT:
                 continue
             label = f" {node.name}" if node.name else ""
             if node.prim is None:

@@ -32,7 +32,7 @@ from autograd_dag.errors import CircuitError, located
 from autograd_dag.graph import reachable
 from autograd_dag.primitives.elementwise import add as _program_add
 from autograd_dag.primitives.elementwise import multiply as _program_multiply
-from autograd_dag.program import Program
+from autograd_dag.program import NodeKind, Program
 from autograd_dag.circuits.polynomial import (
     DEFAULT_MONOMIAL_LIMIT,
     Polynomial,
@@ -457,7 +457,7 @@ class Circuit:
                     f"are scalar, so every node must hold exactly one element{located(node.source)}"
                 )
             ps = node.parents
-            if op == "input":
+            if op is NodeKind.INPUT:
                 name = node.name if isinstance(node.name, str) and node.name.isidentifier() else None
                 if name is None or name in c._var_index:
                     name = f"x{input_pos.get(k, k)}"

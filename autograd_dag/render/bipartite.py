@@ -10,6 +10,7 @@ m edges that is ``2n - r`` nodes and ``(n - r) + m`` edges, as
 
 from __future__ import annotations
 
+from ..program import NodeKind
 from .collapse import Grouping
 from .labels import html
 from .scene import Labeller, Scene, VNode, crossing_edges, join_lines
@@ -27,7 +28,7 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
 
     def variable(k: int, scope: tuple) -> None:
         node = program.nodes[k]
-        if node.op == "constant":
+        if node.op is NodeKind.CONSTANT:
             title = labeller.title(k)
         elif node.name:
             title = labeller.title(k) if node.prim is None else f"<B>{html(node.name, 40)}</B>"

@@ -20,7 +20,7 @@ import re
 import numpy as np
 
 from ..graph import reachable
-from ..program import Program
+from ..program import NodeKind, Program
 from .labels import params_str, value_str
 
 _TRAILING_INDEX = re.compile(r"[\s_.\-]*\d+$")
@@ -99,7 +99,7 @@ def inlinable_constants(program: Program) -> frozenset:
     """Scalar constants that are not outputs: drawn inside their consumers' labels."""
     outputs = set(program.outputs)
     return frozenset(n.index for n in program.nodes
-                     if n.op == "constant" and n.value is not None and np.size(n.value) == 1
+                     if n.op is NodeKind.CONSTANT and n.value is not None and np.size(n.value) == 1
                      and n.index not in outputs and program.children(n.index))
 
 
@@ -176,7 +176,7 @@ def group_nodes(program: Program, depth: int | None = None, *, fold: bool = True
             depth = 0
         by_path: dict[tuple, int] = {}
         for node in nodes:
-            if node.index in inlined or node.op == "input" or len(node.scope) <= depth:
+            if node.index in inlined or node.op is NodeKind.INPUT or len(node.scope) <= depth:
                 continue
             path = scopes[node.index][: depth + 1]
             gi = by_path.get(path)
@@ -198,7 +198,7 @@ def _adopt_roots(program, scopes: list[tuple]) -> None:
     outputs = set(program.outputs)
     for node in program.nodes:
         k = node.index
-        if node.parents or node.op == "input" or scopes[k] or k in outputs:
+        if node.parents or node.op is NodeKind.INPUT or scopes[k] or k in outputs:
             continue
         users = {scopes[c] for c in program.children(k)}
         if len(users) == 1:
@@ -211,7 +211,7 @@ def _absorb_roots(program, inlined, owner, groups) -> None:
     outputs = set(program.outputs)
     for node in program.nodes:
         k = node.index
-        if node.parents or node.op == "input" or k in inlined or owner[k] is not None or k in outputs:
+        if node.parents or node.op is NodeKind.INPUT or k in inlined or owner[k] is not None or k in outputs:
             continue
         owners = {owner[c] for c in program.children(k)}
         if len(owners) == 1:
