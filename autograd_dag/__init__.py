@@ -101,7 +101,7 @@ __all__ += [
     "array_split", "outer", "dot", "tensordot", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
     "arange", "linspace", "eye",
 ]
-from . import circuits, linalg, nn, optim, testing  # noqa: E402
+from . import circuits, graph_algorithms, linalg, nn, optim, testing  # noqa: E402
 from . import text  # noqa: E402
 from . import onnx  # noqa: E402  (export and import; the onnx package itself is optional)
 from . import named  # noqa: E402

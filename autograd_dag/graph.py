@@ -3,16 +3,19 @@
 A :class:`Graph` holds hashable vertices and directed edges ``i -> j`` meaning
 "``j`` depends on ``i``". It knows nothing about values, functions or tensors:
 it answers questions about structure (parents, children, roots, leaves, paths,
-topological orders) and refuses edges that would close a cycle.
+a topological order, cycles) and refuses edges that would close a cycle.
 
-Every walk here is iterative, so graphs with millions of vertices never hit
-Python's recursion limit.
+Its walks are the library's only ones, written once over a callback that
+gives a vertex's parents (or children): :func:`topological_sort` and
+:func:`reachable` also walk the Tensors recorded by operations, and the
+renderer's scenes. Both are iterative, so graphs with millions of vertices
+never hit Python's recursion limit. The book's other questions (every
+topological order, chains, the bipartite form) are in
+:mod:`autograd_dag.graph_algorithms`.
 
 >>> g = Graph.from_edges([(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)])
->>> g.topological_order()
-[0, 1, 2, 3, 4]
->>> sorted(g.topological_orders())
-[(0, 1, 2, 3, 4), (0, 2, 1, 3, 4)]
+>>> g.topological_order(), g.ancestors(3) == {0, 1, 2}
+([0, 1, 2, 3, 4], True)
 """
 
 from __future__ import annotations
@@ -150,11 +153,6 @@ class Graph:
     (['y'], ['y'], ['x'], ['z'])
     """
 
-    #: Kind tag of a function vertex ``("f", k)`` in :meth:`to_bipartite`.
-    FUNCTION = "f"
-    #: Kind tag of a variable vertex ``("s", k)`` in :meth:`to_bipartite`.
-    VARIABLE = "s"
-
     __slots__ = ("_parents", "_children", "_index", "_edges", "_in_order")
 
     def __init__(self) -> None:
@@ -165,7 +163,7 @@ class Graph:
         """
         self._parents: dict[Hashable, list] = {}
         self._children: dict[Hashable, list] = {}
-        # Insertion index of each vertex: the tie-break key of topological_order.
+        # Insertion index of each vertex, to tell whether an edge goes forward.
         self._index: dict[Hashable, int] = {}
         # Edges in insertion order. Duplicates are caught by scanning the
         # shorter of children[i] / parents[j] instead of keeping an edge set:
@@ -230,7 +228,11 @@ class Graph:
             raise _cycle_error(f"adding edge {i} -> {j} would close the cycle {{}}", cycle)
         self.add_vertex(i)
         self.add_vertex(j)
-        self._link(i, j)
+        self._edges.append((i, j))
+        self._children[i].append(j)
+        self._parents[j].append(i)
+        if self._in_order and self._index[i] >= self._index[j]:
+            self._in_order = False
 
     @classmethod
     def from_edges(
@@ -315,30 +317,6 @@ class Graph:
         h._children = {v: list(c) for v, c in self._children.items()}
         h._edges = list(self._edges)
         h._in_order = self._in_order
-        return h
-
-    def subgraph(self, vertices: Iterable[Hashable]) -> "Graph":
-        """Return the subgraph induced by ``vertices``: them and the edges among them.
-
-        Vertices and edges keep this graph's insertion order, whatever the
-        order of ``vertices``. Raises ``KeyError`` for a vertex not in the graph.
-
-        >>> g = Graph.from_edges([(0, 1), (1, 2), (0, 2)])
-        >>> g.subgraph([2, 0]).edges
-        [(0, 2)]
-        """
-        keep = set()
-        for v in vertices:
-            self._require(v)
-            keep.add(v)
-        h = type(self)()
-        with _gc_paused():
-            for v in self._index:
-                if v in keep:
-                    h.add_vertex(v)
-            for i, j in self._edges:
-                if i in keep and j in keep:
-                    h._link(i, j)
         return h
 
     # ------------------------------------------------------------------ basic queries
@@ -508,39 +486,6 @@ class Graph:
         self._require(v)
         return reachable(self._children[v], self._children.__getitem__).keys() - {v}
 
-    def is_chain(self) -> bool:
-        """Whether the graph is a computation chain (§4.1.1): one path through every vertex.
-
-        True when the vertices can be listed ``v0 -> v1 -> ... -> vK`` with
-        exactly those ``K`` edges, so each vertex reads only its predecessor.
-        A graph with a shortcut edge (``0 -> 1 -> 2`` plus ``0 -> 2``) is
-        totally ordered too but is not a chain, since ``2`` also reads ``0``.
-        An empty or one-vertex graph is a chain.
-
-        >>> Graph.from_edges([(0, 1), (1, 2), (2, 3)]).is_chain()
-        True
-        >>> Graph.from_edges([(0, 1), (0, 2)]).is_chain()
-        False
-        """
-        n = len(self._index)
-        if n <= 1:
-            return not self._edges
-        if len(self._edges) != n - 1:
-            return False
-        roots = self.roots()
-        if len(roots) != 1:
-            return False
-        # One root and n - 1 edges leave every other vertex exactly one parent,
-        # so no cycle is reachable from the root and this walk ends.
-        children = self._children
-        v, visited = roots[0], 1
-        while children[v]:
-            if len(children[v]) != 1:
-                return False
-            v = children[v][0]
-            visited += 1
-        return visited == n
-
     # ------------------------------------------------------------------ orders and cycles
 
     def topological_order(self) -> list:
@@ -559,63 +504,6 @@ class Graph:
         if self._in_order:
             return list(self._index)  # what the search returns, without searching
         return topological_sort(self._index, self._parents.__getitem__)
-
-    def topological_orders(self, limit: int | None = None) -> Iterator[tuple]:
-        """Generate every topological order (as tuples), at most ``limit`` of them.
-
-        Orders come in lexicographic order of insertion indices (the first one
-        takes the earliest-inserted ready vertex at every step). The number of orders can grow
-        factorially with the number of vertices: meant for small graphs, or use
-        ``limit``. An empty graph has exactly one (empty) order. Raises
-        ``CycleError`` if the graph has a cycle.
-
-        >>> g = Graph.from_edges([(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)])
-        >>> list(g.topological_orders())
-        [(0, 1, 2, 3, 4), (0, 2, 1, 3, 4)]
-        >>> list(Graph.from_edges([], vertices="abc").topological_orders(limit=2))
-        [('a', 'b', 'c'), ('a', 'c', 'b')]
-        """
-        if limit is not None and limit <= 0:
-            return
-        self.topological_order()  # raises CycleError on a cycle
-        n = len(self._index)
-        if n == 0:
-            yield ()
-            return
-        index, children = self._index, self._children
-        indegree = {v: len(p) for v, p in self._parents.items()}
-        order: list = []
-        count = 0
-        # Each frame: the vertices ready at that depth (sorted by insertion
-        # index) and how many of them have been tried there so far.
-        stack: list[list[Any]] = [[[v for v, d in indegree.items() if d == 0], 0]]
-        while stack:
-            frame = stack[-1]
-            ready, tried = frame
-            if tried:
-                # Undo the choice made at this depth before trying the next one.
-                for c in children[order.pop()]:
-                    indegree[c] += 1
-            if tried == len(ready):
-                stack.pop()
-                continue
-            v = ready[tried]
-            frame[1] = tried + 1
-            order.append(v)
-            newly_ready = []
-            for c in children[v]:
-                indegree[c] -= 1
-                if indegree[c] == 0:
-                    newly_ready.append(c)
-            if len(order) == n:
-                yield tuple(order)
-                count += 1
-                if limit is not None and count >= limit:
-                    return
-            else:
-                rest = ready[:tried] + ready[tried + 1:] + newly_ready
-                rest.sort(key=index.__getitem__)
-                stack.append([rest, 0])
 
     def find_cycle(self) -> list | None:
         """One directed cycle ``[v0, v1, ..., v0]`` (first vertex repeated), or None.
@@ -644,63 +532,3 @@ class Graph:
         False
         """
         return self.find_cycle() is None
-
-    # ------------------------------------------------------------------ other forms
-
-    def to_bipartite(self) -> "Graph":
-        """The bipartite form of §4.1.3: separate function and variable vertices.
-
-        Every vertex ``k`` becomes a variable vertex ``("s", k)``; every
-        non-root ``k`` also becomes a function vertex ``("f", k)`` with edge
-        ``("f", k) -> ("s", k)`` (roots are inputs: a variable with no function).
-        Every edge ``i -> j`` becomes ``("s", i) -> ("f", j)``. Vertices are
-        ``(kind, k)`` tuples, ``kind`` being ``Graph.FUNCTION`` (``"f"``) or
-        ``Graph.VARIABLE`` (``"s"``). With ``n`` vertices, ``r`` roots and
-        ``m`` edges the result has ``2n - r`` vertices and ``(n - r) + m`` edges.
-
-        >>> b = Graph.from_edges([(0, 1), (0, 2), (1, 2)]).to_bipartite()
-        >>> b.vertices
-        [('s', 0), ('f', 1), ('s', 1), ('f', 2), ('s', 2)]
-        >>> b.parents(("f", 2))
-        [('s', 0), ('s', 1)]
-        """
-        f, s = self.FUNCTION, self.VARIABLE
-        h = type(self)()
-        with _gc_paused():
-            # Built in bulk rather than edge by edge: each (kind, k) tuple is
-            # made once and reused, since tuples re-hash on every dict lookup.
-            var = {k: (s, k) for k in self._index}
-            fun = {k: (f, k) for k, p in self._parents.items() if p}
-            index, parents, children, edges = h._index, h._parents, h._children, h._edges
-            own_children = self._children
-            for k, p in self._parents.items():
-                sk = var[k]
-                kids = [fun[c] for c in own_children[k]]
-                if p:
-                    fk = fun[k]
-                    index[fk] = len(index)
-                    parents[fk] = [var[i] for i in p]
-                    children[fk] = [sk]
-                    index[sk] = len(index)
-                    parents[sk] = [fk]
-                    children[sk] = kids
-                    # Edges into f_k first, then f_k -> s_k: the reading order of the program.
-                    for i in p:
-                        edges.append((var[i], fk))
-                    edges.append((fk, sk))
-                else:
-                    index[sk] = len(index)
-                    parents[sk] = []
-                    children[sk] = kids
-            # f_k, s_k sit where k sat, so an edge s_i -> f_j goes forward
-            # exactly when i -> j did.
-            h._in_order = self._in_order
-        return h
-
-    def _link(self, i: Hashable, j: Hashable) -> None:
-        """Add a new edge between existing vertices without a cycle check."""
-        self._edges.append((i, j))
-        self._children[i].append(j)
-        self._parents[j].append(i)
-        if self._in_order and self._index[i] >= self._index[j]:
-            self._in_order = False

@@ -4,8 +4,8 @@ Every drawn program node k has a variable ``v{k}`` (an ellipse); every
 non-root also has a function ``f{k}`` (a box) with the edge ``f{k} -> v{k}``;
 a program edge ``i -> j`` becomes ``v{i} -> f{j}``. With n nodes, r roots and
 m edges that is ``2n - r`` nodes and ``(n - r) + m`` edges, as
-:meth:`Graph.to_bipartite` counts. A collapsed scope is one function box
-``g{i}`` with a variable for each of its outputs.
+:func:`~autograd_dag.graph_algorithms.to_bipartite` counts. A collapsed scope
+is one function box ``g{i}`` with a variable for each of its outputs.
 """
 
 from __future__ import annotations

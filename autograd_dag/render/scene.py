@@ -171,7 +171,7 @@ class Labeller:
         node = self.program.nodes[k]
         if k in self.outputs:
             return "gradient" if self.program.kind in ("gradient", "gradient_circuit") else "output"
-        if isinstance(node.op, NodeKind):
+        if node.op in (NodeKind.INPUT, NodeKind.PARAMETER, NodeKind.CONSTANT):
             return node.op.value
         return "intermediate"
 
