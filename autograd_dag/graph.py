@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Hashable, Iterable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from autograd_dag.errors import CycleError
@@ -72,8 +71,8 @@ def topological_sort(starts: Iterable, parents: Callable[[Any], Iterable], check
                     top = iter(parents(p))
                     break
                 if check and state[p] is False:  # p is on the path: the top vertex reads it
-                    raise _cycle_error("the graph has a cycle {}, so it has no topological order",
-                                       [p, *reversed(path[path.index(p) + 1:]), p])
+                    raise _cycle_error("the graph has a cycle ", [p, *reversed(path[path.index(p) + 1:]), p],
+                                       ", so it has no topological order")
             else:
                 v = path.pop()
                 state[v] = True
@@ -107,27 +106,13 @@ def reachable(starts: Iterable, successors: Callable[[Any], Iterable]) -> dict:
     return came_from
 
 
-def _cycle_error(template: str, cycle: list, keep: int = 8) -> CycleError:
+def _cycle_error(before: str, cycle: list, after: str = "", keep: int = 8) -> CycleError:
     # A cycle in a big graph can have millions of vertices; the message shows
     # both ends and the full list stays in CycleError.cycle.
     parts = [str(v) for v in cycle] if len(cycle) <= 2 * keep + 1 else (
         [str(v) for v in cycle[:keep]] + [f"... ({len(cycle) - 2 * keep} more) ..."]
         + [str(v) for v in cycle[-keep:]])
-    return CycleError(template.format(" -> ".join(parts)), cycle=cycle)
-
-
-@contextmanager
-def _gc_paused():
-    # Building a big graph allocates millions of lists and tuples but no
-    # garbage; the cyclic collector would rescan them all again and again,
-    # which roughly triples the build time of a 10**6-vertex graph.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+    return CycleError(before + " -> ".join(parts) + after, cycle=cycle)
 
 
 class Graph:
@@ -225,7 +210,7 @@ class Graph:
                     cycle.append(came_from[cycle[-1]])
                 cycle = [*reversed(cycle), j]
         if cycle is not None:
-            raise _cycle_error(f"adding edge {i} -> {j} would close the cycle {{}}", cycle)
+            raise _cycle_error(f"adding edge {i} -> {j} would close the cycle ", cycle)
         self.add_vertex(i)
         self.add_vertex(j)
         self._edges.append((i, j))
@@ -263,8 +248,16 @@ class Graph:
             for i, j in edges:
                 g.add_edge(i, j)
             return g
-        with _gc_paused():
+        # Building a big graph allocates millions of lists and tuples but no
+        # garbage; the cyclic collector would rescan them all again and again,
+        # which roughly triples the build time of a 10**6-vertex graph.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
             g._add_edges_unchecked(edges)
+        finally:
+            if was_enabled:
+                gc.enable()
         return g
 
     def _add_edges_unchecked(self, edges: Iterable[tuple[Hashable, Hashable]]) -> None:
