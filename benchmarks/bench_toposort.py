@@ -12,6 +12,12 @@ Graph kinds, all with the same edges given to every contender:
 * ``dag-shuffled``-- the same kind of DAG with its vertices and its edges inserted
                      in random order (issue 13's row: ``ours / kahn`` there, goal <= 1).
 
+A second table times the same search walking recorded Tensors
+(``tracing.topological_nodes``, what every ``backward()`` starts with) behind a
+chain of ``--walk`` operations (multiply by a constant, add a constant, tanh),
+in nanoseconds per operation: as ``backward()`` walks (only nodes that require a
+gradient) and as the transformations do (every node, behind a stop set).
+
 ``Graph`` sorts a graph whose insertion order is already topological in O(n)
 (it tracks that as edges are added); the ``ours search`` column times the
 depth-first search (``graph.topological_sort``) on the same graph with that
@@ -40,7 +46,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import numpy as np  # noqa: E402
 
+import autograd_dag as ad  # noqa: E402
 from autograd_dag.graph import Graph, topological_sort  # noqa: E402
+from autograd_dag.tracing import topological_nodes  # noqa: E402
 
 try:
     import networkx as nx
@@ -150,15 +158,32 @@ def run(sizes, repeat):
                 del G
 
 
+def run_walk(sizes, repeat):
+    print(f"\n{'recorded ops':>12}  {'backward walk ns/op':>19}  {'full walk ns/op':>15}")
+    for n in sizes:
+        x = ad.Tensor(np.ones(1), requires_grad=True)
+        y = x
+        for k in range(n):
+            y = y * 0.5 if k % 3 == 0 else (y + 0.1 if k % 3 == 1 else ad.tanh(y))
+        t = interleaved({"backward": lambda: topological_nodes([y], prune_constant=True),
+                         "full": lambda: topological_nodes([y], stop={id(x)})}, repeat)
+        print(f"{n:>12}  {t['backward'] / n * 1e9:>19.0f}  {t['full'] / n * 1e9:>15.0f}", flush=True)
+        del x, y
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10**4, 10**5, 10**6])
     parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds; the median is shown")
+    parser.add_argument("--walk", type=int, nargs="*", default=[2000, 10**6],
+                        help="lengths of the recorded chains walked (none: skip)")
     args = parser.parse_args(argv)
     print(f"python {sys.version.split()[0]}, networkx {nx.__version__ if nx else 'n/a'}")
     print("seconds (median of interleaved rounds); ours / kahn = our sort time / plain deque Kahn's "
           "(issue 13's goal: <= 1.0 on dag-shuffled)\n")
     run(args.sizes, args.repeat)
+    if args.walk:
+        run_walk(args.walk, args.repeat)
 
 
 if __name__ == "__main__":
