@@ -53,13 +53,13 @@ from .primitives.mathfuncs import (arccos, arccosh, arcsin, arcsinh, arctan, arc
                                    reciprocal, remainder, rint, round, sinh, square, tan, trunc)
 from .primitives.numeric import (all, any, argmin, argsort, cumprod, cumsum, diff, norm, prod,
                                  put_along_axis_add, sort, std, take_along_axis)
-from .program import Program, ProgramNode, jit, trace
+from .program import NodeKind, Program, ProgramNode, jit, trace
 
 __version__ = "0.1.0"
 
 __all__ = [
     # records and programs
-    "Tensor", "Primitive", "Program", "ProgramNode", "Graph", "trace", "jit", "PRIMITIVES",
+    "Tensor", "Primitive", "Program", "ProgramNode", "NodeKind", "Graph", "trace", "jit", "PRIMITIVES",
     "no_grad", "enable_grad", "is_recording", "name_scope", "current_scope", "detect_anomaly",
     # differentiation
     "vjp", "grad", "value_and_grad", "jvp", "jacobian", "hessian", "hvp", "grad_program",
@@ -101,7 +101,7 @@ __all__ += [
     "array_split", "outer", "dot", "tensordot", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
     "arange", "linspace", "eye",
 ]
-from . import circuits, linalg, nn, optim, testing  # noqa: E402
+from . import circuits, graph_algorithms, linalg, nn, optim, testing  # noqa: E402
 from . import text  # noqa: E402
 from . import onnx  # noqa: E402  (export and import; the onnx package itself is optional)
 from . import named  # noqa: E402

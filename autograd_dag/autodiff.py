@@ -24,7 +24,7 @@ from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_fi
 from .errors import AutogradDagError, MissingRuleError, NotDifferentiableError, user_source, located
 from .primitives import elementwise as ew
 from .primitives import structure
-from .program import Program
+from .program import NodeKind, Program
 from . import tracing
 from .tracing import refuse_complex, slot_input, topological_nodes, values_of
 from .tree import flatten, unflatten
@@ -538,7 +538,7 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     out_node = program.nodes[program.outputs[0]]
     if int(np.prod(out_node.shape, dtype=np.int64)) != 1:
         raise AutogradDagError(f"grad_program: the output has shape {out_node.shape}; expected a scalar")
-    if not program.inputs and any(n.op == "parameter" for n in program.nodes):
+    if not program.inputs and any(n.op is NodeKind.PARAMETER for n in program.nodes):
         program = program.parameters_as_inputs()
     n_in = len(program.inputs)
     if n_in == 0:

@@ -3,57 +3,116 @@
 A :class:`Graph` holds hashable vertices and directed edges ``i -> j`` meaning
 "``j`` depends on ``i``". It knows nothing about values, functions or tensors:
 it answers questions about structure (parents, children, roots, leaves, paths,
-topological orders) and refuses edges that would close a cycle.
+a topological order, cycles) and refuses edges that would close a cycle.
 
-Every walk here is iterative, so graphs with millions of vertices never hit
-Python's recursion limit.
+Its walks are the library's only ones, written once over a callback that
+gives a vertex's parents (or children): :func:`topological_sort` and
+:func:`reachable` also walk the Tensors recorded by operations, and the
+renderer's scenes. Both are iterative, so graphs with millions of vertices
+never hit Python's recursion limit. The book's other questions (every
+topological order, chains, the bipartite form) are in
+:mod:`autograd_dag.graph_algorithms`.
 
 >>> g = Graph.from_edges([(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)])
->>> g.topological_order()
-[0, 1, 2, 3, 4]
->>> sorted(g.topological_orders())
-[(0, 1, 2, 3, 4), (0, 2, 1, 3, 4)]
+>>> g.topological_order(), g.ancestors(3) == {0, 1, 2}
+([0, 1, 2, 3, 4], True)
 """
 
 from __future__ import annotations
 
 import gc
-from collections import deque
-from collections.abc import Hashable, Iterable, Iterator
-from contextlib import contextmanager
-from heapq import heappop, heappush
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
 from autograd_dag.errors import CycleError
 
-__all__ = ["Graph"]
+__all__ = ["Graph", "reachable", "topological_sort"]
 
 
-def _format_cycle(cycle: list, keep: int = 8) -> str:
+def topological_sort(starts: Iterable, parents: Callable[[Any], Iterable], check: bool = True) -> list:
+    """Every vertex reachable from ``starts`` through ``parents``, each after all of its parents.
+
+    The library's one topological sort: :meth:`Graph.topological_order`, the
+    walk over recorded Tensors (``tracing.topological_nodes``: every sweep,
+    ``vmap``, program extraction) and the renderer's layout all call it.
+    Depth-first and iterative: the starts are taken in order, each vertex's
+    parents in the order ``parents(v)`` gives them, and a vertex comes right
+    after its last parent is placed. So the order is deterministic, and a
+    ``starts`` listing every vertex in an order that is already topological
+    comes back unchanged. Vertices key a dict (Tensors hash by identity).
+    O(n + m) time.
+
+    A cycle raises :class:`CycleError` naming it (``check=True``); with
+    ``check=False`` the edge that would close it is skipped instead (the
+    renderer's collapsed groups may form cycles; recorded Tensors cannot, and
+    skip the test).
+
+    >>> parents = {"x": [], "y": ["x"], "z": ["y", "x"], "w": ["z"]}
+    >>> topological_sort(["z", "w"], parents.__getitem__)
+    ['x', 'y', 'z', 'w']
+    """
+    order: list = []
+    # False while the vertex is on the current path, True once it is placed.
+    state: dict = {}
+    path: list = []  # from a start up through parents; each vertex reads the next
+    pending: list = []  # the unvisited parents of each path vertex below the top one
+    for start in starts:
+        if start in state:
+            continue
+        state[start] = False
+        path.append(start)
+        top = iter(parents(start))  # the top vertex's unvisited parents
+        while True:
+            for p in top:
+                if p not in state:
+                    state[p] = False
+                    path.append(p)
+                    pending.append(top)
+                    top = iter(parents(p))
+                    break
+                if check and state[p] is False:  # p is on the path: the top vertex reads it
+                    raise _cycle_error("the graph has a cycle ", [p, *reversed(path[path.index(p) + 1:]), p],
+                                       ", so it has no topological order")
+            else:
+                v = path.pop()
+                state[v] = True
+                order.append(v)
+                if not pending:
+                    break
+                top = pending.pop()
+    return order
+
+
+def reachable(starts: Iterable, successors: Callable[[Any], Iterable]) -> dict:
+    """The vertices reachable from ``starts`` (themselves included), each mapped to the one it was reached from.
+
+    The library's one reachability walk (paths, ancestors, descendants, the
+    cycle check of :meth:`Graph.add_edge`, what a traced function depends
+    on). Breadth-first and iterative, so following the map back from a
+    vertex to a start (which maps to None) gives a shortest path; the map
+    lists vertices in the order they were reached.
+
+    >>> children = {0: [1, 2], 1: [3], 2: [3], 3: []}
+    >>> reachable([1, 2], children.__getitem__)
+    {1: None, 2: None, 3: 1}
+    """
+    came_from = dict.fromkeys(starts)
+    queue = list(came_from)
+    for v in queue:
+        for c in successors(v):
+            if c not in came_from:
+                came_from[c] = v
+                queue.append(c)
+    return came_from
+
+
+def _cycle_error(before: str, cycle: list, after: str = "", keep: int = 8) -> CycleError:
     # A cycle in a big graph can have millions of vertices; the message shows
     # both ends and the full list stays in CycleError.cycle.
-    if len(cycle) > 2 * keep + 1:
-        hidden = len(cycle) - 2 * keep
-        parts = [str(v) for v in cycle[:keep]]
-        parts.append(f"... ({hidden} more) ...")
-        parts.extend(str(v) for v in cycle[-keep:])
-    else:
-        parts = [str(v) for v in cycle]
-    return " -> ".join(parts)
-
-
-@contextmanager
-def _gc_paused():
-    # Building a big graph allocates millions of lists and tuples but no
-    # garbage; the cyclic collector would rescan them all again and again,
-    # which roughly triples the build time of a 10**6-vertex graph.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+    parts = [str(v) for v in cycle] if len(cycle) <= 2 * keep + 1 else (
+        [str(v) for v in cycle[:keep]] + [f"... ({len(cycle) - 2 * keep} more) ..."]
+        + [str(v) for v in cycle[-keep:]])
+    return CycleError(before + " -> ".join(parts) + after, cycle=cycle)
 
 
 class Graph:
@@ -79,11 +138,6 @@ class Graph:
     (['y'], ['y'], ['x'], ['z'])
     """
 
-    #: Kind tag of a function vertex ``("f", k)`` in :meth:`to_bipartite`.
-    FUNCTION = "f"
-    #: Kind tag of a variable vertex ``("s", k)`` in :meth:`to_bipartite`.
-    VARIABLE = "s"
-
     __slots__ = ("_parents", "_children", "_index", "_edges", "_in_order")
 
     def __init__(self) -> None:
@@ -94,7 +148,7 @@ class Graph:
         """
         self._parents: dict[Hashable, list] = {}
         self._children: dict[Hashable, list] = {}
-        # Insertion index of each vertex: the tie-break key of topological_order.
+        # Insertion index of each vertex, to tell whether an edge goes forward.
         self._index: dict[Hashable, int] = {}
         # Edges in insertion order. Duplicates are caught by scanning the
         # shorter of children[i] / parents[j] instead of keeping an edge set:
@@ -144,30 +198,26 @@ class Graph:
         """
         if self.has_edge(i, j):
             return
-        cycle: list | None
-        if i == j:
-            cycle = [i, i]
-        elif (
-            i in self._index
-            and j in self._index
-            # A cycle needs a path j -> ... -> i, so j must have children and
-            # i parents; in the usual program-building case (a new vertex j
-            # reading older ones) this skips the search entirely.
-            and self._children[j]
-            and self._parents[i]
-        ):
-            path = self._find_path(j, i)
-            cycle = None if path is None else path + [j]
-        else:
-            cycle = None
+        cycle = [i, i] if i == j else None
+        # A cycle needs a path j -> ... -> i, so j must have children and i
+        # parents; in the usual program-building case (a new vertex j reading
+        # older ones) this skips the search entirely.
+        if cycle is None and i in self._index and j in self._index and self._children[j] and self._parents[i]:
+            came_from = reachable([j], self._children.__getitem__)
+            if i in came_from:
+                cycle = [i]
+                while cycle[-1] != j:
+                    cycle.append(came_from[cycle[-1]])
+                cycle = [*reversed(cycle), j]
         if cycle is not None:
-            raise CycleError(
-                f"adding edge {i} -> {j} would close the cycle {_format_cycle(cycle)}",
-                cycle=cycle,
-            )
+            raise _cycle_error(f"adding edge {i} -> {j} would close the cycle ", cycle)
         self.add_vertex(i)
         self.add_vertex(j)
-        self._link(i, j)
+        self._edges.append((i, j))
+        self._children[i].append(j)
+        self._parents[j].append(i)
+        if self._in_order and self._index[i] >= self._index[j]:
+            self._in_order = False
 
     @classmethod
     def from_edges(
@@ -198,8 +248,16 @@ class Graph:
             for i, j in edges:
                 g.add_edge(i, j)
             return g
-        with _gc_paused():
+        # Building a big graph allocates millions of lists and tuples but no
+        # garbage; the cyclic collector would rescan them all again and again,
+        # which roughly triples the build time of a 10**6-vertex graph.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
             g._add_edges_unchecked(edges)
+        finally:
+            if was_enabled:
+                gc.enable()
         return g
 
     def _add_edges_unchecked(self, edges: Iterable[tuple[Hashable, Hashable]]) -> None:
@@ -252,30 +310,6 @@ class Graph:
         h._children = {v: list(c) for v, c in self._children.items()}
         h._edges = list(self._edges)
         h._in_order = self._in_order
-        return h
-
-    def subgraph(self, vertices: Iterable[Hashable]) -> "Graph":
-        """Return the subgraph induced by ``vertices``: them and the edges among them.
-
-        Vertices and edges keep this graph's insertion order, whatever the
-        order of ``vertices``. Raises ``KeyError`` for a vertex not in the graph.
-
-        >>> g = Graph.from_edges([(0, 1), (1, 2), (0, 2)])
-        >>> g.subgraph([2, 0]).edges
-        [(0, 2)]
-        """
-        keep = set()
-        for v in vertices:
-            self._require(v)
-            keep.add(v)
-        h = type(self)()
-        with _gc_paused():
-            for v in self._index:
-                if v in keep:
-                    h.add_vertex(v)
-            for i, j in self._edges:
-                if i in keep and j in keep:
-                    h._link(i, j)
         return h
 
     # ------------------------------------------------------------------ basic queries
@@ -406,25 +440,6 @@ class Graph:
 
     # ------------------------------------------------------------------ paths
 
-    def _find_path(self, src: Hashable, dst: Hashable) -> list | None:
-        """A shortest path ``[src, ..., dst]`` of at least one edge, or None."""
-        children = self._children
-        pred: dict[Hashable, Hashable | None] = {src: None}
-        queue = deque([src])
-        while queue:
-            v = queue.popleft()
-            for c in children[v]:
-                if c == dst:
-                    path = [c, v]
-                    while (v := pred[v]) is not None:
-                        path.append(v)
-                    path.reverse()
-                    return path
-                if c not in pred:
-                    pred[c] = v
-                    queue.append(c)
-        return None
-
     def has_path(self, i: Hashable, j: Hashable) -> bool:
         """Whether there is a path from ``i`` to ``j``: ``i -> j_1 -> ... -> j_m -> j``, m ≥ 0.
 
@@ -439,29 +454,7 @@ class Graph:
         """
         self._require(i)
         self._require(j)
-        children = self._children
-        seen = {i}
-        stack = [i]
-        while stack:
-            for c in children[stack.pop()]:
-                if c == j:
-                    return True
-                if c not in seen:
-                    seen.add(c)
-                    stack.append(c)
-        return False
-
-    def _reach(self, v: Hashable, adjacency: dict) -> set:
-        seen: set = set()
-        stack = [v]
-        while stack:
-            for u in adjacency[stack.pop()]:
-                if u not in seen:
-                    seen.add(u)
-                    stack.append(u)
-        # Only reachable through a cycle, which a checked graph never has.
-        seen.discard(v)
-        return seen
+        return j in reachable(self._children[i], self._children.__getitem__)
 
     def ancestors(self, v: Hashable) -> set:
         """All vertices with a path to ``v``, excluding ``v`` itself.
@@ -472,7 +465,8 @@ class Graph:
         [0, 1, 3]
         """
         self._require(v)
-        return self._reach(v, self._parents)
+        # v itself is only reachable through a cycle, which a checked graph never has.
+        return reachable(self._parents[v], self._parents.__getitem__).keys() - {v}
 
     def descendants(self, v: Hashable) -> set:
         """All vertices reachable from ``v``, excluding ``v`` itself.
@@ -483,181 +477,43 @@ class Graph:
         [1, 2]
         """
         self._require(v)
-        return self._reach(v, self._children)
-
-    def is_chain(self) -> bool:
-        """Whether the graph is a computation chain (§4.1.1): one path through every vertex.
-
-        True when the vertices can be listed ``v0 -> v1 -> ... -> vK`` with
-        exactly those ``K`` edges, so each vertex reads only its predecessor.
-        A graph with a shortcut edge (``0 -> 1 -> 2`` plus ``0 -> 2``) is
-        totally ordered too but is not a chain, since ``2`` also reads ``0``.
-        An empty or one-vertex graph is a chain.
-
-        >>> Graph.from_edges([(0, 1), (1, 2), (2, 3)]).is_chain()
-        True
-        >>> Graph.from_edges([(0, 1), (0, 2)]).is_chain()
-        False
-        """
-        n = len(self._index)
-        if n <= 1:
-            return not self._edges
-        if len(self._edges) != n - 1:
-            return False
-        roots = self.roots()
-        if len(roots) != 1:
-            return False
-        # One root and n - 1 edges leave every other vertex exactly one parent,
-        # so no cycle is reachable from the root and this walk ends.
-        children = self._children
-        v, visited = roots[0], 1
-        while children[v]:
-            if len(children[v]) != 1:
-                return False
-            v = children[v][0]
-            visited += 1
-        return visited == n
+        return reachable(self._children[v], self._children.__getitem__).keys() - {v}
 
     # ------------------------------------------------------------------ orders and cycles
 
     def topological_order(self) -> list:
         """A topological order of all vertices: every edge ``i -> j`` has ``i`` before ``j``.
 
-        Kahn's algorithm; whenever several vertices are ready, the one inserted
-        first comes first, so the result is deterministic and equals the
-        insertion order whenever that order is already topological. Takes
-        O((n + m) log n) time. Raises ``CycleError`` naming a cycle if the
-        graph has one.
+        :func:`topological_sort` from every vertex in insertion order: a
+        vertex comes right after its last parent (parents taken in insertion
+        order), so the result is deterministic and equals the insertion order
+        whenever that order is already topological. O(n + m). Raises
+        ``CycleError`` naming a cycle if the graph has one.
 
         >>> g = Graph.from_edges([(0, 2), (1, 2), (2, 3)], vertices=[3, 1, 0])
         >>> g.topological_order()
-        [1, 0, 2, 3]
+        [0, 1, 2, 3]
         """
-        verts = list(self._index)
         if self._in_order:
-            # Min-index-first Kahn would emit exactly this order.
-            return verts
-        index = self._index
-        children = self._children
-        indegree = [len(p) for p in self._parents.values()]
-        # Ascending indices already form a valid heap.
-        heap = [k for k, d in enumerate(indegree) if d == 0]
-        order: list = []
-        append = order.append
-        while heap:
-            v = verts[heappop(heap)]
-            append(v)
-            for c in children[v]:
-                k = index[c]
-                indegree[k] -= 1
-                if indegree[k] == 0:
-                    heappush(heap, k)
-        if len(order) != len(verts):
-            self._raise_cycle()
-        return order
-
-    def _raise_cycle(self) -> None:
-        cycle = self.find_cycle() or []
-        raise CycleError(
-            f"the graph has a cycle {_format_cycle(cycle)}, so it has no topological order",
-            cycle=cycle,
-        )
-
-    def topological_orders(self, limit: int | None = None) -> Iterator[tuple]:
-        """Generate every topological order (as tuples), at most ``limit`` of them.
-
-        Orders come in lexicographic order of insertion indices, the first one
-        being :meth:`topological_order`. The number of orders can grow
-        factorially with the number of vertices: meant for small graphs, or use
-        ``limit``. An empty graph has exactly one (empty) order. Raises
-        ``CycleError`` if the graph has a cycle.
-
-        >>> g = Graph.from_edges([(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)])
-        >>> list(g.topological_orders())
-        [(0, 1, 2, 3, 4), (0, 2, 1, 3, 4)]
-        >>> list(Graph.from_edges([], vertices="abc").topological_orders(limit=2))
-        [('a', 'b', 'c'), ('a', 'c', 'b')]
-        """
-        if limit is not None and limit <= 0:
-            return
-        if not self.is_acyclic():
-            self._raise_cycle()
-        n = len(self._index)
-        if n == 0:
-            yield ()
-            return
-        index, children = self._index, self._children
-        indegree = {v: len(p) for v, p in self._parents.items()}
-        order: list = []
-        count = 0
-        # Each frame: the vertices ready at that depth (sorted by insertion
-        # index) and how many of them have been tried there so far.
-        stack: list[list[Any]] = [[[v for v, d in indegree.items() if d == 0], 0]]
-        while stack:
-            frame = stack[-1]
-            ready, tried = frame
-            if tried:
-                # Undo the choice made at this depth before trying the next one.
-                for c in children[order.pop()]:
-                    indegree[c] += 1
-            if tried == len(ready):
-                stack.pop()
-                continue
-            v = ready[tried]
-            frame[1] = tried + 1
-            order.append(v)
-            newly_ready = []
-            for c in children[v]:
-                indegree[c] -= 1
-                if indegree[c] == 0:
-                    newly_ready.append(c)
-            if len(order) == n:
-                yield tuple(order)
-                count += 1
-                if limit is not None and count >= limit:
-                    return
-            else:
-                rest = ready[:tried] + ready[tried + 1:] + newly_ready
-                rest.sort(key=index.__getitem__)
-                stack.append([rest, 0])
+            return list(self._index)  # what the search returns, without searching
+        return topological_sort(self._index, self._parents.__getitem__)
 
     def find_cycle(self) -> list | None:
         """One directed cycle ``[v0, v1, ..., v0]`` (first vertex repeated), or None.
 
-        Iterative depth-first search from the vertices in insertion order, so
-        the answer is deterministic. A checked graph never has a cycle; this is
-        for graphs built with ``from_edges(..., check=False)``.
+        The first cycle the search of :meth:`topological_order` meets, so the
+        answer is deterministic. A checked graph never has a cycle; this is for
+        graphs built with ``from_edges(..., check=False)``.
 
         >>> Graph.from_edges([(0, 1), (1, 2), (2, 1)], check=False).find_cycle()
         [1, 2, 1]
         >>> Graph.from_edges([(0, 1)]).find_cycle() is None
         True
         """
-        if self._in_order:
-            # Every cycle has an edge that goes back in insertion order.
-            return None
-        children = self._children
-        done: set = set()
-        for start in self._index:
-            if start in done:
-                continue
-            path = [start]
-            on_path = {start: 0}
-            stack = [iter(children[start])]
-            while stack:
-                for c in stack[-1]:
-                    if c in on_path:
-                        return path[on_path[c]:] + [c]
-                    if c not in done:
-                        on_path[c] = len(path)
-                        path.append(c)
-                        stack.append(iter(children[c]))
-                        break
-                else:
-                    v = path.pop()
-                    del on_path[v]
-                    done.add(v)
-                    stack.pop()
+        try:
+            self.topological_order()
+        except CycleError as err:
+            return err.cycle
         return None
 
     def is_acyclic(self) -> bool:
@@ -668,77 +524,4 @@ class Graph:
         >>> Graph.from_edges([(0, 0)], check=False).is_acyclic()
         False
         """
-        if self._in_order:
-            return True
-        children = self._children
-        indegree = {v: len(p) for v, p in self._parents.items()}
-        ready = [v for v, d in indegree.items() if d == 0]
-        emitted = 0
-        while ready:
-            v = ready.pop()
-            emitted += 1
-            for c in children[v]:
-                indegree[c] -= 1
-                if indegree[c] == 0:
-                    ready.append(c)
-        return emitted == len(indegree)
-
-    # ------------------------------------------------------------------ other forms
-
-    def to_bipartite(self) -> "Graph":
-        """The bipartite form of §4.1.3: separate function and variable vertices.
-
-        Every vertex ``k`` becomes a variable vertex ``("s", k)``; every
-        non-root ``k`` also becomes a function vertex ``("f", k)`` with edge
-        ``("f", k) -> ("s", k)`` (roots are inputs: a variable with no function).
-        Every edge ``i -> j`` becomes ``("s", i) -> ("f", j)``. Vertices are
-        ``(kind, k)`` tuples, ``kind`` being ``Graph.FUNCTION`` (``"f"``) or
-        ``Graph.VARIABLE`` (``"s"``). With ``n`` vertices, ``r`` roots and
-        ``m`` edges the result has ``2n - r`` vertices and ``(n - r) + m`` edges.
-
-        >>> b = Graph.from_edges([(0, 1), (0, 2), (1, 2)]).to_bipartite()
-        >>> b.vertices
-        [('s', 0), ('f', 1), ('s', 1), ('f', 2), ('s', 2)]
-        >>> b.parents(("f", 2))
-        [('s', 0), ('s', 1)]
-        """
-        f, s = self.FUNCTION, self.VARIABLE
-        h = type(self)()
-        with _gc_paused():
-            # Built in bulk rather than edge by edge: each (kind, k) tuple is
-            # made once and reused, since tuples re-hash on every dict lookup.
-            var = {k: (s, k) for k in self._index}
-            fun = {k: (f, k) for k, p in self._parents.items() if p}
-            index, parents, children, edges = h._index, h._parents, h._children, h._edges
-            own_children = self._children
-            for k, p in self._parents.items():
-                sk = var[k]
-                kids = [fun[c] for c in own_children[k]]
-                if p:
-                    fk = fun[k]
-                    index[fk] = len(index)
-                    parents[fk] = [var[i] for i in p]
-                    children[fk] = [sk]
-                    index[sk] = len(index)
-                    parents[sk] = [fk]
-                    children[sk] = kids
-                    # Edges into f_k first, then f_k -> s_k: the reading order of the program.
-                    for i in p:
-                        edges.append((var[i], fk))
-                    edges.append((fk, sk))
-                else:
-                    index[sk] = len(index)
-                    parents[sk] = []
-                    children[sk] = kids
-            # f_k, s_k sit where k sat, so an edge s_i -> f_j goes forward
-            # exactly when i -> j did.
-            h._in_order = self._in_order
-        return h
-
-    def _link(self, i: Hashable, j: Hashable) -> None:
-        """Add a new edge between existing vertices without a cycle check."""
-        self._edges.append((i, j))
-        self._children[i].append(j)
-        self._parents[j].append(i)
-        if self._in_order and self._index[i] >= self._index[j]:
-            self._in_order = False
+        return self.find_cycle() is None

@@ -9,9 +9,9 @@ intermediate value right after its last use.
 
 from __future__ import annotations
 
+import enum
 import inspect
 import os
-import sys
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -19,6 +19,7 @@ import numpy as np
 from . import core
 from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error
 from .errors import AutogradDagError, ProgramInputError, user_source, located
+from .execution import disposable, plan_steps, spare
 from .graph import Graph
 from .tracing import program_input, record, topological_nodes
 from .tree import flatten, unflatten
@@ -29,13 +30,28 @@ from .primitives.structure import IDENTITY
 _MISSING = object()
 
 
+class NodeKind(enum.Enum):
+    """What a program node without a primitive is (its ``op``).
+
+    Not a string, so that no primitive's name can pass for one; it prints as
+    its value, so listings and pictures read ``input``, ``constant``...
+    """
+
+    INPUT = "input"
+    CONSTANT = "constant"
+    PARAMETER = "parameter"  # a constant leaf that required a gradient when recorded
+    VERTEX = "vertex"  # a vertex of a hand-built Graph naming no primitive (drawn, never run)
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class ProgramNode:
     """One node k of a program: the function f_k and its output variable s_k.
 
-    ``op`` is the primitive's name, or ``"input"``, ``"constant"`` or
-    ``"parameter"`` (a constant leaf that required a gradient when recorded)
-    for roots. ``parents`` are node indices, all smaller than ``index``.
-    ``value`` holds the array of constants and parameters.
+    ``op`` is the primitive's name, or a :class:`NodeKind` for roots.
+    ``parents`` are node indices, all smaller than ``index``. ``value``
+    holds the array of constants and parameters.
     """
 
     __slots__ = ("index", "op", "prim", "parents", "params", "shape", "dtype", "name",
@@ -169,7 +185,7 @@ class Program:
                 raise ProgramInputError(f"Program.from_outputs: the same Tensor is given twice as an input "
                                         f"({t.name or 'unnamed'}, shape {t.shape})")
             index[id(t)] = len(nodes)
-            nodes.append(ProgramNode(len(nodes), "input", None, (), None, t.shape, t.dtype,
+            nodes.append(ProgramNode(len(nodes), NodeKind.INPUT, None, (), None, t.shape, t.dtype,
                                      name=t.name or f"x{len(nodes)}", source=t.source, scope=t.scope))
         for t in topological_nodes(outputs, stop=set(index), what="Program.from_outputs"):
             if id(t) in index:
@@ -182,7 +198,7 @@ class Program:
             k = len(nodes)
             index[id(t)] = k
             if t.prim is None or not parents:
-                op = "parameter" if t.requires_grad else "constant"
+                op = NodeKind.PARAMETER if t.requires_grad else NodeKind.CONSTANT
                 nodes.append(ProgramNode(k, op, None, (), None, t.shape, t.dtype, name=t.name,
                                          source=t.source, scope=t.scope, value=t.value))
             else:
@@ -248,10 +264,10 @@ class Program:
             >>> [prog.nodes[k].name for k in prog.inputs], float(prog(np.full(2, 3.0)))
             (['w'], 18.0)
         """
-        nodes = [ProgramNode(n.index, "input", None, (), None, n.shape, n.dtype, name=n.name,
-                             source=n.source, scope=n.scope) if n.op == "parameter" else n
+        nodes = [ProgramNode(n.index, NodeKind.INPUT, None, (), None, n.shape, n.dtype, name=n.name,
+                             source=n.source, scope=n.scope) if n.op is NodeKind.PARAMETER else n
                  for n in self.nodes]
-        params = [n.index for n in self.nodes if n.op == "parameter"]
+        params = [n.index for n in self.nodes if n.op is NodeKind.PARAMETER]
         return Program(nodes, self.inputs + tuple(params), self.outputs, name=self.name,
                        single_output=self.single_output, kind=self.kind)
 
@@ -299,10 +315,10 @@ class Program:
                                 vertices=range(len(self.nodes)), check=False)
 
     def op_counts(self) -> dict[str, int]:
-        """How many nodes use each primitive."""
+        """How many nodes use each primitive (roots counted under their kind's name, ``input``...)."""
         counts: dict[str, int] = {}
         for n in self.nodes:
-            counts[n.op] = counts.get(n.op, 0) + 1
+            counts[str(n.op)] = counts.get(str(n.op), 0) + 1
         return counts
 
     # ------------------------------------------------------------ executing
@@ -310,83 +326,15 @@ class Program:
     def _plan(self):
         """The execution plan, made once: constants preloaded, then one step per function node.
 
-        A step is ``(k, impl, parents, params, frees, inplace, take, recycle)``:
-
-        * ``frees``: the values whose last use is node k (outputs are kept):
-          Algorithm 4.1 with every intermediate released as early as possible.
-        * ``inplace``: a parent dying at node k whose array the result
-          overwrites (``out=``), or None: one of the result's shape and dtype,
-          when the implementation may be given its own operand as ``out``
-          (:func:`_out_kind`), as numpy's own temporary elision does for ``a + b``.
-        * ``take``: the pool of spare arrays of node k's shape and dtype that
-          its implementation may write into (it takes ``out=``), or None.
-        * ``recycle``: ``(p, pool, capacity)`` for the freed values that such a
-          step could reuse; they go back to their pool instead of to the
-          allocator. The pools outlive the call, so that a program run again
-          (a training loop) allocates almost nothing: on a loaded machine a
-          freshly mapped page costs more than the arithmetic on it. A pool
-          never holds more arrays than the program has alive at once.
-
-        Whether an array is really the executor's alone (no view of it, no
-        caller, no other node) is checked when the step runs (:func:`_disposable`).
+        The steps (:func:`~autograd_dag.execution.plan_steps`) free each value
+        after its last use, and write results into arrays that die or that an
+        earlier run left over.
         """
         if self._steps is None:
-            nodes = self.nodes
-            last_use = {}
-            for node in nodes:
-                for p in node.parents:
-                    last_use[p] = node.index
-            keep = set(self.outputs)
-            frees: list[list[int]] = [[] for _ in nodes]
-            for p, k in last_use.items():
-                if p not in keep:
-                    frees[k].append(p)
-            kinds: dict = {}
-            for n in nodes:
-                if n.prim is not None and id(n.prim.impl) not in kinds:
-                    kinds[id(n.prim.impl)] = _out_kind(n.prim.impl)
-            inplace = {n.index: self._overwritable(n, frees[n.index], kinds[id(n.prim.impl)])
-                       for n in nodes if n.prim is not None}
-            # Nodes that write into a pooled array, by (shape, dtype); the values of
-            # those keys are what the pools collect.
-            takers = {n.index: (n.shape, n.dtype) for n in nodes
-                      if n.prim is not None and n.index not in keep and inplace[n.index] is None
-                      and kinds[id(n.prim.impl)] and "out" not in n.params}
-            keys = set(takers.values())
-            capacity: dict = {}
-            alive: dict = {}
-            for n in nodes:
-                key = (n.shape, n.dtype)
-                if n.prim is not None and n.index not in keep and key in keys:
-                    alive[key] = alive.get(key, 0) + 1
-                    capacity[key] = max(capacity.get(key, 0), alive[key])
-                for p in frees[n.index]:
-                    pkey = (nodes[p].shape, nodes[p].dtype)
-                    if nodes[p].prim is not None and pkey in keys:
-                        alive[pkey] -= 1
-            pools: dict = {key: [] for key in keys}
-            steps = []
-            for n in nodes:
-                if n.prim is None:
-                    continue
-                recycle = tuple((p, pools[key], capacity[key]) for p in frees[n.index]
-                                if nodes[p].prim is not None and (key := (nodes[p].shape, nodes[p].dtype)) in keys)
-                take = takers.get(n.index)
-                steps.append((n.index, n.prim.impl, n.parents, n.params or None, tuple(frees[n.index]),
-                              inplace[n.index], None if take is None else pools[take], recycle))
-            self._initial = [n.value if n.prim is None and n.op != "input" else None for n in nodes]
-            self._steps = steps
+            self._steps = plan_steps(self.nodes, self.outputs)
+            self._initial = [n.value if n.prim is None and n.op is not NodeKind.INPUT else None
+                             for n in self.nodes]
         return self._initial, self._steps
-
-    def _overwritable(self, node: ProgramNode, dying: list[int], kind: int) -> int | None:
-        """A parent of ``node`` dying there whose array the result can overwrite, or None."""
-        if kind != _OWN_OPERAND or "out" in node.params:
-            return None
-        for p in node.parents:
-            parent = self.nodes[p]
-            if p in dying and parent.prim is not None and parent.shape == node.shape and parent.dtype == node.dtype:
-                return p
-        return None
 
     def _check_inputs(self, args, kwargs=None) -> list:
         names = [self.nodes[i].name or f"%{i}" for i in self.inputs]
@@ -446,10 +394,10 @@ class Program:
         try:
             for step in steps:
                 k, impl, parents, params, frees, inplace, take, recycle = step
-                if inplace is not None and _disposable(values, inplace):
+                if inplace is not None and disposable(values, inplace):
                     values[k] = impl(*[values[p] for p in parents], out=values[inplace], **(params or {}))
                 elif take:
-                    values[k] = impl(*[values[p] for p in parents], out=_spare(take), **(params or {}))
+                    values[k] = impl(*[values[p] for p in parents], out=spare(take), **(params or {}))
                 elif params is None:
                     if len(parents) == 2:
                         values[k] = impl(values[parents[0]], values[parents[1]])
@@ -460,7 +408,7 @@ class Program:
                 else:
                     values[k] = impl(*[values[p] for p in parents], **params)
                 for p, pool, capacity in recycle:
-                    if len(pool) < capacity and _disposable(values, p):
+                    if len(pool) < capacity and disposable(values, p):
                         pool.append(values[p])
                 for p in frees:
                     values[p] = None
@@ -483,7 +431,7 @@ class Program:
         with _recording_as(True):
             for node in self.nodes:
                 if node.prim is None:
-                    if node.op != "input":
+                    if node.op is not NodeKind.INPUT:
                         values[node.index] = Tensor(node.value, requires_grad=False, name=node.name)
                     continue
                 # Replayed nodes keep the line and scope they were recorded at.
@@ -500,7 +448,7 @@ class Program:
         args = ", ".join(f"%{k}: {self.nodes[k].type_str()}" for k in self.inputs)
         lines = [f"def {self.name}({args}):"]
         for node in self.nodes:
-            if node.op == "input":
+            if node.op is NodeKind.INPUT:
                 continue
             label = f" {node.name}" if node.name else ""
             if node.prim is None:
@@ -524,52 +472,6 @@ class Program:
         # Jupyter shows the listing; autograd_dag.render, when imported, adds
         # the picture (it wires itself in from above, as operators do for Tensor).
         return {"text/plain": str(self)}
-
-
-def _disposable(values: list, k: int) -> bool:
-    """Whether ``values[k]`` is a C-contiguous array that owns its memory and that nothing but this list refers to.
-
-    Then no view of it, no caller and no other node can see it change: a step
-    may write its result into it. (A view holds a reference to its base, so an
-    array with a live view has more references; one that does not own its
-    memory may be a view of anything.)
-    """
-    v = values[k]
-    # References: the list, ``v`` and getrefcount's argument.
-    return (type(v) is np.ndarray and v.base is None and sys.getrefcount(v) == 3 and v.flags.writeable
-            and v.flags.c_contiguous)
-
-
-def _spare(pool: list):
-    """An array from ``pool``, or None (the implementation then allocates one)."""
-    try:
-        return pool.pop()
-    except IndexError:  # another thread running the same program took the last one
-        return None
-
-
-# How an implementation takes an output array (``_out_kind``): not at all, a
-# fresh one, or also one of its own operands of the result's shape and dtype.
-_FRESH, _OWN_OPERAND = 1, 2
-
-
-def _out_kind(impl) -> int:
-    """0, ``_FRESH`` or ``_OWN_OPERAND``: whether ``impl`` can write its result into a given array.
-
-    A numpy ufunc with one output takes ``out=``; an elementwise one may be
-    given one of its operands, a generalized one (matmul) may not. A Python
-    implementation declaring a keyword-only ``out`` promises both: to write
-    its result there and to accept one of its operands as ``out``.
-    """
-    if isinstance(impl, np.ufunc):
-        if impl.nout != 1:
-            return 0
-        return _OWN_OPERAND if impl.signature is None else _FRESH
-    try:
-        param = inspect.signature(impl).parameters.get("out")
-    except (TypeError, ValueError):
-        return 0
-    return _OWN_OPERAND if param is not None and param.kind is param.KEYWORD_ONLY else 0
 
 
 def trace(f: Callable, *example_args, name: str | None = None) -> Program:

@@ -19,6 +19,7 @@ and forward sweeps, ``vmap`` and program extraction all use it.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -26,8 +27,12 @@ import numpy as np
 from . import core
 from .core import Tensor, tracing
 from .errors import AutogradDagError, GraphFreedError, NotDifferentiableError, user_source, located
+from .graph import reachable, topological_sort
 from .primitives.structure import identity
 from .tree import flatten, unflatten
+
+
+_requires_grad = attrgetter("requires_grad")
 
 
 class Recording(NamedTuple):
@@ -145,19 +150,9 @@ def depends_on_outer(outputs, inputs) -> bool:
         return False
     outer = frozenset().union(*core._active_inputs)
     stop = {id(t) for t in inputs}
-    seen: set[int] = set()
-    stack = [o for o in outputs if o.requires_grad]
-    while stack:
-        t = stack.pop()
-        tid = id(t)
-        if tid in seen or tid in stop:
-            continue
-        if tid in outer:
-            return True
-        seen.add(tid)
-        if t.parents:
-            stack.extend(p for p in t.parents if p.requires_grad)
-    return False
+    found = reachable(filter(_requires_grad, outputs),
+                      lambda t: () if id(t) in stop else filter(_requires_grad, t.parents or ()))
+    return any(id(t) in outer and id(t) not in stop for t in found)
 
 
 def values_of(tree, nested: bool):
@@ -170,40 +165,25 @@ def values_of(tree, nested: bool):
 
 def topological_nodes(outputs: Sequence[Tensor], stop=frozenset(), prune_constant: bool = False,
                       what: str = "backward") -> list[Tensor]:
-    """Recorded nodes behind ``outputs``, parents before children (iterative depth-first search).
+    """Recorded nodes behind ``outputs``, parents before children (:func:`~autograd_dag.graph.topological_sort`).
 
     Parents are visited in argument order, so the order is deterministic:
     the order programs number their nodes in. The walk does not go behind
     Tensors whose id is in ``stop``; with ``prune_constant`` it skips nodes
-    that do not require a gradient. A node is pushed once to be expanded and
-    is emitted when it surfaces again, after all its parents. ``what`` names
-    the caller in the error for a graph freed by ``backward()``.
+    that do not require a gradient. ``what`` names the caller in the error
+    for a graph freed by ``backward()``.
     """
-    order: list[Tensor] = []
-    expanded: set[int] = set()
-    done: set[int] = set()
-    for root in outputs:
-        if prune_constant and not root.requires_grad and id(root) not in stop:
-            continue
-        stack = [root]
-        while stack:
-            t = stack[-1]
-            tid = id(t)
-            if tid in expanded:
-                stack.pop()
-                if tid not in done:
-                    done.add(tid)
-                    order.append(t)
-                continue
-            expanded.add(tid)
-            if tid in stop:
-                continue
-            parents = t.parents
-            if parents is None:
-                raise GraphFreedError(
-                    f"{what}: the graph behind '{t.prim.name}'{located(t.source)} was already freed by a "
-                    f"previous backward(); pass retain_graph=True to the first backward() to keep it")
-            for p in reversed(parents):
-                if id(p) not in expanded and (not prune_constant or p.requires_grad or id(p) in stop):
-                    stack.append(p)
-    return order
+    keep = _requires_grad if not stop else (lambda p: p.requires_grad or id(p) in stop)
+
+    def parents(t):
+        if id(t) in stop:
+            return ()
+        ps = t.parents
+        if ps is None:
+            raise GraphFreedError(
+                f"{what}: the graph behind '{t.prim.name}'{located(t.source)} was already freed by a "
+                f"previous backward(); pass retain_graph=True to the first backward() to keep it")
+        return filter(keep, ps) if prune_constant else ps
+
+    # A node only ever reads older ones: no cycle to look for.
+    return topological_sort(filter(keep, outputs) if prune_constant else outputs, parents, check=False)

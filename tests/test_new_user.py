@@ -124,7 +124,7 @@ def test_render_draws_a_hand_built_graph_in_both_views():
     assert dag.count("->") == g.num_edges and "graph: 5 nodes, 6 edges" in dag
     assert "<B>a</B>" in dag and "float64" not in dag
     bip = ad.render(g, "bipartite").source
-    b = g.to_bipartite()
+    b = ad.graph_algorithms.to_bipartite(g)
     arrows = [line for line in bip.splitlines() if "->" in line]
     assert len(arrows) == b.num_edges and "<B>f</B><SUB>b</SUB>" in bip
     ad.render(g, "bipartite").pipe("svg")  # Graphviz accepts it

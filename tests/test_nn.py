@@ -430,10 +430,10 @@ def test_train_eval_and_zero_grad_reach_every_module():
 def test_calls_record_name_scopes_per_layer():
     m = Tiny()
     program = ad.trace(lambda x: m(x), rand(4, 2))
-    scopes = {node.scope for node in program if node.op not in ("input", "parameter", "constant")}
+    scopes = {node.scope for node in program if not isinstance(node.op, ad.NodeKind)}
     assert ("blocks.0",) in scopes and ("blocks.1",) in scopes and ("norm",) in scopes
     assert ("head", "Linear0") in scopes and ("head", "ReLU1") in scopes
-    named = {node.name for node in program if node.op == "parameter"}
+    named = {node.name for node in program if node.op is ad.NodeKind.PARAMETER}
     assert {"blocks.0.weight", "norm.gamma", "scale"} <= named
 
 

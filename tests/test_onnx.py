@@ -129,7 +129,7 @@ def test_round_trip_keeps_names():
                     np.array([1, 3]), 2.0)
     loaded = ad.onnx.load(ad.onnx.export(prog))
     assert [loaded.nodes[k].name for k in loaded.inputs] == ["tokens", "scale"]
-    assert any(n.op == "constant" and n.name == "table" for n in loaded.nodes)
+    assert any(n.op is ad.NodeKind.CONSTANT and n.name == "table" for n in loaded.nodes)
 
 
 def test_unsupported_primitives_are_exactly_the_decompositions():
@@ -296,7 +296,7 @@ def test_load_a_model_built_elsewhere_runs_differentiates_and_renders(tmp_path):
     prog = ad.onnx.load(_hand_built_model(np.float64))
     assert prog.name == "tiny_cnn" and [prog.nodes[k].name for k in prog.inputs] == ["image"]
     assert {"conv2d", "max_pool2d", "matmul", "softargmax", "relu"} <= set(prog.op_counts())
-    assert any(n.name == "Wfc" and n.op == "constant" for n in prog.nodes)
+    assert any(n.name == "Wfc" and n.op is ad.NodeKind.CONSTANT for n in prog.nodes)
     np.testing.assert_allclose(prog(x), prog32(x.astype(np.float32)), rtol=1e-4, atol=1e-5)
     # Differentiates: the gradient of one probability w.r.t. the image, checked by finite differences.
     scalar = ad.trace(lambda image: prog(image)[0, 3], x)

@@ -12,7 +12,8 @@ import pytest
 
 import autograd_dag as ad
 from tests import helpers
-from autograd_dag.program import Program, ProgramNode
+from autograd_dag.graph_algorithms import is_chain, topological_orders
+from autograd_dag.program import NodeKind, Program, ProgramNode
 
 
 def line_of(marker: str) -> int:
@@ -34,9 +35,9 @@ def test_computation_chain():
         return ad.log(s3)
 
     prog = ad.trace(chain, np.zeros(3))
-    assert [n.op for n in prog] == ["input", "tanh", "exp", "sqrt", "log"]
+    assert [n.op for n in prog] == [NodeKind.INPUT, "tanh", "exp", "sqrt", "log"]
     assert [prog.parents(k) for k in range(5)] == [(), (0,), (1,), (2,), (3,)]
-    assert prog.to_graph().is_chain()
+    assert is_chain(prog.to_graph())
     assert prog.roots() == [0] and prog.leaves() == [4] and len(prog) == 5 and prog.num_edges == 4
     x = np.array([-1.0, 0.5, 2.0])
     np.testing.assert_allclose(prog(x), np.tanh(x) / 2, rtol=1e-15)  # log √(e^t) = t/2
@@ -45,11 +46,11 @@ def test_computation_chain():
 def test_dag_program_with_two_topological_orders():
     # Node 0 feeds 1 and 2, both feed 3, which feeds 4: orders (0,1,2,3,4) and (0,2,1,3,4).
     g = ad.Graph.from_edges([(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)])
-    assert list(g.topological_orders()) == [(0, 1, 2, 3, 4), (0, 2, 1, 3, 4)]
-    assert not g.is_chain()
+    assert list(topological_orders(g)) == [(0, 1, 2, 3, 4), (0, 2, 1, 3, 4)]
+    assert not is_chain(g)
     prog = Program.from_graph(g, {1: "exp", 2: "tanh", 3: "multiply", 4: "negative"}, {0: np.zeros(2)},
                               outputs=[4])
-    assert [n.op for n in prog] == ["input", "exp", "tanh", "multiply", "negative"]
+    assert [n.op for n in prog] == [NodeKind.INPUT, "exp", "tanh", "multiply", "negative"]
     assert prog.parents(3) == (1, 2) and prog.children(0) == [1, 2]
     assert prog.roots() == [0] and prog.leaves() == [4] and prog.num_edges == 5
     x = np.array([0.3, -1.2])
@@ -57,7 +58,7 @@ def test_dag_program_with_two_topological_orders():
     np.testing.assert_allclose(out, -np.exp(x) * np.tanh(x), rtol=1e-15)
     # The same program numbered in the other topological order (tanh before exp) computes the same.
     P = ad.PRIMITIVES
-    other = Program([ProgramNode(0, "input", None, (), None, (2,), np.float64),
+    other = Program([ProgramNode(0, NodeKind.INPUT, None, (), None, (2,), np.float64),
                      ProgramNode(1, "tanh", P["tanh"], (0,), None, (2,), np.float64),
                      ProgramNode(2, "exp", P["exp"], (0,), None, (2,), np.float64),
                      ProgramNode(3, "multiply", P["multiply"], (2, 1), None, (2,), np.float64),
@@ -152,6 +153,24 @@ def test_multiple_inputs_and_outputs():
     assert isinstance(ad.trace(lambda x: (x * 2.0,), a)(a), tuple)
 
 
+def test_a_primitive_may_be_named_like_a_node_kind():
+    # Node kinds are NodeKind members, never strings: a primitive called "input"
+    # is a function node like any other, listed, run and differentiated as one.
+    from autograd_dag.primitives.registry import PRIMITIVES, USER_PRIMITIVES
+    double = ad.primitive("input", lambda x: 2.0 * x, vjp=lambda ct, out, x: (2.0 * ct,),
+                          jvp=lambda t, out, x: 2.0 * t[0])
+    try:
+        prog = ad.trace(lambda x: double(x), np.ones(2))
+        assert [n.op for n in prog] == [NodeKind.INPUT, "input"] and prog.inputs == (0,)
+        assert str(prog).splitlines()[1].startswith("  %1 = input(%0)  : float64[2]")
+        assert prog.op_counts() == {"input": 2}  # counts go by name
+        assert np.allclose(prog(np.arange(2.0)), [0.0, 2.0])
+        assert np.allclose(ad.grad_program(ad.trace(lambda x: double(x).sum(), np.ones(2)))(np.ones(2)), 2.0)
+    finally:
+        del PRIMITIVES["input"]
+        USER_PRIMITIVES.discard("input")
+
+
 def test_from_outputs_and_graph_queries():
     x = ad.Tensor([1.0, 2.0], name="x")
     y = ad.Tensor([3.0, 4.0], name="y")
@@ -160,7 +179,7 @@ def test_from_outputs_and_graph_queries():
     t = ad.exp(s) + w
     u = s.sum()
     prog = Program.from_outputs((x, y), (t, u))
-    ops = [n.op for n in prog]
+    ops = [str(n.op) for n in prog]  # roots by their kind's name
     assert ops[:2] == ["input", "input"] and sorted(ops[2:]) == sorted(["multiply", "exp", "parameter", "add",
                                                                          "sum"])
     k_mul, k_exp, k_par, k_add, k_sum = (ops.index(o) for o in ["multiply", "exp", "parameter", "add", "sum"])
@@ -175,7 +194,7 @@ def test_from_outputs_and_graph_queries():
     assert single.outputs == (1,) and isinstance(single(np.zeros(2)), np.ndarray)
     # History behind an input is cut there.
     cut = Program.from_outputs(s, ad.exp(s))
-    assert [n.op for n in cut] == ["input", "exp"]
+    assert [n.op for n in cut] == [NodeKind.INPUT, "exp"]
     # The bare DAG agrees with the program's parents.
     graph = prog.to_graph()
     assert sorted(graph.edges) == sorted((p, n.index) for n in prog for p in n.parents)
@@ -261,7 +280,7 @@ def test_cycle_errors_name_the_cycle_and_change_nothing():
     # Nodes out of topological order are refused when a program is built.
     exp = ad.PRIMITIVES["exp"]
     with pytest.raises(ad.AutogradDagError, match="topological order"):
-        Program([ProgramNode(0, "input", None, (), None, (1,), np.float64),
+        Program([ProgramNode(0, NodeKind.INPUT, None, (), None, (1,), np.float64),
                  ProgramNode(1, "exp", exp, (2,), None, (1,), np.float64),
                  ProgramNode(2, "exp", exp, (0,), None, (1,), np.float64)], [0], [1])
 
@@ -303,7 +322,7 @@ def test_intermediate_values_are_freed_after_their_last_use():
     chain = ad.trace(lambda x: ad.exp(ad.exp(ad.exp(x))), np.zeros(1))
     assert [step[4] for step in chain._plan()[1]] == [(0,), (1,), (2,)]  # one step per function node
     kept = ad.trace(lambda x: (ad.exp(x), ad.exp(ad.exp(x))), np.zeros(1))
-    assert [n.op for n in kept] == ["input", "exp", "exp", "exp"] and kept.outputs == (1, 3)
+    assert [n.op for n in kept] == [NodeKind.INPUT, "exp", "exp", "exp"] and kept.outputs == (1, 3)
     # The input is used by nodes 1 and 2; node 1 is an output, so it is never freed.
     assert [step[4] for step in kept._plan()[1]] == [(), (0,), (2,)]
 
@@ -345,7 +364,7 @@ def test_reruns_never_change_returned_arrays_inputs_or_views():
 
 def _chain_program(n: int) -> Program:
     tanh = ad.PRIMITIVES["tanh"]
-    nodes = [ProgramNode(0, "input", None, (), None, (), np.float64)]
+    nodes = [ProgramNode(0, NodeKind.INPUT, None, (), None, (), np.float64)]
     nodes += [ProgramNode(k, "tanh", tanh, (k - 1,), None, (), np.float64) for k in range(1, n + 1)]
     return Program(nodes, [0], [n])
 
@@ -367,7 +386,7 @@ def test_million_node_random_dag_executes():
     # Parents: the previous node and a random earlier one within a window of 1000.
     back = rng.integers(1, 1001, n)
     prims = [ad.PRIMITIVES[o] for o in ops]
-    nodes = [ProgramNode(0, "input", None, (), None, (), np.float64)]
+    nodes = [ProgramNode(0, NodeKind.INPUT, None, (), None, (), np.float64)]
     ref = [0.7]
     for k in range(1, n + 1):
         c = choice[k - 1]

@@ -29,9 +29,10 @@ import numpy as np
 
 from autograd_dag.core import Tensor, enable_grad
 from autograd_dag.errors import CircuitError, located
+from autograd_dag.graph import reachable
 from autograd_dag.primitives.elementwise import add as _program_add
 from autograd_dag.primitives.elementwise import multiply as _program_multiply
-from autograd_dag.program import Program
+from autograd_dag.program import NodeKind, Program
 from autograd_dag.circuits.polynomial import (
     DEFAULT_MONOMIAL_LIMIT,
     Polynomial,
@@ -293,16 +294,9 @@ class Circuit:
         if wire.index in mapping:
             return mapping[wire.index]
         onodes = other._nodes
-        seen = set()
-        stack = [wire.index]
-        while stack:
-            i = stack.pop()
-            if i in seen or i in mapping:
-                continue
-            seen.add(i)
-            stack.extend(onodes[i].operands)
+        cone = reachable([wire.index], lambda i: () if i in mapping else onodes[i].operands)
         # Copy in the source's (topological) index order so relative order is kept.
-        for i in sorted(seen):
+        for i in sorted(i for i in cone if i not in mapping):
             node = onodes[i]
             if node.kind == "var":
                 mapping[i] = self.variable(node.name).index
@@ -463,7 +457,7 @@ class Circuit:
                     f"are scalar, so every node must hold exactly one element{located(node.source)}"
                 )
             ps = node.parents
-            if op == "input":
+            if op is NodeKind.INPUT:
                 name = node.name if isinstance(node.name, str) and node.name.isidentifier() else None
                 if name is None or name in c._var_index:
                     name = f"x{input_pos.get(k, k)}"

@@ -250,7 +250,7 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
         >>> from autograd_dag import named
         >>> X = named.NamedTensor(np.ones((4, 3)), "seq layer")
         >>> prog = named.trace(lambda X: X.standardize("layer"), X)
-        >>> prog.nodes[0].op, named.program_axes(prog)[0], named.program_axes(prog)[len(prog.nodes) - 1]
+        >>> str(prog.nodes[0].op), named.program_axes(prog)[0], named.program_axes(prog)[len(prog.nodes) - 1]
         ('input', ('seq', 'layer'), ('seq', 'layer'))
     """
     names = [a.names if isinstance(a, NamedTensor) else None for a in example_args]

@@ -17,8 +17,6 @@ PRIMITIVES: dict[str, Primitive] = {}
 # Names defined through ad.primitive (a user's): these may be redefined, as a
 # re-run notebook cell does; the built-ins may not be shadowed.
 USER_PRIMITIVES: set[str] = set()
-# The kinds of program nodes that are not primitives (``ProgramNode.op``).
-RESERVED = frozenset({"input", "constant", "parameter"})
 
 
 def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, jvp: Callable | None = None,
@@ -30,9 +28,6 @@ def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, j
     again under the same name replaces it with a warning (``replace=True``
     silences the warning). A built-in name is never shadowed by a user.
     """
-    if name in RESERVED:
-        raise AutogradDagError(f"ad.primitive: {name!r} names a kind of program node (input, constant, "
-                               f"parameter); pick another name")
     if name in PRIMITIVES and not replace:
         if not user:
             raise AutogradDagError(f"a built-in primitive named {name!r} is defined twice")

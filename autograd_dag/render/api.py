@@ -6,9 +6,9 @@ import warnings
 
 from ..core import Tensor
 from ..errors import RenderError
-from ..graph import Graph
+from ..graph import Graph, topological_sort
 from ..primitives.registry import PRIMITIVES
-from ..program import Program, ProgramNode
+from ..program import NodeKind, Program, ProgramNode
 from .axes import program_axes
 from .bipartite import bipartite_scene
 from .collapse import group_nodes, max_scope_depth
@@ -38,7 +38,7 @@ def as_program(obj, *, parameters_as_inputs: bool = False) -> Program:
         >>> x = ad.Tensor([1.0, 2.0], name="x")
         >>> w = ad.Tensor([3.0, 4.0], requires_grad=True, name="w")
         >>> prog = as_program((x * w).sum() * 2.0)
-        >>> [n.op for n in prog.nodes]
+        >>> [str(n.op) for n in prog.nodes]
         ['input', 'parameter', 'multiply', 'sum', 'constant', 'multiply']
     """
     if isinstance(obj, Program):
@@ -56,22 +56,13 @@ def as_program(obj, *, parameters_as_inputs: bool = False) -> Program:
                           f"got {type(obj).__name__}")
     inputs: list[Tensor] = []
     parameters: list[Tensor] = []
-    seen: set[int] = set()
-    stack = list(reversed(outputs))
-    while stack:
-        t = stack.pop()
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        parents = t.parents or ()
-        if t.prim is None or not parents:
+    for t in topological_sort(outputs, lambda t: t.parents or (), check=False):
+        if t.prim is None or not t.parents:
             # A user-made Tensor has a source line; a lifted constant has none.
             if t.prim is None and not t.requires_grad and t.source is not None:
                 inputs.append(t)
             elif parameters_as_inputs and t.requires_grad:
                 parameters.append(t)
-            continue
-        stack.extend(reversed(parents))
     program = Program.from_outputs(tuple(inputs + parameters), outputs if len(outputs) > 1 else outputs[0],
                                    name=(outputs[0].name or "f") if len(outputs) == 1 else "f")
     for i, t in enumerate(parameters):
@@ -93,7 +84,7 @@ def graph_program(graph: Graph, name: str = "graph") -> Program:
     Example:
         >>> import autograd_dag as ad
         >>> g = ad.Graph.from_edges([("x", "exp"), ("exp", ("multiply", 1)), ("x", ("multiply", 1))])
-        >>> [(n.op, n.name, n.parents) for n in graph_program(g).nodes]
+        >>> [(str(n.op), n.name, n.parents) for n in graph_program(g).nodes]
         [('input', 'x', ()), ('exp', 'exp', (0,)), ('multiply', 'multiply 1', (1, 0))]
     """
     order = graph.topological_order()
@@ -103,7 +94,8 @@ def graph_program(graph: Graph, name: str = "graph") -> Program:
         label = " ".join(str(part) for part in v) if isinstance(v, tuple) else str(v)
         parents = tuple(index[p] for p in graph.parents(v))
         head = v[0] if isinstance(v, tuple) and v else v
-        op = "input" if not parents else (head if isinstance(head, str) and head in PRIMITIVES else "vertex")
+        op = NodeKind.INPUT if not parents else (head if isinstance(head, str) and head in PRIMITIVES
+                                                  else NodeKind.VERTEX)
         nodes.append(ProgramNode(k, op, None, parents, None, (), "float64", name=label))
     leaves = [index[v] for v in graph.leaves()]
     return Program(nodes, [k for k, n in enumerate(nodes) if not n.parents], leaves, name=name, kind="graph")

@@ -4,12 +4,13 @@ Every drawn program node k has a variable ``v{k}`` (an ellipse); every
 non-root also has a function ``f{k}`` (a box) with the edge ``f{k} -> v{k}``;
 a program edge ``i -> j`` becomes ``v{i} -> f{j}``. With n nodes, r roots and
 m edges that is ``2n - r`` nodes and ``(n - r) + m`` edges, as
-:meth:`Graph.to_bipartite` counts. A collapsed scope is one function box
-``g{i}`` with a variable for each of its outputs.
+:func:`~autograd_dag.graph_algorithms.to_bipartite` counts. A collapsed scope
+is one function box ``g{i}`` with a variable for each of its outputs.
 """
 
 from __future__ import annotations
 
+from ..program import NodeKind
 from .collapse import Grouping
 from .labels import html
 from .scene import Labeller, Scene, VNode, crossing_edges, join_lines
@@ -27,7 +28,7 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
 
     def variable(k: int, scope: tuple) -> None:
         node = program.nodes[k]
-        if node.op == "constant":
+        if node.op is NodeKind.CONSTANT:
             title = labeller.title(k)
         elif node.name:
             title = labeller.title(k) if node.prim is None else f"<B>{html(node.name, 40)}</B>"

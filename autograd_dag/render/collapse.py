@@ -19,7 +19,8 @@ import re
 
 import numpy as np
 
-from ..program import Program
+from ..graph import reachable
+from ..program import NodeKind, Program
 from .labels import params_str, value_str
 
 _TRAILING_INDEX = re.compile(r"[\s_.\-]*\d+$")
@@ -98,7 +99,7 @@ def inlinable_constants(program: Program) -> frozenset:
     """Scalar constants that are not outputs: drawn inside their consumers' labels."""
     outputs = set(program.outputs)
     return frozenset(n.index for n in program.nodes
-                     if n.op == "constant" and n.value is not None and np.size(n.value) == 1
+                     if n.op is NodeKind.CONSTANT and n.value is not None and np.size(n.value) == 1
                      and n.index not in outputs and program.children(n.index))
 
 
@@ -175,7 +176,7 @@ def group_nodes(program: Program, depth: int | None = None, *, fold: bool = True
             depth = 0
         by_path: dict[tuple, int] = {}
         for node in nodes:
-            if node.index in inlined or node.op == "input" or len(node.scope) <= depth:
+            if node.index in inlined or node.op is NodeKind.INPUT or len(node.scope) <= depth:
                 continue
             path = scopes[node.index][: depth + 1]
             gi = by_path.get(path)
@@ -197,7 +198,7 @@ def _adopt_roots(program, scopes: list[tuple]) -> None:
     outputs = set(program.outputs)
     for node in program.nodes:
         k = node.index
-        if node.parents or node.op == "input" or scopes[k] or k in outputs:
+        if node.parents or node.op is NodeKind.INPUT or scopes[k] or k in outputs:
             continue
         users = {scopes[c] for c in program.children(k)}
         if len(users) == 1:
@@ -210,7 +211,7 @@ def _absorb_roots(program, inlined, owner, groups) -> None:
     outputs = set(program.outputs)
     for node in program.nodes:
         k = node.index
-        if node.parents or node.op == "input" or k in inlined or owner[k] is not None or k in outputs:
+        if node.parents or node.op is NodeKind.INPUT or k in inlined or owner[k] is not None or k in outputs:
             continue
         owners = {owner[c] for c in program.children(k)}
         if len(owners) == 1:
@@ -252,23 +253,20 @@ def _closes_cycle(program, owner, groups, members: set) -> bool:
     # Edges go from lower to higher index, so a path leaving the merged set
     # and re-entering it only visits nodes below its highest member.
     top = max(members)
-    stack = [c for k in members for c in program.children(k) if c not in members]
-    seen: set[int] = set()
     expanded: set[int] = set()
-    while stack:
-        c = stack.pop()
-        if c > top or c in seen:
-            continue
-        if c in members:
-            return True
-        seen.add(c)
+
+    def successors(c):
+        if c > top or c in members:
+            return ()
         gi = owner[c]
-        if gi is not None and gi not in expanded:
-            # A group is one node once drawn: reaching one member reaches all.
-            expanded.add(gi)
-            stack.extend(m for m in groups[gi].members if m not in members)
-        stack.extend(program.children(c))
-    return False
+        if gi is None or gi in expanded:
+            return program.children(c)
+        # A group is one node once drawn: reaching one member reaches all.
+        expanded.add(gi)
+        return [*program.children(c), *(m for m in groups[gi].members if m not in members)]
+
+    starts = [c for k in members for c in program.children(k) if c not in members]
+    return any(c in members for c in reachable(starts, successors))
 
 
 def _fold(program, inlined, owner, groups: list[Group]) -> list[Group]:

@@ -17,6 +17,7 @@ in either view (``bench_render.py --baseline``). Two measures bring any program 
 
 from __future__ import annotations
 
+from ..graph import topological_sort
 from .labels import html, small
 from .scene import Scene, VEdge, VNode
 
@@ -44,21 +45,8 @@ def estimate_ranks(scene: Scene) -> dict[str, int]:
     for e in scene.edges:
         parents[e.dst].append(e.src)
         children[e.src].append(e.dst)
-    # Kahn's algorithm in scene order; nodes on a cycle (possible after
-    # collapsing interleaved scopes) are taken in scene order afterwards.
-    indegree = {i: len(parents[i]) for i in ids}
-    order = [i for i in ids if indegree[i] == 0]
-    pos = 0
-    while pos < len(order):
-        v = order[pos]
-        pos += 1
-        for c in children[v]:
-            indegree[c] -= 1
-            if indegree[c] == 0:
-                order.append(c)
-    if len(order) < len(ids):
-        done = set(order)
-        order += [i for i in ids if i not in done]
+    # Collapsing interleaved scopes can make cycles: the edge closing one is skipped.
+    order = topological_sort(ids, parents.__getitem__, check=False)
     rank: dict[str, int] = {}
     for v in order:
         rank[v] = 1 + max((rank[p] for p in parents[v] if p in rank and parents[p]), default=0) \

@@ -11,7 +11,7 @@ import inspect
 
 import numpy as np
 
-from ..program import Program
+from ..program import NodeKind, Program
 from .axes import axes_shape_str
 from .labels import html, plain, shape_str, small, source_str, type_str, value_str, params_str
 from .collapse import Grouping
@@ -171,8 +171,8 @@ class Labeller:
         node = self.program.nodes[k]
         if k in self.outputs:
             return "gradient" if self.program.kind in ("gradient", "gradient_circuit") else "output"
-        if node.op in ("input", "parameter", "constant"):
-            return node.op
+        if node.op in (NodeKind.INPUT, NodeKind.PARAMETER, NodeKind.CONSTANT):
+            return node.op.value
         return "intermediate"
 
     def info(self, k: int) -> str:
@@ -183,11 +183,11 @@ class Labeller:
     def title(self, k: int) -> str:
         """The bold first line of a root (its name or value) or of a function (op and inlined constants)."""
         node = self.program.nodes[k]
-        if node.op == "input":
+        if node.op is NodeKind.INPUT:
             return f"<B>{html(node.name or f'x{k}', 40)}</B>"
-        if node.op == "parameter":
+        if node.op is NodeKind.PARAMETER:
             return f"<B>{html(node.name or 'parameter', 40)}</B>"
-        if node.op == "constant":
+        if node.op is NodeKind.CONSTANT:
             text = f"<B>{html(value_str(node.value), 40)}</B>"
             return text + (f"<BR/><I>{html(node.name, 40)}</I>" if node.name else "")
         if self.program.kind == "graph":  # a hand-built Graph: its vertices are the labels
@@ -233,7 +233,7 @@ class Labeller:
     def function_title(self, k: int) -> str:
         """The bold line of function f_k's box in the bipartite view."""
         node = self.program.nodes[k]
-        if self.program.kind == "graph" and node.op == "vertex":
+        if self.program.kind == "graph" and node.op is NodeKind.VERTEX:
             return f"<B>f</B><SUB>{html(node.name, 40)}</SUB>"
         if self.program.kind == "graph":  # a vertex naming a primitive
             return f"<B>{html(node.op, 40)}</B>"
@@ -262,7 +262,7 @@ class Labeller:
         group = grouping.groups[gi]
         lines = [f"<B>{html(group.title, 40)}</B>"]
         ops = sum(1 for k in group.members if program.nodes[k].parents)
-        params = [k for k in group.members if program.nodes[k].op == "parameter"]
+        params = [k for k in group.members if program.nodes[k].op is NodeKind.PARAMETER]
         summary = f"{ops} ops"
         if params:
             size = sum(int(_size(program.nodes[k].shape)) for k in params)

@@ -78,11 +78,13 @@ DIM_TEXT = "#aaaaaa"
 EDGE_COLOR = "#555555"
 
 
-def op_color(op: str) -> str:
-    """The fill colour of primitive ``op`` under ``color_by="op"``: fixed per name across runs."""
+def op_color(op) -> str:
+    """The fill colour of primitive ``op`` (or a hand-built graph's vertex kind) under ``color_by="op"``.
+
+    Fixed per name across runs."""
     # crc32 rather than hash(): Python salts str hashes per process, and the
     # DOT output must be identical from run to run.
-    return OP_PALETTE[zlib.crc32(op.encode("utf-8", "replace")) % len(OP_PALETTE)]
+    return OP_PALETTE[zlib.crc32(str(op).encode("utf-8", "replace")) % len(OP_PALETTE)]
 
 
 def node_attrs(role: str, view: str, fill: str | None = None) -> dict:

@@ -1,0 +1,90 @@
+"""The import graph of ``autograd_dag``: every module imports only the layers below it (DESIGN.md).
+
+Read from the source with ``ast``, so a cycle shows here as an upward import
+rather than as an ImportError in some other test. A subpackage (``primitives``,
+``render``, ``nn``...) is one unit; imports among its own modules are not
+checked here.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent / "autograd_dag"
+
+# Bottom first: each unit may import only units listed before it. A total order,
+# so "imports point down" also means "the import graph has no cycle".
+LAYERS = [
+    "errors", "tree",
+    "graph", "graph_algorithms",  # the DAG core, then the book's other questions about DAGs
+    "core", "primitives", "tracing", "execution", "program",
+    "autodiff", "operators",  # the one place Tensor gets methods from above (backward too)
+    "batching", "checking", "testing", "linalg", "text",
+    "circuits", "render", "named", "nn", "optim", "onnx",
+    "__init__",  # the public namespace
+    "gallery", "cli",
+]
+
+
+def unit_of(path: pathlib.Path) -> str:
+    rel = path.relative_to(ROOT)
+    return rel.parts[0].removesuffix(".py")
+
+
+def imported_units(node: ast.Import | ast.ImportFrom, path: pathlib.Path) -> list[str]:
+    """The library units an import statement in ``path`` reads (``__init__`` for the package itself)."""
+    if isinstance(node, ast.Import):
+        return [a.name.split(".")[1] for a in node.names
+                if a.name.startswith("autograd_dag.")] + [
+            "__init__" for a in node.names if a.name == "autograd_dag"]
+    if node.level:
+        package = list(path.relative_to(ROOT).parts[:-1])
+        base = package[:len(package) - node.level + 1]
+        module = base + (node.module.split(".") if node.module else [])
+    elif node.module and node.module.split(".")[0] == "autograd_dag":
+        module = node.module.split(".")[1:]
+    else:
+        return []
+    if module:
+        return [module[0]]
+    # ``from . import x``: x is a module of the package, or a name its __init__ defines.
+    return [a.name if (ROOT / a.name).is_dir() or (ROOT / f"{a.name}.py").exists() else "__init__"
+            for a in node.names]
+
+
+def import_graph() -> tuple[dict[str, set[str]], list[str]]:
+    """``{unit: units it imports}`` and the imports written inside a function body."""
+    graph: dict[str, set[str]] = {}
+    in_functions = []
+    for path in sorted(ROOT.rglob("*.py")):
+        unit = unit_of(path)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                graph.setdefault(unit, set()).update(u for u in imported_units(node, path) if u != unit)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                in_functions += [f"{path.relative_to(ROOT)}:{sub.lineno}" for sub in ast.walk(node)
+                                 if isinstance(sub, (ast.Import, ast.ImportFrom)) and imported_units(sub, path)]
+    return graph, in_functions
+
+
+def test_every_module_has_a_layer():
+    units = {unit_of(p) for p in ROOT.rglob("*.py")}
+    assert units - set(LAYERS) == set(), "add the new module to LAYERS, above what it imports"
+    assert len(LAYERS) == len(set(LAYERS))
+
+
+def test_imports_point_down_so_there_is_no_cycle():
+    graph, _ = import_graph()
+    rank = {u: k for k, u in enumerate(LAYERS)}
+    upward = sorted(f"{u} imports {t}" for u, targets in graph.items() for t in targets if rank[t] >= rank[u])
+    assert upward == []
+    # The core stands on the graph module: the walks programs use are graph's.
+    assert {"graph"} <= graph["tracing"] and {"graph"} <= graph["program"]
+    assert graph["graph"] == {"errors"}
+
+
+def test_no_library_import_inside_a_function():
+    # DESIGN.md: no import inside a function body to dodge a cycle.
+    assert import_graph()[1] == []
