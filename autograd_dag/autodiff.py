@@ -14,13 +14,13 @@ freed as soon as it has been consumed.
 
 from __future__ import annotations
 
-import gc
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import core
 from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite
+from .graph import paused_gc
 from .errors import AutogradDagError, MissingRuleError, NotDifferentiableError, user_source, located
 from .primitives import elementwise as ew
 from .primitives import structure
@@ -129,13 +129,9 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
     # Non-leaves whose cotangent the user asked to keep (Tensor.retain_grad).
     retained = core._retained if wrt is None else None
     anomaly = core.anomaly_enabled()
-    # The sweep makes many short-lived objects and no reference cycles: the
-    # cyclic collector would only re-scan the (large) live graph again and again.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
     outer = core.attribution()
     try:
-        with _sweep_context(record):
+        with paused_gc(), _sweep_context(record):
             pop_ct = cts.pop
             while order:
                 t = order.pop()  # popping lets values go as soon as nothing else holds them
@@ -205,8 +201,6 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
         # Recorded derivative nodes were attributed to the forward node they
         # differentiate (source line and name scope); restore the caller's.
         core.attribute(*outer)
-        if gc_was_enabled:
-            gc.enable()
     return results
 
 

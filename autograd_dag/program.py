@@ -246,7 +246,7 @@ class Program:
                 out = apply(prim, *[tensors[p] for p in graph.parents(v)], **params.get(v, {}))
                 out.name = str(v)
                 tensors[v] = out
-        outs = graph.leaves() if outputs is None else list(outputs)
+        outs = graph.sinks() if outputs is None else list(outputs)
         # One leaf (by default) gives a program returning one array, as trace() does.
         result = tensors[outs[0]] if outputs is None and len(outs) == 1 else tuple(tensors[v] for v in outs)
         return cls.from_outputs(tuple(tensors[v] for v in inputs), result, name=name)
@@ -305,7 +305,7 @@ class Program:
         """Nodes without parents: inputs, constants and parameters."""
         return [n.index for n in self.nodes if not n.parents]
 
-    def leaves(self) -> list[int]:
+    def sinks(self) -> list[int]:
         """Nodes without children."""
         return [n.index for n in self.nodes if not self.children(n.index)]
 

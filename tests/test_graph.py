@@ -97,7 +97,7 @@ def test_computation_chain_is_a_chain_with_a_total_order():
     assert is_chain(g)
     assert g.topological_order() == [0, 1, 2, 3]
     assert list(topological_orders(g)) == [(0, 1, 2, 3)]
-    assert g.roots() == [0] and g.leaves() == [3]
+    assert g.roots() == [0] and g.sinks() == [3]
     # total order: any two vertices are linked by a path one way
     for a, b in itertools.combinations(range(4), 2):
         assert g.has_path(a, b) and not g.has_path(b, a)
@@ -156,7 +156,7 @@ def test_book_dag_structure():
     assert g.children(0) == [1, 2]
     assert g.children(4) == []
     assert g.roots() == [0]
-    assert g.leaves() == [4]
+    assert g.sinks() == [4]
     assert g.ancestors(3) == {0, 1, 2}
     assert g.ancestors(0) == set()
     assert g.descendants(1) == {3, 4}
@@ -186,7 +186,7 @@ def test_parents_and_children_keep_insertion_order():
     assert g.parents("out") == ["z", "a", "m"]
     assert g.children("z") == ["out", "b"]
     assert g.roots() == ["z", "a", "m"]
-    assert g.leaves() == ["out", "b"]
+    assert g.sinks() == ["out", "b"]
 
 
 def test_returned_lists_are_copies():
@@ -397,7 +397,7 @@ def test_bipartite_form_of_the_book_dag():
     assert b.parents(("s", 3)) == [("f", 3)]
     assert b.children(("s", 0)) == [("f", 1), ("f", 2)]
     assert b.roots() == [("s", 0)]
-    assert b.leaves() == [("s", 4)]
+    assert b.sinks() == [("s", 4)]
     for i, j in b.edges:
         assert i[0] != j[0]  # bipartite: edges only join different kinds
     assert [k for kind, k in b.topological_order() if kind == VARIABLE] == [0, 1, 2, 3, 4]
@@ -485,7 +485,7 @@ def test_random_dag_orders_respect_every_edge(dag):
         for b in g.vertices:
             assert g.has_path(a, b) == (b in closure[a])
     assert g.roots() == [v for v in g.vertices if not g.parents(v)]
-    assert g.leaves() == [v for v in g.vertices if not g.children(v)]
+    assert g.sinks() == [v for v in g.vertices if not g.children(v)]
 
 
 @settings(max_examples=150, deadline=None)
