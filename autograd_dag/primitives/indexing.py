@@ -3,7 +3,10 @@
 Each gather has a scatter-add partner and the two are each other's VJP:
 ``getitem`` ↔ ``index_add`` and ``take`` ↔ ``take_add``. Because the partner is
 itself a primitive with rules, the gradient of an indexing operation is a
-recorded program that can be differentiated again.
+recorded program that can be differentiated again. Joining (``concatenate``,
+``stack``, ``unstack``) lives here too: its transpose is slicing with
+``getitem``, as ``sum`` lives beside its transpose ``broadcast_to`` in
+``structure`` (which sits below this module, so it cannot hold either).
 
 Indices are static parameters (``getitem``'s index) or integer inputs that get
 no derivative (``take``'s and ``one_hot``'s ``indices``), so a program can take
