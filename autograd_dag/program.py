@@ -393,23 +393,29 @@ class Program:
         step = None
         try:
             for step in steps:
-                k, impl, parents, params, frees, inplace, take, recycle = step
-                if inplace is not None and disposable(values, inplace):
-                    values[k] = impl(*[values[p] for p in parents], out=values[inplace], **(params or {}))
-                elif take:
-                    values[k] = impl(*[values[p] for p in parents], out=spare(take), **(params or {}))
-                elif params is None:
-                    if len(parents) == 2:
-                        values[k] = impl(values[parents[0]], values[parents[1]])
-                    elif len(parents) == 1:
-                        values[k] = impl(values[parents[0]])
+                k, impl, parents, params, frees, memory = step
+                if memory is None:
+                    if params is None:
+                        if len(parents) == 2:
+                            values[k] = impl(values[parents[0]], values[parents[1]])
+                        elif len(parents) == 1:
+                            values[k] = impl(values[parents[0]])
+                        else:
+                            values[k] = impl(*[values[p] for p in parents])
                     else:
-                        values[k] = impl(*[values[p] for p in parents])
+                        values[k] = impl(*[values[p] for p in parents], **params)
                 else:
-                    values[k] = impl(*[values[p] for p in parents], **params)
-                for p, pool, capacity in recycle:
-                    if len(pool) < capacity and disposable(values, p):
-                        pool.append(values[p])
+                    # (No local may hold an operand: disposable() counts references.)
+                    inplace, take, recycle = memory
+                    if inplace is not None and disposable(values, inplace):
+                        values[k] = impl(*[values[p] for p in parents], out=values[inplace], **(params or {}))
+                    elif take:
+                        values[k] = impl(*[values[p] for p in parents], out=spare(take), **(params or {}))
+                    else:
+                        values[k] = impl(*[values[p] for p in parents], **(params or {}))
+                    for p, pool, capacity in recycle:
+                        if len(pool) < capacity and disposable(values, p):
+                            pool.append(values[p])
                 for p in frees:
                     values[p] = None
         except (Warning, FloatingPointError):
