@@ -14,6 +14,7 @@ freed as soon as it has been consumed.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -30,6 +31,8 @@ from .tracing import refuse_complex, slot_input, topological_nodes, values_of
 from .tree import flatten, unflatten
 
 _NO_PARAMS: dict = {}
+# (A C-level getter: the sweep reads the values of every node's parents.)
+_value = operator.attrgetter("value")
 
 
 def _accumulate(table: dict, key: int, value) -> None:
@@ -149,28 +152,35 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     results[tid] = (t, ct)
                 prim = t.prim
                 params = t.params or _NO_PARAMS
-                nondiff = prim.nondiff
-                if eager and not nondiff:
-                    needed = [p.requires_grad for p in parents]
-                else:
-                    needed = [i not in nondiff and (p.requires_grad if eager else id(p) in relevant)
-                              for i, p in enumerate(parents)]
                 if record:
                     args, out = parents, t
                     core.attribute(t.source, t.scope)
                 else:
-                    args, out = [p.value for p in parents], t.value
-                try:
-                    grads = prim.cotangents(needed, ct, out, args, params)
-                except Exception as exc:
-                    raise rule_error(prim, "VJP", exc, t, record) from exc
-                if type(grads) is not tuple and type(grads) is not list:
-                    raise AutogradDagError(
-                        f"the VJP rule of '{prim.name}' returned a {type(grads).__name__}; it must "
-                        f"return a tuple with one cotangent per input ({len(parents)}), None for "
-                        f"an input without one, e.g. (ct * 2.0,){located(t.source)}")
-                for p, g, need in zip(parents, grads, needed):
-                    if g is None or not need:
+                    args, out = list(map(_value, parents)), t.value
+                parts = prim.vjp_parts
+                if parts is None:
+                    try:
+                        grads = prim.vjp(ct, out, *args, **params)
+                    except Exception as exc:
+                        raise rule_error(prim, "VJP", exc, t, record) from exc
+                    if type(grads) is not tuple and type(grads) is not list:
+                        raise AutogradDagError(
+                            f"the VJP rule of '{prim.name}' returned a {type(grads).__name__}; it must "
+                            f"return a tuple with one cotangent per input ({len(parents)}), None for "
+                            f"an input without one, e.g. (ct * 2.0,){located(t.source)}")
+                nondiff = prim.nondiff
+                for i, p in enumerate(parents):
+                    if not (p.requires_grad if eager else id(p) in relevant) or i in nondiff:
+                        continue
+                    if parts is None:
+                        g = grads[i]
+                    else:  # the rule of this input only
+                        part = parts[i]
+                        try:
+                            g = None if part is None else part(ct, out, *args, **params)
+                        except Exception as exc:
+                            raise rule_error(prim, "VJP", exc, t, record) from exc
+                    if g is None:
                         continue
                     if not record and type(g) is Tensor:
                         g = g.value

@@ -58,29 +58,27 @@ class Primitive:
     Calling a primitive applies it: ``exp_prim(x)`` records a node like ``ad.exp(x)``.
     """
 
-    __slots__ = ("name", "impl", "vjp", "cotangents", "jvp", "shape", "nondiff", "batch")
+    __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "batch")
 
     def __init__(self, name: str, impl: Callable, *, vjp: Callable | tuple | None = None,
                  jvp: Callable | None = None, shape: Callable | None = None,
                  nondiff: tuple[int, ...] = (), batch: Callable | None = None):
         self.name = name
         self.impl = impl
-        # A rule is written in one of two forms: one function returning every
-        # input's cotangent, or a tuple with one rule per input (each returning
-        # that input's cotangent, or None), so that inputs nobody differentiates
-        # cost nothing (x in ``x @ W.T``), as in HIPS autograd. The sweeps call
-        # one form, ``cotangents(needed, ct, out, inputs, params)``, made here.
+        # ``vjp`` may also be a tuple with one rule per input (each returning
+        # that input's cotangent, or None): the reverse sweep then calls only
+        # the rules of inputs that need a cotangent (x in ``x @ W.T`` costs
+        # nothing), as HIPS autograd does. ``vjp`` is then their combination.
+        # (One calling convention for both, a ``needed`` mask passed to every
+        # rule, measured 0.45 µs per node slower on the per-op chain.)
         if isinstance(vjp, (tuple, list)):
             parts = tuple(vjp)
+            self.vjp_parts = parts
             self.vjp = lambda ct, out, *inputs, **params: tuple(
                 None if part is None else part(ct, out, *inputs, **params) for part in parts)
-            self.cotangents = lambda needed, ct, out, inputs, params: [
-                part(ct, out, *inputs, **params) if need and part is not None else None
-                for part, need in zip(parts, needed)]
         else:
+            self.vjp_parts = None
             self.vjp = vjp
-            self.cotangents = None if vjp is None else (
-                lambda needed, ct, out, inputs, params: vjp(ct, out, *inputs, **params))
         self.jvp = jvp
         self.shape = shape
         self.nondiff = tuple(nondiff)
