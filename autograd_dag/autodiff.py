@@ -99,6 +99,22 @@ def _refuse_missing_rules(order: list[Tensor], relevant: set[int] | None) -> Non
                                    f"through it{located(t.source)}", "VJP", t.prim.name)
 
 
+def _scattered_into(prim: Primitive, ct, out, args: list, params: dict, source: Tensor,
+                    cts: dict, owned: set) -> bool:
+    """Add a scatter's cotangent (getitem, take) into its input's cotangent sum in place, if there is one.
+
+    Only into a sum the sweep owns, of the result's dtype: then many slices of
+    one array (``x[:, t]`` in a loop over t) cost O(slice) each, not O(x).
+    False: nothing was done, the VJP runs as usual.
+    """
+    key = id(source)
+    buffer = cts.get(key)
+    if buffer is None or key not in owned or np.result_type(buffer, ct) != buffer.dtype:
+        return False
+    prim.vjp_into(buffer, ct, out, *args, **params)
+    return True
+
+
 def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                   wrt: Sequence[Tensor] | None, *, create_graph: bool, retain_graph: bool,
                   prune_constant: bool = False) -> dict[int, tuple]:
@@ -157,6 +173,13 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     core.attribute(t.source, t.scope)
                 else:
                     args, out = list(map(_value, parents)), t.value
+                    if prim.vjp_into is not None and _scattered_into(prim, ct, out, args, params, parents[0],
+                                                                     cts, owned):
+                        if anomaly:
+                            check_finite(ct, "gradient from the VJP", node=t)
+                        if not retain_graph:
+                            t.parents = None
+                        continue
                 parts = prim.vjp_parts
                 if parts is None:
                     try:
@@ -193,6 +216,8 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     previous = cts.get(pid)
                     if previous is None:
                         cts[pid] = g
+                        if prim.vjp_into is not None and not record:
+                            owned.add(pid)  # (a scatter's cotangent is a fresh array)
                     elif record:
                         cts[pid] = ew.add(previous, g)
                     elif pid in owned and g.dtype == previous.dtype:

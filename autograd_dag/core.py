@@ -58,11 +58,12 @@ class Primitive:
     Calling a primitive applies it: ``exp_prim(x)`` records a node like ``ad.exp(x)``.
     """
 
-    __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "batch")
+    __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "batch", "vjp_into")
 
     def __init__(self, name: str, impl: Callable, *, vjp: Callable | tuple | None = None,
                  jvp: Callable | None = None, shape: Callable | None = None,
-                 nondiff: tuple[int, ...] = (), batch: Callable | None = None):
+                 nondiff: tuple[int, ...] = (), batch: Callable | None = None,
+                 vjp_into: Callable | None = None):
         self.name = name
         self.impl = impl
         # ``vjp`` may also be a tuple with one rule per input (each returning
@@ -86,6 +87,12 @@ class Primitive:
         # those flagged in ``batched`` carry a leading batch axis (vmap); the
         # result has the batch axis leading. None: vmap loops over the batch.
         self.batch = batch
+        # ``vjp_into(buffer, ct, out, *inputs, **params)``: add input 0's cotangent
+        # into ``buffer`` in place, for a primitive whose cotangent is a scatter
+        # (getitem, take), whose VJP then returns a fresh array. The reverse
+        # sweep sums the cotangents of many slices of one input in one buffer:
+        # O(slice) per slice instead of O(input).
+        self.vjp_into = vjp_into
 
     def __call__(self, *args, **params):
         return apply(self, *args, **params)

@@ -156,11 +156,20 @@ def _index_add_batch(prim, args, batched, *, shape, index):
     return apply(prim, ct, shape=(args[0].shape[0],) + tuple(shape), index=(slice(None),) + index)
 
 
+def _add_at(buffer, index, values) -> None:
+    """``buffer[index] += values``, with repeated integer-array entries accumulating."""
+    if _has_array(index):
+        np.add.at(buffer, index, values)  # only ``add.at`` accumulates repeats
+    else:
+        buffer[index] += values
+
+
 GETITEM = defprim(
     "getitem", lambda x, *, index: np.asarray(x[index]),
     vjp=lambda ct, out, x, *, index: (index_add(ct, x.shape, index),),
     jvp=lambda t, out, x, *, index: getitem(t[0], index),
-    shape=_getitem_rule, batch=_getitem_batch)
+    shape=_getitem_rule, batch=_getitem_batch,
+    vjp_into=lambda buffer, ct, out, x, *, index: _add_at(buffer, index, ct))
 
 
 def getitem(x, index) -> Tensor:
@@ -179,11 +188,7 @@ def _index_add_impl(ct, *, shape, index):
     # Both paths below broadcast ct, which would hide a wrongly shaped input.
     _index_add_rule(ct, shape=shape, index=index)
     out = np.zeros(shape, dtype=ct.dtype)
-    if _has_array(index):
-        # Integer arrays may repeat an element: only ``add.at`` accumulates repeats.
-        np.add.at(out, index, ct)
-    else:
-        out[index] = ct
+    _add_at(out, index, ct)
     return out
 
 
@@ -311,9 +316,10 @@ def unstack(x, axis: int = 0) -> list:
     straight from x would cost O(n²) in the backward sweep. When x records a
     derivative, the slices are cut from a balanced tree of halves instead (each
     piece of more than 8 slices is split in two): every level of the tree costs
-    O(size of x) in the backward sweep, O(n log n) in all. (O(n), one ``stack``
-    of the slice cotangents, needs the reverse sweep to accumulate slices into
-    one buffer, which a single-output primitive cannot ask of it.)
+    O(size of x) in the backward sweep, O(n log n) in all. (The eager
+    ``backward()`` adds slices' cotangents into one buffer, O(n) even for
+    slices cut straight from x; the tree is for recorded sweeps — gradient
+    programs, higher derivatives — which build each cotangent as a node.)
     Shapes: (*a, n, *b) -> n Tensors of shape (*a, *b).
 
     Example:
@@ -401,7 +407,9 @@ TAKE = defprim(
     vjp=lambda ct, out, table, indices, *, axis: (
         take_add(ct, indices, table.shape[axis], axis), None),
     jvp=lambda t, out, table, indices, *, axis: take(t[0], indices, axis),
-    shape=_take_rule, nondiff=(1,), batch=_take_batch)
+    shape=_take_rule, nondiff=(1,), batch=_take_batch,
+    vjp_into=lambda buffer, ct, out, table, indices, *, axis: np.add.at(
+        buffer, (slice(None),) * axis + (indices,), ct))
 
 
 def take(table, indices, axis: int = 0) -> Tensor:

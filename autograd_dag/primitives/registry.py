@@ -21,7 +21,8 @@ USER_PRIMITIVES: set[str] = set()
 
 def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, jvp: Callable | None = None,
             shape: Callable | None = None, nondiff: tuple[int, ...] = (),
-            replace: bool = False, user: bool = False, batch: Callable | None = None) -> Primitive:
+            replace: bool = False, user: bool = False, batch: Callable | None = None,
+            vjp_into: Callable | None = None) -> Primitive:
     """Create a :class:`Primitive`, register it under ``name`` and return it.
 
     ``user=True`` (``ad.primitive``) marks a user's primitive: defining one
@@ -39,7 +40,8 @@ def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, j
     elif name in PRIMITIVES and name not in USER_PRIMITIVES and user:
         raise AutogradDagError(f"ad.primitive: {name!r} is a built-in primitive and cannot be "
                                f"redefined; pick another name")
-    prim = Primitive(name, impl, vjp=vjp, jvp=jvp, shape=shape, nondiff=nondiff, batch=batch)
+    prim = Primitive(name, impl, vjp=vjp, jvp=jvp, shape=shape, nondiff=nondiff, batch=batch,
+                     vjp_into=vjp_into)
     PRIMITIVES[name] = prim
     if user:
         USER_PRIMITIVES.add(name)
