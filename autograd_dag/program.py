@@ -19,7 +19,7 @@ import numpy as np
 from . import core
 from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error
 from .errors import AutogradDagError, ProgramInputError, user_source, located
-from .execution import disposable, plan_steps, spare
+from .execution import disposable, plan_steps
 from .graph import Graph
 from .tracing import program_input, record, topological_nodes
 from .tree import flatten, unflatten
@@ -327,8 +327,7 @@ class Program:
         """The execution plan, made once: constants preloaded, then one step per function node.
 
         The steps (:func:`~autograd_dag.execution.plan_steps`) free each value
-        after its last use, and write results into arrays that die or that an
-        earlier run left over.
+        after its last use, and write elementwise results into operands that die there.
         """
         if self._steps is None:
             self._steps = plan_steps(self.nodes, self.outputs)
@@ -393,29 +392,19 @@ class Program:
         step = None
         try:
             for step in steps:
-                k, impl, parents, params, frees, memory = step
-                if memory is None:
-                    if params is None:
-                        if len(parents) == 2:
-                            values[k] = impl(values[parents[0]], values[parents[1]])
-                        elif len(parents) == 1:
-                            values[k] = impl(values[parents[0]])
-                        else:
-                            values[k] = impl(*[values[p] for p in parents])
+                k, impl, parents, params, frees, inplace = step
+                if inplace is not None and disposable(values, inplace):
+                    # (No local may hold an operand here: disposable() counts references.)
+                    values[k] = impl(*[values[p] for p in parents], out=values[inplace], **(params or {}))
+                elif params is None:
+                    if len(parents) == 2:
+                        values[k] = impl(values[parents[0]], values[parents[1]])
+                    elif len(parents) == 1:
+                        values[k] = impl(values[parents[0]])
                     else:
-                        values[k] = impl(*[values[p] for p in parents], **params)
+                        values[k] = impl(*[values[p] for p in parents])
                 else:
-                    # (No local may hold an operand: disposable() counts references.)
-                    inplace, take, recycle = memory
-                    if inplace is not None and disposable(values, inplace):
-                        values[k] = impl(*[values[p] for p in parents], out=values[inplace], **(params or {}))
-                    elif take:
-                        values[k] = impl(*[values[p] for p in parents], out=spare(take), **(params or {}))
-                    else:
-                        values[k] = impl(*[values[p] for p in parents], **(params or {}))
-                    for p, pool, capacity in recycle:
-                        if len(pool) < capacity and disposable(values, p):
-                            pool.append(values[p])
+                    values[k] = impl(*[values[p] for p in parents], **params)
                 for p in frees:
                     values[p] = None
         except (Warning, FloatingPointError):

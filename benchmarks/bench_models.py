@@ -23,7 +23,8 @@ micrograd for the scalar MLP).  numpy's BLAS, torch and XLA run on ONE thread by
 (``--threads``): on a shared machine a two-thread OpenBLAS measured 100x slower on these
 products, its threads spinning for each other.  ``peak MiB`` is the
 tracemalloc high-water mark of one step (numpy reports its buffers to tracemalloc; not
-available for torch and jax), and ``mem ×`` its ratio to the numpy row.
+available for torch and jax; for jit, counting the arrays its executor keeps between calls),
+and ``mem ×`` its ratio to the numpy row.
 
 Run:  python benchmarks/bench_models.py [--quick] [--models mlp,lenet] [--dtypes float64]
       [--repeat 15] [--threads 1] [--no-peers] [--json out.json]
@@ -738,12 +739,22 @@ def check(w: Workload) -> dict:
     return errors
 
 
-def peak_bytes(fn) -> int:
+def peak_bytes(fn, *, fresh_jit=None) -> int:
+    """The tracemalloc high-water mark of one call of ``fn``, over what was allocated before it.
+
+    ``fresh_jit``: a new jit row (not yet traced); it is called twice under
+    tracemalloc and the second call's peak counts from before the first, so the
+    arrays the executor keeps between calls (its spare arrays) count too.
+    """
     gc.collect()
     tracemalloc.start()
     try:
-        tracemalloc.reset_peak()
         base = tracemalloc.get_traced_memory()[0]
+        if fresh_jit is not None:
+            fresh_jit()          # traces, runs, leaves its spare arrays with the program
+            gc.collect()
+            fn = fresh_jit
+        tracemalloc.reset_peak()
         out = fn()
         peak = tracemalloc.get_traced_memory()[1]
     finally:
@@ -808,8 +819,9 @@ def run(args) -> dict:
             times = measure(w, repeat, 0.02 if not args.quick else 0.005)
             mem = {}
             if not args.no_memory:
-                for n in ("numpy", "eager", "jit"):
+                for n in ("numpy", "eager"):
                     mem[n] = peak_bytes(w.rows[n])
+                mem["jit"] = peak_bytes(None, fresh_jit=w.make_jit())
             base = float(np.median(times["numpy"]))
             ref_row = "micrograd" if name == "micrograd" and "micrograd" in times else "numpy"
             print(f"{w.title} — {dt}" + (" (ratios to micrograd)" if ref_row == "micrograd" else ""))

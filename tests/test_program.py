@@ -327,15 +327,17 @@ def test_intermediate_values_are_freed_after_their_last_use():
     assert [step[4] for step in kept._plan()[1]] == [(), (0,), (2,)]
 
 def test_reruns_never_change_returned_arrays_inputs_or_views(monkeypatch):
-    # The executor writes results into arrays that die at that node or that an
-    # earlier run left over (out=): nothing it returned, no view of it and no
-    # input may change when the program runs again. (Small arrays too, here.)
+    # The executor writes elementwise results into operands that die at that
+    # node (out=): nothing it returned, no view of it and no input may change,
+    # in this run or the next. (Small arrays too, here.)
     from autograd_dag import execution
     monkeypatch.setattr(execution, "MIN_BYTES", 0)
     def f(x, w):
-        h = ad.relu(x @ w + 1.0)              # matmul, then add and relu into its array
-        y = ad.exp(-h) * 2.0
-        return ad.transpose(x @ w), h * y, ad.sum(y + h)   # a view of a matmul result
+        a = x @ w
+        v = ad.transpose(a)                   # a view of a, returned
+        h = ad.relu(a + 1.0)                  # a dies at the add, but v still shows it
+        y = ad.exp(-h) * 2.0                  # relu and exp write into their dying operands
+        return v, h * y, ad.sum(y + h)
 
     rng = np.random.default_rng(0)
     prog = ad.trace(f, np.zeros((5, 4)), np.zeros((4, 3)))

@@ -249,7 +249,7 @@ LOGISTIC = _elementwise("logistic", _logistic_impl,
                   lambda t, out, x: multiply(t[0], multiply(out, subtract(1.0, out))), dtype_of=_to_float)
 def _relu_impl(x, *, out=None):
     # A zero of x's own dtype keeps ints and bools as they are; ``out`` lets the
-    # program executor write into a spare or dying array (program._out_kind).
+    # program executor write into x itself when x dies here (execution.py).
     return np.maximum(x, x.dtype.type(0), out=out)
 
 

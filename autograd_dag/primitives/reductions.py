@@ -238,7 +238,7 @@ def logsumexp(x, axis=-1, keepdims: bool = False, gamma: float = 1.0) -> Tensor:
 
 
 def _softargmax_impl(x, *, axis, gamma, out=None):
-    # ``out`` lets the program executor give a spare or dying array (program._out_kind).
+    # ``out`` lets the program executor give x itself when x dies here (execution.py).
     z, _ = _shifted(x, axis, gamma, out)
     e = np.exp(z, out=z)  # z is a fresh array (x − c) or out: one array of x's size in all
     with np.errstate(invalid="ignore"):  # an all -inf slice has no distribution: NaN
