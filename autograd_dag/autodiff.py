@@ -478,8 +478,11 @@ def grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
         >>> float(ad.grad(ad.grad(lambda x: x ** 3))(2.0))
         12.0
     """
-    vg = value_and_grad(f, argnums, has_aux)
+    return gradient_of(value_and_grad(f, argnums, has_aux), f, has_aux)
 
+
+def gradient_of(vg: Callable, f: Callable, has_aux: bool) -> Callable:
+    """``grad`` from a ``value_and_grad`` function ``vg`` of ``f``: the gradient alone (with aux)."""
     def wrapped(*args):
         value, g = vg(*args)
         return (g, value[1]) if has_aux else g

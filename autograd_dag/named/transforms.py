@@ -155,13 +155,7 @@ def grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
         >>> g.names, g.align("hidden", "layer").value[1]
         (('hidden', 'layer'), array([1., 2., 3.]))
     """
-    vg = value_and_grad(f, argnums, has_aux)
-
-    def wrapped(*args):
-        value, g = vg(*args)
-        return (g, value[1]) if has_aux else g
-    wrapped.__name__ = f"grad_{getattr(f, '__name__', 'f')}"
-    return wrapped
+    return _autodiff.gradient_of(value_and_grad(f, argnums, has_aux), f, has_aux)
 
 
 def check_grads(f: Callable, args: Sequence, **options) -> None:
