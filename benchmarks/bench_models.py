@@ -15,8 +15,9 @@ Rows per model and dtype (float64 and float32): ``numpy`` (forward and backward 
 hand in this file: the practical limit; its gradients are checked against ours to 1e-10 in
 float64), ``eager`` (record, then ``loss.backward()``), ``jit`` (``ad.jit(ad.value_and_grad(f))``,
 traced once), ``torch`` (PyTorch CPU with as many threads as numpy's BLAS, when installed),
-``jax`` (``jax.jit(jax.value_and_grad(f))``, when installed) and, for the scalar MLP,
-``micrograd`` (when installed).  Timings are interleaved (one call of every row per round),
+``jax`` (``jax.jit(jax.value_and_grad(f))``, when installed), for the scalar MLP
+``micrograd`` (when installed) and, for the MLP, ``products``: the numpy step's eight matrix
+products alone, the floor under every row (timed, not checked).  Timings are interleaved (one call of every row per round),
 with ``gc.collect()`` and a short pause outside the timed region; the table shows the median,
 the inter-quartile range and the minimum, and the ratio of medians to the numpy row (to
 micrograd for the scalar MLP).  numpy's BLAS, torch and XLA run on ONE thread by default
@@ -182,6 +183,21 @@ class MLPWorkload(Workload):
         dh = (dh @ W[1]) * (h1 > 0)
         g["layers.0.weight"], g["layers.0.bias"] = dh.T @ x, dh.sum(0)
         return loss, g
+
+    def products_step(self):
+        """The numpy step's matrix products alone, on operands of the same shapes and layouts.
+
+        Every row does these eight GEMMs (the MLP's step is little else), so on one
+        BLAS thread this row is the floor under all of them.
+        """
+        p = self.params()
+        x, (W0, W1, W2) = self.x, (p[f"layers.{i}.weight"] for i in range(3))
+        h1 = x @ W0.T
+        h2 = h1 @ W1.T
+        dz = h2 @ W2.T                    # stands in for the loss's cotangent (same shape)
+        g2, dh = dz.T @ h2, dz @ W2
+        g1, dh = dh.T @ h1, dh @ W1
+        return g2, g1, dh.T @ x
 
     def torch_step(self, torch):
         p = {k: torch.tensor(v, requires_grad=True) for k, v in self.params().items()}
@@ -816,6 +832,8 @@ def run(args) -> dict:
             w = WORKLOADS[name](np.dtype(dt))
             add_peers(w, peers)
             errors = check(w)
+            if hasattr(w, "products_step"):
+                w.rows["products"] = w.products_step   # timed, not checked: it is no gradient
             times = measure(w, repeat, 0.02 if not args.quick else 0.005)
             mem = {}
             if not args.no_memory:
