@@ -70,7 +70,7 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
             env[id(example)] = batched
             return example
 
-        rec = record(f, args, make_input, what="vmap")
+        rec = record(f, args, make_input, what="vmap", reused=True)
         out_tensors, out_td, record_nodes = rec.outputs, rec.out_tree, rec.nested
         order = topological_nodes(out_tensors, stop=set(env))
         with _recording_as(record_nodes):

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
-from .graph import paused_gc
+from .graph import paused_gc, reachable
 from .errors import (_PACKAGE_DIR, AnomalyError, AutogradDagError, NotDifferentiableError, ShapeError,
-                     user_source, located)
+                     TracingError, user_source, located)
 
 # Module globals rather than thread-locals: they are read on every operation,
 # and a global lookup is the cheapest read Python has.
@@ -189,9 +189,9 @@ class Tensor:
                 f"for Tensors, did it. Use ad operations (ad.sum, ad.matmul, ...) or define one with "
                 f"ad.primitive; take the number out explicitly with t.value or t.detach()"
                 f"{located(user_source())}")
-        if dtype is None:
-            return self.value
-        return self.value.astype(dtype)
+        value = concrete(self, "a numpy conversion (np.asarray, or a numpy function without a rule "
+                               "for Tensors)") if _program_inputs else self.value
+        return value if dtype is None else value.astype(dtype)
 
     def numpy(self) -> np.ndarray:
         """The value as an ndarray (no copy); refused, like ``np.asarray``, if it requires a gradient.
@@ -549,20 +549,72 @@ def _recording_as(flag: bool):
 # the outer transformation can differentiate through it.
 _active_inputs: list[frozenset[int]] = []
 
+# The same for the transformations that record a program once and run it on
+# later arguments (jit, trace, vmap), with the transformation's name: reading
+# the numbers of one of their inputs would freeze them into the program.
+_program_inputs: list[tuple[frozenset[int], str]] = []
+
 
 @contextlib.contextmanager
-def tracing(inputs):
-    """Context manager: run a transformation's function, recording, with ``inputs`` as its inputs."""
+def tracing(inputs, reused_as: str | None = None):
+    """Context manager: run a transformation's function, recording, with ``inputs`` as its inputs.
+
+    ``reused_as``: the transformation's name when the recording becomes a
+    program run again on other arguments (then :func:`concrete` refuses to
+    read the inputs' values).
+    """
     global _recording, _bare
     previous = _recording, _bare
     _recording, _bare = True, False
-    _active_inputs.append(frozenset(id(t) for t in inputs))
+    ids = frozenset(id(t) for t in inputs)
+    _active_inputs.append(ids)
+    if reused_as is not None:
+        _program_inputs.append((ids, reused_as))
     try:
         with paused_gc():
             yield
     finally:
         _active_inputs.pop()
+        if reused_as is not None:
+            _program_inputs.pop()
         _recording, _bare = previous
+
+
+def concrete(x, what: str):
+    """The numbers of ``x`` (a Tensor's value, or ``x`` itself) for code that needs them, not an operation.
+
+    Shapes, checks and Python decisions may read a traced value; an array
+    made from it and fed back into operations becomes a constant of the
+    program. Inside ``jit``, ``trace`` or ``vmap`` that constant would hold
+    this call's data for every later call (or the first example's for the
+    whole batch), so reading a Tensor that depends on one of their inputs
+    raises :class:`TracingError` naming ``what`` needed the numbers.
+
+    Example: ``concrete(ad.Tensor([1, 2]), "a mask").tolist()`` is ``[1, 2]``.
+    """
+    if not isinstance(x, Tensor):
+        return x
+    if _program_inputs:
+        transformation = _program_input_behind(x)
+        if transformation is not None:
+            raise TracingError(
+                f"{transformation}: {what} needs the numbers of a Tensor computed from an input of the "
+                f"function being traced (shape {x.shape}, {x.dtype}); the program would keep this call's "
+                f"values and reuse them on every later call. Compute with it through ad operations, or "
+                f"pass it from outside the traced function (a closure constant, fixed once traced)"
+                f"{located(user_source())}")
+    return x.value
+
+
+def _program_input_behind(t: Tensor) -> str | None:
+    """The name of the program-recording transformation one of whose inputs ``t`` depends on, or None."""
+    # Walked only when numbers are read inside such a trace: rare, and
+    # bounded by the recorded graph.
+    found = reachable([t], lambda u: u.parents or ())
+    for ids, name in reversed(_program_inputs):
+        if any(id(u) in ids for u in found):
+            return name
+    return None
 
 
 @contextlib.contextmanager

@@ -72,6 +72,14 @@ class NotDifferentiableError(AutogradDagError, TypeError):
     """A derivative was requested through an operation that has none."""
 
 
+class TracingError(AutogradDagError, TypeError):
+    """Code traced into a reusable program (``jit``, ``trace``, ``vmap``) read an input's numbers.
+
+    The program would keep the value of that one call as a constant and
+    silently reuse it on every later call (JAX raises a ConcretizationTypeError).
+    """
+
+
 class MissingRuleError(NotDifferentiableError):
     """A primitive on the path has no VJP (or JVP) rule; ``rule`` and ``primitive`` say which."""
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import core
 from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error
-from .errors import AutogradDagError, ProgramInputError, user_source, located
+from .errors import AutogradDagError, ProgramInputError, TracingError, user_source, located
 from .execution import disposable, plan_steps
 from .graph import Graph
 from .tracing import program_input, record, topological_nodes
@@ -493,13 +493,45 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
     # Each example argument is one input (a list of numbers is one array, not a tree).
     arrays = tuple(a.value if isinstance(a, Tensor) else as_array(a) for a in example_args)
     rec = record(f, arrays, lambda i, value: program_input(value, names[i] if i < len(names) else f"x{i}"),
-                 what="trace")
+                 what="trace", reused=True)
     fname = name or getattr(f, "__name__", "f")
     if fname == "<lambda>":
         fname = "f"
     prog = Program.from_outputs(tuple(rec.inputs), tuple(rec.outputs), name=fname)
+    refuse_inputs_as_constants(prog, rec.inputs, "trace")
     prog.single_output = not isinstance(rec.result, (tuple, list))
     return prog
+
+
+def refuse_inputs_as_constants(program: Program, inputs: Sequence[Tensor], what: str) -> None:
+    """Raise :class:`TracingError` if a constant of ``program`` is an input's array (or a view of it).
+
+    That constant was made from the input's value during tracing (``t.value``
+    fed back into an operation) and would hold this call's numbers on every
+    later call. :func:`core.concrete` refuses such reads in the library and in
+    numpy conversions; this catches the rest that share the input's memory.
+    """
+    by_buffer: dict[int, list] = {}
+    for k, t in zip(program.inputs, inputs):
+        by_buffer.setdefault(id(_buffer_of(t.value)), []).append((k, t.value))
+    for node in program.nodes:
+        if node.prim is not None or node.op is NodeKind.INPUT or not isinstance(node.value, np.ndarray):
+            continue
+        for k, array in by_buffer.get(id(_buffer_of(node.value)), ()):
+            if np.may_share_memory(node.value, array):
+                user = next((n for n in program.nodes if node.index in n.parents), node)
+                raise TracingError(
+                    f"{what}: a constant of the program ({node.type_str()}, read by '{user.op}') holds the "
+                    f"numbers of input {program.nodes[k].name!r}: it was read while tracing (t.value) and "
+                    f"would be reused on every later call. Compute with the input through ad operations; "
+                    f"for a fixed array, close over a copy{located(user.source)}")
+
+
+def _buffer_of(array: np.ndarray):
+    """The array whose memory ``array`` views (itself if it owns its data)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
 
 
 def jit(f: Callable) -> Callable:
@@ -539,8 +571,9 @@ def jit(f: Callable) -> Callable:
         if entry is None:
             count = iter(range(len(arrays)))
             rec = record(f, unflatten(treedef, arrays), lambda i, value: program_input(value, f"x{next(count)}"),
-                         what="jit")
+                         what="jit", reused=True)
             program = Program.from_outputs(tuple(rec.inputs), tuple(rec.outputs), name=fname)
+            refuse_inputs_as_constants(program, rec.inputs, "jit")
             entry = programs[key] = (program, rec.out_tree)
         program, out_treedef = entry
         return unflatten(out_treedef, list(program(*arrays)))

@@ -56,8 +56,11 @@ class Recording(NamedTuple):
 
 
 def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | None], *, what: str,
-           has_aux: bool = False) -> Recording:
+           has_aux: bool = False, reused: bool = False) -> Recording:
     """Call ``f(*args)`` recording, each leaf of argument p replaced by ``make_input(p, leaf)``.
+
+    ``reused``: the recording becomes a program run again on other arguments
+    (jit, trace, vmap), so the inputs' numbers may not be read (``core.concrete``).
 
     ``make_input`` returns the input Tensor for a leaf, or None to pass the
     leaf unchanged. Shapes: as ``f``'s.
@@ -76,7 +79,7 @@ def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | N
         slots.append(made)
         rebuilt.append(unflatten(tree, new_leaves))
     inputs = [t for made in slots for t in made]
-    with tracing(inputs):
+    with tracing(inputs, reused_as=what if reused else None):
         out = f(*rebuilt)
     aux = None
     if has_aux:

@@ -96,15 +96,23 @@ def _shape_of(x) -> tuple:
 
 
 def _additive(mask, dtype) -> Tensor | np.ndarray:
-    """A mask as additive scores: booleans (True = attend) become 0 / −∞; numbers are used as they are."""
+    """A mask as additive scores: booleans (True = attend) become 0 / −∞; numbers are used as they are.
+
+    A Tensor mask is converted by an operation, so that inside ``jit`` it stays
+    an input of the program rather than this call's numbers.
+    """
     if isinstance(mask, Tensor):
-        if mask.dtype != bool:
-            return mask
-        mask = mask.value
+        return additive_scores(mask, dtype) if mask.dtype == bool else mask
     mask = np.asarray(mask)
     if mask.dtype == bool:
         return np.where(mask, 0.0, -np.inf).astype(dtype)
     return mask.astype(dtype, copy=False)
+
+
+def additive_scores(mask: Tensor, dtype) -> Tensor:
+    """A boolean Tensor mask (True = attend) as scores 0 / −∞ of ``dtype``. Shapes: any -> the same."""
+    dtype = np.dtype(dtype)
+    return where(mask, np.zeros((), dtype), np.full((), -np.inf, dtype))
 
 
 def _check_rows(mask, scores_shape: tuple) -> None:

@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core import Tensor, name_scope, no_grad
+from ..core import Tensor, concrete, name_scope, no_grad
 from ..errors import ShapeError
 from ..primitives.elementwise import add, relu, tanh
 from ..primitives.indexing import concatenate, getitem, take
@@ -98,9 +98,15 @@ def insert_cls(x, cls, position: str = "prepend", padding_mask=None):
     lengths = (np.full(batch, length, dtype=np.int64) if padding_mask is None
                else _lengths_of("insert_cls", padding_mask, batch, length))
     column = broadcast_to(reshape(cls, (1, 1, d)), (batch, 1, d))
-    new_mask = np.arange(length + 1)[None, :] <= lengths[:, None]
     if position == "prepend":
+        # A Tensor mask may be a jit input: the new mask is an operation on it.
+        new_mask = (concatenate([np.ones((batch, 1), bool), padding_mask], axis=1)
+                    if isinstance(padding_mask, Tensor) else np.arange(length + 1)[None, :] <= lengths[:, None])
         return concatenate([column, x], axis=1), new_mask, np.zeros(batch, dtype=np.int64)
+    # Appended, [CLS] goes where each row's real tokens end: a layout made
+    # from the numbers, which a mask traced by jit cannot give (refused there).
+    concrete(padding_mask, "insert_cls('append')'s layout of the padded rows")
+    new_mask = np.arange(length + 1)[None, :] <= lengths[:, None]
     joined = concatenate([x, column], axis=1)
     if np.all(lengths == length):
         return joined, new_mask, lengths.astype(np.int64)
@@ -110,8 +116,8 @@ def insert_cls(x, cls, position: str = "prepend", padding_mask=None):
     return getitem(joined, (np.arange(batch)[:, None], order)), new_mask, lengths.astype(np.int64)
 
 
-def _token_ids(name: str, tokens, vocab: int) -> tuple[np.ndarray, bool]:
-    """(B, L) int64 ids and whether a batch axis was added to an (L,) input."""
+def _token_ids(name: str, tokens, vocab: int) -> tuple:
+    """(B, L) ids (int64, or the integer Tensor given) and whether a batch axis was added to an (L,) input."""
     ids = check_ids(name, tokens, vocab)
     if ids.ndim == 1:
         return ids[None, :], True
@@ -302,7 +308,7 @@ class BERT(Module):
             raise ShapeError(f"BERT: Expect: sequences of at most max_length={self.max_length} tokens (the "
                              f"learned positions). Actual: length {length}")
         if segments is None:
-            segments = np.zeros_like(ids)
+            segments = np.zeros(ids.shape, np.int64)
         segments = check_ids("BERT segments", segments, self.segment_embedding.num_embeddings)
         segments = segments[None, :] if segments.ndim == 1 else segments
         if segments.shape != ids.shape:

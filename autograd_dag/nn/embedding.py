@@ -13,16 +13,21 @@ import numpy as np
 
 from ..core import Tensor
 from ..errors import AutogradDagError, ShapeError
+from ..primitives.elementwise import astype, not_equal
 from ..primitives.indexing import take
+from ..primitives.structure import reshape
 from . import init as _init
 from .module import Module, Parameter
 
 __all__ = ["Embedding", "WordVectors", "check_ids", "vocabulary_words"]
 
 
-def check_ids(name: str, ids, size: int) -> np.ndarray:
+def check_ids(name: str, ids, size: int):
     """``ids`` as an int64 array after checking they are integers in [0, size); else ShapeError naming ``name``.
 
+    An integer Tensor is checked and returned as it is: inside ``jit`` it is an
+    input of the program, whose numbers change from call to call (the checks
+    see the traced call's).
     Shapes: any -> the same shape. Example: ``check_ids("Embedding(5, 2)", [1, 4], 5).dtype == np.int64``.
     """
     arr = np.asarray(ids.value if isinstance(ids, Tensor) else ids)
@@ -35,7 +40,7 @@ def check_ids(name: str, ids, size: int) -> np.ndarray:
             bad = lo if lo < 0 else hi
             raise ShapeError(f"{name}: id {bad} is out of range. Expect: ids in [0, {size}). "
                              f"Actual: ids in [{lo}, {hi}]")
-    return arr
+    return ids if isinstance(ids, Tensor) and arr.dtype.kind in "iu" else arr
 
 
 class Embedding(Module):
@@ -82,11 +87,16 @@ class Embedding(Module):
     def forward(self, ids) -> Tensor:
         ids = check_ids(f"Embedding({self.num_embeddings}, {self.embedding_dim})", ids, self.num_embeddings)
         out = take(self.weight, ids, axis=0)
-        if self.padding_idx is not None and np.any(ids == self.padding_idx):
-            # Multiplying by a 0/1 mask both zeroes the output and stops the
-            # padding row's gradient, without a special primitive.
-            keep = (ids != self.padding_idx).astype(out.dtype)[..., None]
-            out = out * keep
+        if self.padding_idx is None:
+            return out
+        # Multiplying by a 0/1 mask both zeroes the output and stops the
+        # padding row's gradient, without a special primitive. Tensor ids may
+        # be a jit input, whose padding changes from call to call: always mask.
+        if isinstance(ids, Tensor):
+            keep = astype(not_equal(ids, self.padding_idx), out.dtype)
+            return out * reshape(keep, tuple(ids.shape) + (1,))
+        if np.any(ids == self.padding_idx):
+            out = out * (ids != self.padding_idx).astype(out.dtype)[..., None]
         return out
 
     def extra_repr(self) -> str:

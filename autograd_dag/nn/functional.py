@@ -141,7 +141,7 @@ def _target_distribution(name: str, scores: Tensor, target) -> Tensor:
         if value.shape != scores.shape[:-1]:
             raise ShapeError(f"{name}: Expect: class indices of shape {scores.shape[:-1]} for scores of "
                              f"shape {scores.shape}. Actual: indices of shape {value.shape}")
-        return one_hot(value, scores.shape[-1], dtype=scores.dtype)
+        return one_hot(target if isinstance(target, Tensor) else value, scores.shape[-1], dtype=scores.dtype)
     if value.dtype.kind == "f":
         if value.shape != scores.shape:
             raise ShapeError(f"{name}: Expect: integer class indices of shape {scores.shape[:-1]} or "
@@ -152,7 +152,12 @@ def _target_distribution(name: str, scores: Tensor, target) -> Tensor:
 
 
 def _class_indices(name: str, scores: Tensor, target):
-    """The target as an integer array of class indices checked against ``scores``, or None if it is not one."""
+    """The target as integer class indices checked against ``scores`` (an array, or the Tensor given), or None.
+
+    A Tensor target stays a Tensor: inside ``jit`` it is an input of the
+    program, and its numbers change from call to call (the range check here
+    sees the traced call's).
+    """
     value = target.value if isinstance(target, Tensor) else np.asarray(target)
     if value.dtype.kind not in "iu":
         return None
@@ -166,16 +171,18 @@ def _class_indices(name: str, scores: Tensor, target):
         bad = int(value.max()) if value.max() >= classes else int(value.min())
         raise ShapeError(f"{name}: index {bad} is out of range for {classes} classes. Expect: class "
                          f"indices in [0, {classes}). Actual: {bad}")
-    return value
+    return target if isinstance(target, Tensor) else value
 
 
-def _picked(scores: Tensor, indices: np.ndarray) -> Tensor:
+def _picked(scores: Tensor, indices) -> Tensor:
     """scores[..., indices]: each row's score of its class. Shapes: (..., C), (...) -> (...).
 
     A gather, not ⟨one_hot, scores⟩: no (..., C) one-hot array is made, multiplied
     and summed, forward or backward (the backward scatters into one zero array).
     """
-    return reshape(take_along_axis(scores, indices[..., None], -1), indices.shape)
+    shape = tuple(indices.shape)
+    column = reshape(indices, shape + (1,)) if isinstance(indices, Tensor) else indices[..., None]
+    return reshape(take_along_axis(scores, column, -1), shape)
 
 
 def _as_tensor(x) -> Tensor:

@@ -572,14 +572,17 @@ class EncoderDecoder(Module):
         return one_hot(tokens, self.vocab_size, dtype=self.start.dtype)
 
     def forward(self, source, target):
-        target = np.asarray(target.value if isinstance(target, Tensor) else target)
+        # Checked on this call's numbers; a Tensor target stays one (a jit input).
+        value = np.asarray(target.value if isinstance(target, Tensor) else target)
         B = _check_sequence("EncoderDecoder", source, self.encoder.cell.input_size)[0]
-        if target.ndim != 2 or target.shape[0] != B or target.dtype.kind not in "iu" or target.shape[1] < 1:
+        if value.ndim != 2 or value.shape[0] != B or value.dtype.kind not in "iu" or value.shape[1] < 1:
             raise ShapeError(f"EncoderDecoder: Expect: integer targets (batch={B}, length >= 1). "
-                             f"Actual: shape {target.shape}, dtype {target.dtype}")
-        if target.size and (target.min() < 0 or target.max() >= self.vocab_size):
+                             f"Actual: shape {value.shape}, dtype {value.dtype}")
+        if value.size and (value.min() < 0 or value.max() >= self.vocab_size):
             raise ShapeError(f"EncoderDecoder: Expect: target tokens in [0, {self.vocab_size}). Actual: "
-                             f"values from {target.min()} to {target.max()}")
+                             f"values from {value.min()} to {value.max()}")
+        if not isinstance(target, Tensor):
+            target = value
         c = self.context(source)
         L = target.shape[1]
         with name_scope("decoder"):
@@ -595,7 +598,7 @@ class EncoderDecoder(Module):
 
     def loss(self, source, target):
         """Teacher-forced cross-entropy, averaged over the batch and the L' target positions. Shapes: -> ()."""
-        return F.cross_entropy(self(source, target), np.asarray(target))
+        return F.cross_entropy(self(source, target), target)
 
     # ------------------------------------------------------- decoding interface
 

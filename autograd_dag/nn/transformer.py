@@ -31,7 +31,7 @@ from ..primitives.linalg import matmul
 from ..primitives.reductions import softargmax
 from ..primitives.structure import reshape, transpose
 from . import init as _init
-from .attention import MultiHeadAttention, causal_mask, positional_encoding
+from .attention import MultiHeadAttention, additive_scores, causal_mask, positional_encoding
 from .layers import Linear
 from .module import Module, Parameter, _scope_label
 from .norm import LayerNorm
@@ -133,6 +133,8 @@ def _padding_to_additive(padding_mask, dtype=np.float64):
     if m.dtype != bool or m.ndim != 2:
         raise ShapeError(f"padding mask: Expect: booleans of shape (batch, length), True at real tokens. "
                          f"Actual: dtype {m.dtype}, shape {m.shape}")
+    if isinstance(padding_mask, Tensor):
+        return reshape(additive_scores(padding_mask, dtype), (m.shape[0], 1, m.shape[1]))
     return np.where(m, 0.0, -np.inf).astype(dtype)[:, None, :]
 
 
@@ -270,12 +272,12 @@ class DecoderState(NamedTuple):
 
 
 def _token_input(name: str, tokens, vocab: int):
-    """``tokens`` as (int indices, None) or (None, float one-hot I), with a batch axis."""
+    """``tokens`` as (int indices, None) or (None, float one-hot I); a Tensor stays a Tensor (a jit input)."""
     value = tokens.value if isinstance(tokens, Tensor) else np.asarray(tokens)
     if value.dtype.kind in "iu":
         if value.ndim not in (1, 2):
             raise ShapeError(f"{name}: Expect: token indices of shape (L,) or (B, L). Actual: shape {value.shape}")
-        return value, None
+        return (tokens if isinstance(tokens, Tensor) else value), None
     if value.dtype.kind == "f":
         if value.ndim not in (2, 3) or value.shape[-1] != vocab:
             raise ShapeError(f"{name}: Expect: one-hot rows I of shape (L, {vocab}) or (B, L, {vocab}). "

@@ -57,9 +57,9 @@ def _ids(name: str, ids, size: int, shape_of: str, expect_ndim: int):
     arr = check_ids(name, ids, size)
     if arr.ndim != expect_ndim:
         raise ShapeError(f"{name}: Expect: {shape_of}. Actual: ids of shape {arr.shape}")
-    # A named integer Tensor is passed on as is, so that a rendered program
-    # labels its input "centres" rather than "array[4]".
-    return ids if isinstance(ids, Tensor) and ids.dtype == arr.dtype else arr
+    # An integer Tensor comes back as it is (a jit input stays one, and a
+    # rendered program labels a named input "centres" rather than "array[4]").
+    return arr
 
 
 def _count(ids) -> int:

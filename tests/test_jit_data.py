@@ -1,0 +1,177 @@
+"""Data passed to a jitted or traced function is an input of its program, never a baked constant.
+
+``ad.jit`` traces with the first call's arrays and reruns the program on later
+ones. A library function that read an input's value at trace time (class
+indices, token ids, masks) would leave that value in the program as a
+constant, and every later call would silently compute with the first batch's
+data: wrong losses and gradients, no error. Each test traces with one batch,
+calls with another, and compares with the eager computation on the second.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autograd_dag as ad
+from autograd_dag import nn
+from autograd_dag.errors import TracingError
+from autograd_dag.nn import functional as F
+
+RNG = np.random.default_rng(7)
+
+
+def assert_jit_follows_data(f, first: tuple, second: tuple) -> None:
+    """jit(value_and_grad(f)) traced on ``first`` and called on ``second`` equals the eager result on ``second``."""
+    step = ad.jit(ad.value_and_grad(f))
+    step(*first)
+    loss, grads = step(*second)
+    want_loss, want_grads = ad.value_and_grad(f)(*second)
+    np.testing.assert_allclose(loss, want_loss, rtol=1e-12)
+    np.testing.assert_allclose(grads, want_grads, rtol=1e-12, atol=1e-14)
+    stale_loss = ad.value_and_grad(f)(*first)[0]
+    assert not np.isclose(want_loss, stale_loss), "the two batches must give different losses"
+
+
+W = RNG.standard_normal((4, 5))
+X = RNG.standard_normal((6, 4))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
+def test_cross_entropy_class_indices(dtype):
+    y1 = np.array([0, 1, 2, 3, 4, 0], dtype=dtype)
+    y2 = np.array([4, 4, 3, 0, 1, 2], dtype=dtype)
+    assert_jit_follows_data(lambda w, x, y: F.cross_entropy(x @ w, y), (W, X, y1), (W, X, y2))
+
+
+def test_cross_entropy_probabilities():
+    p1 = np.full((6, 5), 0.2)
+    p2 = RNG.dirichlet(np.ones(5), 6)
+    assert_jit_follows_data(lambda w, x, p: F.cross_entropy(x @ w, p), (W, X, p1), (W, X, p2))
+
+
+def test_nll_loss_class_indices():
+    y1, y2 = np.array([0, 1, 2, 3, 4, 0]), np.array([4, 4, 3, 0, 1, 2])
+    assert_jit_follows_data(lambda w, x, y: F.nll_loss(F.log_softargmax(x @ w), y), (W, X, y1), (W, X, y2))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_embedding_ids(dtype):
+    emb = nn.Embedding(7, 3, rng=0)
+
+    def f(table, ids):
+        return ad.sum(ad.tanh(nn.functional_call(emb, {"weight": table}, ids)) * np.arange(3.0))
+    ids1 = np.array([[0, 1, 2], [3, 4, 5]], dtype=dtype)
+    ids2 = np.array([[6, 6, 1], [0, 2, 2]], dtype=dtype)
+    assert_jit_follows_data(f, (emb.weight.value, ids1), (emb.weight.value, ids2))
+
+
+@pytest.mark.parametrize("kind", ["bool", "additive"])
+def test_attention_mask(kind):
+    q = RNG.standard_normal((2, 3, 4))
+    m1 = np.tril(np.ones((3, 3), dtype=bool))
+    m2 = np.ones((3, 3), dtype=bool)
+    m2[0, 2] = m2[2, 0] = False
+    if kind == "additive":
+        m1, m2 = (np.where(m, 0.0, -np.inf) for m in (m1, m2))
+
+    def f(q, mask):
+        return ad.sum(nn.attention(q, q, q, mask=mask) ** 2)
+    assert_jit_follows_data(f, (q, m1), (q, m2))
+
+
+def test_transformer_lm_tokens_and_targets():
+    model = nn.TransformerLM(11, d_model=8, heads=2, hidden=16, layers=1, rng=0)
+    params = {k: p.value for k, p in model.named_parameters()}
+
+    class Logits(nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, t):
+            return self.inner.logits(t)
+    wrapper = Logits(model)
+
+    def f(p, tokens, targets):
+        return F.cross_entropy(nn.functional_call(wrapper, {"inner." + k: v for k, v in p.items()}, tokens),
+                               targets)
+    t1 = RNG.integers(0, 11, (2, 6))
+    t2 = RNG.integers(0, 11, (2, 6))
+    step = ad.jit(ad.value_and_grad(f))
+    step(params, t1[:, :-1], t1[:, 1:])
+    loss, grads = step(params, t2[:, :-1], t2[:, 1:])
+    want_loss, want = ad.value_and_grad(f)(params, t2[:, :-1], t2[:, 1:])
+    np.testing.assert_allclose(loss, want_loss, rtol=1e-12)
+    for k in want:
+        np.testing.assert_allclose(grads[k], want[k], rtol=1e-10, atol=1e-13)
+
+
+def test_trace_program_follows_data():
+    prog = ad.trace(lambda x, y: F.cross_entropy(x, y), X @ W, np.array([0, 1, 2, 3, 4, 0]))
+    y2 = np.array([4, 4, 3, 0, 1, 2])
+    np.testing.assert_allclose(prog(X @ W, y2), F.cross_entropy(ad.Tensor(X @ W), y2).value, rtol=1e-12)
+
+
+def test_numpy_conversion_of_an_integer_input_is_refused():
+    def f(w, y):
+        return ad.sum(w[np.asarray(y)])
+    with pytest.raises(TracingError, match="reuse them on every later call"):
+        ad.jit(f)(np.ones(3), np.array([0, 2]))
+
+
+def test_an_input_value_read_into_a_constant_is_refused():
+    def f(w, y):
+        return ad.sum(ad.take(w, y.value))   # .value: the trace-time number, on purpose or not
+    with pytest.raises(TracingError, match="holds the numbers of input 'x1'"):
+        ad.jit(f)(np.ones(3), np.array([0, 2]))
+
+
+def test_embedding_padding_follows_data():
+    emb = nn.Embedding(5, 2, padding_idx=0, rng=0)
+
+    def f(table, ids):
+        return ad.sum(nn.functional_call(emb, {"weight": table}, ids) ** 2)
+    table = emb.weight.value + 1.0      # a nonzero padding row shows whether it is masked
+    assert_jit_follows_data(f, (table, np.array([1, 2, 3])), (table, np.array([0, 2, 0])))
+
+
+def test_encoder_decoder_loss_follows_targets():
+    model = nn.EncoderDecoder(nn.GRUCell(3, 4, rng=0), nn.GRUCell(4 + 5, 4, rng=1), vocab_size=5, eos=4, rng=2)
+    params = {k: p.value for k, p in model.named_parameters()}
+    source = RNG.standard_normal((2, 3, 3))
+
+    def f(p, target):
+        return F.cross_entropy(nn.functional_call(model, p, source, target), target)
+    t1, t2 = np.array([[1, 2, 4], [0, 4, 4]]), np.array([[3, 3, 4], [2, 1, 4]])
+    step = ad.jit(ad.value_and_grad(f))
+    step(params, t1)
+    loss, grads = step(params, t2)
+    want_loss, want = ad.value_and_grad(f)(params, t2)
+    np.testing.assert_allclose(loss, want_loss, rtol=1e-12)
+    for k in want:
+        np.testing.assert_allclose(grads[k], want[k], rtol=1e-10, atol=1e-13)
+
+
+def test_bert_hidden_states_follow_tokens_and_padding():
+    model = nn.BERT(9, d_model=8, heads=2, hidden=16, layers=1, max_length=6, rng=0)
+
+    def f(tokens):
+        return ad.sum(ad.tanh(model.hidden_states(tokens)))
+    t1 = np.array([[2, 3, 4, 5], [6, 7, 0, 0]])
+    t2 = np.array([[8, 0, 0, 0], [2, 2, 3, 0]])
+    prog = ad.jit(f)
+    prog(t1)
+    np.testing.assert_allclose(prog(t2), f(t2).value, rtol=1e-12)
+
+
+def test_cls_appended_after_padding_is_refused_under_jit():
+    model = nn.TransformerClassifier(9, 3, d_model=8, heads=2, hidden=16, layers=1, cls_position="append",
+                                     rng=0)
+    with pytest.raises(TracingError, match=r"insert_cls\('append'\)"):
+        ad.jit(lambda tokens: ad.sum(model(tokens)))(np.array([[2, 3, 0], [4, 0, 0]]))
+
+
+def test_vmap_refuses_reading_an_example_as_numbers():
+    with pytest.raises(TracingError, match="vmap"):
+        ad.vmap(lambda w, y: ad.sum(w[np.asarray(y)]), in_axes=(None, 0))(np.ones(3), np.array([[0], [2]]))
