@@ -25,7 +25,7 @@ from .graph import paused_gc
 from .errors import AutogradDagError, MissingRuleError, NotDifferentiableError, user_source, located
 from .primitives import elementwise as ew
 from .primitives import structure
-from .program import NodeKind, Program
+from .program import NodeKind, Program, refuse_inputs_as_constants
 from . import tracing
 from .tracing import refuse_complex, slot_input, topological_nodes, values_of
 from .tree import flatten, unflatten
@@ -606,6 +606,8 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
         outs.insert(0, out)
     result = Program.from_outputs(tuple(inputs), tuple(outs),
                                   name=f"grad_{program.name}", kind="gradient")
+    # A rule that read its operands' numbers would leave the placeholders' in the program.
+    refuse_inputs_as_constants(result, inputs, "grad_program")
     result.single_output = len(outs) == 1 and not with_value and (single or n_in == 1)
     return result
 
