@@ -21,6 +21,7 @@ from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_
 from .errors import AutogradDagError, ProgramInputError, TracingError, user_source, located
 from .execution import disposable, plan_steps
 from .graph import Graph
+from .passes import common_subexpressions
 from .tracing import program_input, record, topological_nodes
 from .tree import flatten, unflatten
 from .primitives.registry import PRIMITIVES
@@ -250,6 +251,25 @@ class Program:
         # One leaf (by default) gives a program returning one array, as trace() does.
         result = tensors[outs[0]] if outputs is None and len(outs) == 1 else tuple(tensors[v] for v in outs)
         return cls.from_outputs(tuple(tensors[v] for v in inputs), result, name=name)
+
+    def without_common_subexpressions(self) -> "Program":
+        """The same program with each repeated computation done once (common-subexpression elimination).
+
+        Nodes applying the same primitive, with the same parameters, to the
+        same operands are merged (gradient programs repeat forward values such
+        as ``tanh(x)`` once per use); nodes no output needs are dropped.
+        ``jit`` runs its programs this way; render one to see a smaller
+        gradient. See :func:`~autograd_dag.passes.common_subexpressions`.
+
+        Example:
+            >>> import numpy as np, autograd_dag as ad
+            >>> g = ad.trace(ad.grad(lambda x: ad.sum(ad.tanh(x) * ad.tanh(x))), np.ones(3))
+            >>> len(g), len(g.without_common_subexpressions())
+            (17, 14)
+        """
+        nodes, new_index = common_subexpressions(self.nodes, self.inputs, self.outputs)
+        return Program(nodes, [new_index[k] for k in self.inputs], [new_index[k] for k in self.outputs],
+                       name=self.name, single_output=self.single_output, kind=self.kind)
 
     def parameters_as_inputs(self) -> "Program":
         """The same program with its parameters (leaves that required a gradient) as extra inputs.
@@ -574,6 +594,7 @@ def jit(f: Callable) -> Callable:
                          what="jit", reused=True)
             program = Program.from_outputs(tuple(rec.inputs), tuple(rec.outputs), name=fname)
             refuse_inputs_as_constants(program, rec.inputs, "jit")
+            program = program.without_common_subexpressions()
             entry = programs[key] = (program, rec.out_tree)
         program, out_treedef = entry
         return unflatten(out_treedef, list(program(*arrays)))

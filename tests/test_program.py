@@ -401,3 +401,29 @@ def test_million_node_random_dag_executes():
         ref.append(max(a, ref[j]) if c == 0 else min(a, ref[j]) if c == 1 else math.tanh(a) if c == 2 else -a)
     prog = Program(nodes, [0], [n])
     assert float(prog(np.float64(0.7))) == pytest.approx(ref[-1], rel=1e-12)  # math.tanh vs np.tanh: ulps
+
+
+def test_common_subexpressions_merge_only_equal_computations():
+    x = np.arange(6.0).reshape(2, 3)
+
+    def f(x):
+        a, b = ad.sum(x, axis=0), ad.sum(x, axis=1)          # different parameters: both stay
+        c, d = x[:, 1:], x[:, 1:]                            # equal slices: one node
+        e = ad.sin(x) * 2.0 + ad.sin(x) * 2.0                # one sin; the two lifted 2.0 stay apart
+        return ad.sum(a) + ad.sum(b) + ad.sum(c * d) + ad.sum(e)
+
+    prog = ad.trace(f, x)
+    merged = prog.without_common_subexpressions()
+    ops = [n.op for n in merged.nodes]
+    assert ops.count("sum") == [n.op for n in prog.nodes].count("sum")      # no two sums are alike
+    assert ops.count("getitem") == 1 and ops.count("sin") == 1
+    assert {n.params["axis"] for n in merged.nodes if n.op == "sum" and n.parents == (0,)} == {(0,), (1,)}
+    np.testing.assert_allclose(merged(x), prog(x), rtol=0)
+
+
+def test_common_subexpressions_keep_outputs_apart_and_inputs():
+    prog = ad.trace(lambda x, unused: (ad.exp(x), ad.exp(x)), np.ones(2), np.ones(3))
+    merged = prog.without_common_subexpressions()
+    assert len(merged.inputs) == 2
+    a, b = merged(np.zeros(2), np.zeros(3))
+    assert a is not b and np.array_equal(a, b)
