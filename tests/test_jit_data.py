@@ -175,3 +175,4 @@ def test_cls_appended_after_padding_is_refused_under_jit():
 def test_vmap_refuses_reading_an_example_as_numbers():
     with pytest.raises(TracingError, match="vmap"):
         ad.vmap(lambda w, y: ad.sum(w[np.asarray(y)]), in_axes=(None, 0))(np.ones(3), np.array([[0], [2]]))
+

@@ -40,7 +40,10 @@ class BatchNorm(Module):
     the batch statistics are used and the running averages updated,
     running ← (1 − momentum)·running + momentum·batch (the running variance uses
     the unbiased batch variance, as PyTorch does); in ``eval()`` the running
-    averages are used, so a single sample is well defined.
+    averages are used, so a single sample is well defined. The update is a
+    side effect of the forward pass: inside ``ad.jit`` it happens once, when
+    the step is traced (as side effects do under ``jax.jit``), so train a
+    BatchNorm model with eager steps, or keep it in ``eval()`` under jit.
     Shapes: (B, D) or (B, D, *spatial) -> same shape; γ, β, running stats (D,).
 
     Example:
