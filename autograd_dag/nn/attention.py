@@ -111,24 +111,29 @@ def _check_rows(mask, scores_shape: tuple) -> None:
     """Raise when some query row has every key masked (softargmax would give NaN)."""
     value = mask.value if isinstance(mask, Tensor) else mask
     try:
-        full = np.broadcast_to(value, np.broadcast_shapes(np.shape(value), scores_shape))
+        full_shape = np.broadcast_shapes(np.shape(value), scores_shape)
     except ValueError:
         raise ShapeError(f"attention: Expect: a mask broadcastable to the scores' shape {scores_shape} "
                          f"(..., L_q, L_k). Actual: mask of shape {np.shape(value)}") from None
-    if full.shape != scores_shape:
+    if full_shape != scores_shape:
         raise ShapeError(f"attention: Expect: a mask broadcastable to the scores' shape {scores_shape} "
-                         f"(..., L_q, L_k). Actual: mask of shape {np.shape(value)} widens it to {full.shape}")
-    if full.shape[-1] == 0:
+                         f"(..., L_q, L_k). Actual: mask of shape {np.shape(value)} widens it to {full_shape}")
+    if full_shape[-1] == 0:
         return
+    # A row is dead in the broadcast mask exactly when it is dead in the mask
+    # itself (broadcasting repeats rows and entries): test the mask, (L_q, L_k)
+    # for a causal one, not the (batch, heads, L_q, L_k) it broadcasts to.
+    if not np.any(np.all(np.isneginf(np.atleast_1d(value)), axis=-1)):
+        return
+    full = np.broadcast_to(value, full_shape)
     dead = np.all(np.isneginf(full), axis=-1)
-    if np.any(dead):
-        where_ = tuple(int(i) for i in np.argwhere(dead)[0])
-        lead, row = where_[:-1], where_[-1]
-        at = f" of batch index {lead}" if lead else ""
-        raise ShapeError(f"attention: query row {row}{at} has every key masked (all -inf): softargmax over an "
-                         f"empty set of keys has no distribution (it would be NaN). Actual: "
-                         f"{int(np.sum(dead))} such row(s) for scores of shape {scores_shape}; let each query "
-                         f"see at least one key")
+    where_ = tuple(int(i) for i in np.argwhere(dead)[0])
+    lead, row = where_[:-1], where_[-1]
+    at = f" of batch index {lead}" if lead else ""
+    raise ShapeError(f"attention: query row {row}{at} has every key masked (all -inf): softargmax over an "
+                     f"empty set of keys has no distribution (it would be NaN). Actual: "
+                     f"{int(np.sum(dead))} such row(s) for scores of shape {scores_shape}; let each query "
+                     f"see at least one key")
 
 
 def attention(Q, K, V, mask=None, scale: float | None = None, return_weights: bool = False):
