@@ -770,6 +770,13 @@ def _roll_axes(b, x: Value, pairs) -> str:
     return out
 
 
+@rule("linear")
+def _linear(b, node, args):
+    x, w, bias = _all_as(b, args, node.dtype)
+    product = b.op("MatMul", [x, b.op("Transpose", [w], perm=[1, 0])])
+    return b.op("Add", [product, bias], hint=_hint(node))
+
+
 @rule("einsum")
 def _einsum(b, node, args):
     # numpy broadcasts size-1 axes (and the axes under "..."); ONNX's Einsum wants them expanded.
