@@ -20,7 +20,7 @@ from ..core import Tensor, name_scope
 from ..errors import ShapeError
 from ..primitives.elementwise import add, cos, multiply, sin, where
 from ..primitives.linalg import matmul
-from ..primitives.reductions import softargmax
+from ..primitives.reductions import masked_softargmax, softargmax
 from ..primitives.structure import reshape, swapaxes, transpose
 from . import init as _init
 from .module import Module, Parameter
@@ -167,6 +167,15 @@ def attention(Q, K, V, mask=None, scale: float | None = None, return_weights: bo
                          f"Actual: Q {sq}, K {sk}, V {sv}")
     if scale is None:
         scale = 1.0 / np.sqrt(sk[-1]) if sk[-1] else 1.0
+    if mask is not None:
+        scores = matmul(Q, swapaxes(K, -1, -2))
+        mask = _additive(mask, scores.dtype)
+        _check_rows(mask, tuple(scores.shape))
+        # Scaled, masked and normalized by one primitive: one array of the
+        # scores' size kept for the backward pass, not three.
+        weights = masked_softargmax(scores, mask, -1, float(scale))
+        out = matmul(weights, V)
+        return (out, weights) if return_weights else out
     if scale != 1.0 and sk[-2] > sq[-1]:
         # Scale the queries (L_q × d_key) rather than the scores (L_q × L_k): a
         # smaller array made, and kept for the backward pass.
@@ -175,10 +184,6 @@ def attention(Q, K, V, mask=None, scale: float | None = None, return_weights: bo
         scores = matmul(Q, swapaxes(K, -1, -2))
         if scale != 1.0:
             scores = multiply(scores, float(scale))
-    if mask is not None:
-        mask = _additive(mask, scores.dtype)
-        _check_rows(mask, tuple(scores.shape))
-        scores = add(scores, mask)
     weights = softargmax(scores, -1)
     out = matmul(weights, V)
     return (out, weights) if return_weights else out

@@ -530,6 +530,15 @@ def _softmax_cross_entropy_grad(b, node, args):
     return b.op("Mul", [diff, b.op("Unsqueeze", [ct, b.ints([-1])])], hint=_hint(node))
 
 
+@rule("masked_softargmax")
+def _masked_softargmax(b, node, args):
+    x, mask = _all_as(b, args, node.dtype)
+    z = b.op("Add", [b.op("Mul", [x, b.scalar(node.params["scale"], node.dtype)]), mask])
+    shifted, _ = _shifted(b, Value(z, node.shape, node.dtype), node.params["axis"], 1.0)
+    e = b.op("Exp", [shifted])
+    return b.op("Div", [e, b.op("ReduceSum", [e, b.ints(node.params["axis"])], keepdims=1)], hint=_hint(node))
+
+
 @rule("argmax", "argmin")
 def _argmax(b, node, args):
     x, axis = args[0], node.params["axis"]

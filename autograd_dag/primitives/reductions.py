@@ -22,7 +22,7 @@ from ..core import Tensor, apply
 from ..errors import ShapeError
 from .elementwise import add, astype, divide, equal, exp, multiply, sqrt, subtract
 from .batch import elementwise as elementwise_batch
-from .batch import shift_axis
+from .batch import lift_rank, materialize, shift_axis
 from .registry import defprim
 from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape
 from .structure import broadcast_to, reshape, sum, sum_to_shape
@@ -273,6 +273,80 @@ def softargmax(x, axis=-1, gamma: float = 1.0) -> Tensor:
 
 
 softmax = softargmax
+
+
+def _masked_softargmax_impl(x, mask, *, axis, scale, out=None):
+    # One array in all: scale·x, then + mask, the shift, exp and the division in
+    # place (``out`` may be x itself when it dies here, as for softargmax).
+    dtype = _float_dtype(np.result_type(x, mask))
+    if out is None:
+        out = np.empty(np.shape(x), dtype=dtype)
+    z = np.multiply(x, scale, out=out, dtype=dtype)
+    z += mask
+    c = np.max(z, axis=axis, keepdims=True, initial=-np.inf)
+    z -= np.where(np.isfinite(c), c, np.zeros((), z.dtype))
+    np.exp(z, out=z)
+    with np.errstate(invalid="ignore"):  # an all −inf row has no distribution: NaN
+        z /= np.sum(z, axis=axis, keepdims=True)
+    return z
+
+
+def _masked_softargmax_vjp_x(ct, out, x, mask, *, axis, scale):
+    return _softargmax_jacobian(ct, out, axis, 1.0 / scale)
+
+
+def _masked_softargmax_vjp_mask(ct, out, x, mask, *, axis, scale):
+    return sum_to_shape(_softargmax_jacobian(ct, out, axis, 1.0), mask.shape)
+
+
+def _masked_softargmax_jvp(t, out, x, mask, *, axis, scale):
+    tx, tm = t
+    v = multiply(tx, scale) if tx is not None else None
+    if tm is not None:
+        v = tm if v is None else add(v, tm)
+    return _softargmax_jacobian(broadcast_to(v, out.shape), out, axis, 1.0)
+
+
+def _masked_softargmax_rule(x, mask, *, axis, scale):
+    shape = tuple(x.shape)
+    try:
+        full = np.broadcast_shapes(shape, tuple(mask.shape))
+    except ValueError:
+        full = None
+    if full != shape:
+        raise ShapeError(f"masked_softargmax: Expect: a mask broadcastable to the scores' shape {fmt(shape)}. "
+                         f"Actual: mask of shape {fmt(mask.shape)}")
+    return shape, _float_dtype(np.result_type(x.dtype, mask.dtype))
+
+
+def _masked_softargmax_batch(prim, args, batched, *, axis, scale):
+    x, mask = args
+    if not batched[0]:
+        x = materialize(x, mask.shape[0])  # the result has the batch axis: so must the scores
+    if batched[1]:
+        mask = lift_rank(mask, x.ndim - 1)
+    return apply(prim, x, mask, axis=tuple(a + 1 for a in axis), scale=scale)
+
+
+MASKED_SOFTARGMAX = defprim(
+    "masked_softargmax", _masked_softargmax_impl, vjp=(_masked_softargmax_vjp_x, _masked_softargmax_vjp_mask),
+    jvp=_masked_softargmax_jvp, shape=_masked_softargmax_rule, batch=_masked_softargmax_batch)
+
+
+def masked_softargmax(x, mask, axis=-1, scale: float = 1.0) -> Tensor:
+    """softargmax(scale·x + mask) over ``axis``, as one primitive: attention's weights from its scores.
+
+    ``mask`` is additive and broadcasts to x's shape without widening it (0
+    keeps an entry, −∞ removes it). Where scores scaled, masked and normalized
+    by three primitives kept three arrays of the scores' size, this keeps one.
+    Shapes: x (*s), mask broadcastable to s -> (*s).
+    Example: ``masked_softargmax(ad.Tensor([1., 5.]), np.array([0., -np.inf])).value`` is ``[1., 0.]``.
+    """
+    scale = float(scale)
+    if not (math.isfinite(scale) and scale != 0.0):
+        raise ShapeError(f"masked_softargmax: Expect: a finite, non-zero scale. Actual: scale={scale!r}")
+    return apply(MASKED_SOFTARGMAX, x, mask, axis=normalize_axes("masked_softargmax", axis, _ndim(x)),
+                 scale=scale)
 
 # ----------------------------------------------------------------- argmax
 
