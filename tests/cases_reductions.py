@@ -131,3 +131,10 @@ CASES.append(Case("masked_softargmax", lambda x: R.masked_softargmax(x, CAUSAL, 
                   _masked_softargmax_ref(0.5, CAUSAL), id="masked_softargmax-causal"))
 CASES.append(Case("masked_softargmax", lambda x, m: R.masked_softargmax(x, m, -1, 2.0), _normal((3, 2, 5), (2, 5)),
                   _masked_softargmax_ref(2.0), id="masked_softargmax-finite-mask"))
+
+# softargmax_jacobian: scale·y⊙(v − Σ v⊙y), softargmax's derivative rules; y any array (not only a
+# softargmax output: the formula is a polynomial in v and y), over the last axis and another one.
+CASES.append(Case("softargmax_jacobian", lambda v, y: R.softargmax_jacobian(v, y, -1, 0.5), _normal((3, 4), (3, 4)),
+                  lambda v, y: 0.5 * y * (v - (v * y).sum(-1, keepdims=True)), id="softargmax_jacobian-last"))
+CASES.append(Case("softargmax_jacobian", lambda v, y: R.softargmax_jacobian(v, y, 0), _normal((3, 4), (4,)),
+                  lambda v, y: y * (v - (v * y).sum(0, keepdims=True)), id="softargmax_jacobian-axis0-broadcast"))

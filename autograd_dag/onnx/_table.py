@@ -530,6 +530,15 @@ def _softmax_cross_entropy_grad(b, node, args):
     return b.op("Mul", [diff, b.op("Unsqueeze", [ct, b.ints([-1])])], hint=_hint(node))
 
 
+@rule("softargmax_jacobian")
+def _softargmax_jacobian(b, node, args):
+    # scale · y ⊙ (v − Σ v⊙y) over the axes.
+    v, y = _all_as(b, args, node.dtype)
+    dots = b.op("ReduceSum", [b.op("Mul", [v, y]), b.ints(node.params["axis"])], keepdims=1)
+    g = b.op("Mul", [y, b.op("Sub", [v, dots])])
+    return b.op("Mul", [g, b.scalar(node.params["scale"], node.dtype)], hint=_hint(node))
+
+
 @rule("masked_softargmax")
 def _masked_softargmax(b, node, args):
     x, mask = _all_as(b, args, node.dtype)

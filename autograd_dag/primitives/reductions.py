@@ -246,10 +246,81 @@ def _softargmax_impl(x, *, axis, gamma, out=None):
     return e
 
 
+def _row_dots(v, y, axis):
+    """Σ v⊙y over ``axis``, kept as size 1; over the last axis as a batched product (no array of v's size)."""
+    if axis == (np.ndim(v) - 1,) and np.shape(v) == np.shape(y):
+        return np.matmul(v[..., None, :], y[..., :, None])[..., 0]
+    return np.sum(v * y, axis=axis, keepdims=True)
+
+
+def _jacobian_impl(v, y, *, axis, scale):
+    # One array of v's size, written in place: (v − Σ v⊙y), then ⊙ y, then · scale.
+    g = np.subtract(v, _row_dots(v, y, axis), dtype=np.result_type(v, y))
+    g *= y
+    if scale != 1.0:
+        g *= scale
+    return g
+
+
+def _jacobian_vjp_y(w, g, v, y, *, axis, scale):
+    # ∂/∂y_k of Σ_i w_i·c·y_i(v_i − s), s = Σ v⊙y: c·[w_k(v_k − s) − v_k Σ w⊙y].
+    s = sum(multiply(v, y), axis, keepdims=True)
+    r = sum(multiply(w, y), axis, keepdims=True)
+    d = subtract(multiply(w, subtract(v, s)), multiply(v, r))
+    return sum_to_shape(d if scale == 1.0 else multiply(d, scale), y.shape)
+
+
+def _jacobian_jvp(t, g, v, y, *, axis, scale):
+    tv, ty = t
+    total = None if tv is None else apply(SOFTARGMAX_JACOBIAN, tv, y, axis=axis, scale=scale)
+    if ty is not None:
+        s = sum(multiply(v, y), axis, keepdims=True)
+        d = subtract(multiply(ty, subtract(v, s)), multiply(y, sum(multiply(v, ty), axis, keepdims=True)))
+        d = d if scale == 1.0 else multiply(d, scale)
+        total = d if total is None else add(total, d)
+    return broadcast_to(total, g.shape)
+
+
+def _jacobian_batch(prim, args, batched, *, axis, scale):
+    rank = builtins.max(a.ndim - b for a, b in zip(args, batched))
+    lifted = [lift_rank(a, rank) if b else a for a, b in zip(args, batched)]
+    return apply(prim, *lifted, axis=tuple(a + 1 for a in axis), scale=scale)
+
+
+def _jacobian_rule(v, y, *, axis, scale):
+    try:
+        shape = np.broadcast_shapes(tuple(v.shape), tuple(y.shape))
+    except ValueError:
+        raise ShapeError(f"softargmax_jacobian: Expect: v and y of shapes that broadcast together. "
+                         f"Actual: {fmt(v.shape)} and {fmt(y.shape)}") from None
+    return shape, np.result_type(v.dtype, y.dtype)
+
+
+# J v for J = scale·(diag(y) − y yᵀ) along ``axis``: softargmax's Jacobian (symmetric) at its output y,
+# the VJP and the JVP of softargmax, masked_softargmax and the cross-entropy's backward primitive.
+# One primitive: one array of v's size instead of four.
+SOFTARGMAX_JACOBIAN = defprim(
+    "softargmax_jacobian", _jacobian_impl,
+    vjp=(lambda w, g, v, y, *, axis, scale: sum_to_shape(apply(SOFTARGMAX_JACOBIAN, w, y, axis=axis, scale=scale),
+                                                          v.shape),
+         _jacobian_vjp_y),
+    jvp=_jacobian_jvp, shape=_jacobian_rule, batch=_jacobian_batch)
+
+
 def _softargmax_jacobian(v, out, axis, gamma):
-    """J v for J the (symmetric) Jacobian of softargmax_γ: y ⊙ (v − Σ v⊙y) / γ."""
-    g = multiply(out, subtract(v, sum(multiply(v, out), axis, keepdims=True)))
-    return g if gamma == 1.0 else multiply(g, 1.0 / gamma)
+    """J v for J the (symmetric) Jacobian of softargmax_γ: y ⊙ (v − Σ v⊙y) / γ, as one primitive."""
+    return apply(SOFTARGMAX_JACOBIAN, v, out, axis=tuple(axis), scale=1.0 / gamma)
+
+
+def softargmax_jacobian(v, y, axis=-1, scale: float = 1.0) -> Tensor:
+    """scale · y ⊙ (v − Σ v⊙y) over ``axis``: softargmax's (symmetric) Jacobian at its output y, applied to v.
+
+    The derivative rules of softargmax (its VJP and JVP) are this product.
+    Shapes: v and y broadcast together -> the broadcast shape.
+    Example: ``softargmax_jacobian(ad.Tensor([1., 0.]), np.array([.5, .5])).value`` is ``[.25, -.25]``.
+    """
+    return apply(SOFTARGMAX_JACOBIAN, v, y, axis=normalize_axes("softargmax_jacobian", axis, builtins.max(
+        _ndim(v), _ndim(y))), scale=float(scale))
 
 
 SOFTARGMAX = defprim(
