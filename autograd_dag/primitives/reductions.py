@@ -478,7 +478,11 @@ def _layer_norm_impl(x, gamma, beta, *, axes, eps):
     x = x.astype(dtype, copy=False)
     mu = np.mean(x, axis=axes, keepdims=True)
     out = x - mu                                   # the one array of x's size; the rest works in place
-    var = np.mean(np.square(out), axis=axes, keepdims=True)
+    if axes == (-1,):  # Σ (x − μ)² per row as a batched product: no second array of x's size
+        var = _row_dots(out, out, (out.ndim - 1,))
+        var /= out.shape[-1]
+    else:
+        var = np.mean(np.square(out), axis=axes, keepdims=True)
     var += eps
     np.sqrt(var, out=var)
     out /= var
