@@ -25,10 +25,17 @@ micrograd for the scalar MLP).  numpy's BLAS, torch and XLA run on ONE thread by
 products, its threads spinning for each other.  ``peak MiB`` is the
 tracemalloc high-water mark of one step (numpy reports its buffers to tracemalloc; not
 available for torch and jax; for jit, counting the arrays its executor keeps between calls),
-and ``mem ×`` its ratio to the numpy row.
+and ``mem ×`` its ratio to the numpy row.  ``faults`` is the median number of minor page faults
+per call: glibc gives the top of its heap back to the system when enough of it is free, and
+then every page of the next step's arrays is faulted in again (~15,000 per Transformer step,
+the larger part of a step's time on a loaded machine); which row pays for it depends on which
+one frees the top of the heap, i.e. on the order the rows run in (the eager row's parameter
+gradients, kept between its calls, hold the heap for the rows after it).  ``--keep-heap``
+asks glibc (mallopt) to keep its heap and to serve large arrays from it, for every row alike:
+the rows then compare their computation, without the page faults.
 
 Run:  python benchmarks/bench_models.py [--quick] [--models mlp,lenet] [--dtypes float64]
-      [--repeat 15] [--threads 1] [--no-peers] [--json out.json]
+      [--repeat 15] [--threads 1] [--no-peers] [--keep-heap] [--json out.json]
 (``make bench`` runs it with the other benchmarks.)
 """
 
@@ -36,6 +43,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
+import ctypes.util
 import gc
 import json
 import math
@@ -64,6 +73,30 @@ def blas_threads() -> int:
         return 1
     counts = [i.get("num_threads", 1) for i in threadpool_info() if i.get("user_api") == "blas"]
     return max(counts) if counts else 1
+
+
+def minor_faults() -> int:
+    """Minor page faults of this process so far (0 where ``resource`` is missing)."""
+    try:
+        import resource
+    except ImportError:
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def keep_heap() -> bool:
+    """Ask glibc to keep its heap (no trimming) and to serve large arrays from it (no mmap).
+
+    Applies to every row alike; False where the C library is not glibc.
+    """
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError, TypeError):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    return bool(mallopt(m_trim_threshold, 1 << 30)) and bool(mallopt(m_mmap_threshold, 1 << 25))
 
 
 def limit_threads(n: int):
@@ -784,18 +817,21 @@ def measure(w: Workload, repeat: int, pause: float) -> dict:
     for fn in w.rows.values():   # warm-up (jit traces here)
         fn()
     times: dict = {n: [] for n in names}
+    faults: dict = {n: [] for n in names}
     gc_was = gc.isenabled()
     for r in range(repeat):
         order = names if r % 2 == 0 else names[::-1]
         for n in order:
             gc.collect()
             time.sleep(pause)
+            f0 = minor_faults()
             t0 = time.perf_counter()
             w.rows[n]()
             times[n].append(time.perf_counter() - t0)
+            faults[n].append(minor_faults() - f0)
     if gc_was:
         gc.enable()
-    return times
+    return times, faults
 
 
 def main(argv=None) -> dict:
@@ -806,6 +842,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--dtypes", default="float64,float32")
     ap.add_argument("--no-peers", action="store_true", help="skip torch, jax and micrograd")
     ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--keep-heap", action="store_true",
+                    help="glibc keeps its heap for every row (mallopt): no page faults from heap trimming")
     ap.add_argument("--json", help="write the raw timings here")
     ap.add_argument("--threads", type=int, default=1,
                     help="BLAS threads for numpy, and torch/XLA threads (default 1; 0: leave numpy's as is)")
@@ -818,13 +856,15 @@ def main(argv=None) -> dict:
 
 def run(args) -> dict:
     repeat = args.repeat or (3 if args.quick else 15)
+    kept = keep_heap() if args.keep_heap else False
     threads = blas_threads()
     peers = {} if args.no_peers else load_peers(threads)
     print(f"{time.strftime('%Y-%m-%d %H:%M')}, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"Python {platform.python_version()}, numpy {np.__version__}, BLAS threads {threads}"
           + (f", torch {peers['torch'].__version__} ({threads} threads)" if "torch" in peers else "")
           + (f", jax {peers['jax'].__version__}" if "jax" in peers else ""))
-    print(f"median of {repeat} interleaved rounds (ms), IQR; × = median / numpy's median\n")
+    print(f"median of {repeat} interleaved rounds (ms), IQR; × = median / numpy's median"
+          + ("; glibc heap kept (--keep-heap)" if kept else "") + "\n")
     report: dict = {}
     for name in args.models.split(","):
         for dt in args.dtypes.split(","):
@@ -834,7 +874,7 @@ def run(args) -> dict:
             errors = check(w)
             if hasattr(w, "products_step"):
                 w.rows["products"] = w.products_step   # timed, not checked: it is no gradient
-            times = measure(w, repeat, 0.02 if not args.quick else 0.005)
+            times, faults = measure(w, repeat, 0.02 if not args.quick else 0.005)
             mem = {}
             if not args.no_memory:
                 for n in ("numpy", "eager"):
@@ -843,18 +883,19 @@ def run(args) -> dict:
             base = float(np.median(times["numpy"]))
             ref_row = "micrograd" if name == "micrograd" and "micrograd" in times else "numpy"
             print(f"{w.title} — {dt}" + (" (ratios to micrograd)" if ref_row == "micrograd" else ""))
-            print(f"  {'row':<10}{'median ms':>11}{'IQR ms':>9}{'min ms':>9}{'×':>9}{'peak MiB':>10}{'mem ×':>8}"
-                  f"  max grad err")
+            print(f"  {'row':<10}{'median ms':>11}{'IQR ms':>9}{'min ms':>9}{'×':>9}{'faults':>8}{'peak MiB':>10}"
+                  f"{'mem ×':>8}  max grad err")
             ref_med = float(np.median(times[ref_row]))
             for n, ts in times.items():
                 med = float(np.median(ts))
                 q1, q3 = np.percentile(ts, [25, 75])
                 m = mem.get(n)
                 print(f"  {n:<10}{med * 1e3:>11.2f}{(q3 - q1) * 1e3:>9.2f}{min(ts) * 1e3:>9.2f}{med / ref_med:>9.2f}"
+                      f"{int(np.median(faults[n])):>8}"
                       + (f"{m / 2**20:>10.1f}{m / mem['numpy']:>8.2f}" if m is not None else f"{'':>18}")
                       + (f"  {errors[n]:.1e}" if n in errors else ""))
                 report[f"{name}/{dt}/{n}"] = {"median_ms": med * 1e3, "iqr_ms": (q3 - q1) * 1e3,
-                                              "min_ms": min(ts) * 1e3,
+                                              "min_ms": min(ts) * 1e3, "faults": int(np.median(faults[n])),
                                               "ratio": med / ref_med, "ratio_numpy": med / base,
                                               "peak_mib": None if m is None else m / 2**20}
             print()

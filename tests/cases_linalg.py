@@ -62,3 +62,8 @@ _e("...ij,...jk", [(2, 3, 4), (4, 2)], _matmul_ref)
 _e("...i->i...", [(3, 2, 4)], lambda x: np.moveaxis(x, -1, 0))
 _e("ij,jk->ik", [(0, 4), (4, 2)], _matmul_ref)
 _e("ij,jk->ik", [(3, 0), (0, 2)], _matmul_ref)
+
+# linear: x Wᵀ + b, one primitive (the affine layers' product and bias).
+for sx in [(3, 4), (4,), (2, 3, 4)]:
+    CASES.append(Case("linear", lambda x, w, b: L.linear(x, w, b), _normal(sx, (5, 4), (5,)),
+                      lambda x, w, b: _matmul_ref(x, w.T) + b, id=f"linear-{sx}"))

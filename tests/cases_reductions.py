@@ -63,6 +63,17 @@ def _argmax_ref_last(x):
     return np.eye(x.shape[-1])[np.argmax(x, axis=-1)]
 
 
+CAUSAL = np.where(np.arange(4)[None, :] <= np.arange(4)[:, None], 0.0, -np.inf)
+
+
+def _masked_softargmax_ref(scale, mask=None):
+    def ref(x, m=None):
+        z = scale * x + (mask if m is None else m)
+        e = np.exp(z - z.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+    return ref
+
+
 CASES = []
 
 # ------------------------------------------------------------------ mean
@@ -113,3 +124,17 @@ CASES.append(Case("argmax", lambda x: R.argmax(x, 0), _normal((4, 2)),
 CASES.append(Case("argmax", lambda x: R.argmax(x, None), _normal((2, 3)),
                   lambda x: np.eye(x.size)[np.argmax(x)].reshape(x.shape), wrt=(0,),
                   id="argmax-(2,3)-axNone"))
+
+# masked_softargmax: softargmax(scale·x + mask), attention's weights; a causal mask (constant, with
+# −inf) and a finite mask that is differentiated too.
+CASES.append(Case("masked_softargmax", lambda x: R.masked_softargmax(x, CAUSAL, -1, 0.5), _normal((2, 4, 4)),
+                  _masked_softargmax_ref(0.5, CAUSAL), id="masked_softargmax-causal"))
+CASES.append(Case("masked_softargmax", lambda x, m: R.masked_softargmax(x, m, -1, 2.0), _normal((3, 2, 5), (2, 5)),
+                  _masked_softargmax_ref(2.0), id="masked_softargmax-finite-mask"))
+
+# softargmax_jacobian: scale·y⊙(v − Σ v⊙y), softargmax's derivative rules; y any array (not only a
+# softargmax output: the formula is a polynomial in v and y), over the last axis and another one.
+CASES.append(Case("softargmax_jacobian", lambda v, y: R.softargmax_jacobian(v, y, -1, 0.5), _normal((3, 4), (3, 4)),
+                  lambda v, y: 0.5 * y * (v - (v * y).sum(-1, keepdims=True)), id="softargmax_jacobian-last"))
+CASES.append(Case("softargmax_jacobian", lambda v, y: R.softargmax_jacobian(v, y, 0), _normal((3, 4), (4,)),
+                  lambda v, y: y * (v - (v * y).sum(0, keepdims=True)), id="softargmax_jacobian-axis0-broadcast"))

@@ -20,7 +20,7 @@ from ..core import Tensor, name_scope
 from ..errors import ShapeError
 from ..primitives.elementwise import add, cos, multiply, sin, where
 from ..primitives.linalg import matmul
-from ..primitives.reductions import softargmax
+from ..primitives.reductions import masked_softargmax, softargmax
 from ..primitives.structure import reshape, swapaxes, transpose
 from . import init as _init
 from .module import Module, Parameter
@@ -119,24 +119,29 @@ def _check_rows(mask, scores_shape: tuple) -> None:
     """Raise when some query row has every key masked (softargmax would give NaN)."""
     value = mask.value if isinstance(mask, Tensor) else mask
     try:
-        full = np.broadcast_to(value, np.broadcast_shapes(np.shape(value), scores_shape))
+        full_shape = np.broadcast_shapes(np.shape(value), scores_shape)
     except ValueError:
         raise ShapeError(f"attention: Expect: a mask broadcastable to the scores' shape {scores_shape} "
                          f"(..., L_q, L_k). Actual: mask of shape {np.shape(value)}") from None
-    if full.shape != scores_shape:
+    if full_shape != scores_shape:
         raise ShapeError(f"attention: Expect: a mask broadcastable to the scores' shape {scores_shape} "
-                         f"(..., L_q, L_k). Actual: mask of shape {np.shape(value)} widens it to {full.shape}")
-    if full.shape[-1] == 0:
+                         f"(..., L_q, L_k). Actual: mask of shape {np.shape(value)} widens it to {full_shape}")
+    if full_shape[-1] == 0:
         return
+    # A row is dead in the broadcast mask exactly when it is dead in the mask
+    # itself (broadcasting repeats rows and entries): test the mask, (L_q, L_k)
+    # for a causal one, not the (batch, heads, L_q, L_k) it broadcasts to.
+    if not np.any(np.all(np.isneginf(np.atleast_1d(value)), axis=-1)):
+        return
+    full = np.broadcast_to(value, full_shape)
     dead = np.all(np.isneginf(full), axis=-1)
-    if np.any(dead):
-        where_ = tuple(int(i) for i in np.argwhere(dead)[0])
-        lead, row = where_[:-1], where_[-1]
-        at = f" of batch index {lead}" if lead else ""
-        raise ShapeError(f"attention: query row {row}{at} has every key masked (all -inf): softargmax over an "
-                         f"empty set of keys has no distribution (it would be NaN). Actual: "
-                         f"{int(np.sum(dead))} such row(s) for scores of shape {scores_shape}; let each query "
-                         f"see at least one key")
+    where_ = tuple(int(i) for i in np.argwhere(dead)[0])
+    lead, row = where_[:-1], where_[-1]
+    at = f" of batch index {lead}" if lead else ""
+    raise ShapeError(f"attention: query row {row}{at} has every key masked (all -inf): softargmax over an "
+                     f"empty set of keys has no distribution (it would be NaN). Actual: "
+                     f"{int(np.sum(dead))} such row(s) for scores of shape {scores_shape}; let each query "
+                     f"see at least one key")
 
 
 def attention(Q, K, V, mask=None, scale: float | None = None, return_weights: bool = False):
@@ -170,6 +175,15 @@ def attention(Q, K, V, mask=None, scale: float | None = None, return_weights: bo
                          f"Actual: Q {sq}, K {sk}, V {sv}")
     if scale is None:
         scale = 1.0 / np.sqrt(sk[-1]) if sk[-1] else 1.0
+    if mask is not None:
+        scores = matmul(Q, swapaxes(K, -1, -2))
+        mask = _additive(mask, scores.dtype)
+        _check_rows(mask, tuple(scores.shape))
+        # Scaled, masked and normalized by one primitive: one array of the
+        # scores' size kept for the backward pass, not three.
+        weights = masked_softargmax(scores, mask, -1, float(scale))
+        out = matmul(weights, V)
+        return (out, weights) if return_weights else out
     if scale != 1.0 and sk[-2] > sq[-1]:
         # Scale the queries (L_q × d_key) rather than the scores (L_q × L_k): a
         # smaller array made, and kept for the backward pass.
@@ -178,10 +192,6 @@ def attention(Q, K, V, mask=None, scale: float | None = None, return_weights: bo
         scores = matmul(Q, swapaxes(K, -1, -2))
         if scale != 1.0:
             scores = multiply(scores, float(scale))
-    if mask is not None:
-        mask = _additive(mask, scores.dtype)
-        _check_rows(mask, tuple(scores.shape))
-        scores = add(scores, mask)
     weights = softargmax(scores, -1)
     out = matmul(weights, V)
     return (out, weights) if return_weights else out

@@ -13,6 +13,7 @@ from ..core import Tensor
 from ..errors import AutogradDagError, ShapeError
 from ..primitives.elementwise import logistic, multiply, negative, relu, sigmoid, softplus, step, subtract, tanh
 from ..primitives.indexing import one_hot
+from ..primitives.losses import softmax_cross_entropy
 from ..primitives.numeric import take_along_axis
 from ..primitives.reductions import argmax as _argmax
 from ..primitives.reductions import layer_norm
@@ -235,8 +236,9 @@ def cross_entropy(logits, target, reduction: str = "mean") -> Tensor:
     logits = _as_tensor(logits)
     indices = _class_indices("cross_entropy", logits, target)
     if indices is not None:
-        loss = subtract(_logsumexp(logits, -1), _picked(logits, indices))
-        return _reduce(loss, reduction, "cross_entropy")
+        # One primitive each way (forward: lse − the picked score; backward:
+        # softargmax − one-hot, times the cotangent): see primitives/losses.py.
+        return _reduce(softmax_cross_entropy(logits, indices), reduction, "cross_entropy")
     t = _target_distribution("cross_entropy", logits, target)
     loss = subtract(_logsumexp(logits, -1), _sum(multiply(t, logits), -1))
     return _reduce(loss, reduction, "cross_entropy")

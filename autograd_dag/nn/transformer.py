@@ -27,7 +27,7 @@ from ..core import Tensor, name_scope, no_grad
 from ..errors import ShapeError
 from ..primitives.elementwise import add, multiply, relu
 from ..primitives.indexing import concatenate, take
-from ..primitives.linalg import matmul
+from ..primitives.linalg import linear, matmul
 from ..primitives.reductions import softargmax
 from ..primitives.structure import reshape, transpose
 from . import init as _init
@@ -70,9 +70,9 @@ class FeedForward(Module):
             raise ShapeError(f"FeedForward(d_model={self.d_model}): Expect: input (..., {self.d_model}). "
                              f"Actual: shape {shape}")
         flat = reshape(x, (-1, self.d_model))
-        h = relu(add(matmul(flat, transpose(self.W1)), self.b1))
-        y = add(matmul(h, transpose(self.W2)), self.b2)
-        return reshape(y, shape)
+        # linear: each product with its bias added in place (one array, not two).
+        h = relu(linear(flat, self.W1, self.b1))
+        return reshape(linear(h, self.W2, self.b2), shape)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, hidden={self.hidden}"

@@ -502,6 +502,52 @@ def _softargmax(b, node, args):
     return b.op("Div", [e, b.op("ReduceSum", [e, b.ints(axis)], keepdims=1)], hint=_hint(node))
 
 
+def _class_column(b, idx: Value) -> str:
+    """Class indices (...) as an int64 column (..., 1) for GatherElements along the last axis."""
+    return b.op("Unsqueeze", [_int64(b, idx), b.ints([-1])])
+
+
+@rule("softmax_cross_entropy")
+def _softmax_cross_entropy(b, node, args):
+    # lse(z) − z[t] along the last axis, as the primitive computes it.
+    z = b.cast(args[0], node.dtype)
+    axis = (len(z.shape) - 1,)
+    shifted, c = _shifted(b, z, axis, 1.0)
+    lse = b.op("Add", [b.op("Log", [b.op("ReduceSum", [b.op("Exp", [shifted]), b.ints(axis)], keepdims=1)]), c])
+    picked = b.op("GatherElements", [z, _class_column(b, args[1])], axis=axis[0])
+    return b.op("Reshape", [b.op("Sub", [lse, picked]), b.ints(node.shape)], hint=_hint(node))
+
+
+@rule("softmax_cross_entropy_grad")
+def _softmax_cross_entropy_grad(b, node, args):
+    # (softargmax(z) − onehot(t))·ct along the last axis (softargmax recomputed: the same value).
+    ct, z = b.cast(args[0], node.dtype), b.cast(args[1], node.dtype)
+    axis = (len(z.shape) - 1,)
+    e = b.op("Exp", [_shifted(b, z, axis, 1.0)[0]])
+    p = b.op("Div", [e, b.op("ReduceSum", [e, b.ints(axis)], keepdims=1)])
+    hit = b.op("Equal", [_class_column(b, args[3]), b.const(np.arange(z.shape[-1], dtype=np.int64), "classes")])
+    diff = b.op("Sub", [p, b.op("Cast", [hit], to=b.tensor_type(node.dtype))])
+    return b.op("Mul", [diff, b.op("Unsqueeze", [ct, b.ints([-1])])], hint=_hint(node))
+
+
+@rule("softargmax_jacobian")
+def _softargmax_jacobian(b, node, args):
+    # scale · y ⊙ (v − Σ v⊙y) over the axes.
+    v, y = _all_as(b, args, node.dtype)
+    dots = b.op("ReduceSum", [b.op("Mul", [v, y]), b.ints(node.params["axis"])], keepdims=1)
+    g = b.op("Mul", [y, b.op("Sub", [v, dots])])
+    return b.op("Mul", [g, b.scalar(node.params["scale"], node.dtype)], hint=_hint(node))
+
+
+@rule("masked_softargmax")
+def _masked_softargmax(b, node, args):
+    x, mask = _all_as(b, args, node.dtype)
+    z = b.op("Add", [b.op("Mul", [x, b.scalar(node.params["scale"], node.dtype)]), mask])
+    shifted, _ = _shifted(b, Value(z, node.shape, node.dtype), node.params["axis"], 1.0)
+    e = b.op("Exp", [shifted])
+    return b.op("Div", [e, b.op("ReduceSum", [e, b.ints(node.params["axis"])], keepdims=1)], hint=_hint(node))
+
+
 @rule("argmax", "argmin")
 def _argmax(b, node, args):
     x, axis = args[0], node.params["axis"]
@@ -740,6 +786,13 @@ def _roll_axes(b, x: Value, pairs) -> str:
         head = b.op("Slice", [out, b.ints([0]), b.ints([n - s]), b.ints([a])])
         out = b.op("Concat", [tail, head], axis=a)
     return out
+
+
+@rule("linear")
+def _linear(b, node, args):
+    x, w, bias = _all_as(b, args, node.dtype)
+    product = b.op("MatMul", [x, b.op("Transpose", [w], perm=[1, 0])])
+    return b.op("Add", [product, bias], hint=_hint(node))
 
 
 @rule("einsum")

@@ -1,7 +1,7 @@
 """The primitive families. Importing this package registers every built-in primitive."""
 
-from . import (arrangement, conv, elementwise, indexing, linalg, linalg_family, reductions,  # noqa: F401
-               structure)  # (registration)
+from . import (arrangement, conv, elementwise, indexing, linalg, linalg_family, losses,  # noqa: F401
+               reductions, structure)  # (registration)
 from . import arrays, mathfuncs, numeric  # noqa: F401  (registration: numpy's everyday functions)
 from .registry import PRIMITIVES, defprim
 

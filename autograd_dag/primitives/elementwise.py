@@ -238,10 +238,12 @@ def _logistic_impl(x):
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(np.result_type(x, np.float16), copy=False)
 
 
-def _relu_mask(x):
-    # relu'(0) = 0: the mask is x > 0, strictly. Left boolean: multiplying by
-    # it keeps the cotangent's dtype, and saves a cast of the whole array.
-    return greater(x, 0.0)
+def _relu_mask(out):
+    # relu'(0) = 0: the mask is x > 0, strictly, which is relu(x) > 0: read from
+    # the output, the derivative does not keep x (a program then writes relu
+    # into its dying input). Left boolean: multiplying by it keeps the
+    # cotangent's dtype, and saves a cast of the whole array.
+    return greater(out, 0.0)
 
 
 LOGISTIC = _elementwise("logistic", _logistic_impl,
@@ -254,8 +256,8 @@ def _relu_impl(x, *, out=None):
 
 
 RELU = _elementwise("relu", _relu_impl,
-              lambda ct, out, x: (multiply(ct, _relu_mask(x)),),
-              lambda t, out, x: multiply(t[0], _relu_mask(x)))
+              lambda ct, out, x: (multiply(ct, _relu_mask(out)),),
+              lambda t, out, x: multiply(t[0], _relu_mask(out)))
 SOFTPLUS = _elementwise("softplus", lambda x: np.logaddexp(np.zeros((), x.dtype), x),
                   lambda ct, out, x: (multiply(ct, logistic(x)),),
                   lambda t, out, x: multiply(t[0], logistic(x)), dtype_of=_to_float)

@@ -15,10 +15,10 @@ import numpy as np
 from ..core import Tensor, apply
 from ..errors import ShapeError
 from .elementwise import add
-from .batch import lift_rank
+from .batch import batch_size, lift_rank, materialize
 from .registry import defprim
 from .shapes import fmt
-from .structure import broadcast_to, reshape, sum_to_shape, swapaxes
+from .structure import broadcast_to, reshape, sum_to_shape, swapaxes, transpose
 
 # ----------------------------------------------------------------- matmul
 
@@ -136,6 +136,82 @@ def matmul(a, b) -> Tensor:
     Example: ``ad.matmul(ad.Tensor(np.ones((2, 3))), ad.Tensor(np.ones(3))).value`` is ``[3., 3.]``.
     """
     return apply(MATMUL, a, b)
+
+# ----------------------------------------------------------------- linear
+
+
+def _linear_rule(x, w, b):
+    sx, sw, sb = tuple(x.shape), tuple(w.shape), tuple(b.shape)
+    if len(sw) != 2 or len(sx) < 1 or sx[-1] != sw[1] or sb != sw[:1]:
+        raise ShapeError(f"linear: Expect: x (..., in), W (out, in) and b (out,). Actual: x {fmt(sx)}, "
+                         f"W {fmt(sw)}, b {fmt(sb)}")
+    return sx[:-1] + sw[:1], np.result_type(x.dtype, w.dtype, b.dtype)
+
+
+def _linear_impl(x, w, b):
+    out = np.matmul(x, w.T)
+    if out.dtype != np.result_type(out, b):
+        return out + b
+    out += b  # into the product's own fresh array: no second array of the output's size
+    return out
+
+
+def _rows(t, width: int):
+    return _as_matrix(t, (int(np.prod(t.shape[:-1], dtype=np.int64)), width))
+
+
+def _linear_vjp_x(ct, out, x, w, b):
+    # One (rows, out) × (out, in) product over all of x's leading axes.
+    return _as_matrix(matmul(_rows(ct, w.shape[0]), w), x.shape)
+
+
+def _linear_vjp_w(ct, out, x, w, b):
+    # ctᵀ x over all rows, the shorter side first (see _inner_products).
+    return _inner_products(_rows(ct, w.shape[0]), _rows(x, w.shape[1]))
+
+
+def _linear_jvp(t, out, x, w, b):
+    tx, tw, tb = t
+    terms = [matmul(tx, transpose(w)) if tx is not None else None,
+             matmul(x, transpose(tw)) if tw is not None else None, tb]
+    terms = [term for term in terms if term is not None]
+    total = terms[0]
+    for term in terms[1:]:
+        total = add(total, term)
+    return broadcast_to(total, out.shape)
+
+
+def _linear_batch(prim, args, batched):
+    x, w, b = args
+    if not batched[1] and not batched[2]:
+        return apply(prim, x, w, b)  # the batch axis of x is one more row axis
+    size = batch_size(args, batched)
+    if not batched[0]:
+        x = materialize(x, size)
+    vector = x.ndim == 2  # each example is one row (in,)
+    if vector:
+        x = reshape(x, (size, 1, x.shape[-1]))
+    wt = lift_rank(swapaxes(w, -1, -2), x.ndim - 1) if batched[1] else transpose(w)
+    y = matmul(x, wt)
+    y = add(y, lift_rank(b, y.ndim - 1) if batched[2] else b)
+    return reshape(y, (size, y.shape[-1])) if vector else y
+
+
+LINEAR = defprim("linear", _linear_impl, vjp=(_linear_vjp_x, _linear_vjp_w, lambda ct, out, x, w, b: sum_to_shape(
+                 ct, b.shape)), jvp=_linear_jvp, shape=_linear_rule, batch=_linear_batch)
+
+
+def linear(x, w, b) -> Tensor:
+    """The affine map x Wᵀ + b on the last axis, as one primitive (a layer's matmul and bias add).
+
+    One array of the output's size: the bias is added into the product in
+    place, where ``add(matmul(x, transpose(W)), b)`` keeps both the product and
+    the sum. The derivatives are the matmul's and the bias's: rows of every
+    leading axis go through one product each.
+    Shapes: x (..., in), W (out, in), b (out,) -> (..., out).
+    Example: ``ad.primitives.linalg.linear(np.ones((2, 3)), np.ones((4, 3)), np.zeros(4)).shape`` is ``(2, 4)``.
+    """
+    return apply(LINEAR, x, w, b)
 
 # ----------------------------------------------------------------- einsum
 

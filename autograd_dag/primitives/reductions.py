@@ -22,7 +22,7 @@ from ..core import Tensor, apply
 from ..errors import ShapeError
 from .elementwise import add, astype, divide, equal, exp, multiply, sqrt, subtract
 from .batch import elementwise as elementwise_batch
-from .batch import shift_axis
+from .batch import lift_rank, materialize, shift_axis
 from .registry import defprim
 from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape
 from .structure import broadcast_to, reshape, sum, sum_to_shape
@@ -246,10 +246,81 @@ def _softargmax_impl(x, *, axis, gamma, out=None):
     return e
 
 
+def _row_dots(v, y, axis):
+    """Σ v⊙y over ``axis``, kept as size 1; over the last axis as a batched product (no array of v's size)."""
+    if axis == (np.ndim(v) - 1,) and np.shape(v) == np.shape(y):
+        return np.matmul(v[..., None, :], y[..., :, None])[..., 0]
+    return np.sum(v * y, axis=axis, keepdims=True)
+
+
+def _jacobian_impl(v, y, *, axis, scale):
+    # One array of v's size, written in place: (v − Σ v⊙y), then ⊙ y, then · scale.
+    g = np.subtract(v, _row_dots(v, y, axis), dtype=np.result_type(v, y))
+    g *= y
+    if scale != 1.0:
+        g *= scale
+    return g
+
+
+def _jacobian_vjp_y(w, g, v, y, *, axis, scale):
+    # ∂/∂y_k of Σ_i w_i·c·y_i(v_i − s), s = Σ v⊙y: c·[w_k(v_k − s) − v_k Σ w⊙y].
+    s = sum(multiply(v, y), axis, keepdims=True)
+    r = sum(multiply(w, y), axis, keepdims=True)
+    d = subtract(multiply(w, subtract(v, s)), multiply(v, r))
+    return sum_to_shape(d if scale == 1.0 else multiply(d, scale), y.shape)
+
+
+def _jacobian_jvp(t, g, v, y, *, axis, scale):
+    tv, ty = t
+    total = None if tv is None else apply(SOFTARGMAX_JACOBIAN, tv, y, axis=axis, scale=scale)
+    if ty is not None:
+        s = sum(multiply(v, y), axis, keepdims=True)
+        d = subtract(multiply(ty, subtract(v, s)), multiply(y, sum(multiply(v, ty), axis, keepdims=True)))
+        d = d if scale == 1.0 else multiply(d, scale)
+        total = d if total is None else add(total, d)
+    return broadcast_to(total, g.shape)
+
+
+def _jacobian_batch(prim, args, batched, *, axis, scale):
+    rank = builtins.max(a.ndim - b for a, b in zip(args, batched))
+    lifted = [lift_rank(a, rank) if b else a for a, b in zip(args, batched)]
+    return apply(prim, *lifted, axis=tuple(a + 1 for a in axis), scale=scale)
+
+
+def _jacobian_rule(v, y, *, axis, scale):
+    try:
+        shape = np.broadcast_shapes(tuple(v.shape), tuple(y.shape))
+    except ValueError:
+        raise ShapeError(f"softargmax_jacobian: Expect: v and y of shapes that broadcast together. "
+                         f"Actual: {fmt(v.shape)} and {fmt(y.shape)}") from None
+    return shape, np.result_type(v.dtype, y.dtype)
+
+
+# J v for J = scale·(diag(y) − y yᵀ) along ``axis``: softargmax's Jacobian (symmetric) at its output y,
+# the VJP and the JVP of softargmax, masked_softargmax and the cross-entropy's backward primitive.
+# One primitive: one array of v's size instead of four.
+SOFTARGMAX_JACOBIAN = defprim(
+    "softargmax_jacobian", _jacobian_impl,
+    vjp=(lambda w, g, v, y, *, axis, scale: sum_to_shape(apply(SOFTARGMAX_JACOBIAN, w, y, axis=axis, scale=scale),
+                                                          v.shape),
+         _jacobian_vjp_y),
+    jvp=_jacobian_jvp, shape=_jacobian_rule, batch=_jacobian_batch)
+
+
 def _softargmax_jacobian(v, out, axis, gamma):
-    """J v for J the (symmetric) Jacobian of softargmax_γ: y ⊙ (v − Σ v⊙y) / γ."""
-    g = multiply(out, subtract(v, sum(multiply(v, out), axis, keepdims=True)))
-    return g if gamma == 1.0 else multiply(g, 1.0 / gamma)
+    """J v for J the (symmetric) Jacobian of softargmax_γ: y ⊙ (v − Σ v⊙y) / γ, as one primitive."""
+    return apply(SOFTARGMAX_JACOBIAN, v, out, axis=tuple(axis), scale=1.0 / gamma)
+
+
+def softargmax_jacobian(v, y, axis=-1, scale: float = 1.0) -> Tensor:
+    """scale · y ⊙ (v − Σ v⊙y) over ``axis``: softargmax's (symmetric) Jacobian at its output y, applied to v.
+
+    The derivative rules of softargmax (its VJP and JVP) are this product.
+    Shapes: v and y broadcast together -> the broadcast shape.
+    Example: ``softargmax_jacobian(ad.Tensor([1., 0.]), np.array([.5, .5])).value`` is ``[.25, -.25]``.
+    """
+    return apply(SOFTARGMAX_JACOBIAN, v, y, axis=normalize_axes("softargmax_jacobian", axis, builtins.max(
+        _ndim(v), _ndim(y))), scale=float(scale))
 
 
 SOFTARGMAX = defprim(
@@ -273,6 +344,80 @@ def softargmax(x, axis=-1, gamma: float = 1.0) -> Tensor:
 
 
 softmax = softargmax
+
+
+def _masked_softargmax_impl(x, mask, *, axis, scale, out=None):
+    # One array in all: scale·x, then + mask, the shift, exp and the division in
+    # place (``out`` may be x itself when it dies here, as for softargmax).
+    dtype = _float_dtype(np.result_type(x, mask))
+    if out is None:
+        out = np.empty(np.shape(x), dtype=dtype)
+    z = np.multiply(x, scale, out=out, dtype=dtype)
+    z += mask
+    c = np.max(z, axis=axis, keepdims=True, initial=-np.inf)
+    z -= np.where(np.isfinite(c), c, np.zeros((), z.dtype))
+    np.exp(z, out=z)
+    with np.errstate(invalid="ignore"):  # an all −inf row has no distribution: NaN
+        z /= np.sum(z, axis=axis, keepdims=True)
+    return z
+
+
+def _masked_softargmax_vjp_x(ct, out, x, mask, *, axis, scale):
+    return _softargmax_jacobian(ct, out, axis, 1.0 / scale)
+
+
+def _masked_softargmax_vjp_mask(ct, out, x, mask, *, axis, scale):
+    return sum_to_shape(_softargmax_jacobian(ct, out, axis, 1.0), mask.shape)
+
+
+def _masked_softargmax_jvp(t, out, x, mask, *, axis, scale):
+    tx, tm = t
+    v = multiply(tx, scale) if tx is not None else None
+    if tm is not None:
+        v = tm if v is None else add(v, tm)
+    return _softargmax_jacobian(broadcast_to(v, out.shape), out, axis, 1.0)
+
+
+def _masked_softargmax_rule(x, mask, *, axis, scale):
+    shape = tuple(x.shape)
+    try:
+        full = np.broadcast_shapes(shape, tuple(mask.shape))
+    except ValueError:
+        full = None
+    if full != shape:
+        raise ShapeError(f"masked_softargmax: Expect: a mask broadcastable to the scores' shape {fmt(shape)}. "
+                         f"Actual: mask of shape {fmt(mask.shape)}")
+    return shape, _float_dtype(np.result_type(x.dtype, mask.dtype))
+
+
+def _masked_softargmax_batch(prim, args, batched, *, axis, scale):
+    x, mask = args
+    if not batched[0]:
+        x = materialize(x, mask.shape[0])  # the result has the batch axis: so must the scores
+    if batched[1]:
+        mask = lift_rank(mask, x.ndim - 1)
+    return apply(prim, x, mask, axis=tuple(a + 1 for a in axis), scale=scale)
+
+
+MASKED_SOFTARGMAX = defprim(
+    "masked_softargmax", _masked_softargmax_impl, vjp=(_masked_softargmax_vjp_x, _masked_softargmax_vjp_mask),
+    jvp=_masked_softargmax_jvp, shape=_masked_softargmax_rule, batch=_masked_softargmax_batch)
+
+
+def masked_softargmax(x, mask, axis=-1, scale: float = 1.0) -> Tensor:
+    """softargmax(scale·x + mask) over ``axis``, as one primitive: attention's weights from its scores.
+
+    ``mask`` is additive and broadcasts to x's shape without widening it (0
+    keeps an entry, −∞ removes it). Where scores scaled, masked and normalized
+    by three primitives kept three arrays of the scores' size, this keeps one.
+    Shapes: x (*s), mask broadcastable to s -> (*s).
+    Example: ``masked_softargmax(ad.Tensor([1., 5.]), np.array([0., -np.inf])).value`` is ``[1., 0.]``.
+    """
+    scale = float(scale)
+    if not (math.isfinite(scale) and scale != 0.0):
+        raise ShapeError(f"masked_softargmax: Expect: a finite, non-zero scale. Actual: scale={scale!r}")
+    return apply(MASKED_SOFTARGMAX, x, mask, axis=normalize_axes("masked_softargmax", axis, _ndim(x)),
+                 scale=scale)
 
 # ----------------------------------------------------------------- argmax
 
@@ -333,7 +478,11 @@ def _layer_norm_impl(x, gamma, beta, *, axes, eps):
     x = x.astype(dtype, copy=False)
     mu = np.mean(x, axis=axes, keepdims=True)
     out = x - mu                                   # the one array of x's size; the rest works in place
-    var = np.mean(np.square(out), axis=axes, keepdims=True)
+    if axes == (-1,):  # Σ (x − μ)² per row as a batched product: no second array of x's size
+        var = _row_dots(out, out, (out.ndim - 1,))
+        var /= out.shape[-1]
+    else:
+        var = np.mean(np.square(out), axis=axes, keepdims=True)
     var += eps
     np.sqrt(var, out=var)
     out /= var

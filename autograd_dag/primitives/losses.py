@@ -1,0 +1,166 @@
+"""Softmax cross-entropy against class indices: one primitive forward, one backward.
+
+``softmax_cross_entropy(z, t)`` is lse(z) − z[t] along the last axis, row by
+row (``nn.functional.cross_entropy`` with class indices). Written with
+logsumexp, take_along_axis and subtract it made four arrays of z's size on
+the way back (z − lse, its exponential, that times the cotangent, the
+scattered one-hot) and a fifth for their sum; its VJP here is one primitive,
+``softmax_cross_entropy_grad(ct, z, loss, t)`` = (softargmax(z) − onehot(t))·ct,
+that makes one: exp(z − lse) in place, minus 1 at each row's class, times ct.
+lse is read back from the loss as loss + z[t] (as logsumexp's own VJP reads
+its output), so the maximum and the sum are not taken again. The backward
+primitive has its own derivative rules (in Tensor operations), so second
+derivatives go through it like any other.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import Tensor, apply
+from ..errors import ShapeError
+from .batch import materialize
+from .elementwise import add, multiply, subtract
+from .numeric import _check_along, take_along_axis
+from .reductions import _float_dtype, _shifted, _softargmax_jacobian, softargmax
+from .registry import defprim
+from .shapes import fmt
+from .structure import reshape, sum
+
+
+def _check(name: str, z_shape, idx) -> None:
+    if len(z_shape) < 1 or z_shape[-1] == 0:
+        raise ShapeError(f"{name}: Expect: scores with a non-empty class axis (..., C). Actual: shape "
+                         f"{fmt(z_shape)}")
+    if tuple(idx.shape) != tuple(z_shape[:-1]):
+        raise ShapeError(f"{name}: Expect: class indices of shape {fmt(z_shape[:-1])} for scores of shape "
+                         f"{fmt(z_shape)}. Actual: indices of shape {fmt(idx.shape)}")
+
+
+def _column(idx: np.ndarray) -> np.ndarray:
+    return idx[..., None]
+
+
+def _lse(z: np.ndarray) -> np.ndarray:
+    """log Σ exp(z) over the last axis, kept as size 1, computed stably."""
+    e, c = _shifted(z, (-1,), 1.0)
+    np.exp(e, out=e)
+    with np.errstate(divide="ignore"):  # an all −inf row: lse = −inf
+        return np.log(np.sum(e, axis=-1, keepdims=True)) + c
+
+
+def _ce_impl(z, idx):
+    _check("softmax_cross_entropy", z.shape, idx)
+    _check_along("softmax_cross_entropy", z.shape, _column(idx), z.ndim - 1, z.shape[-1])
+    return (_lse(z) - np.take_along_axis(z, _column(idx), -1))[..., 0]
+
+
+def _ce_grad_impl(ct, z, loss, idx):
+    _check("softmax_cross_entropy_grad", z.shape, idx)
+    col = _column(idx)
+    picked = np.take_along_axis(z, col, -1)
+    lse = loss[..., None] + picked
+    if not np.all(np.isfinite(lse)):
+        lse = _lse(z)  # an infinite loss or target score: lse cannot be read back from them
+    dtype = np.result_type(ct.dtype, lse.dtype, _float_dtype(z.dtype))
+    g = np.subtract(z, lse, dtype=dtype)       # the one array of z's size
+    np.exp(g, out=g)                           # softargmax(z), as exp(z − lse) (logsumexp's VJP)
+    np.put_along_axis(g, col, np.take_along_axis(g, col, -1) - 1, -1)
+    g *= ct[..., None]
+    return g
+
+
+def _picked(x, idx):
+    """x[..., idx]: each row's entry at its class, as recorded operations. Shapes: (..., C), (...) -> (...)."""
+    return reshape(take_along_axis(x, reshape(idx, tuple(idx.shape) + (1,)), -1), tuple(idx.shape))
+
+
+def _class_axis(z) -> tuple[int]:
+    return (z.ndim - 1,)
+
+
+def _ce_jvp(t, out, z, idx):
+    # ⟨t, softargmax(z)⟩ − t[idx] per row.
+    tz = t[0]
+    return subtract(sum(multiply(tz, softargmax(z, -1)), -1), _picked(tz, idx))
+
+
+def _grad_vjp_ct(w, out, ct, z, loss, idx):
+    # ∂/∂ct of (p − onehot)·ct: ⟨w, p⟩ − w[idx] per row.
+    return subtract(sum(multiply(w, softargmax(z, -1)), -1), _picked(w, idx))
+
+
+def _grad_vjp_z(w, out, ct, z, loss, idx):
+    # ∂/∂z of (p − onehot)·ct: Jᵀ(w·ct) with J softargmax's (symmetric) Jacobian.
+    u = multiply(w, reshape(ct, tuple(ct.shape) + (1,)))
+    return _softargmax_jacobian(u, softargmax(z, -1), _class_axis(z), 1.0)
+
+
+def _grad_jvp(t, out, ct, z, loss, idx):
+    tct, tz = t[0], t[1]
+    terms = []
+    if tct is not None:
+        terms.append(apply(SOFTMAX_CROSS_ENTROPY_GRAD, tct, z, loss, idx))
+    if tz is not None:
+        p = softargmax(z, -1)
+        terms.append(multiply(_softargmax_jacobian(tz, p, _class_axis(z), 1.0), reshape(ct, tuple(ct.shape) + (1,))))
+    total = terms[0]
+    for term in terms[1:]:
+        total = add(total, term)
+    return total
+
+
+def _rows_batch(prim, args, batched, **params):
+    # Every operand has the rows' leading axes: a batch axis is one more of them.
+    size = next(a.shape[0] for a, b in zip(args, batched) if b)
+    return apply(prim, *[a if b else materialize(a, size) for a, b in zip(args, batched)], **params)
+
+
+def _ce_rule(z, idx):
+    if idx.dtype.kind not in "iu":
+        raise ShapeError(f"softmax_cross_entropy: Expect: integer class indices. Actual: dtype {idx.dtype}")
+    _check("softmax_cross_entropy", tuple(z.shape), idx)
+    return tuple(z.shape[:-1]), _float_dtype(z.dtype)
+
+
+def _grad_rule(ct, z, loss, idx):
+    _check("softmax_cross_entropy_grad", tuple(z.shape), idx)
+    if tuple(ct.shape) != tuple(idx.shape) or tuple(loss.shape) != tuple(idx.shape):
+        raise ShapeError(f"softmax_cross_entropy_grad: Expect: a cotangent and a loss of shape "
+                         f"{fmt(idx.shape)}. Actual: {fmt(ct.shape)} and {fmt(loss.shape)}")
+    return tuple(z.shape), np.result_type(ct.dtype, loss.dtype, _float_dtype(z.dtype))
+
+
+SOFTMAX_CROSS_ENTROPY_GRAD = defprim(
+    "softmax_cross_entropy_grad", _ce_grad_impl, vjp=(_grad_vjp_ct, _grad_vjp_z, None, None), jvp=_grad_jvp,
+    shape=_grad_rule, nondiff=(2, 3), batch=_rows_batch)
+
+SOFTMAX_CROSS_ENTROPY = defprim(
+    "softmax_cross_entropy", _ce_impl,
+    vjp=lambda ct, out, z, idx: (apply(SOFTMAX_CROSS_ENTROPY_GRAD, ct, z, out, idx), None),
+    jvp=_ce_jvp, shape=_ce_rule, nondiff=(1,), batch=_rows_batch)
+
+
+def softmax_cross_entropy(z, indices) -> Tensor:
+    """lse(z) − z[indices] along the last axis: each row's cross-entropy against its class (no reduction).
+
+    ``indices`` are integers in [0, C) without derivative. The backward pass is
+    one primitive, :func:`softmax_cross_entropy_grad`.
+    Shapes: z (..., C), indices (...) -> (...).
+    Example: ``softmax_cross_entropy(ad.Tensor([[0., 0.]]), np.array([1])).value`` is ``[log 2]``.
+    """
+    if not isinstance(indices, Tensor):
+        indices = np.asarray(indices)
+    return apply(SOFTMAX_CROSS_ENTROPY, z, indices)
+
+
+def softmax_cross_entropy_grad(ct, z, loss, indices) -> Tensor:
+    """(softargmax(z) − onehot(indices))·ct along the last axis: the VJP of :func:`softmax_cross_entropy`.
+
+    ``loss`` must be ``softmax_cross_entropy(z, indices)`` (lse is read back from it);
+    it carries no derivative (the value does not depend on it).
+    Shapes: ct (...), z (..., C), loss (...), indices (...) -> (..., C).
+    """
+    if not isinstance(indices, Tensor):
+        indices = np.asarray(indices)
+    return apply(SOFTMAX_CROSS_ENTROPY_GRAD, ct, z, loss, indices)
