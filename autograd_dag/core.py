@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import numpy as np
 
 from .graph import paused_gc, reachable
-from .errors import (_PACKAGE_DIR, AnomalyError, AutogradDagError, NotDifferentiableError, ShapeError,
-                     TracingError, user_source, located)
+from .errors import (_INSIDE, _sites, AnomalyError, AutogradDagError, NotDifferentiableError, ShapeError,
+                     TracingError, site_lines, site_source, user_source, located)
 
 # Module globals rather than thread-locals: they are read on every operation,
 # and a global lookup is the cheapest read Python has.
@@ -348,6 +348,7 @@ def _contains_tensor(items) -> bool:
 
 
 _new_tensor = object.__new__
+_getframe = sys._getframe
 
 
 def _leaf(value: np.ndarray) -> Tensor:
@@ -460,10 +461,17 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
         if _source_override is None:
             # The user's line: the first frame outside this package (inlined
             # user_source(): this is the hottest path of the library).
-            frame = sys._getframe(1)
-            while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            frame = _getframe(1)
+            while frame is not None:
+                lines = _sites.get(id(frame.f_code))
+                if lines is None:
+                    lines = site_lines(frame.f_code)
+                if lines is not _INSIDE:
+                    out.source = lines.get(frame.f_lasti) or site_source(lines, frame)
+                    break
                 frame = frame.f_back
-            out.source = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+            else:
+                out.source = None
         else:
             out.source = _source_override
     else:

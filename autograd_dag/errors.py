@@ -9,19 +9,56 @@ from __future__ import annotations
 
 import os
 import sys
-from types import FrameType
+from types import CodeType, FrameType
+from typing import Any
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+# The user's line of each call site, cached per code object (by id) and
+# instruction offset: recording a node then costs two dict lookups, where
+# ``frame.f_lineno`` decodes the code's line table on every read, and every
+# node recorded from one line shares one ``(filename, lineno)`` tuple instead
+# of allocating its own (fewer objects for the cyclic collector to scan). Each
+# code object is kept alive in ``_site_codes`` so that its id is not reused
+# while cached. This package's code maps to ``_INSIDE``: the walk goes on to
+# its caller.
+_sites: dict[int, Any] = {}
+_site_codes: list = []
+_INSIDE = object()
+# Code made at run time (``exec``, functions defined in a loop) could grow the
+# cache without bound: past this many code objects it starts afresh.
+_MAX_SITE_CODES = 10_000
+
+
+def site_lines(code: CodeType) -> Any:
+    """The cache of ``code``'s call sites, ``{f_lasti: (filename, lineno)}``, or ``_INSIDE`` for this package."""
+    if len(_site_codes) >= _MAX_SITE_CODES:
+        _sites.clear()
+        _site_codes.clear()
+    lines = _INSIDE if code.co_filename.startswith(_PACKAGE_DIR) else {}
+    _sites[id(code)] = lines
+    _site_codes.append(code)
+    return lines
+
+
+def site_source(lines: dict, frame: FrameType) -> tuple[str, int]:
+    """``(filename, lineno)`` of the call ``frame`` is making, cached in ``lines`` (its code's sites)."""
+    source = lines[frame.f_lasti] = (frame.f_code.co_filename, frame.f_lineno)
+    return source
 
 
 def user_source() -> tuple[str, int] | None:
     """``(filename, lineno)`` of the innermost frame outside this package: the user's line."""
     frame: FrameType | None = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while frame is not None:
+        lines = _sites.get(id(frame.f_code))
+        if lines is None:
+            lines = site_lines(frame.f_code)
+        if lines is not _INSIDE:
+            return lines.get(frame.f_lasti) or site_source(lines, frame)
         frame = frame.f_back
-    if frame is None:
-        return None
-    return frame.f_code.co_filename, frame.f_lineno
+    return None
 
 
 class AutogradDagError(Exception):
