@@ -15,6 +15,7 @@ freed as soon as it has been consumed.
 from __future__ import annotations
 
 import operator
+from heapq import heapify, heappop, heappush
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -27,7 +28,7 @@ from .primitives import elementwise as ew
 from .primitives import structure
 from .program import NodeKind, Program, refuse_inputs_as_constants
 from . import tracing
-from .tracing import refuse_complex, slot_input, topological_nodes, values_of
+from .tracing import graph_freed, refuse_complex, slot_input, topological_nodes, values_of
 from .tree import flatten, unflatten
 
 _NO_PARAMS: dict = {}
@@ -127,12 +128,22 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
     its parents (and with them the saved forward values) once its VJP has run.
     """
     stop = {id(t) for t in wrt} if wrt is not None else set()
-    order = topological_nodes(outputs, stop, prune_constant)
     # The eager backward() knows which nodes lie on a path from a target:
     # requires_grad says exactly that. Otherwise the sweep works it out.
     eager = wrt is None and prune_constant
-    relevant = None if eager else _relevant(order, stop, wrt is None)
-    _refuse_missing_rules(order, relevant)
+    if eager:
+        # No walk before the sweep: a node is queued when its first cotangent
+        # contribution arrives and visited newest first (smallest ``serial``,
+        # a min-heap). Every child of a node is newer than it, so all of a
+        # node's contributions are in when it is visited. A primitive without a
+        # VJP rule is still refused before anything is freed.
+        order, relevant = None, None
+        if core._without_vjp:
+            _refuse_missing_rules(topological_nodes(outputs, stop, prune_constant), None)
+    else:
+        order = topological_nodes(outputs, stop, prune_constant)
+        relevant = _relevant(order, stop, wrt is None)
+        _refuse_missing_rules(order, relevant)
     record = create_graph
     cts: dict[int, Any] = {}
     for o, c in zip(outputs, cotangents):
@@ -140,6 +151,9 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
             if c is None:
                 c = np.ones(o.shape, dtype=o.dtype)
             _accumulate(cts, id(o), (c if isinstance(c, Tensor) else Tensor(c)) if record else _value_of(c))
+    if eager:  # (leaves share serial 0: the id settles ties, so Tensors are never compared)
+        heap = [(o.serial, id(o), o) for o in {id(o): o for o in outputs}.values() if id(o) in cts]
+        heapify(heap)
     results: dict[int, tuple] = {}
     # Nodes whose cotangent is a sum the sweep allocated and only ``cts`` holds
     # (not a VJP's output, which may alias its ``ct`` or a forward value): those
@@ -152,15 +166,24 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
     try:
         with paused_gc(), _sweep_context(record):
             pop_ct = cts.pop
-            while order:
-                t = order.pop()  # popping lets values go as soon as nothing else holds them
-                tid = id(t)
-                ct = pop_ct(tid, None)
-                if ct is None:
-                    continue
+            while heap if eager else order:
+                # Popping lets values go as soon as nothing else holds them.
+                if eager:
+                    t = heappop(heap)[2]
+                    tid = id(t)
+                    ct = pop_ct(tid)
+                    parents = t.parents
+                    if parents is None:
+                        raise graph_freed(t, "backward")
+                else:
+                    t = order.pop()
+                    tid = id(t)
+                    ct = pop_ct(tid, None)
+                    if ct is None:
+                        continue
+                    parents = t.parents
                 if owned:
                     owned.discard(tid)
-                parents = t.parents
                 if not parents or tid in stop:
                     results[tid] = (t, ct)
                     continue
@@ -216,6 +239,8 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     previous = cts.get(pid)
                     if previous is None:
                         cts[pid] = g
+                        if eager:
+                            heappush(heap, (p.serial, pid, p))
                         if prim.vjp_into is not None and not record:
                             owned.add(pid)  # (a scatter's cotangent is a fresh array)
                     elif record:

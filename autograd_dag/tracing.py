@@ -14,7 +14,9 @@ transformation through a closure (:func:`depends_on_outer`) — otherwise that
 enclosing transformation would see a constant and a zero derivative.
 
 :func:`topological_nodes` is the one walk over recorded nodes: the reverse
-and forward sweeps, ``vmap`` and program extraction all use it.
+and forward sweeps, ``vmap`` and program extraction all use it. (The eager
+``backward()`` alone needs none: it visits nodes newest first by their
+``serial``, as it reaches them; see ``autodiff.reverse_sweep``.)
 """
 
 from __future__ import annotations
@@ -183,10 +185,15 @@ def topological_nodes(outputs: Sequence[Tensor], stop=frozenset(), prune_constan
             return ()
         ps = t.parents
         if ps is None:
-            raise GraphFreedError(
-                f"{what}: the graph behind '{t.prim.name}'{located(t.source)} was already freed by a "
-                f"previous backward(); pass retain_graph=True to the first backward() to keep it")
+            raise graph_freed(t, what)
         return filter(keep, ps) if prune_constant else ps
 
     # A node only ever reads older ones: no cycle to look for.
     return topological_sort(filter(keep, outputs) if prune_constant else outputs, parents, check=False)
+
+
+def graph_freed(t: Tensor, what: str) -> GraphFreedError:
+    """The error for a walk that reached ``t`` after a ``backward()`` freed the graph behind it."""
+    return GraphFreedError(
+        f"{what}: the graph behind '{t.prim.name}'{located(t.source)} was already freed by a "
+        f"previous backward(); pass retain_graph=True to the first backward() to keep it")
