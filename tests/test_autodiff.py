@@ -593,3 +593,60 @@ def test_many_slices_of_one_array_sum_their_cotangents_in_place():
     hand[0, 1:3] += 2.0
     hand[3, 1:3] += 1.0
     np.testing.assert_allclose(g.value, hand, rtol=1e-12)
+
+
+def test_inlined_operations_record_the_node_apply_records():
+    # @operation inlines apply's common case into ad.multiply, ad.tanh, ...: the node
+    # must be the one apply records, field by field (lifted constants included).
+    from autograd_dag.core import apply
+    x32 = ad.Tensor(np.array([0.5, -1.0], dtype=np.float32), requires_grad=True, name="x")
+    c = ad.Tensor([2.0, 3.0])
+    cases = [(ad.multiply, (x32, 2.0)), (ad.add, (1.5, x32)), (ad.subtract, (c, np.array([1.0, 1.0]))),
+             (ad.maximum, (x32, c)), (ad.tanh, (x32,)), (ad.relu, (x32,)), (ad.sin, (c,)), (ad.less, (x32, c))]
+    with ad.name_scope("block"):
+        for op, args in cases:
+            fast, slow = op(*args), apply(ad.PRIMITIVES[op.__name__], *args)
+            assert fast.prim is slow.prim and fast.params is slow.params is None
+            np.testing.assert_array_equal(fast.value, slow.value)
+            assert fast.value.dtype == slow.value.dtype
+            assert (fast.requires_grad, fast.grad, fast.name, fast.scope) == \
+                (slow.requires_grad, slow.grad, slow.name, slow.scope) == (fast.requires_grad, None, None, ("block",))
+            assert fast.source[0] == slow.source[0] == __file__ and fast.source[1] == slow.source[1]
+            assert len(fast.parents) == len(slow.parents) == len(args)
+            for a, pf, ps in zip(args, fast.parents, slow.parents):
+                if isinstance(a, ad.Tensor):
+                    assert pf is a and ps is a
+                else:  # a constant leaf of the other operand's float dtype, as apply makes it
+                    assert pf.prim is None and not pf.requires_grad and pf.value.dtype == ps.value.dtype
+                    np.testing.assert_array_equal(pf.value, ps.value)
+            assert fast.serial < 0 and slow.serial < fast.serial  # made after it
+    with ad.no_grad():
+        assert ad.multiply(x32, 2.0).parents == () and not ad.tanh(x32).requires_grad
+    with pytest.raises(ad.ShapeError, match=r"multiply\(float64\[2\], float64\[3\]\).*test_autodiff.py"):
+        ad.multiply(c, ad.Tensor([1.0, 2.0, 3.0]))
+
+
+def test_eager_backward_waits_for_every_consumer_of_a_node():
+    # The eager sweep visits nodes newest first (Tensor.serial) as their first
+    # cotangent arrives: a node used early and late, beside a leaf made between
+    # its uses, still gets every contribution before its own VJP runs.
+    x = ad.Tensor([0.3, -0.7], requires_grad=True)
+    a = ad.tanh(x)
+    b = a * 2.0
+    w = ad.Tensor([1.5, 0.5], requires_grad=True)   # a leaf made after a and b
+    c = ad.exp(a) * w + b
+    loss = (c * a).sum()
+    loss.backward()
+    grads = ad.grad(lambda x, w: ((ad.exp(ad.tanh(x)) * w + ad.tanh(x) * 2.0) * ad.tanh(x)).sum(),
+                    argnums=(0, 1))(ad.Tensor(x.value), ad.Tensor(w.value))
+    np.testing.assert_allclose(x.grad.value, grads[0].value, rtol=1e-14)
+    np.testing.assert_allclose(w.grad.value, grads[1].value, rtol=1e-14)
+
+
+def test_a_primitive_without_vjp_is_refused_before_backward_frees_anything():
+    no_vjp = ad.primitive("test_autodiff_no_vjp", np.sin, replace=True)
+    x = ad.Tensor([0.5, 1.0], requires_grad=True)
+    y = no_vjp(x * 2.0) * 3.0
+    with pytest.raises(ad.MissingRuleError, match="test_autodiff_no_vjp"):
+        y.sum().backward()
+    assert y.parents is not None and y.parents[0].parents is not None  # nothing freed

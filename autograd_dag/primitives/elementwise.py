@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import Tensor, apply
+from ..core import Tensor, apply, operation
 from ..errors import ShapeError
 from .batch import elementwise as elementwise_batch
 from .registry import defprim
@@ -90,6 +90,7 @@ NEGATIVE = _elementwise("negative", np.negative,
                   lambda t, out, x: negative(t[0]))
 
 
+@operation(ADD)
 def add(x, y) -> Tensor:
     """x + y, broadcasting. Shapes: (*a), (*b) -> broadcast(a, b).
 
@@ -98,6 +99,7 @@ def add(x, y) -> Tensor:
     return apply(ADD, x, y)
 
 
+@operation(SUBTRACT)
 def subtract(x, y) -> Tensor:
     """x - y, broadcasting. Shapes: (*a), (*b) -> broadcast(a, b).
 
@@ -106,6 +108,7 @@ def subtract(x, y) -> Tensor:
     return apply(SUBTRACT, x, y)
 
 
+@operation(MULTIPLY)
 def multiply(x, y) -> Tensor:
     """x * y elementwise, broadcasting. Shapes: (*a), (*b) -> broadcast(a, b).
 
@@ -114,6 +117,7 @@ def multiply(x, y) -> Tensor:
     return apply(MULTIPLY, x, y)
 
 
+@operation(DIVIDE)
 def divide(x, y) -> Tensor:
     """x / y elementwise, broadcasting. Shapes: (*a), (*b) -> broadcast(a, b).
 
@@ -122,6 +126,7 @@ def divide(x, y) -> Tensor:
     return apply(DIVIDE, x, y)
 
 
+@operation(NEGATIVE)
 def negative(x) -> Tensor:
     """-x. Shapes: (*s) -> (*s).
 
@@ -198,6 +203,7 @@ TANH = _elementwise("tanh", np.tanh,
               lambda t, out, x: multiply(t[0], subtract(1.0, multiply(out, out))), dtype_of=_to_float)
 
 
+@operation(EXP)
 def exp(x) -> Tensor:
     """e**x elementwise. Shapes: (*s) -> (*s).
 
@@ -206,6 +212,7 @@ def exp(x) -> Tensor:
     return apply(EXP, x)
 
 
+@operation(LOG)
 def log(x) -> Tensor:
     """Natural logarithm elementwise. Shapes: (*s) -> (*s).
 
@@ -214,6 +221,7 @@ def log(x) -> Tensor:
     return apply(LOG, x)
 
 
+@operation(SQRT)
 def sqrt(x) -> Tensor:
     """Square root elementwise. Shapes: (*s) -> (*s).
 
@@ -222,6 +230,7 @@ def sqrt(x) -> Tensor:
     return apply(SQRT, x)
 
 
+@operation(TANH)
 def tanh(x) -> Tensor:
     """Hyperbolic tangent elementwise. Shapes: (*s) -> (*s).
 
@@ -269,6 +278,7 @@ ABS = _elementwise("abs", np.abs, lambda ct, out, x: (multiply(ct, sign(x)),),
              lambda t, out, x: multiply(t[0], sign(x)))
 
 
+@operation(LOGISTIC)
 def logistic(x) -> Tensor:
     """The logistic sigmoid 1 / (1 + e^-x), computed stably (alias ``sigmoid``). Shapes: (*s) -> (*s).
 
@@ -280,6 +290,7 @@ def logistic(x) -> Tensor:
 sigmoid = logistic
 
 
+@operation(RELU)
 def relu(x) -> Tensor:
     """max(x, 0) elementwise; relu'(0) = 0. Shapes: (*s) -> (*s).
 
@@ -288,6 +299,7 @@ def relu(x) -> Tensor:
     return apply(RELU, x)
 
 
+@operation(SOFTPLUS)
 def softplus(x) -> Tensor:
     """log(1 + e^x) elementwise, computed stably. Shapes: (*s) -> (*s).
 
@@ -296,6 +308,7 @@ def softplus(x) -> Tensor:
     return apply(SOFTPLUS, x)
 
 
+@operation(STEP)
 def step(x) -> Tensor:
     """Heaviside step: 1 where x >= 0, else 0; derivative 0 everywhere. Shapes: (*s) -> (*s).
 
@@ -304,6 +317,7 @@ def step(x) -> Tensor:
     return apply(STEP, x)
 
 
+@operation(SIGN)
 def sign(x) -> Tensor:
     """-1, 0 or 1 elementwise; derivative 0. Shapes: (*s) -> (*s).
 
@@ -312,6 +326,7 @@ def sign(x) -> Tensor:
     return apply(SIGN, x)
 
 
+@operation(ABS)
 def abs(x) -> Tensor:  # noqa: A001 - numpy's name
     """|x| elementwise; |x|'(0) = 0. Shapes: (*s) -> (*s).
 
@@ -354,6 +369,7 @@ MINIMUM = _elementwise("minimum", np.minimum, _pairwise_extremum_vjp(lambda x, y
                   _extremum_jvp(lambda x, y: (y, x)))
 
 
+@operation(MAXIMUM)
 def maximum(x, y) -> Tensor:
     """Elementwise max; at ties the gradient is split evenly. Shapes: (*a), (*b) -> broadcast(a, b).
 
@@ -362,6 +378,7 @@ def maximum(x, y) -> Tensor:
     return apply(MAXIMUM, x, y)
 
 
+@operation(MINIMUM)
 def minimum(x, y) -> Tensor:
     """Elementwise min; at ties the gradient is split evenly. Shapes: (*a), (*b) -> broadcast(a, b).
 
@@ -386,6 +403,7 @@ GREATER = _comparison("greater", np.greater)
 GREATER_EQUAL = _comparison("greater_equal", np.greater_equal)
 
 
+@operation(EQUAL)
 def equal(x, y) -> Tensor:
     """x == y elementwise (bool, no gradient). Shapes: (*a), (*b) -> broadcast(a, b).
 
@@ -394,6 +412,7 @@ def equal(x, y) -> Tensor:
     return apply(EQUAL, x, y)
 
 
+@operation(NOT_EQUAL)
 def not_equal(x, y) -> Tensor:
     """x != y elementwise (bool, no gradient). Shapes: (*a), (*b) -> broadcast(a, b).
 
@@ -402,6 +421,7 @@ def not_equal(x, y) -> Tensor:
     return apply(NOT_EQUAL, x, y)
 
 
+@operation(LESS)
 def less(x, y) -> Tensor:
     """x < y elementwise (bool, no gradient). Shapes: (*a), (*b) -> broadcast(a, b).
 
@@ -410,6 +430,7 @@ def less(x, y) -> Tensor:
     return apply(LESS, x, y)
 
 
+@operation(LESS_EQUAL)
 def less_equal(x, y) -> Tensor:
     """x <= y elementwise (bool, no gradient). Shapes: (*a), (*b) -> broadcast(a, b).
 
@@ -418,6 +439,7 @@ def less_equal(x, y) -> Tensor:
     return apply(LESS_EQUAL, x, y)
 
 
+@operation(GREATER)
 def greater(x, y) -> Tensor:
     """x > y elementwise (bool, no gradient). Shapes: (*a), (*b) -> broadcast(a, b).
 
@@ -426,6 +448,7 @@ def greater(x, y) -> Tensor:
     return apply(GREATER, x, y)
 
 
+@operation(GREATER_EQUAL)
 def greater_equal(x, y) -> Tensor:
     """x >= y elementwise (bool, no gradient). Shapes: (*a), (*b) -> broadcast(a, b).
 
@@ -468,6 +491,7 @@ STOP_GRADIENT = defprim("stop_gradient", lambda x: x, vjp=lambda ct, out, x: (No
                         batch=unary_batch)
 
 
+@operation(STOP_GRADIENT)
 def stop_gradient(x) -> Tensor:
     """The value of x, through which no derivative flows. Shapes: (*s) -> (*s).
 
@@ -514,6 +538,7 @@ COS = _elementwise("cos", np.cos, lambda ct, out, x: (negative(multiply(ct, sin(
                    lambda t, out, x: negative(multiply(t[0], sin(x))), dtype_of=_to_float)
 
 
+@operation(SIN)
 def sin(x) -> Tensor:
     """Sine elementwise (radians); sin' = cos. Shapes: (*s) -> (*s).
 
@@ -522,6 +547,7 @@ def sin(x) -> Tensor:
     return apply(SIN, x)
 
 
+@operation(COS)
 def cos(x) -> Tensor:
     """Cosine elementwise (radians); cos' = −sin. Shapes: (*s) -> (*s).
 

@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from ..core import Tensor, apply
+from ..core import Tensor, apply, operation
 from ..errors import AutogradDagError, ShapeError
 from .elementwise import (TIE_WEIGHTS, _elementwise, _tangent_sum, _unb, abs, add, astype, divide,
                           equal, exp, greater, less, multiply, negative, sqrt, subtract, where)
@@ -93,6 +93,7 @@ ARCCOSH = _unary("arccosh", np.arccosh, lambda g, x, out: divide(g, sqrt(subtrac
 ARCTANH = _unary("arctanh", np.arctanh, lambda g, x, out: divide(g, _one_minus_square(x)))
 
 
+@operation(TAN)
 def tan(x) -> Tensor:
     """Tangent elementwise; tan' = 1 + tan². Shapes: (*s) -> (*s).
 
@@ -101,6 +102,7 @@ def tan(x) -> Tensor:
     return apply(TAN, x)
 
 
+@operation(ARCSIN)
 def arcsin(x) -> Tensor:
     """Inverse sine elementwise, for x in [-1, 1]; arcsin' = 1/√(1 - x²). Shapes: (*s) -> (*s).
 
@@ -109,6 +111,7 @@ def arcsin(x) -> Tensor:
     return apply(ARCSIN, x)
 
 
+@operation(ARCCOS)
 def arccos(x) -> Tensor:
     """Inverse cosine elementwise, for x in [-1, 1]; arccos' = -1/√(1 - x²). Shapes: (*s) -> (*s).
 
@@ -117,6 +120,7 @@ def arccos(x) -> Tensor:
     return apply(ARCCOS, x)
 
 
+@operation(ARCTAN)
 def arctan(x) -> Tensor:
     """Inverse tangent elementwise; arctan' = 1/(1 + x²). Shapes: (*s) -> (*s).
 
@@ -125,6 +129,7 @@ def arctan(x) -> Tensor:
     return apply(ARCTAN, x)
 
 
+@operation(SINH)
 def sinh(x) -> Tensor:
     """Hyperbolic sine elementwise; sinh' = cosh. Shapes: (*s) -> (*s).
 
@@ -133,6 +138,7 @@ def sinh(x) -> Tensor:
     return apply(SINH, x)
 
 
+@operation(COSH)
 def cosh(x) -> Tensor:
     """Hyperbolic cosine elementwise; cosh' = sinh. Shapes: (*s) -> (*s).
 
@@ -141,6 +147,7 @@ def cosh(x) -> Tensor:
     return apply(COSH, x)
 
 
+@operation(ARCSINH)
 def arcsinh(x) -> Tensor:
     """Inverse hyperbolic sine elementwise; arcsinh' = 1/√(x² + 1). Shapes: (*s) -> (*s).
 
@@ -149,6 +156,7 @@ def arcsinh(x) -> Tensor:
     return apply(ARCSINH, x)
 
 
+@operation(ARCCOSH)
 def arccosh(x) -> Tensor:
     """Inverse hyperbolic cosine elementwise, for x >= 1; arccosh' = 1/√(x² - 1). Shapes: (*s) -> (*s).
 
@@ -157,6 +165,7 @@ def arccosh(x) -> Tensor:
     return apply(ARCCOSH, x)
 
 
+@operation(ARCTANH)
 def arctanh(x) -> Tensor:
     """Inverse hyperbolic tangent elementwise, for |x| < 1; arctanh' = 1/(1 - x²). Shapes: (*s) -> (*s).
 
@@ -194,6 +203,7 @@ LOG10 = _unary("log10", np.log10, lambda g, x, out: divide(g, multiply(x, _LN10)
 EXP2 = _unary("exp2", np.exp2, lambda g, x, out: multiply(g, multiply(out, _LN2)))
 
 
+@operation(LOG1P)
 def log1p(x) -> Tensor:
     """log(1 + x) elementwise, accurate for small x; log1p' = 1/(1 + x). Shapes: (*s) -> (*s).
 
@@ -202,6 +212,7 @@ def log1p(x) -> Tensor:
     return apply(LOG1P, x)
 
 
+@operation(EXPM1)
 def expm1(x) -> Tensor:
     """e**x - 1 elementwise, accurate for small x; expm1' = e**x. Shapes: (*s) -> (*s).
 
@@ -210,6 +221,7 @@ def expm1(x) -> Tensor:
     return apply(EXPM1, x)
 
 
+@operation(LOG2)
 def log2(x) -> Tensor:
     """Base-2 logarithm elementwise (exact at powers of 2, as numpy's). Shapes: (*s) -> (*s).
 
@@ -218,6 +230,7 @@ def log2(x) -> Tensor:
     return apply(LOG2, x)
 
 
+@operation(LOG10)
 def log10(x) -> Tensor:
     """Base-10 logarithm elementwise (exact at powers of 10, as numpy's). Shapes: (*s) -> (*s).
 
@@ -226,6 +239,7 @@ def log10(x) -> Tensor:
     return apply(LOG10, x)
 
 
+@operation(EXP2)
 def exp2(x) -> Tensor:
     """2**x elementwise; exp2' = 2**x · ln 2. Shapes: (*s) -> (*s).
 
@@ -245,6 +259,7 @@ SQUARE = _unary("square", np.square, lambda g, x, out: multiply(g, multiply(x, 2
 RECIPROCAL = _unary("reciprocal", _reciprocal_impl, lambda g, x, out: negative(multiply(g, square(out))))
 
 
+@operation(SQUARE)
 def square(x) -> Tensor:
     """x² elementwise (one node, cheaper than x * x). Shapes: (*s) -> (*s).
 
@@ -253,6 +268,7 @@ def square(x) -> Tensor:
     return apply(SQUARE, x)
 
 
+@operation(RECIPROCAL)
 def reciprocal(x) -> Tensor:
     """1/x elementwise (integers give floats); reciprocal' = -1/x². Shapes: (*s) -> (*s).
 
@@ -273,6 +289,7 @@ TRUNC = _constant("trunc", np.trunc)
 ROUND = _constant("round", _round_impl)
 
 
+@operation(FLOOR)
 def floor(x) -> Tensor:
     """Largest integer <= x, elementwise; derivative 0 everywhere (documented convention).
 
@@ -281,6 +298,7 @@ def floor(x) -> Tensor:
     return apply(FLOOR, x)
 
 
+@operation(CEIL)
 def ceil(x) -> Tensor:
     """Smallest integer >= x, elementwise; derivative 0 everywhere (documented convention).
 
@@ -289,6 +307,7 @@ def ceil(x) -> Tensor:
     return apply(CEIL, x)
 
 
+@operation(TRUNC)
 def trunc(x) -> Tensor:
     """x rounded towards zero, elementwise; derivative 0 everywhere. Shapes: (*s) -> (*s).
 
@@ -365,6 +384,7 @@ MOD = _binary("mod", np.mod,
               lambda g, x, y, out: negative(multiply(g, floor(divide(x, y)))))
 
 
+@operation(ARCTAN2)
 def arctan2(y, x) -> Tensor:
     """The angle of the point (x, y), elementwise, in (-π, π]; broadcasting.
 
@@ -374,6 +394,7 @@ def arctan2(y, x) -> Tensor:
     return apply(ARCTAN2, y, x)
 
 
+@operation(HYPOT)
 def hypot(x, y) -> Tensor:
     """√(x² + y²) elementwise, without overflow; broadcasting. Its derivative at (0, 0) is 0.
 
@@ -382,6 +403,7 @@ def hypot(x, y) -> Tensor:
     return apply(HYPOT, x, y)
 
 
+@operation(LOGADDEXP)
 def logaddexp(x, y) -> Tensor:
     """log(e**x + e**y) elementwise, computed stably; broadcasting. Shapes: (*a), (*b) -> broadcast(a, b).
 
@@ -390,6 +412,7 @@ def logaddexp(x, y) -> Tensor:
     return apply(LOGADDEXP, x, y)
 
 
+@operation(LOGADDEXP2)
 def logaddexp2(x, y) -> Tensor:
     """log2(2**x + 2**y) elementwise, computed stably; broadcasting. Shapes: (*a), (*b) -> broadcast(a, b).
 
@@ -398,6 +421,7 @@ def logaddexp2(x, y) -> Tensor:
     return apply(LOGADDEXP2, x, y)
 
 
+@operation(MOD)
 def mod(x, y) -> Tensor:
     """x mod y with the sign of y (numpy's ``%``): x - floor(x/y)·y; broadcasting.
 
@@ -437,6 +461,7 @@ FMAX = _fextremum("fmax", np.fmax, True)
 FMIN = _fextremum("fmin", np.fmin, False)
 
 
+@operation(FMAX)
 def fmax(x, y) -> Tensor:
     """Elementwise max ignoring NaN (the other operand wins); ties split the derivative evenly.
 
@@ -445,6 +470,7 @@ def fmax(x, y) -> Tensor:
     return apply(FMAX, x, y)
 
 
+@operation(FMIN)
 def fmin(x, y) -> Tensor:
     """Elementwise min ignoring NaN (the other operand wins); ties split the derivative evenly.
 
@@ -528,6 +554,7 @@ ISNAN = _test("isnan", np.isnan)
 ISINF = _test("isinf", np.isinf)
 
 
+@operation(ISFINITE)
 def isfinite(x) -> Tensor:
     """Whether each entry is finite (bool, no derivative). Shapes: (*s) -> (*s).
 
@@ -536,6 +563,7 @@ def isfinite(x) -> Tensor:
     return apply(ISFINITE, x)
 
 
+@operation(ISNAN)
 def isnan(x) -> Tensor:
     """Whether each entry is NaN (bool, no derivative). Shapes: (*s) -> (*s).
 
@@ -544,6 +572,7 @@ def isnan(x) -> Tensor:
     return apply(ISNAN, x)
 
 
+@operation(ISINF)
 def isinf(x) -> Tensor:
     """Whether each entry is +inf or -inf (bool, no derivative). Shapes: (*s) -> (*s).
 
