@@ -15,7 +15,7 @@ freed as soon as it has been consumed.
 from __future__ import annotations
 
 import operator
-from heapq import heapify, heappop, heappush
+from heapq import heappop, heappush
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -116,6 +116,17 @@ def _scattered_into(prim: Primitive, ct, out, args: list, params: dict, source: 
     return True
 
 
+def _queue(t: Tensor, heap: list, waiting: dict, leaves: dict) -> None:
+    """Queue ``t``, which just got its first cotangent, in the eager sweep: a node on the heap, a leaf aside."""
+    if t.parents:
+        heappush(heap, t.serial)
+        waiting[t.serial] = t
+    elif t.parents is None:
+        raise graph_freed(t, "backward")
+    else:
+        leaves[id(t)] = t
+
+
 def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                   wrt: Sequence[Tensor] | None, *, create_graph: bool, retain_graph: bool,
                   prune_constant: bool = False) -> dict[int, tuple]:
@@ -134,9 +145,10 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
     if eager:
         # No walk before the sweep: a node is queued when its first cotangent
         # contribution arrives and visited newest first (smallest ``serial``,
-        # a min-heap). Every child of a node is newer than it, so all of a
-        # node's contributions are in when it is visited. A primitive without a
-        # VJP rule is still refused before anything is freed.
+        # a min-heap of plain ints: cheap to compare). Every child of a node is
+        # newer than it, so all of a node's contributions are in when it is
+        # visited. Leaves only collect their sums. A primitive without a VJP
+        # rule is still refused before anything is freed.
         order, relevant = None, None
         if core._without_vjp:
             _refuse_missing_rules(topological_nodes(outputs, stop, prune_constant), None)
@@ -151,9 +163,13 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
             if c is None:
                 c = np.ones(o.shape, dtype=o.dtype)
             _accumulate(cts, id(o), (c if isinstance(c, Tensor) else Tensor(c)) if record else _value_of(c))
-    if eager:  # (leaves share serial 0: the id settles ties, so Tensors are never compared)
-        heap = [(o.serial, id(o), o) for o in {id(o): o for o in outputs}.values() if id(o) in cts]
-        heapify(heap)
+    if eager:
+        heap: list[int] = []
+        waiting: dict[int, Tensor] = {}  # the queued nodes by serial
+        leaves: dict[int, Tensor] = {}  # the leaves reached, by id
+        for o in outputs:
+            if id(o) in cts:
+                _queue(o, heap, waiting, leaves)
     results: dict[int, tuple] = {}
     # Nodes whose cotangent is a sum the sweep allocated and only ``cts`` holds
     # (not a VJP's output, which may alias its ``ct`` or a forward value): those
@@ -169,12 +185,10 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
             while heap if eager else order:
                 # Popping lets values go as soon as nothing else holds them.
                 if eager:
-                    t = heappop(heap)[2]
+                    t = waiting.pop(heappop(heap))
                     tid = id(t)
                     ct = pop_ct(tid)
                     parents = t.parents
-                    if parents is None:
-                        raise graph_freed(t, "backward")
                 else:
                     t = order.pop()
                     tid = id(t)
@@ -190,14 +204,14 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                 if retained and tid in retained and retained[tid]() is t:
                     results[tid] = (t, ct)
                 prim = t.prim
-                params = t.params or _NO_PARAMS
+                params = t.params  # (None when empty: a call with ``**{}`` still builds a dict)
                 if record:
                     args, out = parents, t
                     core.attribute(t.source, t.scope)
                 else:
                     args, out = list(map(_value, parents)), t.value
-                    if prim.vjp_into is not None and _scattered_into(prim, ct, out, args, params, parents[0],
-                                                                     cts, owned):
+                    if prim.vjp_into is not None and _scattered_into(
+                            prim, ct, out, args, params or _NO_PARAMS, parents[0], cts, owned):
                         if anomaly:
                             check_finite(ct, "gradient from the VJP", node=t)
                         if not retain_graph:
@@ -206,7 +220,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                 parts = prim.vjp_parts
                 if parts is None:
                     try:
-                        grads = prim.vjp(ct, out, *args, **params)
+                        grads = prim.vjp(ct, out, *args, **params) if params else prim.vjp(ct, out, *args)
                     except Exception as exc:
                         raise rule_error(prim, "VJP", exc, t, record) from exc
                     if type(grads) is not tuple and type(grads) is not list:
@@ -223,7 +237,8 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     else:  # the rule of this input only
                         part = parts[i]
                         try:
-                            g = None if part is None else part(ct, out, *args, **params)
+                            g = None if part is None else (
+                                part(ct, out, *args, **params) if params else part(ct, out, *args))
                         except Exception as exc:
                             raise rule_error(prim, "VJP", exc, t, record) from exc
                     if g is None:
@@ -240,7 +255,11 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     if previous is None:
                         cts[pid] = g
                         if eager:
-                            heappush(heap, (p.serial, pid, p))
+                            if p.parents:
+                                heappush(heap, p.serial)
+                                waiting[p.serial] = p
+                            else:
+                                _queue(p, heap, waiting, leaves)
                         if prim.vjp_into is not None and not record:
                             owned.add(pid)  # (a scatter's cotangent is a fresh array)
                     elif record:
@@ -257,6 +276,9 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     core.attribute(*outer)
                 if not retain_graph:
                     t.parents = None
+            if eager:
+                for lid, leaf in leaves.items():
+                    results[lid] = (leaf, cts[lid])
     finally:
         # Recorded derivative nodes were attributed to the forward node they
         # differentiate (source line and name scope); restore the caller's.

@@ -22,7 +22,8 @@ from .structure import broadcast_to, sum_to_shape, unary_batch
 
 def _unb(ct, x):
     """Cotangent ``ct`` summed back to operand ``x``'s shape."""
-    return sum_to_shape(ct, x.shape)
+    # (Most operands were not broadcast: no call then, on the sweep's hot path.)
+    return ct if ct.shape == x.shape else sum_to_shape(ct, x.shape)
 
 
 def _tangent_sum(out, *terms):
