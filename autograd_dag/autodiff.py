@@ -184,7 +184,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
             pop_ct = cts.pop
             while heap if eager else order:
                 # Popping lets values go as soon as nothing else holds them.
-                if eager:
+                if eager:  # (only nodes with parents are queued)
                     t = waiting.pop(heappop(heap))
                     tid = id(t)
                     ct = pop_ct(tid)
@@ -196,11 +196,11 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     if ct is None:
                         continue
                     parents = t.parents
+                    if not parents or tid in stop:
+                        results[tid] = (t, ct)
+                        continue
                 if owned:
                     owned.discard(tid)
-                if not parents or tid in stop:
-                    results[tid] = (t, ct)
-                    continue
                 if retained and tid in retained and retained[tid]() is t:
                     results[tid] = (t, ct)
                 prim = t.prim
