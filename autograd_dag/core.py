@@ -362,6 +362,22 @@ def _contains_tensor(items) -> bool:
 
 _new_tensor = object.__new__
 _getframe = sys._getframe
+
+
+def _site(frame) -> tuple[str, int] | None:
+    """The user's ``(filename, lineno)``: the first frame from ``frame`` outwards that is outside this package.
+
+    Every recorded node calls it, so each call site's answer is cached per
+    code object and instruction offset (``errors.site_lines``).
+    """
+    while frame is not None:
+        lines = _sites.get(id(frame.f_code))
+        if lines is None:
+            lines = site_lines(frame.f_code)
+        if lines is not _INSIDE:
+            return lines.get(frame.f_lasti) or site_source(lines, frame)
+        frame = frame.f_back
+    return None
 # The ``serial`` of every node made by ``apply``, counting down from -1 (a leaf's
 # is 0): a node's is below its parents' (they existed before it), so the eager
 # reverse sweep visits the newest node first from a min-heap, with no walk over
@@ -479,19 +495,7 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
         else:
             out.requires_grad = False
         if _source_override is None:
-            # The user's line: the first frame outside this package (inlined
-            # user_source(): this is the hottest path of the library).
-            frame = _getframe(1)
-            while frame is not None:
-                lines = _sites.get(id(frame.f_code))
-                if lines is None:
-                    lines = site_lines(frame.f_code)
-                if lines is not _INSIDE:
-                    out.source = lines.get(frame.f_lasti) or site_source(lines, frame)
-                    break
-                frame = frame.f_back
-            else:
-                out.source = None
+            out.source = _site(_getframe(1))
         else:
             out.source = _source_override
     else:
@@ -553,18 +557,7 @@ def operation(prim: Primitive) -> Callable[[Callable], Callable]:
                 return out
             out.parents = (x,)
             out.requires_grad = x.requires_grad
-            # (apply's walk to the user's line, from this function's caller)
-            frame = _getframe(1)
-            while frame is not None:
-                lines = _sites.get(id(frame.f_code))
-                if lines is None:
-                    lines = site_lines(frame.f_code)
-                if lines is not _INSIDE:
-                    out.source = lines.get(frame.f_lasti) or site_source(lines, frame)
-                    break
-                frame = frame.f_back
-            else:
-                out.source = None
+            out.source = _site(_getframe(1))
             return out
         return functools.update_wrapper(op, f)
 
@@ -602,17 +595,7 @@ def operation(prim: Primitive) -> Callable[[Callable], Callable]:
                 return out
             out.parents = (x, y)
             out.requires_grad = x.requires_grad or y.requires_grad
-            frame = _getframe(1)
-            while frame is not None:
-                lines = _sites.get(id(frame.f_code))
-                if lines is None:
-                    lines = site_lines(frame.f_code)
-                if lines is not _INSIDE:
-                    out.source = lines.get(frame.f_lasti) or site_source(lines, frame)
-                    break
-                frame = frame.f_back
-            else:
-                out.source = None
+            out.source = _site(_getframe(1))
             return out
         return functools.update_wrapper(op, f)
 
