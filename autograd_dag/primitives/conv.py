@@ -10,8 +10,9 @@ argument, ``max_pool2d_scatter`` and ``max_pool2d_gather``, each the other's
 transpose. At ties the whole gradient goes to the FIRST maximum of the window in
 row-major order.
 
-Each convolution is one copy of the input's windows (im2col) and one GEMM; Python
-loops run over kernel positions at most, never over pixels or channels.
+Each convolution copies the input's windows (im2col: once channels-last, in two
+copies along longer runs channels-first) and multiplies them on BLAS; Python loops
+run over kernel positions at most, never over pixels or channels.
 """
 
 from __future__ import annotations
