@@ -107,21 +107,33 @@ def _forward_channels_last(c: int, kw: int, out_hw, stride) -> bool:
     return kw * c > (ho * wo if stride[0] == 1 else wo)
 
 
+# A run of at least this many elements copies at about memory speed; shorter ones
+# pay numpy's per-run overhead (see _cols).
+_LONG_RUN = 16
+
+
 def _cols(x, kernel, stride, padding):
     """(N, C, H, W) -> (N, C·kh·kw, Ho·Wo): each image's windows as columns, and (Ho, Wo).
 
-    Two copies, each along long contiguous runs: first the kw horizontal shifts of
-    every row (runs of Wo), then the kh vertical shifts of those (each a whole
-    Ho·Wo plane at stride 1). One copy straight from the window view runs along Wo
-    only, and was 1.5x slower for LeNet's first layer, 2x for its second (float32).
+    Straight from the window view the copy runs along output rows, Wo elements
+    each. When those are short it is made in two copies along longer runs: first
+    the kw horizontal shifts of every row (runs of Wo, kw times the input only),
+    then the kh vertical shifts of those (each a whole Ho·Wo plane at stride 1):
+    2x faster for LeNet's second layer (Wo 8); for its first (Wo 24) the extra
+    copy cost as much as it saved.
     """
     (kh, kw), (sh, sw) = kernel, stride
     xp = _pad(x, padding)
     n, c = xp.shape[:2]
+    wo = (xp.shape[3] - kw) // sw + 1
+    if wo >= _LONG_RUN:
+        win = _windows(xp, kernel, stride)                                # (N, C, Ho, Wo, kh, kw)
+        ho = win.shape[2]
+        return win.transpose(0, 1, 4, 5, 2, 3).reshape(n, c * kh * kw, ho * wo), (ho, wo)
     # (N, C, kw, Hp, Wo): [n, c, j, y, b] = xp[n, c, y, b·sw + j]
     shifted = np.ascontiguousarray(sliding_window_view(xp, kw, axis=3)[..., ::sw, :].transpose(0, 1, 4, 2, 3))
     win = sliding_window_view(shifted, kh, axis=3)[:, :, :, ::sh]       # (N, C, kw, Ho, Wo, kh)
-    ho, wo = win.shape[3:5]
+    ho = win.shape[3]
     return win.transpose(0, 1, 5, 2, 3, 4).reshape(n, c * kh * kw, ho * wo), (ho, wo)
 
 
