@@ -125,7 +125,7 @@ CASES = [
     _conv_case((1, 2, 5, 5), (2, 2, 3, 3), 2, (2, 1), "stride2_pad_pairs"),
     _conv_case((1, 1, 3, 4), (2, 1, 1, 1), 1, 0, "one_by_one"),
     _conv_case((1, 2, 2, 2), (1, 2, 4, 4), 1, 1, "kernel_equals_padded"),
-    # Output rows of 18 float64 (144 bytes): the channels-first windows in one copy.
+    # Output rows of 18: the channels-first windows in one copy (two below 16).
     _conv_case((1, 2, 4, 20), (2, 2, 3, 3), 1, 0, "long_rows"),
     Case("conv2d_input_grad", lambda g, w: conv2d_input_grad(g, w, (7, 6), (4, 2), 1),
          lambda rng: (rng.standard_normal((2, 3, 2, 4)), rng.standard_normal((3, 2, 3, 2))),

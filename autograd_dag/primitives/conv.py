@@ -107,9 +107,9 @@ def _forward_channels_last(c: int, kw: int, out_hw, stride) -> bool:
     return kw * c > (ho * wo if stride[0] == 1 else wo)
 
 
-# A run of at least this many bytes copies at about memory speed; shorter ones
+# A run of at least this many elements copies at about memory speed; shorter ones
 # pay numpy's per-run overhead (see _cols).
-_LONG_RUN_BYTES = 128
+_LONG_RUN = 16
 
 
 def _cols(x, kernel, stride, padding):
@@ -118,16 +118,15 @@ def _cols(x, kernel, stride, padding):
     Straight from the window view the copy runs along output rows, Wo elements
     each. When those are short it is made in two copies along longer runs: first
     the kw horizontal shifts of every row (runs of Wo, kw times the input only),
-    then the kh vertical shifts of those (each a whole Ho·Wo plane at stride 1).
-    LeNet's second layer (Wo 8) copies 2x faster so, its first (Wo 24) 1.5x in
-    float32; in float64 (192-byte rows) the first layer's forward lost in the
-    step what the longer runs saved, to the extra copy's memory traffic.
+    then the kh vertical shifts of those (each a whole Ho·Wo plane at stride 1):
+    2x faster for LeNet's second layer (Wo 8); for its first (Wo 24) the extra
+    copy cost as much as it saved.
     """
     (kh, kw), (sh, sw) = kernel, stride
     xp = _pad(x, padding)
     n, c = xp.shape[:2]
     wo = (xp.shape[3] - kw) // sw + 1
-    if wo * xp.itemsize >= _LONG_RUN_BYTES:
+    if wo >= _LONG_RUN:
         win = _windows(xp, kernel, stride)                                # (N, C, Ho, Wo, kh, kw)
         ho = win.shape[2]
         return win.transpose(0, 1, 4, 5, 2, 3).reshape(n, c * kh * kw, ho * wo), (ho, wo)
