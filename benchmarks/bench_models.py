@@ -45,6 +45,7 @@ import argparse
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import gc
 import json
 import math
@@ -152,14 +153,22 @@ class Workload:
         self.dtype = np.dtype(dtype)
         self.rows = {}          # row name -> callable returning (loss, grads dict)
 
+    @functools.cached_property
+    def named(self) -> list:
+        """The model's (name, parameter) pairs, listed once: each row's bookkeeping is a loop
+        over this list, as the torch row's is over its dict (a walk of the module tree per
+        step, as zero_grad() and named_parameters() make, measured 0.06 ms each)."""
+        return list(self.model.named_parameters())
+
     def params(self) -> dict:
-        return {k: p.value for k, p in self.model.named_parameters()}
+        return {k: p.value for k, p in self.named}
 
     def eager_grads(self) -> tuple:
-        self.model.zero_grad()
+        for _, p in self.named:
+            p.grad = None
         loss = self.loss_of_model()
         loss.backward()
-        return loss.value, {k: p.grad.value for k, p in self.model.named_parameters()}
+        return loss.value, {k: p.grad.value for k, p in self.named}
 
     def make_jit(self):
         def f(params, *data):

@@ -125,6 +125,8 @@ CASES = [
     _conv_case((1, 2, 5, 5), (2, 2, 3, 3), 2, (2, 1), "stride2_pad_pairs"),
     _conv_case((1, 1, 3, 4), (2, 1, 1, 1), 1, 0, "one_by_one"),
     _conv_case((1, 2, 2, 2), (1, 2, 4, 4), 1, 1, "kernel_equals_padded"),
+    # Output rows of 18: the channels-first windows in one copy (two below 16).
+    _conv_case((1, 2, 4, 20), (2, 2, 3, 3), 1, 0, "long_rows"),
     Case("conv2d_input_grad", lambda g, w: conv2d_input_grad(g, w, (7, 6), (4, 2), 1),
          lambda rng: (rng.standard_normal((2, 3, 2, 4)), rng.standard_normal((3, 2, 3, 2))),
          ref=lambda g, w: input_grad_ref(g, w, (7, 6), (4, 2), 1), id="stride_pad"),
@@ -137,6 +139,9 @@ CASES = [
     Case("conv2d_weight_grad", lambda x, g: conv2d_weight_grad(x, g, (2, 2), 1, (0, 1)),
          lambda rng: (rng.standard_normal((1, 3, 3, 3)), rng.standard_normal((1, 2, 2, 4))),
          ref=lambda x, g: weight_grad_ref(x, g, (2, 2), 1, (0, 1)), id="pad_width"),
+    Case("conv2d_weight_grad", lambda x, g: conv2d_weight_grad(x, g, (3, 3)),
+         lambda rng: (rng.standard_normal((1, 2, 4, 20)), rng.standard_normal((1, 2, 2, 18))),
+         ref=lambda x, g: weight_grad_ref(x, g, (3, 3)), id="long_rows"),
     _pool_case((2, 3, 4, 6), 2, None, "window2"),
     _pool_case((1, 2, 7, 7), 3, 2, "overlap_not_dividing"),
     _pool_case((1, 1, 5, 7), (2, 3), (1, 2), "pairs"),
