@@ -26,7 +26,8 @@ from .graph import paused_gc
 from .errors import AutogradDagError, MissingRuleError, NotDifferentiableError, user_source, located
 from .primitives import elementwise as ew
 from .primitives import structure
-from .program import NodeKind, Program, refuse_inputs_as_constants
+from .passes import refuse_inputs_as_constants
+from .program import NodeKind, Program
 from . import tracing
 from .tracing import graph_freed, refuse_complex, slot_input, topological_nodes, values_of
 from .tree import flatten, unflatten

@@ -14,7 +14,6 @@ pays for it.
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 import sys
 import weakref
@@ -509,102 +508,6 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
                 check_finite(a, f"input {a.name!r}" if a.name else "a constant input", consumer=out)
         check_finite(out, "forward value")
     return out
-
-
-def operation(prim: Primitive) -> Callable[[Callable], Callable]:
-    """Decorator for the function ``f(x)`` or ``f(x, y)`` whose body is ``apply(prim, x[, y])``.
-
-    The function's body stays the general path; the decorator inlines the
-    common case: Tensor operands (a Python number or an ndarray becomes a
-    constant leaf), recording or not (``no_grad``), outside ``detect_anomaly``
-    and the derivative sweeps' attribution. Then one Python frame lies between the user's line and
-    numpy, not two plus the packing of ``*args, **params`` (on the chain of
-    ``bench_overhead.py``: 21.6k -> 17.1k instructions per recorded op). In
-    the bare sweeps (``bare_values``), plain arrays go straight to numpy. The
-    node is the one ``apply`` records (tests/test_autodiff.py checks it).
-    """
-    impl = prim.impl
-
-    def unary(f: Callable) -> Callable:
-        def op(x):
-            if type(x) is not Tensor:
-                if _bare:
-                    try:
-                        return impl(x)
-                    except Exception:
-                        pass  # the general path raises the library's error
-                return f(x)
-            if _anomaly or _bare or _source_override is not None:
-                return f(x)
-            try:
-                value = impl(x.value)
-            except Exception:
-                return f(x)
-            if type(value) is not np.ndarray:
-                value = np.asarray(value)
-            out = _new_tensor(Tensor)
-            out.value = value
-            out.prim = prim
-            out.params = None
-            out.grad = None
-            out.name = None
-            out.scope = _scope
-            out.serial = next(_serials)
-            if not _recording:
-                out.parents = ()
-                out.requires_grad = False
-                out.source = None
-                return out
-            out.parents = (x,)
-            out.requires_grad = x.requires_grad
-            out.source = _site(_getframe(1))
-            return out
-        return functools.update_wrapper(op, f)
-
-    def binary(f: Callable) -> Callable:
-        def op(x, y):
-            if _bare:
-                if type(x) is not Tensor and type(y) is not Tensor:
-                    try:
-                        return impl(x, y)
-                    except Exception:
-                        pass  # the general path raises the library's error
-                return f(x, y)
-            if _anomaly or _source_override is not None:
-                return f(x, y)
-            if type(x) is not Tensor or type(y) is not Tensor:
-                x, y = _lift((x, y))
-            try:
-                value = impl(x.value, y.value)
-            except Exception:
-                return f(x, y)
-            if type(value) is not np.ndarray:
-                value = np.asarray(value)
-            out = _new_tensor(Tensor)
-            out.value = value
-            out.prim = prim
-            out.params = None
-            out.grad = None
-            out.name = None
-            out.scope = _scope
-            out.serial = next(_serials)
-            if not _recording:
-                out.parents = ()
-                out.requires_grad = False
-                out.source = None
-                return out
-            out.parents = (x, y)
-            out.requires_grad = x.requires_grad or y.requires_grad
-            out.source = _site(_getframe(1))
-            return out
-        return functools.update_wrapper(op, f)
-
-    def decorate(f: Callable) -> Callable:
-        arity = f.__code__.co_argcount
-        if arity not in (1, 2):
-            raise AutogradDagError(f"@operation: {f.__name__} takes {arity} arguments; only 1 or 2 are inlined")
-        return unary(f) if arity == 1 else binary(f)
-    return decorate
 
 
 def operation_error(prim: Primitive, args, params: dict, exc: Exception) -> AutogradDagError:

@@ -8,14 +8,21 @@ and parameters, so the merge is exact. Constants are merged only when they
 are the same array: two equal arrays may be changed apart later (a closure
 constant is read at every call).
 
-The pass works on any nodes with ``index``, ``prim``, ``parents``,
-``params`` and ``op`` (a program's), so it sits below :mod:`program`.
+:func:`refuse_inputs_as_constants` is a check, not a rewrite: a program that
+would reuse one call's data as a constant is refused.
+
+The passes work on any nodes with ``index``, ``prim``, ``parents``,
+``params``, ``value`` and ``op`` (a program's), so they sit below :mod:`program`.
 """
 
 from __future__ import annotations
 
 import copy
 from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import TracingError, located
 
 
 def common_subexpressions(nodes: Sequence, inputs: Sequence[int], outputs: Sequence[int]) -> tuple[list, dict]:
@@ -92,3 +99,37 @@ def _value_key(value: Any):
         return ("id", id(value))
     # The type too: 1, 1.0 and True are equal keys in a dict but not the same parameter.
     return (type(value), value)
+
+
+def refuse_inputs_as_constants(program, inputs: Sequence, what: str) -> None:
+    """Raise :class:`TracingError` if a constant of ``program`` is an input's array (or a view of it).
+
+    ``inputs``: the Tensors the program was traced with, in the order of
+    ``program.inputs``. Such a constant was made from an input's value during
+    tracing (``t.value`` fed back into an operation) and would hold this
+    call's numbers on every later call. :func:`core.concrete` refuses such
+    reads in the library and in numpy conversions; this catches the rest
+    that share the input's memory.
+    """
+    by_buffer: dict[int, list] = {}
+    for k, t in zip(program.inputs, inputs):
+        by_buffer.setdefault(id(_buffer_of(t.value)), []).append((k, t.value))
+    input_nodes = set(program.inputs)
+    for node in program.nodes:
+        if node.prim is not None or node.index in input_nodes or not isinstance(node.value, np.ndarray):
+            continue
+        for k, array in by_buffer.get(id(_buffer_of(node.value)), ()):
+            if np.may_share_memory(node.value, array):
+                user = next((n for n in program.nodes if node.index in n.parents), node)
+                raise TracingError(
+                    f"{what}: a constant of the program ({node.type_str()}, read by '{user.op}') holds the "
+                    f"numbers of input {program.nodes[k].name!r}: it was read while tracing (t.value) and "
+                    f"would be reused on every later call. Compute with the input through ad operations; "
+                    f"for a fixed array, close over a copy{located(user.source)}")
+
+
+def _buffer_of(array: np.ndarray) -> np.ndarray:
+    """The array whose memory ``array`` views (itself if it owns its data)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array

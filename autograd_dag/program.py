@@ -18,10 +18,10 @@ import numpy as np
 
 from . import core
 from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error
-from .errors import AutogradDagError, ProgramInputError, TracingError, user_source, located
+from .errors import AutogradDagError, ProgramInputError, user_source, located
 from .execution import disposable, plan_steps
 from .graph import Graph
-from .passes import common_subexpressions
+from .passes import common_subexpressions, refuse_inputs_as_constants
 from .tracing import program_input, record, topological_nodes
 from .tree import flatten, unflatten
 from .primitives.registry import PRIMITIVES
@@ -521,37 +521,6 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
     refuse_inputs_as_constants(prog, rec.inputs, "trace")
     prog.single_output = not isinstance(rec.result, (tuple, list))
     return prog
-
-
-def refuse_inputs_as_constants(program: Program, inputs: Sequence[Tensor], what: str) -> None:
-    """Raise :class:`TracingError` if a constant of ``program`` is an input's array (or a view of it).
-
-    That constant was made from the input's value during tracing (``t.value``
-    fed back into an operation) and would hold this call's numbers on every
-    later call. :func:`core.concrete` refuses such reads in the library and in
-    numpy conversions; this catches the rest that share the input's memory.
-    """
-    by_buffer: dict[int, list] = {}
-    for k, t in zip(program.inputs, inputs):
-        by_buffer.setdefault(id(_buffer_of(t.value)), []).append((k, t.value))
-    for node in program.nodes:
-        if node.prim is not None or node.op is NodeKind.INPUT or not isinstance(node.value, np.ndarray):
-            continue
-        for k, array in by_buffer.get(id(_buffer_of(node.value)), ()):
-            if np.may_share_memory(node.value, array):
-                user = next((n for n in program.nodes if node.index in n.parents), node)
-                raise TracingError(
-                    f"{what}: a constant of the program ({node.type_str()}, read by '{user.op}') holds the "
-                    f"numbers of input {program.nodes[k].name!r}: it was read while tracing (t.value) and "
-                    f"would be reused on every later call. Compute with the input through ad operations; "
-                    f"for a fixed array, close over a copy{located(user.source)}")
-
-
-def _buffer_of(array: np.ndarray):
-    """The array whose memory ``array`` views (itself if it owns its data)."""
-    while isinstance(array.base, np.ndarray):
-        array = array.base
-    return array
 
 
 def jit(f: Callable) -> Callable:

@@ -18,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "autograd_dag"
 LAYERS = [
     "errors", "tree",
     "graph", "graph_algorithms",  # the DAG core, then the book's other questions about DAGs
-    "core", "primitives", "tracing", "execution", "passes", "program",
+    "core", "inlined", "primitives", "tracing", "execution", "passes", "program",
     "autodiff", "operators",  # the one place Tensor gets methods from above (backward too)
     "batching", "checking", "testing", "linalg", "text",
     "circuits", "render", "named", "nn", "optim", "onnx",

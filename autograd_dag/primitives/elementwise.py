@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import Tensor, apply, operation
+from ..core import Tensor, apply
+from ..inlined import operation
 from ..errors import ShapeError
 from .batch import elementwise as elementwise_batch
 from .registry import defprim

@@ -35,7 +35,8 @@ import math
 
 import numpy as np
 
-from ..core import Tensor, apply, operation
+from ..core import Tensor, apply
+from ..inlined import operation
 from ..errors import AutogradDagError, ShapeError
 from .elementwise import (TIE_WEIGHTS, _elementwise, _tangent_sum, _unb, abs, add, astype, divide,
                           equal, exp, greater, less, multiply, negative, sqrt, subtract, where)
