@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import numpy as np
 
 from .graph import paused_gc, reachable
-from .errors import (_INSIDE, _sites, AnomalyError, AutogradDagError, NotDifferentiableError, ShapeError,
-                     TracingError, site_lines, site_source, user_source, located)
+from .errors import (AnomalyError, AutogradDagError, NotDifferentiableError, ShapeError, TracingError,
+                     site_of, user_source, located)
 
 # Module globals rather than thread-locals: they are read on every operation,
 # and a global lookup is the cheapest read Python has.
@@ -362,21 +362,6 @@ def _contains_tensor(items) -> bool:
 _new_tensor = object.__new__
 _getframe = sys._getframe
 
-
-def _site(frame) -> tuple[str, int] | None:
-    """The user's ``(filename, lineno)``: the first frame from ``frame`` outwards that is outside this package.
-
-    Every recorded node calls it, so each call site's answer is cached per
-    code object and instruction offset (``errors.site_lines``).
-    """
-    while frame is not None:
-        lines = _sites.get(id(frame.f_code))
-        if lines is None:
-            lines = site_lines(frame.f_code)
-        if lines is not _INSIDE:
-            return lines.get(frame.f_lasti) or site_source(lines, frame)
-        frame = frame.f_back
-    return None
 # The ``serial`` of every node made by ``apply``, counting down from -1 (a leaf's
 # is 0): a node's is below its parents' (they existed before it), so the eager
 # reverse sweep visits the newest node first from a min-heap, with no walk over
@@ -494,7 +479,7 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
         else:
             out.requires_grad = False
         if _source_override is None:
-            out.source = _site(_getframe(1))
+            out.source = site_of(_getframe(1))
         else:
             out.source = _source_override
     else:

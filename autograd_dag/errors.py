@@ -48,9 +48,12 @@ def site_source(lines: dict, frame: FrameType) -> tuple[str, int]:
     return source
 
 
-def user_source() -> tuple[str, int] | None:
-    """``(filename, lineno)`` of the innermost frame outside this package: the user's line."""
-    frame: FrameType | None = sys._getframe(1)
+def site_of(frame: FrameType | None) -> tuple[str, int] | None:
+    """The user's ``(filename, lineno)``: the first frame from ``frame`` outwards that is outside this package.
+
+    Every recorded node asks, so each call site's answer is cached per code
+    object and instruction offset (:func:`site_lines`).
+    """
     while frame is not None:
         lines = _sites.get(id(frame.f_code))
         if lines is None:
@@ -59,6 +62,11 @@ def user_source() -> tuple[str, int] | None:
             return lines.get(frame.f_lasti) or site_source(lines, frame)
         frame = frame.f_back
     return None
+
+
+def user_source() -> tuple[str, int] | None:
+    """``(filename, lineno)`` of the innermost frame outside this package: the user's line."""
+    return site_of(sys._getframe(1))
 
 
 class AutogradDagError(Exception):

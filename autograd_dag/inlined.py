@@ -18,8 +18,8 @@ from typing import Callable
 import numpy as np
 
 from . import core
-from .core import Primitive, Tensor, _getframe, _lift, _new_tensor, _serials, _site
-from .errors import AutogradDagError
+from .core import Primitive, Tensor, _getframe, _lift, _new_tensor, _serials
+from .errors import AutogradDagError, site_of
 
 
 def operation(prim: Primitive) -> Callable[[Callable], Callable]:
@@ -64,7 +64,7 @@ def operation(prim: Primitive) -> Callable[[Callable], Callable]:
                 return out
             out.parents = (x,)
             out.requires_grad = x.requires_grad
-            out.source = _site(_getframe(1))
+            out.source = site_of(_getframe(1))
             return out
         return functools.update_wrapper(op, f)
 
@@ -102,7 +102,7 @@ def operation(prim: Primitive) -> Callable[[Callable], Callable]:
                 return out
             out.parents = (x, y)
             out.requires_grad = x.requires_grad or y.requires_grad
-            out.source = _site(_getframe(1))
+            out.source = site_of(_getframe(1))
             return out
         return functools.update_wrapper(op, f)
 
