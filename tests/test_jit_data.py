@@ -176,3 +176,24 @@ def test_vmap_refuses_reading_an_example_as_numbers():
     with pytest.raises(TracingError, match="vmap"):
         ad.vmap(lambda w, y: ad.sum(w[np.asarray(y)]), in_axes=(None, 0))(np.ones(3), np.array([[0], [2]]))
 
+
+
+def test_vmap_per_example_labels_ids_and_masks():
+    # vmap records on the first example: a label, id or mask read as numbers
+    # there would be the first example's for the whole batch.
+    y = np.array([0, 1, 2, 3, 4, 0])
+    g = ad.vmap(ad.grad(lambda w, x, t: F.cross_entropy((x @ w)[None], t[None])), in_axes=(None, 0, 0))(W, X, y)
+    for i in range(len(y)):
+        np.testing.assert_allclose(g[i], ad.grad(lambda w: F.cross_entropy((X[i] @ w)[None], y[i:i + 1]))(W),
+                                   rtol=1e-12)
+    emb = nn.Embedding(7, 3, padding_idx=0, rng=0)
+    table = emb.weight.value + 1.0
+    ids = np.array([[1, 0, 3], [0, 2, 2]])
+    out = ad.vmap(lambda i: nn.functional_call(emb, {"weight": table}, i))(ids)
+    for i in range(len(ids)):
+        np.testing.assert_allclose(out[i], table[ids[i]] * (ids[i] != 0)[:, None], rtol=0)
+    q = RNG.standard_normal((3, 2, 4))
+    masks = np.array([np.tril(np.ones((2, 2), bool)), np.ones((2, 2), bool), np.eye(2, dtype=bool)])
+    out = ad.vmap(lambda q, m: nn.attention(q, q, q, mask=m))(q, masks)
+    for i in range(len(q)):
+        np.testing.assert_allclose(out[i], nn.attention(q[i], q[i], q[i], mask=masks[i]).value, rtol=1e-12)
