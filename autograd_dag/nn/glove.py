@@ -21,7 +21,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from ..core import Tensor
+from ..core import Tensor, concrete
 from ..errors import AutogradDagError, ShapeError
 from ..primitives.elementwise import log
 from ..primitives.indexing import take
@@ -103,8 +103,8 @@ def glove_weighting(x, x_max: float = 100.0, alpha: float = 0.75) -> np.ndarray:
 
 def _pairs(cooc, size: int):
     """(rows, cols, counts) of the positive entries of a Cooccurrence, a triple, or a dense (V, V) matrix."""
-    if isinstance(cooc, Tensor):
-        cooc = cooc.value
+    # Which pairs are positive decides the loss's terms: numbers, refused for a traced input.
+    cooc = concrete(cooc, "glove_loss's choice of the positive co-occurrence pairs")
     if isinstance(cooc, Cooccurrence) or isinstance(cooc, tuple) and len(cooc) in (3, 4):
         rows, cols, counts = (np.asarray(a) for a in tuple(cooc)[:3])
         counts = counts.astype(np.float64)
