@@ -118,13 +118,29 @@ def numerical_grad(f: Callable, args: Sequence, eps: float | None = None) -> tup
 
 def _numerical_jacobian(f, td, leaves, i, eps) -> np.ndarray:
     """Rows: output entries (all outputs flattened); columns: entries of argument i."""
+    return _difference_jacobians(f, td, leaves, i, eps, one_sided=False)[0]
+
+
+def _difference_jacobians(f, td, leaves, i, eps, one_sided: bool) -> tuple[np.ndarray, ...]:
+    """The central-difference Jacobian of argument i, and with ``one_sided`` the backward and forward ones.
+
+    The one-sided Jacobians (f(x) − f(x − h))/h and (f(x + h) − f(x))/h reuse the
+    central difference's evaluations (plus f(x)): where they disagree, f has a
+    kink at x and no derivative is there to check.
+    """
     x = np.asarray(leaves[i], dtype=np.float64)
     steps = eps * _step_scale(x)
-    cols = []
+    f0 = np.concatenate([o.ravel() for o in _evaluate(f, td, leaves)]) if one_sided else None
+    central, left, right = [], [], []
     for j in np.ndindex(x.shape):
         fp, fm = (_evaluate_flat_moved(f, td, leaves, i, j, step) for step in (steps[j], -steps[j]))
-        cols.append((fp - fm) / (2 * steps[j]))
-    return np.stack(cols, axis=1) if cols else np.zeros((0, 0))
+        central.append((fp - fm) / (2 * steps[j]))
+        if one_sided:
+            left.append((f0 - fm) / steps[j])
+            right.append((fp - f0) / steps[j])
+    if not central:
+        return (np.zeros((0, 0)),) * (3 if one_sided else 1)
+    return tuple(np.stack(cols, axis=1) for cols in ((central, left, right) if one_sided else (central,)))
 
 
 def _evaluate_flat_moved(f, td, leaves, i, j, step) -> np.ndarray:
@@ -185,10 +201,33 @@ def _describe_arg(names, path, x) -> str:
     return f"{label}, shape {tuple(np.shape(x))}, {np.asarray(x).dtype}"
 
 
-def _worst_entries(analytic, numeric, out_shapes, x_shape, atol, rtol, k=5) -> list[str]:
+def _kinks(analytic, left, right, atol, rtol) -> np.ndarray:
+    """Entries where the one-sided differences disagree (by far more than their truncation error): kinks.
+
+    Each side of a smooth f is off by about h·|f''|/2 (h = 1e-6 by default), so a
+    gap ten times the tolerance is a jump in the derivative, as relu's at 0.
+    """
+    scale = np.maximum(np.abs(left), np.abs(right))
+    return np.abs(left - right) > 10 * (atol + rtol * scale)
+
+
+def _kink_note(analytic: float, left: float, right: float, atol, rtol) -> str:
+    """What a report says of an entry on a kink: the two one-sided derivatives, and which one the rule took."""
+    def near(a, b):
+        return abs(a - b) <= atol + rtol * max(abs(a), abs(b))
+    side = ("the left one" if near(analytic, left) else "the right one" if near(analytic, right)
+            else "neither")
+    return (f"\n      on a kink: one-sided derivatives {left: .6e} (left) and {right: .6e} (right); the "
+            f"analytic value is {side}. f is not differentiable here: check at a point off the kink")
+
+
+def _worst_entries(analytic, numeric, out_shapes, x_shape, atol, rtol, k=5, sides=None) -> list[str]:
+    """The k entries furthest outside the tolerance, non-finite ones first; ``sides``: (left, right) differences."""
     err = np.abs(analytic - numeric)
     scale = np.maximum(np.abs(analytic), np.abs(numeric))
     excess = err - (atol + rtol * scale)
+    excess[~(np.isfinite(analytic) & np.isfinite(numeric))] = np.inf
+    kinks = None if sides is None else _kinks(analytic, *sides, atol, rtol)
     order = np.argsort(excess, axis=None)[::-1][:k]
     lines = []
     boundaries = np.cumsum([0] + [_size(s) for s in out_shapes])
@@ -203,7 +242,9 @@ def _worst_entries(analytic, numeric, out_shapes, x_shape, atol, rtol, k=5) -> l
         out_label = f"output {o} " if len(out_shapes) > 1 else "output "
         lines.append(f"    d {out_label}{tuple(int(v) for v in out_idx)} / d input {tuple(int(v) for v in in_idx)}: "
                      f"analytic {analytic[r, c]: .6e}, numeric {numeric[r, c]: .6e}, "
-                     f"abs err {err[r, c]:.2e}, rel err {rel:.2e}")
+                     f"abs err {err[r, c]:.2e}, rel err {rel:.2e}"
+                     + (_kink_note(analytic[r, c], sides[0][r, c], sides[1][r, c], atol, rtol)
+                        if kinks is not None and kinks[r, c] else ""))
     return lines
 
 
@@ -244,11 +285,19 @@ def _checked_leaves(args, modes, atol, rtol) -> tuple[list[np.ndarray], Any, lis
             raise AutogradDagError(f"check_grads: unknown mode {m!r}; use 'rev' and/or 'fwd'")
     leaves, td = flatten(tuple(args))
     paths = leaf_paths(tuple(args))
-    # Python numbers and lists become float64 leaves, so that they are checked too.
+    # Python floats and lists become float64 leaves, so that they are checked too; a Python
+    # int stays an integer (an exponent, an index, a count), held fixed like an int array.
     leaves = [x.value if isinstance(x, Tensor) else np.asarray(x, dtype=np.float64)
-              if isinstance(x, (int, float, list)) else np.asarray(x) for x in leaves]
+              if isinstance(x, (float, list)) else np.asarray(x) for x in leaves]
     _refuse_complex_leaves(leaves, "check_grads")
     _refuse_low_precision(leaves, atol, rtol)
+    if not _float_leaves(leaves):
+        # Nothing would be compared, and a check that compares nothing must not pass.
+        raise AutogradDagError(
+            f"check_grads: no floating-point argument to check (the arguments' dtypes are "
+            f"{', '.join(sorted({str(np.asarray(x).dtype) for x in leaves})) or 'none'}); integer "
+            f"arguments (indices, labels, exponents) are held fixed: pass the point as floats, "
+            f"e.g. 2.0 or x.astype(np.float64)")
     return leaves, td, paths
 
 
@@ -344,20 +393,27 @@ def _missing_rule_error(exc: MissingRuleError, fname) -> GradientCheckError:
 def _projection_line(analytic: float, numeric: float, tol: _Tolerances) -> tuple[bool, str]:
     """Whether the projections disagree (a non-finite analytic one always does), and by how much."""
     err = abs(analytic - numeric)
-    allowed = tol.atol + tol.rtol * max(abs(analytic), abs(numeric))
-    bad = not np.isfinite(analytic) or err > allowed
-    return bad, (f"    projection: analytic {analytic: .6e}, numeric {numeric: .6e}, abs err {err:.2e} "
-                 f"(tolerance {allowed:.2e} = atol {tol.atol:g} + rtol {tol.rtol:g} * |value|)")
+    allowed = tol.atol + tol.rtol * max((abs(v) for v in (analytic, numeric) if np.isfinite(v)), default=0.0)
+    line = (f"    projection: analytic {analytic: .6e}, numeric {numeric: .6e}, abs err {err:.2e} "
+            f"(tolerance {allowed:.2e} = atol {tol.atol:g} + rtol {tol.rtol:g} * |value|)")
+    if not np.isfinite(numeric):
+        # Nothing to compare with is not agreement: f is undefined (or infinite) within a step of x.
+        return True, line + ("\n    the finite differences are not finite: f is NaN or infinite within a step "
+                             "(eps * max(1, |x|)) of this point, so its derivative cannot be checked here; "
+                             "check at a point inside f's domain")
+    return not np.isfinite(analytic) or err > allowed, line
 
 
 def _jacobian_lines(p: _Point, pos, mode, tol: _Tolerances) -> tuple[bool, list[str]]:
     """Compare argument pos's Jacobian entry by entry, so that the report says where a derivative is wrong."""
-    J_num = _numerical_jacobian(p.f, p.floats_td, p.floats, pos, tol.eps)
+    J_num, left, right = _difference_jacobians(p.f, p.floats_td, p.floats, pos, tol.eps, one_sided=True)
     J_ana = _analytic_jacobian(p.f, p.floats_td, p.floats, pos, mode, p.out_shapes, p.out_td)
-    entry_bad = np.abs(J_ana - J_num) > tol.atol + tol.rtol * np.maximum(np.abs(J_ana), np.abs(J_num))
-    bad = entry_bad.any() or not np.all(np.isfinite(J_ana))
+    # A non-finite entry on either side is a disagreement (NaN compares as neither greater nor smaller).
+    entry_bad = ~(np.isfinite(J_ana) & np.isfinite(J_num)) | (
+        np.abs(J_ana - J_num) > tol.atol + tol.rtol * np.maximum(np.abs(J_ana), np.abs(J_num)))
     lines = [f"    {int(entry_bad.sum())} of {entry_bad.size} Jacobian entries disagree; worst:"]
-    return bad, lines + _worst_entries(J_ana, J_num, p.out_shapes, np.shape(p.floats[pos]), tol.atol, tol.rtol)
+    return bool(entry_bad.any()), lines + _worst_entries(J_ana, J_num, p.out_shapes, np.shape(p.floats[pos]),
+                                                         tol.atol, tol.rtol, sides=(left, right))
 
 
 def _mode_failure(p: _Point, pos, mode, v, tangents, numeric, tol: _Tolerances, full, fname) -> str | None:

@@ -132,6 +132,56 @@ def test_non_finite_analytic_derivative_fails():
         ad.check_grads(lambda v: nan_rule(v), (np.ones(2),))
 
 
+def test_non_finite_finite_differences_fail_instead_of_passing():
+    # d/dn x**n = x**n log x has no value at x < 0, and x**(3 ± h) is NaN there: the
+    # numerical reference is NaN. Before, NaN compared as "not above the tolerance" and
+    # the check passed without comparing anything (power's rule gives 0 at x <= 0).
+    x = np.array([-0.5, 1.0])
+    with np.errstate(invalid="ignore"), pytest.raises(ad.GradientCheckError) as info:
+        ad.check_grads(lambda x, n: ad.sum(x ** n), (x, 3.0), modes=("rev",))
+    report = str(info.value)
+    assert "argument 1 ('n')" in report
+    assert "the finite differences are not finite" in report
+    assert "1 of 1 Jacobian entries disagree" in report
+    assert "argument 0" not in report  # x itself has a finite derivative, and it is right
+
+
+def test_entries_that_are_not_finite_are_counted_as_disagreeing():
+    # The rule's entry 0 is NaN, entry 1 right: the report counted 0 of 2 (NaN > tol is False).
+    half_nan = ad.primitive("test_checking_half_nan", lambda x: 2.0 * x,
+                            vjp=lambda ct, out, x: (ct * np.array([np.nan, 2.0]),),
+                            jvp=lambda t, out, x: t[0] * 2.0, replace=True)
+    with np.errstate(invalid="ignore"), pytest.raises(ad.GradientCheckError) as info:
+        ad.check_grads(lambda v: ad.sum(half_nan(v)), (np.array([1.0, 4.0]),), modes=("rev",))
+    report = str(info.value)
+    assert "1 of 2 Jacobian entries disagree" in report
+    assert re.search(r"d output \(\) / d input \(0,\): analytic\s+nan, numeric\s+2\.0+e\+00", report)
+    assert "d input (1,)" not in report
+
+
+def test_a_kink_is_named_with_its_one_sided_derivatives():
+    # relu'(0) = 0 by convention (the left derivative); the central difference is 1/2.
+    with pytest.raises(ad.GradientCheckError) as info:
+        ad.check_grads(lambda v: ad.sum(ad.relu(v)), (np.array([0.0, 1.0, -1.0]),), modes=("rev",))
+    report = str(info.value)
+    assert "1 of 3 Jacobian entries disagree" in report
+    assert re.search(r"on a kink: one-sided derivatives\s+0\.0+e\+00 \(left\) and\s+1\.0+e\+00 \(right\); "
+                     r"the analytic value is the left one", report)
+    # A smooth function's wrong entry is not called a kink.
+    with pytest.raises(ad.GradientCheckError) as info:
+        ad.check_grads(lambda v: ad.sum(bad_square(v)), (np.array([1.0, 2.0, 3.0, 4.0]),), modes=("rev",))
+    assert "kink" not in str(info.value)
+
+
+def test_integer_arguments_are_held_fixed_and_a_check_of_nothing_is_refused():
+    x = np.array([-0.5, 1.0, 2.0])
+    ad.check_grads(lambda x, n: ad.sum(x ** n), (x, 3))         # a Python int exponent: held fixed
+    ad.check_grads(lambda x, i: ad.sum(x[i] * x), (x, 1))       # a Python int index: held fixed
+    for args in [(np.arange(3),), (2,)]:
+        with pytest.raises(ad.AutogradDagError, match="no floating-point argument to check .*int64"):
+            ad.check_grads(lambda v: ad.sum(v * 2.0), args)
+
+
 def test_float32_is_refused_without_tolerances():
     x32 = X.astype(np.float32)
     with pytest.raises(ad.AutogradDagError) as err:
