@@ -321,14 +321,26 @@ def _argument_names(f: Callable) -> list[str] | None:
         return None
 
 
-def _checked_outputs(f: Callable, td, leaves) -> tuple[Any, list[tuple]]:
-    """f's output treedef and leaf shapes, which size u and the Jacobians; a complex output is refused."""
+def _checked_outputs(f: Callable, td, leaves, fname) -> tuple[Any, list[tuple]]:
+    """f's output treedef and leaf shapes, which size u and the Jacobians.
+
+    A complex output is refused, and so is an f that gives two different values at
+    the same point (random numbers inside it, a layer in training mode that draws a
+    mask): its finite differences would measure the noise, not the derivative.
+    """
     with no_grad():
         out = f(*unflatten(td, [Tensor(x) for x in leaves]))
     out_td = flatten(out)[1]
     out_vals = _values(out)
     for k, o in enumerate(out_vals):
         refuse_complex(o, f"check_grads: output leaf {k}")
+    for k, (a, b) in enumerate(zip(out_vals, _evaluate(f, td, leaves))):
+        if not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+            raise GradientCheckError(
+                f"check_grads({fname}): f gives different values at the same point (output leaf {k}, "
+                f"largest change {np.max(np.abs(a.astype(np.float64) - b)):.3e}), so finite differences "
+                f"cannot measure its derivative. Random numbers inside f? Fix them (a seeded generator "
+                f"made inside f) or check the model in eval() mode")
     return out_td, [o.shape for o in out_vals]
 
 
@@ -477,7 +489,7 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
                       DEFAULT_RTOL if rtol is None else rtol)
     fname = getattr(f, "__name__", "f")
     names = _argument_names(f) if names is None else names
-    out_td, out_shapes = _checked_outputs(f, td, leaves)
+    out_td, out_shapes = _checked_outputs(f, td, leaves, fname)
     # A seed fixes the projections through the order of the draws: u for every output, then v per argument.
     rng = np.random.default_rng(seed)
     float_idx = _float_leaves(leaves)

@@ -523,6 +523,24 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
     return prog
 
 
+# The state ``ad.jit``'s programs were traced under, beyond their arguments and the
+# arrays they read in place: bumped by retrace_jit() when that changes.
+_trace_epoch = 0
+
+
+def retrace_jit() -> None:
+    """Make every ``ad.jit`` function trace again on its next call.
+
+    A program is recorded once per input signature; what ``f`` read from outside
+    its arguments is fixed in it then (the modes of the modules it calls, the
+    arrays it closes over by identity). ``Module.train()``/``eval()`` call this
+    when a mode changes, and ``load_state_dict`` when it has to replace an array
+    rather than copy into it; call it after rebinding such an array yourself.
+    """
+    global _trace_epoch
+    _trace_epoch += 1
+
+
 def jit(f: Callable) -> Callable:
     """``f`` traced once per input signature into a :class:`Program`, then run as that program.
 
@@ -533,8 +551,11 @@ def jit(f: Callable) -> Callable:
     composes with the transformations: ``ad.jit(ad.grad(loss))`` traces the
     gradient program once. Arguments may be nested tuples/lists/dicts of
     arrays; arrays that ``f`` reads from outside (closures) become constants
-    of the program, so pass everything that changes between calls as an
-    argument. ``.programs`` holds the traced programs by signature.
+    of the program, read by identity: changes made in place (an optimizer's
+    step) are seen, a rebound name is not, so pass everything that changes
+    between calls as an argument. A module switched by ``train()``/``eval()``
+    or reloaded by ``load_state_dict`` makes every jit function trace again
+    (:func:`retrace_jit`). ``.programs`` holds the traced programs by signature.
 
     Shapes: as ``f``'s.
 
@@ -548,12 +569,16 @@ def jit(f: Callable) -> Callable:
         1
     """
     programs: dict = {}
+    traced_in = [_trace_epoch]  # the epoch the programs were recorded in
     fname = getattr(f, "__name__", "f")
 
     def wrapped(*args):
         leaves, treedef = flatten(args)
         if core._active_inputs or any(isinstance(x, Tensor) for x in leaves):
             return f(*args)  # inside another transformation: let it record through f
+        if traced_in[0] != _trace_epoch:
+            programs.clear()  # recorded under a state that has changed since (retrace_jit)
+            traced_in[0] = _trace_epoch
         arrays = [as_array(x) for x in leaves]
         key = (treedef, tuple((a.shape, a.dtype.str) for a in arrays))
         entry = programs.get(key)

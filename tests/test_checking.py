@@ -182,6 +182,16 @@ def test_integer_arguments_are_held_fixed_and_a_check_of_nothing_is_refused():
             ad.check_grads(lambda v: ad.sum(v * 2.0), args)
 
 
+def test_a_function_that_draws_random_numbers_is_refused():
+    # Its finite differences would measure the noise: a random mask drawn on every call.
+    rng = np.random.default_rng(0)
+    with pytest.raises(ad.GradientCheckError, match=r"f gives different values at the same point \(output "
+                                                    r"leaf 0, largest change .*\)"):
+        ad.check_grads(lambda v: ad.sum(v * (rng.random(3) > 0.5)), (np.ones(3),))
+    # The same mask drawn from a generator seeded inside f is a fixed function: checked.
+    ad.check_grads(lambda v: ad.sum(v * (np.random.default_rng(1).random(3) > 0.5)), (np.ones(3),))
+
+
 def test_float32_is_refused_without_tolerances():
     x32 = X.astype(np.float32)
     with pytest.raises(ad.AutogradDagError) as err:

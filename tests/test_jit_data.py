@@ -197,3 +197,53 @@ def test_vmap_per_example_labels_ids_and_masks():
     out = ad.vmap(lambda q, m: nn.attention(q, q, q, mask=m))(q, masks)
     for i in range(len(q)):
         np.testing.assert_allclose(out[i], nn.attention(q[i], q[i], q[i], mask=masks[i]).value, rtol=1e-12)
+
+
+# ------------------------------------------- model state read from outside the arguments
+# A jitted forward reads the model's parameters and buffers from a closure and its
+# mode from the modules: before, eval() after the first call, BatchNorm's running
+# statistics and load_state_dict (both rebound their arrays) were silently stale.
+
+
+def _batchnorm_model():
+    return nn.Sequential(nn.Linear(3, 4, rng=0), nn.BatchNorm(4))
+
+
+def test_jit_follows_train_and_eval():
+    m, x = _batchnorm_model(), RNG.standard_normal((8, 3))
+    forward = ad.jit(lambda x: m(x))
+    train_out = forward(x)
+    m.eval()
+    np.testing.assert_allclose(forward(x), m(x).value, rtol=1e-12)
+    assert not np.allclose(forward(x), train_out)
+    m.train()
+    np.testing.assert_allclose(forward(x), train_out, rtol=1e-12)
+    # train() on a model already training changes nothing: the program is kept.
+    program = next(iter(forward.programs.values()))
+    m.train()
+    forward(x)
+    assert next(iter(forward.programs.values())) is program
+
+
+def test_jit_in_eval_mode_reads_the_running_statistics_as_they_are_now():
+    m, x = _batchnorm_model(), RNG.standard_normal((8, 3))
+    m.eval()
+    forward = ad.jit(lambda x: m(x))
+    before = forward(x)
+    m.train()
+    for _ in range(3):
+        m(x + RNG.standard_normal((8, 3)))  # updates the running statistics
+    m.eval()
+    np.testing.assert_allclose(forward(x), m(x).value, rtol=1e-12)
+    assert not np.allclose(forward(x), before)
+    assert int(m[1].num_batches_tracked) == 3
+
+
+def test_jit_sees_a_loaded_state_dict():
+    m, x = nn.MLP([3, 4, 2], rng=0), RNG.standard_normal((5, 3))
+    forward = ad.jit(lambda x: m(x))
+    forward(x)
+    weight = m.layers[0].weight.value
+    m.load_state_dict(nn.MLP([3, 4, 2], rng=1).state_dict())
+    assert m.layers[0].weight.value is weight  # copied into, so a traced program sees it
+    np.testing.assert_allclose(forward(x), nn.MLP([3, 4, 2], rng=1)(x).value, rtol=1e-12)

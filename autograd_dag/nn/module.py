@@ -18,6 +18,7 @@ import numpy as np
 
 from ..core import Tensor, name_scope
 from ..errors import AutogradDagError, SerializationError
+from ..program import retrace_jit
 
 __all__ = ["Parameter", "Module", "ModuleList", "Sequential", "functional_call"]
 
@@ -235,8 +236,12 @@ class Module:
 
     def train(self, mode: bool = True) -> "Module":
         """Set training mode (batch statistics in batch norm) on this module and all below; returns self."""
+        changed = False
         for m in self.modules():
+            changed = changed or m.training != bool(mode)
             object.__setattr__(m, "training", bool(mode))
+        if changed:
+            retrace_jit()  # a jitted function may have recorded this model in the other mode
         return self
 
     def eval(self) -> "Module":
@@ -314,9 +319,19 @@ class Module:
             if arr.dtype.kind not in "biufc":
                 raise SerializationError(f"load_state_dict into {cls}: key '{key}' has non-numeric dtype "
                                          f"{arr.dtype}")
-            staged.append((owner, attr, np.array(arr, dtype=current.dtype, copy=True)))
-        for owner, attr, value in staged:
-            object.__setattr__(owner, attr, value)
+            staged.append((owner, attr, arr))
+        rebound = False
+        for owner, attr, arr in staged:
+            current = getattr(owner, attr)
+            if isinstance(current, np.ndarray) and current.flags.writeable:
+                # Into the array itself, as an optimizer's step: a program that ad.jit
+                # recorded reads the parameters' arrays by identity, and sees the new values.
+                np.copyto(current, arr, casting="unsafe")
+            else:
+                object.__setattr__(owner, attr, np.array(arr, dtype=current.dtype, copy=True))
+                rebound = True
+        if rebound:
+            retrace_jit()
         return self
 
     def save(self, path: str | os.PathLike) -> str:

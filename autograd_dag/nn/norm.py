@@ -99,9 +99,11 @@ class BatchNorm(Module):
         with no_grad():
             m = self.momentum
             unbiased = var * (count / (count - 1))
-            self.running_mean = ((1 - m) * self.running_mean + m * mu).astype(self.running_mean.dtype)
-            self.running_var = ((1 - m) * self.running_var + m * unbiased).astype(self.running_var.dtype)
-            self.num_batches_tracked = self.num_batches_tracked + 1
+            # In place: an eval-mode program that ad.jit recorded reads these arrays by identity.
+            for running, batch in ((self.running_mean, mu), (self.running_var, unbiased)):
+                running *= 1 - m
+                np.add(running, m * batch, out=running, casting="unsafe")
+            self.num_batches_tracked += 1
 
     def extra_repr(self) -> str:
         return f"{self.num_features}, eps={self.eps:g}, momentum={self.momentum:g}, affine={self.gamma is not None}"
