@@ -22,10 +22,10 @@ from .batching import hessian, jacobian, vmap
 from .checking import check_grads, numerical_grad, numerical_jvp
 from .core import (Primitive, Tensor, current_scope, detect_anomaly, enable_grad, is_recording,
                    name_scope, no_grad)
-from .errors import (AnomalyError, AutogradDagError, CircuitError, CycleError, GradientCheckError,
-                     GraphFreedError, GraphvizNotFoundError, MissingRuleError, NotDifferentiableError,
-                     ProgramInputError,
-                     RenderError, SerializationError, ShapeError)
+from .errors import (AnomalyError, AutogradDagError, ChangedInPlaceError, CircuitError, CycleError,
+                     GradientCheckError, GraphFreedError, GraphvizNotFoundError, MissingRuleError,
+                     NotDifferentiableError, ProgramInputError, RenderError, SerializationError, ShapeError,
+                     TracingError)
 from .graph import Graph
 from .primitives import PRIMITIVES
 from .primitives.registry import primitive
@@ -69,7 +69,7 @@ __all__ = [
     # errors
     "AutogradDagError", "ShapeError", "CycleError", "ProgramInputError", "GraphFreedError",
     "GradientCheckError", "AnomalyError", "NotDifferentiableError", "MissingRuleError", "RenderError",
-    "GraphvizNotFoundError", "CircuitError", "SerializationError",
+    "GraphvizNotFoundError", "CircuitError", "SerializationError", "ChangedInPlaceError", "TracingError",
     # operations
     "add", "subtract", "multiply", "divide", "negative", "power", "exp", "log", "sqrt", "tanh",
     "logistic", "sigmoid", "relu", "softplus", "step", "sign", "abs", "maximum", "minimum",

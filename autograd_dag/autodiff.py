@@ -29,7 +29,7 @@ from .primitives import structure
 from .passes import refuse_inputs_as_constants
 from .program import NodeKind, Program
 from . import tracing
-from .tracing import graph_freed, refuse_complex, slot_input, topological_nodes, values_of
+from .tracing import changed_since_recorded, graph_freed, refuse_complex, slot_input, topological_nodes, values_of
 from .tree import flatten, unflatten
 
 _NO_PARAMS: dict = {}
@@ -117,6 +117,13 @@ def _scattered_into(prim: Primitive, ct, out, args: list, params: dict, source: 
     return True
 
 
+def _refuse_changed_parents(t: Tensor, what: str) -> None:
+    """Refuse node ``t`` if a parent was changed in place after ``t`` was recorded (core.changed_in_place)."""
+    for p in t.parents:
+        if p.serial < t.serial:  # (no parent is newer than its child otherwise)
+            raise changed_since_recorded(p, t, what)
+
+
 def _queue(t: Tensor, heap: list, waiting: dict, leaves: dict) -> None:
     """Queue ``t``, which just got its first cotangent, in the eager sweep: a node on the heap, a leaf aside."""
     if t.parents:
@@ -180,6 +187,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
     retained = core._retained if wrt is None else None
     anomaly = core.anomaly_enabled()
     outer = core.attribution()
+    last_change = core._last_change
     try:
         with paused_gc(), _sweep_context(record):
             pop_ct = cts.pop
@@ -229,6 +237,8 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                             f"the VJP rule of '{prim.name}' returned a {type(grads).__name__}; it must "
                             f"return a tuple with one cotangent per input ({len(parents)}), None for "
                             f"an input without one, e.g. (ct * 2.0,){located(t.source)}")
+                if t.serial > last_change:  # recorded before a change in place: were its parents changed?
+                    _refuse_changed_parents(t, "backward" if eager else "grad")
                 nondiff = prim.nondiff
                 for i, p in enumerate(parents):
                     if not (p.requires_grad if eager else id(p) in relevant) or i in nondiff:

@@ -369,6 +369,24 @@ _getframe = sys._getframe
 _serials = itertools.count(-1, -1)
 
 
+def changed_in_place(t: Tensor) -> None:
+    """Stamp leaf ``t``, whose array was just changed in place (an optimizer's step, a loaded state).
+
+    It takes the serial of a node made now, below that of every node recorded
+    so far: a node recorded before the change has a serial above its parent's,
+    which no node can have otherwise, and the reverse sweep refuses it (it
+    would differentiate with the new value where it computed with the old
+    one, as PyTorch's version counters refuse it). Nodes recorded after are unaffected.
+    """
+    global _last_change
+    t.serial = _last_change = next(_serials)
+
+
+# The serial of the newest change in place (0: none yet). Only nodes recorded before
+# it (a larger serial) can have a changed parent: the sweep checks the parents of those only.
+_last_change = 0
+
+
 def _leaf(value: np.ndarray) -> Tensor:
     """A constant leaf recorded for a non-Tensor argument."""
     t = _new_tensor(Tensor)

@@ -105,6 +105,10 @@ class GraphFreedError(AutogradDagError, RuntimeError):
     """Backward was asked to run through a graph whose saved values are gone."""
 
 
+class ChangedInPlaceError(AutogradDagError, RuntimeError):
+    """Backward reached a node recorded before one of its inputs was changed in place (an optimizer step)."""
+
+
 class GradientCheckError(AutogradDagError, AssertionError):
     """Analytic derivatives disagree with finite differences."""
 

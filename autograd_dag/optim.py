@@ -21,7 +21,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .core import Tensor
+from .core import Tensor, changed_in_place
 from .errors import AutogradDagError
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "LRScheduler", "StepLR", "CosineAnnealingLR", "LambdaLR",
@@ -73,6 +73,7 @@ class Optimizer:
         self.steps += 1
         for i, p, g in updates:
             self._update(i, p, g)
+            changed_in_place(p)  # a graph recorded before this step can no longer be differentiated
 
     def _update(self, i: int, p: Tensor, g: np.ndarray) -> None:
         raise NotImplementedError

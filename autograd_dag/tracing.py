@@ -28,7 +28,8 @@ import numpy as np
 
 from . import core
 from .core import Tensor, tracing
-from .errors import AutogradDagError, GraphFreedError, NotDifferentiableError, user_source, located
+from .errors import (AutogradDagError, ChangedInPlaceError, GraphFreedError, NotDifferentiableError,
+                     user_source, located)
 from .graph import reachable, topological_sort
 from .primitives.structure import identity
 from .tree import flatten, unflatten
@@ -190,6 +191,16 @@ def topological_nodes(outputs: Sequence[Tensor], stop=frozenset(), prune_constan
 
     # A node only ever reads older ones: no cycle to look for.
     return topological_sort(filter(keep, outputs) if prune_constant else outputs, parents, check=False)
+
+
+def changed_since_recorded(p: Tensor, t: Tensor, what: str) -> ChangedInPlaceError:
+    """The error for a node ``t`` recorded before its input ``p`` was changed in place (core.changed_in_place)."""
+    subject = f"'{p.name}' (shape {p.shape})" if p.name else f"a leaf of shape {p.shape}"
+    return ChangedInPlaceError(
+        f"{what}: {subject} was changed in place (an optimizer's step(), load_state_dict) "
+        f"after '{t.prim.name}'{located(t.source)} was recorded with its old value, so this graph "
+        f"cannot be differentiated any more; record the forward pass again after the change (or call "
+        f"backward() before step())")
 
 
 def graph_freed(t: Tensor, what: str) -> GraphFreedError:

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..core import Tensor, name_scope
+from ..core import Tensor, changed_in_place, name_scope
 from ..errors import AutogradDagError, SerializationError
 from ..program import retrace_jit
 
@@ -327,6 +327,8 @@ class Module:
                 # Into the array itself, as an optimizer's step: a program that ad.jit
                 # recorded reads the parameters' arrays by identity, and sees the new values.
                 np.copyto(current, arr, casting="unsafe")
+                if isinstance(owner, Tensor):
+                    changed_in_place(owner)
             else:
                 object.__setattr__(owner, attr, np.array(arr, dtype=current.dtype, copy=True))
                 rebound = True
