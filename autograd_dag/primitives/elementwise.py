@@ -148,13 +148,18 @@ def _power_impl(x, y=None, *, exponent=None):
     return np.power(x, y)
 
 
+def _static_power_derivative(x, exponent):
+    """d/dx x**exponent for a static exponent other than 0 and 1: x·2 for the square, no power(x, 1) node."""
+    return multiply(x, exponent) if exponent == 2 else multiply(power(x, exponent - 1), exponent)
+
+
 def _power_vjp(ct, out, x, y=None, *, exponent=None):
     if exponent is not None:
         if exponent == 0:
             return (None,)
         if exponent == 1:
             return (ct,)
-        return (multiply(ct, multiply(power(x, exponent - 1), exponent)),)
+        return (multiply(ct, _static_power_derivative(x, exponent)),)
     dx = multiply(ct, multiply(y, power(x, subtract(y, 1.0))))
     return (_unb(dx, x), _unb(multiply(ct, multiply(out, _safe_log(x))), y))
 
@@ -165,7 +170,7 @@ def _power_jvp(t, out, x, y=None, *, exponent=None):
             return None
         if exponent == 1:
             return t[0]
-        return multiply(t[0], multiply(power(x, exponent - 1), exponent))
+        return multiply(t[0], _static_power_derivative(x, exponent))
     tx = None if t[0] is None else multiply(t[0], multiply(y, power(x, subtract(y, 1.0))))
     ty = None if t[1] is None else multiply(t[1], multiply(out, _safe_log(x)))
     return _tangent_sum(out, tx, ty)
