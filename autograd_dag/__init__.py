@@ -38,7 +38,8 @@ from .primitives.elementwise import (abs, add, astype, divide, equal, exp, great
                                      negative, not_equal, power, relu, sigmoid, sign, softplus, sqrt,
                                      step, stop_gradient, subtract, tanh, where)
 from .primitives.elementwise import cos, sin
-from .primitives.indexing import concatenate, getitem, index_add, one_hot, stack, take, unstack
+from .primitives.indexing import (checked_indices, concatenate, getitem, index_add, one_hot, stack, take,
+                                  unstack)
 from .primitives.linalg import einsum, matmul
 from .primitives.reductions import argmax, logsumexp, max, mean, min, softargmax, softmax, var
 from .primitives.structure import (broadcast_to, expand_dims, reshape, squeeze, sum, sum_to_shape,
@@ -78,7 +79,7 @@ __all__ = [
     "softmax", "argmax", "matmul", "einsum", "reshape", "transpose", "swapaxes", "broadcast_to",
     "expand_dims", "squeeze", "sum_to_shape", "getitem", "index_add", "concatenate", "stack", "unstack",
     "take",
-    "one_hot", "conv2d", "max_pool2d",
+    "one_hot", "checked_indices", "conv2d", "max_pool2d",
     "sin", "cos",
     "hstack", "vstack", "dstack", "column_stack", "append", "atleast_1d", "atleast_2d", "atleast_3d",
     "ravel", "diag", "kron", "inner", "cross", "rot90", "flipud", "fliplr", "moveaxis", "rollaxis",

@@ -520,7 +520,8 @@ def operation_error(prim: Primitive, args, params: dict, exc: Exception) -> Auto
     wrong (Expect / Actual); numpy's message is kept as the last resort.
     """
     shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in args)
-    detail = f"{type(exc).__name__}: {exc}"
+    # The implementation's own check says what is wrong, without numpy's vocabulary.
+    detail = exc.detail if isinstance(exc, ShapeError) else f"{type(exc).__name__}: {exc}"
     if prim.shape is not None:
         try:
             prim.shape(*args, **params)

@@ -432,9 +432,9 @@ class Program:
         except Exception as exc:
             node = self.nodes[step[0]]
             args = [as_array(values[p]) for p in node.parents]
-            raise AutogradDagError(f"program '{self.name}': node %{node.index}: "
-                                   f"{operation_error(node.prim, args, node.params, exc).detail}"
-                                   f"{located(node.source)}") from None
+            error = operation_error(node.prim, args, node.params, exc)
+            raise type(error)(f"program '{self.name}': node %{node.index}: {error.detail}"
+                              f"{located(node.source)}") from None
         # numpy gives scalars for 0-d results; a program returns arrays, as ad.grad does.
         outs = tuple(np.asarray(values[k]) for k in self.outputs)
         return outs[0] if self.single_output else outs

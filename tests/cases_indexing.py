@@ -1,4 +1,4 @@
-"""Cases for the indexing primitives: getitem, index_add, concatenate (and stack), take, take_add, one_hot.
+"""Cases for the indexing primitives: getitem, index_add, concatenate (and stack), take, take_add, one_hot, checked_indices.
 
 Each ``ref`` is an independent numpy computation (numpy's own indexing, or
 explicit loops), never the code under test.
@@ -6,7 +6,7 @@ explicit loops), never the code under test.
 
 import numpy as np
 
-from autograd_dag.primitives.indexing import (concatenate, getitem, index_add, one_hot, stack,
+from autograd_dag.primitives.indexing import (checked_indices, concatenate, getitem, index_add, one_hot, stack,
                                               take, take_add)
 from tests.cases import Case
 
@@ -84,4 +84,9 @@ CASES = [
     Case("one_hot", lambda idx: one_hot(idx, 5),
          lambda rng: (np.array([[4, 0], [2, 2]]),),
          ref=lambda idx: np.eye(5)[idx], id="2d"),
+    # Integer data passed through once its range is checked (no derivative).
+    Case("checked_indices", lambda idx: checked_indices(idx, 5),
+         lambda rng: (np.array([[4, 0], [2, 2]]),), ref=lambda idx: idx.copy(), wrt=(), id="2d"),
+    Case("checked_indices", lambda idx: checked_indices(idx, 3),
+         lambda rng: (np.zeros((0, 2), np.int32),), ref=lambda idx: idx.copy(), wrt=(), id="empty_int32"),
 ]

@@ -247,3 +247,26 @@ def test_jit_sees_a_loaded_state_dict():
     m.load_state_dict(nn.MLP([3, 4, 2], rng=1).state_dict())
     assert m.layers[0].weight.value is weight  # copied into, so a traced program sees it
     np.testing.assert_allclose(forward(x), nn.MLP([3, 4, 2], rng=1)(x).value, rtol=1e-12)
+
+
+# --------------------------------------------- data checked on every run, not only at trace time
+
+
+@pytest.mark.parametrize("bad", [-1, 4])
+def test_jit_refuses_a_class_index_out_of_range_on_a_later_call(bad):
+    # numpy reads -1 as the last class: before, the loss silently used it.
+    step = ad.jit(ad.value_and_grad(lambda w, x, y: F.cross_entropy(x @ w, y)))
+    x = RNG.standard_normal((2, 3))
+    step(RNG.standard_normal((3, 4)), x, np.array([0, 1]))
+    with pytest.raises(ad.ShapeError, match=rf"program .*: node %\d+: .*cross_entropy: index {bad} is out of "
+                                            rf"range for 4 classes. Expect: indices in \[0, 4\)"):
+        step(RNG.standard_normal((3, 4)), x, np.array([0, bad]))
+
+
+@pytest.mark.parametrize("bad", [-1, 10])
+def test_jit_refuses_an_embedding_id_out_of_range_on_a_later_call(bad):
+    emb = nn.Embedding(10, 4, rng=0)
+    lookup = ad.jit(lambda ids: emb(ids))
+    lookup(np.array([1, 2]))
+    with pytest.raises(ad.ShapeError, match=rf"Embedding\(10, 4\): index {bad} is out of range for 10 ids"):
+        lookup(np.array([1, bad]))

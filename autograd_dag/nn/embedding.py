@@ -14,7 +14,7 @@ import numpy as np
 from ..core import Tensor
 from ..errors import AutogradDagError, ShapeError
 from ..primitives.elementwise import astype, not_equal
-from ..primitives.indexing import take
+from ..primitives.indexing import checked_indices, take
 from ..primitives.structure import reshape
 from . import init as _init
 from .module import Module, Parameter
@@ -40,7 +40,10 @@ def check_ids(name: str, ids, size: int):
             bad = lo if lo < 0 else hi
             raise ShapeError(f"{name}: id {bad} is out of range. Expect: ids in [0, {size}). "
                              f"Actual: ids in [{lo}, {hi}]")
-    return ids if isinstance(ids, Tensor) and arr.dtype.kind in "iu" else arr
+    if isinstance(ids, Tensor) and arr.dtype.kind in "iu":
+        # A Tensor's numbers may change from call to call (a jit input): checked on every run too.
+        return checked_indices(ids, size, name, f"{size} ids")
+    return arr
 
 
 class Embedding(Module):

@@ -12,7 +12,7 @@ import numpy as np
 from ..core import Tensor
 from ..errors import AutogradDagError, ShapeError
 from ..primitives.elementwise import logistic, multiply, negative, relu, sigmoid, softplus, step, subtract, tanh
-from ..primitives.indexing import one_hot
+from ..primitives.indexing import checked_indices, one_hot
 from ..primitives.losses import softmax_cross_entropy
 from ..primitives.numeric import take_along_axis
 from ..primitives.reductions import argmax as _argmax
@@ -172,7 +172,8 @@ def _class_indices(name: str, scores: Tensor, target):
         bad = int(value.max()) if value.max() >= classes else int(value.min())
         raise ShapeError(f"{name}: index {bad} is out of range for {classes} classes. Expect: class "
                          f"indices in [0, {classes}). Actual: {bad}")
-    return target if isinstance(target, Tensor) else value
+    # A Tensor's numbers may change from call to call (a jit input): checked on every run too.
+    return checked_indices(target, classes, name, f"{classes} classes") if isinstance(target, Tensor) else value
 
 
 def _picked(scores: Tensor, indices) -> Tensor:

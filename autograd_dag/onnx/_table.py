@@ -60,7 +60,8 @@ _SAME_OP = {"add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div",
             "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "tanh": "Tanh", "logistic": "Sigmoid",
             "relu": "Relu", "sign": "Sign", "abs": "Abs", "maximum": "Max", "minimum": "Min",
             "sin": "Sin", "cos": "Cos", "floor": "Floor", "ceil": "Ceil", "reciprocal": "Reciprocal",
-            "identity": "Identity", "stop_gradient": "Identity", "matmul": "MatMul"}
+            "identity": "Identity", "stop_gradient": "Identity", "checked_indices": "Identity",
+            "matmul": "MatMul"}
 
 
 def _same(op_type):

@@ -487,6 +487,40 @@ def take_add(values, indices, size: int, axis: int = 0) -> Tensor:
 # ----------------------------------------------------------------- one_hot
 
 
+def _checked_indices_impl(indices, *, size, name, what):
+    _check_indices(name, indices, size, what, False)
+    return indices
+
+
+def _checked_indices_rule(indices, *, size, name, what):
+    if indices.dtype.kind not in "iu":
+        raise ShapeError(f"{name}: Expect: integer indices. Actual: dtype {indices.dtype}")
+    return tuple(indices.shape), indices.dtype
+
+
+CHECKED_INDICES = defprim(
+    "checked_indices", _checked_indices_impl,
+    vjp=lambda ct, out, indices, *, size, name, what: (None,),
+    jvp=lambda t, out, indices, *, size, name, what: None,
+    shape=_checked_indices_rule, nondiff=(0,), batch=unary_batch)
+
+
+def checked_indices(indices, size: int, name: str = "checked_indices", what: str | None = None) -> Tensor:
+    """``indices`` unchanged, once every one is known to lie in [0, size) (no derivative).
+
+    Indices that are data (class labels, token ids) are inputs of a jitted
+    program and change from call to call: this node checks them on every run,
+    where numpy would count a negative index from the end and pick the wrong
+    row without a word. ``name`` and ``what`` word the error, e.g.
+    ``cross_entropy: index -1 is out of range for 10 classes``.
+    Shapes: (*i) -> (*i).
+    Example: ``ad.checked_indices(np.array([2, 0]), 3).value`` is ``[2, 0]``.
+    """
+    if not isinstance(indices, Tensor):
+        indices = np.asarray(indices)
+    return apply(CHECKED_INDICES, indices, size=int(size), name=name, what=what or f"size {int(size)}")
+
+
 def _one_hot_impl(indices, *, num_classes, dtype):
     _check_indices("one_hot", indices, num_classes, f"{num_classes} classes", False)
     return (indices[..., None] == np.arange(num_classes)).astype(dtype)
