@@ -195,6 +195,42 @@ def test_cross_entropy_and_nll_match_log_softmax():
     ad.check_grads(lambda z: F.nll_loss(z, y, reduction="sum"), (z,))
 
 
+def test_cross_entropy_and_nll_ignore_index():
+    # As PyTorch's: ignored positions add nothing, send no gradient, and "mean" is over the others.
+    z, y = rand(6, 4), np.array([0, -100, 3, 1, -100, 2])
+    keep = y != -100
+    ref = np.where(keep, -np.log(np_softmax(z))[np.arange(6), np.where(keep, y, 0)], 0.0)
+    for loss in (lambda z, y, **kw: F.cross_entropy(z, y, **kw),
+                 lambda z, y, **kw: F.nll_loss(F.log_softargmax(z), y, **kw)):
+        np.testing.assert_allclose(loss(ad.Tensor(z), y, ignore_index=-100).value, ref.sum() / 4, rtol=1e-12)
+        np.testing.assert_allclose(loss(ad.Tensor(z), y, ignore_index=-100, reduction="sum").value, ref.sum(),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(loss(ad.Tensor(z), y, ignore_index=-100, reduction="none").value, ref,
+                                   rtol=1e-12)
+        g = ad.grad(lambda z: loss(z, y, ignore_index=-100))(z)
+        np.testing.assert_array_equal(g[~keep], 0.0)
+        ad.check_grads(lambda z: loss(z, y, ignore_index=-100), (z,))
+        # Every position ignored: 0/0, as PyTorch gives.
+        with np.errstate(invalid="ignore"):
+            assert np.isnan(loss(ad.Tensor(z), np.full(6, -100), ignore_index=-100).value)
+    # An infinite logit at an ignored position does not leak a NaN into the loss or the gradient.
+    z_inf = z.copy()
+    z_inf[1] = [-np.inf, 0.0, 0.0, 0.0]
+    np.testing.assert_allclose(F.cross_entropy(ad.Tensor(z_inf), y, ignore_index=-100).value, ref.sum() / 4,
+                               rtol=1e-12)
+    # Under jit the ignored positions follow each call's targets.
+    step = ad.jit(ad.value_and_grad(lambda z, y: F.cross_entropy(z, y, ignore_index=-100)))
+    step(z, y)
+    y2 = np.array([-100, 2, 3, 1, 0, -100])
+    np.testing.assert_allclose(step(z, y2)[0], F.cross_entropy(ad.Tensor(z), y2, ignore_index=-100).value,
+                               rtol=1e-12)
+    # Without ignore_index a negative label is an error that names the fix.
+    with pytest.raises(ad.ShapeError, match=r"index -100 is out of range .* pass ignore_index=-100"):
+        F.cross_entropy(ad.Tensor(z), y)
+    with pytest.raises(ad.AutogradDagError, match="ignore_index applies to integer class indices"):
+        F.cross_entropy(ad.Tensor(z), np_softmax(z), ignore_index=-100)
+
+
 def test_cross_entropy_is_stable_at_huge_logits():
     z = ad.Tensor(np.array([[1e4, -1e4, 0.0], [-1e4, 1e4, 0.0]]), requires_grad=True)
     loss = F.cross_entropy(z, np.array([0, 0]), reduction="none")

@@ -11,7 +11,8 @@ import numpy as np
 
 from ..core import Tensor
 from ..errors import AutogradDagError, ShapeError
-from ..primitives.elementwise import logistic, multiply, negative, relu, sigmoid, softplus, step, subtract, tanh
+from ..primitives.elementwise import (astype, divide, logistic, multiply, negative, not_equal, relu, sigmoid,
+                                      softplus, step, subtract, tanh, where)
 from ..primitives.indexing import checked_indices, one_hot
 from ..primitives.losses import softmax_cross_entropy
 from ..primitives.numeric import take_along_axis
@@ -129,6 +130,38 @@ def _reduce(loss: Tensor, reduction: str, name: str) -> Tensor:
     raise AutogradDagError(f"{name}: reduction must be 'mean', 'sum' or 'none'; got {reduction!r}")
 
 
+def _without_ignored(name: str, target, ignore_index):
+    """``(target, keep)``: the target with ``ignore_index`` entries replaced by class 0, and where it was not.
+
+    ``keep`` is None without ``ignore_index``. A Tensor target (a jit input) is
+    handled with operations, so the ignored positions follow each call's data.
+    """
+    if ignore_index is None:
+        return target, None
+    value = target.value if isinstance(target, Tensor) else np.asarray(target)
+    if value.dtype.kind not in "iu":
+        raise AutogradDagError(f"{name}: ignore_index applies to integer class indices; this target has "
+                               f"dtype {value.dtype} (a distribution over the classes: give ignored rows zero "
+                               f"weight instead)")
+    if not isinstance(target, Tensor):
+        keep = value != ignore_index
+        return np.where(keep, value, 0), keep
+    keep = not_equal(target, ignore_index)
+    return where(keep, target, np.zeros((), value.dtype)), keep
+
+
+def _reduce_kept(loss: Tensor, keep, reduction: str, name: str) -> Tensor:
+    """``_reduce`` over the positions ``keep`` marks (all when None): the mean is over those only, as PyTorch's."""
+    if keep is None:
+        return _reduce(loss, reduction, name)
+    # where, not a product with a 0/1 mask: an ignored position's loss may be infinite.
+    loss = where(keep, loss, np.zeros((), loss.dtype))
+    if reduction != "mean":
+        return _reduce(loss, reduction, name)
+    kept = astype(keep, loss.dtype) if isinstance(keep, Tensor) else keep.astype(loss.dtype)
+    return divide(_sum(loss), _sum(kept))  # NaN when every position is ignored (as PyTorch gives)
+
+
 def _shape(x) -> tuple:
     return tuple(np.shape(x.value if isinstance(x, Tensor) else x))
 
@@ -170,8 +203,9 @@ def _class_indices(name: str, scores: Tensor, target):
     classes = scores.shape[-1]
     if value.size and (value.min() < 0 or value.max() >= classes):
         bad = int(value.max()) if value.max() >= classes else int(value.min())
+        hint = f"; pass ignore_index={bad} to skip those positions" if bad < 0 else ""
         raise ShapeError(f"{name}: index {bad} is out of range for {classes} classes. Expect: class "
-                         f"indices in [0, {classes}). Actual: {bad}")
+                         f"indices in [0, {classes}). Actual: {bad}{hint}")
     # A Tensor's numbers may change from call to call (a jit input): checked on every run too.
     return checked_indices(target, classes, name, f"{classes} classes") if isinstance(target, Tensor) else value
 
@@ -225,36 +259,41 @@ def mse_loss(prediction, target, reduction: str = "mean") -> Tensor:
     return _reduce(squares, reduction, "mse_loss")
 
 
-def cross_entropy(logits, target, reduction: str = "mean") -> Tensor:
+def cross_entropy(logits, target, reduction: str = "mean", ignore_index: int | None = None) -> Tensor:
     """Cross-entropy of softargmax(logits) against the target: lse(logits) − ⟨target, logits⟩.
 
     Computed from the logits through logsumexp, never through log(softargmax),
     so it stays finite and exact for logits of ±1e4. ``target`` holds integer
-    class indices or a probability distribution over the classes.
+    class indices or a probability distribution over the classes. Positions
+    whose index is ``ignore_index`` (e.g. -100 for padding, as in PyTorch) add
+    nothing and send no gradient; "mean" averages over the other positions.
     Shapes: logits (..., C); target (...) ints or (..., C) floats -> () (or (...) with 'none').
     Example: ``cross_entropy(ad.Tensor([[0., 0.]]), np.array([1])).value`` is ``log 2``.
     """
     logits = _as_tensor(logits)
+    target, keep = _without_ignored("cross_entropy", target, ignore_index)
     indices = _class_indices("cross_entropy", logits, target)
     if indices is not None:
         # One primitive each way (forward: lse − the picked score; backward:
         # softargmax − one-hot, times the cotangent): see primitives/losses.py.
-        return _reduce(softmax_cross_entropy(logits, indices), reduction, "cross_entropy")
+        return _reduce_kept(softmax_cross_entropy(logits, indices), keep, reduction, "cross_entropy")
     t = _target_distribution("cross_entropy", logits, target)
     loss = subtract(_logsumexp(logits, -1), _sum(multiply(t, logits), -1))
     return _reduce(loss, reduction, "cross_entropy")
 
 
-def nll_loss(log_probs, target, reduction: str = "mean") -> Tensor:
+def nll_loss(log_probs, target, reduction: str = "mean", ignore_index: int | None = None) -> Tensor:
     """Negative log-likelihood −⟨target, log_probs⟩ given log-probabilities (e.g. :func:`log_softargmax`).
 
+    ``ignore_index`` as in :func:`cross_entropy`.
     Shapes: log_probs (..., C); target (...) ints or (..., C) floats -> () (or (...) with 'none').
     Example: ``nll_loss(ad.Tensor([[-1., -2.]]), np.array([1])).value`` is ``2.0``.
     """
     log_probs = _as_tensor(log_probs)
+    target, keep = _without_ignored("nll_loss", target, ignore_index)
     indices = _class_indices("nll_loss", log_probs, target)
     if indices is not None:
-        return _reduce(negative(_picked(log_probs, indices)), reduction, "nll_loss")
+        return _reduce_kept(negative(_picked(log_probs, indices)), keep, reduction, "nll_loss")
     t = _target_distribution("nll_loss", log_probs, target)
     return _reduce(negative(_sum(multiply(t, log_probs), -1)), reduction, "nll_loss")
 
