@@ -212,6 +212,8 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     owned.discard(tid)
                 if retained and tid in retained and retained[tid]() is t:
                     results[tid] = (t, ct)
+                if t.serial > last_change:  # recorded before a change in place: were its parents changed?
+                    _refuse_changed_parents(t, "backward" if eager else "grad")
                 prim = t.prim
                 params = t.params  # (None when empty: a call with ``**{}`` still builds a dict)
                 if record:
@@ -237,8 +239,6 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                             f"the VJP rule of '{prim.name}' returned a {type(grads).__name__}; it must "
                             f"return a tuple with one cotangent per input ({len(parents)}), None for "
                             f"an input without one, e.g. (ct * 2.0,){located(t.source)}")
-                if t.serial > last_change:  # recorded before a change in place: were its parents changed?
-                    _refuse_changed_parents(t, "backward" if eager else "grad")
                 nondiff = prim.nondiff
                 for i, p in enumerate(parents):
                     if not (p.requires_grad if eager else id(p) in relevant) or i in nondiff:
