@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core import Tensor, apply
 from ..errors import ShapeError
-from .elementwise import add, astype, divide, equal, exp, multiply, sqrt, subtract
+from .elementwise import add, astype, divide, equal, exp, multiply, negative, sqrt, subtract
 from .batch import elementwise as elementwise_batch
 from .batch import lift_rank, materialize, shift_axis
 from .registry import defprim
@@ -494,36 +494,122 @@ def _layer_norm_impl(x, gamma, beta, *, axes, eps):
     return out
 
 
-def _standardized(x, axes, eps):
-    """(x̂, 1/√(σ² + ε)) of x over ``axes``, as recorded Tensor operations (for the derivative rules)."""
-    centred = subtract(x, mean(x, axes, keepdims=True))
-    inv = divide(1.0, sqrt(add(mean(multiply(centred, centred), axes, keepdims=True), eps)))
-    return multiply(centred, inv), inv
+def _standardize_jacobian_impl(v, x, *, axes, eps):
+    # J v for J = ∂x̂/∂x (symmetric) at x: (v − mean v − x̂·mean(v ⊙ x̂)) / √(σ² + ε), with x̂ recomputed
+    # from x. One array of the result's size: c = x − μ, scaled by the row factor, then + v − mean v, ÷ √.
+    dtype = _float_dtype(np.result_type(v, x))
+    x = x.astype(dtype, copy=False)
+    c = x - np.mean(x, axis=axes, keepdims=True)
+    last = (c.ndim - 1,)
+    rows = axes == (-1,) and np.shape(v) == c.shape
+    var = _row_dots(c, c, last) / c.shape[-1] if axes == (-1,) else np.mean(np.square(c), axis=axes, keepdims=True)
+    var += eps
+    inv = np.sqrt(var, out=var)
+    np.divide(1.0, inv, out=inv)
+    # mean(v ⊙ x̂) = inv · mean(v ⊙ c): the row factor of c is −inv² · mean(v ⊙ c).
+    vc = _row_dots(v, c, last) / c.shape[-1] if rows else np.mean(v * c, axis=axes, keepdims=True)
+    vc *= -inv * inv
+    vbar = np.mean(v, axis=axes, keepdims=True, dtype=dtype)
+    shape = np.broadcast_shapes(np.shape(v), c.shape)
+    out = np.multiply(c, vc, out=c) if np.broadcast_shapes(c.shape, vc.shape) == c.shape == shape \
+        else np.multiply(c, vc, dtype=dtype)
+    out += v
+    out -= vbar
+    out *= inv
+    return out
 
 
-def _standardize_jacobian(v, xhat, inv, axes):
-    """J v for J = ∂x̂/∂x, which is symmetric: (v − mean(v) − x̂·mean(v ⊙ x̂)) / √(σ² + ε)."""
-    centred = subtract(v, mean(v, axes, keepdims=True))
-    return multiply(subtract(centred, multiply(xhat, mean(multiply(v, xhat), axes, keepdims=True))), inv)
+def _standardize_parts(x, axes, eps):
+    """(c, s) of x over ``axes``: c = x − μ and s = 1/√(σ² + ε), as recorded Tensor operations."""
+    c = subtract(x, mean(x, axes, keepdims=True))
+    return c, divide(1.0, sqrt(add(mean(multiply(c, c), axes, keepdims=True), eps)))
 
 
-def _layer_norm_vjp(ct, out, x, gamma, beta, *, axes, eps):
-    # x̂ is recomputed from x here rather than kept from the forward pass: the
-    # forward then keeps one array (its output) instead of five.
-    xhat, inv = _standardized(x, axes, eps)
-    return (sum_to_shape(_standardize_jacobian(multiply(ct, gamma), xhat, inv, axes), x.shape),
-            sum_to_shape(multiply(ct, xhat), gamma.shape),
-            sum_to_shape(ct, beta.shape))
+def _standardize_jacobian_vjp_x(w, g, v, x, *, axes, eps):
+    # g = s·v̄ − s³·m·c with v̄ = v − mean v, m = mean(v ⊙ c). With a₁ = mean(w ⊙ v̄), a₂ = mean(w ⊙ c),
+    # ∂⟨w, g⟩/∂c = s³(3s²·m·a₂ − a₁)·c − s³·a₂·v̄ − s³·m·w, then centred (c = x − μ): w becomes w − mean w.
+    c, s = _standardize_parts(x, axes, eps)
+    vbar = subtract(v, mean(v, axes, keepdims=True))
+    m = mean(multiply(v, c), axes, keepdims=True)
+    a1 = mean(multiply(w, vbar), axes, keepdims=True)
+    a2 = mean(multiply(w, c), axes, keepdims=True)
+    s2 = multiply(s, s)
+    s3 = multiply(s2, s)
+    coef_c = multiply(s3, subtract(multiply(multiply(s2, m), multiply(a2, 3.0)), a1))
+    wbar = subtract(w, mean(w, axes, keepdims=True))
+    d = subtract(subtract(multiply(c, coef_c), multiply(vbar, multiply(s3, a2))), multiply(wbar, multiply(s3, m)))
+    return sum_to_shape(d, x.shape)
+
+
+def _standardize_jacobian_jvp(t, g, v, x, *, axes, eps):
+    tv, tx = t
+    total = None if tv is None else apply(STANDARDIZE_JACOBIAN, tv, x, axes=axes, eps=eps)
+    if tx is not None:
+        # dg = ds·v̄ − 3s²·ds·m·c − s³·dm·c − s³·m·dc with dc = tx − mean tx, ds = −s³·mean(c ⊙ dc),
+        # dm = mean(v̄ ⊙ dc) (v̄ and c are centred).
+        c, s = _standardize_parts(x, axes, eps)
+        vbar = subtract(v, mean(v, axes, keepdims=True))
+        m = mean(multiply(v, c), axes, keepdims=True)
+        dc = subtract(tx, mean(tx, axes, keepdims=True))
+        s2 = multiply(s, s)
+        s3 = multiply(s2, s)
+        ds = multiply(s3, mean(multiply(c, dc), axes, keepdims=True))  # −ds
+        dm = mean(multiply(vbar, dc), axes, keepdims=True)
+        coef_c = subtract(multiply(multiply(s2, m), multiply(ds, 3.0)), multiply(s3, dm))
+        d = subtract(add(multiply(c, coef_c), multiply(vbar, negative(ds))), multiply(dc, multiply(s3, m)))
+        total = d if total is None else add(total, d)
+    return broadcast_to(total, g.shape)
+
+
+def _standardize_jacobian_rule(v, x, *, axes, eps):
+    try:
+        shape = np.broadcast_shapes(tuple(v.shape), tuple(x.shape))
+    except ValueError:
+        raise ShapeError(f"standardize_jacobian: Expect: v and x of shapes that broadcast together. "
+                         f"Actual: {fmt(v.shape)} and {fmt(x.shape)}") from None
+    return shape, _float_dtype(np.result_type(v.dtype, x.dtype))
+
+
+# J v for J = ∂x̂/∂x, x̂ = (x − μ)/√(σ² + ε) over the trailing ``axes``: layer_norm's VJP and JVP in
+# x. One primitive (x̂ recomputed inside, one array of v's size) instead of seventeen nodes.
+STANDARDIZE_JACOBIAN = defprim(
+    "standardize_jacobian", _standardize_jacobian_impl,
+    vjp=(lambda w, g, v, x, *, axes, eps: sum_to_shape(apply(STANDARDIZE_JACOBIAN, w, x, axes=axes, eps=eps),
+                                                        v.shape),
+         _standardize_jacobian_vjp_x),
+    jvp=_standardize_jacobian_jvp, shape=_standardize_jacobian_rule, batch=elementwise_batch)
+
+
+def standardize_jacobian(v, x, axes=-1, eps: float = 1e-5) -> Tensor:
+    """J v for J = ∂x̂/∂x (symmetric), x̂ = (x − μ)/√(σ² + ε) standardised over x's trailing ``axes``.
+
+    (v − mean v − x̂·mean(v ⊙ x̂)) / √(σ² + ε): the derivative rules of :func:`layer_norm` in x.
+    Shapes: v and x broadcast together -> the broadcast shape.
+    Example: ``standardize_jacobian(ad.Tensor([1., 0.]), np.array([1., 3.]), eps=0.0).value`` is ``[0., 0.]``.
+    """
+    return apply(STANDARDIZE_JACOBIAN, v, x, axes=_trailing_axes("standardize_jacobian", axes, builtins.max(
+        _ndim(v), _ndim(x))), eps=float(eps))
+
+
+def _xhat(x, axes, eps):
+    """x̂ = (x − μ)/√(σ² + ε) as one layer_norm node (γ = 1, β = 0 of x's dtype: float32 stays float32)."""
+    dtype = _float_dtype(x.dtype)
+    return apply(LAYER_NORM, x, np.ones((), dtype), np.zeros((), dtype), axes=axes, eps=eps)
+
+
+def _layer_norm_vjp_x(ct, out, x, gamma, beta, *, axes, eps):
+    # x̂ is recomputed from x (inside the one primitive) rather than kept from the forward pass:
+    # the forward then keeps one array (its output) instead of five.
+    return sum_to_shape(apply(STANDARDIZE_JACOBIAN, multiply(ct, gamma), x, axes=axes, eps=eps), x.shape)
 
 
 def _layer_norm_jvp(t, out, x, gamma, beta, *, axes, eps):
     tx, tg, tb = t
-    xhat, inv = _standardized(x, axes, eps)
     terms = []
     if tx is not None:
-        terms.append(multiply(_standardize_jacobian(tx, xhat, inv, axes), gamma))
+        terms.append(multiply(apply(STANDARDIZE_JACOBIAN, tx, x, axes=axes, eps=eps), gamma))
     if tg is not None:
-        terms.append(multiply(xhat, tg))
+        terms.append(multiply(_xhat(x, axes, eps), tg))
     if tb is not None:
         terms.append(tb)
     total = terms[0]
@@ -544,8 +630,12 @@ def _layer_norm_rule(x, gamma, beta, *, axes, eps):
     return shape, _float_dtype(np.result_type(x.dtype, gamma.dtype, beta.dtype))
 
 
-LAYER_NORM = defprim("layer_norm", _layer_norm_impl, vjp=_layer_norm_vjp, jvp=_layer_norm_jvp,
-                     shape=_layer_norm_rule, batch=elementwise_batch)
+LAYER_NORM = defprim(
+    "layer_norm", _layer_norm_impl,
+    vjp=(_layer_norm_vjp_x,
+         lambda ct, out, x, gamma, beta, *, axes, eps: sum_to_shape(multiply(ct, _xhat(x, axes, eps)), gamma.shape),
+         lambda ct, out, x, gamma, beta, *, axes, eps: sum_to_shape(ct, beta.shape)),
+    jvp=_layer_norm_jvp, shape=_layer_norm_rule, batch=elementwise_batch)
 
 
 def layer_norm(x, gamma=1.0, beta=0.0, axes=-1, eps: float = 1e-5) -> Tensor:
@@ -560,12 +650,16 @@ def layer_norm(x, gamma=1.0, beta=0.0, axes=-1, eps: float = 1e-5) -> Tensor:
     Not exported as ``ad.*``; it is ``nn.functional.layer_norm`` (and what ``nn.LayerNorm`` calls).
     Example: ``nn.functional.layer_norm(ad.Tensor([1., 3.]), eps=0.0).value`` is ``[-1., 1.]``.
     """
-    ndim = _ndim(x)
+    return apply(LAYER_NORM, x, gamma, beta, axes=_trailing_axes("layer_norm", axes, _ndim(x)), eps=float(eps))
+
+
+def _trailing_axes(name: str, axes, ndim: int) -> tuple[int, ...]:
+    """``axes`` (an int or tuple) as the sorted tuple of negative axes it names, which must be the last ones."""
     axes = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
     if not axes or any(not isinstance(a, (int, np.integer)) or a >= 0 or a < -ndim for a in axes):
-        raise ShapeError(f"layer_norm: Expect: axes a non-empty tuple of negative (trailing) axes of an input "
+        raise ShapeError(f"{name}: Expect: axes a non-empty tuple of negative (trailing) axes of an input "
                          f"with {ndim} axes. Actual: {axes!r}")
     axes = tuple(sorted({int(a) for a in axes}))
     if axes != tuple(range(-len(axes), 0)):
-        raise ShapeError(f"layer_norm: Expect: the LAST axes, e.g. (-2, -1). Actual: {axes!r}")
-    return apply(LAYER_NORM, x, gamma, beta, axes=axes, eps=float(eps))
+        raise ShapeError(f"{name}: Expect: the LAST axes, e.g. (-2, -1). Actual: {axes!r}")
+    return axes
