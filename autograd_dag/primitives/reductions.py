@@ -518,11 +518,17 @@ def argmax(x, axis=-1) -> Tensor:
 # ------------------------------------------------------------ layer_norm
 
 
+def _means(x, axes):
+    """The mean of x over its trailing ``axes``, kept; over the last axis as a matrix–vector product."""
+    if axes == (-1,) and x.ndim > 1:
+        return _row_sums(x, (x.ndim - 1,)) / x.shape[-1]
+    return np.mean(x, axis=axes, keepdims=True)
+
+
 def _layer_norm_impl(x, gamma, beta, *, axes, eps):
     dtype = _float_dtype(np.result_type(x, gamma, beta))
     x = x.astype(dtype, copy=False)
-    mu = np.mean(x, axis=axes, keepdims=True)
-    out = x - mu                                   # the one array of x's size; the rest works in place
+    out = x - _means(x, axes)                      # the one array of x's size; the rest works in place
     if axes == (-1,):  # Σ (x − μ)² per row as a batched product: no second array of x's size
         var = _row_dots(out, out, (out.ndim - 1,))
         var /= out.shape[-1]
@@ -531,7 +537,9 @@ def _layer_norm_impl(x, gamma, beta, *, axes, eps):
     var += eps
     np.sqrt(var, out=var)
     out /= var
-    for operand, ufunc in ((gamma, np.multiply), (beta, np.add)):
+    for operand, ufunc, identity in ((gamma, np.multiply, 1), (beta, np.add, 0)):
+        if np.ndim(operand) == 0 and operand == identity:  # x̂ itself (the derivative rules' γ = 1, β = 0)
+            continue
         if np.broadcast_shapes(out.shape, operand.shape) == out.shape:
             ufunc(out, operand, out=out)
         else:
@@ -544,7 +552,7 @@ def _standardize_jacobian_impl(v, x, *, axes, eps):
     # from x. One array of the result's size: c = x − μ, scaled by the row factor, then + v − mean v, ÷ √.
     dtype = _float_dtype(np.result_type(v, x))
     x = x.astype(dtype, copy=False)
-    c = x - np.mean(x, axis=axes, keepdims=True)
+    c = x - _means(x, axes)
     last = (c.ndim - 1,)
     rows = axes == (-1,) and np.shape(v) == c.shape
     var = _row_dots(c, c, last) / c.shape[-1] if axes == (-1,) else np.mean(np.square(c), axis=axes, keepdims=True)
@@ -554,7 +562,7 @@ def _standardize_jacobian_impl(v, x, *, axes, eps):
     # mean(v ⊙ x̂) = inv · mean(v ⊙ c): the row factor of c is −inv² · mean(v ⊙ c).
     vc = _row_dots(v, c, last) / c.shape[-1] if rows else np.mean(v * c, axis=axes, keepdims=True)
     vc *= -inv * inv
-    vbar = np.mean(v, axis=axes, keepdims=True, dtype=dtype)
+    vbar = _means(v, axes)
     shape = np.broadcast_shapes(np.shape(v), c.shape)
     out = np.multiply(c, vc, out=c) if np.broadcast_shapes(c.shape, vc.shape) == c.shape == shape \
         else np.multiply(c, vc, dtype=dtype)
