@@ -288,10 +288,15 @@ def _row_dots(v, y, axis):
     return np.sum(v * y, axis=axis, keepdims=True)
 
 
-def _jacobian_impl(v, y, *, axis, scale):
-    # One array of v's size, written in place: (v − Σ v⊙y), then ⊙ y, then · scale.
-    g = np.subtract(v, _row_dots(v, y, axis), dtype=np.result_type(v, y))
-    g *= y
+def _jacobian_impl(v, y, *, axis, scale, out=None):
+    # One array of v's size, written in place: (v − Σ v⊙y), then ⊙ y, then · scale. ``out`` (from the
+    # program executor) may be v, written over once Σ v⊙y is read, or y, written last.
+    dots = _row_dots(v, y, axis)
+    if out is y:
+        g = np.multiply(np.subtract(v, dots), y, out=out)
+    else:
+        g = np.subtract(v, dots, out=out, dtype=np.result_type(v, y))
+        g *= y
     if scale != 1.0:
         g *= scale
     return g
@@ -547,12 +552,13 @@ def _layer_norm_impl(x, gamma, beta, *, axes, eps):
     return out
 
 
-def _standardize_jacobian_impl(v, x, *, axes, eps):
+def _standardize_jacobian_impl(v, x, *, axes, eps, out=None):
     # J v for J = ∂x̂/∂x (symmetric) at x: (v − mean v − x̂·mean(v ⊙ x̂)) / √(σ² + ε), with x̂ recomputed
     # from x. One array of the result's size: c = x − μ, scaled by the row factor, then + v − mean v, ÷ √.
+    # ``out`` (from the program executor) may be x (c is computed there) or v (written over once read).
     dtype = _float_dtype(np.result_type(v, x))
     x = x.astype(dtype, copy=False)
-    c = x - _means(x, axes)
+    c = np.subtract(x, _means(x, axes), out=out if out is x else None)
     last = (c.ndim - 1,)
     rows = axes == (-1,) and np.shape(v) == c.shape
     var = _row_dots(c, c, last) / c.shape[-1] if axes == (-1,) else np.mean(np.square(c), axis=axes, keepdims=True)
@@ -563,13 +569,18 @@ def _standardize_jacobian_impl(v, x, *, axes, eps):
     vc = _row_dots(v, c, last) / c.shape[-1] if rows else np.mean(v * c, axis=axes, keepdims=True)
     vc *= -inv * inv
     vbar = _means(v, axes)
+    if out is not None and out is v:
+        v -= vbar
+        v += np.multiply(c, vc, out=c)
+        v *= inv
+        return v
     shape = np.broadcast_shapes(np.shape(v), c.shape)
-    out = np.multiply(c, vc, out=c) if np.broadcast_shapes(c.shape, vc.shape) == c.shape == shape \
+    g = np.multiply(c, vc, out=c) if np.broadcast_shapes(c.shape, vc.shape) == c.shape == shape \
         else np.multiply(c, vc, dtype=dtype)
-    out += v
-    out -= vbar
-    out *= inv
-    return out
+    g += v
+    g -= vbar
+    g *= inv
+    return g
 
 
 def _standardize_parts(x, axes, eps):
