@@ -54,7 +54,8 @@ def _reshape_rule(x, *, shape):
 
 
 RESHAPE = defprim(
-    "reshape", lambda x, *, shape: np.reshape(x, shape),
+    # (the method: np.reshape's dispatch costs more than the view itself)
+    "reshape", lambda x, *, shape: x.reshape(shape) if type(x) is np.ndarray else np.reshape(x, shape),
     # x.shape is a valid shape for ct's size: no checks (the eager sweep runs this for every reshape).
     vjp=lambda ct, out, x, *, shape: (apply(RESHAPE, ct, shape=tuple(x.shape)),),
     jvp=lambda t, out, x, *, shape: reshape(t[0], shape),
@@ -120,7 +121,7 @@ def _transpose_rule(x, *, axes):
 
 
 TRANSPOSE = defprim(
-    "transpose", lambda x, *, axes: np.transpose(x, axes),
+    "transpose", lambda x, *, axes: x.transpose(axes) if type(x) is np.ndarray else np.transpose(x, axes),
     vjp=lambda ct, out, x, *, axes: (apply(TRANSPOSE, ct, axes=_inverse(axes)),),
     jvp=lambda t, out, x, *, axes: transpose(t[0], axes),
     shape=_transpose_rule,
