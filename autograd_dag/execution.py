@@ -74,16 +74,21 @@ def _dying_operand(nodes, node, dying: list[int]) -> int | None:
 
 
 def disposable(values: list, k: int) -> bool:
-    """Whether ``values[k]`` is a C-contiguous array that owns its memory and that nothing but this list refers to.
+    """Whether ``values[k]`` is a C-contiguous array that nothing but this list refers to, nor sees the memory of.
 
     Then no view of it, no caller and no other node can see it change: a step
     may write its result into it. (A view holds a reference to its base, so an
-    array with a live view has more references; one that does not own its
-    memory may be a view of anything.)
+    array with a live view has more references.) A view qualifies when its
+    base owns its memory and is held by the view alone, as a reshaped product
+    is before the residual added to it.
     """
     v = values[k]
     # References: the list, ``v`` and getrefcount's argument.
-    if type(v) is not np.ndarray or v.base is not None or sys.getrefcount(v) != 3:
+    if type(v) is not np.ndarray or sys.getrefcount(v) != 3:
+        return False
+    base = v.base
+    # References to the base: the view, ``base`` and getrefcount's argument.
+    if base is not None and (type(base) is not np.ndarray or base.base is not None or sys.getrefcount(base) != 3):
         return False
     flags = v.flags
     return flags.writeable and flags.c_contiguous

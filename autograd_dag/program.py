@@ -47,6 +47,26 @@ class NodeKind(enum.Enum):
         return self.value
 
 
+
+def _recorded_order(walk: list[Tensor], inputs: dict) -> list[Tensor]:
+    """The Tensors of ``walk`` (a topological order) in the order they were recorded, each leaf before its first reader.
+
+    Nodes made by operations from the oldest (their serials count down from −1,
+    each below its parents'); a leaf (serial 0) just before the first node that
+    reads it, as the depth-first walk places it; ``inputs`` (ids) are numbered
+    apart and left out.
+    """
+    order, placed = [], set(inputs)
+    for t in sorted((t for t in walk if t.parents and id(t) not in inputs), key=lambda t: -t.serial):
+        for p in t.parents:
+            if id(p) not in placed and not p.parents:
+                placed.add(id(p))
+                order.append(p)
+        order.append(t)
+        placed.add(id(t))
+    order.extend(t for t in walk if id(t) not in placed)  # leaves no node reads (outputs themselves)
+    return order
+
 class ProgramNode:
     """One node k of a program: the function f_k and its output variable s_k.
 
@@ -188,7 +208,13 @@ class Program:
             index[id(t)] = len(nodes)
             nodes.append(ProgramNode(len(nodes), NodeKind.INPUT, None, (), None, t.shape, t.dtype,
                                      name=t.name or f"x{len(nodes)}", source=t.source, scope=t.scope))
-        for t in topological_nodes(outputs, stop=set(index), what="Program.from_outputs"):
+        # In the order the nodes were recorded (a node's serial is below its parents'): the order the
+        # computation was written and run in, each weight's gradient product next to the input's that
+        # reads the same cotangent. The depth-first order from the outputs would put the whole chain
+        # behind the first output before anything else (in a training step, every weight's gradient
+        # product last), each operand then read long after it was made: 10 % slower on the Transformer.
+        walk = topological_nodes(outputs, stop=set(index), what="Program.from_outputs")
+        for t in _recorded_order(walk, index):
             if id(t) in index:
                 continue
             parents = t.parents

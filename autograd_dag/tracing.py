@@ -174,7 +174,7 @@ def topological_nodes(outputs: Sequence[Tensor], stop=frozenset(), prune_constan
     """Recorded nodes behind ``outputs``, parents before children (:func:`~autograd_dag.graph.topological_sort`).
 
     Parents are visited in argument order, so the order is deterministic:
-    the order programs number their nodes in. The walk does not go behind
+    programs renumber them in the order they were recorded. The walk does not go behind
     Tensors whose id is in ``stop``; with ``prune_constant`` it skips nodes
     that do not require a gradient. ``what`` names the caller in the error
     for a graph freed by ``backward()``.

@@ -32,3 +32,24 @@ CASES = [
     Case("layer_norm", lambda x, g, b: R.layer_norm(x, g, b), _normal((3,), (2, 3), (1,)), _ref((-1,), 1e-5),
          id="layer_norm-broadcast-gamma"),
 ]
+
+
+# standardize_jacobian: J v for J = ∂x̂/∂x, x̂ = (x − μ)/√(σ² + ε) (layer_norm's derivative rules in x);
+# the reference is the formula, and the finite-difference checks of layer_norm's cases check it as its rule.
+def _jacobian_ref(axes, eps):
+    def ref(v, x):
+        mu = x.mean(axis=axes, keepdims=True)
+        inv = 1.0 / np.sqrt(((x - mu) ** 2).mean(axis=axes, keepdims=True) + eps)
+        xhat = (x - mu) * inv
+        return inv * (v - v.mean(axis=axes, keepdims=True) - xhat * (v * xhat).mean(axis=axes, keepdims=True))
+    return ref
+
+
+CASES += [
+    Case("standardize_jacobian", lambda v, x: R.standardize_jacobian(v, x), _normal((3, 5), (3, 5)),
+         _jacobian_ref((-1,), 1e-5), id="standardize_jacobian-(3,5)"),
+    Case("standardize_jacobian", lambda v, x: R.standardize_jacobian(v, x, axes=(-2, -1), eps=0.1),
+         _normal((2, 3, 4), (2, 3, 4)), _jacobian_ref((-2, -1), 0.1), id="standardize_jacobian-two-axes"),
+    Case("standardize_jacobian", lambda v, x: R.standardize_jacobian(v, x), _normal((2, 3), (3,)),
+         _jacobian_ref((-1,), 1e-5), id="standardize_jacobian-broadcast-v"),
+]

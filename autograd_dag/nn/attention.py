@@ -254,11 +254,14 @@ class MultiHeadAttention(Module):
                              f"{self.d_model}). Actual: shape {shape}")
         return shape
 
-    def _split_heads(self, x, W, b, size: int) -> Tensor:
-        """x (..., L, d_model) -> (..., heads, L, size): all heads' projections in one matrix product."""
-        shape = self._check(x, "input")
-        lead, length = shape[:-2], shape[-2]
-        flat = reshape(x, (-1, self.d_model))
+    def _rows(self, x, what: str = "input") -> tuple:
+        """x (..., L, d_model) as (rows (·, d_model), leading shape, L): one flattening for every projection."""
+        shape = self._check(x, what)
+        return reshape(x, (-1, self.d_model)), shape[:-2], shape[-2]
+
+    def _split_heads(self, rows: tuple, W, b, size: int) -> Tensor:
+        """x's rows -> (..., heads, L, size): all heads' projections in one matrix product."""
+        flat, lead, length = rows
         y = matmul(flat, reshape(transpose(W, (1, 0, 2)), (self.d_model, self.heads * size)))
         if b is not None:
             y = add(y, reshape(b, (self.heads * size,)))
@@ -267,12 +270,15 @@ class MultiHeadAttention(Module):
 
     def project_queries(self, x) -> Tensor:
         """Q = W_Q ·_layer x per head. Shapes: (..., L_q, d_model) -> (..., heads, L_q, d_key)."""
-        return self._split_heads(x, self.W_Q, self.b_Q, self.d_key)
+        return self._split_heads(self._rows(x), self.W_Q, self.b_Q, self.d_key)
 
     def project_keys_values(self, memory) -> tuple[Tensor, Tensor]:
         """(K, V) per head from ``memory``. Shapes: (..., L_k, d_model) -> (..., heads, L_k, d_key / d_val)."""
-        return (self._split_heads(memory, self.W_K, self.b_K, self.d_key),
-                self._split_heads(memory, self.W_V, self.b_V, self.d_val))
+        return self._keys_values(self._rows(memory))
+
+    def _keys_values(self, rows: tuple) -> tuple[Tensor, Tensor]:
+        return (self._split_heads(rows, self.W_K, self.b_K, self.d_key),
+                self._split_heads(rows, self.W_V, self.b_V, self.d_val))
 
     def attend(self, q, k, v, mask=None, return_weights: bool = False):
         """Attention of projected q, k, v over all heads at once, then the output projection W_O.
@@ -297,8 +303,9 @@ class MultiHeadAttention(Module):
         return (y, weights) if return_weights else y
 
     def forward(self, x, memory=None, mask=None, return_weights: bool = False):
-        q = self.project_queries(x)
-        k, v = self.project_keys_values(x if memory is None else memory)
+        rows = self._rows(x)
+        q = self._split_heads(rows, self.W_Q, self.b_Q, self.d_key)
+        k, v = self._keys_values(rows if memory is None else self._rows(memory))
         return self.attend(q, k, v, mask=mask, return_weights=return_weights)
 
     def extra_repr(self) -> str:

@@ -460,6 +460,20 @@ def _layer_norm(b, node, args):
     return b.op("Add", [b.op("Mul", [b.op("Div", [d, scale]), gamma]), beta], hint=_hint(node))
 
 
+@rule("standardize_jacobian")
+def _standardize_jacobian(b, node, args):
+    # (v − mean v − x̂·mean(v ⊙ x̂)) / √(σ² + ε), x̂ = (x − μ)/√(σ² + ε) over the trailing axes.
+    v, x = _all_as(b, args, node.dtype)
+    axes = b.ints(node.params["axes"])
+    d = b.op("Sub", [x, b.op("ReduceMean", [x, axes], keepdims=1)])
+    var = b.op("ReduceMean", [b.op("Mul", [d, d]), axes], keepdims=1)
+    scale = b.op("Sqrt", [b.op("Add", [var, b.scalar(node.params["eps"], node.dtype)])])
+    xhat = b.op("Div", [d, scale])
+    dot = b.op("ReduceMean", [b.op("Mul", [v, xhat]), axes], keepdims=1)
+    g = b.op("Sub", [b.op("Sub", [v, b.op("ReduceMean", [v, axes], keepdims=1)]), b.op("Mul", [xhat, dot])])
+    return b.op("Div", [g, scale], hint=_hint(node))
+
+
 @rule("any", "all")
 def _any_all(b, node, args):
     x = args[0]

@@ -22,7 +22,7 @@ from ..errors import ShapeError
 from .batch import materialize
 from .elementwise import add, multiply, subtract
 from .numeric import _check_along, take_along_axis
-from .reductions import _float_dtype, _shifted, _softargmax_jacobian, softargmax
+from .reductions import _float_dtype, _row_sums, _shifted, _softargmax_jacobian, softargmax
 from .registry import defprim
 from .shapes import fmt
 from .structure import reshape, sum
@@ -46,7 +46,7 @@ def _lse(z: np.ndarray) -> np.ndarray:
     e, c = _shifted(z, (-1,), 1.0)
     np.exp(e, out=e)
     with np.errstate(divide="ignore"):  # an all −inf row: lse = −inf
-        return np.log(np.sum(e, axis=-1, keepdims=True)) + c
+        return np.log(_row_sums(e, (e.ndim - 1,))) + c
 
 
 def _ce_impl(z, idx):

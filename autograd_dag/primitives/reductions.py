@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core import Tensor, apply
 from ..errors import ShapeError
-from .elementwise import add, astype, divide, equal, exp, multiply, sqrt, subtract
+from .elementwise import add, astype, divide, equal, exp, multiply, negative, sqrt, subtract
 from .batch import elementwise as elementwise_batch
 from .batch import lift_rank, materialize, shift_axis
 from .registry import defprim
@@ -176,22 +176,57 @@ def _shifted(x, axis, gamma, out=None):
 
     The shift is what makes exp never overflow (§4.4.2: lse(u) = lse(u − c) + c);
     an all −inf slice, an +inf entry or an empty axis is shifted by 0 instead,
-    so that the results are −inf, +inf and −inf rather than NaN. The first
-    result is a fresh array, or ``out`` (which may be x itself).
+    so that the results are −inf, +inf and −inf rather than NaN. c may instead
+    be one number for every slice (:func:`_common_shift`). The first result is
+    a fresh array, or ``out`` (which may be x itself).
     """
     z = x / gamma if gamma != 1.0 else x
     if not np.issubdtype(z.dtype, np.inexact):
         z = z.astype(np.float64)
-    c = np.max(z, axis=axis, keepdims=True, initial=-np.inf)
-    c = np.where(np.isfinite(c), c, np.zeros((), z.dtype))
+    c = _common_shift(z, z)
+    if c is None:
+        c = np.max(z, axis=axis, keepdims=True, initial=-np.inf)
+        c = np.where(np.isfinite(c), c, np.zeros((), z.dtype))
     return np.subtract(z, c, out=out), c
+
+
+def _common_shift(lo, hi):
+    """One shift c for every slice, the largest entry, when every entry lies within a safe range of it; or None.
+
+    ``lo`` and ``hi`` hold the lowest and highest entries (arrays, or the
+    same array). The shift only keeps exp from overflowing (the results do
+    not depend on it), and a slice's own maximum is what keeps its sum from
+    underflowing: a common c does both when max − min is at most half the
+    exponent range (exp(−range) is then a normal number, and an entry small
+    enough to be lost is lost against its slice's sum either way). Two passes
+    over the whole array instead of a maximum per slice and a subtraction per
+    slice (numpy loops over short slices one at a time: 4x slower per entry).
+    """
+    if not np.size(lo) or not np.issubdtype(np.result_type(lo), np.floating):
+        return None
+    top, bottom = np.max(hi), np.min(lo)
+    if np.isfinite(top) and np.isfinite(bottom) and top - bottom <= _SAFE_RANGE[np.result_type(hi).type]:
+        return top
+    return None
+
+
+# Half of log(largest number): the spread of exponents a common shift allows.
+_SAFE_RANGE = {t: float(np.log(np.finfo(t).max)) / 2 for t in (np.float16, np.float32, np.float64, np.longdouble)}
+
+
+def _row_sums(e, axis):
+    """Σ e over ``axis``, kept as size 1; over the last axis of a contiguous array as one matrix–vector product."""
+    if axis == (e.ndim - 1,) and e.flags.c_contiguous and e.ndim > 1 and e.size:
+        n = e.shape[-1]
+        return np.matmul(e.reshape(-1, n), np.ones(n, e.dtype)).reshape(e.shape[:-1] + (1,))
+    return np.sum(e, axis=axis, keepdims=True)
 
 
 def _lse_impl(x, *, axis, keepdims, gamma):
     z, c = _shifted(x, axis, gamma)
     with np.errstate(divide="ignore"):  # log(0) = -inf for an empty or all -inf slice
         # z is a fresh array (x − c): exponentiate it in place.
-        out = np.log(np.sum(np.exp(z, out=z), axis=axis, keepdims=True)) + c
+        out = np.log(_row_sums(np.exp(z, out=z), axis)) + c
     if gamma != 1.0:
         out = out * gamma
     return out if keepdims else np.squeeze(out, axis=axis)
@@ -242,7 +277,7 @@ def _softargmax_impl(x, *, axis, gamma, out=None):
     z, _ = _shifted(x, axis, gamma, out)
     e = np.exp(z, out=z)  # z is a fresh array (x − c) or out: one array of x's size in all
     with np.errstate(invalid="ignore"):  # an all -inf slice has no distribution: NaN
-        e /= np.sum(e, axis=axis, keepdims=True)
+        e /= _row_sums(e, axis)
     return e
 
 
@@ -253,10 +288,15 @@ def _row_dots(v, y, axis):
     return np.sum(v * y, axis=axis, keepdims=True)
 
 
-def _jacobian_impl(v, y, *, axis, scale):
-    # One array of v's size, written in place: (v − Σ v⊙y), then ⊙ y, then · scale.
-    g = np.subtract(v, _row_dots(v, y, axis), dtype=np.result_type(v, y))
-    g *= y
+def _jacobian_impl(v, y, *, axis, scale, out=None):
+    # One array of v's size, written in place: (v − Σ v⊙y), then ⊙ y, then · scale. ``out`` (from the
+    # program executor) may be v, written over once Σ v⊙y is read, or y, written last.
+    dots = _row_dots(v, y, axis)
+    if out is y:
+        g = np.multiply(np.subtract(v, dots), y, out=out)
+    else:
+        g = np.subtract(v, dots, out=out, dtype=np.result_type(v, y))
+        g *= y
     if scale != 1.0:
         g *= scale
     return g
@@ -347,18 +387,28 @@ softmax = softargmax
 
 
 def _masked_softargmax_impl(x, mask, *, axis, scale, out=None):
-    # One array in all: scale·x, then + mask, the shift, exp and the division in
+    # One array in all: scale·x, then the mask, the shift, exp and the division in
     # place (``out`` may be x itself when it dies here, as for softargmax).
     dtype = _float_dtype(np.result_type(x, mask))
     if out is None:
         out = np.empty(np.shape(x), dtype=dtype)
     z = np.multiply(x, scale, out=out, dtype=dtype)
-    z += mask
-    c = np.max(z, axis=axis, keepdims=True, initial=-np.inf)
-    z -= np.where(np.isfinite(c), c, np.zeros((), z.dtype))
-    np.exp(z, out=z)
+    mask = np.asarray(mask, dtype=dtype)
+    keep = mask == 0
+    c = _common_shift(z, z) if np.all(keep | (mask == -np.inf)) else None
+    if c is not None:
+        # A mask of 0 and −∞ only (causal, padding): exp(z − c) then zeros where −∞, a product with the
+        # (small) 0/1 mask. numpy's float64 exp is 2.5x slower on an array holding −∞.
+        z -= c
+        np.exp(z, out=z)
+        z *= keep.astype(dtype)
+    else:
+        z += mask
+        c = np.max(z, axis=axis, keepdims=True, initial=-np.inf)
+        z -= np.where(np.isfinite(c), c, np.zeros((), z.dtype))
+        np.exp(z, out=z)
     with np.errstate(invalid="ignore"):  # an all −inf row has no distribution: NaN
-        z /= np.sum(z, axis=axis, keepdims=True)
+        z /= _row_sums(z, axis)
     return z
 
 
@@ -473,11 +523,17 @@ def argmax(x, axis=-1) -> Tensor:
 # ------------------------------------------------------------ layer_norm
 
 
+def _means(x, axes):
+    """The mean of x over its trailing ``axes``, kept; over the last axis as a matrix–vector product."""
+    if axes == (-1,) and x.ndim > 1:
+        return _row_sums(x, (x.ndim - 1,)) / x.shape[-1]
+    return np.mean(x, axis=axes, keepdims=True)
+
+
 def _layer_norm_impl(x, gamma, beta, *, axes, eps):
     dtype = _float_dtype(np.result_type(x, gamma, beta))
     x = x.astype(dtype, copy=False)
-    mu = np.mean(x, axis=axes, keepdims=True)
-    out = x - mu                                   # the one array of x's size; the rest works in place
+    out = x - _means(x, axes)                      # the one array of x's size; the rest works in place
     if axes == (-1,):  # Σ (x − μ)² per row as a batched product: no second array of x's size
         var = _row_dots(out, out, (out.ndim - 1,))
         var /= out.shape[-1]
@@ -486,7 +542,9 @@ def _layer_norm_impl(x, gamma, beta, *, axes, eps):
     var += eps
     np.sqrt(var, out=var)
     out /= var
-    for operand, ufunc in ((gamma, np.multiply), (beta, np.add)):
+    for operand, ufunc, identity in ((gamma, np.multiply, 1), (beta, np.add, 0)):
+        if np.ndim(operand) == 0 and operand == identity:  # x̂ itself (the derivative rules' γ = 1, β = 0)
+            continue
         if np.broadcast_shapes(out.shape, operand.shape) == out.shape:
             ufunc(out, operand, out=out)
         else:
@@ -494,36 +552,128 @@ def _layer_norm_impl(x, gamma, beta, *, axes, eps):
     return out
 
 
-def _standardized(x, axes, eps):
-    """(x̂, 1/√(σ² + ε)) of x over ``axes``, as recorded Tensor operations (for the derivative rules)."""
-    centred = subtract(x, mean(x, axes, keepdims=True))
-    inv = divide(1.0, sqrt(add(mean(multiply(centred, centred), axes, keepdims=True), eps)))
-    return multiply(centred, inv), inv
+def _standardize_jacobian_impl(v, x, *, axes, eps, out=None):
+    # J v for J = ∂x̂/∂x (symmetric) at x: (v − mean v − x̂·mean(v ⊙ x̂)) / √(σ² + ε), with x̂ recomputed
+    # from x. One array of the result's size: c = x − μ, scaled by the row factor, then + v − mean v, ÷ √.
+    # ``out`` (from the program executor) may be x (c is computed there) or v (written over once read).
+    dtype = _float_dtype(np.result_type(v, x))
+    x = x.astype(dtype, copy=False)
+    c = np.subtract(x, _means(x, axes), out=out if out is x else None)
+    last = (c.ndim - 1,)
+    rows = axes == (-1,) and np.shape(v) == c.shape
+    var = _row_dots(c, c, last) / c.shape[-1] if axes == (-1,) else np.mean(np.square(c), axis=axes, keepdims=True)
+    var += eps
+    inv = np.sqrt(var, out=var)
+    np.divide(1.0, inv, out=inv)
+    # mean(v ⊙ x̂) = inv · mean(v ⊙ c): the row factor of c is −inv² · mean(v ⊙ c).
+    vc = _row_dots(v, c, last) / c.shape[-1] if rows else np.mean(v * c, axis=axes, keepdims=True)
+    vc *= -inv * inv
+    vbar = _means(v, axes)
+    if out is not None and out is v:
+        v -= vbar
+        v += np.multiply(c, vc, out=c)
+        v *= inv
+        return v
+    shape = np.broadcast_shapes(np.shape(v), c.shape)
+    g = np.multiply(c, vc, out=c) if np.broadcast_shapes(c.shape, vc.shape) == c.shape == shape \
+        else np.multiply(c, vc, dtype=dtype)
+    g += v
+    g -= vbar
+    g *= inv
+    return g
 
 
-def _standardize_jacobian(v, xhat, inv, axes):
-    """J v for J = ∂x̂/∂x, which is symmetric: (v − mean(v) − x̂·mean(v ⊙ x̂)) / √(σ² + ε)."""
-    centred = subtract(v, mean(v, axes, keepdims=True))
-    return multiply(subtract(centred, multiply(xhat, mean(multiply(v, xhat), axes, keepdims=True))), inv)
+def _standardize_parts(x, axes, eps):
+    """(c, s) of x over ``axes``: c = x − μ and s = 1/√(σ² + ε), as recorded Tensor operations."""
+    c = subtract(x, mean(x, axes, keepdims=True))
+    return c, divide(1.0, sqrt(add(mean(multiply(c, c), axes, keepdims=True), eps)))
 
 
-def _layer_norm_vjp(ct, out, x, gamma, beta, *, axes, eps):
-    # x̂ is recomputed from x here rather than kept from the forward pass: the
-    # forward then keeps one array (its output) instead of five.
-    xhat, inv = _standardized(x, axes, eps)
-    return (sum_to_shape(_standardize_jacobian(multiply(ct, gamma), xhat, inv, axes), x.shape),
-            sum_to_shape(multiply(ct, xhat), gamma.shape),
-            sum_to_shape(ct, beta.shape))
+def _standardize_jacobian_vjp_x(w, g, v, x, *, axes, eps):
+    # g = s·v̄ − s³·m·c with v̄ = v − mean v, m = mean(v ⊙ c). With a₁ = mean(w ⊙ v̄), a₂ = mean(w ⊙ c),
+    # ∂⟨w, g⟩/∂c = s³(3s²·m·a₂ − a₁)·c − s³·a₂·v̄ − s³·m·w, then centred (c = x − μ): w becomes w − mean w.
+    c, s = _standardize_parts(x, axes, eps)
+    vbar = subtract(v, mean(v, axes, keepdims=True))
+    m = mean(multiply(v, c), axes, keepdims=True)
+    a1 = mean(multiply(w, vbar), axes, keepdims=True)
+    a2 = mean(multiply(w, c), axes, keepdims=True)
+    s2 = multiply(s, s)
+    s3 = multiply(s2, s)
+    coef_c = multiply(s3, subtract(multiply(multiply(s2, m), multiply(a2, 3.0)), a1))
+    wbar = subtract(w, mean(w, axes, keepdims=True))
+    d = subtract(subtract(multiply(c, coef_c), multiply(vbar, multiply(s3, a2))), multiply(wbar, multiply(s3, m)))
+    return sum_to_shape(d, x.shape)
+
+
+def _standardize_jacobian_jvp(t, g, v, x, *, axes, eps):
+    tv, tx = t
+    total = None if tv is None else apply(STANDARDIZE_JACOBIAN, tv, x, axes=axes, eps=eps)
+    if tx is not None:
+        # dg = ds·v̄ − 3s²·ds·m·c − s³·dm·c − s³·m·dc with dc = tx − mean tx, ds = −s³·mean(c ⊙ dc),
+        # dm = mean(v̄ ⊙ dc) (v̄ and c are centred).
+        c, s = _standardize_parts(x, axes, eps)
+        vbar = subtract(v, mean(v, axes, keepdims=True))
+        m = mean(multiply(v, c), axes, keepdims=True)
+        dc = subtract(tx, mean(tx, axes, keepdims=True))
+        s2 = multiply(s, s)
+        s3 = multiply(s2, s)
+        ds = multiply(s3, mean(multiply(c, dc), axes, keepdims=True))  # −ds
+        dm = mean(multiply(vbar, dc), axes, keepdims=True)
+        coef_c = subtract(multiply(multiply(s2, m), multiply(ds, 3.0)), multiply(s3, dm))
+        d = subtract(add(multiply(c, coef_c), multiply(vbar, negative(ds))), multiply(dc, multiply(s3, m)))
+        total = d if total is None else add(total, d)
+    return broadcast_to(total, g.shape)
+
+
+def _standardize_jacobian_rule(v, x, *, axes, eps):
+    try:
+        shape = np.broadcast_shapes(tuple(v.shape), tuple(x.shape))
+    except ValueError:
+        raise ShapeError(f"standardize_jacobian: Expect: v and x of shapes that broadcast together. "
+                         f"Actual: {fmt(v.shape)} and {fmt(x.shape)}") from None
+    return shape, _float_dtype(np.result_type(v.dtype, x.dtype))
+
+
+# J v for J = ∂x̂/∂x, x̂ = (x − μ)/√(σ² + ε) over the trailing ``axes``: layer_norm's VJP and JVP in
+# x. One primitive (x̂ recomputed inside, one array of v's size) instead of seventeen nodes.
+STANDARDIZE_JACOBIAN = defprim(
+    "standardize_jacobian", _standardize_jacobian_impl,
+    vjp=(lambda w, g, v, x, *, axes, eps: sum_to_shape(apply(STANDARDIZE_JACOBIAN, w, x, axes=axes, eps=eps),
+                                                        v.shape),
+         _standardize_jacobian_vjp_x),
+    jvp=_standardize_jacobian_jvp, shape=_standardize_jacobian_rule, batch=elementwise_batch)
+
+
+def standardize_jacobian(v, x, axes=-1, eps: float = 1e-5) -> Tensor:
+    """J v for J = ∂x̂/∂x (symmetric), x̂ = (x − μ)/√(σ² + ε) standardised over x's trailing ``axes``.
+
+    (v − mean v − x̂·mean(v ⊙ x̂)) / √(σ² + ε): the derivative rules of :func:`layer_norm` in x.
+    Shapes: v and x broadcast together -> the broadcast shape.
+    Example: ``standardize_jacobian(ad.Tensor([1., 0.]), np.array([1., 3.]), eps=0.0).value`` is ``[0., 0.]``.
+    """
+    return apply(STANDARDIZE_JACOBIAN, v, x, axes=_trailing_axes("standardize_jacobian", axes, builtins.max(
+        _ndim(v), _ndim(x))), eps=float(eps))
+
+
+def _xhat(x, axes, eps):
+    """x̂ = (x − μ)/√(σ² + ε) as one layer_norm node (γ = 1, β = 0 of x's dtype: float32 stays float32)."""
+    dtype = _float_dtype(x.dtype)
+    return apply(LAYER_NORM, x, np.ones((), dtype), np.zeros((), dtype), axes=axes, eps=eps)
+
+
+def _layer_norm_vjp_x(ct, out, x, gamma, beta, *, axes, eps):
+    # x̂ is recomputed from x (inside the one primitive) rather than kept from the forward pass:
+    # the forward then keeps one array (its output) instead of five.
+    return sum_to_shape(apply(STANDARDIZE_JACOBIAN, multiply(ct, gamma), x, axes=axes, eps=eps), x.shape)
 
 
 def _layer_norm_jvp(t, out, x, gamma, beta, *, axes, eps):
     tx, tg, tb = t
-    xhat, inv = _standardized(x, axes, eps)
     terms = []
     if tx is not None:
-        terms.append(multiply(_standardize_jacobian(tx, xhat, inv, axes), gamma))
+        terms.append(multiply(apply(STANDARDIZE_JACOBIAN, tx, x, axes=axes, eps=eps), gamma))
     if tg is not None:
-        terms.append(multiply(xhat, tg))
+        terms.append(multiply(_xhat(x, axes, eps), tg))
     if tb is not None:
         terms.append(tb)
     total = terms[0]
@@ -544,8 +694,12 @@ def _layer_norm_rule(x, gamma, beta, *, axes, eps):
     return shape, _float_dtype(np.result_type(x.dtype, gamma.dtype, beta.dtype))
 
 
-LAYER_NORM = defprim("layer_norm", _layer_norm_impl, vjp=_layer_norm_vjp, jvp=_layer_norm_jvp,
-                     shape=_layer_norm_rule, batch=elementwise_batch)
+LAYER_NORM = defprim(
+    "layer_norm", _layer_norm_impl,
+    vjp=(_layer_norm_vjp_x,
+         lambda ct, out, x, gamma, beta, *, axes, eps: sum_to_shape(multiply(ct, _xhat(x, axes, eps)), gamma.shape),
+         lambda ct, out, x, gamma, beta, *, axes, eps: sum_to_shape(ct, beta.shape)),
+    jvp=_layer_norm_jvp, shape=_layer_norm_rule, batch=elementwise_batch)
 
 
 def layer_norm(x, gamma=1.0, beta=0.0, axes=-1, eps: float = 1e-5) -> Tensor:
@@ -560,12 +714,16 @@ def layer_norm(x, gamma=1.0, beta=0.0, axes=-1, eps: float = 1e-5) -> Tensor:
     Not exported as ``ad.*``; it is ``nn.functional.layer_norm`` (and what ``nn.LayerNorm`` calls).
     Example: ``nn.functional.layer_norm(ad.Tensor([1., 3.]), eps=0.0).value`` is ``[-1., 1.]``.
     """
-    ndim = _ndim(x)
+    return apply(LAYER_NORM, x, gamma, beta, axes=_trailing_axes("layer_norm", axes, _ndim(x)), eps=float(eps))
+
+
+def _trailing_axes(name: str, axes, ndim: int) -> tuple[int, ...]:
+    """``axes`` (an int or tuple) as the sorted tuple of negative axes it names, which must be the last ones."""
     axes = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
     if not axes or any(not isinstance(a, (int, np.integer)) or a >= 0 or a < -ndim for a in axes):
-        raise ShapeError(f"layer_norm: Expect: axes a non-empty tuple of negative (trailing) axes of an input "
+        raise ShapeError(f"{name}: Expect: axes a non-empty tuple of negative (trailing) axes of an input "
                          f"with {ndim} axes. Actual: {axes!r}")
     axes = tuple(sorted({int(a) for a in axes}))
     if axes != tuple(range(-len(axes), 0)):
-        raise ShapeError(f"layer_norm: Expect: the LAST axes, e.g. (-2, -1). Actual: {axes!r}")
-    return apply(LAYER_NORM, x, gamma, beta, axes=axes, eps=float(eps))
+        raise ShapeError(f"{name}: Expect: the LAST axes, e.g. (-2, -1). Actual: {axes!r}")
+    return axes

@@ -8,6 +8,8 @@ primitive uses — is built from them.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..core import Tensor, apply
@@ -52,8 +54,10 @@ def _reshape_rule(x, *, shape):
 
 
 RESHAPE = defprim(
-    "reshape", lambda x, *, shape: np.reshape(x, shape),
-    vjp=lambda ct, out, x, *, shape: (reshape(ct, x.shape),),
+    # (the method: np.reshape's dispatch costs more than the view itself)
+    "reshape", lambda x, *, shape: x.reshape(shape) if type(x) is np.ndarray else np.reshape(x, shape),
+    # x.shape is a valid shape for ct's size: no checks (the eager sweep runs this for every reshape).
+    vjp=lambda ct, out, x, *, shape: (apply(RESHAPE, ct, shape=tuple(x.shape)),),
     jvp=lambda t, out, x, *, shape: reshape(t[0], shape),
     shape=_reshape_rule,
     batch=lambda prim, args, batched, *, shape: reshape(args[0], (args[0].shape[0],) + shape))
@@ -67,12 +71,14 @@ def reshape(x, shape) -> Tensor:
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
     shape = tuple(shape)
+    size = x.size if isinstance(x, (Tensor, np.ndarray)) else np.size(x)
+    if all(type(d) is int and d >= 0 for d in shape) and math.prod(shape) == size:
+        return apply(RESHAPE, x, shape=shape)  # the common case, checked at once
     if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < -1 for d in shape) \
             or shape.count(-1) > 1:
         raise ShapeError(f"reshape: Expect: non-negative integer sizes, at most one of them -1. "
                           f"Actual: {shape!r}")
     shape = tuple(int(d) for d in shape)
-    size = x.size if isinstance(x, (Tensor, np.ndarray)) else np.size(x)
     if shape.count(-1) == 1:
         known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
         if known == 0 or size % known:
@@ -115,11 +121,19 @@ def _transpose_rule(x, *, axes):
 
 
 TRANSPOSE = defprim(
-    "transpose", lambda x, *, axes: np.transpose(x, axes),
-    vjp=lambda ct, out, x, *, axes: (transpose(ct, tuple(np.argsort(axes))),),
+    "transpose", lambda x, *, axes: x.transpose(axes) if type(x) is np.ndarray else np.transpose(x, axes),
+    vjp=lambda ct, out, x, *, axes: (apply(TRANSPOSE, ct, axes=_inverse(axes)),),
     jvp=lambda t, out, x, *, axes: transpose(t[0], axes),
     shape=_transpose_rule,
     batch=lambda prim, args, batched, *, axes: transpose(args[0], (0,) + tuple(a + 1 for a in axes)))
+
+
+def _inverse(axes: tuple) -> tuple:
+    """The inverse permutation of ``axes``."""
+    inverse = [0] * len(axes)
+    for i, a in enumerate(axes):
+        inverse[a] = i
+    return tuple(inverse)
 
 
 def transpose(x, axes=None) -> Tensor:
@@ -143,7 +157,7 @@ def swapaxes(x, a: int, b: int) -> Tensor:
     a, b = normalize_axis("swapaxes", a, ndim), normalize_axis("swapaxes", b, ndim)
     axes = list(range(ndim))
     axes[a], axes[b] = axes[b], axes[a]
-    return transpose(x, axes)
+    return apply(TRANSPOSE, x, axes=tuple(axes))  # a permutation already: no checks
 
 # ----------------------------------------------------------- broadcast_to
 
