@@ -4,6 +4,8 @@ Convolution is bilinear, F(x, w, g) = <conv2d(x, w), g>, so its three partial
 maps close under differentiation: ``conv2d`` C(x, w), ``conv2d_input_grad``
 Tx(g, w) and ``conv2d_weight_grad`` Tw(x, g). The VJP of each is written with
 the other two, so gradients of any order stay inside the family.
+``conv2d_bias`` C(x, w) + b is a layer's convolution and bias as one node (as
+``linear`` is a dense layer's): the bias is added into the product's own array.
 
 Max pooling is differentiated through a pair of primitives linear in their first
 argument, ``max_pool2d_scatter`` and ``max_pool2d_gather``, each the other's
@@ -23,10 +25,11 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ..core import Tensor, apply
 from ..errors import ShapeError
 from .elementwise import add
-from .batch import merge_batch
+from .batch import batch_size, merge_batch
 from .registry import defprim
 from .shapes import fmt
-from .structure import reshape, transpose
+from .structure import broadcast_to, reshape, transpose
+from .structure import sum as sum_axes
 
 # ---------------------------------------------------------------- helpers
 
@@ -205,6 +208,80 @@ def conv2d(x, w, stride=1, padding=0) -> Tensor:
     """
     return apply(CONV2D, x, w, stride=_pair("conv2d", "stride", stride, 1),
                  padding=_pair("conv2d", "padding", padding, 0))
+
+# ------------------------------------------------------------ conv2d_bias
+
+
+def _conv2d_bias_impl(x, w, b, *, stride, padding):
+    out = _conv2d_impl(x, w, stride=stride, padding=padding)
+    bias = b.reshape(-1, 1, 1)
+    if out.dtype != np.result_type(out, b):
+        return out + bias
+    out += bias  # into the product's own fresh array: no second array of the output's size
+    return out
+
+
+def _conv2d_bias_rule(x, w, b, *, stride, padding):
+    shape, dtype = _conv2d_rule(x, w, stride=stride, padding=padding)
+    if tuple(b.shape) != tuple(w.shape[:1]):
+        raise ShapeError(f"conv2d_bias: Expect: a bias (O,) = {fmt(w.shape[:1])}, one per output channel "
+                         f"(kernel {fmt(w.shape)}). Actual: bias {fmt(b.shape)}")
+    return shape, np.result_type(dtype, b.dtype)
+
+
+_conv2d_bias_vjp = (
+    lambda ct, out, x, w, b, *, stride, padding: conv2d_input_grad(ct, w, x.shape[2:], stride, padding),
+    lambda ct, out, x, w, b, *, stride, padding: conv2d_weight_grad(x, ct, w.shape[2:], stride, padding),
+    lambda ct, out, x, w, b, *, stride, padding: sum_axes(ct, (0, 2, 3)))
+
+
+def _conv2d_bias_jvp(t, out, x, w, b, *, stride, padding):
+    tx, tw, tb = t
+    total = _sum_terms(tx is not None and conv2d(tx, w, stride, padding),
+                       tw is not None and conv2d(x, tw, stride, padding))
+    if tb is None:
+        return total
+    tb = reshape(tb, (-1, 1, 1))
+    return broadcast_to(tb, out.shape) if total is None else add(total, tb)
+
+
+_fold_input = merge_batch(0)
+
+
+def _conv2d_bias_batch(prim, args, batched, *, stride, padding):
+    """vmap of conv2d_bias: a batched input folds into N; a batched bias (B, O) is added
+    after the convolution, broadcast over N and the pixels. A batched kernel loops, as conv2d's."""
+    x, w, b = args
+    if batched[1]:
+        return NotImplemented
+    if not batched[2]:
+        return _fold_input(prim, args, batched, stride=stride, padding=padding)
+    if batched[0]:
+        size, n = batch_size(args, batched), x.shape[1]
+        out = conv2d(reshape(x, (size * n,) + tuple(x.shape[2:])), w, stride, padding)
+        out = reshape(out, (size, n) + tuple(out.shape[1:]))
+    else:
+        out = conv2d(x, w, stride, padding)
+    return add(out, reshape(b, (b.shape[0], 1, b.shape[1], 1, 1)))
+
+
+CONV2D_BIAS = defprim("conv2d_bias", _conv2d_bias_impl, vjp=_conv2d_bias_vjp, jvp=_conv2d_bias_jvp,
+                      shape=_conv2d_bias_rule, batch=_conv2d_bias_batch)
+
+
+def conv2d_bias(x, w, b, stride=1, padding=0) -> Tensor:
+    """A convolution layer's map, conv2d(x, w) + b per output channel, as one primitive.
+
+    One array of the output's size: the bias is added into the convolution's
+    product in place, where ``add(conv2d(x, w), reshape(b, (O, 1, 1)))`` keeps
+    both. The derivatives are conv2d's, and the cotangent summed over (N, H, W) for b.
+    Shapes: x (N, C, H, W), w (O, C, kh, kw), b (O,) -> (N, O, Ho, Wo), as ``conv2d``.
+    Not exported as ``ad.*`` (``nn.Conv2d`` calls it); import it from ``autograd_dag.primitives.conv``.
+    Example: with x = ad.Tensor(np.ones((1, 3, 8, 8))), w = ad.Tensor(np.ones((4, 3, 3, 3))) and
+    b = ad.Tensor(np.arange(4.0)), ``conv2d_bias(x, w, b, padding=1).shape == (1, 4, 8, 8)``.
+    """
+    return apply(CONV2D_BIAS, x, w, b, stride=_pair("conv2d_bias", "stride", stride, 1),
+                 padding=_pair("conv2d_bias", "padding", padding, 0))
 
 # ------------------------------------------------------ conv2d_input_grad
 
