@@ -141,6 +141,10 @@ CASES = [
     Case("conv2d_input_grad", lambda g, w: conv2d_input_grad(g, w, (4, 5)),
          lambda rng: (rng.standard_normal((1, 2, 2, 3)), rng.standard_normal((2, 3, 3, 3))),
          ref=lambda g, w: input_grad_ref(g, w, (4, 5)), id="basic"),
+    # Few channels and a narrow padded width: the banded product (strided rows, cropped padding).
+    Case("conv2d_input_grad", lambda g, w: conv2d_input_grad(g, w, (5, 4), (2, 1), (1, 0)),
+         lambda rng: (rng.standard_normal((2, 3, 3, 2)), rng.standard_normal((3, 2, 2, 3))),
+         ref=lambda g, w: input_grad_ref(g, w, (5, 4), (2, 1), (1, 0)), id="banded_stride_pad"),
     Case("conv2d_weight_grad", lambda x, g: conv2d_weight_grad(x, g, (3, 2), (4, 2), 1),
          lambda rng: (rng.standard_normal((2, 2, 7, 6)), rng.standard_normal((2, 3, 2, 4))),
          ref=lambda x, g: weight_grad_ref(x, g, (3, 2), (4, 2), 1), id="stride_pad"),
