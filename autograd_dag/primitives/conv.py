@@ -13,8 +13,9 @@ transpose. At ties the whole gradient goes to the FIRST maximum of the window in
 row-major order.
 
 Each convolution copies the input's windows (im2col: once channels-last, in two
-copies along longer runs channels-first) and multiplies them on BLAS; Python loops
-run over kernel positions at most, never over pixels or channels.
+copies along longer runs channels-first) and multiplies them on BLAS; with few
+channels the input gradient multiplies the cotangent by a banded kernel matrix
+instead. Python loops run over kernel positions at most, never over pixels or channels.
 """
 
 from __future__ import annotations
