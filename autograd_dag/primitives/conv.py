@@ -296,7 +296,7 @@ def _input_grad_impl(g, w, *, in_hw, stride, padding):
     sh, sw = stride
     ph, pw = padding
     dtype = np.result_type(g, w)
-    if _banded(c, kw, in_hw[1] + 2 * pw) and np.isfinite(g).all():
+    if _banded(c, kw, in_hw[1] + 2 * pw, dtype) and np.isfinite(g).all():
         return _input_grad_banded(g, w, in_hw, stride, padding, dtype)
     if _channels_last(c, kw, wo):
         rows = np.ascontiguousarray(g.transpose(0, 2, 3, 1)).reshape(n * ho * wo, o)
@@ -318,17 +318,19 @@ def _input_grad_impl(g, w, *, in_hw, stride, padding):
     return np.ascontiguousarray(xp[:, :, ph:ph + in_hw[0], pw:pw + in_hw[1]])
 
 
-def _banded(c: int, kw: int, wp: int) -> bool:
+def _banded(c: int, kw: int, wp: int, dtype) -> bool:
     """Whether conv2d_input_grad runs as one banded product per image row (see _input_grad_banded).
 
     The other layouts make one product per kernel position, C columns wide:
     with few input channels those are small products, slow on BLAS (LeNet's
-    second layer, C 6: 25 products of 6 columns took 0.63 ms of its 0.92). The
-    band multiplies Wp/kw times the arithmetic, most of it by zeros: taken
-    below 3x with C < 8 (LeNet's second layer, 12/5: 0.66 ms against 0.96 in
-    float32, even in float64; 16 channels, 3x3, 16 wide: 3x slower banded).
+    second layer, C 6, float32: 25 products of 6 columns took 0.63 ms of its
+    0.92). The band multiplies Wp/kw times the arithmetic, most of it by zeros:
+    taken with C < 8 below 3x in float32 (LeNet's second layer, 12/5: 0.69 ms
+    against 0.94; 16 channels, 3x3, 16 wide: 3x slower banded), below 1.5x in
+    float64, whose products do half the arithmetic per cycle (LeNet's second
+    layer banded: 1.31 ms against 1.26).
     """
-    return c < 8 and wp < 3 * kw
+    return c < 8 and wp < (3.0 if np.dtype(dtype).itemsize <= 4 else 1.5) * kw
 
 
 def _input_grad_banded(g, w, in_hw, stride, padding, dtype):
