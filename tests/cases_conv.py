@@ -8,7 +8,7 @@ away from the kinks).
 
 import numpy as np
 
-from autograd_dag.primitives.conv import (conv2d, conv2d_input_grad, conv2d_weight_grad,
+from autograd_dag.primitives.conv import (conv2d, conv2d_bias, conv2d_input_grad, conv2d_weight_grad,
                                           max_pool2d, max_pool2d_gather, max_pool2d_scatter)
 from tests.cases import Case
 
@@ -127,12 +127,25 @@ CASES = [
     _conv_case((1, 2, 2, 2), (1, 2, 4, 4), 1, 1, "kernel_equals_padded"),
     # Output rows of 18: the channels-first windows in one copy (two below 16).
     _conv_case((1, 2, 4, 20), (2, 2, 3, 3), 1, 0, "long_rows"),
+    Case("conv2d_bias", lambda x, w, b: conv2d_bias(x, w, b),
+         lambda rng: (rng.standard_normal((2, 3, 5, 6)), rng.standard_normal((4, 3, 3, 2)),
+                      rng.standard_normal(4)),
+         ref=lambda x, w, b: conv_ref(x, w) + b[:, None, None], id="basic"),
+    Case("conv2d_bias", lambda x, w, b: conv2d_bias(x, w, b, (2, 1), (1, 2)),
+         lambda rng: (rng.standard_normal((1, 2, 5, 4)), rng.standard_normal((3, 2, 3, 3)),
+                      rng.standard_normal(3)),
+         ref=lambda x, w, b: conv_ref(x, w, (2, 1), (1, 2)) + b[:, None, None], id="stride_pad"),
     Case("conv2d_input_grad", lambda g, w: conv2d_input_grad(g, w, (7, 6), (4, 2), 1),
          lambda rng: (rng.standard_normal((2, 3, 2, 4)), rng.standard_normal((3, 2, 3, 2))),
          ref=lambda g, w: input_grad_ref(g, w, (7, 6), (4, 2), 1), id="stride_pad"),
     Case("conv2d_input_grad", lambda g, w: conv2d_input_grad(g, w, (4, 5)),
          lambda rng: (rng.standard_normal((1, 2, 2, 3)), rng.standard_normal((2, 3, 3, 3))),
          ref=lambda g, w: input_grad_ref(g, w, (4, 5)), id="basic"),
+    # Few channels and a padded width under 1.5 kernel widths: the banded product in float64 too
+    # (strided rows, cropped padding).
+    Case("conv2d_input_grad", lambda g, w: conv2d_input_grad(g, w, (5, 4), (2, 1), (1, 0)),
+         lambda rng: (rng.standard_normal((2, 3, 3, 2)), rng.standard_normal((3, 2, 2, 3))),
+         ref=lambda g, w: input_grad_ref(g, w, (5, 4), (2, 1), (1, 0)), id="banded_stride_pad"),
     Case("conv2d_weight_grad", lambda x, g: conv2d_weight_grad(x, g, (3, 2), (4, 2), 1),
          lambda rng: (rng.standard_normal((2, 2, 7, 6)), rng.standard_normal((2, 3, 2, 4))),
          ref=lambda x, g: weight_grad_ref(x, g, (3, 2), (4, 2), 1), id="stride_pad"),

@@ -184,6 +184,25 @@ def test_conv2d_family_random_shapes(n, c, o, h, w, kh, kw, sh, sw, ph, pw, seed
     np.testing.assert_allclose(gw, weight_grad_ref(x, g, (kh, kw), (sh, sw), (ph, pw)), atol=1e-12)
     assert np.isclose(_dot(y, g), _dot(x, gx)) and np.isclose(_dot(y, g), _dot(k, gw))
 
+def test_conv2d_input_grad_banded_float32_and_an_infinite_cotangent():
+    """The banded product (float32, few channels, narrow rows) against the loops; it multiplies
+    the cotangent by the band's zeros, so an infinite cotangent goes the scatter's way instead
+    (inf over its window, no NaN elsewhere)."""
+    rng = np.random.default_rng(0)
+    g, w = rng.standard_normal((2, 3, 3, 2)), rng.standard_normal((3, 2, 2, 3))
+    assert conv._banded(2, 3, 4, np.float32)
+    gx = conv2d_input_grad(g.astype(np.float32), w.astype(np.float32), (5, 4), (2, 1), (1, 0)).value
+    assert gx.dtype == np.float32
+    np.testing.assert_allclose(gx, input_grad_ref(g, w, (5, 4), (2, 1), (1, 0)), rtol=1e-5, atol=1e-5)
+    g = np.zeros((1, 2, 3, 3), np.float32)
+    g[0, 1, 0, 0] = np.inf
+    w = np.ones((2, 1, 2, 2), np.float32)
+    assert conv._banded(1, 2, 4, np.float32)
+    with np.errstate(invalid="ignore"):  # BLAS may flag inf arithmetic (its sums stay inf)
+        gx = conv2d_input_grad(g, w, (4, 4)).value
+    np.testing.assert_array_equal(gx, input_grad_ref(g, w, (4, 4)))
+    assert np.isinf(gx[0, 0, :2, :2]).all() and not np.isnan(gx).any()
+
 # ------------------------------------------------------ (c) exact conventions
 
 

@@ -23,8 +23,9 @@ B = 3
 # Rules that loop by design: a convolution with per-example weights (batched w, or the
 # weight gradient of per-example input and cotangent pairs, which sums over examples)
 # needs a grouped convolution the library does not have. With only the input batched,
-# conv2d and conv2d_input_grad do not loop; nor does conv2d_weight_grad with one operand batched.
-LOOPING_WITH_BATCHED_WEIGHTS = {"conv2d", "conv2d_input_grad"}
+# conv2d, conv2d_bias and conv2d_input_grad do not loop; nor does conv2d_weight_grad with one
+# operand batched.
+LOOPING_WITH_BATCHED_WEIGHTS = {"conv2d", "conv2d_bias", "conv2d_input_grad"}
 LOOPING_WITH_ALL_BATCHED = {"conv2d_weight_grad"}
 
 

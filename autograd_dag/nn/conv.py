@@ -6,8 +6,8 @@ import numpy as np
 
 from ..core import Tensor
 from ..errors import ShapeError
-from ..primitives.conv import conv2d, max_pool2d
-from ..primitives.elementwise import add, relu
+from ..primitives.conv import conv2d, conv2d_bias, max_pool2d
+from ..primitives.elementwise import relu
 from ..primitives.structure import reshape
 from . import functional as F
 from . import init as _init
@@ -51,10 +51,9 @@ class Conv2d(Module):
         return (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
 
     def forward(self, x):
-        out = conv2d(x, self.weight, self.stride, self.padding)
         if self.bias is None:
-            return out
-        return add(out, reshape(self.bias, (1, self.out_channels, 1, 1)))
+            return conv2d(x, self.weight, self.stride, self.padding)
+        return conv2d_bias(x, self.weight, self.bias, self.stride, self.padding)
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "

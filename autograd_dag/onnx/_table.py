@@ -901,15 +901,27 @@ def _padded(b, x: Value, padding) -> Value:
 
 @rule("conv2d")
 def _conv2d(b, node, args):
-    x, w = _all_as(b, args, node.dtype)
+    return _convolution(b, node, *_all_as(b, args, node.dtype))
+
+
+@rule("conv2d_bias")
+def _conv2d_bias(b, node, args):
+    return _convolution(b, node, *_all_as(b, args, node.dtype))
+
+
+def _convolution(b, node, x, w, bias=None):
+    """ONNX's Conv in float32 (its bias input included); in float64, which onnxruntime's Conv
+    lacks, the windows contracted by an Einsum and the bias added per channel."""
     stride, padding = node.params["stride"], node.params["padding"]
     kernel = w.shape[2:]
     if node.dtype == np.float32:
-        return b.op("Conv", [x, w], strides=list(stride), pads=[padding[0], padding[1]] * 2,
-                    kernel_shape=list(kernel), hint=_hint(node))
+        return b.op("Conv", [x, w] + ([] if bias is None else [bias]), strides=list(stride),
+                    pads=[padding[0], padding[1]] * 2, kernel_shape=list(kernel), hint=_hint(node))
     cols, _ = _columns(b, _padded(b, x, padding), kernel, stride)                     # (N, C, P, K)
     wk = b.reshape(w, w.shape[:2] + (kernel[0] * kernel[1],))                          # (O, C, K)
     out = b.op("Einsum", [cols, wk], equation="ncpk,ock->nop")
+    if bias is not None:
+        out = b.op("Add", [out, b.reshape(bias, bias.shape + (1,))])                    # (N, O, P) + (O, 1)
     return b.op("Reshape", [out, b.ints(node.shape)], hint=_hint(node))
 
 
