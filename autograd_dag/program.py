@@ -67,6 +67,7 @@ def _recorded_order(walk: list[Tensor], inputs: dict) -> list[Tensor]:
     order.extend(t for t in walk if id(t) not in placed)  # leaves no node reads (outputs themselves)
     return order
 
+
 class ProgramNode:
     """One node k of a program: the function f_k and its output variable s_k.
 
