@@ -345,7 +345,11 @@ def as_array(value: Any) -> np.ndarray:
             return np.asarray(value, dtype=np.float64)
         except (ValueError, TypeError) as exc:
             raise AutogradDagError(f"cannot make a float64 array of {value!r}: {exc}") from None
-    return np.asarray(value)
+    array = np.asarray(value)
+    if array.dtype == object:  # (a dict, a set, any object: numpy wraps it in a 0-d array of objects)
+        raise AutogradDagError(f"cannot make a numeric array of a {type(value).__name__}"
+                               f"{located(user_source())}")
+    return array
 
 
 def _contains_tensor(items) -> bool:

@@ -23,7 +23,7 @@ from .execution import disposable, plan_steps
 from .graph import Graph
 from .passes import common_subexpressions, refuse_inputs_as_constants
 from .tracing import program_input, record, topological_nodes
-from .tree import flatten, unflatten
+from .tree import flatten, leaf_paths, unflatten
 from .primitives.registry import PRIMITIVES
 from .primitives.structure import IDENTITY
 
@@ -519,9 +519,11 @@ class Program:
 def trace(f: Callable, *example_args, name: str | None = None) -> Program:
     """Record ``f`` on example arguments and return its :class:`Program`.
 
-    Each positional argument (an array, a scalar or a Tensor) becomes one
-    program input, named after ``f``'s parameter. ``f`` returns a Tensor or a
-    tuple of Tensors.
+    Each positional argument (an array, a scalar, a list of numbers or a
+    Tensor) becomes one program input, named after ``f``'s parameter; a dict
+    (of arrays, or of further dicts: a model's parameters) becomes one input
+    per entry, named by its path (``params.fc1.weight``). ``f`` returns a
+    Tensor, or a tuple, list or dict of them: one program output per Tensor.
     Shapes: the program's inputs and outputs have the shapes of the example
     arguments and of ``f``'s results on them.
 
@@ -537,17 +539,26 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
         names = []
-    # Each example argument is one input (a list of numbers is one array, not a tree).
-    arrays = tuple(a.value if isinstance(a, Tensor) else as_array(a) for a in example_args)
-    rec = record(f, arrays, lambda i, value: program_input(value, names[i] if i < len(names) else f"x{i}"),
+    # A list of numbers is one array, not a tree; a dict is a tree of inputs, one per leaf.
+    args = tuple(a if isinstance(a, dict) else a.value if isinstance(a, Tensor) else as_array(a)
+                 for a in example_args)
+    labels = iter([".".join([names[p[0]] if p[0] < len(names) else f"x{p[0]}", *map(str, p[1:])])
+                   for p in leaf_paths(args)])
+    rec = record(f, tuple(_as_arrays(a) for a in args), lambda i, value: program_input(value, next(labels)),
                  what="trace", reused=True)
     fname = name or getattr(f, "__name__", "f")
     if fname == "<lambda>":
         fname = "f"
     prog = Program.from_outputs(tuple(rec.inputs), tuple(rec.outputs), name=fname)
     refuse_inputs_as_constants(prog, rec.inputs, "trace")
-    prog.single_output = not isinstance(rec.result, (tuple, list))
+    prog.single_output = not isinstance(rec.result, (tuple, list, dict))
     return prog
+
+
+def _as_arrays(tree):
+    """``tree`` with each leaf an ndarray (a Tensor's value; a number or a list of numbers as float64)."""
+    leaves, treedef = flatten(tree)
+    return unflatten(treedef, [x.value if isinstance(x, Tensor) else as_array(x) for x in leaves])
 
 
 # The state ``ad.jit``'s programs were traced under, beyond their arguments and the

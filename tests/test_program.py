@@ -427,3 +427,22 @@ def test_common_subexpressions_keep_outputs_apart_and_inputs():
     assert len(merged.inputs) == 2
     a, b = merged(np.zeros(2), np.zeros(3))
     assert a is not b and np.array_equal(a, b)
+
+
+def test_trace_takes_dicts_of_arrays_one_input_per_entry():
+    # A model's parameters as a dict: before, the dict became one 0-d object array and the
+    # function failed inside with an unrelated getitem error.
+    params = {"w": np.arange(6.0).reshape(2, 3), "b": {"shift": np.ones(3)}}
+
+    def step(params, x):
+        y = x @ params["w"] + params["b"]["shift"]
+        return {"y": y, "total": ad.sum(y)}
+    prog = ad.trace(step, params, np.ones((4, 2)))
+    assert [prog.nodes[k].name for k in prog.inputs] == ["params.w", "params.b.shift", "x"]
+    x = np.random.default_rng(0).standard_normal((4, 2))
+    w, shift = np.ones((2, 3)), np.full(3, 0.5)
+    y, total = prog(w, shift, x)
+    np.testing.assert_allclose(y, x @ w + shift, rtol=1e-15)
+    np.testing.assert_allclose(total, (x @ w + shift).sum(), rtol=1e-15)
+    # A list of numbers is still one array.
+    assert len(ad.trace(lambda v: v * 2.0, [1.0, 2.0]).inputs) == 1
