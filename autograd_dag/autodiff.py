@@ -672,12 +672,26 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
 # ------------------------------------------------------------ checkpoint
 
 
+def _refuse_closure_gradients(result: Tensor, targets: list, name: str) -> None:
+    """Refuse a checkpointed function that read a Tensor requiring a gradient from outside its arguments.
+
+    Its derivative would be silently lost: the checkpoint node's inputs are the
+    arguments only (before: a zero gradient for the closure's W).
+    """
+    stop = {id(t) for t in targets}
+    for t in topological_nodes([result], stop, prune_constant=True):
+        if id(t) not in stop and not t.parents and t.requires_grad:
+            _refuse_closure_tensor(t, name, t.source)
+
+
 def checkpoint(f: Callable) -> Callable:
     """``f`` that stores no intermediates: its forward is recomputed during backward.
 
     The book's checkpointing trades compute for memory. Everything to be
     differentiated must be passed as an argument (Tensors), e.g.
-    ``ad.checkpoint(block)(x, W, b)``; the call records one node.
+    ``ad.checkpoint(block)(x, W, b)``; the call records one node. A Tensor
+    requiring a gradient that ``f`` reads from outside (a closure, a module's
+    parameters) is refused with NotDifferentiableError, not silently given none.
     Shapes: those of ``f``: the wrapped function takes and returns what ``f`` does.
 
     Example:
@@ -688,7 +702,7 @@ def checkpoint(f: Callable) -> Callable:
         >>> np.round(x.grad.value, 4)
         array([0.6398])
     """
-    name = f"checkpoint[{getattr(f, '__name__', 'f')}]"
+    name = f"checkpoint[{getattr(f, '__name__', type(f).__name__)}]"
 
     def impl(*arrays):
         with _recording_as(False):
@@ -704,7 +718,9 @@ def checkpoint(f: Callable) -> Callable:
         targets = ([structure.identity(x) for x in inputs] if core.is_recording()
                    else [Tensor(x) for x in inputs])
         with _recording_as(True):
-            return targets, f(*targets)
+            result = f(*targets)
+        _refuse_closure_gradients(result, targets, name)
+        return targets, result
 
     def rule_vjp(ct, out, *inputs):
         recording = core.is_recording()
@@ -722,6 +738,51 @@ def checkpoint(f: Callable) -> Callable:
     prim = Primitive(name, impl, vjp=rule_vjp, jvp=rule_jvp)
 
     def wrapped(*args):
+        if core.is_recording():
+            # The forward runs unrecorded: a Tensor read from f's closure is seen by no
+            # derivative (a slot of ad.grad that is not an argument here would get zero).
+            for t in _closure_tensors(f):
+                if t.requires_grad:
+                    _refuse_closure_tensor(t, name, user_source())
         return apply(prim, *args)
     wrapped.__name__ = name
     return wrapped
+
+
+def _closure_tensors(f: Callable) -> list[Tensor]:
+    """The Tensors ``f`` holds: in its closure cells (alone, in a list, tuple or dict, or a module's
+    parameters) and, for a module or a module's bound method, its parameters.
+
+    What a checkpointed function can read without the checkpoint node knowing;
+    a global or an attribute chain is caught at the backward instead (_refuse_closure_gradients).
+    """
+    held = [getattr(f, "__self__", f)]
+    held += [c.cell_contents for c in (getattr(f, "__closure__", None) or ()) if _cell_has_contents(c)]
+    found = []
+    for obj in held:
+        parameters = getattr(obj, "parameters", None)
+        if callable(parameters) and not isinstance(obj, Tensor):
+            found.extend(t for t in parameters() if isinstance(t, Tensor))
+        elif isinstance(obj, Tensor):
+            found.append(obj)
+        elif isinstance(obj, (list, tuple)):
+            found.extend(t for t in obj if isinstance(t, Tensor))
+        elif isinstance(obj, dict):
+            found.extend(t for t in obj.values() if isinstance(t, Tensor))
+    return found
+
+
+def _cell_has_contents(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # a cell not filled yet (a name assigned after the function was made)
+        return False
+    return True
+
+
+def _refuse_closure_tensor(t: Tensor, name: str, site) -> None:
+    what = f"'{t.name}' (shape {t.shape})" if t.name else f"a Tensor of shape {t.shape}"
+    raise NotDifferentiableError(
+        f"{name}: the function reads {what}, which requires a gradient, from outside its arguments, "
+        f"so its derivative would be lost; pass it as an argument, e.g. ad.checkpoint(block)(x, W) "
+        f"with block(x, W){located(site)}")

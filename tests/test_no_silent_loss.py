@@ -340,3 +340,33 @@ def test_inner_transformation_closing_over_an_outer_input(label, h):
 def test_trace_records_an_inner_gradient_that_reads_its_input():
     prog = ad.trace(lambda w: ad.sum(ad.grad(lambda x: ad.sum(x * x * w))(XS)), W0)
     assert float(prog(np.array(2.0))) == pytest.approx(12.0)   # Σ 2x·w at w = 2
+
+
+# ------------------------------------- a checkpointed function reading a Tensor from outside
+# The checkpoint node's inputs are its arguments: a Tensor requiring a gradient read from
+# f's closure got no derivative (a silent zero, e.g. ad.grad with respect to W below).
+
+
+def test_checkpoint_refuses_a_closure_tensor_that_requires_a_gradient():
+    x, W = np.ones((2, 3)), np.full((3, 3), 0.5)
+    with pytest.raises(ad.NotDifferentiableError, match=r"checkpoint\[<lambda>\]: the function reads a Tensor "
+                                                        r"of shape \(3, 3\), which requires a gradient"):
+        ad.grad(lambda x, W: ad.sum(ad.checkpoint(lambda h: ad.tanh(h @ W))(x)), argnums=1)(x, W)
+    layer = ad.nn.Linear(3, 3, rng=0)
+    with pytest.raises(ad.NotDifferentiableError, match=r"checkpoint\[Linear\]: the function reads 'weight'"):
+        ad.checkpoint(layer)(ad.Tensor(x, requires_grad=True))
+    # Read through a global (no closure cell): refused when the backward replays the block.
+    global _GLOBAL_W
+    _GLOBAL_W = ad.Tensor(W, requires_grad=True, name="W")
+    y = ad.sum(ad.checkpoint(lambda h: ad.tanh(h @ _GLOBAL_W))(ad.Tensor(x, requires_grad=True)))
+    with pytest.raises(ad.NotDifferentiableError, match=r"reads 'W' \(shape \(3, 3\)\)"):
+        y.backward()
+
+
+def test_checkpoint_with_the_tensor_passed_as_an_argument_is_differentiated():
+    x, W = np.ones((2, 3)), np.full((3, 3), 0.5)
+    got = ad.grad(lambda x, W: ad.sum(ad.checkpoint(lambda h, w: ad.tanh(h @ w))(x, W)), argnums=1)(x, W)
+    np.testing.assert_allclose(got, x.T @ (1 - np.tanh(x @ W) ** 2), rtol=1e-14)
+    with ad.no_grad():  # nothing is recorded, so nothing can be lost: no refusal
+        W_t = ad.Tensor(W, requires_grad=True)
+        ad.checkpoint(lambda h: ad.tanh(h @ W_t))(ad.Tensor(x))
