@@ -270,3 +270,20 @@ def test_jit_refuses_an_embedding_id_out_of_range_on_a_later_call(bad):
     lookup(np.array([1, 2]))
     with pytest.raises(ad.ShapeError, match=rf"Embedding\(10, 4\): index {bad} is out of range for 10 ids"):
         lookup(np.array([1, bad]))
+
+
+def test_a_traced_tensor_index_or_slice_bound_is_refused():
+    # getitem's index is a parameter: x[i] with i an input used to keep the first call's i
+    # (jit(lambda i, x: x[i]) returned x[1] when called with i=3; vmap used example 0's i for all).
+    x = np.arange(5.0) * 10
+    with pytest.raises(TracingError, match=r"jit: an index x\[i\]"):
+        ad.jit(lambda i, x: x[i])(np.array(1), x)
+    with pytest.raises(TracingError, match=r"slice bound"):
+        ad.jit(lambda i, x: x[i:])(np.array(1), x)
+    with pytest.raises(TracingError, match="vmap"):
+        ad.vmap(lambda i, x: x[i], in_axes=(0, None))(np.array([2, 0, 1]), x)
+    # Outside a trace a Tensor index is read as numbers, and ad.take follows the data under jit.
+    np.testing.assert_array_equal(ad.Tensor(x)[ad.Tensor(np.array([3, 1]))].value, [30.0, 10.0])
+    take = ad.jit(lambda i, x: ad.take(x, i))
+    take(np.array(1), x)
+    np.testing.assert_array_equal(take(np.array(3), x), 30.0)
