@@ -287,3 +287,29 @@ def test_a_traced_tensor_index_or_slice_bound_is_refused():
     take = ad.jit(lambda i, x: ad.take(x, i))
     take(np.array(1), x)
     np.testing.assert_array_equal(take(np.array(3), x), 30.0)
+
+
+@pytest.mark.parametrize("f, what", [
+    (lambda x: ad.take(x, np.argmax(x)), "np.argmax"),
+    (lambda x: ad.take(x, x.argmax()), "Tensor.argmax"),
+    (lambda x: x * np.count_nonzero(x > 2.0), "np.count_nonzero"),
+    (lambda x: x * float(x[0]), r"float\(t\)"),
+    (lambda x: x * int(x[1]), r"int\(t\)"),
+    (lambda x: x * x[0].item(), r"Tensor.item\(\)"),
+    (lambda x: x * 2.0 if x[0] > 2.0 else x * 3.0, "truth value"),
+    (lambda x: x * max(x[0], x[1]), "truth value"),
+])
+def test_numbers_read_from_a_traced_tensor_are_refused(f, what):
+    # Each of these ran on the trace-time values and froze the result into the program:
+    # jit(lambda x: ad.take(x, np.argmax(x))) returned x[0] for x = [1, 5, 2] after tracing on [3, 1, 2].
+    with pytest.raises(TracingError, match=what):
+        ad.jit(f)(np.array([3.0, 1.0, 2.0]))
+    with pytest.raises(TracingError, match="vmap"):
+        ad.vmap(f)(np.array([[3.0, 1.0, 2.0], [1.0, 5.0, 2.0]]))
+    f(ad.Tensor(np.array([1.0, 5.0, 2.0])))     # eager code reads the numbers as before
+
+
+def test_numpy_functions_of_shapes_only_work_inside_jit():
+    f = ad.jit(lambda x: x * np.shape(x)[0] + np.ndim(x) + np.size(x))
+    f(np.ones(3))
+    np.testing.assert_array_equal(f(np.arange(4.0)), np.arange(4.0) * 4 + 1 + 4)
