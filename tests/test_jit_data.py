@@ -313,3 +313,21 @@ def test_numpy_functions_of_shapes_only_work_inside_jit():
     f = ad.jit(lambda x: x * np.shape(x)[0] + np.ndim(x) + np.size(x))
     f(np.ones(3))
     np.testing.assert_array_equal(f(np.arange(4.0)), np.arange(4.0) * 4 + 1 + 4)
+
+
+def test_select_conditions_follow_data_and_value_reads_are_refused():
+    # ad.select read its Tensor conditions' numbers: jit kept the first call's branches.
+    def f(x):
+        return ad.select([x < 0, x > 1], [-x, x * 10], default=x)
+    prog = ad.jit(f)
+    prog(np.array([-2.0, 0.5, 3.0]))
+    x = np.array([2.0, -0.5, -3.0])
+    np.testing.assert_array_equal(prog(x), f(ad.Tensor(x)).value)
+    np.testing.assert_array_equal(ad.vmap(f)(np.stack([x, -x]))[0], [20.0, 0.5, 3.0])
+    # Functions whose result depends on numbers that cannot be an operand refuse them under jit.
+    for g, what in [(lambda x: ad.full(3, x[0]) * x, "fill_value"),
+                    (lambda x: np.gradient(x, x[0]), "spacing")]:
+        with pytest.raises(TracingError, match=what):
+            ad.jit(g)(np.array([-2.0, 0.5, 3.0]))
+    with pytest.raises(TracingError, match="repeat's counts"):
+        ad.jit(lambda x, r: ad.repeat(x, r))(np.ones(3), np.array(2))
