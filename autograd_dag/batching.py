@@ -45,6 +45,8 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
     ``out_axes``: where the batch axis goes in the outputs (an int, or one
     per output leaf). Python control flow in ``f`` must not depend on the
     values (as with ``jit``): ``f`` is recorded once, on the first example.
+    As a loop would, the results carry the gradient of a Tensor requiring
+    one that ``f`` reads from a closure (a parameter), for ``backward()``.
 
     Shapes: an argument of shape (..., B, ...) with its batch axis at
     ``in_axes`` -> outputs of f's shapes with B inserted at ``out_axes``.
@@ -55,6 +57,11 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
         >>> per_example(np.ones(3), np.eye(3)).shape     # one gradient per row of x
         (3, 3)
     """
+    return _vmap(f, in_axes, out_axes, keep_leaves=True)
+
+
+def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool) -> Callable:
+    """:func:`vmap`; ``keep_leaves``: record when f reads a leaf requiring a gradient from a closure."""
     fname = getattr(f, "__name__", "f")
 
     def wrapped(*args):
@@ -77,7 +84,7 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
         with np.errstate(all="ignore") if size == 0 else contextlib.nullcontext():
             rec = record(f, args, make_input, what="vmap", reused=True)
         out_tensors, out_td = rec.outputs, rec.out_tree
-        record_nodes = rec.nested or depends_on_a_leaf(out_tensors, rec.inputs)
+        record_nodes = rec.nested or (keep_leaves and depends_on_a_leaf(out_tensors, rec.inputs))
         order = topological_nodes(out_tensors, stop=set(env))
         with _recording_as(record_nodes):
             for t in order:
@@ -216,12 +223,10 @@ def jacobian(f: Callable, argnums: int = 0) -> Callable:
             zeros = np.zeros(out_value.shape + x_shape, dtype=out_value.dtype)
             return Tensor(zeros) if nested else zeros
         basis = np.eye(size, dtype=out_value.dtype).reshape((size,) + out_value.shape)
-        rows = vmap(lambda ct: f_vjp(ct)[0])(basis)
+        # The VJP reads its recording's own input, a leaf requiring a gradient: not a parameter
+        # whose gradient the rows must carry (a top-level Jacobian is numbers, as grad's result).
+        rows = _vmap(lambda ct: f_vjp(ct)[0], 0, 0, keep_leaves=False)(basis)
         shape = out_value.shape + x_shape
-        if not nested:
-            # The VJP reads the recording's own input, a leaf requiring a gradient, so vmap
-            # recorded (it keeps such leaves' gradients); at the top level the numbers are the answer.
-            return np.asarray(rows.value if isinstance(rows, Tensor) else rows).reshape(shape)
         return structure.reshape(rows, shape) if isinstance(rows, Tensor) else rows.reshape(shape)
     return wrapped
 
