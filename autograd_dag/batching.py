@@ -19,6 +19,7 @@ with a one-time warning naming it.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import Callable
 
@@ -28,7 +29,7 @@ from .autodiff import grad, select_arguments, vjp
 from .core import Primitive, Tensor, _recording_as, apply, attributed_to
 from .errors import AutogradDagError, ShapeError, user_source, located
 from .primitives import indexing, structure
-from .tracing import program_input, record, topological_nodes
+from .tracing import depends_on_a_leaf, program_input, record, topological_nodes
 from .tree import flatten, unflatten
 
 # Primitives already reported as looping (the warning is given once each).
@@ -44,6 +45,8 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
     ``out_axes``: where the batch axis goes in the outputs (an int, or one
     per output leaf). Python control flow in ``f`` must not depend on the
     values (as with ``jit``): ``f`` is recorded once, on the first example.
+    As a loop would, the results carry the gradient of a Tensor requiring
+    one that ``f`` reads from a closure (a parameter), for ``backward()``.
 
     Shapes: an argument of shape (..., B, ...) with its batch axis at
     ``in_axes`` -> outputs of f's shapes with B inserted at ``out_axes``.
@@ -54,6 +57,11 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
         >>> per_example(np.ones(3), np.eye(3)).shape     # one gradient per row of x
         (3, 3)
     """
+    return _vmap(f, in_axes, out_axes, keep_leaves=True)
+
+
+def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool) -> Callable:
+    """:func:`vmap`; ``keep_leaves``: record when f reads a leaf requiring a gradient from a closure."""
     fname = getattr(f, "__name__", "f")
 
     def wrapped(*args):
@@ -66,12 +74,17 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
                 # Shared arrays become constants, so Tensor methods work on them as on the examples.
                 return Tensor(x) if isinstance(x, np.ndarray) else None
             batched = _batch_first(x, axes[position])
-            example = program_input(batched.value[0], getattr(x, "name", None) or "x")
+            # An empty batch has no example to record on: zeros of an example's shape stand in.
+            value = batched.value[0] if size else np.zeros(batched.shape[1:], batched.dtype)
+            example = program_input(value, getattr(x, "name", None) or "x")
             env[id(example)] = batched
             return example
 
-        rec = record(f, args, make_input, what="vmap", reused=True)
-        out_tensors, out_td, record_nodes = rec.outputs, rec.out_tree, rec.nested
+        # An empty batch records f on zeros: the values are never returned, so neither are their warnings.
+        with np.errstate(all="ignore") if size == 0 else contextlib.nullcontext():
+            rec = record(f, args, make_input, what="vmap", reused=True)
+        out_tensors, out_td = rec.outputs, rec.out_tree
+        record_nodes = rec.nested or (keep_leaves and depends_on_a_leaf(out_tensors, rec.inputs))
         order = topological_nodes(out_tensors, stop=set(env))
         with _recording_as(record_nodes):
             for t in order:
@@ -151,6 +164,9 @@ def _place(x: Tensor, axis):
     """Move the leading batch axis to ``axis`` (None: refused, the output depends on the batch)."""
     if axis is None:
         raise AutogradDagError("vmap: out_axes=None for an output that depends on the batched inputs")
+    if not -x.ndim <= axis < x.ndim:
+        raise ShapeError(f"vmap: out_axes {axis} for an output of shape {x.shape[1:]} (the batch axis goes "
+                         f"in [{-x.ndim}, {x.ndim}))")
     axis %= x.ndim
     if axis == 0:
         return x
@@ -207,7 +223,9 @@ def jacobian(f: Callable, argnums: int = 0) -> Callable:
             zeros = np.zeros(out_value.shape + x_shape, dtype=out_value.dtype)
             return Tensor(zeros) if nested else zeros
         basis = np.eye(size, dtype=out_value.dtype).reshape((size,) + out_value.shape)
-        rows = vmap(lambda ct: f_vjp(ct)[0])(basis)
+        # The VJP reads its recording's own input, a leaf requiring a gradient: not a parameter
+        # whose gradient the rows must carry (a top-level Jacobian is numbers, as grad's result).
+        rows = _vmap(lambda ct: f_vjp(ct)[0], 0, 0, keep_leaves=False)(basis)
         shape = out_value.shape + x_shape
         return structure.reshape(rows, shape) if isinstance(rows, Tensor) else rows.reshape(shape)
     return wrapped

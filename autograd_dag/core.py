@@ -214,13 +214,15 @@ class Tensor:
 
     def item(self):
         """The value of a one-element tensor as a Python number."""
-        return self.value.item()
+        return concrete(self, "Tensor.item()").item()
 
+    # Python numbers and truth values are read on purpose, but inside jit, trace or
+    # vmap they would become constants of the program: concrete() refuses them there.
     def __float__(self) -> float:
-        return float(self.value)
+        return float(concrete(self, "float(t)"))
 
     def __int__(self) -> int:
-        return int(self.value)
+        return int(concrete(self, "int(t)"))
 
     def __bool__(self) -> bool:
         if self.value.size != 1:
@@ -228,7 +230,7 @@ class Tensor:
                 f"the truth value of a Tensor of shape {self.shape} is ambiguous (it has {self.value.size} "
                 f"elements); reduce it first (t.max(), t.min(), t.sum()) or compare one element"
                 f"{located(user_source())}")
-        return bool(self.value)
+        return bool(concrete(self, "the truth value of a Tensor (if t, and, or, min/max of Tensors)"))
 
     # Tensors are compared elementwise by ``==``, so hashing is by identity.
     __hash__ = object.__hash__

@@ -152,7 +152,9 @@ def _index_method(fn):
     # As ndarray's: the integer index (plain numpy values, no derivative), like np.argmax(t).
     # ad.argmax / ad.argmin give the one-hot encoding of §4.4.4 instead.
     def method(self, axis=None, out=None, keepdims=False):
-        return fn(self.value, axis=axis, keepdims=keepdims)
+        if out is not None:
+            raise AutogradDagError(f"Tensor.{fn.__name__}: out= is not supported (the index is a new array)")
+        return fn(core.concrete(self, f"Tensor.{fn.__name__}"), axis=axis, keepdims=keepdims)
     method.__name__ = fn.__name__
     return method
 
@@ -297,6 +299,9 @@ NUMPY_VALUE_FUNCTIONS = {
     np.array_equal, np.array_equiv, np.allclose, np.isclose, np.may_share_memory, np.shares_memory,
     np.isscalar, np.any, np.all, np.linalg.matrix_rank,
 }
+# Those of them that read only shapes and dtypes, never the numbers: free inside jit, trace and vmap.
+_METADATA_FUNCTIONS = {np.shape, np.ndim, np.size, np.result_type, np.iscomplexobj, np.isrealobj,
+                       np.isscalar, np.may_share_memory, np.shares_memory}
 # ufuncs likewise (booleans and integer-valued results).
 _VALUE_UFUNCS = {np.isfinite, np.isnan, np.isinf, np.signbit, np.logical_and, np.logical_or,
                  np.logical_not, np.logical_xor}
@@ -373,14 +378,20 @@ NUMPY_FUNCTIONS.update({
 
 
 
-def _values(x):
-    """``x`` with every Tensor replaced by its array (inside lists, tuples and dicts too)."""
+def _values(x, what: str | None):
+    """``x`` with every Tensor replaced by its array (inside lists, tuples and dicts too).
+
+    ``what`` names the numpy function reading the numbers (:func:`core.concrete`
+    refuses a Tensor computed from a jit/trace/vmap input: its result would be
+    this call's, frozen into the program); None for functions that read only
+    shapes and dtypes.
+    """
     if isinstance(x, Tensor):
-        return x.value
+        return x.value if what is None else core.concrete(x, what)
     if isinstance(x, (list, tuple)):
-        return type(x)(_values(v) for v in x)
+        return type(x)(_values(v, what) for v in x)
     if isinstance(x, dict):
-        return {k: _values(v) for k, v in x.items()}
+        return {k: _values(v, what) for k, v in x.items()}
     return x
 
 
@@ -408,17 +419,19 @@ def _no_rule(name: str, detail: str = "") -> NotDifferentiableError:
         f"(take the number out explicitly with t.value if no derivative is wanted){located(user_source())}")
 
 
-def _on_values(func, args, kwargs):
+def _on_values(func, args, kwargs, what: str | None):
     # ``func`` sees arrays only, so numpy does not dispatch back to Tensor.
-    return func(*_values(args), **_values(kwargs))
+    return func(*_values(args, what), **_values(kwargs, what))
 
 
 def _array_function(self, func, types, args, kwargs):
     fn = NUMPY_FUNCTIONS.get(func)
     if fn is not None:
         return fn(*args, **kwargs)
+    if func in _METADATA_FUNCTIONS:
+        return _on_values(func, args, kwargs, None)
     if func in NUMPY_VALUE_FUNCTIONS or not (_differentiable(args) or _differentiable(kwargs)):
-        return _on_values(func, args, kwargs)
+        return _on_values(func, args, kwargs, _numpy_name(func))
     raise _no_rule(_numpy_name(func))
 
 
@@ -426,9 +439,9 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     fn = _UFUNCS.get(ufunc)
     if fn is not None and method == "__call__" and not kwargs:
         return fn(*inputs)
-    if ufunc in _VALUE_UFUNCS or not (_differentiable(inputs) or _differentiable(kwargs)):
-        return getattr(ufunc, method)(*_values(inputs), **_values(kwargs))
     name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    if ufunc in _VALUE_UFUNCS or not (_differentiable(inputs) or _differentiable(kwargs)):
+        return _on_values(getattr(ufunc, method), inputs, kwargs, name)
     if fn is not None:
         raise _no_rule(name, f" with {', '.join(sorted(kwargs))}" if kwargs else f" (method {method!r})")
     raise _no_rule(name)

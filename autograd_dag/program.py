@@ -271,7 +271,16 @@ class Program:
                 prim = op if isinstance(op, Primitive) else PRIMITIVES.get(op)
                 if prim is None:
                     raise ProgramInputError(f"Program.from_graph: vertex {v!r} names unknown primitive {op!r}")
-                out = apply(prim, *[tensors[p] for p in graph.parents(v)], **params.get(v, {}))
+                parents = graph.parents(v)
+                try:
+                    out = apply(prim, *[tensors[p] for p in parents], **params.get(v, {}))
+                except AutogradDagError as exc:
+                    # The operation's message names shapes, not the vertex nor where its operands came from.
+                    raise ProgramInputError(
+                        f"Program.from_graph: vertex {v!r} applies {prim.name} to its parents {parents} (its "
+                        f"in-edges in insertion order; a Graph keeps one edge per pair of vertices, so an "
+                        f"operand used twice needs a vertex of its own) and params {params.get(v, {})}: "
+                        f"{exc}") from None
                 out.name = str(v)
                 tensors[v] = out
         outs = graph.sinks() if outputs is None else list(outputs)

@@ -161,6 +161,21 @@ def depends_on_outer(outputs, inputs) -> bool:
     return any(id(t) in outer and id(t) not in stop for t in found)
 
 
+def depends_on_a_leaf(outputs, inputs) -> bool:
+    """Whether ``outputs`` depend on a leaf that requires a gradient, other than ``inputs``.
+
+    Such a leaf is a parameter read from a closure (or an enclosing
+    transformation's input). A transformation that is not a derivative
+    (``vmap``, a loop without the loop) must then record, so that its results
+    carry that leaf's gradient as the loop's would; returning arrays would
+    drop it silently from a later ``backward()``.
+    """
+    stop = {id(t) for t in inputs}
+    found = reachable(filter(_requires_grad, outputs),
+                      lambda t: () if id(t) in stop else filter(_requires_grad, t.parents or ()))
+    return any(not t.parents and id(t) not in stop for t in found)
+
+
 def values_of(tree, nested: bool):
     """``tree`` with its Tensors as arrays, unless ``nested`` (then Tensors stay, to be differentiated)."""
     if nested:

@@ -270,3 +270,64 @@ def test_jit_refuses_an_embedding_id_out_of_range_on_a_later_call(bad):
     lookup(np.array([1, 2]))
     with pytest.raises(ad.ShapeError, match=rf"Embedding\(10, 4\): index {bad} is out of range for 10 ids"):
         lookup(np.array([1, bad]))
+
+
+def test_a_traced_tensor_index_or_slice_bound_is_refused():
+    # getitem's index is a parameter: x[i] with i an input used to keep the first call's i
+    # (jit(lambda i, x: x[i]) returned x[1] when called with i=3; vmap used example 0's i for all).
+    x = np.arange(5.0) * 10
+    with pytest.raises(TracingError, match=r"jit: an index x\[i\]"):
+        ad.jit(lambda i, x: x[i])(np.array(1), x)
+    with pytest.raises(TracingError, match=r"slice bound"):
+        ad.jit(lambda i, x: x[i:])(np.array(1), x)
+    with pytest.raises(TracingError, match="vmap"):
+        ad.vmap(lambda i, x: x[i], in_axes=(0, None))(np.array([2, 0, 1]), x)
+    # Outside a trace a Tensor index is read as numbers, and ad.take follows the data under jit.
+    np.testing.assert_array_equal(ad.Tensor(x)[ad.Tensor(np.array([3, 1]))].value, [30.0, 10.0])
+    take = ad.jit(lambda i, x: ad.take(x, i))
+    take(np.array(1), x)
+    np.testing.assert_array_equal(take(np.array(3), x), 30.0)
+
+
+@pytest.mark.parametrize("f, what", [
+    (lambda x: ad.take(x, np.argmax(x)), "np.argmax"),
+    (lambda x: ad.take(x, x.argmax()), "Tensor.argmax"),
+    (lambda x: x * np.count_nonzero(x > 2.0), "np.count_nonzero"),
+    (lambda x: x * float(x[0]), r"float\(t\)"),
+    (lambda x: x * int(x[1]), r"int\(t\)"),
+    (lambda x: x * x[0].item(), r"Tensor.item\(\)"),
+    (lambda x: x * 2.0 if x[0] > 2.0 else x * 3.0, "truth value"),
+    (lambda x: x * max(x[0], x[1]), "truth value"),
+])
+def test_numbers_read_from_a_traced_tensor_are_refused(f, what):
+    # Each of these ran on the trace-time values and froze the result into the program:
+    # jit(lambda x: ad.take(x, np.argmax(x))) returned x[0] for x = [1, 5, 2] after tracing on [3, 1, 2].
+    with pytest.raises(TracingError, match=what):
+        ad.jit(f)(np.array([3.0, 1.0, 2.0]))
+    with pytest.raises(TracingError, match="vmap"):
+        ad.vmap(f)(np.array([[3.0, 1.0, 2.0], [1.0, 5.0, 2.0]]))
+    f(ad.Tensor(np.array([1.0, 5.0, 2.0])))     # eager code reads the numbers as before
+
+
+def test_numpy_functions_of_shapes_only_work_inside_jit():
+    f = ad.jit(lambda x: x * np.shape(x)[0] + np.ndim(x) + np.size(x))
+    f(np.ones(3))
+    np.testing.assert_array_equal(f(np.arange(4.0)), np.arange(4.0) * 4 + 1 + 4)
+
+
+def test_select_conditions_follow_data_and_value_reads_are_refused():
+    # ad.select read its Tensor conditions' numbers: jit kept the first call's branches.
+    def f(x):
+        return ad.select([x < 0, x > 1], [-x, x * 10], default=x)
+    prog = ad.jit(f)
+    prog(np.array([-2.0, 0.5, 3.0]))
+    x = np.array([2.0, -0.5, -3.0])
+    np.testing.assert_array_equal(prog(x), f(ad.Tensor(x)).value)
+    np.testing.assert_array_equal(ad.vmap(f)(np.stack([x, -x]))[0], [20.0, 0.5, 3.0])
+    # Functions whose result depends on numbers that cannot be an operand refuse them under jit.
+    for g, what in [(lambda x: ad.full(3, x[0]) * x, "fill_value"),
+                    (lambda x: np.gradient(x, x[0]), "spacing")]:
+        with pytest.raises(TracingError, match=what):
+            ad.jit(g)(np.array([-2.0, 0.5, 3.0]))
+    with pytest.raises(TracingError, match="repeat's counts"):
+        ad.jit(lambda x, r: ad.repeat(x, r))(np.ones(3), np.array(2))

@@ -74,6 +74,11 @@ def test_operators_scalars_and_unary_functions():
     np.testing.assert_allclose((2.0 ** x).value, 2.0 ** v)
     np.testing.assert_allclose((-x).value, -v)
     np.testing.assert_array_equal((x > 0).value, v > 0)
+    # == and != are elementwise by name (they compared identities and returned False before).
+    y = NamedTensor(np.where(v > 0, v, 0.0).T, "b a")
+    np.testing.assert_array_equal((x == y).align("a", "b").value, v > 0)
+    np.testing.assert_array_equal((x != y).align("a", "b").value, v <= 0)
+    np.testing.assert_array_equal((x == 0.0).value, v == 0.0)
     for f, g in [(N.exp, np.exp), (N.tanh, np.tanh), (N.relu, lambda u: np.maximum(u, 0)), (N.sin, np.sin),
                  (N.cos, np.cos), (N.abs, np.abs), (N.logistic, lambda u: 1 / (1 + np.exp(-u)))]:
         np.testing.assert_allclose(f(x).value, g(v), rtol=1e-14)

@@ -295,3 +295,12 @@ def test_shape_rule_dtype_matches_implementation(name, dtype):
             pytest.skip(f"numpy has no {name} for {np.dtype(dtype)}")
     shape, rule_dtype = prim.shape(*operands, **params)
     assert tuple(shape) == value.shape and np.dtype(rule_dtype) == value.dtype
+
+
+def test_expand_dims_takes_a_tuple_of_axes_like_numpy():
+    # A tuple was refused as "axis (0, -1) is out of range", which it is not.
+    a = np.arange(6.0).reshape(2, 3)
+    for axis in [0, -1, (0, -1), (1, 2), (0, 1, 4)]:
+        assert np.expand_dims(ad.Tensor(a), axis).shape == np.expand_dims(a, axis).shape
+    with pytest.raises(ad.ShapeError, match="repeated axis"):
+        ad.expand_dims(ad.Tensor(a), (0, 0))

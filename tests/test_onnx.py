@@ -429,3 +429,50 @@ def test_forward_program_names_initializers_after_parameters():
     exported = ad.onnx.export(ad.onnx.forward_program(model, np.ones((5, 3))))
     names = {t.name for t in exported.graph.initializer}
     assert {n for n, _ in model.named_parameters()} <= names
+
+
+@pytest.mark.parametrize("opset, node, shapes", [
+    # Flatten's axis is in [-r, r]: -1 was taken modulo r + 1 (flattening everything into one column).
+    (17, ("Flatten", ["x"], ["y"], {"axis": -1}), [(2, 3, 4)]),
+    (17, ("Flatten", ["x"], ["y"], {"axis": -2}), [(2, 3, 4)]),
+    # Integer Div truncates and stays integer; it gave float quotients.
+    (17, ("Div", ["x", "y"], ["z"], {}), "int"),
+    # Ties go to the lower index; the reversed ascending sort gave the higher one first.
+    (17, ("TopK", ["x", "k"], ["v", "i"], {}), "topk"),
+    # Before opset 13 Softmax normalizes over every axis from `axis` (default 1) on.
+    (11, ("Softmax", ["x"], ["y"], {}), [(2, 3, 4)]),
+    (11, ("LogSoftmax", ["x"], ["y"], {"axis": -2}), [(2, 3, 4)]),
+    # Attributes of older opsets were ignored (no clipping) or crashed with a TypeError.
+    (6, ("Clip", ["x"], ["y"], {"min": -0.5, "max": 0.25}), [(2, 3, 4)]),
+    (2, ("Pad", ["x"], ["y"], {"pads": [0, 1, 0, 0, 2, 1], "value": 1.5}), [(2, 3, 4)]),
+    (9, ("Slice", ["x"], ["y"], {"starts": [1, -3], "ends": [3, 100], "axes": [1, 2]}), [(2, 3, 4)]),
+    (9, ("TopK", ["x"], ["v", "i"], {"k": 2}), [(5,)]),
+])
+def test_load_matches_onnxruntime_on_opset_and_attribute_variants(opset, node, shapes):
+    from onnx import TensorProto, helper
+    op, ins, outs, attrs = node
+    rng = np.random.default_rng(0)
+    inits = []
+    if shapes == "int":
+        args = [np.array([-7, 7, 5, -6], np.int64), np.array([2, -2, 3, 4], np.int64)]
+    elif shapes == "topk":
+        args = [np.array([1.0, 3.0, 3.0, 0.0], np.float32)]
+        inits = [helper.make_tensor("k", TensorProto.INT64, [1], [2])]
+        ins = ins[:1] + ["k"]
+    else:
+        args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        if op == "TopK":
+            args[0][3] = args[0][1]
+    def info(name, a):
+        return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+    graph = helper.make_graph([helper.make_node(op, ins, outs, **attrs)], "g",
+                              [info(n, a) for n, a in zip(ins, args)],
+                              [helper.make_tensor_value_info(o, TensorProto.INT64 if o == "i" else
+                                                             helper.np_dtype_to_tensor_dtype(args[0].dtype), None)
+                               for o in outs], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    ours, theirs = ad.onnx.load(model)(*args), ad.onnx.run(model, *args)
+    ours = ours if isinstance(ours, tuple) else (ours,)
+    for a, b in zip(ours, theirs):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_allclose(a, b, rtol=1e-6)

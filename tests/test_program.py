@@ -213,6 +213,10 @@ def test_from_graph_with_params_and_explicit_outputs():
         Program.from_graph(g, {"s": "sum", "m": "multiply"}, {"x": np.zeros(2)})
     with pytest.raises(ad.ProgramInputError, match="no_such_op"):
         Program.from_graph(g, {"t": "no_such_op", "s": "sum", "m": "multiply"}, {"x": np.zeros(2)})
+    # x * x: the second edge x -> m is not kept. The error named only multiply's arity and shapes.
+    square = ad.Graph.from_edges([("x", "m"), ("x", "m")])
+    with pytest.raises(ad.ProgramInputError, match=r"vertex 'm' applies multiply to its parents \['x'\].*one edge per"):
+        Program.from_graph(square, {"m": "multiply"}, {"x": np.zeros(2)})
 
 # ------------------------------------------------------------------ errors
 

@@ -191,3 +191,25 @@ def test_jacobian_and_hessian_on_vmap():
     # Inside another transformation the Jacobian is recorded and differentiates again.
     d = ad.grad(lambda x: ad.sum(ad.jacobian(lambda y: y * y * x)(x)))(x)
     np.testing.assert_allclose(d, 4 * x, rtol=1e-13)   # J = diag(2y·x) at y = x: Σ 2x² -> 4x
+
+
+def test_vmap_keeps_the_gradient_of_a_parameter_read_from_a_closure():
+    # Eager vmap over arrays returned arrays, so W's gradient was silently dropped from backward().
+    w = ad.Tensor(W, requires_grad=True)
+    loss = ad.sum(ad.vmap(lambda x: ad.sum(ad.tanh(x @ w)) ** 2)(XS)) + ad.sum(w)
+    loss.backward()
+    t = np.tanh(XS @ W)
+    expected = np.einsum("b,bi,bj->ij", 2 * t.sum(1), XS, 1 - t ** 2) + 1.0
+    np.testing.assert_allclose(w.grad.value, expected, rtol=1e-12)
+
+
+def test_empty_batches_and_out_of_range_out_axes():
+    # A size-0 batch raised IndexError (no example to record on); out_axes=5 was taken modulo ndim.
+    empty = ad.vmap(lambda x: ad.tanh(x @ W))(np.zeros((0,) + XS.shape[1:]))
+    assert empty.shape == (0,) + W.shape[1:]
+    assert ad.vmap(ad.grad(lambda x: ad.sum(ad.log(x))))(np.zeros((0, 3))).shape == (0, 3)
+    with pytest.raises(ad.ShapeError, match="out_axes 5"):
+        ad.vmap(lambda x: x * 2.0, out_axes=5)(XS)
+    with pytest.raises(ad.ShapeError, match="out_axes -4"):
+        ad.vmap(lambda x: x * 2.0, out_axes=-4)(XS)
+    np.testing.assert_allclose(ad.vmap(lambda x: x * 2.0, out_axes=-1)(XS), 2.0 * XS.T)

@@ -338,6 +338,13 @@ class NamedTensor:
     def __ge__(self, other):
         return _elementwise(_ew.greater_equal, "greater_equal", self, other)
 
+    # Elementwise as Tensor's; without them X == 0 compared identities and returned False.
+    def __eq__(self, other):  # type: ignore[override]
+        return _elementwise(_ew.equal, "equal", self, other)
+
+    def __ne__(self, other):  # type: ignore[override]
+        return _elementwise(_ew.not_equal, "not_equal", self, other)
+
     __hash__ = object.__hash__
 
 

@@ -40,8 +40,8 @@ def handles(*ops):
 
 
 class _Ctx:
-    def __init__(self, onnx, node, env, consts):
-        self.onnx, self.node, self.env, self.consts = onnx, node, env, consts
+    def __init__(self, onnx, node, env, consts, opset: int):
+        self.onnx, self.node, self.env, self.consts, self.opset = onnx, node, env, consts, opset
         self.attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
     def arg(self, i):
@@ -79,7 +79,7 @@ def _np_dtype(onnx, tensor_type: int) -> np.dtype:
 # ----------------------------------------------------------- elementwise
 
 
-_BINARY = {"Add": el.add, "Sub": el.subtract, "Mul": el.multiply, "Div": el.divide, "Pow": el.power,
+_BINARY = {"Add": el.add, "Sub": el.subtract, "Mul": el.multiply, "Pow": el.power,
            "Equal": el.equal, "Less": el.less, "LessOrEqual": el.less_equal, "Greater": el.greater,
            "GreaterOrEqual": el.greater_equal, "MatMul": matmul}
 _UNARY = {"Neg": el.negative, "Exp": el.exp, "Log": el.log, "Sqrt": el.sqrt, "Tanh": el.tanh,
@@ -106,6 +106,17 @@ for _op, _fn in _BINARY.items():
     HANDLERS[_op] = _binary(_fn)
 for _op, _fn in _UNARY.items():
     HANDLERS[_op] = _unary(_fn)
+
+
+@handles("Div")
+def _div(c):
+    x, y = c.arg(0), c.arg(1)
+    q = el.divide(x, y)
+    dtype = np.result_type(x.dtype, y.dtype)
+    if dtype.kind not in "iu":
+        return q
+    # Integer Div truncates toward zero and stays integer (C's x / y), where divide gives floats.
+    return el.astype(mathfuncs.trunc(q), dtype)
 
 
 @handles("Identity")
@@ -185,6 +196,9 @@ def _mod(c):
 @handles("Clip")
 def _clip(c):
     x, lo, hi = c.arg(0), c.arg(1), c.arg(2)
+    if c.opset < 11:
+        # Before opset 11 the bounds were attributes (defaults: the float range).
+        lo, hi = c.attr("min", -np.inf), c.attr("max", np.inf)
     return mathfuncs.clip(x, lo, hi)
 
 
@@ -287,7 +301,8 @@ def _reshape(c):
 def _flatten(c):
     x = c.arg(0)
     s = _shape(x)
-    a = c.attr("axis", 1) % (len(s) + 1) if s else 0
+    a = c.attr("axis", 1)
+    a = a + len(s) if a < 0 else a     # in [-r, r]: -1 keeps the last axis apart
     return st.reshape(x, (int(np.prod(s[:a], dtype=np.int64)), int(np.prod(s[a:], dtype=np.int64))))
 
 
@@ -355,8 +370,11 @@ def _pad(c):
     x = c.arg(0)
     if c.attr("mode", "constant") != "constant":
         raise OnnxImportError(f"onnx.load: Pad mode {c.attr('mode')!r} is not supported (constant is)")
-    pads = [int(p) for p in c.static(1, "pads")]
-    value = c.static(2, "constant value")
+    if c.opset < 11:
+        # Before opset 11 pads and value were attributes.
+        pads, value = [int(p) for p in c.attr("pads")], c.attr("value", 0.0)
+    else:
+        pads, value = [int(p) for p in c.static(1, "pads")], c.static(2, "constant value")
     n = _ndim(x)
     axes = _axes(c, n, attr="__none__", index=3) or tuple(range(n))
     width = [(0, 0)] * n
@@ -403,8 +421,19 @@ def _reduce_lse(c):
 @handles("Softmax", "LogSoftmax")
 def _softmax(c):
     x = c.arg(0)
-    axis = c.attr("axis", -1)
-    if c.node.op_type == "Softmax":
+    if c.opset < 13:
+        # Before opset 13: the input is coerced to 2-D at ``axis`` (default 1) and normalized over
+        # everything from ``axis`` on, not over one axis.
+        s = _shape(x)
+        a = c.attr("axis", 1)
+        a = a + len(s) if a < 0 else a
+        flat = st.reshape(x, (int(np.prod(s[:a], dtype=np.int64)), int(np.prod(s[a:], dtype=np.int64))))
+        return st.reshape(_normalized(c.node.op_type, flat, 1), s)
+    return _normalized(c.node.op_type, x, c.attr("axis", -1))
+
+
+def _normalized(op_type, x, axis):
+    if op_type == "Softmax":
         return red.softargmax(x, axis)
     return el.subtract(x, red.logsumexp(x, axis, keepdims=True))
 
@@ -434,11 +463,11 @@ def _cumsum(c):
 @handles("TopK")
 def _topk(c):
     x = c.arg(0)
-    k = int(np.asarray(c.static(1, "K")).reshape(-1)[0])
+    # Before opset 10, K was an attribute.
+    k = int(c.attr("k")) if c.opset < 10 else int(np.asarray(c.static(1, "K")).reshape(-1)[0])
     axis = c.attr("axis", -1) % _ndim(x)
-    order = numeric.argsort(x, axis)
-    if c.attr("largest", 1):
-        order = PRIMITIVES["flip"](order, axis=(axis,))
+    # Ties go to the lower index (ONNX's rule): a stable sort of -x, not the reverse of x's.
+    order = numeric.argsort(el.negative(x) if c.attr("largest", 1) else x, axis)
     lead = (slice(None),) * axis
     order = indexing.getitem(order, lead + (slice(0, k),))
     return numeric.take_along_axis(x, order, axis), el.astype(order, np.int64)
@@ -462,9 +491,12 @@ def _gather_elements(c):
 def _slice(c):
     x = c.arg(0)
     s = _shape(x)
-    starts, ends = c.static(1, "starts"), c.static(2, "ends")
-    axes = c.static(3, "axes")
-    steps = c.static(4, "steps")
+    if c.opset < 10:
+        # Before opset 10 starts, ends and axes were attributes, and there were no steps.
+        starts, ends, axes, steps = c.attr("starts"), c.attr("ends"), c.attr("axes"), None
+    else:
+        starts, ends = c.static(1, "starts"), c.static(2, "ends")
+        axes, steps = c.static(3, "axes"), c.static(4, "steps")
     axes = range(len(starts)) if axes is None else axes
     steps = [1] * len(starts) if steps is None else steps
     index = [slice(None)] * len(s)
@@ -604,6 +636,9 @@ def load(model_or_path, *, name: str | None = None) -> Program:
         raise OnnxImportError(f"onnx.load: the model uses {len(missing)} operator(s) autograd_dag cannot "
                               f"express: {', '.join(missing)}")
     consts = {t.name: onnx.numpy_helper.to_array(t) for t in graph.initializer}
+    # Operators changed meaning across opsets (Softmax's axis, Clip's and Pad's attributes).
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+                 onnx.defs.onnx_opset_version())
     inputs = []
     for vi in graph.input:
         if vi.name in consts:
@@ -620,7 +655,7 @@ def load(model_or_path, *, name: str | None = None) -> Program:
     # The inputs hold placeholder zeros: numpy's warnings about their values (log 0) mean nothing.
     with tracing(inputs), np.errstate(all="ignore"):
         for node in graph.node:
-            ctx = _Ctx(onnx, node, env, consts)
+            ctx = _Ctx(onnx, node, env, consts, opset)
             try:
                 result = HANDLERS[node.op_type](ctx)
             except OnnxImportError:

@@ -14,7 +14,7 @@ import builtins
 
 import numpy as np
 
-from ..core import Tensor
+from ..core import Tensor, concrete
 from ..errors import ShapeError
 from .elementwise import add, multiply, subtract, where
 from .arrays import split
@@ -525,7 +525,7 @@ def gradient(f, *varargs, axis=None, edge_order: int = 1):
         raise ShapeError(f"gradient: Expect: no spacing, one, or one per axis ({len(axes)}). "
                          f"Actual: {len(varargs)}")
     for h in spacing:
-        if np.ndim(h.value if isinstance(h, Tensor) else h) != 0:
+        if np.ndim(concrete(h, "gradient's spacing")) != 0:
             raise ShapeError("gradient: Expect: scalar spacings (coordinate arrays are not supported). "
                              "Actual: an array")
     if edge_order not in (1, 2):
@@ -536,7 +536,7 @@ def gradient(f, *varargs, axis=None, edge_order: int = 1):
         if n < edge_order + 1:
             raise ShapeError(f"gradient: Expect: at least {edge_order + 1} samples along axis {ax} for "
                              f"edge_order={edge_order}. Actual: shape {fmt(shape)}")
-        h = float(h.value if isinstance(h, Tensor) else h)
+        h = float(concrete(h, "gradient's spacing"))
         lead = (slice(None),) * ax
 
         def point(i, lead=lead):
@@ -582,7 +582,8 @@ def select(condlist, choicelist, default=0.0) -> Tensor:
         raise ShapeError("select: Expect: at least one condition. Actual: none")
     result = default
     for cond, choice in zip(reversed(condlist), reversed(choicelist)):
-        c = cond.value if isinstance(cond, Tensor) else np.asarray(cond)
+        # A Tensor condition stays an operand of where (a jit/vmap input, not frozen numbers).
+        c = cond if isinstance(cond, Tensor) else np.asarray(cond)
         if c.dtype != np.bool_:
             raise ShapeError(f"select: Expect: boolean conditions. Actual: dtype {c.dtype}")
         result = where(c, choice, result)

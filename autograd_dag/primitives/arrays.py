@@ -23,7 +23,7 @@ import builtins
 
 import numpy as np
 
-from ..core import Tensor, apply
+from ..core import Tensor, apply, concrete
 from ..errors import AutogradDagError, ShapeError
 from .elementwise import multiply, where
 from .indexing import getitem, take
@@ -193,7 +193,7 @@ def repeat(x, repeats, axis=None) -> Tensor:
         x, axis = reshape(x, (-1,)), 0
     shape = _shape(x)
     axis = normalize_axis("repeat", axis, len(shape))
-    counts = np.asarray(repeats.value if isinstance(repeats, Tensor) else repeats)
+    counts = np.asarray(concrete(repeats, "repeat's counts"))
     if counts.dtype.kind not in "iu" or (counts < 0).any():
         raise ShapeError(f"repeat: Expect: non-negative integer repeats. Actual: {repeats!r}")
     if counts.ndim == 0 or counts.size == 1:
@@ -407,7 +407,7 @@ def full(shape, fill_value, dtype=None, requires_grad: bool = False) -> Tensor:
     Example: ``ad.full(2, 7.).value`` is ``[7., 7.]``.
     """
     if isinstance(fill_value, Tensor):
-        fill_value = fill_value.value
+        fill_value = concrete(fill_value, "full's fill_value")
     if dtype is None and isinstance(fill_value, (bool, int, float)):
         dtype = np.float64
     return Tensor(np.full(shape, fill_value, dtype), requires_grad=requires_grad)
@@ -442,7 +442,7 @@ def full_like(x, fill_value, dtype=None, requires_grad: bool = False) -> Tensor:
     Example: ``ad.full_like(ad.Tensor([1., 2.]), 5.).value`` is ``[5., 5.]``.
     """
     shape, dt = _like_shape_dtype(x, dtype)
-    return Tensor(np.full(shape, fill_value.value if isinstance(fill_value, Tensor) else fill_value, dt),
+    return Tensor(np.full(shape, concrete(fill_value, "full_like's fill_value"), dt),
                   requires_grad=requires_grad)
 
 

@@ -19,7 +19,7 @@ import builtins
 
 import numpy as np
 
-from ..core import Tensor, apply, is_recording
+from ..core import Tensor, apply, concrete, is_recording
 from ..errors import ShapeError
 from .batch import materialize, move_batch_axis
 from .registry import defprim
@@ -38,7 +38,9 @@ def _index_entry(item) -> tuple:
     see ints, slices, None, Ellipsis and integer arrays.
     """
     if isinstance(item, Tensor):
-        item = item.value
+        # The index is a parameter, not an operand: inside jit/trace/vmap its
+        # numbers would be frozen at the first call (or example); refused there.
+        item = concrete(item, "an index x[i] (for a traced integer index use ad.take(x, i, axis))")
     if item is None or item is Ellipsis:
         return (item,)
     if isinstance(item, slice):
@@ -71,7 +73,7 @@ def _index_entry(item) -> tuple:
 
 def _int_or_raise(v) -> int:
     if isinstance(v, Tensor):
-        v = v.value
+        v = concrete(v, "a slice bound x[i:j]")
     if isinstance(v, np.ndarray) and v.ndim == 0:
         v = v.item()
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):

@@ -87,14 +87,17 @@ def reshape(x, shape) -> Tensor:
     return apply(RESHAPE, x, shape=shape)
 
 
-def expand_dims(x, axis: int) -> Tensor:
-    """Insert a size-1 axis at ``axis`` (a reshape). Shapes: (*s) -> s with 1 inserted.
+def expand_dims(x, axis) -> Tensor:
+    """Insert size-1 axes at ``axis`` (an int or a tuple, positions in the result, as numpy's) (a reshape).
 
+    Shapes: (*s) -> s with a 1 at each of the positions.
     Example: ``ad.expand_dims(ad.Tensor(np.ones((2, 3))), 1).shape == (2, 1, 3)``.
     """
-    shape = list(np.shape(x.value if isinstance(x, Tensor) else x))
-    shape.insert(normalize_axis("expand_dims", axis, len(shape) + 1), 1)
-    return reshape(x, tuple(shape))
+    shape = np.shape(x.value if isinstance(x, Tensor) else x)
+    count = len(axis) if isinstance(axis, (tuple, list)) else 1
+    positions = normalize_axes("expand_dims", axis, len(shape) + count)
+    rest = iter(shape)
+    return reshape(x, tuple(1 if i in positions else next(rest) for i in range(len(shape) + count)))
 
 
 def squeeze(x, axis=None) -> Tensor:
