@@ -602,7 +602,12 @@ def jit(f: Callable) -> Callable:
     step) are seen, a rebound name is not, so pass everything that changes
     between calls as an argument. A module switched by ``train()``/``eval()``
     or reloaded by ``load_state_dict`` makes every jit function trace again
-    (:func:`retrace_jit`). ``.programs`` holds the traced programs by signature.
+    (:func:`retrace_jit`). Called on arrays, it returns numpy arrays, which
+    carry no derivative: a Tensor that ``f`` reads from a closure (a model's
+    weight) gets no gradient through them, so train with the parameters as
+    arguments (``ad.jit(ad.value_and_grad(loss))(params, x, y)``); called on
+    Tensors, it records ``f`` as usual. ``.programs`` holds the traced
+    programs by signature.
 
     Shapes: as ``f``'s.
 
