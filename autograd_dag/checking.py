@@ -321,12 +321,14 @@ def _argument_names(f: Callable) -> list[str] | None:
         return None
 
 
-def _checked_outputs(f: Callable, td, leaves, fname) -> tuple[Any, list[tuple]]:
+def _checked_outputs(f: Callable, td, leaves, fname, loose: bool) -> tuple[Any, list[tuple]]:
     """f's output treedef and leaf shapes, which size u and the Jacobians.
 
     A complex output is refused, and so is an f that gives two different values at
     the same point (random numbers inside it, a layer in training mode that draws a
-    mask): its finite differences would measure the noise, not the derivative.
+    mask): its finite differences would measure the noise, not the derivative. A
+    float32/16 output is refused unless the tolerances were given (``loose``), as
+    such inputs are: its rounding swamps the differences.
     """
     with no_grad():
         out = f(*unflatten(td, [Tensor(x) for x in leaves]))
@@ -334,6 +336,12 @@ def _checked_outputs(f: Callable, td, leaves, fname) -> tuple[Any, list[tuple]]:
     out_vals = _values(out)
     for k, o in enumerate(out_vals):
         refuse_complex(o, f"check_grads: output leaf {k}")
+        if o.dtype.kind == "f" and o.dtype.itemsize < 8 and not loose:
+            raise AutogradDagError(
+                f"check_grads({fname}): output leaf {k} is {o.dtype} for float64 inputs: central "
+                f"differences of {o.dtype} values cannot separate a wrong derivative from rounding error. "
+                f"Compute f in float64 (an operation or a primitive's implementation casts down), or pass "
+                f"atol= and rtol= explicitly if you accept loose tolerances")
     for k, (a, b) in enumerate(zip(out_vals, _evaluate(f, td, leaves))):
         if not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
             raise GradientCheckError(
@@ -489,7 +497,7 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
                       DEFAULT_RTOL if rtol is None else rtol)
     fname = getattr(f, "__name__", "f")
     names = _argument_names(f) if names is None else names
-    out_td, out_shapes = _checked_outputs(f, td, leaves, fname)
+    out_td, out_shapes = _checked_outputs(f, td, leaves, fname, atol is not None and rtol is not None)
     # A seed fixes the projections through the order of the draws: u for every output, then v per argument.
     rng = np.random.default_rng(seed)
     float_idx = _float_leaves(leaves)

@@ -192,6 +192,16 @@ def test_a_function_that_draws_random_numbers_is_refused():
     ad.check_grads(lambda v: ad.sum(v * (np.random.default_rng(1).random(3) > 0.5)), (np.ones(3),))
 
 
+def test_a_float32_output_of_float64_inputs_is_refused_without_tolerances():
+    # Before, the rounding of the float32 output made a right rule "disagree" (2.13e-01 vs 2.10e-01).
+    down = ad.primitive("test_checking_casts_down", lambda u: (u * 2).astype(np.float32),
+                        vjp=lambda ct, out, u: (ct * 2,), jvp=lambda t, out, u: t[0] * 2, replace=True)
+    x = np.array([0.3, -1.2, 2.0])
+    with pytest.raises(ad.AutogradDagError, match=r"output leaf 0 is float32 for float64 inputs"):
+        ad.check_grads(lambda v: ad.sum(down(v)), (x,))
+    ad.check_grads(lambda v: ad.sum(down(v)), (x,), atol=1e-2, rtol=1e-2)
+
+
 def test_float32_is_refused_without_tolerances():
     x32 = X.astype(np.float32)
     with pytest.raises(ad.AutogradDagError) as err:
