@@ -24,7 +24,7 @@ from .elementwise import add, astype, divide, equal, exp, multiply, negative, sq
 from .batch import elementwise as elementwise_batch
 from .batch import lift_rank, materialize, shift_axis
 from .registry import defprim
-from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape
+from .shapes import broadcast, fmt, normalize_axes, normalize_axis, reduced_shape
 from .structure import broadcast_to, reshape, sum, sum_to_shape
 
 
@@ -327,13 +327,7 @@ def _jacobian_batch(prim, args, batched, *, axis, scale):
     return apply(prim, *lifted, axis=tuple(a + 1 for a in axis), scale=scale)
 
 
-def _jacobian_rule(v, y, *, axis, scale):
-    try:
-        shape = np.broadcast_shapes(tuple(v.shape), tuple(y.shape))
-    except ValueError:
-        raise ShapeError(f"softargmax_jacobian: Expect: v and y of shapes that broadcast together. "
-                         f"Actual: {fmt(v.shape)} and {fmt(y.shape)}") from None
-    return shape, np.result_type(v.dtype, y.dtype)
+_jacobian_rule = broadcast("softargmax_jacobian")  # v and y broadcast together, as an elementwise product
 
 
 # J v for J = scale·(diag(y) − y yᵀ) along ``axis``: softargmax's Jacobian (symmetric) at its output y,
@@ -626,12 +620,11 @@ def _standardize_jacobian_jvp(t, g, v, x, *, axes, eps):
 
 
 def _standardize_jacobian_rule(v, x, *, axes, eps):
-    try:
-        shape = np.broadcast_shapes(tuple(v.shape), tuple(x.shape))
-    except ValueError:
-        raise ShapeError(f"standardize_jacobian: Expect: v and x of shapes that broadcast together. "
-                         f"Actual: {fmt(v.shape)} and {fmt(x.shape)}") from None
-    return shape, _float_dtype(np.result_type(v.dtype, x.dtype))
+    shape, dtype = _broadcast_standardize_jacobian(v, x)
+    return shape, _float_dtype(dtype)
+
+
+_broadcast_standardize_jacobian = broadcast("standardize_jacobian")
 
 
 # J v for J = ∂x̂/∂x, x̂ = (x − μ)/√(σ² + ε) over the trailing ``axes``: layer_norm's VJP and JVP in
