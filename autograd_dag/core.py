@@ -647,6 +647,15 @@ def concrete(x, what: str):
     return x.value
 
 
+def traced(x) -> bool:
+    """Whether ``x`` is a Tensor computed from an input of a ``jit``, ``trace`` or ``vmap`` being recorded.
+
+    Its numbers are then this call's only: code that would choose something on
+    them (an arrangement, a branch) must compute with operations instead (:func:`concrete`).
+    """
+    return isinstance(x, Tensor) and bool(_program_inputs) and _program_input_behind(x) is not None
+
+
 def _program_input_behind(t: Tensor) -> str | None:
     """The name of the program-recording transformation one of whose inputs ``t`` depends on, or None."""
     # Walked only when numbers are read inside such a trace: rare, and

@@ -331,3 +331,14 @@ def test_select_conditions_follow_data_and_value_reads_are_refused():
             ad.jit(g)(np.array([-2.0, 0.5, 3.0]))
     with pytest.raises(TracingError, match="repeat's counts"):
         ad.jit(lambda x, r: ad.repeat(x, r))(np.ones(3), np.array(2))
+
+
+def test_partition_under_jit_follows_each_call():
+    # Before, the arrangement chosen on the traced call's numbers was reused on every call.
+    f = ad.jit(ad.value_and_grad(lambda x: ad.sum(ad.partition(x, 1) * np.arange(4.0))))
+    f(np.array([3.0, 1.0, 2.0, 0.5]))
+    x = np.array([9.0, 8.0, 7.0, 1.0])
+    value, grad = f(x)
+    part = np.partition(x, 1)
+    assert part[1] == np.sort(x)[1] and value == pytest.approx(np.sort(x) @ np.arange(4.0))
+    np.testing.assert_array_equal(grad, [3.0, 2.0, 1.0, 0.0])  # each entry's weight is its sorted position

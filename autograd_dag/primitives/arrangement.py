@@ -14,12 +14,13 @@ import builtins
 
 import numpy as np
 
-from ..core import Tensor, concrete
+from ..core import Tensor, concrete, traced
 from ..errors import ShapeError
 from .elementwise import add, multiply, subtract, where
 from .arrays import split
 from .indexing import concatenate, getitem, index_add, stack
 from .linalg import matmul
+from .numeric import sort
 from .shapes import fmt, normalize_axis
 from .structure import broadcast_to, reshape, transpose
 
@@ -590,6 +591,14 @@ def select(condlist, choicelist, default=0.0) -> Tensor:
     return result
 
 
+def _argpartition(values: np.ndarray, kth, axis: int) -> np.ndarray:
+    try:
+        return np.argpartition(values, kth, axis=axis)
+    except (ValueError, TypeError) as exc:
+        raise ShapeError(f"partition: Expect: kth within the axis of length {values.shape[axis]}. "
+                         f"Actual: kth={kth!r} ({exc})") from None
+
+
 def partition(a, kth, axis=-1) -> Tensor:
     """Rearranged so that the kth entry is where sorting would put it, smaller ones before (``np.partition``).
 
@@ -606,11 +615,13 @@ def partition(a, kth, axis=-1) -> Tensor:
         a, axis = ravel(a), 0
     values = a.value if isinstance(a, Tensor) else np.asarray(a)
     ax = normalize_axis("partition", axis, values.ndim)
-    try:
-        order = np.argpartition(values, kth, axis=ax)
-    except (ValueError, TypeError) as exc:
-        raise ShapeError(f"partition: Expect: kth within the axis of length {values.shape[ax]}. "
-                         f"Actual: kth={kth!r} ({exc})") from None
+    if traced(a):
+        # Inside jit/trace/vmap an arrangement chosen on these numbers would be this call's for
+        # every call. Sorted is a partition too (numpy leaves the order on each side of kth
+        # unspecified), and a sort follows the data.
+        _argpartition(np.zeros(values.shape[ax]), kth, 0)  # kth checked as numpy checks it
+        return sort(a, axis=ax)
+    order = _argpartition(values, kth, ax)
     index = tuple(order if i == ax else
                   np.arange(d).reshape((1,) * i + (d,) + (1,) * (values.ndim - i - 1))
                   for i, d in enumerate(values.shape))
