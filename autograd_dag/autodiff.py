@@ -564,6 +564,15 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     t_leaves, t_td = flatten(tuple(tangents))
     if len(p_leaves) != len(t_leaves):
         raise AutogradDagError(f"jvp: {len(p_leaves)} primal leaves but {len(t_leaves)} tangent leaves")
+    for i, (leaf, t) in enumerate(zip(p_leaves, t_leaves)):
+        dtype = leaf.dtype if isinstance(leaf, (Tensor, np.ndarray, np.generic)) else np.asarray(leaf).dtype
+        if dtype.kind in "biu" and np.any(_value_of(t)):
+            # An integer (an index) has no tangent: a nonzero one took its dtype (0.5 became 0),
+            # a silently zero derivative.
+            raise NotDifferentiableError(
+                f"jvp: primal leaf {i} has dtype {dtype}, so it has no tangent (an index), but its tangent "
+                f"is nonzero. Pass x.astype(float) to differentiate it, or a zero tangent"
+                f"{located(user_source())}")
     rec = tracing.record(f, tuple(primals), lambda position, leaf: slot_input(leaf, "jvp: input"), what="jvp")
     inputs, out_leaves, out_td = rec.inputs, rec.outputs, rec.out_tree
     _refuse_complex_outputs(out_leaves, "jvp")

@@ -143,6 +143,15 @@ def test_vjp_and_jvp_keep_integer_arguments():
     np.testing.assert_array_equal(t, np.ones((3, 2)))
 
 
+def test_jvp_refuses_a_nonzero_tangent_for_an_integer_primal():
+    # Before, the tangent took the primal's integer dtype: 0.5 became 0 and the JVP was silently 0.
+    with pytest.raises(ad.NotDifferentiableError, match=r"jvp: primal leaf 0 has dtype int64, so it has no "
+                                                        r"tangent \(an index\), but its tangent is nonzero"):
+        ad.jvp(lambda x: x * 3, (np.array([1, 2]),), (np.array([0.5, 0.5]),))
+    _, t = ad.jvp(lambda x: x * 3, (np.array([1.0, 2.0]),), (np.array([0.5, 0.5]),))
+    np.testing.assert_array_equal(t, [1.5, 1.5])
+
+
 def test_list_of_tensors_is_never_a_silent_constant():
     try:
         g = ad.grad(lambda a: ad.exp([a, a]).sum())(1.0)
