@@ -201,7 +201,7 @@ def _describe_arg(names, path, x) -> str:
     return f"{label}, shape {tuple(np.shape(x))}, {np.asarray(x).dtype}"
 
 
-def _kinks(analytic, left, right, atol, rtol) -> np.ndarray:
+def _kinks(left, right, atol, rtol) -> np.ndarray:
     """Entries where the one-sided differences disagree (by far more than their truncation error): kinks.
 
     Each side of a smooth f is off by about h·|f''|/2 (h = 1e-6 by default), so a
@@ -227,7 +227,7 @@ def _worst_entries(analytic, numeric, out_shapes, x_shape, atol, rtol, k=5, side
     scale = np.maximum(np.abs(analytic), np.abs(numeric))
     excess = err - (atol + rtol * scale)
     excess[~(np.isfinite(analytic) & np.isfinite(numeric))] = np.inf
-    kinks = None if sides is None else _kinks(analytic, *sides, atol, rtol)
+    kinks = None if sides is None else _kinks(*sides, atol, rtol)
     order = np.argsort(excess, axis=None)[::-1][:k]
     lines = []
     boundaries = np.cumsum([0] + [_size(s) for s in out_shapes])
