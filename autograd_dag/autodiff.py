@@ -619,7 +619,9 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     built from ``Tensor(..., requires_grad=True)``) is differentiated with
     respect to its parameters, which become the gradient program's inputs.
     The result is an ordinary :class:`Program` (kind ``"gradient"``): it runs,
-    prints, renders and can be differentiated again. With ``with_value`` its
+    prints, renders and can be differentiated again; a value the derivative
+    rules compute again (``sin(x)`` for the VJP of ``cos``) is computed once
+    (:meth:`Program.without_common_subexpressions`). With ``with_value`` its
     first output is the program's value.
     Shapes: a program with one scalar output -> a program with the same inputs and one
     output per ``wrt`` position, shaped like that input.
@@ -676,7 +678,9 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     # A rule that read its operands' numbers would leave the placeholders' in the program.
     refuse_inputs_as_constants(result, inputs, "grad_program")
     result.single_output = len(outs) == 1 and not with_value and (single or n_in == 1)
-    return result
+    # Rules recompute forward values they need (cos's VJP makes its own sin(x)): each once, as
+    # the book's reverse mode reuses them, so the program runs and renders without repeats.
+    return result.without_common_subexpressions()
 
 # ------------------------------------------------------------ checkpoint
 

@@ -450,3 +450,12 @@ def test_trace_takes_dicts_of_arrays_one_input_per_entry():
     np.testing.assert_allclose(total, (x @ w + shift).sum(), rtol=1e-15)
     # A list of numbers is still one array.
     assert len(ad.trace(lambda v: v * 2.0, [1.0, 2.0]).inputs) == 1
+
+
+def test_grad_program_computes_each_recomputed_forward_value_once():
+    # cos's VJP makes its own sin(x): the gradient program had two sin nodes (and rendered both).
+    g = ad.grad_program(ad.trace(lambda x: ad.sum(ad.sin(x) * ad.cos(x)), np.ones(3)))
+    assert g.op_counts()["sin"] == 1 and g.op_counts()["cos"] == 1
+    x = np.array([0.3, 1.0, -2.0])
+    np.testing.assert_allclose(g(x), np.cos(x) ** 2 - np.sin(x) ** 2, rtol=1e-14)
+    assert g.kind == "gradient" and g.nodes[g.outputs[0]].name == "df/dx"
