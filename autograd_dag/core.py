@@ -119,7 +119,8 @@ class Tensor:
     parameters such as ``axis``), ``requires_grad``, ``grad`` (filled by
     ``backward()``), ``name``, ``source`` (``(filename, lineno)`` of the user's
     line), ``scope`` (the ``name_scope`` names in force) and ``serial`` (0 for
-    a leaf, then decreasing with every node made: a node's is below its parents').
+    a leaf, then decreasing with every node made: a node's is below its parents';
+    a leaf changed in place takes a new one, see ``changed_in_place``).
 
     The number itself is ``t.value`` (an ndarray, never copied); ``t.detach()``
     (or ``t.data``) is a new leaf with that value and no history. numpy's own
@@ -369,9 +370,10 @@ _new_tensor = object.__new__
 _getframe = sys._getframe
 
 # The ``serial`` of every node made by ``apply``, counting down from -1 (a leaf's
-# is 0): a node's is below its parents' (they existed before it), so the eager
-# reverse sweep visits the newest node first from a min-heap, with no walk over
-# the graph before it (autodiff.reverse_sweep).
+# is 0, or the stamp of its last change in place: changed_in_place): a node's is
+# below its parents' (they existed before it), so the eager reverse sweep visits
+# the newest node first from a min-heap, with no walk over the graph before it
+# (autodiff.reverse_sweep).
 _serials = itertools.count(-1, -1)
 
 

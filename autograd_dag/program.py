@@ -52,7 +52,7 @@ def _recorded_order(walk: list[Tensor], inputs: dict) -> list[Tensor]:
     """The Tensors of ``walk`` (a topological order) in the order they were recorded, each leaf before its first reader.
 
     Nodes made by operations from the oldest (their serials count down from −1,
-    each below its parents'); a leaf (serial 0) just before the first node that
+    each below its parents'); a leaf (whose serial is not an order) just before the first node that
     reads it, as the depth-first walk places it; ``inputs`` (ids) are numbered
     apart and left out.
     """
