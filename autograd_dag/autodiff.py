@@ -25,7 +25,7 @@ from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_fi
 from .graph import paused_gc
 from .errors import AutogradDagError, MissingRuleError, NotDifferentiableError, user_source, located
 from .primitives import elementwise as ew
-from .primitives import structure
+from .primitives import indexing, structure
 from .passes import refuse_inputs_as_constants
 from .program import NodeKind, Program
 from . import tracing
@@ -40,6 +40,58 @@ _value = operator.attrgetter("value")
 def _accumulate(table: dict, key: int, value) -> None:
     previous = table.get(key)
     table[key] = value if previous is None else ew.add(previous, value)
+
+
+class _Slab:
+    """The cotangent of ``x[index]`` for an index reading one run of one axis, not yet scattered into x's shape."""
+    __slots__ = ("ct", "shape", "at")
+
+    def __init__(self, ct, shape: tuple, at: tuple):
+        self.ct, self.shape, self.at = ct, shape, at
+
+
+def _slab_vjp(ct, x: Tensor, params: dict) -> _Slab | None:
+    """getitem's VJP in a recorded sweep, kept as a :class:`_Slab` when its index reads one run of one axis."""
+    at = indexing.slab(x.shape, params["index"])
+    return None if at is None else _Slab(ct, x.shape, at)
+
+
+class _Collected:
+    """A recorded cotangent still being summed: the running total, and the slabs kept aside.
+
+    The slabs wait until their node is visited, when adjacent ones join into
+    one ``concatenate`` (:func:`indexing.join_slabs`): the L steps ``x[:, l]``
+    of a sequence cost O(L), not L arrays of x's size. Every other
+    contribution is added on arrival, so a weight used at every step keeps one
+    running sum.
+    """
+    __slots__ = ("total", "slabs")
+
+    def __init__(self, total):
+        self.total, self.slabs = total, []
+
+
+def _recorded_add(previous, g):
+    """``previous + g`` in a recorded sweep (``previous`` None for a first contribution)."""
+    if type(g) is _Slab:
+        if type(previous) is not _Collected:
+            previous = _Collected(previous)
+        previous.slabs.append((g.ct, g.shape, g.at))
+        return previous
+    if type(previous) is _Collected:
+        previous.total = g if previous.total is None else ew.add(previous.total, g)
+        return previous
+    return g if previous is None else ew.add(previous, g)
+
+
+def _recorded_total(ct):
+    """A recorded cotangent as one Tensor: a :class:`_Collected` sum is added up, its slabs joined."""
+    if type(ct) is not _Collected:
+        return ct
+    total = ct.total
+    for term in indexing.join_slabs(ct.slabs):
+        total = term if total is None else ew.add(total, term)
+    return total
 
 
 def _ones_like(t: Tensor) -> Tensor:
@@ -205,6 +257,11 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     if ct is None:
                         continue
                     parents = t.parents
+                if record and type(ct) is _Collected:
+                    core.attribute(t.source, t.scope)
+                    ct = _recorded_total(ct)
+                    core.attribute(*outer)
+                if not eager:
                     if not parents or tid in stop:
                         results[tid] = (t, ct)
                         continue
@@ -231,7 +288,11 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                 parts = prim.vjp_parts
                 if parts is None:
                     try:
-                        grads = prim.vjp(ct, out, *args, **params) if params else prim.vjp(ct, out, *args)
+                        if record and prim is indexing.GETITEM and not anomaly and (
+                                slab := _slab_vjp(ct, parents[0], params)) is not None:
+                            grads = (slab,)  # scattered when the operand's cotangent is complete
+                        else:
+                            grads = prim.vjp(ct, out, *args, **params) if params else prim.vjp(ct, out, *args)
                     except Exception as exc:
                         raise rule_error(prim, "VJP", exc, t, record) from exc
                     if type(grads) is not tuple and type(grads) is not list:
@@ -264,7 +325,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     pid = id(p)
                     previous = cts.get(pid)
                     if previous is None:
-                        cts[pid] = g
+                        cts[pid] = _recorded_add(None, g) if record else g
                         if eager:
                             if p.parents:
                                 heappush(heap, p.serial)
@@ -274,7 +335,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                         if prim.vjp_into is not None and not record:
                             owned.add(pid)  # (a scatter's cotangent is a fresh array)
                     elif record:
-                        cts[pid] = ew.add(previous, g)
+                        cts[pid] = _recorded_add(previous, g)
                     elif pid in owned and g.dtype == previous.dtype:
                         # A sum this sweep made and nothing else holds: add in place.
                         np.add(previous, g, out=previous)
@@ -289,7 +350,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     t.parents = None
             if eager:
                 for lid, leaf in leaves.items():
-                    results[lid] = (leaf, cts[lid])
+                    results[lid] = (leaf, _recorded_total(cts[lid]) if record else cts[lid])
     finally:
         # Recorded derivative nodes were attributed to the forward node they
         # differentiate (source line and name scope); restore the caller's.

@@ -1,21 +1,21 @@
 """A 10,000-step LSTM, forward + backward: how the per-step slices of the sequence are cut matters.
 
 The input projection of the whole sequence, (B, L, 4H), is computed at once and
-cut into its L time steps. The derivative of one slice is a zero array of the
-sequence's shape with the slice's cotangent added in, so the way the slices are
-cut sets the cost of a recorded backward sweep (a gradient program); the eager
-``backward()`` adds each slice's cotangent into one buffer (``vjp_into``), O(L):
+cut into its L time steps. The derivative of one slice alone is a zero array of
+the sequence's shape with the slice's cotangent added in (O(L²) for all L); the
+eager ``backward()`` adds each slice's cotangent into one buffer (``vjp_into``)
+and a recorded sweep (``--recorded``: ``ad.jit(ad.value_and_grad)``, whose
+gradient program is recorded) joins them into one ``concatenate``, O(L) both:
 
-  per step     x[:, l] for each l straight from the sequence: O(L²) recorded;
-  √L chunks    through chunks of about √L steps (nn/rnn.py before ``ad.unstack``): O(L^1.5);
-  unstack      ``ad.unstack`` (a balanced tree of halves): O(L log L).
+  per step     x[:, l] for each l straight from the sequence (what ``ad.unstack`` does);
+  √L chunks    through chunks of about √L steps (nn/rnn.py before ``ad.unstack``).
 
 Model: ``nn.SequenceToVector(nn.LSTMCell(8, 32), pooling="mean")`` + Linear(32, 2),
 batch 4, cross-entropy; float64; single-threaded BLAS. Best of ``--repeat`` runs,
 in CPU seconds of this process (``time.process_time``: on the shared machine the
 wall clock mostly measures the other processes) and in wall-clock seconds.
 
-Run:  python benchmarks/bench_rnn_long.py [--length 10000] [--repeat 2] [--per-step]
+Run:  python benchmarks/bench_rnn_long.py [--length 10000] [--repeat 2] [--recorded]
 """
 
 from __future__ import annotations
@@ -49,36 +49,52 @@ def sqrt_chunks(x, axis=1):
     return steps
 
 
-STRATEGIES = {"per step (O(L) eager, O(L²) recorded)": per_step, "√L chunks (before)": sqrt_chunks, "ad.unstack (tree)": ad.unstack}
+STRATEGIES = {"per step (ad.unstack)": per_step, "√L chunks": sqrt_chunks}
 
 
-def measure(strategy, length: int, repeat: int):
+def measure(strategy, length: int, repeat: int, recorded: bool):
+    """Best CPU and wall seconds of (forward, backward), and weight_ih's gradient.
+
+    Recorded: (trace + first run, a later run) of ``ad.jit(ad.value_and_grad)``.
+    """
     rng = np.random.default_rng(0)
     model = nn.SequenceToVector(nn.LSTMCell(8, 32, rng=0), pooling="mean", head=nn.Linear(32, 2, rng=0))
     x = rng.standard_normal((4, length, 8))
     labels = np.array([0, 1, 0, 1])
+    params = {name: p.value for name, p in model.named_parameters()}
+
+    def loss(params, x):
+        return nn.functional.cross_entropy(nn.functional_call(model, params, x), labels)
     original = rnn.unstack
     rnn.unstack = strategy
-    best = [float("inf")] * 4  # CPU forward, CPU backward, wall forward, wall backward
+    best = [float("inf")] * 4  # CPU first part, CPU second part, wall first, wall second
     try:
         for _ in range(repeat):
             model.zero_grad()
             c0, t0 = time.process_time(), time.perf_counter()
-            loss = nn.functional.cross_entropy(model(x), labels)
+            if recorded:
+                step = ad.jit(ad.value_and_grad(loss))
+                step(params, x)
+            else:
+                value = nn.functional.cross_entropy(model(x), labels)
             c1, t1 = time.process_time(), time.perf_counter()
-            loss.backward()
+            if recorded:
+                _, grads = step(params, x)
+            else:
+                value.backward()
             c2, t2 = time.process_time(), time.perf_counter()
             best = [min(b, v) for b, v in zip(best, (c1 - c0, c2 - c1, t1 - t0, t2 - t1))]
     finally:
         rnn.unstack = original
-    return best, model.encoder.cell.weight_ih.grad.value
+    return best, grads["encoder.cell.weight_ih"] if recorded else model.encoder.cell.weight_ih.grad.value
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--length", type=int, default=10_000)
     p.add_argument("--repeat", type=int, default=2)
-    p.add_argument("--per-step", action="store_true", help="also time the per-step slicing (O(L²) before the eager sweep scattered slices in place)")
+    p.add_argument("--recorded", action="store_true",
+                   help="time ad.jit(ad.value_and_grad): trace (a recorded backward sweep) + first run, then a run")
     args = p.parse_args(argv)
     try:
         from threadpoolctl import threadpool_limits
@@ -86,13 +102,12 @@ def main(argv=None) -> int:
     except ImportError:
         limit = None
     print(f"LSTM(8 -> 32), batch 4, L = {args.length:,}: seconds, best of {args.repeat}\n")
-    print("| slicing | forward CPU s | backward CPU s | total CPU s | total wall s |")
+    first, second = ("trace + first run", "a run") if args.recorded else ("forward", "backward")
+    print(f"| slicing | {first} CPU s | {second} CPU s | total CPU s | total wall s |")
     print("|---|---|---|---|---|")
     reference = None
     for name, strategy in STRATEGIES.items():
-        if strategy is per_step and not args.per_step:
-            continue
-        (f, b, wf, wb), grad = measure(strategy, args.length, args.repeat)
+        (f, b, wf, wb), grad = measure(strategy, args.length, args.repeat, args.recorded)
         if reference is None:
             reference = grad
         assert np.allclose(grad, reference, rtol=1e-10, atol=1e-12), f"{name}: a different gradient"

@@ -1,8 +1,8 @@
-"""Cases for ``unstack``: slices along an axis, cut from a tree of ``getitem`` halves when recorded.
+"""Cases for ``unstack``: slices along an axis, whose cotangents a recorded sweep joins.
 
 ``unstack`` is not a primitive of its own: its slices are ``getitem`` nodes
-(straight from the operand for up to 8 slices, through a balanced tree of
-halves beyond). Each case re-joins the slices in another order, weighted per
+cut straight from the operand, and the recorded VJP joins their index_adds
+into one ``concatenate`` (``join_slabs``). Each case re-joins the slices in another order, weighted per
 slice, so that a slice put in the wrong place or a lost cotangent changes the
 value and the derivatives. References use numpy's indexing slice by slice.
 """
@@ -34,8 +34,8 @@ def _case(shape, axis, label):
 
 
 CASES = [
-    _case((2, 3, 4), 1, "unstack-few-slices-axis1"),          # 3 slices: cut directly
-    _case((19, 2), 0, "unstack-tree-19-axis0"),               # 19 slices: halves of 9 and 10, then slices
-    _case((2, 37, 3), -2, "unstack-tree-37-negative-axis"),   # three levels of halves
-    _case((3, 2, 11), 2, "unstack-tree-11-last-axis"),
+    _case((2, 3, 4), 1, "unstack-few-slices-axis1"),
+    _case((19, 2), 0, "unstack-19-axis0"),
+    _case((2, 37, 3), -2, "unstack-37-negative-axis"),
+    _case((3, 2, 11), 2, "unstack-11-last-axis"),
 ]

@@ -354,8 +354,8 @@ def test_ten_thousand_steps_train_and_differentiate_without_recursion():
         assert float(F.cross_entropy(model(x), np.array([1])).value) < before
 
 
-def test_long_sequence_gradient_is_exact_through_the_unstack_tree():
-    """More than 8 steps are cut from a tree of halves (ad.unstack); the gradient must still be exact."""
+def test_long_sequence_gradient_is_exact_through_the_joined_steps():
+    """70 steps cut by ad.unstack, their cotangents joined in a recorded sweep: the gradient must still be exact."""
     cell = randomize(nn.ElmanCell(1, 2, rng=0))
     check_module(nn.SequenceToVector(cell, pooling="max"), rand(1, 70, 1, scale=0.3), modes=("rev",))
 

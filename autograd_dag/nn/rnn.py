@@ -23,7 +23,7 @@ a Python loop, so the recorded program is a long chain and both the forward
 pass and ``backward()`` (iterative in the core) handle 10,000 steps. The
 input's share of every step is projected at once for the whole sequence and
 cut into steps by :func:`autograd_dag.unstack`, whose backward costs
-O(L log L) (benchmarks/bench_rnn_long.py). Each step
+O(L), eager or recorded (benchmarks/bench_rnn_long.py). Each step
 records inside ``ad.name_scope("step<l>")``: a rendering shows one cluster per
 step, and ``depth=`` folds the identical steps.
 

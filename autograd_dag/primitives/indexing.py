@@ -19,7 +19,7 @@ import builtins
 
 import numpy as np
 
-from ..core import Tensor, apply, concrete, is_recording
+from ..core import Tensor, apply, concrete
 from ..errors import ShapeError
 from .batch import materialize, move_batch_axis
 from .registry import defprim
@@ -218,6 +218,72 @@ def index_add(values, shape, index) -> Tensor:
     """
     return apply(INDEX_ADD, values, shape=tuple(int(d) for d in shape), index=normalize_index(index))
 
+
+def slab(shape: tuple, index: tuple) -> tuple | None:
+    """``(axis, start, stop, kept)`` if ``x[index]`` for x of ``shape`` is one run of one axis, else None.
+
+    The run is ``[start, stop)`` along ``axis`` with every other axis whole:
+    ``x[:, 2:5]`` (kept: a slice keeps the axis) or ``x[:, 3]`` (not kept: an
+    int drops it). The cotangents of adjacent runs join into one
+    ``concatenate`` (:func:`join_slabs`).
+    """
+    kinds = [type(item) for item in index]
+    if np.ndarray in kinds or type(None) in kinds:
+        return None
+    if type(Ellipsis) in kinds:
+        at = kinds.index(type(Ellipsis))
+        index = index[:at] + (slice(None),) * (len(shape) - len(index) + 1) + index[at + 1:]
+    found = None
+    for axis, item in enumerate(index):
+        d = shape[axis]
+        if type(item) is slice:
+            start, stop, step = item.indices(d)
+            if (start, stop, step) == (0, d, 1):
+                continue
+            if step != 1 or stop <= start or found is not None:
+                return None
+            found = (axis, start, stop, True)
+        elif found is None:  # an int
+            start = item + d if item < 0 else item
+            found = (axis, start, start + 1, False)
+        else:  # a second indexed axis
+            return None
+    return found
+
+
+def join_slabs(pieces: list) -> list:
+    """Slab cotangents ``(ct, shape, slab)`` -> Tensors with the same sum: adjacent runs joined by ``concatenate``.
+
+    ``ct`` is the cotangent of ``x[index]`` for an x of ``shape`` with
+    ``slab(shape, index)``. The cotangent of an array read in pieces (``x[:, t]``
+    for every step t of a sequence) is then one array joined from the pieces'
+    cotangents, not one array of zeros per piece added up (O(L²) for L steps).
+    A piece adjacent to no other is its ``index_add``, as the getitem's VJP.
+    """
+    groups: dict = {}
+    for ct, shape, (axis, start, stop, kept) in pieces:
+        groups.setdefault((shape, axis, ct.dtype), []).append((start, stop, kept, ct))
+    joined = []
+    for (shape, axis, _), group in groups.items():
+        group.sort(key=lambda piece: piece[0])
+        run = [group[0]]
+        for piece in group[1:] + [None]:
+            if piece is not None and piece[0] == run[-1][1]:
+                run.append(piece)
+                continue
+            start, stop = run[0][0], run[-1][1]
+            lead = (slice(None),) * axis
+            if len(run) == 1:
+                _, _, kept, ct = run[0]
+                joined.append(index_add(ct, shape, lead + ((slice(start, stop),) if kept else (start,))))
+            else:
+                whole = concatenate([ct if kept else reshape(ct, shape[:axis] + (1,) + shape[axis + 1:])
+                                     for _, _, kept, ct in run], axis)
+                joined.append(whole if (start, stop) == (0, shape[axis])
+                              else index_add(whole, shape, lead + (slice(start, stop),)))
+            run = [piece]
+    return joined
+
 # ------------------------------------------------------------- concatenate
 
 
@@ -305,23 +371,14 @@ def stack(xs, axis: int = 0) -> Tensor:
     new_shape = shapes[0][:ax] + (1,) + shapes[0][ax:]
     return concatenate([reshape(x, new_shape) for x in xs], ax)
 
-# Pieces of at most this many slices are cut into their slices directly; larger ones are halved.
-_UNSTACK_LEAF = 8
-
-
 def unstack(x, axis: int = 0) -> list:
     """Split ``x`` into its slices along ``axis``, as a list: the inverse of :func:`stack`.
 
     ``unstack(x, axis)[i]`` is ``x[(:,) * axis + (i,)]``, recorded with ``getitem``
-    (a view, no copy). The derivative of one slice is a zero array of the sliced
-    operand's shape with the slice's cotangent added in, so cutting the n slices
-    straight from x would cost O(n²) in the backward sweep. When x records a
-    derivative, the slices are cut from a balanced tree of halves instead (each
-    piece of more than 8 slices is split in two): every level of the tree costs
-    O(size of x) in the backward sweep, O(n log n) in all. (The eager
-    ``backward()`` adds slices' cotangents into one buffer, O(n) even for
-    slices cut straight from x; the tree is for recorded sweeps — gradient
-    programs, higher derivatives — which build each cotangent as a node.)
+    (a view, no copy). The n slices' cotangents cost O(size of x) in all, not
+    O(n · size of x): the eager ``backward()`` adds each into one buffer, and a
+    recorded sweep (gradient programs, higher derivatives) joins them into one
+    ``concatenate`` (:func:`join_slabs`).
     Shapes: (*a, n, *b) -> n Tensors of shape (*a, *b).
 
     Example:
@@ -336,24 +393,8 @@ def unstack(x, axis: int = 0) -> list:
     shape = tuple(np.shape(x.value if isinstance(x, Tensor) else x))
     if not shape:
         raise ShapeError("unstack: Expect: an operand with at least one axis. Actual: a 0-d operand")
-    ax = normalize_axis("unstack", axis, len(shape))
-    n = shape[ax]
-    lead = (slice(None),) * ax
-    if not (isinstance(x, Tensor) and x.requires_grad and is_recording()):
-        return [getitem(x, lead + (i,)) for i in range(n)]
-    out: list = [None] * n
-    pieces = [(x, 0, n)]  # (piece, first slice, one past its last slice), split iteratively
-    while pieces:
-        piece, start, stop = pieces.pop()
-        size = stop - start
-        if size <= _UNSTACK_LEAF:
-            for j in range(size):
-                out[start + j] = getitem(piece, lead + (j,))
-            continue
-        mid = size // 2
-        pieces.append((getitem(piece, lead + (slice(mid, size),)), start + mid, stop))
-        pieces.append((getitem(piece, lead + (slice(0, mid),)), start, start + mid))
-    return out
+    lead = (slice(None),) * normalize_axis("unstack", axis, len(shape))
+    return [getitem(x, lead + (i,)) for i in range(shape[len(lead)])]
 
 # -------------------------------------------------------- take / take_add
 

