@@ -30,7 +30,9 @@ CASES = []
 for sa, sb in [((3, 4), (4, 2)), ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,)),
                ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)), ((2, 1, 3, 4), (5, 4, 2)),
                ((1, 3, 4), (2, 4, 5)), ((2, 3, 4), (4,)), ((4,), (2, 4, 3)),
-               ((3, 1), (1, 2)), ((0, 3), (3, 2)), ((3, 0), (0, 2))]:
+               ((3, 1), (1, 2)), ((0, 3), (3, 2)), ((3, 0), (0, 2)),
+               # stacks against one matrix run as one product over the rows (incl. size 0)
+               ((2, 2, 3, 4), (4, 5)), ((2, 0, 4), (4, 3)), ((0, 3, 4), (4, 3)), ((2, 3, 0), (0, 4))]:
     CASES.append(Case("matmul", L.matmul, _normal(sa, sb), _matmul_ref, id=f"matmul-{sa}@{sb}"))
 CASES.append(Case("matmul", lambda a, b: L.matmul(a, b), _normal((3, 4), (4, 2)), _matmul_ref,
                   wrt=(1,), id="matmul-wrt-b-only"))
@@ -64,6 +66,6 @@ _e("ij,jk->ik", [(0, 4), (4, 2)], _matmul_ref)
 _e("ij,jk->ik", [(3, 0), (0, 2)], _matmul_ref)
 
 # linear: x Wᵀ + b, one primitive (the affine layers' product and bias).
-for sx in [(3, 4), (4,), (2, 3, 4)]:
+for sx in [(3, 4), (4,), (2, 3, 4), (2, 0, 4)]:
     CASES.append(Case("linear", lambda x, w, b: L.linear(x, w, b), _normal(sx, (5, 4), (5,)),
                       lambda x, w, b: _matmul_ref(x, w.T) + b, id=f"linear-{sx}"))

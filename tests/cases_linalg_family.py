@@ -340,6 +340,7 @@ CASES += [
     Case("multiply", _A.kron, _normal((2,), (2, 1, 3)), np.kron, id="multiply-kron-3d"),
     Case("matmul", _A.inner, _normal((2, 3), (4, 3)), np.inner, id="matmul-inner"),
     Case("matmul", _A.inner, _normal((3,), (2, 2, 3)), np.inner, id="matmul-inner-vector-3d"),
+    Case("matmul", _A.inner, _normal((2, 0), (4, 0)), np.inner, id="matmul-inner-empty-axis"),
     Case("subtract", _A.cross, _normal((4, 3), (3,)), np.cross, id="subtract-cross"),
     Case("subtract", lambda a, b: _A.cross(a, b, axisa=0, axisc=0), _normal((3, 2), (2, 3)),
          lambda a, b: np.cross(a, b, axisa=0, axisc=0), id="subtract-cross-axes"),

@@ -268,7 +268,9 @@ def inner(a, b) -> Tensor:
     if sa[-1] != sb[-1]:
         raise ShapeError(f"inner: Expect: equal last dimensions. Actual: {fmt(sa)} and {fmt(sb)}")
     k = sa[-1]
-    prod = matmul(reshape(a, (-1, k)), transpose(reshape(b, (-1, k))))
+    # (Row counts, not -1: with k = 0 there is no row length to infer them from.)
+    rows_a, rows_b = int(np.prod(sa[:-1], dtype=np.int64)), int(np.prod(sb[:-1], dtype=np.int64))
+    prod = matmul(reshape(a, (rows_a, k)), transpose(reshape(b, (rows_b, k))))
     return reshape(prod, sa[:-1] + sb[:-1])
 
 # ------------------------------------------------------------------ cross

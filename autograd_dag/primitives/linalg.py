@@ -65,7 +65,8 @@ def _matmul_vjp_a(ct, out, a, b):
     bm = _as_matrix(b, b2)
     if len(b2) == 2 and len(a2) > 2 and tuple(a2[:-2]) == tuple(ct2.shape[:-2]):
         # x (B, T, k) @ W: the cotangent of x as one (B·T, n) × (n, k) product.
-        da = reshape(matmul(reshape(ct2, (-1, b2[-1])), swapaxes(bm, -1, -2)), a2)
+        rows = math.prod(a2[:-1])  # (not -1: with k or n of size 0 there is no row length to infer)
+        da = reshape(matmul(reshape(ct2, (rows, b2[-1])), swapaxes(bm, -1, -2)), a2)
     else:
         da = sum_to_shape(matmul(ct2, swapaxes(bm, -1, -2)), a2)
     return _as_matrix(da, a.shape)
@@ -90,7 +91,8 @@ def _matmul_vjp_b(ct, out, a, b):
     am = _as_matrix(a, a2)
     if len(b2) == 2 and len(a2) > 2 and tuple(a2[:-2]) == tuple(ct2.shape[:-2]):
         # b shared across a's batch: (Σ_batch aᵀ ct) as one (k, B·m) × (B·m, n) product.
-        db = _inner_products(reshape(am, (-1, a2[-1])), reshape(ct2, (-1, b2[-1])))
+        rows = math.prod(a2[:-1])
+        db = _inner_products(reshape(am, (rows, a2[-1])), reshape(ct2, (rows, b2[-1])))
     elif len(a2) == 2 and len(b2) == 2:
         db = _inner_products(am, ct2)
     else:
