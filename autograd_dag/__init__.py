@@ -41,6 +41,7 @@ from .primitives.elementwise import cos, sin
 from .primitives.indexing import (checked_indices, concatenate, getitem, index_add, one_hot, stack, take,
                                   unstack)
 from .primitives.linalg import einsum, matmul
+from .primitives.random import random_seed
 from .primitives.reductions import argmax, logsumexp, max, mean, min, softargmax, softmax, var
 from .primitives.structure import (broadcast_to, expand_dims, reshape, squeeze, sum, sum_to_shape,
                                    swapaxes, transpose)
@@ -64,7 +65,7 @@ __all__ = [
     "no_grad", "enable_grad", "is_recording", "name_scope", "current_scope", "detect_anomaly",
     # differentiation
     "vjp", "grad", "value_and_grad", "jvp", "jacobian", "hessian", "hvp", "grad_program",
-    "backward", "zero_grad", "checkpoint", "primitive", "vmap",
+    "backward", "zero_grad", "checkpoint", "random_seed", "primitive", "vmap",
     # verification
     "check_grads", "numerical_grad", "numerical_jvp",
     # errors

@@ -25,7 +25,7 @@ from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_fi
 from .graph import paused_gc
 from .errors import AutogradDagError, MissingRuleError, NotDifferentiableError, user_source, located
 from .primitives import elementwise as ew
-from .primitives import indexing, structure
+from .primitives import indexing, random, structure
 from .passes import refuse_inputs_as_constants
 from .program import NodeKind, Program
 from . import tracing
@@ -779,7 +779,7 @@ def checkpoint(f: Callable) -> Callable:
     name = f"checkpoint[{getattr(f, '__name__', type(f).__name__)}]"
 
     def impl(*arrays):
-        with _recording_as(False):
+        with _recording_as(False), random.replayed():
             out = f(*[Tensor(a) for a in arrays])
         return out.value
 
@@ -791,7 +791,7 @@ def checkpoint(f: Callable) -> Callable:
         # leaves holding their values.
         targets = ([structure.identity(x) for x in inputs] if core.is_recording()
                    else [Tensor(x) for x in inputs])
-        with _recording_as(True):
+        with _recording_as(True), random.replayed():
             result = f(*targets)
         _refuse_closure_gradients(result, targets, name)
         return targets, result

@@ -132,12 +132,12 @@ def test_round_trip_keeps_names():
     assert any(n.op is ad.NodeKind.CONSTANT and n.name == "table" for n in loaded.nodes)
 
 
-def test_unsupported_primitives_are_exactly_the_decompositions():
+def test_unsupported_primitives_are_exactly_the_decompositions_and_dropout():
     # Primitives users define with ad.primitive (other tests do) have no mapping either.
     from autograd_dag.primitives.registry import USER_PRIMITIVES
     builtin = set(ad.PRIMITIVES) - USER_PRIMITIVES
     unsupported = set(ad.onnx.unsupported_primitives()) & builtin
-    assert unsupported == {"inv", "solve", "cholesky", "eigh", "svd", "qr", "pinv"}
+    assert unsupported == {"inv", "solve", "cholesky", "eigh", "svd", "qr", "pinv", "dropout_mask"}
     assert set(ad.onnx.supported_primitives()) == builtin - unsupported
 
 

@@ -23,7 +23,7 @@ from .attention import MultiHeadAttention, attention, causal_mask, positional_en
 from .conv import Conv2d, Flatten, LeNet, MaxPool2d
 from .embedding import Embedding, WordVectors
 from .glove import Cooccurrence, GloVe, cooccurrence_counts, glove_loss, glove_weighting
-from .layers import (MLP, Activation, Argmax, Classifier, Identity, Linear, Logistic, LogisticRegression,
+from .layers import (MLP, Activation, Argmax, Classifier, Dropout, Identity, Linear, Logistic, LogisticRegression,
                      LogSumExp, Max,
                      ReLU, Sigmoid, Softargmax, Softmax, Softplus, Step, Tanh)
 from .module import Module, ModuleList, Parameter, Sequential, functional_call
@@ -39,7 +39,7 @@ from .rnn import (RNN, ElmanCell, EncoderDecoder, GRUCell, LSTMCell, MLPCell, Re
 
 __all__ = [
     "functional", "init", "Module", "ModuleList", "Sequential", "Parameter", "functional_call",
-    "Linear", "Classifier", "MLP", "LogisticRegression", "Activation", "Identity", "ReLU", "Softplus", "Step",
+    "Linear", "Dropout", "Classifier", "MLP", "LogisticRegression", "Activation", "Identity", "ReLU", "Softplus", "Step",
     "Logistic", "Sigmoid", "Tanh", "Softargmax", "Softmax", "Argmax", "Max", "LogSumExp",
     "BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Residual", "ResidualBranch", "ResidualBlock",
     "Conv2d", "MaxPool2d", "Flatten", "LeNet",

@@ -18,8 +18,9 @@
 
 Where this BERT differs from Devlin et al. (2019), and why: the encoder is
 this library's post-norm block (seed 000) with relu in the feed-forward
-layer and the MLM transform (GELU is not a primitive here); there is no
-dropout (the models are tiny and trained briefly).
+layer and the MLM transform (GELU is not a primitive here); dropout is off
+unless ``dropout=`` is given (the models are tiny and trained briefly;
+Devlin et al. use 0.1, on the embeddings and each sub-layer's output).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from . import functional as F
 from . import init as _init
 from .attention import positional_encoding
 from .embedding import Embedding, check_ids
-from .layers import Classifier, Linear
+from .layers import Classifier, Dropout, Linear
 from .module import Module, Parameter
 from .norm import LayerNorm
 from .transformer import TransformerEncoder, _name_scopes
@@ -273,7 +274,7 @@ class BERT(Module):
 
     def __init__(self, vocab_size: int, d_model: int = 64, heads: int = 4, hidden: int | None = None,
                  layers: int = 2, max_length: int = 128, num_segments: int = 2, pad_id: int | None = 0,
-                 eps: float = 1e-5, *, rng=None, dtype=np.float64):
+                 eps: float = 1e-5, *, dropout: float = 0.0, rng=None, dtype=np.float64):
         super().__init__()
         rng = _init.as_generator(rng)
         self.vocab_size, self.d_model, self.max_length = int(vocab_size), int(d_model), int(max_length)
@@ -292,8 +293,9 @@ class BERT(Module):
         self.position_embedding.weight.value[...] = positional_encoding(self.max_length, self.d_model,
                                                                         dtype=dtype) * std
         self.embedding_norm = LayerNorm(self.d_model, eps=eps, dtype=dtype)
-        self.encoder = TransformerEncoder(self.d_model, heads, hidden, layers, bias=True, eps=eps, rng=rng,
-                                          dtype=dtype)
+        self.embedding_drop = Dropout(dropout, rng=rng) if dropout else None
+        self.encoder = TransformerEncoder(self.d_model, heads, hidden, layers, bias=True, eps=eps, dropout=dropout,
+                                          rng=rng, dtype=dtype)
         self.mlm_head = MLMHead(self.d_model, self.vocab_size, eps=eps, rng=rng, dtype=dtype)
         self.pooler = Linear(self.d_model, self.d_model, rng=rng, dtype=dtype)
         self.nsp_head = Linear(self.d_model, 2, rng=rng, dtype=dtype)
@@ -325,6 +327,8 @@ class BERT(Module):
             x = add(add(self.token_embedding(ids), self.segment_embedding(segments)),
                     self.position_embedding(np.arange(ids.shape[1])))
             x = self.embedding_norm(x)
+            if self.embedding_drop is not None:
+                x = self.embedding_drop(x)
         return self.encoder(x, padding_mask=padding_mask)
 
     # -------------------------------------------------------------- heads

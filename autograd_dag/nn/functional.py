@@ -16,6 +16,7 @@ from ..primitives.elementwise import (astype, divide, logistic, multiply, negati
 from ..primitives.indexing import checked_indices, one_hot
 from ..primitives.losses import softmax_cross_entropy
 from ..primitives.numeric import take_along_axis
+from ..primitives.random import dropout_mask, seed_for
 from ..primitives.reductions import argmax as _argmax
 from ..primitives.reductions import layer_norm
 from ..primitives.reductions import logsumexp as _logsumexp
@@ -27,7 +28,37 @@ from ..primitives.structure import sum as _sum
 
 __all__ = ["relu", "softplus", "step", "logistic", "sigmoid", "tanh", "identity", "softargmax",
            "softmax", "log_softargmax", "log_softmax", "argmax", "max", "logsumexp", "mse_loss",
-           "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "get_activation", "layer_norm"]
+           "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "get_activation", "layer_norm", "dropout"]
+
+
+# The Generator of dropout calls given neither a seed nor an rng (as torch's global generator).
+_default_rng = np.random.default_rng()
+
+
+def dropout(x, p: float = 0.5, training: bool = True, *, seed=None, rng=None):
+    """Inverted dropout: each entry zeroed with probability ``p``, the rest scaled by 1/(1 − p).
+
+    The identity when ``training`` is False or p = 0. The derivative is the
+    same mask (recorded as a product with it). The mask is a pure function of
+    a seed (:func:`autograd_dag.primitives.random.dropout_mask`): ``seed`` if
+    given; else the enclosing ``ad.random_seed(seed)`` block's; else drawn from
+    ``rng`` (a Generator; default: the library's, seeded by the OS). Inside
+    ``jit`` or ``trace`` a drawn seed would be frozen into the program, so
+    there a seed must come from an argument (``ad.random_seed``), or the call is
+    refused. Shapes: (*s) -> (*s).
+
+    Example:
+        >>> import numpy as np
+        >>> from autograd_dag.nn import functional as F
+        >>> sorted(set(F.dropout(np.ones(1000), 0.5, seed=0).value.tolist()))
+        [0.0, 2.0]
+    """
+    if not training or p == 0:
+        return x
+    stream = 0
+    if seed is None:
+        seed, stream = seed_for("dropout", _default_rng if rng is None else rng)
+    return multiply(x, dropout_mask(x, seed, p, stream))
 
 
 def identity(x):

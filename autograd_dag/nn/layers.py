@@ -13,7 +13,7 @@ from . import functional as F
 from . import init as _init
 from .module import Module, Parameter
 
-__all__ = ["Linear", "MLP", "LogisticRegression", "Activation", "Identity", "ReLU", "Softplus", "Step",
+__all__ = ["Linear", "Dropout", "MLP", "LogisticRegression", "Activation", "Identity", "ReLU", "Softplus", "Step",
            "Logistic", "Sigmoid", "Tanh", "Softargmax", "Softmax", "Argmax", "Max", "LogSumExp"]
 
 
@@ -50,6 +50,39 @@ class Linear(Module):
 
     def extra_repr(self) -> str:
         return f"{self.in_features}, {self.out_features}, bias={self.bias is not None}"
+
+
+class Dropout(Module):
+    """Inverted dropout in training mode (:func:`functional.dropout`), the identity in eval mode.
+
+    ``p``: the probability of zeroing an entry; ``rng``: a Generator or seed for
+    the masks drawn outside an ``ad.random_seed`` block. ``forward(x, seed=None)``.
+    Shapes: (*s) -> (*s).
+
+    Example:
+        >>> import numpy as np
+        >>> from autograd_dag import nn
+        >>> drop = nn.Dropout(0.25, rng=0)
+        >>> sorted(set(np.round(drop(np.ones(100)).value, 4).tolist()))
+        [0.0, 1.3333]
+        >>> x = np.ones(3)
+        >>> drop.eval()(x) is x
+        True
+    """
+
+    def __init__(self, p: float = 0.5, *, rng=None):
+        super().__init__()
+        p = float(p)
+        if not 0.0 <= p < 1.0:
+            raise ShapeError(f"Dropout: Expect: a drop probability p in [0, 1). Actual: p = {p}")
+        self.p = p
+        self.rng = _init.as_generator(rng)
+
+    def forward(self, x, seed=None):
+        return F.dropout(x, self.p, self.training, seed=seed, rng=self.rng)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
 
 
 def _initialise(scheme, shape, rng, dtype):

@@ -32,7 +32,7 @@ from ..primitives.reductions import softargmax
 from ..primitives.structure import reshape, transpose
 from . import init as _init
 from .attention import MultiHeadAttention, additive_scores, causal_mask, positional_encoding
-from .layers import Linear
+from .layers import Dropout, Linear
 from .module import Module, Parameter, _scope_label
 from .norm import LayerNorm
 
@@ -85,7 +85,9 @@ class TransformerBlock(Module):
     seed unless ``bias``), ``norm1``, ``ffn`` (:class:`FeedForward`), ``norm2``
     (LayerNorm with ε = 1e-5 under the square root). ``mask`` is passed to the
     attention: :func:`causal_mask` in a language model, a padding mask or None
-    in an encoder.
+    in an encoder. ``dropout`` p > 0 adds ``drop`` (:class:`Dropout`) on each
+    sub-layer's output before its residual sum, as in Vaswani et al. (training
+    mode only; :meth:`step` decodes without it).
     Shapes: (..., L, d_model) -> (..., L, d_model).
 
     Example:
@@ -96,18 +98,22 @@ class TransformerBlock(Module):
     """
 
     def __init__(self, d_model: int, heads: int, hidden: int, d_key: int | None = None, d_val: int | None = None,
-                 bias: bool = False, eps: float = 1e-5, *, rng=None, dtype=np.float64):
+                 bias: bool = False, eps: float = 1e-5, *, dropout: float = 0.0, rng=None, dtype=np.float64):
         super().__init__()
         rng = _init.as_generator(rng)
         self.attention = MultiHeadAttention(d_model, heads, d_key, d_val, bias=bias, rng=rng, dtype=dtype)
         self.norm1 = LayerNorm(d_model, eps=eps, dtype=dtype)
         self.ffn = FeedForward(d_model, hidden, rng=rng, dtype=dtype)
         self.norm2 = LayerNorm(d_model, eps=eps, dtype=dtype)
+        self.drop = Dropout(dropout, rng=rng) if dropout else None
+
+    def _dropped(self, y):
+        return y if self.drop is None else self.drop(y)
 
     def forward(self, x, mask=None, return_weights: bool = False):
         a, weights = self.attention(x, mask=mask, return_weights=True)
-        t = self.norm1(add(a, x))
-        out = self.norm2(add(self.ffn(t), t))
+        t = self.norm1(add(self._dropped(a), x))
+        out = self.norm2(add(self._dropped(self.ffn(t)), t))
         return (out, weights) if return_weights else out
 
     def step(self, x, cache):
@@ -158,12 +164,13 @@ class TransformerEncoder(Module):
     """
 
     def __init__(self, d_model: int, heads: int, hidden: int, layers: int, d_key: int | None = None,
-                 d_val: int | None = None, bias: bool = False, eps: float = 1e-5, *, rng=None, dtype=np.float64):
+                 d_val: int | None = None, bias: bool = False, eps: float = 1e-5, *, dropout: float = 0.0,
+                 rng=None, dtype=np.float64):
         super().__init__()
         rng = _init.as_generator(rng)
         self.d_model = int(d_model)
-        self.block = [TransformerBlock(d_model, heads, hidden, d_key, d_val, bias, eps, rng=rng, dtype=dtype)
-                      for _ in range(int(layers))]
+        self.block = [TransformerBlock(d_model, heads, hidden, d_key, d_val, bias, eps, dropout=dropout, rng=rng,
+                                       dtype=dtype) for _ in range(int(layers))]
         _name_scopes(self)
 
     def forward(self, x, padding_mask=None):
@@ -333,6 +340,7 @@ class TransformerLM(Module):
     (d_model); ``block.{l}.norm1.gamma``, ``beta``, ``block.{l}.norm2.gamma``,
     ``beta`` (d_model). d_key = d_val = d_model / heads unless given.
     Input: token indices (L,) or (B, L), or one-hot rows I (…, L, vocab).
+    ``dropout`` (default 0, as the seed) is each block's (:class:`TransformerBlock`).
     Shapes: tokens (B, L) -> probabilities O (B, L, vocab) (position t predicts token t + 1).
 
     Example:
@@ -347,7 +355,7 @@ class TransformerLM(Module):
 
     def __init__(self, vocab_size: int, d_model: int = 64, heads: int = 4, hidden: int | None = None,
                  layers: int = 2, d_key: int | None = None, d_val: int | None = None, eps: float = 1e-5, *,
-                 rng=None, dtype=np.float64):
+                 dropout: float = 0.0, rng=None, dtype=np.float64):
         super().__init__()
         rng = _init.as_generator(rng)
         self.vocab_size, self.d_model, self.heads = int(vocab_size), int(d_model), int(heads)
@@ -355,8 +363,8 @@ class TransformerLM(Module):
         # E·√d then has entries of variance 1, the scale of the positional encodings.
         self.E = Parameter((rng.standard_normal((self.vocab_size, self.d_model)) / np.sqrt(self.d_model))
                            .astype(dtype))
-        self.block = [TransformerBlock(self.d_model, self.heads, self.hidden, d_key, d_val, False, eps, rng=rng,
-                                       dtype=dtype) for _ in range(int(layers))]
+        self.block = [TransformerBlock(self.d_model, self.heads, self.hidden, d_key, d_val, False, eps,
+                                       dropout=dropout, rng=rng, dtype=dtype) for _ in range(int(layers))]
         _name_scopes(self)
 
     def hidden_states(self, tokens, return_weights: bool = False):

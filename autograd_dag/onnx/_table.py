@@ -31,6 +31,8 @@ UNSUPPORTED: dict[str, str] = {
     "svd": "ONNX has no singular value decomposition operator",
     "qr": "ONNX has no QR factorisation operator",
     "pinv": "ONNX has no pseudo-inverse operator",
+    "dropout_mask": "ONNX's random operators take their seed as an attribute, not an input (export the "
+                    "model in eval mode: dropout is then the identity)",
 }
 
 

@@ -3,6 +3,7 @@
 from . import (arrangement, conv, elementwise, indexing, linalg, linalg_family, losses,  # noqa: F401
                reductions, structure)  # (registration)
 from . import arrays, mathfuncs, numeric  # noqa: F401  (registration: numpy's everyday functions)
+from . import random  # noqa: F401  (registration: dropout's mask)
 from .registry import PRIMITIVES, defprim
 
 __all__ = ["PRIMITIVES", "defprim"]
