@@ -85,6 +85,21 @@ def test_jit_refuses_a_seed_it_would_freeze_and_draws_new_masks_from_a_seed_argu
     np.testing.assert_allclose(ad.grad(loss)(w, x, 2), expect(w, 2), rtol=1e-14)
 
 
+def test_a_seed_block_opened_outside_a_jit_does_not_freeze_into_it():
+    with ad.random_seed(0):
+        step = ad.jit(lambda x: F.dropout(x, 0.5))
+        with pytest.raises(TracingError, match="random_seed"):
+            step(np.ones(4))
+        # A block opened inside the traced function with a constant seed is an explicit choice.
+        fixed = ad.jit(lambda x: _fixed(x))
+        np.testing.assert_array_equal(fixed(np.ones(6)), _mask(6, 5, 0.5))
+
+
+def _fixed(x):
+    with ad.random_seed(5):
+        return F.dropout(x, 0.5)
+
+
 def test_a_non_integral_seed_an_integer_operand_and_a_misshapen_seed_are_refused():
     with pytest.raises(ShapeError, match="integer seeds"):
         F.dropout(np.ones(3), 0.5, seed=np.float64(1.5))

@@ -98,14 +98,15 @@ def dropout_mask(x, seed, p: float, stream: int = 0) -> Tensor:
     p = float(p)
     if not 0.0 <= p < 1.0:
         raise ShapeError(f"dropout: Expect: a drop probability p in [0, 1). Actual: p = {p}"
-                               f"{located(user_source())}")
+                         f"{located(user_source())}")
     if not isinstance(seed, Tensor):
         seed = np.asarray(seed)
     return apply(DROPOUT_MASK, x, seed, p=p, stream=int(stream))
 
 # ----------------------------------------------------------------- seeds
 
-# Open random_seed blocks (innermost last): [seed, the number of streams used].
+# Open random_seed blocks (innermost last): [seed, the number of streams used, the number of
+# program-recording transformations (jit, trace, vmap) open when the block was].
 _seed_blocks: list[list] = []
 # Depth of the functions being run twice (ad.checkpoint's forward and replay).
 _replayed = 0
@@ -119,7 +120,7 @@ def random_seed(seed):
     function, so that each step draws new masks from the program traced once:
     ``with ad.random_seed(step_seed): loss = model_loss(...)``.
     """
-    block = [seed, 0]
+    block = [seed, 0, len(core._program_inputs)]
     _seed_blocks.append(block)
     try:
         yield
@@ -144,8 +145,9 @@ def seed_for(what: str, rng: np.random.Generator) -> tuple:
         raise AutogradDagError(
             f"{what} inside ad.checkpoint needs an explicit seed=: the function runs again for the "
             f"backward pass and must draw the same mask both times{located(user_source())}")
-    if _seed_blocks:
-        block = _seed_blocks[-1]
+    block = _seed_blocks[-1] if _seed_blocks else None
+    # A block opened outside the jit being traced, with a seed that is not its input, would freeze too.
+    if block is not None and (block[2] == len(core._program_inputs) or core.traced(block[0])):
         block[1] += 1
         return block[0], block[1] - 1
     if core._program_inputs:
