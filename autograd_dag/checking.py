@@ -471,6 +471,22 @@ def _projected_derivative(f: Callable, td, float_idx, u_tree, fname) -> Callable
     return derivative
 
 
+def _tangent_derivative(f: Callable, td, float_idx, tangents, fname) -> Callable:
+    """a ↦ jvp(v) of f at a (v fixed): the function whose derivatives check the JVP rules' own derivatives.
+
+    Reverse-over-forward (``grad`` of a ``jvp``) and forward-over-forward
+    differentiate the operations a JVP rule records, which the derivative of
+    the VJP (:func:`_projected_derivative`) never runs.
+    """
+    def derivative(*a):
+        a_leaves = flatten(a)[0]
+        _, tout = jvp(_on_floats(f, td, a_leaves, float_idx), tuple(a_leaves[k] for k in float_idx),
+                      tuple(tangents))
+        return tout
+    derivative.__name__ = f"d{fname}"
+    return derivative
+
+
 def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str] = ("rev", "fwd"),
                 eps: float | None = None, atol: float | None = None, rtol: float | None = None,
                 full: bool = False, seed: int = 0, names: Sequence[str] | None = None) -> None:
@@ -480,7 +496,8 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
     argument is checked, integer ones are held fixed. By default each
     argument is checked through random projections; ``full=True`` compares
     the whole Jacobian entry by entry. ``order=2`` also checks the
-    derivatives of the derivatives. Inputs must be float64: float32/16
+    derivatives of the derivatives: of the VJP (``"rev"`` in ``modes``) and of
+    the JVP (``"fwd"``), in each of ``modes``, as ``jax.test_util.check_grads``. Inputs must be float64: float32/16
     finite differences are too coarse to tell a wrong derivative from
     rounding, so they are refused unless ``atol`` and ``rtol`` are given.
 
@@ -516,11 +533,22 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
     if failures:
         raise GradientCheckError(f"check_grads({fname}): analytic and numerical derivatives disagree\n"
                                  + "\n".join(failures + _other_mode_hints(modes, failures)))
-    if order >= 2:
+    if order < 2:
+        return
+    # As jax.test_util.check_grads: each mode's derivative, as a function of the point, is
+    # checked in turn, so that every rule that runs at order 2 (the VJP's and the JVP's) is.
+    derivatives = []
+    if "rev" in modes:
+        derivatives.append((_projected_derivative(f, td, float_idx, p.u_tree, fname),
+                            f"<u, ∂{fname}> (u random, reverse mode)"))
+    if "fwd" in modes:
+        vs = [rng.standard_normal(np.shape(x)) for x in p.floats]
+        derivatives.append((_tangent_derivative(f, td, float_idx, vs, fname),
+                            f"∂{fname}·v (v random, forward mode)"))
+    for k, (derivative, what) in enumerate(derivatives):
         try:
-            check_grads(_projected_derivative(f, td, float_idx, p.u_tree, fname), tuple(unflatten(td, leaves)),
-                        order=order - 1, modes=modes, eps=tol.eps, atol=tol.atol, rtol=tol.rtol, full=full,
-                        seed=seed + 1, names=names)
+            check_grads(derivative, tuple(unflatten(td, leaves)), order=order - 1, modes=modes, eps=tol.eps,
+                        atol=tol.atol, rtol=tol.rtol, full=full, seed=seed + 1 + k, names=names)
         except GradientCheckError as exc:
             raise GradientCheckError(f"check_grads({fname}, order {order}): the derivative "
-                                     f"<u, ∂{fname}> (u random) is itself wrongly differentiated:\n{exc}") from None
+                                     f"{what} is itself wrongly differentiated:\n{exc}") from None

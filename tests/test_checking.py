@@ -124,6 +124,37 @@ def test_second_order_error_is_caught_only_at_order_2():
     assert "order 2" in str(err.value) and "wrongly differentiated" in str(err.value)
 
 
+# Right at first order in both modes, and its VJP is right at every order; its JVP rule
+# records an operation whose own derivative is wrong (3 for 2), so every derivative taken
+# through the JVP (grad of a jvp: reverse-over-forward, or jvp of a jvp) is wrong.
+_two_x_wrongly_differentiated = ad.primitive(
+    "test_checking_two_x", lambda x: 2.0 * x,
+    vjp=lambda ct, out, x: (ct * 3.0,), jvp=lambda t, out, x: t[0] * 3.0, replace=True)
+square_with_a_bad_jvp_derivative = ad.primitive(
+    "test_checking_square_bad_jvp_derivative", lambda x: x * x,
+    vjp=lambda ct, out, x: (ct * 2.0 * x,),
+    jvp=lambda t, out, x: t[0] * _two_x_wrongly_differentiated(x), replace=True)
+
+
+def test_second_order_checks_the_derivative_of_the_jvp_rule_too():
+    x = np.array([0.3, -1.2])
+    f = lambda v: ad.sum(square_with_a_bad_jvp_derivative(v) ** 2)  # noqa: E731
+    ad.check_grads(f, (x,))
+    ad.check_grads(f, (x,), order=2, modes=("rev",))  # reverse-over-reverse is right
+    hv = ad.grad(lambda v: ad.jvp(f, (v,), (np.array([1.0, 0.0]),))[1])(x)  # (H·e0), wrong
+    assert not np.allclose(hv, [12 * x[0] ** 2, 0.0])
+    for modes in (("rev", "fwd"), ("fwd",)):
+        with pytest.raises(ad.GradientCheckError) as err:
+            ad.check_grads(f, (x,), order=2, modes=modes)
+        assert "order 2" in str(err.value) and "forward mode) is itself wrongly differentiated" in str(err.value)
+
+
+def test_forward_mode_alone_at_order_2_needs_no_vjp_rule():
+    cube = ad.primitive("test_checking_cube_jvp_only", lambda x: x ** 3,
+                        jvp=lambda t, out, x: t[0] * 3.0 * x * x, replace=True)
+    ad.check_grads(lambda v: cube(v), (np.array([0.5, -1.5]),), order=2, modes=("fwd",))
+
+
 def test_non_finite_analytic_derivative_fails():
     nan_rule = ad.primitive("test_checking_nan_rule", lambda x: 2.0 * x,
                             vjp=lambda ct, out, x: (ct * np.nan,), jvp=lambda t, out, x: t[0] * 2.0,
