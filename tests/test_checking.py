@@ -47,6 +47,15 @@ def test_check_grads_passes_on_correct_functions(f, args):
     assert_grads_close(f, args, order=2)
 
 
+def test_no_false_alarm_at_large_magnitudes():
+    # The step grows with |x| (2e-2 at x = 2e4): a plain central difference of sin was 7e-5
+    # off there, failing a correct rule at rtol 1e-5; extrapolated (Richardson), it is not.
+    x = np.array([1e3, 2e4, -5e4])
+    ad.check_grads(lambda a: ad.sin(a) * 1e8, (x,), order=2)
+    ad.check_grads(lambda a: ad.sin(a) * 1e8, (x,), full=True)
+    np.testing.assert_allclose(ad.numerical_grad(lambda a: ad.sum(ad.sin(a)), (x,))[0], np.cos(x), rtol=1e-7, atol=1e-8)
+
+
 def test_python_scalars_and_lists_are_accepted():
     ad.check_grads(lambda a, b: a * ad.exp(b), (1.5, np.array([0.1, -0.2])))
     # A list is a nested structure (a pytree), not an array: each entry is an argument.
