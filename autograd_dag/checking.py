@@ -21,7 +21,7 @@ from .autodiff import jvp, vjp
 from .tracing import refuse_complex
 from .core import Tensor, no_grad
 from .errors import AutogradDagError, GradientCheckError, MissingRuleError
-from .tree import flatten, leaf_paths, unflatten
+from .tree import flatten, leaf_paths, leaves_like, unflatten
 
 DEFAULT_EPS = 1e-6
 DEFAULT_ATOL = 1e-6
@@ -76,7 +76,7 @@ def numerical_jvp(f: Callable, args: Sequence, tangents: Sequence, eps: float = 
         array([6.])
     """
     leaves, td = flatten(tuple(args))
-    t_leaves, _ = flatten(tuple(tangents))
+    t_leaves = leaves_like(tuple(tangents), td, "numerical_jvp: the tangents", "arguments")
     _refuse_complex_leaves(leaves, "numerical_jvp")
     plus, minus = (_evaluate(f, td, _moved_along(leaves, t_leaves, step)) for step in (eps, -eps))
     return [(a - b) / (2 * eps) for a, b in zip(plus, minus)]
