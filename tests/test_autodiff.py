@@ -681,3 +681,18 @@ def test_tangents_and_cotangents_go_with_their_primals_by_key_and_position():
         ad.jvp(lambda t, u: ad.sum(t[0] * t[1] + u), ((a, b), a), ((a,), (a, a)))
     with pytest.raises(ad.AutogradDagError, match=r"expected a dict with keys \['x', 'y'\]"):
         f_vjp({"p": np.ones(2), "q": np.zeros(2)})
+
+
+def test_an_index_buffer_reused_after_indexing_does_not_move_the_gradient():
+    # x[idx] kept idx by reference (an int64 one; a boolean mask or an int32 one was copied):
+    # refilling the buffer for the next lookup moved the first lookup's gradient there, and
+    # the jit program read the final index at both nodes.
+    def f(a):
+        idx = np.array([0])
+        first = a[idx]
+        idx[0] = 2
+        return ad.sum(first) + 10.0 * ad.sum(a[idx])
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(ad.grad(f)(x), [1.0, 0.0, 10.0])
+    assert float(ad.jit(f)(x)) == 31.0
+    np.testing.assert_array_equal(ad.jit(ad.grad(f))(x), [1.0, 0.0, 10.0])
