@@ -3,8 +3,9 @@
 ``check_grads(f, args)`` compares reverse mode (VJP) and forward mode (JVP)
 with central differences in float64. By default it compares random
 projections, one argument at a time (⟨u, J v⟩ numerically against
-⟨vjp(u), v⟩ and ⟨u, jvp(v)⟩): cheap and, with probability one, sensitive to
-any wrong entry. When a projection disagrees it computes the Jacobian of that
+⟨vjp(u), v⟩ and ⟨u, jvp(v)⟩, the other arguments constants), then forward
+mode once more with every argument moving: cheap and, with probability one,
+sensitive to any wrong entry. When a projection disagrees it computes the Jacobian of that
 argument entry by entry and reports the worst entries, so the message says
 *where* the derivative is wrong, not just that it is.
 """
@@ -182,12 +183,29 @@ def _analytic_jacobian(f, td, leaves, i, mode, out_shapes, out_td) -> np.ndarray
             rows.append(np.asarray(g_leaves[i], dtype=np.float64).ravel())
         return np.stack(rows) if rows else np.zeros((0, x.size))
     cols = []
+    alone = _of_one_leaf(lambda *a: f(*unflatten(td, list(a))), leaves, i)
     for j in np.ndindex(x.shape):
         unit = np.zeros(x.shape)
         unit[j] = 1.0
-        _, tout = jvp(f, unflatten(td, leaves), unflatten(td, _one_leaf_tangents(leaves, i, unit)))
+        _, tout = jvp(alone, (leaves[i],), (unit,))
         cols.append(np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in flatten(tout)[0]]))
     return np.stack(cols, axis=1) if cols else np.zeros((n_out, 0))
+
+
+def _of_one_leaf(f: Callable, leaves, i) -> Callable:
+    """f(*leaves) as a function of leaf i alone, the others constants (Tensors that need no gradient).
+
+    Forward mode checks each argument this way: the JVP rules then get no tangent
+    (None) for the other operands, the branch a rule takes when an operand is a
+    constant (``mul(x, W)``); all the arguments together are checked once more
+    (:func:`_joint_failure`), the branch with every tangent given.
+    """
+    # Constant Tensors, not arrays: f may call Tensor methods on them (a.dot(b)).
+    fixed = [Tensor(np.asarray(leaf)) for leaf in leaves]
+
+    def alone(x):
+        return f(*fixed[:i], x, *fixed[i + 1:])
+    return alone
 
 
 def _on_floats(f: Callable, td, leaves, float_idx) -> Callable:
@@ -397,7 +415,7 @@ def _analytic_projection(p: _Point, pos, mode, v, tangents, fname) -> float:
             derivative = [np.asarray(f_vjp(p.u_tree)[pos], dtype=np.float64)]
             expected = [np.shape(p.floats[pos])]
         else:
-            _, tout = jvp(p.f, tuple(p.floats), tuple(tangents))
+            _, tout = jvp(_of_one_leaf(p.f, p.floats, pos), (p.floats[pos],), (tangents[pos],))
             derivative = [np.asarray(t) for t in flatten(tout)[0]]
             expected = list(p.out_shapes)
     except MissingRuleError as exc:
@@ -464,6 +482,25 @@ def _mode_failure(p: _Point, pos, mode, v, tangents, numeric, tol: _Tolerances, 
         entries_bad, entry_lines = _jacobian_lines(p, pos, mode, tol)
         bad, lines = bad or entries_bad, lines + entry_lines
     return "\n".join(lines) if bad else None
+
+
+def _joint_failure(p: _Point, vs: list, tol: _Tolerances, fname) -> str | None:
+    """Forward mode with every float argument moved at once (``vs``), as jax's check_grads does.
+
+    Each argument alone gives the other operands no tangent; here every JVP rule
+    gets all of them, and must add their contributions (a rule that keeps only
+    ``t[0]`` when both are given is caught here, and gives wrong ``hvp`` s).
+    """
+    numeric = _numeric_projection(p, vs, tol.eps)
+    try:
+        _, tout = jvp(p.f, tuple(p.floats), tuple(vs))
+    except MissingRuleError as exc:
+        raise _missing_rule_error(exc, fname) from None
+    except AutogradDagError as exc:
+        return f"    the derivative could not be computed: {exc}"
+    analytic = sum(float(np.sum(u * np.asarray(t, dtype=np.float64))) for u, t in zip(p.us, flatten(tout)[0]))
+    bad, line = _projection_line(analytic, numeric, tol)
+    return line if bad else None
 
 
 def _other_mode_hints(modes, failures) -> list[str]:
@@ -533,9 +570,11 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
     float_idx = _float_leaves(leaves)
     p = _point(f, td, leaves, float_idx, out_td, out_shapes, [rng.standard_normal(s) for s in out_shapes])
     failures: list[str] = []
+    vs = []
     for pos, i in enumerate(float_idx):
         x = np.asarray(leaves[i], dtype=np.float64)
         v = rng.standard_normal(x.shape) * _step_scale(x)
+        vs.append(v)
         tangents = _one_leaf_tangents(p.floats, pos, v)
         numeric = _numeric_projection(p, tangents, tol.eps)
         for mode in modes:
@@ -543,6 +582,12 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
             if failure:
                 failures.append(f"  {_describe_arg(names, paths[i], leaves[i])}, "
                                 f"{_MODE_LABELS[mode]}: {_PROJECTIONS[mode]}:\n{failure}")
+    if "fwd" in modes and len(vs) > 1 and not failures:
+        failure = _joint_failure(p, vs, tol, fname)
+        if failure:
+            failures.append(f"  all {len(vs)} float arguments moved together, {_MODE_LABELS['fwd']}: "
+                            f"{_PROJECTIONS['fwd']}:\n{failure}\n    each argument alone agrees: a JVP rule "
+                            f"combines the tangents of its operands wrongly")
     if failures:
         raise GradientCheckError(f"check_grads({fname}): analytic and numerical derivatives disagree\n"
                                  + "\n".join(failures + _other_mode_hints(modes, failures)))

@@ -307,3 +307,30 @@ def test_assert_grads_close_raises_an_assertion_error_with_the_report():
     assert_grads_close(lambda v: bad_square(v), (x,), modes=("fwd",))
     with pytest.raises(ad.AutogradDagError, match="float32"):
         assert_grads_close(lambda v: v * 2.0, (x.astype(np.float32),))
+
+
+def _mul_jvp_wrong_for_a_constant_operand(t, out, x, y):
+    if t[1] is None:  # y is a constant (mul(x, W)): wrong, as if y were 2
+        return t[0] * 2.0
+    if t[0] is None:
+        return t[1] * x
+    return t[0] * y + t[1] * x
+
+
+def _mul_jvp_keeping_one_tangent(t, out, x, y):
+    return t[0] * y if t[0] is not None else t[1] * x  # drops t[1]·x when both are given
+
+
+@pytest.mark.parametrize("rule, where", [
+    (_mul_jvp_wrong_for_a_constant_operand, "argument 0 ('a')"),
+    (_mul_jvp_keeping_one_tangent, "all 2 float arguments moved together")])
+def test_forward_mode_checks_each_operand_constant_and_all_moving(rule, where):
+    # Each argument was moved with a zero tangent for the others, so a JVP rule was never run
+    # with None for an operand (a constant: mul(x, W)), and its wrong branch passed.
+    mul = ad.primitive(f"test_checking_{rule.__name__}", lambda x, y: x * y,
+                       vjp=lambda ct, out, x, y: (ct * y, ct * x), jvp=rule, replace=True)
+    x, y = np.array([0.5, -1.0]), np.array([2.0, 3.0])
+    with pytest.raises(ad.GradientCheckError) as err:
+        ad.check_grads(lambda a, b: mul(a, b), (x, y))
+    assert where in str(err.value) and "forward mode (JVP)" in str(err.value)
+    assert "look at the JVP rule(s)" in str(err.value)
