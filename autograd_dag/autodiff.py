@@ -30,7 +30,7 @@ from .passes import refuse_inputs_as_constants
 from .program import NodeKind, Program
 from . import tracing
 from .tracing import changed_since_recorded, graph_freed, refuse_complex, slot_input, topological_nodes, values_of
-from .tree import flatten, unflatten
+from .tree import flatten, leaves_like, unflatten
 
 _NO_PARAMS: dict = {}
 # (A C-level getter: the sweep reads the values of every node's parents.)
@@ -508,10 +508,7 @@ def vjp(f: Callable, *args, has_aux: bool = False) -> tuple:
     arg_td = flatten(args)[1]
 
     def vjp_fn(ct):
-        ct_leaves, _ = flatten(ct)
-        if len(ct_leaves) != len(out_leaves):
-            raise AutogradDagError(f"vjp: the cotangent has {len(ct_leaves)} leaves but f returned "
-                                   f"{len(out_leaves)}")
+        ct_leaves = leaves_like(ct, out_td, "vjp: the cotangent", "output")
         cts = [_like(c, o, "vjp: cotangent", "output") for o, c in zip(out_leaves, ct_leaves)]
         inner_nested = nested or _nested(ct_leaves)
         grads = reverse_sweep(out_leaves, cts, inputs, create_graph=inner_nested, retain_graph=True)
@@ -622,9 +619,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise AutogradDagError("jvp: primals and tangents must be tuples (one entry per argument)")
     p_leaves, p_td = flatten(tuple(primals))
-    t_leaves, t_td = flatten(tuple(tangents))
-    if len(p_leaves) != len(t_leaves):
-        raise AutogradDagError(f"jvp: {len(p_leaves)} primal leaves but {len(t_leaves)} tangent leaves")
+    t_leaves = leaves_like(tuple(tangents), p_td, "jvp: the tangents", "primals")
     for i, (leaf, t) in enumerate(zip(p_leaves, t_leaves)):
         dtype = leaf.dtype if isinstance(leaf, (Tensor, np.ndarray, np.generic)) else np.asarray(leaf).dtype
         if dtype.kind in "biu" and np.any(_value_of(t)):

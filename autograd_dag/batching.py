@@ -223,9 +223,11 @@ def jacobian(f: Callable, argnums: int = 0) -> Callable:
             zeros = np.zeros(out_value.shape + x_shape, dtype=out_value.dtype)
             return Tensor(zeros) if nested else zeros
         basis = np.eye(size, dtype=out_value.dtype).reshape((size,) + out_value.shape)
-        # The VJP reads its recording's own input, a leaf requiring a gradient: not a parameter
-        # whose gradient the rows must carry (a top-level Jacobian is numbers, as grad's result).
-        rows = _vmap(lambda ct: f_vjp(ct)[0], 0, 0, keep_leaves=False)(basis)
+        # On numbers, the VJP reads its recording's own input, a fresh leaf requiring a gradient:
+        # not a parameter whose gradient the rows must carry (the Jacobian is numbers, as grad's
+        # result). On a Tensor (nested) the rows are recorded, as grad's are, so that backward()
+        # reaches the Tensor through them (before: J was numbers and its derivative was dropped).
+        rows = _vmap(lambda ct: f_vjp(ct)[0], 0, 0, keep_leaves=nested)(basis)
         shape = out_value.shape + x_shape
         return structure.reshape(rows, shape) if isinstance(rows, Tensor) else rows.reshape(shape)
     return wrapped

@@ -3,8 +3,9 @@
 ``check_grads(f, args)`` compares reverse mode (VJP) and forward mode (JVP)
 with central differences in float64. By default it compares random
 projections, one argument at a time (⟨u, J v⟩ numerically against
-⟨vjp(u), v⟩ and ⟨u, jvp(v)⟩): cheap and, with probability one, sensitive to
-any wrong entry. When a projection disagrees it computes the Jacobian of that
+⟨vjp(u), v⟩ and ⟨u, jvp(v)⟩, the other arguments constants), then forward
+mode once more with every argument moving: cheap and, with probability one,
+sensitive to any wrong entry. When a projection disagrees it computes the Jacobian of that
 argument entry by entry and reports the worst entries, so the message says
 *where* the derivative is wrong, not just that it is.
 """
@@ -21,7 +22,7 @@ from .autodiff import jvp, vjp
 from .tracing import refuse_complex
 from .core import Tensor, no_grad
 from .errors import AutogradDagError, GradientCheckError, MissingRuleError
-from .tree import flatten, leaf_paths, unflatten
+from .tree import flatten, leaf_paths, leaves_like, unflatten
 
 DEFAULT_EPS = 1e-6
 DEFAULT_ATOL = 1e-6
@@ -76,7 +77,7 @@ def numerical_jvp(f: Callable, args: Sequence, tangents: Sequence, eps: float = 
         array([6.])
     """
     leaves, td = flatten(tuple(args))
-    t_leaves, _ = flatten(tuple(tangents))
+    t_leaves = leaves_like(tuple(tangents), td, "numerical_jvp: the tangents", "arguments")
     _refuse_complex_leaves(leaves, "numerical_jvp")
     plus, minus = (_evaluate(f, td, _moved_along(leaves, t_leaves, step)) for step in (eps, -eps))
     return [(a - b) / (2 * eps) for a, b in zip(plus, minus)]
@@ -94,7 +95,8 @@ def _moved_along(leaves, t_leaves, step) -> list[np.ndarray]:
 def numerical_grad(f: Callable, args: Sequence, eps: float | None = None) -> tuple:
     """Central-difference gradient of a scalar ``f`` w.r.t. every float argument.
 
-    The step for entry i is ``eps · max(1, |x_i|)`` (``eps`` default 1e-6).
+    The step for entry i is ``eps · max(1, |x_i|)`` (``eps`` default 1e-6), and the
+    differences at that step and half of it are extrapolated (Richardson) to O(step⁴).
     Shapes: one array per argument, of that argument's shape (None for
     non-float arguments).
 
@@ -116,6 +118,16 @@ def numerical_grad(f: Callable, args: Sequence, eps: float | None = None) -> tup
     return unflatten(td, grads)
 
 
+def _extrapolated(coarse, fine):
+    """Richardson's extrapolation of central differences at steps h and h/2: (4·D(h/2) − D(h))/3.
+
+    Their h² error terms cancel, leaving O(h⁴). The step grows with |x| (to keep the
+    rounding of f(x ± h) small), so without it sin at x = 2e4 (h = 2e-2) was differenced
+    7e-5 off, a false alarm at rtol 1e-5.
+    """
+    return (4.0 * fine - coarse) / 3.0
+
+
 def _numerical_jacobian(f, td, leaves, i, eps) -> np.ndarray:
     """Rows: output entries (all outputs flattened); columns: entries of argument i."""
     return _difference_jacobians(f, td, leaves, i, eps, one_sided=False)[0]
@@ -133,8 +145,9 @@ def _difference_jacobians(f, td, leaves, i, eps, one_sided: bool) -> tuple[np.nd
     f0 = np.concatenate([o.ravel() for o in _evaluate(f, td, leaves)]) if one_sided else None
     central, left, right = [], [], []
     for j in np.ndindex(x.shape):
-        fp, fm = (_evaluate_flat_moved(f, td, leaves, i, j, step) for step in (steps[j], -steps[j]))
-        central.append((fp - fm) / (2 * steps[j]))
+        fp, fm, fp2, fm2 = (_evaluate_flat_moved(f, td, leaves, i, j, step)
+                            for step in (steps[j], -steps[j], steps[j] / 2, -steps[j] / 2))
+        central.append(_extrapolated((fp - fm) / (2 * steps[j]), (fp2 - fm2) / steps[j]))
         if one_sided:
             left.append((f0 - fm) / steps[j])
             right.append((fp - f0) / steps[j])
@@ -170,12 +183,29 @@ def _analytic_jacobian(f, td, leaves, i, mode, out_shapes, out_td) -> np.ndarray
             rows.append(np.asarray(g_leaves[i], dtype=np.float64).ravel())
         return np.stack(rows) if rows else np.zeros((0, x.size))
     cols = []
+    alone = _of_one_leaf(lambda *a: f(*unflatten(td, list(a))), leaves, i)
     for j in np.ndindex(x.shape):
         unit = np.zeros(x.shape)
         unit[j] = 1.0
-        _, tout = jvp(f, unflatten(td, leaves), unflatten(td, _one_leaf_tangents(leaves, i, unit)))
+        _, tout = jvp(alone, (leaves[i],), (unit,))
         cols.append(np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in flatten(tout)[0]]))
     return np.stack(cols, axis=1) if cols else np.zeros((n_out, 0))
+
+
+def _of_one_leaf(f: Callable, leaves, i) -> Callable:
+    """f(*leaves) as a function of leaf i alone, the others constants (Tensors that need no gradient).
+
+    Forward mode checks each argument this way: the JVP rules then get no tangent
+    (None) for the other operands, the branch a rule takes when an operand is a
+    constant (``mul(x, W)``); all the arguments together are checked once more
+    (:func:`_joint_failure`), the branch with every tangent given.
+    """
+    # Constant Tensors, not arrays: f may call Tensor methods on them (a.dot(b)).
+    fixed = [Tensor(np.asarray(leaf)) for leaf in leaves]
+
+    def alone(x):
+        return f(*fixed[:i], x, *fixed[i + 1:])
+    return alone
 
 
 def _on_floats(f: Callable, td, leaves, float_idx) -> Callable:
@@ -367,8 +397,9 @@ def _one_leaf_tangents(leaves, i, t) -> list[np.ndarray]:
 
 
 def _numeric_projection(p: _Point, tangents, eps) -> float:
-    """⟨u, J v⟩ by central differences: the reference value both modes are compared with."""
-    return sum(float(np.sum(u * n)) for u, n in zip(p.us, numerical_jvp(p.f, p.floats, tangents, eps)))
+    """⟨u, J v⟩ by central differences (extrapolated): the reference value both modes are compared with."""
+    coarse, fine = (numerical_jvp(p.f, p.floats, tangents, step) for step in (eps, eps / 2))
+    return sum(float(np.sum(u * _extrapolated(c, d))) for u, c, d in zip(p.us, coarse, fine))
 
 
 def _analytic_projection(p: _Point, pos, mode, v, tangents, fname) -> float:
@@ -384,7 +415,7 @@ def _analytic_projection(p: _Point, pos, mode, v, tangents, fname) -> float:
             derivative = [np.asarray(f_vjp(p.u_tree)[pos], dtype=np.float64)]
             expected = [np.shape(p.floats[pos])]
         else:
-            _, tout = jvp(p.f, tuple(p.floats), tuple(tangents))
+            _, tout = jvp(_of_one_leaf(p.f, p.floats, pos), (p.floats[pos],), (tangents[pos],))
             derivative = [np.asarray(t) for t in flatten(tout)[0]]
             expected = list(p.out_shapes)
     except MissingRuleError as exc:
@@ -453,6 +484,25 @@ def _mode_failure(p: _Point, pos, mode, v, tangents, numeric, tol: _Tolerances, 
     return "\n".join(lines) if bad else None
 
 
+def _joint_failure(p: _Point, vs: list, tol: _Tolerances, fname) -> str | None:
+    """Forward mode with every float argument moved at once (``vs``), as jax's check_grads does.
+
+    Each argument alone gives the other operands no tangent; here every JVP rule
+    gets all of them, and must add their contributions (a rule that keeps only
+    ``t[0]`` when both are given is caught here, and gives wrong ``hvp`` s).
+    """
+    numeric = _numeric_projection(p, vs, tol.eps)
+    try:
+        _, tout = jvp(p.f, tuple(p.floats), tuple(vs))
+    except MissingRuleError as exc:
+        raise _missing_rule_error(exc, fname) from None
+    except AutogradDagError as exc:
+        return f"    the derivative could not be computed: {exc}"
+    analytic = sum(float(np.sum(u * np.asarray(t, dtype=np.float64))) for u, t in zip(p.us, flatten(tout)[0]))
+    bad, line = _projection_line(analytic, numeric, tol)
+    return line if bad else None
+
+
 def _other_mode_hints(modes, failures) -> list[str]:
     """When one mode agrees everywhere, the other mode's rule is the one to fix: say so."""
     return [f"  {_MODE_LABELS[mode]} agrees with finite differences for every argument: "
@@ -471,6 +521,22 @@ def _projected_derivative(f: Callable, td, float_idx, u_tree, fname) -> Callable
     return derivative
 
 
+def _tangent_derivative(f: Callable, td, float_idx, tangents, fname) -> Callable:
+    """a ↦ jvp(v) of f at a (v fixed): the function whose derivatives check the JVP rules' own derivatives.
+
+    Reverse-over-forward (``grad`` of a ``jvp``) and forward-over-forward
+    differentiate the operations a JVP rule records, which the derivative of
+    the VJP (:func:`_projected_derivative`) never runs.
+    """
+    def derivative(*a):
+        a_leaves = flatten(a)[0]
+        _, tout = jvp(_on_floats(f, td, a_leaves, float_idx), tuple(a_leaves[k] for k in float_idx),
+                      tuple(tangents))
+        return tout
+    derivative.__name__ = f"d{fname}"
+    return derivative
+
+
 def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str] = ("rev", "fwd"),
                 eps: float | None = None, atol: float | None = None, rtol: float | None = None,
                 full: bool = False, seed: int = 0, names: Sequence[str] | None = None) -> None:
@@ -480,7 +546,8 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
     argument is checked, integer ones are held fixed. By default each
     argument is checked through random projections; ``full=True`` compares
     the whole Jacobian entry by entry. ``order=2`` also checks the
-    derivatives of the derivatives. Inputs must be float64: float32/16
+    derivatives of the derivatives: of the VJP (``"rev"`` in ``modes``) and of
+    the JVP (``"fwd"``), in each of ``modes``, as ``jax.test_util.check_grads``. Inputs must be float64: float32/16
     finite differences are too coarse to tell a wrong derivative from
     rounding, so they are refused unless ``atol`` and ``rtol`` are given.
 
@@ -503,9 +570,11 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
     float_idx = _float_leaves(leaves)
     p = _point(f, td, leaves, float_idx, out_td, out_shapes, [rng.standard_normal(s) for s in out_shapes])
     failures: list[str] = []
+    vs = []
     for pos, i in enumerate(float_idx):
         x = np.asarray(leaves[i], dtype=np.float64)
         v = rng.standard_normal(x.shape) * _step_scale(x)
+        vs.append(v)
         tangents = _one_leaf_tangents(p.floats, pos, v)
         numeric = _numeric_projection(p, tangents, tol.eps)
         for mode in modes:
@@ -513,14 +582,31 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
             if failure:
                 failures.append(f"  {_describe_arg(names, paths[i], leaves[i])}, "
                                 f"{_MODE_LABELS[mode]}: {_PROJECTIONS[mode]}:\n{failure}")
+    if "fwd" in modes and len(vs) > 1 and not failures:
+        failure = _joint_failure(p, vs, tol, fname)
+        if failure:
+            failures.append(f"  all {len(vs)} float arguments moved together, {_MODE_LABELS['fwd']}: "
+                            f"{_PROJECTIONS['fwd']}:\n{failure}\n    each argument alone agrees: a JVP rule "
+                            f"combines the tangents of its operands wrongly")
     if failures:
         raise GradientCheckError(f"check_grads({fname}): analytic and numerical derivatives disagree\n"
                                  + "\n".join(failures + _other_mode_hints(modes, failures)))
-    if order >= 2:
+    if order < 2:
+        return
+    # As jax.test_util.check_grads: each mode's derivative, as a function of the point, is
+    # checked in turn, so that every rule that runs at order 2 (the VJP's and the JVP's) is.
+    derivatives = []
+    if "rev" in modes:
+        derivatives.append((_projected_derivative(f, td, float_idx, p.u_tree, fname),
+                            f"<u, ∂{fname}> (u random, reverse mode)"))
+    if "fwd" in modes:
+        vs = [rng.standard_normal(np.shape(x)) for x in p.floats]
+        derivatives.append((_tangent_derivative(f, td, float_idx, vs, fname),
+                            f"∂{fname}·v (v random, forward mode)"))
+    for k, (derivative, what) in enumerate(derivatives):
         try:
-            check_grads(_projected_derivative(f, td, float_idx, p.u_tree, fname), tuple(unflatten(td, leaves)),
-                        order=order - 1, modes=modes, eps=tol.eps, atol=tol.atol, rtol=tol.rtol, full=full,
-                        seed=seed + 1, names=names)
+            check_grads(derivative, tuple(unflatten(td, leaves)), order=order - 1, modes=modes, eps=tol.eps,
+                        atol=tol.atol, rtol=tol.rtol, full=full, seed=seed + 1 + k, names=names)
         except GradientCheckError as exc:
             raise GradientCheckError(f"check_grads({fname}, order {order}): the derivative "
-                                     f"<u, ∂{fname}> (u random) is itself wrongly differentiated:\n{exc}") from None
+                                     f"{what} is itself wrongly differentiated:\n{exc}") from None

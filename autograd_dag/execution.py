@@ -94,6 +94,13 @@ def disposable(values: list, k: int) -> bool:
     return flags.writeable and flags.c_contiguous
 
 
+def buffer_of(array: np.ndarray) -> np.ndarray:
+    """The array whose memory ``array`` views (itself if it owns its data)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
 def _writes_into_operand(impl) -> bool:
     """Whether ``impl`` may be given one of its own operands as ``out=``.
 

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .errors import TracingError, located
+from .execution import buffer_of
 
 
 def common_subexpressions(nodes: Sequence, inputs: Sequence[int], outputs: Sequence[int]) -> tuple[list, dict]:
@@ -113,12 +114,12 @@ def refuse_inputs_as_constants(program, inputs: Sequence, what: str) -> None:
     """
     by_buffer: dict[int, list] = {}
     for k, t in zip(program.inputs, inputs):
-        by_buffer.setdefault(id(_buffer_of(t.value)), []).append((k, t.value))
+        by_buffer.setdefault(id(buffer_of(t.value)), []).append((k, t.value))
     input_nodes = set(program.inputs)
     for node in program.nodes:
         if node.prim is not None or node.index in input_nodes or not isinstance(node.value, np.ndarray):
             continue
-        for k, array in by_buffer.get(id(_buffer_of(node.value)), ()):
+        for k, array in by_buffer.get(id(buffer_of(node.value)), ()):
             if np.may_share_memory(node.value, array):
                 user = next((n for n in program.nodes if node.index in n.parents), node)
                 raise TracingError(
@@ -126,10 +127,3 @@ def refuse_inputs_as_constants(program, inputs: Sequence, what: str) -> None:
                     f"numbers of input {program.nodes[k].name!r}: it was read while tracing (t.value) and "
                     f"would be reused on every later call. Compute with the input through ad operations; "
                     f"for a fixed array, close over a copy{located(user.source)}")
-
-
-def _buffer_of(array: np.ndarray) -> np.ndarray:
-    """The array whose memory ``array`` views (itself if it owns its data)."""
-    while isinstance(array.base, np.ndarray):
-        array = array.base
-    return array

@@ -19,7 +19,7 @@ import numpy as np
 from . import core
 from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error
 from .errors import AutogradDagError, ProgramInputError, user_source, located
-from .execution import disposable, plan_steps
+from .execution import buffer_of, disposable, plan_steps
 from .graph import Graph
 from .passes import common_subexpressions, refuse_inputs_as_constants
 from .tracing import program_input, record, topological_nodes
@@ -177,6 +177,7 @@ class Program:
         self._children: list[list[int]] | None = None
         self._initial: list | None = None
         self._steps: list | None = None
+        self._constant_buffers: frozenset[int] = frozenset()  # ids of the constants' arrays (by _plan)
 
     # ------------------------------------------------------------ building
 
@@ -389,6 +390,8 @@ class Program:
             self._steps = plan_steps(self.nodes, self.outputs)
             self._initial = [n.value if n.prim is None and n.op is not NodeKind.INPUT else None
                              for n in self.nodes]
+            self._constant_buffers = frozenset(id(buffer_of(v)) for v in self._initial
+                                               if isinstance(v, np.ndarray))
         return self._initial, self._steps
 
     def _check_inputs(self, args, kwargs=None) -> list:
@@ -473,7 +476,18 @@ class Program:
                               f"{located(node.source)}") from None
         # numpy gives scalars for 0-d results; a program returns arrays, as ad.grad does.
         outs = tuple(np.asarray(values[k]) for k in self.outputs)
+        if self._constant_buffers:
+            outs = tuple(map(self._unshared, outs))
         return outs[0] if self.single_output else outs
+
+    def _unshared(self, out: np.ndarray) -> np.ndarray:
+        """``out``, copied if it is a writeable view of one of the program's constants.
+
+        An output that does not depend on the inputs is a constant (the Hessian
+        of a quadratic under ``jit``) or a reshape of one: handed out as it is,
+        the caller's ``h -= λI`` would change every later call's result.
+        """
+        return out.copy() if out.flags.writeable and id(buffer_of(out)) in self._constant_buffers else out
 
     def _replay(self, args):
         values: list = [None] * len(self.nodes)

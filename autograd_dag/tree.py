@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import AutogradDagError
+
 _LEAF = "leaf"
 
 
@@ -59,6 +61,54 @@ def flatten(tree: Any) -> tuple[list, Any]:
             ckeys = list(child.keys()) if ck == "dict" else None
             cchildren = [child[key] for key in ckeys] if ck == "dict" else list(child)
             stack.append((ck, ckeys, cchildren, 0, []))
+
+
+def leaves_like(tree: Any, treedef: Any, what: str, like: str) -> list:
+    """The leaves of ``tree`` matched to the structure ``treedef`` of another tree (``like``).
+
+    A tangent or a cotangent goes with its primal or output by position and dict key,
+    never by the order of its leaves alone: a dict written in another key order is read by
+    key, and a different structure (a missing key, another length, a leaf for a tuple) is
+    refused, naming where (before: its leaves were paired in order, silently misassigned).
+    Tuples and lists stand for each other.
+
+    Example:
+        >>> _, td = flatten({"w": 1, "b": 2})
+        >>> leaves_like({"b": 20, "w": 10}, td, "tangent", "primal")
+        [10, 20]
+    """
+    leaves: list = []
+    stack = [(tree, treedef, ())]
+    while stack:
+        node, node_def, path = stack.pop()
+        kind = _kind_of(node)
+        if node_def == _LEAF:
+            if kind is not None:
+                _mismatch(what, like, path, "an array", f"a {kind}")
+            leaves.append(node)
+            continue
+        def_kind, keys, child_defs = node_def
+        if def_kind == "dict":
+            if kind != "dict" or set(node) != set(keys):
+                got = f"a dict with keys {sorted(map(str, node))}" if kind == "dict" else _described(node, kind)
+                _mismatch(what, like, path, f"a dict with keys {sorted(map(str, keys))}", got)
+            labels, children = keys, [node[key] for key in keys]
+        else:
+            if kind not in ("tuple", "list") or len(node) != len(child_defs):
+                _mismatch(what, like, path, f"a {def_kind} of {len(child_defs)}", _described(node, kind))
+            labels, children = range(len(node)), list(node)
+        stack.extend(reversed([(c, d, path + (label,)) for c, d, label in zip(children, child_defs, labels)]))
+    return leaves
+
+
+def _described(node, kind) -> str:
+    return "an array" if kind is None else f"a {kind} of {len(node)}"
+
+
+def _mismatch(what: str, like: str, path: tuple, expected: str, got: str) -> None:
+    where = "at " + "".join(f"[{p!r}]" for p in path) if path else "at the top"
+    raise AutogradDagError(f"{what} and the {like} differ in structure {where}: "
+                           f"expected {expected}, got {got}")
 
 
 def leaf_paths(tree: Any) -> list[tuple]:

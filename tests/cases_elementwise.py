@@ -151,6 +151,10 @@ CASES += [
          lambda x, y: np.exp(y * np.log(x)), id="power-tensor_scalar_base"),
     Case("power", lambda y: 2.0 ** y, _normal((3,)), lambda y: np.exp(y * np.log(2.0)),
          id="power-reflected_constant_base"),
+    # A traced exponent at base 0 (jit makes a Python exponent an input): d/dx x⁰ = 0 and
+    # d²/dx² x¹ = 0, not 0·0⁻¹ = NaN; as the static exponents give.
+    Case("power", ad.power, lambda rng: (np.zeros(4), np.array([0.0, 1.0, 2.0, 3.0])),
+         lambda x, y: np.array([1.0, 0.0, 0.0, 0.0]), wrt=(0,), id="power-tensor_exponent_base_zero"),
 ]
 
 # --------------------------------------------------------- transcendental

@@ -659,3 +659,40 @@ def test_a_primitive_without_vjp_is_refused_before_backward_frees_anything():
     with pytest.raises(ad.MissingRuleError, match="test_autodiff_no_vjp"):
         y.sum().backward()
     assert y.parents is not None and y.parents[0].parents is not None  # nothing freed
+
+
+def test_tangents_and_cotangents_go_with_their_primals_by_key_and_position():
+    # They were paired with the primals (outputs) leaf by leaf, in order: a dict written in
+    # another key order was silently misassigned (jax matches them by structure).
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    f = lambda p: ad.sum(p["a"] * 10.0 + p["b"])  # noqa: E731
+    _, t = ad.jvp(f, ({"a": a, "b": b},), ({"b": np.ones(2), "a": np.zeros(2)},))
+    assert float(t) == 2.0
+    np.testing.assert_allclose(ad.hvp(lambda p: ad.sum(p["a"] ** 3 + p["b"] ** 2), {"a": a, "b": b},
+                                      {"b": np.ones(2), "a": np.zeros(2)})["b"], [2.0, 2.0])
+    _, f_vjp = ad.vjp(lambda p: {"x": p["a"] * 2.0, "y": p["b"] * 3.0}, {"a": a, "b": b})
+    (g,) = f_vjp({"y": np.ones(2), "x": np.zeros(2)})
+    np.testing.assert_allclose(g["a"], [0.0, 0.0])
+    np.testing.assert_allclose(g["b"], [3.0, 3.0])
+    np.testing.assert_allclose(ad.numerical_jvp(f, ({"a": a, "b": b},), ({"b": np.ones(2), "a": np.zeros(2)},))[0],
+                               2.0, rtol=1e-6)
+    # Another structure with as many leaves is refused, naming where.
+    with pytest.raises(ad.AutogradDagError, match=r"differ in structure at \[0\]: expected a tuple of 2"):
+        ad.jvp(lambda t, u: ad.sum(t[0] * t[1] + u), ((a, b), a), ((a,), (a, a)))
+    with pytest.raises(ad.AutogradDagError, match=r"expected a dict with keys \['x', 'y'\]"):
+        f_vjp({"p": np.ones(2), "q": np.zeros(2)})
+
+
+def test_an_index_buffer_reused_after_indexing_does_not_move_the_gradient():
+    # x[idx] kept idx by reference (an int64 one; a boolean mask or an int32 one was copied):
+    # refilling the buffer for the next lookup moved the first lookup's gradient there, and
+    # the jit program read the final index at both nodes.
+    def f(a):
+        idx = np.array([0])
+        first = a[idx]
+        idx[0] = 2
+        return ad.sum(first) + 10.0 * ad.sum(a[idx])
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(ad.grad(f)(x), [1.0, 0.0, 10.0])
+    assert float(ad.jit(f)(x)) == 31.0
+    np.testing.assert_array_equal(ad.jit(ad.grad(f))(x), [1.0, 0.0, 10.0])

@@ -47,6 +47,15 @@ def test_check_grads_passes_on_correct_functions(f, args):
     assert_grads_close(f, args, order=2)
 
 
+def test_no_false_alarm_at_large_magnitudes():
+    # The step grows with |x| (2e-2 at x = 2e4): a plain central difference of sin was 7e-5
+    # off there, failing a correct rule at rtol 1e-5; extrapolated (Richardson), it is not.
+    x = np.array([1e3, 2e4, -5e4])
+    ad.check_grads(lambda a: ad.sin(a) * 1e8, (x,), order=2)
+    ad.check_grads(lambda a: ad.sin(a) * 1e8, (x,), full=True)
+    np.testing.assert_allclose(ad.numerical_grad(lambda a: ad.sum(ad.sin(a)), (x,))[0], np.cos(x), rtol=1e-7, atol=1e-8)
+
+
 def test_python_scalars_and_lists_are_accepted():
     ad.check_grads(lambda a, b: a * ad.exp(b), (1.5, np.array([0.1, -0.2])))
     # A list is a nested structure (a pytree), not an array: each entry is an argument.
@@ -122,6 +131,37 @@ def test_second_order_error_is_caught_only_at_order_2():
     with pytest.raises(ad.GradientCheckError) as err:
         ad.check_grads(lambda v: lazy_square(v), (x,), order=2)
     assert "order 2" in str(err.value) and "wrongly differentiated" in str(err.value)
+
+
+# Right at first order in both modes, and its VJP is right at every order; its JVP rule
+# records an operation whose own derivative is wrong (3 for 2), so every derivative taken
+# through the JVP (grad of a jvp: reverse-over-forward, or jvp of a jvp) is wrong.
+_two_x_wrongly_differentiated = ad.primitive(
+    "test_checking_two_x", lambda x: 2.0 * x,
+    vjp=lambda ct, out, x: (ct * 3.0,), jvp=lambda t, out, x: t[0] * 3.0, replace=True)
+square_with_a_bad_jvp_derivative = ad.primitive(
+    "test_checking_square_bad_jvp_derivative", lambda x: x * x,
+    vjp=lambda ct, out, x: (ct * 2.0 * x,),
+    jvp=lambda t, out, x: t[0] * _two_x_wrongly_differentiated(x), replace=True)
+
+
+def test_second_order_checks_the_derivative_of_the_jvp_rule_too():
+    x = np.array([0.3, -1.2])
+    f = lambda v: ad.sum(square_with_a_bad_jvp_derivative(v) ** 2)  # noqa: E731
+    ad.check_grads(f, (x,))
+    ad.check_grads(f, (x,), order=2, modes=("rev",))  # reverse-over-reverse is right
+    hv = ad.grad(lambda v: ad.jvp(f, (v,), (np.array([1.0, 0.0]),))[1])(x)  # (H·e0), wrong
+    assert not np.allclose(hv, [12 * x[0] ** 2, 0.0])
+    for modes in (("rev", "fwd"), ("fwd",)):
+        with pytest.raises(ad.GradientCheckError) as err:
+            ad.check_grads(f, (x,), order=2, modes=modes)
+        assert "order 2" in str(err.value) and "forward mode) is itself wrongly differentiated" in str(err.value)
+
+
+def test_forward_mode_alone_at_order_2_needs_no_vjp_rule():
+    cube = ad.primitive("test_checking_cube_jvp_only", lambda x: x ** 3,
+                        jvp=lambda t, out, x: t[0] * 3.0 * x * x, replace=True)
+    ad.check_grads(lambda v: cube(v), (np.array([0.5, -1.5]),), order=2, modes=("fwd",))
 
 
 def test_non_finite_analytic_derivative_fails():
@@ -267,3 +307,30 @@ def test_assert_grads_close_raises_an_assertion_error_with_the_report():
     assert_grads_close(lambda v: bad_square(v), (x,), modes=("fwd",))
     with pytest.raises(ad.AutogradDagError, match="float32"):
         assert_grads_close(lambda v: v * 2.0, (x.astype(np.float32),))
+
+
+def _mul_jvp_wrong_for_a_constant_operand(t, out, x, y):
+    if t[1] is None:  # y is a constant (mul(x, W)): wrong, as if y were 2
+        return t[0] * 2.0
+    if t[0] is None:
+        return t[1] * x
+    return t[0] * y + t[1] * x
+
+
+def _mul_jvp_keeping_one_tangent(t, out, x, y):
+    return t[0] * y if t[0] is not None else t[1] * x  # drops t[1]·x when both are given
+
+
+@pytest.mark.parametrize("rule, where", [
+    (_mul_jvp_wrong_for_a_constant_operand, "argument 0 ('a')"),
+    (_mul_jvp_keeping_one_tangent, "all 2 float arguments moved together")])
+def test_forward_mode_checks_each_operand_constant_and_all_moving(rule, where):
+    # Each argument was moved with a zero tangent for the others, so a JVP rule was never run
+    # with None for an operand (a constant: mul(x, W)), and its wrong branch passed.
+    mul = ad.primitive(f"test_checking_{rule.__name__}", lambda x, y: x * y,
+                       vjp=lambda ct, out, x, y: (ct * y, ct * x), jvp=rule, replace=True)
+    x, y = np.array([0.5, -1.0]), np.array([2.0, 3.0])
+    with pytest.raises(ad.GradientCheckError) as err:
+        ad.check_grads(lambda a, b: mul(a, b), (x, y))
+    assert where in str(err.value) and "forward mode (JVP)" in str(err.value)
+    assert "look at the JVP rule(s)" in str(err.value)

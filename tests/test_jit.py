@@ -52,3 +52,35 @@ def test_jit_inside_a_transformation_records_through(data):
     params, x, labels = data
     g = ad.grad(lambda w: ad.jit(lambda w: (w * w).sum())(w))(np.array([1.0, 2.0]))
     np.testing.assert_allclose(g, [2.0, 4.0])
+
+
+def test_a_result_that_is_a_constant_of_the_program_is_the_callers_own_array():
+    # The Hessian of a quadratic does not depend on x: under jit it is a constant of the
+    # program (and a reshape of one). Handed out as it was, an in-place update of the result
+    # (damping h -= λI) changed what every later call returned.
+    A = np.array([[2.0, 1.0], [1.0, 3.0]])
+    hess = ad.jit(ad.hessian(lambda x: x @ A @ x))
+    h = hess(np.ones(2))
+    h -= 100.0 * np.eye(2)
+    np.testing.assert_array_equal(hess(np.ones(2)), A + A.T)
+    jac = ad.jit(ad.jacobian(lambda x: x * 2.0))
+    jac(np.ones(3))[0, 0] = 99.0
+    np.testing.assert_array_equal(jac(np.ones(3)), 2.0 * np.eye(3))
+    # A closure's array returned (or reshaped) is not the closure's memory either.
+    c = np.arange(6.0)
+    both = ad.jit(lambda x: (ad.sum(x), ad.reshape(ad.Tensor(c), (2, 3))))
+    both(np.ones(3))[1][0, 0] = 99.0
+    np.testing.assert_array_equal(c, np.arange(6.0))
+
+
+def test_a_python_exponent_gives_the_same_derivatives_under_jit_at_base_zero():
+    # jit makes the Python number n an input (a Tensor exponent); its derivative rule gave
+    # 0·0⁻¹ = NaN at x = 0 where the static exponent gives d/dx x⁰ = 0 (and d²/dx² x¹ = 0).
+    x = np.zeros(2)
+    for n, first, second in [(0, 0.0, 0.0), (1, 1.0, 0.0), (2, 0.0, 2.0), (3, 0.0, 0.0)]:
+        eager = ad.grad(lambda a: ad.sum(a ** n))(x)
+        fast = ad.jit(ad.grad(lambda a, n: ad.sum(a ** n)))(x, n)
+        np.testing.assert_array_equal(eager, first)
+        np.testing.assert_array_equal(fast, first)
+        hess = ad.jit(lambda a, n: ad.hessian(lambda b: ad.sum(b ** n))(a))(x, float(n))
+        np.testing.assert_array_equal(hess, second * np.eye(2))

@@ -476,3 +476,26 @@ def test_load_matches_onnxruntime_on_opset_and_attribute_variants(opset, node, s
     for a, b in zip(ours, theirs):
         assert a.shape == b.shape and a.dtype == b.dtype
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_exported_programs_keep_numpy_values_at_infinities_and_nan(dtype):
+    """Where numpy's function is defined (or NaN) at an edge, the exported model gives the same:
+    before, logaddexp(−inf, −inf) was NaN (a zero probability in log space), hypot overflowed
+    past 1e154, arctan(±inf) was NaN in float64, and max/min/argmax skipped NaN."""
+    inf, nan = np.inf, np.nan
+    a = np.array([-inf, inf, 0.0, -inf, 3.0, inf, -inf, -0.0, -0.0, 1.0], dtype)
+    c = np.array([-inf, inf, 0.0, 2.0, -inf, inf, inf, -1.0, 1.0, inf], dtype)
+    big = np.array([1e300, 3e-300, 0.0, inf, nan, -3.0], np.float64)
+
+    def f(a, c, big, m):
+        return (ad.logaddexp(a, c), ad.logaddexp2(a, c), ad.arctan2(a, c), ad.arctan(a), ad.hypot(big, big),
+                ad.max(m, axis=1), ad.min(m, axis=0), ad.argmax(m, axis=1), ad.argmin(m, axis=0))
+    m = np.array([[1.0, nan, 3.0], [inf, 2.0, nan], [0.5, 1.5, -2.0]], dtype)
+    program = ad.trace(f, a, c, big, m)
+    with np.errstate(all="ignore"):
+        expected = program(a, c, big, m)
+    served = ad.onnx.run(ad.onnx.export(program), a, c, big, m)
+    for k, (e, s) in enumerate(zip(expected, served)):
+        tol = 1e-6 if e.dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(s, e, rtol=tol, atol=0, equal_nan=True, err_msg=f"output {k}")

@@ -213,3 +213,19 @@ def test_empty_batches_and_out_of_range_out_axes():
     with pytest.raises(ad.ShapeError, match="out_axes -4"):
         ad.vmap(lambda x: x * 2.0, out_axes=-4)(XS)
     np.testing.assert_allclose(ad.vmap(lambda x: x * 2.0, out_axes=-1)(XS), 2.0 * XS.T)
+
+
+def test_jacobian_and_hessian_of_a_tensor_carry_its_gradient_to_backward():
+    # On a Tensor requiring a gradient, grad returns a recorded Tensor; the Jacobian (vmap of
+    # the VJP) came back as numbers, so a loss using it silently lost that part of w.grad.
+    x = np.array([0.3, -0.8, 1.2])
+    w = ad.Tensor(x, requires_grad=True)
+    J = ad.jacobian(lambda a: ad.sin(a) * a)(w)
+    (ad.sum(J) + ad.sum(w)).backward()
+    np.testing.assert_allclose(w.grad.value, 2 * np.cos(x) - x * np.sin(x) + 1.0, rtol=1e-12)
+    w = ad.Tensor(x, requires_grad=True)
+    H = ad.hessian(lambda a: ad.sum(a ** 4))(w)  # diag(12 a²)
+    ad.sum(H).backward()
+    np.testing.assert_allclose(w.grad.value, 24 * x, rtol=1e-12)
+    # On numbers, a Jacobian stays numbers.
+    assert isinstance(ad.jacobian(lambda a: ad.sin(a) * a)(x), np.ndarray)

@@ -254,7 +254,9 @@ def _atan64(b, x: Value) -> str:
         g = b.op("Sub", [s, b.op("Mul", [x, c])])
         dg = b.op("Add", [c, b.op("Mul", [x, s])])
         seed = b.op("Sub", [seed, b.op("Div", [g, dg])])
-    return seed
+    # At ±inf the Newton step is inf/inf: arctan(±inf) = ±π/2.
+    edge = b.op("Mul", [b.op("Sign", [x]), b.scalar(math.pi / 2, x.dtype)])
+    return b.op("Where", [b.op("IsInf", [x]), edge, seed])
 
 
 @rule("arcsin")
@@ -328,17 +330,34 @@ def _arctan2(b, node, args):
     q = Value(b.op("Div", [y, x]), node.shape, dt)
     base = b.op("Atan", [q]) if _float32_native(node) else _atan64(b, q)
     zero, pi = b.scalar(0, dt), b.scalar(math.pi, dt)
-    y_nonneg = b.op("GreaterOrEqual", [y, zero])
+    # y's sign bit, as numpy reads it left of the origin: arctan2(−0, −1) = −π. A zero's sign is
+    # its reciprocal's (±inf).
+    positive_zero = b.op("And", [b.op("Equal", [y, zero]), b.op("Greater", [b.op("Reciprocal", [y]), zero])])
+    y_nonneg = b.op("Or", [b.op("Greater", [y, zero]), positive_zero])
     left = b.op("Where", [y_nonneg, b.op("Add", [base, pi]), b.op("Sub", [base, pi])])
     on_axis = b.op("Mul", [b.op("Sign", [y]), b.scalar(math.pi / 2, dt)])
     res = b.op("Where", [b.op("Less", [x, zero]), left, on_axis])
-    return b.op("Where", [b.op("Greater", [x, zero]), base, res], hint=_hint(node))
+    res = b.op("Where", [b.op("Greater", [x, zero]), base, res])
+    # Both infinite: y/x is NaN; numpy gives ±π/4 (x = +inf) or ±3π/4 (x = −inf).
+    corner = b.op("Mul", [b.op("Sign", [y]), b.op("Where", [b.op("Greater", [x, zero]), b.scalar(math.pi / 4, dt),
+                                                               b.scalar(3 * math.pi / 4, dt)])])
+    both = b.op("And", [b.op("IsInf", [y]), b.op("IsInf", [x])])
+    return b.op("Where", [both, corner, res], hint=_hint(node))
 
 
 @rule("hypot")
 def _hypot(b, node, args):
+    # m·√(1 + (n/m)²), m = max(|x|, |y|), n = min: x² + y² would overflow past 1e154 (and
+    # underflow below 1e-154) where numpy's hypot does not; hypot(±inf, nan) is inf, as numpy's.
     x, y = _all_as(b, args, node.dtype)
-    return b.op("Sqrt", [b.op("Add", [b.op("Mul", [x, x]), b.op("Mul", [y, y])])], hint=_hint(node))
+    dt = node.dtype
+    ax, ay = b.op("Abs", [x]), b.op("Abs", [y])
+    m, n = b.op("Max", [ax, ay]), b.op("Min", [ax, ay])
+    zero, one = b.scalar(0, dt), b.scalar(1, dt)
+    r = b.op("Div", [n, b.op("Where", [b.op("Equal", [m, zero]), one, m])])
+    out = b.op("Mul", [m, b.op("Sqrt", [b.op("Add", [one, b.op("Mul", [r, r])])])])
+    infinite = b.op("Or", [b.op("IsInf", [x]), b.op("IsInf", [y])])
+    return b.op("Where", [infinite, b.scalar(np.inf, dt), out], hint=_hint(node))
 
 
 @rule("logaddexp", "logaddexp2")
@@ -352,7 +371,10 @@ def _logaddexp(b, node, args):
     else:
         p = Value(b.op("Pow", [b.scalar(2.0, dt), d]), node.shape, dt)
         tail = b.op("Div", [_log1p(b, p), b.scalar(math.log(2.0), dt)])
-    return b.op("Add", [m, tail], hint=_hint(node))
+    # Equal arguments give x + log 2 (numpy's case): x − y is NaN when both are the same infinity,
+    # and logaddexp(−inf, −inf) is −inf, the log of a zero probability.
+    twice = b.op("Add", [x, b.scalar(math.log(2.0) if node.op == "logaddexp" else 1.0, dt)])
+    return b.op("Where", [b.op("Equal", [x, y]), twice, b.op("Add", [m, tail])], hint=_hint(node))
 
 
 @rule("mod")
@@ -440,7 +462,14 @@ def _reduction(b, node, args):
     op_type = {"sum": "ReduceSum", "mean": "ReduceMean", "max": "ReduceMax", "min": "ReduceMin",
                "prod": "ReduceProd"}[node.op]
     x = b.cast(args[0], node.dtype)
-    return _reduce(b, op_type, x, node.params["axis"], node.params["keepdims"], _hint(node))
+    axes, keepdims = node.params["axis"], node.params["keepdims"]
+    if node.op in ("max", "min") and axes and x.dtype.kind == "f":
+        # ONNX Runtime's ReduceMax/Min skip NaN, numpy's propagate it: add the sum of the NaN
+        # entries (0 without any), so that a diverged value is not hidden.
+        out = Value(_reduce(b, op_type, x, axes, keepdims), node.shape, x.dtype)
+        nans = Value(b.op("Where", [b.op("IsNaN", [x]), x, b.scalar(0, x.dtype)]), x.shape, x.dtype)
+        return b.op("Add", [out, _reduce(b, "ReduceSum", nans, axes, keepdims)], hint=_hint(node))
+    return _reduce(b, op_type, x, axes, keepdims, _hint(node))
 
 
 @rule("norm")
@@ -578,6 +607,12 @@ def _argmax(b, node, args):
 
 def _one_hot_along(b, x: Value, axis: int, op_type: str, dtype) -> str:
     k = b.op(op_type, [x], axis=axis, keepdims=1, select_last_index=0)
+    if x.dtype.kind == "f":
+        # numpy's argmax and argmin stop at the first NaN; ONNX Runtime's skip NaN.
+        nan = b.op("Cast", [b.op("IsNaN", [x])], to=b.tensor_type(np.int32))
+        has_nan = b.op("Greater", [b.op("ReduceMax", [nan, b.ints([axis])], keepdims=1), b.scalar(0, np.int32)])
+        first_nan = b.op("ArgMax", [nan], axis=axis, keepdims=1, select_last_index=0)
+        k = b.op("Where", [has_nan, first_nan, k])
     n = x.shape[axis]
     positions = np.arange(n, dtype=np.int64).reshape([n if i == axis else 1 for i in range(x.ndim)])
     return b.op("Cast", [b.op("Equal", [k, b.const(positions, "positions")])], to=b.tensor_type(dtype))

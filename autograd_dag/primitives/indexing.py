@@ -66,7 +66,10 @@ def _index_entry(item) -> tuple:
                              f"Actual: an array of dtype {arr.dtype}")
         if arr.ndim == 0:
             return (int(arr),)
-        return (arr.astype(np.intp, copy=False),)
+        # A copy, as a boolean mask's nonzero() is: the node keeps the index it computed with,
+        # and a buffer reused for the next index (idx[:] = ...) must not move this node's
+        # gradient (or its entry in a jit program) to the new positions.
+        return (np.array(arr, dtype=np.intp),)
     raise ShapeError("getitem: Expect: int, slice, None, Ellipsis, or an integer or boolean "
                      f"array. Actual: {type(item).__name__} {item!r}")
 
