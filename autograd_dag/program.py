@@ -602,6 +602,21 @@ def retrace_jit() -> None:
     _trace_epoch += 1
 
 
+def _arguments_as_arrays(leaves: list) -> list:
+    """jit's arguments as arrays: a Python float takes the floating dtype of the array arguments.
+
+    As numpy 2 promotes a Python number (weakly), so that a float32 model's step
+    ``step(params32, x32, lr)`` stays float32 (a float64 input ``lr`` turned every
+    array it touched float64). Without floating arrays it is float64.
+    """
+    arrays = [None if type(x) is float else as_array(x) for x in leaves]
+    if len(arrays) == sum(a is not None for a in arrays):
+        return arrays
+    floats = [a.dtype for a in arrays if a is not None and a.dtype.kind == "f"]
+    weak = np.result_type(*floats) if floats else np.float64
+    return [np.array(x, weak) if a is None else a for x, a in zip(leaves, arrays)]
+
+
 def jit(f: Callable) -> Callable:
     """``f`` traced once per input signature into a :class:`Program`, then run as that program.
 
@@ -620,7 +635,9 @@ def jit(f: Callable) -> Callable:
     carry no derivative: a Tensor that ``f`` reads from a closure (a model's
     weight) gets no gradient through them, so train with the parameters as
     arguments (``ad.jit(ad.value_and_grad(loss))(params, x, y)``); called on
-    Tensors, it records ``f`` as usual. ``.programs`` holds the traced
+    Tensors, it records ``f`` as usual. A Python float argument (a learning rate)
+    is an input of the floating dtype of the array arguments (float32 beside a
+    float32 model), as numpy promotes a Python number. ``.programs`` holds the traced
     programs by signature.
 
     Shapes: as ``f``'s.
@@ -645,7 +662,7 @@ def jit(f: Callable) -> Callable:
         if traced_in[0] != _trace_epoch:
             programs.clear()  # recorded under a state that has changed since (retrace_jit)
             traced_in[0] = _trace_epoch
-        arrays = [as_array(x) for x in leaves]
+        arrays = _arguments_as_arrays(leaves)
         key = (treedef, tuple((a.shape, a.dtype.str) for a in arrays))
         entry = programs.get(key)
         if entry is None:

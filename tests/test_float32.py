@@ -124,3 +124,18 @@ def test_jit_gradient_program_stays_float32(name):
     wrong = sorted({f"{node.op}:{node.dtype}" for node in program
                     if node.dtype is not None and np.dtype(node.dtype).kind in "fc" and np.dtype(node.dtype) != F32})
     assert not wrong, f"{name}: program nodes not float32: {wrong}"
+
+
+def test_jit_gives_a_python_float_argument_the_dtype_of_the_float_arrays():
+    # A learning rate passed as a Python float: the float32 step stays float32, equal to the eager one
+    # (a float64 input lr made every array it touched float64).
+    def step(w, x, lr):
+        return w - lr * ad.grad(lambda w: ad.sum(ad.tanh(x @ w)))(w)
+    w, x = np.linspace(-1, 1, 3).astype(np.float32), np.ones((2, 3), np.float32)
+    fast = ad.jit(step)
+    out = fast(w, x, 0.1)
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, np.asarray(step(w, x, 0.1)))
+    assert fast(w.astype(np.float64), x.astype(np.float64), 0.1).dtype == np.float64
+    assert ad.jit(lambda n, a: a * n)(np.arange(3), 0.5).dtype == np.float64   # beside integers: float64
+    assert ad.jit(lambda a: ad.sin(a))(0.5).dtype == np.float64                   # alone: float64
