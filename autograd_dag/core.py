@@ -417,8 +417,11 @@ _PY_NUMBERS = (float, int, bool)
 def _lift(args: tuple) -> tuple[Tensor, ...]:
     """Turn the non-Tensor arguments of an operation into constant leaves.
 
-    A Python scalar takes the floating dtype of the other operands (as numpy 2
-    treats it), so that ``x32 * 2.0`` stays float32; alone it becomes float64.
+    A Python number is weak, as numpy 2 treats it: it takes the dtype numpy's
+    promotion gives it beside the other operands, so that ``x32 * 2.0`` stays
+    float32, ``i32 + 1`` stays int32 and ``mask + True`` stays bool (a float64
+    constant would turn them into float64 numbers: ``mask + True`` would count
+    to 2 instead of or-ing). Alone it becomes float64.
     """
     if len(args) == 2:
         # The common cases, a Tensor and an ndarray or a Python number (x * c,
@@ -428,25 +431,34 @@ def _lift(args: tuple) -> tuple[Tensor, ...]:
             if type(b) is np.ndarray:
                 return a, _leaf(b)
             if type(b) in _PY_NUMBERS:
-                return a, _leaf(np.array(b, dtype=a.value.dtype if a.value.dtype.kind in "fc" else np.float64))
+                return a, _leaf(_weak(b, (a.value.dtype,)))
         elif type(b) is Tensor:
             if type(a) is np.ndarray:
                 return _leaf(a), b
             if type(a) in _PY_NUMBERS:
-                return _leaf(np.array(a, dtype=b.value.dtype if b.value.dtype.kind in "fc" else np.float64)), b
-    float_dtype = None
-    for a in args:
-        if isinstance(a, (Tensor, np.ndarray)) and a.dtype.kind in "fc":
-            float_dtype = a.dtype if float_dtype is None else np.promote_types(float_dtype, a.dtype)
+                return _leaf(_weak(a, (b.value.dtype,))), b
+    dtypes = tuple(a.dtype for a in args if isinstance(a, (Tensor, np.ndarray)))
     out: list[Tensor] = []
     for a in args:
         if isinstance(a, Tensor):
             out.append(a)
         elif isinstance(a, (bool, int, float)) and not isinstance(a, np.generic):
-            out.append(_leaf(np.asarray(a, dtype=float_dtype or np.float64)))
+            out.append(_leaf(_weak(a, dtypes)))
         else:
             out.append(_leaf(as_array(a)))
     return tuple(out)
+
+
+def _weak(number, dtypes: tuple) -> np.ndarray:
+    """The Python ``number`` as a 0-d array of the dtype numpy 2 gives it beside operands of ``dtypes``."""
+    if len(dtypes) == 1 and dtypes[0].kind in "fc":
+        return np.array(number, dtype=dtypes[0])  # (the hot path: a float Tensor and a constant)
+    dtype = np.result_type(*dtypes, number) if dtypes else np.float64
+    try:
+        return np.array(number, dtype=dtype)
+    except OverflowError as exc:  # (numpy refuses i8 + 1000 the same way)
+        raise AutogradDagError(f"{exc}: the constant does not fit the {dtype} operand"
+                               f"{located(user_source())}") from None
 
 
 def apply(prim: Primitive, *args, **params) -> Tensor:

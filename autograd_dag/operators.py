@@ -351,12 +351,19 @@ def _np_pad(array, pad_width, mode="constant", **kwargs):
     return arrays.pad(array, pad_width, mode, kwargs.get("constant_values", 0.0))
 
 
+def _like(a, dtype, shape):
+    # numpy's shape= replaces a's shape; its dtype stays unless dtype= is given.
+    return a if shape is None else np.empty(shape, a.dtype if dtype is None else dtype)
+
+
 def _np_like(fn):
     def call(a, dtype=None, order="K", subok=True, shape=None, **kwargs):
-        if shape is not None:
-            return fn(np.empty(shape, a.dtype if dtype is None else dtype), dtype)
-        return fn(a, dtype)
+        return fn(_like(a, dtype, shape), dtype)
     return call
+
+
+def _np_full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **kwargs):
+    return arrays.full_like(_like(a, dtype, shape), fill_value, dtype)
 
 
 NUMPY_FUNCTIONS.update({
@@ -373,7 +380,7 @@ NUMPY_FUNCTIONS.update({
     np.round: _no_out("round", mathfuncs.round), np.around: _no_out("around", mathfuncs.round),
     np.nan_to_num: mathfuncs.nan_to_num, np.real: mathfuncs.real, np.imag: mathfuncs.imag,
     np.zeros_like: _np_like(arrays.zeros_like), np.ones_like: _np_like(arrays.ones_like),
-    np.full_like: lambda a, fill_value, dtype=None, **kwargs: arrays.full_like(a, fill_value, dtype),
+    np.full_like: _np_full_like,
 })
 
 
