@@ -661,6 +661,22 @@ def concrete(x, what: str):
     return x.value
 
 
+def parameter(x, what: str):
+    """The numbers of ``x`` given as a static parameter of an operation (a temperature, a fill value, ...).
+
+    A parameter is a constant of the node: no derivative flows to it. A Tensor
+    that requires a gradient there is refused, since its derivative would be
+    silently zero; ``t.value`` (or ``t.detach()``) makes the constant on purpose.
+    Inside ``jit``, ``trace`` or ``vmap``, as :func:`concrete`.
+    """
+    if isinstance(x, Tensor) and x.requires_grad and _recording:
+        raise NotDifferentiableError(
+            f"{what} is a constant of the operation (no derivative flows to it), but it is a Tensor that "
+            f"requires a gradient (shape {x.shape}): its derivative would be lost. Pass t.value or "
+            f"t.detach() to make it a constant on purpose{located(user_source())}")
+    return concrete(x, what)
+
+
 def traced(x) -> bool:
     """Whether ``x`` is a Tensor computed from an input of a ``jit``, ``trace`` or ``vmap`` being recorded.
 

@@ -376,3 +376,21 @@ def test_checkpoint_with_the_tensor_passed_as_an_argument_is_differentiated():
     with ad.no_grad():  # nothing is recorded, so nothing can be lost: no refusal
         W_t = ad.Tensor(W, requires_grad=True)
         ad.checkpoint(lambda h: ad.tanh(h @ W_t))(ad.Tensor(x))
+
+
+PARAMETERS = [
+    ("logsumexp gamma", lambda g: ad.logsumexp(V, gamma=g)),
+    ("softmax gamma", lambda g: ad.sum(ad.softmax(V, gamma=g) * V)),
+    ("nan_to_num nan", lambda g: ad.sum(ad.nan_to_num(np.array([np.nan, 1.0]), nan=g))),
+    ("gradient spacing", lambda g: ad.sum(np.gradient(V * V, g))),
+    ("layer_norm eps", lambda g: ad.sum(ad.primitives.reductions.layer_norm(V, np.ones(4), V, eps=g) * V)),
+]
+
+
+@pytest.mark.parametrize("label,f", PARAMETERS, ids=[c[0] for c in PARAMETERS])
+def test_a_parameter_that_requires_a_gradient_is_refused_not_read_as_a_number(label, f):
+    # Each of these has a non-zero derivative in its parameter (d/dγ logsumexp, the NaN slot's fill,
+    # 1/h, ...), which a Python float made of the Tensor would silently drop.
+    with pytest.raises(ad.NotDifferentiableError, match="constant of the operation"):
+        ad.grad(f)(0.7)
+    assert np.all(np.isfinite(f(ad.Tensor(0.7)).value))     # a constant Tensor is a number, as before

@@ -44,7 +44,7 @@ import builtins
 
 import numpy as np
 
-from ..core import Tensor, apply
+from ..core import Tensor, apply, parameter
 from ..errors import NotDifferentiableError, ShapeError
 from .elementwise import (abs, add, astype, divide, greater, multiply, negative, not_equal, power, sqrt,
                           subtract, where)
@@ -803,7 +803,7 @@ def pinv(a, rcond=None, hermitian: bool = False) -> Tensor:
         a = _hermitian_part(a)
     if rcond is None or 0 in shape[-2:]:
         return apply(PINV, a)
-    return _truncated_pinv(a, float(rcond))
+    return _truncated_pinv(a, float(parameter(rcond, "pinv's rcond")))
 
 # ----------------------------------------- composites: norm, matrix_power, trace
 
