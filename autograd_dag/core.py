@@ -124,8 +124,9 @@ class Tensor:
 
     The number itself is ``t.value`` (an ndarray, never copied); ``t.detach()``
     (or ``t.data``) is a new leaf with that value and no history. numpy's own
-    conversion (``np.asarray(t)``) is refused while ``t`` requires a gradient
-    and operations record, because the derivative through it would be lost.
+    conversion (``np.asarray(t)``) and ``Tensor(t)`` are refused while ``t``
+    requires a gradient and operations record, because the derivative through
+    them would be lost.
 
     Shapes: any. Python scalars and lists become float64 arrays.
 
@@ -144,6 +145,13 @@ class Tensor:
 
     def __init__(self, value: Any, requires_grad: bool = False, name: str | None = None):
         if isinstance(value, Tensor):
+            if value.requires_grad and _recording:
+                # A new leaf of its numbers would be a silent detach: the derivative through
+                # it (say ad.Tensor(x) of grad's own argument) would be zero.
+                raise NotDifferentiableError(
+                    f"ad.Tensor(t) of a Tensor that requires a gradient (shape {value.shape}) makes a new "
+                    f"leaf without t's history: the derivative through it would be lost. Use t itself, "
+                    f"or t.detach() to cut it on purpose{located(user_source())}")
             value = value.value
         self.value = as_array(value)
         self.prim = None

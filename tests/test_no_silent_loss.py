@@ -394,3 +394,15 @@ def test_a_parameter_that_requires_a_gradient_is_refused_not_read_as_a_number(la
     with pytest.raises(ad.NotDifferentiableError, match="constant of the operation"):
         ad.grad(f)(0.7)
     assert np.all(np.isfinite(f(ad.Tensor(0.7)).value))     # a constant Tensor is a number, as before
+
+
+def test_a_new_tensor_made_of_one_that_requires_a_gradient_is_refused():
+    # ad.Tensor(x) inside the differentiated function would be a silent detach: gradient 0, not 2x.
+    with pytest.raises(ad.NotDifferentiableError, match="t.detach"):
+        ad.grad(lambda x: ad.sum(ad.Tensor(x) ** 2))(V)
+    with pytest.raises(ad.NotDifferentiableError):
+        ad.Tensor(ad.Tensor(V, requires_grad=True) * 2.0, requires_grad=True)
+    np.testing.assert_allclose(ad.grad(lambda x: ad.sum(ad.Tensor(x.detach()) * x))(V), V)   # on purpose
+    with ad.no_grad():
+        np.testing.assert_array_equal(ad.Tensor(ad.Tensor(V, requires_grad=True)).value, V)
+    np.testing.assert_array_equal(ad.Tensor(ad.Tensor(V)).value, V)                             # a constant
