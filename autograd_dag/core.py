@@ -145,6 +145,7 @@ class Tensor:
 
     def __init__(self, value: Any, requires_grad: bool = False, name: str | None = None):
         if isinstance(value, Tensor):
+            numbers = concrete(value, "ad.Tensor(t) (a new leaf of t's numbers)")   # (jit: frozen data)
             if value.requires_grad and _recording:
                 # A new leaf of its numbers would be a silent detach: the derivative through
                 # it (say ad.Tensor(x) of grad's own argument) would be zero.
@@ -152,7 +153,7 @@ class Tensor:
                     f"ad.Tensor(t) of a Tensor that requires a gradient (shape {value.shape}) makes a new "
                     f"leaf without t's history: the derivative through it would be lost. Use t itself, "
                     f"or t.detach() to cut it on purpose{located(user_source())}")
-            value = value.value
+            value = numbers
         self.value = as_array(value)
         self.prim = None
         self.parents = ()
@@ -675,14 +676,16 @@ def parameter(x, what: str):
     A parameter is a constant of the node: no derivative flows to it. A Tensor
     that requires a gradient there is refused, since its derivative would be
     silently zero; ``t.value`` (or ``t.detach()``) makes the constant on purpose.
-    Inside ``jit``, ``trace`` or ``vmap``, as :func:`concrete`.
+    Inside ``jit``, ``trace`` or ``vmap``, as :func:`concrete` (first: its
+    inputs require gradients too, and a frozen value is the nearer fault there).
     """
+    value = concrete(x, what)
     if isinstance(x, Tensor) and x.requires_grad and _recording:
         raise NotDifferentiableError(
             f"{what} is a constant of the operation (no derivative flows to it), but it is a Tensor that "
             f"requires a gradient (shape {x.shape}): its derivative would be lost. Pass t.value or "
             f"t.detach() to make it a constant on purpose{located(user_source())}")
-    return concrete(x, what)
+    return value
 
 
 def traced(x) -> bool:

@@ -339,3 +339,17 @@ def test_full_and_full_like_keep_a_computed_fill_and_numpys_shape_keyword():
                          (np.zeros_like(t, shape=(1, 5)), np.zeros_like(t.value, shape=(1, 5)))]:
         assert ours.dtype == theirs.dtype
         np.testing.assert_array_equal(ours.value, theirs)
+
+
+def test_power_with_an_array_exponent_at_zero_base_and_zero_exponent():
+    # Features x^0, x^1, x^2 at x = 0: d/dx Σ x^k = 0 + 1 + 2x = 1 (x⁰ = 1 is constant), not NaN;
+    # at x = 2: 0 + 1 + 4 = 5. The mixed derivative d²(x^y)/dx dy at y = 0 stays 1/x.
+    x = np.array([0.0, 2.0])
+    k = np.arange(3.0)
+    rev, fwd = both_modes(lambda t: ad.sum(t[:, None] ** k, axis=1), x)
+    np.testing.assert_array_equal(rev, [1.0, 5.0])
+    np.testing.assert_array_equal(fwd, [1.0, 5.0])
+    np.testing.assert_array_equal(ad.grad(lambda t: ad.sum(np.power(t[:, None], k)))(x), [1.0, 5.0])
+    np.testing.assert_allclose(ad.hessian(lambda t: ad.sum(t[:, None] ** np.arange(4.0)))(x), np.diag([2.0, 14.0]))
+    mixed = ad.jacobian(ad.grad(lambda a, b: ad.sum(a ** b)), argnums=1)(np.array([2.0]), np.array([0.0]))
+    np.testing.assert_allclose(mixed, [[0.5]], rtol=1e-15)
