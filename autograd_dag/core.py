@@ -440,12 +440,14 @@ def _lift(args: tuple) -> tuple[Tensor, ...]:
             if type(b) is np.ndarray:
                 return a, _leaf(b)
             if type(b) in _PY_NUMBERS:
-                return a, _leaf(_weak(b, (a.value.dtype,)))
+                dtype = a.value.dtype
+                return a, _leaf(np.array(b, dtype=dtype) if dtype.kind in "fc" else _weak(b, (dtype,)))
         elif type(b) is Tensor:
             if type(a) is np.ndarray:
                 return _leaf(a), b
             if type(a) in _PY_NUMBERS:
-                return _leaf(_weak(a, (b.value.dtype,))), b
+                dtype = b.value.dtype
+                return _leaf(np.array(a, dtype=dtype) if dtype.kind in "fc" else _weak(a, (dtype,))), b
     dtypes = tuple(a.dtype for a in args if isinstance(a, (Tensor, np.ndarray)))
     out: list[Tensor] = []
     for a in args:
@@ -458,11 +460,17 @@ def _lift(args: tuple) -> tuple[Tensor, ...]:
     return tuple(out)
 
 
+# (operand dtypes, type of the Python number) -> its dtype: numpy 2's rule reads only the type of
+# a weak number, never its value, and np.result_type costs microseconds per call.
+_WEAK_DTYPES: dict[tuple, np.dtype] = {}
+
+
 def _weak(number, dtypes: tuple) -> np.ndarray:
     """The Python ``number`` as a 0-d array of the dtype numpy 2 gives it beside operands of ``dtypes``."""
-    if len(dtypes) == 1 and dtypes[0].kind in "fc":
-        return np.array(number, dtype=dtypes[0])  # (the hot path: a float Tensor and a constant)
-    dtype = np.result_type(*dtypes, number) if dtypes else np.float64
+    key = (dtypes, type(number))
+    dtype = _WEAK_DTYPES.get(key)
+    if dtype is None:
+        dtype = _WEAK_DTYPES[key] = np.result_type(*dtypes, number) if dtypes else np.dtype(np.float64)
     try:
         return np.array(number, dtype=dtype)
     except OverflowError as exc:  # (numpy refuses i8 + 1000 the same way)
