@@ -448,13 +448,23 @@ def _lift(args: tuple) -> tuple[Tensor, ...]:
             if type(a) in _PY_NUMBERS:
                 dtype = b.value.dtype
                 return _leaf(np.array(a, dtype=dtype) if dtype.kind in "fc" else _weak(a, (dtype,))), b
-    dtypes = tuple(a.dtype for a in args if isinstance(a, (Tensor, np.ndarray)))
+    # Beside floating operands (and booleans, which never change a float), a number takes
+    # their promoted float dtype; an integer operand leaves the choice to numpy's rule.
+    float_dtype, integer = None, False
+    for a in args:
+        if isinstance(a, (Tensor, np.ndarray)):
+            kind = a.dtype.kind
+            if kind in "fc":
+                float_dtype = a.dtype if float_dtype is None else np.promote_types(float_dtype, a.dtype)
+            elif kind != "b":
+                integer = True
     out: list[Tensor] = []
     for a in args:
         if isinstance(a, Tensor):
             out.append(a)
         elif isinstance(a, (bool, int, float)) and not isinstance(a, np.generic):
-            out.append(_leaf(_weak(a, dtypes)))
+            out.append(_leaf(np.asarray(a, dtype=float_dtype) if float_dtype is not None and not integer else
+                             _weak(a, tuple(v.dtype for v in args if isinstance(v, (Tensor, np.ndarray))))))
         else:
             out.append(_leaf(as_array(a)))
     return tuple(out)
