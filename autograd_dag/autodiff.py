@@ -320,6 +320,10 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     if g.shape != p.value.shape:
                         raise AutogradDagError(f"VJP of '{prim.name}' returned a cotangent of shape "
                                                f"{g.shape} for an input of shape {p.shape}{located(t.source)}")
+                    if type(g) is not _Slab and g.dtype != p.value.dtype and p.value.dtype.kind == "f":
+                        # An input numpy promoted (float32 beside a float64 constant): its
+                        # cotangent is a float32 array too, as the input's own would be.
+                        g = ew.astype(g, p.value.dtype) if record else g.astype(p.value.dtype)
                     if anomaly:
                         check_finite(g, "gradient from the VJP", node=t)
                     pid = id(p)

@@ -124,8 +124,9 @@ class Tensor:
 
     The number itself is ``t.value`` (an ndarray, never copied); ``t.detach()``
     (or ``t.data``) is a new leaf with that value and no history. numpy's own
-    conversion (``np.asarray(t)``) is refused while ``t`` requires a gradient
-    and operations record, because the derivative through it would be lost.
+    conversion (``np.asarray(t)``) and ``Tensor(t)`` are refused while ``t``
+    requires a gradient and operations record, because the derivative through
+    them would be lost.
 
     Shapes: any. Python scalars and lists become float64 arrays.
 
@@ -144,7 +145,15 @@ class Tensor:
 
     def __init__(self, value: Any, requires_grad: bool = False, name: str | None = None):
         if isinstance(value, Tensor):
-            value = value.value
+            numbers = concrete(value, "ad.Tensor(t) (a new leaf of t's numbers)")   # (jit: frozen data)
+            if value.requires_grad and _recording:
+                # A new leaf of its numbers would be a silent detach: the derivative through
+                # it (say ad.Tensor(x) of grad's own argument) would be zero.
+                raise NotDifferentiableError(
+                    f"ad.Tensor(t) of a Tensor that requires a gradient (shape {value.shape}) makes a new "
+                    f"leaf without t's history: the derivative through it would be lost. Use t itself, "
+                    f"or t.detach() to cut it on purpose{located(user_source())}")
+            value = numbers
         self.value = as_array(value)
         self.prim = None
         self.parents = ()
@@ -417,8 +426,11 @@ _PY_NUMBERS = (float, int, bool)
 def _lift(args: tuple) -> tuple[Tensor, ...]:
     """Turn the non-Tensor arguments of an operation into constant leaves.
 
-    A Python scalar takes the floating dtype of the other operands (as numpy 2
-    treats it), so that ``x32 * 2.0`` stays float32; alone it becomes float64.
+    A Python number is weak, as numpy 2 treats it: it takes the dtype numpy's
+    promotion gives it beside the other operands, so that ``x32 * 2.0`` stays
+    float32, ``i32 + 1`` stays int32 and ``mask + True`` stays bool (a float64
+    constant would turn them into float64 numbers: ``mask + True`` would count
+    to 2 instead of or-ing). Alone it becomes float64.
     """
     if len(args) == 2:
         # The common cases, a Tensor and an ndarray or a Python number (x * c,
@@ -428,25 +440,52 @@ def _lift(args: tuple) -> tuple[Tensor, ...]:
             if type(b) is np.ndarray:
                 return a, _leaf(b)
             if type(b) in _PY_NUMBERS:
-                return a, _leaf(np.array(b, dtype=a.value.dtype if a.value.dtype.kind in "fc" else np.float64))
+                dtype = a.value.dtype
+                return a, _leaf(np.array(b, dtype=dtype) if dtype.kind in "fc" else _weak(b, (dtype,)))
         elif type(b) is Tensor:
             if type(a) is np.ndarray:
                 return _leaf(a), b
             if type(a) in _PY_NUMBERS:
-                return _leaf(np.array(a, dtype=b.value.dtype if b.value.dtype.kind in "fc" else np.float64)), b
-    float_dtype = None
+                dtype = b.value.dtype
+                return _leaf(np.array(a, dtype=dtype) if dtype.kind in "fc" else _weak(a, (dtype,))), b
+    # Beside floating operands (and booleans, which never change a float), a number takes
+    # their promoted float dtype; an integer operand leaves the choice to numpy's rule.
+    float_dtype, integer = None, False
     for a in args:
-        if isinstance(a, (Tensor, np.ndarray)) and a.dtype.kind in "fc":
-            float_dtype = a.dtype if float_dtype is None else np.promote_types(float_dtype, a.dtype)
+        if isinstance(a, (Tensor, np.ndarray)):
+            kind = a.dtype.kind
+            if kind in "fc":
+                float_dtype = a.dtype if float_dtype is None else np.promote_types(float_dtype, a.dtype)
+            elif kind != "b":
+                integer = True
     out: list[Tensor] = []
     for a in args:
         if isinstance(a, Tensor):
             out.append(a)
         elif isinstance(a, (bool, int, float)) and not isinstance(a, np.generic):
-            out.append(_leaf(np.asarray(a, dtype=float_dtype or np.float64)))
+            out.append(_leaf(np.asarray(a, dtype=float_dtype) if float_dtype is not None and not integer else
+                             _weak(a, tuple(v.dtype for v in args if isinstance(v, (Tensor, np.ndarray))))))
         else:
             out.append(_leaf(as_array(a)))
     return tuple(out)
+
+
+# (operand dtypes, type of the Python number) -> its dtype: numpy 2's rule reads only the type of
+# a weak number, never its value, and np.result_type costs microseconds per call.
+_WEAK_DTYPES: dict[tuple, np.dtype] = {}
+
+
+def _weak(number, dtypes: tuple) -> np.ndarray:
+    """The Python ``number`` as a 0-d array of the dtype numpy 2 gives it beside operands of ``dtypes``."""
+    key = (dtypes, type(number))
+    dtype = _WEAK_DTYPES.get(key)
+    if dtype is None:
+        dtype = _WEAK_DTYPES[key] = np.result_type(*dtypes, number) if dtypes else np.dtype(np.float64)
+    try:
+        return np.array(number, dtype=dtype)
+    except OverflowError as exc:  # (numpy refuses i8 + 1000 the same way)
+        raise AutogradDagError(f"{exc}: the constant does not fit the {dtype} operand"
+                               f"{located(user_source())}") from None
 
 
 def apply(prim: Primitive, *args, **params) -> Tensor:
@@ -647,6 +686,24 @@ def concrete(x, what: str):
                 f"pass it from outside the traced function (a closure constant, fixed once traced)"
                 f"{located(user_source())}")
     return x.value
+
+
+def parameter(x, what: str):
+    """The numbers of ``x`` given as a static parameter of an operation (a temperature, a fill value, ...).
+
+    A parameter is a constant of the node: no derivative flows to it. A Tensor
+    that requires a gradient there is refused, since its derivative would be
+    silently zero; ``t.value`` (or ``t.detach()``) makes the constant on purpose.
+    Inside ``jit``, ``trace`` or ``vmap``, as :func:`concrete` (first: its
+    inputs require gradients too, and a frozen value is the nearer fault there).
+    """
+    value = concrete(x, what)
+    if isinstance(x, Tensor) and x.requires_grad and _recording:
+        raise NotDifferentiableError(
+            f"{what} is a constant of the operation (no derivative flows to it), but it is a Tensor that "
+            f"requires a gradient (shape {x.shape}): its derivative would be lost. Pass t.value or "
+            f"t.detach() to make it a constant on purpose{located(user_source())}")
+    return value
 
 
 def traced(x) -> bool:

@@ -65,6 +65,17 @@ Tensor.__iter__ = _iter
 Tensor.__setitem__ = _setitem
 
 # Methods named as numpy's ndarray names them.
+def _in_dtype(x, dtype):
+    # numpy casts the entries to dtype= before it accumulates: np.sum([0.6, 0.6], dtype=int) is 0,
+    # not int(1.2) = 1 (and a float32 sum of float64 entries adds float32 numbers).
+    return x if dtype is None else ew.astype(x, dtype)
+
+
+def _as_dtype(result, dtype):
+    # (mean and var of integers are floats: numpy casts the quotient back to dtype=.)
+    return result if dtype is None or result.dtype == np.dtype(dtype) else ew.astype(result, dtype)
+
+
 def _reduction_method(fn):
     # numpy's functions (np.sum(t), np.mean(t)) call the method with out=None
     # and dtype=None; anything else has no meaning for a recorded node.
@@ -73,8 +84,7 @@ def _reduction_method(fn):
             given = sorted(unused) + (["out"] if out is not None else [])
             raise AutogradDagError(f"{fn.__name__}: {', '.join(given)} not supported on Tensors "
                                    f"(a reduction records a new node)")
-        result = fn(self, axis, keepdims)
-        return result if dtype is None else ew.astype(result, dtype)
+        return _as_dtype(fn(_in_dtype(self, dtype), axis, keepdims), dtype)
     method.__name__ = fn.__name__
     return method
 
@@ -110,8 +120,7 @@ def _moment_method(fn):
             given = sorted(unused) + (["out"] if out is not None else [])
             raise AutogradDagError(f"{fn.__name__}: {', '.join(given)} not supported on Tensors "
                                    f"(a reduction records a new node)")
-        result = fn(self, axis, ddof=ddof, keepdims=keepdims)
-        return result if dtype is None else ew.astype(result, dtype)
+        return _as_dtype(fn(_in_dtype(self, dtype), axis, ddof=ddof, keepdims=keepdims), dtype)
     method.__name__ = fn.__name__
     return method
 
@@ -124,8 +133,7 @@ def _scan_method(fn):
     def method(self, axis=None, dtype=None, out=None):
         if out is not None:
             raise AutogradDagError(f"{fn.__name__}: out not supported on Tensors")
-        result = fn(self, axis)
-        return result if dtype is None else ew.astype(result, dtype)
+        return _as_dtype(fn(_in_dtype(self, dtype), axis), dtype)
     method.__name__ = fn.__name__
     return method
 
@@ -330,11 +338,10 @@ def _np_clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwarg
 
 def _no_out(name, fn):
     # numpy's signatures carry out= (and dtype=); a recorded node cannot write into an array.
-    def call(*args, out=None, dtype=None, **kwargs):
+    def call(a, *args, out=None, dtype=None, **kwargs):
         if out is not None:
             raise AutogradDagError(f"np.{name} on a Tensor: out= is not supported (a Tensor op records a new node)")
-        result = fn(*args, **kwargs)
-        return result if dtype is None else ew.astype(result, dtype)
+        return _as_dtype(fn(_in_dtype(a, dtype), *args, **kwargs), dtype)
     return call
 
 
@@ -351,12 +358,19 @@ def _np_pad(array, pad_width, mode="constant", **kwargs):
     return arrays.pad(array, pad_width, mode, kwargs.get("constant_values", 0.0))
 
 
+def _like(a, dtype, shape):
+    # numpy's shape= replaces a's shape; its dtype stays unless dtype= is given.
+    return a if shape is None else np.empty(shape, a.dtype if dtype is None else dtype)
+
+
 def _np_like(fn):
     def call(a, dtype=None, order="K", subok=True, shape=None, **kwargs):
-        if shape is not None:
-            return fn(np.empty(shape, a.dtype if dtype is None else dtype), dtype)
-        return fn(a, dtype)
+        return fn(_like(a, dtype, shape), dtype)
     return call
+
+
+def _np_full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **kwargs):
+    return arrays.full_like(_like(a, dtype, shape), fill_value, dtype)
 
 
 NUMPY_FUNCTIONS.update({
@@ -373,7 +387,7 @@ NUMPY_FUNCTIONS.update({
     np.round: _no_out("round", mathfuncs.round), np.around: _no_out("around", mathfuncs.round),
     np.nan_to_num: mathfuncs.nan_to_num, np.real: mathfuncs.real, np.imag: mathfuncs.imag,
     np.zeros_like: _np_like(arrays.zeros_like), np.ones_like: _np_like(arrays.ones_like),
-    np.full_like: lambda a, fill_value, dtype=None, **kwargs: arrays.full_like(a, fill_value, dtype),
+    np.full_like: _np_full_like,
 })
 
 

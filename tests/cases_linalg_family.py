@@ -115,8 +115,9 @@ def _cholesky_ref(a):
 
 for shape in [(3, 3), (2, 3, 3), (1, 1)]:
     CASES.append(Case("cholesky", LF.cholesky, _spd(*shape), _cholesky_ref, id=f"cholesky-{shape}"))
+# numpy's upper factor reads the upper triangle: the lower factor of aᵀ, transposed.
 CASES.append(Case("cholesky", lambda a: LF.cholesky(a, upper=True), _spd(3, 3),
-                  lambda a: np.swapaxes(_cholesky_ref(a), -1, -2), id="cholesky-upper"))
+                  lambda a: np.swapaxes(_cholesky_ref(np.swapaxes(a, -1, -2)), -1, -2), id="cholesky-upper"))
 
 # ----------------------------------------------------------------------- eigh
 

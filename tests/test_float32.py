@@ -139,3 +139,25 @@ def test_jit_gives_a_python_float_argument_the_dtype_of_the_float_arrays():
     assert fast(w.astype(np.float64), x.astype(np.float64), 0.1).dtype == np.float64
     assert ad.jit(lambda n, a: a * n)(np.arange(3), 0.5).dtype == np.float64   # beside integers: float64
     assert ad.jit(lambda a: ad.sin(a))(0.5).dtype == np.float64                   # alone: float64
+
+
+def test_a_float32_input_promoted_by_a_float64_constant_gets_a_float32_gradient():
+    # numpy computes x32 · c64 in float64 (the value is float64, as numpy's); the derivative with
+    # respect to x32 is still a float32 array, on every route. Its numbers: (1 − tanh²(c·x))·c.
+    x = np.array([0.5, -1.0, 2.0], np.float32)
+    c = np.array([0.3, 1.7, -0.4])
+    expected = (1 - np.tanh(c * x) ** 2) * c
+
+    def f(x):
+        return ad.sum(ad.tanh(x * c) + np.linalg.solve(np.eye(3) * 2.0, x))     # (+ Σ x/2)
+
+    routes = {"grad": ad.grad(f)(x), "jit": ad.jit(ad.grad(f))(x),
+              "grad_program": ad.grad_program(ad.trace(f, x))(x),
+              "vmap": ad.vmap(ad.grad(f))(x[None])[0]}
+    for create_graph in (False, True):
+        t = ad.Tensor(x, requires_grad=True)
+        f(t).backward(create_graph=create_graph)
+        routes[f"backward(create_graph={create_graph})"] = t.grad.value
+    for route, g in routes.items():
+        assert np.asarray(g).dtype == F32, route
+        np.testing.assert_allclose(g, expected + 0.5, rtol=1e-6, err_msg=route)

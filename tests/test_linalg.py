@@ -81,6 +81,53 @@ def test_cholesky_and_eigh_read_the_lower_triangle():
     np.testing.assert_allclose(g, [[full[0, 0], 0.0], [2 * full[1, 0], full[1, 1]]], rtol=1e-12)
 
 
+def _central_differences(f, x, eps=1e-6):
+    """∂ f(x) / ∂x by central differences on numpy's own function (f returns a number)."""
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[i] = eps
+        g[i] = (f(x + step) - f(x - step)) / (2 * eps)
+    return g
+
+
+def test_upper_cholesky_and_hermitian_pinv_read_the_triangle_numpy_reads():
+    # numpy's upper=True factors the upper triangle; hermitian=True reads the lower one.
+    a = np.array([[4.0, 1.0, 0.5], [3.0, 5.0, 0.2], [-1.0, 2.0, 6.0]])     # not symmetric
+    w = np.random.default_rng(0).standard_normal((3, 3))
+    for ours, theirs in [(lambda m: L.cholesky(m, upper=True), lambda m: np.linalg.cholesky(m, upper=True)),
+                         (lambda m: L.pinv(m, hermitian=True), lambda m: np.linalg.pinv(m, hermitian=True)),
+                         (lambda m: np.linalg.pinv(m, hermitian=True), lambda m: np.linalg.pinv(m, hermitian=True))]:
+        np.testing.assert_allclose(ours(ad.Tensor(a)).value, theirs(a), rtol=1e-12)
+        g = ad.grad(lambda m: ad.sum(ours(m) * w))(a)
+        np.testing.assert_allclose(g, _central_differences(lambda m: np.sum(theirs(m) * w), a), rtol=1e-6, atol=1e-8)
+
+
+def test_pinv_with_an_rcond_that_drops_singular_values_has_their_derivative():
+    # rcond = 0.5 keeps s₀ only; the dropped s₁, s₂ are not zero, so the rank is not
+    # locally constant in the sense of the Golub–Pereyra formula: the kept singular
+    # vectors turn towards the dropped ones at rates 1/(s₀² − sⱼ²).
+    a = np.array([[3.0, 0.2, 0.1], [0.3, 1.0, 0.4], [0.1, -0.2, 0.8], [0.5, 0.1, 0.3], [0.0, 0.7, -0.1]])
+    s = np.linalg.svd(a, compute_uv=False)
+    assert s[1] < 0.5 * s[0] and s[2] > 0.1                       # (the case: one kept, two non-zero dropped)
+    w = np.random.default_rng(1).standard_normal((3, 5))
+    for rcond in (0.5, 1e-3):
+        np.testing.assert_allclose(L.pinv(a, rcond=rcond).value, np.linalg.pinv(a, rcond=rcond), rtol=1e-12)
+        g = ad.grad(lambda m: ad.sum(L.pinv(m, rcond=rcond) * w))(a)
+        fd = _central_differences(lambda m: np.sum(np.linalg.pinv(m, rcond=rcond) * w), a)
+        np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+        _, t = ad.jvp(lambda m: L.pinv(m, rcond=rcond), (a,), (w.T,))
+        fd_t = (np.linalg.pinv(a + 1e-6 * w.T, rcond=rcond) - np.linalg.pinv(a - 1e-6 * w.T, rcond=rcond)) / 2e-6
+        np.testing.assert_allclose(t, fd_t, rtol=1e-6, atol=1e-8)
+    # A rank-deficient matrix: the dropped values are zero, rcond or not.
+    r = np.outer([1.0, 2.0, 0.5], [1.0, -1.0])
+    for rcond in (None, 0.1):
+        g = ad.grad(lambda m: ad.sum(L.pinv(m, rcond=rcond) * w[:2, :3]))(r)
+        assert np.all(np.isfinite(g))
+    np.testing.assert_allclose(ad.grad(lambda m: ad.sum(L.pinv(m, rcond=0.1) * w[:2, :3]))(r),
+                               ad.grad(lambda m: ad.sum(L.pinv(m) * w[:2, :3]))(r), rtol=1e-10, atol=1e-12)
+
+
 def test_eigh_at_a_degenerate_eigenvalue_is_exact_for_functions_of_the_eigenvalues():
     # sum of eigenvalues = trace: gradient I even where all eigenvalues coincide.
     eye = np.eye(3) * 2.0

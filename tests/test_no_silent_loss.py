@@ -204,6 +204,8 @@ NUMPY_CALLS = [
     ("zeros_like", lambda x: ad.sum(np.zeros_like(x) + x * x), V),
     ("ones_like", lambda x: ad.sum(np.ones_like(x) * x), V),
     ("full_like", lambda x: ad.sum(np.full_like(x, 2.0) * x), V),
+    ("full_like-computed-fill", lambda x: ad.sum(np.full_like(x, x[0] * x[1]) * x), V),
+    ("full_like-shape", lambda x: ad.sum(np.full_like(x, 2.0, shape=(2, 4)) * x), V),
     ("isfinite", lambda x: ad.sum(ad.where(np.isfinite(x), x, 0.0)), V),
     ("argsort", lambda x: ad.sum(ad.take(x, np.argsort(x)) * np.arange(4.0)), V),
     ("any_all", lambda x: ad.sum(x) * float(np.any(x > 0)) * float(np.all(x > -5)), V),
@@ -214,6 +216,10 @@ NUMPY_CALLS = [
     ("linalg.svd", lambda x: ad.sum(np.linalg.svd(x, compute_uv=False) * np.array([1.0, 3.0])), M),
     ("linalg.qr", lambda x: ad.sum(np.linalg.qr(x)[1] ** 2), M),
     ("linalg.pinv", lambda x: ad.sum(np.linalg.pinv(x)), M),
+    ("linalg.pinv-hermitian", lambda x: ad.sum(np.linalg.pinv(x, hermitian=True) * np.arange(4.0).reshape(2, 2)), M),
+    ("linalg.pinv-rcond", lambda x: ad.sum(np.linalg.pinv(np.vstack([x, x * x]), rcond=0.5) * np.arange(8.0).reshape(2, 4)),
+     M),
+    ("linalg.cholesky-upper", lambda x: ad.sum(np.linalg.cholesky(x @ x.T + np.eye(2) + np.triu(x, 1), upper=True)), M),
     ("linalg.norm-nuc", lambda x: np.linalg.norm(x, "nuc") * 1.0, M),
     ("linalg.matrix_power", lambda x: ad.sum(np.linalg.matrix_power(x, 3)), M),
     ("linalg.trace", lambda x: np.linalg.trace(x @ x) * 1.0, M),
@@ -370,3 +376,33 @@ def test_checkpoint_with_the_tensor_passed_as_an_argument_is_differentiated():
     with ad.no_grad():  # nothing is recorded, so nothing can be lost: no refusal
         W_t = ad.Tensor(W, requires_grad=True)
         ad.checkpoint(lambda h: ad.tanh(h @ W_t))(ad.Tensor(x))
+
+
+PARAMETERS = [
+    ("logsumexp gamma", lambda g: ad.logsumexp(V, gamma=g)),
+    ("softmax gamma", lambda g: ad.sum(ad.softmax(V, gamma=g) * V)),
+    ("nan_to_num nan", lambda g: ad.sum(ad.nan_to_num(np.array([np.nan, 1.0]), nan=g))),
+    ("gradient spacing", lambda g: ad.sum(np.gradient(V * V, g))),
+    ("layer_norm eps", lambda g: ad.sum(ad.primitives.reductions.layer_norm(V, np.ones(4), V, eps=g) * V)),
+]
+
+
+@pytest.mark.parametrize("label,f", PARAMETERS, ids=[c[0] for c in PARAMETERS])
+def test_a_parameter_that_requires_a_gradient_is_refused_not_read_as_a_number(label, f):
+    # Each of these has a non-zero derivative in its parameter (d/dγ logsumexp, the NaN slot's fill,
+    # 1/h, ...), which a Python float made of the Tensor would silently drop.
+    with pytest.raises(ad.NotDifferentiableError, match="constant of the operation"):
+        ad.grad(f)(0.7)
+    assert np.all(np.isfinite(f(ad.Tensor(0.7)).value))     # a constant Tensor is a number, as before
+
+
+def test_a_new_tensor_made_of_one_that_requires_a_gradient_is_refused():
+    # ad.Tensor(x) inside the differentiated function would be a silent detach: gradient 0, not 2x.
+    with pytest.raises(ad.NotDifferentiableError, match="t.detach"):
+        ad.grad(lambda x: ad.sum(ad.Tensor(x) ** 2))(V)
+    with pytest.raises(ad.NotDifferentiableError):
+        ad.Tensor(ad.Tensor(V, requires_grad=True) * 2.0, requires_grad=True)
+    np.testing.assert_allclose(ad.grad(lambda x: ad.sum(ad.Tensor(x.detach()) * x))(V), V)   # on purpose
+    with ad.no_grad():
+        np.testing.assert_array_equal(ad.Tensor(ad.Tensor(V, requires_grad=True)).value, V)
+    np.testing.assert_array_equal(ad.Tensor(ad.Tensor(V)).value, V)                             # a constant

@@ -304,3 +304,52 @@ def test_expand_dims_takes_a_tuple_of_axes_like_numpy():
         assert np.expand_dims(ad.Tensor(a), axis).shape == np.expand_dims(a, axis).shape
     with pytest.raises(ad.ShapeError, match="repeated axis"):
         ad.expand_dims(ad.Tensor(a), (0, 0))
+
+
+def test_python_numbers_take_the_dtype_numpy_2_gives_them():
+    # A Python number is weak: beside an integer or boolean Tensor it keeps that dtype, as numpy 2's
+    # does. A float64 constant would make mask + True count to 2 instead of or-ing, and lose
+    # integers above 2⁵³.
+    mask = np.array([True, False, True])
+    ints = np.array([2 ** 53 + 1, -3, 7], dtype=np.int64)
+    i32 = np.array([1, -2, 3], dtype=np.int32)
+    for ours, theirs in [
+        (ad.Tensor(mask) + True, mask + True), (True * ad.Tensor(mask), True * mask),
+        (ad.Tensor(mask) + 1, mask + 1), (ad.Tensor(ints) + 1, ints + 1), (1 - ad.Tensor(ints), 1 - ints),
+        (ad.Tensor(i32) * 3, i32 * 3), (ad.Tensor(i32) % 2, i32 % 2), (ad.Tensor(i32) / 2, i32 / 2),
+        (ad.Tensor(i32) + 0.5, i32 + 0.5), (ad.Tensor(i32.astype(np.float32)) * 2, i32.astype(np.float32) * 2),
+        (ad.where(ad.Tensor(mask), ad.Tensor(i32), 0), np.where(mask, i32, 0)),
+        (np.maximum(ad.Tensor(i32), 0), np.maximum(i32, 0)),
+    ]:
+        assert ours.dtype == theirs.dtype, (ours.dtype, theirs.dtype)
+        np.testing.assert_array_equal(ours.value, theirs)
+    with pytest.raises(ad.AutogradDagError, match="int8"):
+        ad.Tensor(np.array([1], dtype=np.int8)) + 1000          # numpy refuses it too
+
+
+def test_full_and_full_like_keep_a_computed_fill_and_numpys_shape_keyword():
+    # d/dx Σ full(3, x²) = 3·2x: the fill is recorded, not read as a number.
+    assert float(ad.grad(lambda x: ad.sum(ad.full(3, x * x)))(2.0)) == 12.0
+    assert float(ad.grad(lambda x: ad.sum(ad.full_like(np.ones((2, 2)), x)))(2.0)) == 4.0
+    assert float(ad.jit(lambda x: ad.sum(ad.full((2,), x)))(5.0)) == 10.0        # follows the data
+    t = ad.Tensor(np.ones((2, 3)))
+    for ours, theirs in [(np.full_like(t, 3.0, shape=(4,)), np.full_like(t.value, 3.0, shape=(4,))),
+                         (np.full_like(t, 3.5, dtype=np.int32, shape=(2, 1)),
+                          np.full_like(t.value, 3.5, dtype=np.int32, shape=(2, 1))),
+                         (np.zeros_like(t, shape=(1, 5)), np.zeros_like(t.value, shape=(1, 5)))]:
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_array_equal(ours.value, theirs)
+
+
+def test_power_with_an_array_exponent_at_zero_base_and_zero_exponent():
+    # Features x^0, x^1, x^2 at x = 0: d/dx Σ x^k = 0 + 1 + 2x = 1 (x⁰ = 1 is constant), not NaN;
+    # at x = 2: 0 + 1 + 4 = 5. The mixed derivative d²(x^y)/dx dy at y = 0 stays 1/x.
+    x = np.array([0.0, 2.0])
+    k = np.arange(3.0)
+    rev, fwd = both_modes(lambda t: ad.sum(t[:, None] ** k, axis=1), x)
+    np.testing.assert_array_equal(rev, [1.0, 5.0])
+    np.testing.assert_array_equal(fwd, [1.0, 5.0])
+    np.testing.assert_array_equal(ad.grad(lambda t: ad.sum(np.power(t[:, None], k)))(x), [1.0, 5.0])
+    np.testing.assert_allclose(ad.hessian(lambda t: ad.sum(t[:, None] ** np.arange(4.0)))(x), np.diag([2.0, 14.0]))
+    mixed = ad.jacobian(ad.grad(lambda a, b: ad.sum(a ** b)), argnums=1)(np.array([2.0]), np.array([0.0]))
+    np.testing.assert_allclose(mixed, [[0.5]], rtol=1e-15)

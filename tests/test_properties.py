@@ -225,3 +225,36 @@ def test_common_subexpression_elimination_keeps_values(recipe, seed, new_seed):
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
     for got, want in zip(ad.jit(ad.grad(f, argnums=(0, 1)))(x2, y2), grad(x2, y2)):
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+
+
+# ----------------------------------------------- Python numbers beside arrays, as numpy 2
+
+_DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64]
+_BINARY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b,
+           "**": lambda a, b: a ** b, "%": lambda a, b: a % b, "<": lambda a, b: a < b, "==": lambda a, b: a == b,
+           "maximum": np.maximum, "where": lambda a, b: np.where(a > 0, a, b)}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(_DTYPES), st.sampled_from(sorted(_BINARY)),
+       st.one_of(st.booleans(), st.integers(-3, 3), st.floats(-3, 3, allow_nan=False)), st.booleans(),
+       st.integers(0, 2 ** 32 - 1))
+def test_a_python_number_beside_a_tensor_gives_numpys_value_and_dtype(dtype, op, number, number_first, seed):
+    values = np.random.default_rng(seed).integers(-3, 4, (2, 3)).astype(dtype)
+    f = _BINARY[op]
+    args = (number, values) if number_first else (values, number)
+    with np.errstate(all="ignore"):
+        try:
+            expected = np.asarray(f(*args))
+        except (TypeError, ValueError, ZeroDivisionError):   # numpy refuses (bool - bool, int ** -1, ...)
+            expected = None
+        tensor_args = (number, ad.Tensor(values)) if number_first else (ad.Tensor(values), number)
+        if expected is None:
+            try:
+                f(*tensor_args)
+            except (ad.AutogradDagError, TypeError, ValueError):
+                return
+            raise AssertionError("numpy refuses it, the Tensor computed something")
+        got = f(*tensor_args)
+    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
+    np.testing.assert_array_equal(got.value, expected)

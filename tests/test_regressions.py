@@ -93,3 +93,22 @@ def test_tensors_iterate_by_rows_and_refuse_item_assignment():
         t[0, 0] = 1.0
     with pytest.raises(ad.AutogradDagError, match=r"shape \(2, 3\) is ambiguous"):
         bool(t > 0)
+
+
+def test_a_reductions_dtype_casts_the_entries_before_accumulating_as_numpy_does():
+    # np.sum([0.6, 0.6], dtype=int) adds int(0.6) + int(0.6) = 0; summing first gave int(1.2) = 1.
+    a = np.array([[0.6, 0.6], [1.7, -0.6]])
+    t = ad.Tensor(a)
+    for ours, theirs in [(np.sum(t, dtype=np.int32), np.sum(a, dtype=np.int32)),
+                         (t.sum(axis=0, dtype=np.int64), a.sum(axis=0, dtype=np.int64)),
+                         (np.cumsum(t, dtype=np.int64), np.cumsum(a, dtype=np.int64)),
+                         (t.cumsum(axis=1, dtype=np.int64), a.cumsum(axis=1, dtype=np.int64)),
+                         (np.trace(t * 0.9, dtype=np.int64), np.trace(a * 0.9, dtype=np.int64)),
+                         (np.mean(t, dtype=np.float32), np.mean(a, dtype=np.float32)),
+                         (np.mean(t * 10, axis=1, dtype=np.int64), np.mean(a * 10, axis=1, dtype=np.int64))]:
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_array_equal(ours.value, theirs)
+    # The derivative through a float32 accumulation comes back to the float64 input.
+    g = ad.grad(lambda x: np.sum(x * x, dtype=np.float32))(a)
+    assert g.dtype == np.float64
+    np.testing.assert_allclose(g, 2 * a, rtol=1e-6)

@@ -14,7 +14,7 @@ import builtins
 
 import numpy as np
 
-from ..core import Tensor, concrete, traced
+from ..core import Tensor, parameter, traced
 from ..errors import ShapeError
 from .elementwise import add, multiply, subtract, where
 from .arrays import split
@@ -528,7 +528,7 @@ def gradient(f, *varargs, axis=None, edge_order: int = 1):
         raise ShapeError(f"gradient: Expect: no spacing, one, or one per axis ({len(axes)}). "
                          f"Actual: {len(varargs)}")
     for h in spacing:
-        if np.ndim(concrete(h, "gradient's spacing")) != 0:
+        if np.ndim(parameter(h, "gradient's spacing")) != 0:
             raise ShapeError("gradient: Expect: scalar spacings (coordinate arrays are not supported). "
                              "Actual: an array")
     if edge_order not in (1, 2):
@@ -539,7 +539,7 @@ def gradient(f, *varargs, axis=None, edge_order: int = 1):
         if n < edge_order + 1:
             raise ShapeError(f"gradient: Expect: at least {edge_order + 1} samples along axis {ax} for "
                              f"edge_order={edge_order}. Actual: shape {fmt(shape)}")
-        h = float(concrete(h, "gradient's spacing"))
+        h = float(parameter(h, "gradient's spacing"))
         lead = (slice(None),) * ax
 
         def point(i, lead=lead):

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..core import Tensor, apply, concrete
 from ..errors import AutogradDagError, ShapeError
-from .elementwise import multiply, where
+from .elementwise import astype, multiply, where
 from .indexing import getitem, take
 from .linalg import matmul
 from .reductions import _ndim
@@ -406,11 +406,25 @@ def full(shape, fill_value, dtype=None, requires_grad: bool = False) -> Tensor:
 
     Example: ``ad.full(2, 7.).value`` is ``[7., 7.]``.
     """
+    if isinstance(fill_value, Tensor) and not requires_grad:
+        return _broadcast_fill(fill_value, (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape),
+                               dtype)
     if isinstance(fill_value, Tensor):
         fill_value = concrete(fill_value, "full's fill_value")
     if dtype is None and isinstance(fill_value, (bool, int, float)):
         dtype = np.float64
     return Tensor(np.full(shape, fill_value, dtype), requires_grad=requires_grad)
+
+
+def _broadcast_fill(fill_value: Tensor, shape: tuple, dtype) -> Tensor:
+    """``fill_value`` (a computed Tensor) repeated to ``shape``: a recorded broadcast.
+
+    A constant made of its number would cut the derivative (each copy carries
+    one: the sum over them), and inside jit it would freeze the first call's value.
+    """
+    if dtype is not None and np.dtype(dtype) != fill_value.dtype:
+        fill_value = astype(fill_value, dtype)
+    return broadcast_to(fill_value, shape)
 
 
 def _like_shape_dtype(x, dtype):
@@ -442,6 +456,8 @@ def full_like(x, fill_value, dtype=None, requires_grad: bool = False) -> Tensor:
     Example: ``ad.full_like(ad.Tensor([1., 2.]), 5.).value`` is ``[5., 5.]``.
     """
     shape, dt = _like_shape_dtype(x, dtype)
+    if isinstance(fill_value, Tensor) and not requires_grad:
+        return _broadcast_fill(fill_value, shape, dt)
     return Tensor(np.full(shape, concrete(fill_value, "full_like's fill_value"), dt),
                   requires_grad=requires_grad)
 

@@ -153,6 +153,17 @@ def _static_power_derivative(x, exponent):
     return multiply(x, exponent) if exponent == 2 else multiply(power(x, exponent - 1), exponent)
 
 
+def _power_x_derivative(x, y):
+    """y·x^(y−1) for a Tensor exponent.
+
+    Where x = 0 and y = 0 the power is x⁰ = 1 near x, so the derivative is 0, but
+    the product would be 0·0⁻¹ = NaN (exponents such as arange(n) meet x = 0 there):
+    the exponent is taken as 1 at that point only, giving 0·0⁰ = 0.
+    """
+    corner = multiply(equal(x, 0.0), equal(y, 0.0))
+    return multiply(y, power(x, subtract(where(corner, 1.0, y), 1.0)))
+
+
 def _power_vjp(ct, out, x, y=None, *, exponent=None):
     if exponent is not None:
         if exponent == 0:
@@ -160,7 +171,7 @@ def _power_vjp(ct, out, x, y=None, *, exponent=None):
         if exponent == 1:
             return (ct,)
         return (multiply(ct, _static_power_derivative(x, exponent)),)
-    dx = multiply(ct, _base_derivative(x, y))
+    dx = multiply(ct, _power_x_derivative(x, y))
     return (_unb(dx, x), _unb(multiply(ct, multiply(out, _safe_log(x))), y))
 
 
@@ -171,18 +182,9 @@ def _power_jvp(t, out, x, y=None, *, exponent=None):
         if exponent == 1:
             return t[0]
         return multiply(t[0], _static_power_derivative(x, exponent))
-    tx = None if t[0] is None else multiply(t[0], _base_derivative(x, y))
+    tx = None if t[0] is None else multiply(t[0], _power_x_derivative(x, y))
     ty = None if t[1] is None else multiply(t[1], multiply(out, _safe_log(x)))
     return _tangent_sum(out, tx, ty)
-
-
-def _base_derivative(x, y):
-    # d(x**y)/dx = y·x^(y−1), and 0 where y = 0 (x⁰ is constant): at x = 0 the product would be
-    # 0·0⁻¹ = NaN, where the static exponent 0 (and jax.grad) gives 0. A traced exponent (jit makes
-    # a Python number an input) must give what the static one does. The base is 1 where y = 0,
-    # so that the discarded branch has finite derivatives too (0·inf would be NaN at order 2).
-    constant = equal(y, 0.0)
-    return where(constant, 0.0, multiply(y, power(where(constant, 1.0, x), subtract(y, 1.0))))
 
 
 def _safe_log(x):

@@ -34,7 +34,8 @@ Conventions, documented where they matter:
   derivative raises :class:`NotDifferentiableError`.
 * ``qr`` (mode 'reduced', 'r', or 'complete' for a wide or square matrix) needs
   a full-rank leading square block.
-* ``pinv``'s derivative is the constant-rank formula (Golub & Pereyra).
+* ``pinv``'s derivative is the constant-rank formula (Golub & Pereyra) with numpy's
+  tolerance; an explicit ``rcond`` goes through ``svd``.
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ import builtins
 
 import numpy as np
 
-from ..core import Tensor, apply
+from ..core import Tensor, apply, parameter
 from ..errors import NotDifferentiableError, ShapeError
-from .elementwise import (abs, add, astype, divide, multiply, negative, not_equal, power, sqrt, subtract,
-                          where)
+from .elementwise import (abs, add, astype, divide, greater, multiply, negative, not_equal, power, sqrt,
+                          subtract, where)
 from .indexing import concatenate, getitem, stack
 from .linalg import matmul
 from .numeric import norm as vector_or_frobenius_norm
@@ -395,10 +396,11 @@ CHOLESKY = defprim("cholesky", _cholesky_impl, vjp=_cholesky_vjp, jvp=_cholesky_
 def cholesky(a, upper: bool = False) -> Tensor:
     """The lower Cholesky factor L of a symmetric positive-definite matrix (a = L Lᵀ), batched.
 
-    ``upper=True`` returns Lᵀ instead (numpy 2's keyword).
-    Reads only the lower triangle of ``a``, as ``np.linalg.cholesky``; its
-    derivative with respect to the strict upper triangle is zero. A matrix
-    that is not positive definite raises :class:`ShapeError`.
+    ``upper=True`` returns the upper factor U = Lᵀ (numpy 2's keyword).
+    Reads only the lower triangle of ``a`` (the upper one with ``upper=True``),
+    as ``np.linalg.cholesky``; its derivative with respect to the other strict
+    triangle is zero. A matrix that is not positive definite raises
+    :class:`ShapeError`.
     Shapes: (..., n, n) -> (..., n, n).
 
     Example:
@@ -408,8 +410,9 @@ def cholesky(a, upper: bool = False) -> Tensor:
                [1., 1.]])
     """
     _require_matrix("cholesky", _shape_of(a), square=True)
-    factor = apply(CHOLESKY, a)
-    return _T(factor) if upper else factor
+    if upper:   # numpy's upper factor reads the upper triangle: the lower factor of aᵀ, transposed
+        return _T(apply(CHOLESKY, _T(a)))
+    return apply(CHOLESKY, a)
 
 # ----------------------------------------------------------------- eigh
 
@@ -722,16 +725,12 @@ def qr(a, mode: str = "reduced"):
 # ----------------------------------------------------------------- pinv
 
 
-def _pinv_rule(a, **params):
+def _pinv_rule(a):
     _require_matrix("pinv", a.shape)
     return tuple(a.shape[:-2]) + (a.shape[-1], a.shape[-2]), _float_dtype(a.dtype)
 
 
-def _pinv_impl(a, *, rcond):
-    return np.linalg.pinv(a) if rcond is None else np.linalg.pinv(a, rcond=rcond)
-
-
-def _pinv_vjp(ct, out, a, *, rcond):
+def _pinv_vjp(ct, out, a):
     # Ā = -Xᵀ G Xᵀ + (I - A X) Gᵀ X Xᵀ + Xᵀ X Gᵀ (I - X A), X = A⁺ (constant rank).
     x, g = out, ct
     m, n = a.shape[-2:]
@@ -743,7 +742,7 @@ def _pinv_vjp(ct, out, a, *, rcond):
     return (add(add(term1, term2), term3),)
 
 
-def _pinv_jvp(t, out, a, *, rcond):
+def _pinv_jvp(t, out, a):
     # dX = -X dA X + X Xᵀ dAᵀ (I - A X) + (I - X A) dAᵀ Xᵀ X.
     x, da = out, t[0]
     m, n = a.shape[-2:]
@@ -755,15 +754,42 @@ def _pinv_jvp(t, out, a, *, rcond):
     return add(add(term1, term2), term3)
 
 
-PINV = defprim("pinv", _pinv_impl, vjp=_pinv_vjp, jvp=_pinv_jvp, shape=_pinv_rule,
+# numpy's own tolerance (rcond=None) drops only singular values that are zero to
+# rounding: the rank is constant nearby and the Golub–Pereyra formula is exact.
+PINV = defprim("pinv", np.linalg.pinv, vjp=_pinv_vjp, jvp=_pinv_jvp, shape=_pinv_rule,
               batch=_stacked_batch)
+
+
+def _truncated_pinv(a, rcond):
+    """A⁺ from the singular values above ``rcond`` · the largest, as numpy computes it.
+
+    A larger ``rcond`` drops non-zero singular values: the result is then not the
+    pseudo-inverse of a matrix of constant rank, and its derivative has terms
+    1/(sᵢ² − sⱼ²) between kept and dropped values that the constant-rank formula
+    leaves out. Through ``svd`` it gets them. Which values are kept follows the
+    data (a recorded comparison), and carries no derivative.
+    """
+    u, s, vh = svd(a, full_matrices=False)
+    keep = greater(s, multiply(max(s, axis=-1, keepdims=True), rcond))
+    inv_s = where(keep, divide(1.0, where(keep, s, 1.0)), 0.0)
+    return matmul(multiply(_T(vh), reshape(inv_s, tuple(inv_s.shape[:-1]) + (1, inv_s.shape[-1]))), _T(u))
+
+
+def _hermitian_part(a):
+    """The symmetric matrix of a's lower triangle: what numpy's ``hermitian=True`` reads."""
+    lower = np.tril(np.ones(_shape_of(a)[-2:], _float_dtype(_dtype_of(a))))
+    return add(multiply(a, lower), _T(multiply(a, lower - _eye(len(lower), lower.dtype))))
 
 
 def pinv(a, rcond=None, hermitian: bool = False) -> Tensor:
     """The Moore-Penrose pseudo-inverse (batched), as ``np.linalg.pinv``.
 
-    Shapes: (..., m, n) -> (..., n, m). The derivative is the constant-rank
-    formula (Golub & Pereyra 1973): exact where small perturbations keep the rank.
+    Shapes: (..., m, n) -> (..., n, m). With numpy's tolerance (``rcond=None``)
+    the derivative is the constant-rank formula (Golub & Pereyra 1973): exact
+    where small perturbations keep the rank. An explicit ``rcond`` may drop
+    non-zero singular values: the pseudo-inverse is then computed, and
+    differentiated, through ``svd`` (distinct singular values needed).
+    ``hermitian=True`` reads the lower triangle only, as numpy's.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -771,8 +797,13 @@ def pinv(a, rcond=None, hermitian: bool = False) -> Tensor:
         array([[1., 0.],
                [0., 0.]])
     """
-    _require_matrix("pinv", _shape_of(a))
-    return apply(PINV, a, rcond=None if rcond is None else float(rcond))
+    shape = _shape_of(a)
+    _require_matrix("pinv", shape, square=bool(hermitian))
+    if hermitian:
+        a = _hermitian_part(a)
+    if rcond is None or 0 in shape[-2:]:
+        return apply(PINV, a)
+    return _truncated_pinv(a, float(parameter(rcond, "pinv's rcond")))
 
 # ----------------------------------------- composites: norm, matrix_power, trace
 

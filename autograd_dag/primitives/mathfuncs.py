@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from ..core import Tensor, apply
+from ..core import Tensor, apply, parameter
 from ..inlined import operation
 from ..errors import AutogradDagError, ShapeError
 from .elementwise import (TIE_WEIGHTS, _elementwise, _tangent_sum, _unb, abs, add, astype, divide,
@@ -539,8 +539,10 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None)
     The derivative is 1 where x is finite and 0 where an entry was replaced.
     Shapes: (*s) -> (*s). Example: ``ad.nan_to_num(ad.Tensor([np.nan, 1.])).value`` is ``[0., 1.]``.
     """
-    return apply(NAN_TO_NUM, x, nan=float(nan), posinf=None if posinf is None else float(posinf),
-                 neginf=None if neginf is None else float(neginf))
+    def number(v, what):
+        return None if v is None else float(parameter(v, f"nan_to_num's {what}"))
+    return apply(NAN_TO_NUM, x, nan=number(nan, "nan"), posinf=number(posinf, "posinf"),
+                 neginf=number(neginf, "neginf"))
 
 # ------------------------------------------------- finiteness (no derivative)
 

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..core import Tensor, apply
+from ..core import Tensor, apply, parameter
 from ..errors import ShapeError
 from .elementwise import add, astype, divide, equal, exp, multiply, negative, sqrt, subtract
 from .batch import elementwise as elementwise_batch
@@ -46,6 +46,7 @@ def _kept(t, x_shape, axis, keepdims):
 
 
 def _check_gamma(name: str, gamma) -> float:
+    gamma = parameter(gamma, f"{name}'s temperature gamma")
     try:
         g = float(gamma)
     except (TypeError, ValueError):
@@ -354,7 +355,7 @@ def softargmax_jacobian(v, y, axis=-1, scale: float = 1.0) -> Tensor:
     Example: ``softargmax_jacobian(ad.Tensor([1., 0.]), np.array([.5, .5])).value`` is ``[.25, -.25]``.
     """
     return apply(SOFTARGMAX_JACOBIAN, v, y, axis=normalize_axes("softargmax_jacobian", axis, builtins.max(
-        _ndim(v), _ndim(y))), scale=float(scale))
+        _ndim(v), _ndim(y))), scale=float(parameter(scale, "softargmax_jacobian's scale")))
 
 
 SOFTARGMAX = defprim(
@@ -457,7 +458,7 @@ def masked_softargmax(x, mask, axis=-1, scale: float = 1.0) -> Tensor:
     Shapes: x (*s), mask broadcastable to s -> (*s).
     Example: ``masked_softargmax(ad.Tensor([1., 5.]), np.array([0., -np.inf])).value`` is ``[1., 0.]``.
     """
-    scale = float(scale)
+    scale = float(parameter(scale, "masked_softargmax's scale"))
     if not (math.isfinite(scale) and scale != 0.0):
         raise ShapeError(f"masked_softargmax: Expect: a finite, non-zero scale. Actual: scale={scale!r}")
     return apply(MASKED_SOFTARGMAX, x, mask, axis=normalize_axes("masked_softargmax", axis, _ndim(x)),
@@ -645,7 +646,7 @@ def standardize_jacobian(v, x, axes=-1, eps: float = 1e-5) -> Tensor:
     Example: ``standardize_jacobian(ad.Tensor([1., 0.]), np.array([1., 3.]), eps=0.0).value`` is ``[0., 0.]``.
     """
     return apply(STANDARDIZE_JACOBIAN, v, x, axes=_trailing_axes("standardize_jacobian", axes, builtins.max(
-        _ndim(v), _ndim(x))), eps=float(eps))
+        _ndim(v), _ndim(x))), eps=float(parameter(eps, "standardize_jacobian's eps")))
 
 
 def _xhat(x, axes, eps):
@@ -707,7 +708,8 @@ def layer_norm(x, gamma=1.0, beta=0.0, axes=-1, eps: float = 1e-5) -> Tensor:
     Not exported as ``ad.*``; it is ``nn.functional.layer_norm`` (and what ``nn.LayerNorm`` calls).
     Example: ``nn.functional.layer_norm(ad.Tensor([1., 3.]), eps=0.0).value`` is ``[-1., 1.]``.
     """
-    return apply(LAYER_NORM, x, gamma, beta, axes=_trailing_axes("layer_norm", axes, _ndim(x)), eps=float(eps))
+    return apply(LAYER_NORM, x, gamma, beta, axes=_trailing_axes("layer_norm", axes, _ndim(x)),
+                 eps=float(parameter(eps, "layer_norm's eps")))
 
 
 def _trailing_axes(name: str, axes, ndim: int) -> tuple[int, ...]:
