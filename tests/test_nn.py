@@ -490,6 +490,38 @@ def test_functional_call_substitutes_and_restores():
     with pytest.raises(ad.AutogradDagError, match="no parameter.*'wieght'"):
         nn.functional_call(lin, {"wieght": np.zeros((1, 2))}, np.ones((3, 2)))
 
+
+class TiedOutput(nn.Module):
+    """An output layer sharing the embedding table: one Parameter held at two attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(5, 3, rng=0)
+        self.out = nn.Linear(3, 5, bias=False, rng=1)
+        self.out.weight = self.emb.weight
+
+    def forward(self, ids):
+        return self.out(self.emb(ids))
+
+
+def test_functional_call_replaces_a_tied_parameter_everywhere():
+    m = TiedOutput()
+    ids = np.array([1, 2, 3, 1])
+    assert [n for n, _ in m.named_parameters()] == ["emb.weight"]
+    W = rand(5, 3)
+    # numpy reference: f(W) = Σ_k <W[ids_k], s> with s = Σ_r W[r]; row ids_k gets s, every row Σ_k W[ids_k].
+    expected_value = (W[ids] @ W.T).sum()
+    expected_grad = np.zeros_like(W)
+    np.add.at(expected_grad, ids, W.sum(axis=0))
+    expected_grad += W[ids].sum(axis=0)
+    for name in ("emb.weight", "out.weight"):  # either name of the tied parameter
+        f = lambda W: nn.functional_call(m, {name: W}, ids).sum()
+        np.testing.assert_allclose(f(W).value, expected_value, rtol=1e-12)
+        np.testing.assert_allclose(ad.grad(f)(W), expected_grad, rtol=1e-12)
+    assert m.out.weight is m.emb.weight  # restored, still tied
+    with pytest.raises(ad.AutogradDagError, match="one tied parameter"):
+        nn.functional_call(m, {"emb.weight": W, "out.weight": W + 1}, ids)
+
 # ---------------------------------------------------------------------- init
 
 
