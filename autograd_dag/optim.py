@@ -44,6 +44,13 @@ class Optimizer:
             if not isinstance(p, Tensor) or not p.requires_grad or not p.is_leaf:
                 raise AutogradDagError(f"{type(self).__name__}: parameter {i} is not a leaf Tensor with "
                                        f"requires_grad=True (got {type(p).__name__})")
+        # A parameter listed twice would take two updates per step (PyTorch only warns).
+        first: dict[int, int] = {}
+        for i, p in enumerate(self.params):
+            j = first.setdefault(id(p), i)
+            if j != i:
+                raise AutogradDagError(f"{type(self).__name__}: parameters {j} and {i} are the same Tensor; "
+                                       f"list each parameter once (model.parameters() lists a shared one once)")
         if lr < 0:
             raise AutogradDagError(f"{type(self).__name__}: lr must be >= 0; got {lr}")
         self.lr = float(lr)
@@ -223,6 +230,10 @@ class StepLR(LRScheduler):
 
 class CosineAnnealingLR(LRScheduler):
     """Cosine decay from base_lr to ``eta_min`` over ``T_max`` steps (optional linear ``warmup``).
+
+    After ``T_max`` steps the rate stays at ``eta_min``; PyTorch's scheduler of
+    the same name keeps following the cosine, back up towards base_lr over the
+    next ``T_max`` steps (a period of 2·T_max), which is rarely what a decay wants.
 
     Example: ``CosineAnnealingLR(opt, T_max=epochs)`` then ``sched.step()`` after each epoch.
     """

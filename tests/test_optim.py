@@ -108,6 +108,16 @@ def test_optimizer_rejects_bad_parameters():
         optim.Adam([ad.Tensor([1.0])])
 
 
+def test_optimizer_refuses_a_parameter_listed_twice():
+    # Listed twice, it would take two updates per step: 1 - 2·0.1 instead of 1 - 0.1.
+    p = param([1.0])
+    with pytest.raises(ad.AutogradDagError, match="parameters 0 and 2 are the same Tensor"):
+        optim.SGD([p, param([2.0]), p], lr=0.1)
+    tied = nn.Linear(2, 2, rng=0)
+    opt = optim.SGD(tied.parameters() + [param([0.0])], lr=0.1)  # a shared parameter is listed once
+    assert len(opt.params) == 3
+
+
 def test_training_a_linear_model_reduces_the_loss():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 3))
