@@ -212,7 +212,8 @@ def _target_distribution(name: str, scores: Tensor, target) -> Tensor:
             raise ShapeError(f"{name}: Expect: integer class indices of shape {scores.shape[:-1]} or "
                              f"class probabilities of shape {scores.shape}. Actual: float target of "
                              f"shape {value.shape}")
-        return target if isinstance(target, Tensor) else Tensor(value.astype(scores.dtype, copy=False))
+        target = _in_precision(target, scores)
+        return target if isinstance(target, Tensor) else Tensor(target)
     raise ShapeError(f"{name}: Expect: integer class indices or float probabilities. Actual: dtype {value.dtype}")
 
 
@@ -256,6 +257,21 @@ def _as_tensor(x) -> Tensor:
     return x if isinstance(x, Tensor) else Tensor(x)
 
 
+def _in_precision(target, scores: Tensor):
+    """A numeric target (labels, regression targets, class probabilities) in the floating dtype of ``scores``.
+
+    Data arrives as float64 (numpy's default, and an input of a ``jit`` program
+    keeps it): left so, it would turn a float32 model's loss and gradients
+    float64. A Tensor target is converted by an operation (it may be a jit input,
+    or require a gradient, which flows back in its own dtype).
+    """
+    if scores.dtype.kind != "f":
+        return target
+    if isinstance(target, Tensor):
+        return target if target.dtype == scores.dtype else astype(target, scores.dtype)
+    return np.asarray(target).astype(scores.dtype, copy=False)
+
+
 def mse_loss(prediction, target, reduction: str = "mean") -> Tensor:
     """Squared error between ``prediction`` and ``target``, reduced as ``reduction`` says.
 
@@ -277,7 +293,7 @@ def mse_loss(prediction, target, reduction: str = "mean") -> Tensor:
     if _shape(prediction) != _shape(target):
         raise ShapeError(f"mse_loss: Expect: prediction and target of the same shape. Actual: "
                          f"{_shape(prediction)} and {_shape(target)}")
-    diff = subtract(prediction, target)
+    diff = subtract(prediction, _in_precision(target, prediction))
     squares = multiply(diff, diff)
     if reduction == "mean_over_examples":
         if squares.ndim == 0:
@@ -339,8 +355,7 @@ def binary_cross_entropy_with_logits(logits, target, reduction: str = "mean") ->
     if _shape(logits) != _shape(target):
         raise ShapeError(f"binary_cross_entropy_with_logits: Expect: logits and target of the same shape. "
                          f"Actual: {_shape(logits)} and {_shape(target)}")
-    if not isinstance(target, Tensor):
-        target = np.asarray(target).astype(logits.dtype, copy=False)
+    target = _in_precision(target, logits)
     return _reduce(subtract(softplus(logits), multiply(target, logits)), reduction,
                    "binary_cross_entropy_with_logits")
 
