@@ -606,3 +606,16 @@ def test_float32_model_trains_in_float32():
     assert loss.dtype == np.float32
     loss.backward()
     assert net.layers[0].weight.grad.dtype == np.float32
+
+
+def test_assigning_a_plain_tensor_over_a_parameter_is_refused():
+    # It would silently leave parameters(), the optimizer and the state dict (PyTorch refuses too).
+    lin = nn.Linear(2, 2, rng=0)
+    for value in (ad.Tensor(np.ones((2, 2)), requires_grad=True), np.ones((2, 2))):
+        with pytest.raises(ad.AutogradDagError, match=r"Linear.weight is a parameter: assign an nn.Parameter"):
+            lin.weight = value
+    assert [n for n, _ in lin.named_parameters()] == ["weight", "bias"]
+    lin.weight = nn.Parameter(np.ones((2, 2)))
+    lin.bias = None
+    assert [n for n, _ in lin.named_parameters()] == ["weight"]
+    np.testing.assert_array_equal(lin(np.ones((1, 2))).value, [[2.0, 2.0]])

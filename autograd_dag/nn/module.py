@@ -130,6 +130,13 @@ class Module:
     def __setattr__(self, name: str, value) -> None:
         if "training" not in self.__dict__ and isinstance(value, (Tensor, Module)):
             self._check_initialised()
+        if isinstance(self.__dict__.get(name), Parameter) and value is not None \
+                and not isinstance(value, Parameter):
+            # As PyTorch: a Tensor or array put where a parameter was would silently
+            # drop out of parameters(), the optimizer and the state dict.
+            raise AutogradDagError(f"{type(self).__name__}.{name} is a parameter: assign an nn.Parameter "
+                                   f"(or None), not a {type(value).__name__}; to change its numbers in place "
+                                   f"write {name}.value[...] = ...")
         if isinstance(value, Module):
             object.__setattr__(value, "_scope_name", _scope_label(name, value))
         # Parameters are named by their attribute path as soon as they are
