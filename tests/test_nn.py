@@ -10,6 +10,7 @@ import pytest
 import autograd_dag as ad
 from autograd_dag import nn
 from autograd_dag.nn import functional as F
+from autograd_dag.program import retrace_jit
 
 RNG = np.random.default_rng(1234)
 
@@ -619,3 +620,27 @@ def test_assigning_a_plain_tensor_over_a_parameter_is_refused():
     lin.bias = None
     assert [n for n, _ in lin.named_parameters()] == ["weight"]
     np.testing.assert_array_equal(lin(np.ones((1, 2))).value, [[2.0, 2.0]])
+
+
+def test_jit_traces_again_when_a_module_gets_a_new_parameter_or_layer():
+    # A jit program reads the arrays it closed over by identity: a replaced parameter or layer
+    # (a new head for fine-tuning) must not leave it computing with the old one.
+    model = nn.Sequential(nn.Linear(2, 3, rng=0), nn.Linear(3, 2, rng=1))
+    f = ad.jit(lambda x: model(x))
+    x = rand(4, 2)
+    np.testing.assert_allclose(f(x), model(x).value)
+    model[0].weight = nn.Parameter(rand(3, 2))
+    np.testing.assert_allclose(f(x), model(x).value)
+    model._items[1] = nn.Linear(3, 2, rng=5)  # a list item: not an assignment the module sees
+    retrace_jit()
+    np.testing.assert_allclose(f(x), model(x).value)
+    res = nn.Residual(nn.Linear(2, 2, rng=0))
+    g = ad.jit(lambda x: res(x))
+    g(x)
+    res.h = nn.Linear(2, 2, rng=3)
+    np.testing.assert_allclose(g(x), res(x).value)
+    bn = nn.BatchNorm(2).eval()
+    h = ad.jit(lambda x: bn(x))
+    h(x)
+    bn.running_mean = np.ones(2)
+    np.testing.assert_allclose(h(x), bn(x).value)

@@ -147,7 +147,13 @@ class Module:
         elif isinstance(value, (Module, list, tuple)):
             for pname, p in _parameters_under(name, value):
                 _name_parameter(p, pname)
+        old = self.__dict__.get(name)
         object.__setattr__(self, name, value)
+        if old is not None and old is not value and (
+                name in self.__dict__.get("_buffers", ()) or isinstance(old, (Tensor, Module)) or _parameters_under(name, old)):
+            # A parameter, buffer or layer replaced: a program ad.jit recorded
+            # reads the old one's arrays by identity (as after load_state_dict).
+            retrace_jit()
 
     # ------------------------------------------------------------ discovery
 
