@@ -209,7 +209,11 @@ class MultiHeadAttention(Module):
     cross-attention), then Y_out = W_O ·_{heads, val} Attention(Q, K, V, M).
     The projections run as one matrix product over all heads (the weights
     reshaped to (d_model, heads·d_key)), and attention as batched products
-    over (batch, heads); ``mask`` broadcasts to (batch, L_q, L_k) or (L_q, L_k).
+    over (batch, heads); ``mask`` broadcasts to (batch, L_q, L_k) or (L_q, L_k):
+    additive scores (0 keeps, −∞ removes) or booleans True where a query may
+    attend, as ``torch.nn.functional.scaled_dot_product_attention`` reads them —
+    the opposite of ``torch.nn.MultiheadAttention``'s boolean ``attn_mask`` and
+    ``key_padding_mask`` (True there removes the key): invert such a mask.
     Shapes: x (..., L_q, d_model), memory (..., L_k, d_model) -> (..., L_q, d_model).
 
     Example:
