@@ -644,3 +644,30 @@ def test_jit_traces_again_when_a_module_gets_a_new_parameter_or_layer():
     h(x)
     bn.running_mean = np.ones(2)
     np.testing.assert_allclose(h(x), bn(x).value)
+
+
+@pytest.mark.parametrize("shape, affine", [((6, 4), True), ((5, 4, 3, 2), False), ((3, 4, 7), True)])
+def test_batch_norm_follows_pytorch_over_steps_and_modes(shape, affine):
+    """Outputs, input gradients and running statistics (momentum, unbiased variance) after three steps, then eval."""
+    torch = pytest.importorskip("torch")
+    bn = nn.BatchNorm(4, eps=1e-3, momentum=0.3, affine=affine)
+    ref = (torch.nn.BatchNorm2d if len(shape) == 4 else torch.nn.BatchNorm1d)(
+        4, eps=1e-3, momentum=0.3, affine=affine, dtype=torch.float64)
+    if affine:
+        bn.gamma.value[...], bn.beta.value[...] = rand(4), rand(4)
+        with torch.no_grad():
+            ref.weight.copy_(torch.tensor(bn.gamma.value))
+            ref.bias.copy_(torch.tensor(bn.beta.value))
+    for mode in ("train", "train", "train", "eval"):
+        bn.train(mode == "train")
+        ref.train(mode == "train")
+        x, w = rand(*shape, scale=3.0) + 2.0, rand(*shape)
+        xa, tx = ad.Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        out, tout = bn(xa), ref(tx)
+        (out * w).sum().backward()
+        (tout * torch.tensor(w)).sum().backward()
+        np.testing.assert_allclose(out.value, tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(xa.grad.value, tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(bn.running_mean, ref.running_mean.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(bn.running_var, ref.running_var.numpy(), rtol=1e-12)
+    assert int(bn.num_batches_tracked) == int(ref.num_batches_tracked) == 3

@@ -160,3 +160,35 @@ def test_schedules():
     assert optim.cosine_schedule(0, 10, 1.0, warmup=4) == 0.25
     assert optim.cosine_schedule(4, 10, 1.0, warmup=4) == 1.0
     assert optim.step_schedule(25, 1.0, 10, 0.5) == 0.25
+
+
+@pytest.mark.parametrize("name, kw", [
+    ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.3, weight_decay=0.1)),
+    ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.1)),
+    ("Adam", dict(lr=0.05, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1)),
+    ("AdamW", dict(lr=0.05, weight_decay=0.3)),
+])
+def test_twenty_steps_follow_pytorch(name, kw):
+    """Trajectories of 20 steps under StepLR, one parameter without a gradient at step 7 (skipped, its state kept)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    A, b = rng.standard_normal((5, 3)), rng.standard_normal(5)
+    w0, c0 = rng.standard_normal(3), rng.standard_normal((2, 2))
+
+    def grads(w, c):  # of |A w − b|² + Σ sin(c)·c, in closed form: the same numbers for both optimizers
+        return 2 * A.T @ (A @ w - b), np.sin(c) + c * np.cos(c)
+    ours = [param(w0), param(c0)]
+    theirs = [torch.tensor(w0.copy(), requires_grad=True), torch.tensor(c0.copy(), requires_grad=True)]
+    opt, topt = getattr(optim, name)(ours, **kw), getattr(torch.optim, name)(theirs, **kw)
+    sched, tsched = optim.StepLR(opt, 4, 0.5), torch.optim.lr_scheduler.StepLR(topt, 4, 0.5)
+    for step in range(20):
+        for p, g in zip(ours, grads(*(p.value for p in ours))):
+            p.grad = None if step == 7 and p is ours[1] else ad.Tensor(g)
+        for p, g in zip(theirs, grads(*(p.detach().numpy() for p in theirs))):
+            p.grad = None if step == 7 and p is theirs[1] else torch.tensor(g)
+        opt.step()
+        topt.step()
+        sched.step()
+        tsched.step()
+    for p, tp in zip(ours, theirs):
+        np.testing.assert_allclose(p.value, tp.detach().numpy(), rtol=1e-12, atol=1e-12)
