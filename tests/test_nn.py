@@ -671,3 +671,17 @@ def test_batch_norm_follows_pytorch_over_steps_and_modes(shape, affine):
         np.testing.assert_allclose(bn.running_mean, ref.running_mean.numpy(), rtol=1e-12)
         np.testing.assert_allclose(bn.running_var, ref.running_var.numpy(), rtol=1e-12)
     assert int(bn.num_batches_tracked) == int(ref.num_batches_tracked) == 3
+
+
+def test_batch_norm_in_training_mode_under_vmap_is_refused():
+    # vmap records one example: the running statistics moved once, by example 0's batch, for all of them.
+    bn = nn.BatchNorm(3, momentum=0.5)
+    batches = rand(4, 5, 3) + np.arange(4)[:, None, None]
+    with pytest.raises(ad.TracingError, match=r"BatchNorm\(3\): vmap .* training mode"):
+        ad.vmap(lambda x: bn(x))(batches)
+    np.testing.assert_array_equal(bn.running_mean, np.zeros(3))
+    assert int(bn.num_batches_tracked) == 0
+    bn.eval()  # the running statistics are read, not written: per-example outputs as one at a time
+    out = ad.vmap(lambda x: bn(x))(batches)
+    for i in range(4):
+        np.testing.assert_allclose(out.value[i], bn(batches[i]).value, rtol=1e-12)
