@@ -32,6 +32,7 @@ from ..primitives.reductions import softargmax
 from ..primitives.structure import reshape, transpose
 from . import init as _init
 from .attention import MultiHeadAttention, additive_scores, causal_mask, positional_encoding
+from .embedding import check_ids
 from .layers import Dropout, Linear
 from .module import Module, Parameter, _scope_label
 from .norm import LayerNorm
@@ -284,7 +285,8 @@ def _token_input(name: str, tokens, vocab: int):
     if value.dtype.kind in "iu":
         if value.ndim not in (1, 2):
             raise ShapeError(f"{name}: Expect: token indices of shape (L,) or (B, L). Actual: shape {value.shape}")
-        return (tokens if isinstance(tokens, Tensor) else value), None
+        # In [0, vocab), on every run of a jit program too: numpy's take would read −1 as the last row.
+        return check_ids(name, tokens, vocab), None
     if value.dtype.kind == "f":
         if value.ndim not in (2, 3) or value.shape[-1] != vocab:
             raise ShapeError(f"{name}: Expect: one-hot rows I of shape (L, {vocab}) or (B, L, {vocab}). "
@@ -407,7 +409,8 @@ class TransformerLM(Module):
     def step(self, state: DecoderState, token: int) -> tuple[np.ndarray, DecoderState]:
         """Consume ``token`` at ``state.position``; return the next token's logits (vocab,) and the new state."""
         with no_grad():
-            x = _embed(self.E, np.array([[int(token)]]), None, np.sqrt(self.d_model), np.array([state.position]))
+            ids = check_ids("TransformerLM.step", np.array([[int(token)]]), self.vocab_size)
+            x = _embed(self.E, ids, None, np.sqrt(self.d_model), np.array([state.position]))
             caches = []
             for block, cache in zip(self.block, state.caches):
                 x, cache = block.step(x, cache)
