@@ -685,3 +685,18 @@ def test_batch_norm_in_training_mode_under_vmap_is_refused():
     out = ad.vmap(lambda x: bn(x))(batches)
     for i in range(4):
         np.testing.assert_allclose(out.value[i], bn(batches[i]).value, rtol=1e-12)
+
+
+def test_functional_layer_norm_takes_pytorchs_arguments():
+    # F.layer_norm(x, (d,)) read (d,) as γ before: the output came out multiplied by d.
+    x, w, b = rand(3, 2, 4), rand(2, 4), rand(2, 4)
+    mu = x.mean(axis=(-2, -1), keepdims=True)
+    var = x.var(axis=(-2, -1), keepdims=True)
+    np.testing.assert_allclose(F.layer_norm(x, (2, 4), w, b, eps=1e-3).value,
+                               (x - mu) / np.sqrt(var + 1e-3) * w + b, rtol=1e-12)
+    mu, var = x.mean(axis=-1, keepdims=True), x.var(axis=-1, keepdims=True)
+    np.testing.assert_allclose(F.layer_norm(x, (4,)).value, (x - mu) / np.sqrt(var + 1e-5), rtol=1e-12)
+    np.testing.assert_allclose(F.layer_norm(x, 4).value, nn.LayerNorm(4)(x).value, rtol=1e-12)
+    for bad in ((3,), np.ones(4), (4.0,)):
+        with pytest.raises(ad.ShapeError, match="layer_norm: Expect: normalized_shape"):
+            F.layer_norm(x, bad)

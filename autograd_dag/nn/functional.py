@@ -18,7 +18,7 @@ from ..primitives.losses import softmax_cross_entropy
 from ..primitives.numeric import take_along_axis
 from ..primitives.random import dropout_mask, seed_for
 from ..primitives.reductions import argmax as _argmax
-from ..primitives.reductions import layer_norm
+from ..primitives.reductions import layer_norm as _layer_norm
 from ..primitives.reductions import logsumexp as _logsumexp
 from ..primitives.reductions import max as _max
 from ..primitives.reductions import mean as _mean
@@ -124,6 +124,26 @@ def logsumexp(x, axis: int = -1, keepdims: bool = False, gamma: float = 1.0) -> 
     Example: ``logsumexp(ad.Tensor([0., 0.])).value`` is ``log 2``.
     """
     return _logsumexp(x, axis, keepdims, gamma)
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+    """Layer normalization as a function, with PyTorch's signature: (x − μ) / √(σ² + ε) ⊙ weight + bias.
+
+    μ and σ² are over the trailing axes that ``normalized_shape`` (an int or a
+    tuple of ints, as in ``F.layer_norm(x, (d,))``) names; ``weight`` and
+    ``bias`` (None: 1 and 0) have that shape. One primitive, as :class:`LayerNorm`'s.
+    Shapes: x (..., *normalized_shape) -> x's shape.
+    Example: ``layer_norm(ad.Tensor([1., 3.]), 2, eps=0.0).value`` is ``[-1., 1.]``.
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else tuple(normalized_shape)
+    got = _shape(x)
+    if not shape or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in shape) \
+            or len(got) < len(shape) or got[len(got) - len(shape):] != tuple(int(d) for d in shape):
+        raise ShapeError(f"layer_norm: Expect: normalized_shape, a tuple of ints, naming the trailing axes of x "
+                         f"(then weight and bias), as PyTorch's F.layer_norm(x, normalized_shape, weight, bias). "
+                         f"Actual: x of shape {got}, normalized_shape {normalized_shape!r}")
+    return _layer_norm(x, 1.0 if weight is None else weight, 0.0 if bias is None else bias,
+                       tuple(range(-len(shape), 0)), eps)
 
 
 _ACTIVATIONS = {"relu": relu, "softplus": softplus, "step": step, "logistic": logistic,
