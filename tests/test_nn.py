@@ -700,3 +700,12 @@ def test_functional_layer_norm_takes_pytorchs_arguments():
     for bad in ((3,), np.ones(4), (4.0,)):
         with pytest.raises(ad.ShapeError, match="layer_norm: Expect: normalized_shape"):
             F.layer_norm(x, bad)
+
+
+def test_losses_name_pytorchs_class_weights_argument_as_unsupported():
+    z, y = rand(4, 3), np.array([0, 1, 2, 1])
+    for loss in (lambda: F.cross_entropy(z, y, np.ones(3)), lambda: F.nll_loss(z, y, ad.Tensor(np.ones(3))),
+                 lambda: F.cross_entropy(z, y, np.ones(3), ignore_index=1),
+                 lambda: F.binary_cross_entropy_with_logits(z, np.ones((4, 3)), np.ones((4, 3)))):
+        with pytest.raises(ad.AutogradDagError, match="class or element weights, PyTorch's third argument"):
+            loss()

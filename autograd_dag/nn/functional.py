@@ -171,7 +171,16 @@ def get_activation(activation):
 # ----------------------------------------------------------------- losses
 
 
+def _check_reduction(reduction, name: str) -> None:
+    if not isinstance(reduction, str):
+        # PyTorch's losses take class weights in this position; these do not.
+        raise AutogradDagError(f"{name}: reduction must be 'mean', 'sum' or 'none'; got a "
+                               f"{type(reduction).__name__} (class or element weights, PyTorch's third "
+                               f"argument, are not supported: weight the 'none' losses yourself)")
+
+
 def _reduce(loss: Tensor, reduction: str, name: str) -> Tensor:
+    _check_reduction(reduction, name)
     if reduction == "mean":
         return _mean(loss)
     if reduction == "sum":
@@ -203,6 +212,7 @@ def _without_ignored(name: str, target, ignore_index):
 
 def _reduce_kept(loss: Tensor, keep, reduction: str, name: str) -> Tensor:
     """``_reduce`` over the positions ``keep`` marks (all when None): the mean is over those only, as PyTorch's."""
+    _check_reduction(reduction, name)
     if keep is None:
         return _reduce(loss, reduction, name)
     # where, not a product with a 0/1 mask: an ignored position's loss may be infinite.
