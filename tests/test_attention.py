@@ -304,3 +304,13 @@ def test_multihead_follows_pytorch_with_every_kind_of_mask(bias):
                                    rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(mha.W_K.grad.value.transpose(0, 2, 1).reshape(h * k, d),
                                    ref.in_proj_weight.grad[d:2 * d].numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_multihead_refuses_a_key_width_that_is_not_a_positive_int():
+    # PyTorch's MultiheadAttention(embed_dim, num_heads, dropout) written here made d_key = int(0.1) = 0.
+    for bad in (0.1, 0, -2, True):
+        with pytest.raises(ad.ShapeError, match="d_key a positive int"):
+            nn.MultiHeadAttention(8, 2, bad)
+    with pytest.raises(ad.ShapeError, match="d_val a positive int"):
+        nn.TransformerBlock(8, 2, 16, 4, 0.5)
+    assert nn.MultiHeadAttention(8, 2, np.int64(3)).d_key == 3

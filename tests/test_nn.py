@@ -709,3 +709,10 @@ def test_losses_name_pytorchs_class_weights_argument_as_unsupported():
                  lambda: F.binary_cross_entropy_with_logits(z, np.ones((4, 3)), np.ones((4, 3)))):
         with pytest.raises(ad.AutogradDagError, match="class or element weights, PyTorch's third argument"):
             loss()
+
+
+def test_conv2d_bias_is_keyword_only():
+    # PyTorch's Conv2d(in, out, k, stride, padding, dilation): a sixth positional 2 was read as bias=2.
+    with pytest.raises(TypeError):
+        nn.Conv2d(1, 2, 3, 1, 1, 2)
+    assert nn.Conv2d(1, 2, 3, 1, 1, bias=False, rng=0).bias is None

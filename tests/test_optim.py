@@ -192,3 +192,18 @@ def test_twenty_steps_follow_pytorch(name, kw):
         tsched.step()
     for p, tp in zip(ours, theirs):
         np.testing.assert_allclose(p.value, tp.detach().numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_arguments_in_pytorchs_positional_order():
+    # SGD(params, lr, momentum, dampening, weight_decay): before, the fourth was weight_decay,
+    # so SGD(params, 0.1, 0.9, 0.5), written for PyTorch, decayed the weights instead of damping.
+    p = param([1.0, -2.0])
+    opt = optim.SGD([p], 0.1, 0.9, 0.5)
+    for _ in range(2):
+        p.grad = ad.Tensor(np.array([1.0, 1.0]))
+        opt.step()
+    # v1 = g, p1 = p0 − 0.1·g; v2 = 0.9·g + 0.5·g = 1.4·g, p2 = p1 − 0.14·g
+    np.testing.assert_allclose(p.value, [1.0 - 0.1 - 0.14, -2.0 - 0.1 - 0.14], rtol=1e-15)
+    assert (opt.dampening, opt.weight_decay) == (0.5, 0.0)
+    with pytest.raises(TypeError):  # PyTorch's fourth argument is last_epoch; warmup is keyword-only
+        optim.CosineAnnealingLR(optim.SGD([param([0.0])], 0.1), 10, 0.0, -1)
