@@ -333,7 +333,8 @@ class TransformerLM(Module):
       (b^{l,2} ∈ ℝ^layer; the seed's ℝ^hidden is a typo).
     * LayerNorm^l(X) = standardize_layer(X) ⊙ γ^l + β^l — :class:`LayerNorm`, ε = 1e-5 under the root.
     * O = softargmax_vocab(E ·_layer X^L) — :meth:`logits` is E ·_layer X^L (scope ``logits``, tied E);
-      :meth:`forward` returns O.
+      :meth:`forward` returns O, the probabilities (unlike the library's other models, whose call gives
+      logits): a loss takes ``lm.logits(tokens)``, never ``lm(tokens)``.
 
     Parameters (``state_dict()`` names): ``E`` (vocab, d_model); per block
     ``block.{l}.attention.W_Q``, ``W_K`` (heads, d_model, d_key), ``W_V``
@@ -436,6 +437,8 @@ class Transformer(Module):
     the encoder output) reads the target shifted right; ``output`` (a Linear
     layer) gives the target vocabulary's scores. ``source_mask`` (B, L_src)
     booleans, True at real tokens, hides source padding from both attentions.
+    Calling the model gives the probabilities (as :class:`TransformerLM`'s call);
+    a loss takes :meth:`logits`.
     Shapes: source (B, L_src), target (B, L_tgt) -> (B, L_tgt, target_vocab).
 
     Example:
