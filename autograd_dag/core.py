@@ -712,7 +712,17 @@ def traced(x) -> bool:
     Its numbers are then this call's only: code that would choose something on
     them (an arrangement, a branch) must compute with operations instead (:func:`concrete`).
     """
-    return isinstance(x, Tensor) and bool(_program_inputs) and _program_input_behind(x) is not None
+    return tracer_of(x) is not None
+
+
+def tracer_of(x) -> str | None:
+    """The name ('jit', 'trace', 'vmap') of the innermost program-recording transformation ``x`` depends on, or None.
+
+    Example: ``tracer_of(ad.Tensor(1.0))`` is None (not computed from a traced input).
+    """
+    if not isinstance(x, Tensor) or not _program_inputs:
+        return None
+    return _program_input_behind(x)
 
 
 def _program_input_behind(t: Tensor) -> str | None:

@@ -44,6 +44,13 @@ class Optimizer:
             if not isinstance(p, Tensor) or not p.requires_grad or not p.is_leaf:
                 raise AutogradDagError(f"{type(self).__name__}: parameter {i} is not a leaf Tensor with "
                                        f"requires_grad=True (got {type(p).__name__})")
+        # A parameter listed twice would take two updates per step (PyTorch only warns).
+        first: dict[int, int] = {}
+        for i, p in enumerate(self.params):
+            j = first.setdefault(id(p), i)
+            if j != i:
+                raise AutogradDagError(f"{type(self).__name__}: parameters {j} and {i} are the same Tensor; "
+                                       f"list each parameter once (model.parameters() lists a shared one once)")
         if lr < 0:
             raise AutogradDagError(f"{type(self).__name__}: lr must be >= 0; got {lr}")
         self.lr = float(lr)
@@ -85,13 +92,16 @@ class Optimizer:
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, Nesterov momentum and weight decay (PyTorch's rule).
 
+    The arguments come in ``torch.optim.SGD``'s order (lr, momentum, dampening,
+    weight_decay, nesterov), so a call written for PyTorch means the same here.
+
     g ← ∇ + λ·p;  with momentum μ: v ← μ·v + (1 − dampening)·g (v ← g at the
     first step) and g ← v (or g + μ·v with ``nesterov``);  p ← p − lr·g.
     Example: ``SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)``.
     """
 
-    def __init__(self, params, lr: float = 0.01, momentum: float = 0.0, weight_decay: float = 0.0,
-                 dampening: float = 0.0, nesterov: bool = False):
+    def __init__(self, params, lr: float = 0.01, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False):
         super().__init__(params, lr)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise AutogradDagError("SGD: nesterov needs momentum > 0 and dampening = 0")
@@ -224,9 +234,14 @@ class StepLR(LRScheduler):
 class CosineAnnealingLR(LRScheduler):
     """Cosine decay from base_lr to ``eta_min`` over ``T_max`` steps (optional linear ``warmup``).
 
+    After ``T_max`` steps the rate stays at ``eta_min``; PyTorch's scheduler of
+    the same name keeps following the cosine, back up towards base_lr over the
+    next ``T_max`` steps (a period of 2·T_max), which is rarely what a decay wants.
+    ``warmup`` is keyword-only: PyTorch's fourth argument is ``last_epoch``.
+
     Example: ``CosineAnnealingLR(opt, T_max=epochs)`` then ``sched.step()`` after each epoch.
     """
 
-    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, warmup: int = 0):
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, *, warmup: int = 0):
         base = optimizer.lr
         super().__init__(optimizer, lambda s: cosine_schedule(s, T_max, base, eta_min, warmup))

@@ -595,8 +595,10 @@ def retrace_jit() -> None:
     A program is recorded once per input signature; what ``f`` read from outside
     its arguments is fixed in it then (the modes of the modules it calls, the
     arrays it closes over by identity). ``Module.train()``/``eval()`` call this
-    when a mode changes, and ``load_state_dict`` when it has to replace an array
-    rather than copy into it; call it after rebinding such an array yourself.
+    when a mode changes, ``load_state_dict`` when it has to replace an array
+    rather than copy into it, and a module when one of its parameters, buffers
+    or layers is replaced by assignment; call it after rebinding such an array
+    yourself (``p.value = ...``).
     """
     global _trace_epoch
     _trace_epoch += 1
@@ -629,8 +631,9 @@ def jit(f: Callable) -> Callable:
     arrays; arrays that ``f`` reads from outside (closures) become constants
     of the program, read by identity: changes made in place (an optimizer's
     step) are seen, a rebound name is not, so pass everything that changes
-    between calls as an argument. A module switched by ``train()``/``eval()``
-    or reloaded by ``load_state_dict`` makes every jit function trace again
+    between calls as an argument. A module switched by ``train()``/``eval()``,
+    reloaded by ``load_state_dict`` or given a new parameter, buffer or layer
+    (``model.head = nn.Linear(...)``) makes every jit function trace again
     (:func:`retrace_jit`). Called on arrays, it returns numpy arrays, which
     carry no derivative: a Tensor that ``f`` reads from a closure (a model's
     weight) gets no gradient through them, so train with the parameters as

@@ -253,3 +253,64 @@ def test_multihead_shape_errors():
         nn.MultiHeadAttention(6, heads=4)
     with pytest.raises(ad.ShapeError, match="d_model=6"):
         nn.MultiHeadAttention(6, heads=2)(np.ones((3, 5)))
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_multihead_follows_pytorch_with_every_kind_of_mask(bias):
+    """nn.MultiheadAttention with the same weights: self/cross, causal, boolean, additive and padding masks.
+
+    Ours reads a boolean mask as True = attend; PyTorch's module reads True = removed.
+    """
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    d, h, B, Lq, Lk = 8, 2, 2, 4, 6
+    mha = nn.MultiHeadAttention(d, h, bias=bias, rng=1)
+    for p in mha.parameters():
+        p.value[...] = rng.standard_normal(p.shape) * 0.5
+    ref = torch.nn.MultiheadAttention(d, h, bias=bias, batch_first=True, dtype=torch.float64)
+    k = mha.d_key
+    with torch.no_grad():
+        flat = [torch.tensor(W.value.transpose(0, 2, 1).reshape(h * k, d)) for W in (mha.W_Q, mha.W_K, mha.W_V)]
+        ref.in_proj_weight.copy_(torch.cat(flat))
+        ref.out_proj.weight.copy_(torch.tensor(mha.W_O.value.reshape(h * k, d).T))
+        if bias:
+            ref.in_proj_bias.copy_(torch.tensor(np.concatenate([b.value.ravel() for b in (mha.b_Q, mha.b_K, mha.b_V)])))
+            ref.out_proj.bias.copy_(torch.tensor(mha.b_O.value))
+    x, memory = rng.standard_normal((B, Lq, d)), rng.standard_normal((B, Lk, d))
+    real = np.ones((B, Lk), bool)
+    real[0, 4:] = False
+    additive = rng.standard_normal((B, Lq, Lk))
+    lower = np.tril(np.ones((Lq, Lq), bool))
+    cases = [(None, None, {}),
+             (None, nn.causal_mask(Lq), dict(attn_mask=torch.tensor(nn.causal_mask(Lq)))),
+             (None, lower, dict(attn_mask=torch.tensor(~lower))),
+             (memory, real[:, None, :], dict(key_padding_mask=torch.tensor(~real))),
+             (memory, ad.Tensor(real[:, None, :]), dict(key_padding_mask=torch.tensor(~real))),
+             (memory, additive, dict(attn_mask=torch.tensor(np.repeat(additive, h, axis=0))))]
+    for mem, mask, torch_mask in cases:
+        xa = ad.Tensor(x, requires_grad=True)
+        out = mha(xa, None if mem is None else ad.Tensor(mem), mask=mask)
+        w = rng.standard_normal(out.shape)
+        mha.zero_grad()
+        (out * w).sum().backward()
+        tx = torch.tensor(x, requires_grad=True)
+        tm = tx if mem is None else torch.tensor(mem)
+        ref.zero_grad()
+        tout, _ = ref(tx, tm, tm, need_weights=False, **torch_mask)
+        (tout * torch.tensor(w)).sum().backward()
+        np.testing.assert_allclose(out.value, tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(xa.grad.value, tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(mha.W_O.grad.value.reshape(h * k, d).T, ref.out_proj.weight.grad.numpy(),
+                                   rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(mha.W_K.grad.value.transpose(0, 2, 1).reshape(h * k, d),
+                                   ref.in_proj_weight.grad[d:2 * d].numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_multihead_refuses_a_key_width_that_is_not_a_positive_int():
+    # PyTorch's MultiheadAttention(embed_dim, num_heads, dropout) written here made d_key = int(0.1) = 0.
+    for bad in (0.1, 0, -2, True):
+        with pytest.raises(ad.ShapeError, match="d_key a positive int"):
+            nn.MultiHeadAttention(8, 2, bad)
+    with pytest.raises(ad.ShapeError, match="d_val a positive int"):
+        nn.TransformerBlock(8, 2, 16, 4, 0.5)
+    assert nn.MultiHeadAttention(8, 2, np.int64(3)).d_key == 3

@@ -16,6 +16,7 @@ import autograd_dag as ad
 from autograd_dag import nn, optim
 from autograd_dag.autodiff import topological_nodes
 from autograd_dag.nn import functional as F
+from autograd_dag.program import NodeKind
 
 F32 = np.dtype(np.float32)
 
@@ -79,7 +80,21 @@ def _scalar_mlp():
     return model, rng.standard_normal((5, 2)), rng.choice([-1, 1], 5), loss
 
 
-MODELS = {"mlp": _mlp, "transformer": _transformer, "lenet": _lenet, "scalar_mlp": _scalar_mlp}
+def _regression():
+    """A float32 model against float64 targets (numpy's default): the data takes the model's precision."""
+    rng = np.random.default_rng(0)
+    model = nn.MLP([3, 8, 2], activation="tanh", rng=0, dtype=np.float32)
+    return model, rng.standard_normal((6, 3)).astype(np.float32), rng.standard_normal((6, 2)), F.mse_loss
+
+
+def _glove():
+    """GloVe's loss is the model's output; its data (log X_ij, f(X_ij)) is float64 numpy."""
+    model = nn.GloVe(6, 4, rng=0, dtype=np.float32)
+    return model, nn.cooccurrence_counts([[0, 1, 2, 3, 4, 5, 1, 2]], 6, window=3), None, lambda j, _: j
+
+
+MODELS = {"mlp": _mlp, "transformer": _transformer, "lenet": _lenet, "scalar_mlp": _scalar_mlp,
+          "regression": _regression, "glove": _glove}
 
 
 def _float_nodes(loss):
@@ -161,3 +176,17 @@ def test_a_float32_input_promoted_by_a_float64_constant_gets_a_float32_gradient(
     for route, g in routes.items():
         assert np.asarray(g).dtype == F32, route
         np.testing.assert_allclose(g, expected + 0.5, rtol=1e-6, err_msg=route)
+
+
+def test_jit_float64_targets_are_cast_inside_the_program():
+    """Under jit the float64 targets are an input of the program: cast there, every computed node is float32."""
+    model, x, y, loss_fn = _regression()
+    params = {k: p.value for k, p in model.named_parameters()}
+    step = ad.jit(ad.value_and_grad(lambda params, x, y: loss_fn(nn.functional_call(model, params, x), y)))
+    loss, grads = step(params, x, y)
+    assert np.asarray(loss).dtype == F32
+    assert {k: np.asarray(g).dtype for k, g in grads.items()} == {k: F32 for k in params}
+    ((program, _),) = step.programs.values()
+    wrong = sorted({f"{node.op}:{node.dtype}" for node in program if node.op is not NodeKind.INPUT
+                    and node.dtype is not None and np.dtype(node.dtype).kind in "fc" and np.dtype(node.dtype) != F32})
+    assert not wrong, f"program nodes not float32: {wrong}"

@@ -10,6 +10,7 @@ import pytest
 import autograd_dag as ad
 from autograd_dag import nn
 from autograd_dag.nn import functional as F
+from autograd_dag.program import retrace_jit
 
 RNG = np.random.default_rng(1234)
 
@@ -490,6 +491,38 @@ def test_functional_call_substitutes_and_restores():
     with pytest.raises(ad.AutogradDagError, match="no parameter.*'wieght'"):
         nn.functional_call(lin, {"wieght": np.zeros((1, 2))}, np.ones((3, 2)))
 
+
+class TiedOutput(nn.Module):
+    """An output layer sharing the embedding table: one Parameter held at two attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(5, 3, rng=0)
+        self.out = nn.Linear(3, 5, bias=False, rng=1)
+        self.out.weight = self.emb.weight
+
+    def forward(self, ids):
+        return self.out(self.emb(ids))
+
+
+def test_functional_call_replaces_a_tied_parameter_everywhere():
+    m = TiedOutput()
+    ids = np.array([1, 2, 3, 1])
+    assert [n for n, _ in m.named_parameters()] == ["emb.weight"]
+    W = rand(5, 3)
+    # numpy reference: f(W) = Σ_k <W[ids_k], s> with s = Σ_r W[r]; row ids_k gets s, every row Σ_k W[ids_k].
+    expected_value = (W[ids] @ W.T).sum()
+    expected_grad = np.zeros_like(W)
+    np.add.at(expected_grad, ids, W.sum(axis=0))
+    expected_grad += W[ids].sum(axis=0)
+    for name in ("emb.weight", "out.weight"):  # either name of the tied parameter
+        f = lambda W: nn.functional_call(m, {name: W}, ids).sum()
+        np.testing.assert_allclose(f(W).value, expected_value, rtol=1e-12)
+        np.testing.assert_allclose(ad.grad(f)(W), expected_grad, rtol=1e-12)
+    assert m.out.weight is m.emb.weight  # restored, still tied
+    with pytest.raises(ad.AutogradDagError, match="one tied parameter"):
+        nn.functional_call(m, {"emb.weight": W, "out.weight": W + 1}, ids)
+
 # ---------------------------------------------------------------------- init
 
 
@@ -574,3 +607,112 @@ def test_float32_model_trains_in_float32():
     assert loss.dtype == np.float32
     loss.backward()
     assert net.layers[0].weight.grad.dtype == np.float32
+
+
+def test_assigning_a_plain_tensor_over_a_parameter_is_refused():
+    # It would silently leave parameters(), the optimizer and the state dict (PyTorch refuses too).
+    lin = nn.Linear(2, 2, rng=0)
+    for value in (ad.Tensor(np.ones((2, 2)), requires_grad=True), np.ones((2, 2))):
+        with pytest.raises(ad.AutogradDagError, match=r"Linear.weight is a parameter: assign an nn.Parameter"):
+            lin.weight = value
+    assert [n for n, _ in lin.named_parameters()] == ["weight", "bias"]
+    lin.weight = nn.Parameter(np.ones((2, 2)))
+    lin.bias = None
+    assert [n for n, _ in lin.named_parameters()] == ["weight"]
+    np.testing.assert_array_equal(lin(np.ones((1, 2))).value, [[2.0, 2.0]])
+
+
+def test_jit_traces_again_when_a_module_gets_a_new_parameter_or_layer():
+    # A jit program reads the arrays it closed over by identity: a replaced parameter or layer
+    # (a new head for fine-tuning) must not leave it computing with the old one.
+    model = nn.Sequential(nn.Linear(2, 3, rng=0), nn.Linear(3, 2, rng=1))
+    f = ad.jit(lambda x: model(x))
+    x = rand(4, 2)
+    np.testing.assert_allclose(f(x), model(x).value)
+    model[0].weight = nn.Parameter(rand(3, 2))
+    np.testing.assert_allclose(f(x), model(x).value)
+    model._items[1] = nn.Linear(3, 2, rng=5)  # a list item: not an assignment the module sees
+    retrace_jit()
+    np.testing.assert_allclose(f(x), model(x).value)
+    res = nn.Residual(nn.Linear(2, 2, rng=0))
+    g = ad.jit(lambda x: res(x))
+    g(x)
+    res.h = nn.Linear(2, 2, rng=3)
+    np.testing.assert_allclose(g(x), res(x).value)
+    bn = nn.BatchNorm(2).eval()
+    h = ad.jit(lambda x: bn(x))
+    h(x)
+    bn.running_mean = np.ones(2)
+    np.testing.assert_allclose(h(x), bn(x).value)
+
+
+@pytest.mark.parametrize("shape, affine", [((6, 4), True), ((5, 4, 3, 2), False), ((3, 4, 7), True)])
+def test_batch_norm_follows_pytorch_over_steps_and_modes(shape, affine):
+    """Outputs, input gradients and running statistics (momentum, unbiased variance) after three steps, then eval."""
+    torch = pytest.importorskip("torch")
+    bn = nn.BatchNorm(4, eps=1e-3, momentum=0.3, affine=affine)
+    ref = (torch.nn.BatchNorm2d if len(shape) == 4 else torch.nn.BatchNorm1d)(
+        4, eps=1e-3, momentum=0.3, affine=affine, dtype=torch.float64)
+    if affine:
+        bn.gamma.value[...], bn.beta.value[...] = rand(4), rand(4)
+        with torch.no_grad():
+            ref.weight.copy_(torch.tensor(bn.gamma.value))
+            ref.bias.copy_(torch.tensor(bn.beta.value))
+    for mode in ("train", "train", "train", "eval"):
+        bn.train(mode == "train")
+        ref.train(mode == "train")
+        x, w = rand(*shape, scale=3.0) + 2.0, rand(*shape)
+        xa, tx = ad.Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        out, tout = bn(xa), ref(tx)
+        (out * w).sum().backward()
+        (tout * torch.tensor(w)).sum().backward()
+        np.testing.assert_allclose(out.value, tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(xa.grad.value, tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(bn.running_mean, ref.running_mean.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(bn.running_var, ref.running_var.numpy(), rtol=1e-12)
+    assert int(bn.num_batches_tracked) == int(ref.num_batches_tracked) == 3
+
+
+def test_batch_norm_in_training_mode_under_vmap_is_refused():
+    # vmap records one example: the running statistics moved once, by example 0's batch, for all of them.
+    bn = nn.BatchNorm(3, momentum=0.5)
+    batches = rand(4, 5, 3) + np.arange(4)[:, None, None]
+    with pytest.raises(ad.TracingError, match=r"BatchNorm\(3\): vmap .* training mode"):
+        ad.vmap(lambda x: bn(x))(batches)
+    np.testing.assert_array_equal(bn.running_mean, np.zeros(3))
+    assert int(bn.num_batches_tracked) == 0
+    bn.eval()  # the running statistics are read, not written: per-example outputs as one at a time
+    out = ad.vmap(lambda x: bn(x))(batches)
+    for i in range(4):
+        np.testing.assert_allclose(out.value[i], bn(batches[i]).value, rtol=1e-12)
+
+
+def test_functional_layer_norm_takes_pytorchs_arguments():
+    # F.layer_norm(x, (d,)) read (d,) as γ before: the output came out multiplied by d.
+    x, w, b = rand(3, 2, 4), rand(2, 4), rand(2, 4)
+    mu = x.mean(axis=(-2, -1), keepdims=True)
+    var = x.var(axis=(-2, -1), keepdims=True)
+    np.testing.assert_allclose(F.layer_norm(x, (2, 4), w, b, eps=1e-3).value,
+                               (x - mu) / np.sqrt(var + 1e-3) * w + b, rtol=1e-12)
+    mu, var = x.mean(axis=-1, keepdims=True), x.var(axis=-1, keepdims=True)
+    np.testing.assert_allclose(F.layer_norm(x, (4,)).value, (x - mu) / np.sqrt(var + 1e-5), rtol=1e-12)
+    np.testing.assert_allclose(F.layer_norm(x, 4).value, nn.LayerNorm(4)(x).value, rtol=1e-12)
+    for bad in ((3,), np.ones(4), (4.0,)):
+        with pytest.raises(ad.ShapeError, match="layer_norm: Expect: normalized_shape"):
+            F.layer_norm(x, bad)
+
+
+def test_losses_name_pytorchs_class_weights_argument_as_unsupported():
+    z, y = rand(4, 3), np.array([0, 1, 2, 1])
+    for loss in (lambda: F.cross_entropy(z, y, np.ones(3)), lambda: F.nll_loss(z, y, ad.Tensor(np.ones(3))),
+                 lambda: F.cross_entropy(z, y, np.ones(3), ignore_index=1),
+                 lambda: F.binary_cross_entropy_with_logits(z, np.ones((4, 3)), np.ones((4, 3)))):
+        with pytest.raises(ad.AutogradDagError, match="class or element weights, PyTorch's third argument"):
+            loss()
+
+
+def test_conv2d_bias_is_keyword_only():
+    # PyTorch's Conv2d(in, out, k, stride, padding, dilation): a sixth positional 2 was read as bias=2.
+    with pytest.raises(TypeError):
+        nn.Conv2d(1, 2, 3, 1, 1, 2)
+    assert nn.Conv2d(1, 2, 3, 1, 1, bias=False, rng=0).bias is None

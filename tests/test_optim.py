@@ -108,6 +108,16 @@ def test_optimizer_rejects_bad_parameters():
         optim.Adam([ad.Tensor([1.0])])
 
 
+def test_optimizer_refuses_a_parameter_listed_twice():
+    # Listed twice, it would take two updates per step: 1 - 2·0.1 instead of 1 - 0.1.
+    p = param([1.0])
+    with pytest.raises(ad.AutogradDagError, match="parameters 0 and 2 are the same Tensor"):
+        optim.SGD([p, param([2.0]), p], lr=0.1)
+    tied = nn.Linear(2, 2, rng=0)
+    opt = optim.SGD(tied.parameters() + [param([0.0])], lr=0.1)  # a shared parameter is listed once
+    assert len(opt.params) == 3
+
+
 def test_training_a_linear_model_reduces_the_loss():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 3))
@@ -150,3 +160,50 @@ def test_schedules():
     assert optim.cosine_schedule(0, 10, 1.0, warmup=4) == 0.25
     assert optim.cosine_schedule(4, 10, 1.0, warmup=4) == 1.0
     assert optim.step_schedule(25, 1.0, 10, 0.5) == 0.25
+
+
+@pytest.mark.parametrize("name, kw", [
+    ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.3, weight_decay=0.1)),
+    ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.1)),
+    ("Adam", dict(lr=0.05, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1)),
+    ("AdamW", dict(lr=0.05, weight_decay=0.3)),
+])
+def test_twenty_steps_follow_pytorch(name, kw):
+    """Trajectories of 20 steps under StepLR, one parameter without a gradient at step 7 (skipped, its state kept)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    A, b = rng.standard_normal((5, 3)), rng.standard_normal(5)
+    w0, c0 = rng.standard_normal(3), rng.standard_normal((2, 2))
+
+    def grads(w, c):  # of |A w − b|² + Σ sin(c)·c, in closed form: the same numbers for both optimizers
+        return 2 * A.T @ (A @ w - b), np.sin(c) + c * np.cos(c)
+    ours = [param(w0), param(c0)]
+    theirs = [torch.tensor(w0.copy(), requires_grad=True), torch.tensor(c0.copy(), requires_grad=True)]
+    opt, topt = getattr(optim, name)(ours, **kw), getattr(torch.optim, name)(theirs, **kw)
+    sched, tsched = optim.StepLR(opt, 4, 0.5), torch.optim.lr_scheduler.StepLR(topt, 4, 0.5)
+    for step in range(20):
+        for p, g in zip(ours, grads(*(p.value for p in ours))):
+            p.grad = None if step == 7 and p is ours[1] else ad.Tensor(g)
+        for p, g in zip(theirs, grads(*(p.detach().numpy() for p in theirs))):
+            p.grad = None if step == 7 and p is theirs[1] else torch.tensor(g)
+        opt.step()
+        topt.step()
+        sched.step()
+        tsched.step()
+    for p, tp in zip(ours, theirs):
+        np.testing.assert_allclose(p.value, tp.detach().numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_arguments_in_pytorchs_positional_order():
+    # SGD(params, lr, momentum, dampening, weight_decay): before, the fourth was weight_decay,
+    # so SGD(params, 0.1, 0.9, 0.5), written for PyTorch, decayed the weights instead of damping.
+    p = param([1.0, -2.0])
+    opt = optim.SGD([p], 0.1, 0.9, 0.5)
+    for _ in range(2):
+        p.grad = ad.Tensor(np.array([1.0, 1.0]))
+        opt.step()
+    # v1 = g, p1 = p0 − 0.1·g; v2 = 0.9·g + 0.5·g = 1.4·g, p2 = p1 − 0.14·g
+    np.testing.assert_allclose(p.value, [1.0 - 0.1 - 0.14, -2.0 - 0.1 - 0.14], rtol=1e-15)
+    assert (opt.dampening, opt.weight_decay) == (0.5, 0.0)
+    with pytest.raises(TypeError):  # PyTorch's fourth argument is last_epoch; warmup is keyword-only
+        optim.CosineAnnealingLR(optim.SGD([param([0.0])], 0.1), 10, 0.0, -1)

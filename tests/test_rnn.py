@@ -371,3 +371,29 @@ def test_each_step_records_in_its_own_name_scope():
     program = ad.trace(lambda x: classifier(x), rand(2, 4, 2))
     scopes = {node.scope for node in program}
     assert {("encoder", "step0"), ("encoder", "step3"), ("pooling",), ("head",)} <= scopes
+
+
+@pytest.mark.parametrize("kind", ["elman", "gru", "lstm"])
+def test_unrolled_cells_follow_pytorch(kind):
+    """A hand loop over torch.nn.RNNCell / GRUCell / LSTMCell with the same weights and initial state."""
+    torch = pytest.importorskip("torch")
+    B, L, D, H = 3, 5, 4, 6
+    cell = nn.make_cell(kind, D, H, rng=1)
+    ref = {"elman": torch.nn.RNNCell, "gru": torch.nn.GRUCell, "lstm": torch.nn.LSTMCell}[kind](D, H, dtype=torch.float64)
+    with torch.no_grad():
+        for name, p in ref.named_parameters():
+            p.copy_(torch.tensor(getattr(cell, name).value))
+    model = nn.SequenceToVector(cell, pooling="mean")
+    model.encoder.z0.value[...] = rand(cell.state_size)
+    x, w = rand(B, L, D), rand(B, H)
+    (model(x) * w).sum().backward()
+    z0 = torch.tensor(model.encoder.z0.value, requires_grad=True)
+    state = (z0[:H].expand(B, H), z0[H:].expand(B, H)) if kind == "lstm" else z0.expand(B, H)
+    hs = []
+    for l in range(L):
+        state = ref(torch.tensor(x[:, l]), state)
+        hs.append(state[0] if kind == "lstm" else state)
+    (torch.stack(hs, 1).mean(1) * torch.tensor(w)).sum().backward()
+    for name, p in ref.named_parameters():
+        np.testing.assert_allclose(getattr(cell, name).grad.value, p.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(model.encoder.z0.grad.value, z0.grad.numpy(), rtol=1e-10, atol=1e-12)

@@ -359,3 +359,24 @@ def test_encoder_decoder_learns_to_reverse_and_greedy_steps_decode_it():
             out.append(token)
         correct += out == list(src[::-1])
     assert correct >= 18
+
+
+@pytest.mark.parametrize("bad", [-1, 11])
+def test_token_ids_out_of_range_are_refused_on_every_path(bad):
+    # numpy's take reads −1 as the last row of E: before, the models silently embedded it.
+    lm = nn.TransformerLM(vocab_size=11, d_model=8, heads=2, hidden=16, layers=1, rng=0)
+    with pytest.raises(ad.ShapeError, match=rf"TransformerLM: id {bad} is out of range"):
+        lm.logits(np.array([[1, bad, 3]]))
+    with pytest.raises(ad.ShapeError, match=rf"TransformerLM.step: id {bad} is out of range"):
+        lm.step(lm.start_state(), bad)
+    logits = ad.jit(lambda tokens: lm.logits(tokens))
+    logits(np.array([[1, 2, 3]]))
+    with pytest.raises(ad.ShapeError, match="out of range"):  # a later call of the recorded program
+        logits(np.array([[1, bad, 3]]))
+    model = nn.Transformer(7, 11, d_model=8, heads=2, hidden=16, layers=1, rng=0)
+    with pytest.raises(ad.ShapeError, match="Transformer source: id -1 is out of range"):
+        model.logits(np.array([[1, -1]]), np.array([[3]]))
+    with pytest.raises(ad.ShapeError, match=rf"Transformer target: id {bad} is out of range"):
+        model.logits(np.array([[1, 2]]), np.array([[bad]]))
+    with pytest.raises(ad.ShapeError, match=rf"Transformer target: id {bad} is out of range"):
+        model.step(model.start_state(np.array([1, 2])), bad)

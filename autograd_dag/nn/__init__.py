@@ -5,7 +5,9 @@ Built only from public Tensor operations, so every model is a program: it
 executes, differentiates (``loss.backward()``, ``ad.grad``) and renders with
 one cluster per layer (each module call runs inside ``ad.name_scope``).
 Every model returns logits from ``model(x)`` and probabilities from
-``model.predict_proba(x)`` (see :class:`Classifier`).
+``model.predict_proba(x)`` (see :class:`Classifier`), except the seeds'
+Transformers (:class:`TransformerLM`, :class:`Transformer`), whose ``model(x)``
+is the seeds' probabilities O: their losses take ``model.logits(...)``.
 
 Example:
     >>> import numpy as np, autograd_dag as ad

@@ -209,7 +209,11 @@ class MultiHeadAttention(Module):
     cross-attention), then Y_out = W_O ·_{heads, val} Attention(Q, K, V, M).
     The projections run as one matrix product over all heads (the weights
     reshaped to (d_model, heads·d_key)), and attention as batched products
-    over (batch, heads); ``mask`` broadcasts to (batch, L_q, L_k) or (L_q, L_k).
+    over (batch, heads); ``mask`` broadcasts to (batch, L_q, L_k) or (L_q, L_k):
+    additive scores (0 keeps, −∞ removes) or booleans True where a query may
+    attend, as ``torch.nn.functional.scaled_dot_product_attention`` reads them —
+    the opposite of ``torch.nn.MultiheadAttention``'s boolean ``attn_mask`` and
+    ``key_padding_mask`` (True there removes the key): invert such a mask.
     Shapes: x (..., L_q, d_model), memory (..., L_k, d_model) -> (..., L_q, d_model).
 
     Example:
@@ -229,6 +233,11 @@ class MultiHeadAttention(Module):
         if heads < 1 or (d_key is None or d_val is None) and d_model % heads:
             raise ShapeError(f"MultiHeadAttention: Expect: heads >= 1 dividing d_model (or d_key and d_val "
                              f"given). Actual: d_model={d_model}, heads={heads}")
+        for what, size in (("d_key", d_key), ("d_val", d_val)):
+            if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1):
+                # e.g. PyTorch's MultiheadAttention(embed_dim, num_heads, dropout=0.1): int(0.1) was a 0-wide key.
+                raise ShapeError(f"MultiHeadAttention: Expect: {what} a positive int (or None: d_model / heads). "
+                                 f"Actual: {size!r}")
         self.d_model, self.heads = d_model, heads
         self.d_key = int(d_key) if d_key is not None else d_model // heads
         self.d_val = int(d_val) if d_val is not None else d_model // heads

@@ -26,6 +26,8 @@ class Conv2d(Module):
 
     ``weight`` W has shape (out_channels, in_channels, kh, kw) (He init by
     default, for the ReLU that follows in LeNet); ``bias`` b has shape (out_channels,).
+    No dilation or groups; ``bias`` is keyword-only, so PyTorch's positional
+    ``dilation`` (the sixth argument there) is refused rather than read as ``bias``.
     Shapes: (B, in_channels, H, W) -> (B, out_channels, (H + 2p − kh)//s + 1, (W + 2p − kw)//s + 1).
 
     Example:
@@ -35,8 +37,8 @@ class Conv2d(Module):
         (2, 6, 28, 28)
     """
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, bias: bool = True,
-                 *, init: str = "he", rng=None, dtype=np.float64):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, *, bias: bool = True,
+                 init: str = "he", rng=None, dtype=np.float64):
         super().__init__()
         self.in_channels, self.out_channels = int(in_channels), int(out_channels)
         self.kernel_size, self.stride, self.padding = _pair(kernel_size), _pair(stride), _pair(padding)

@@ -18,7 +18,7 @@ from ..primitives.losses import softmax_cross_entropy
 from ..primitives.numeric import take_along_axis
 from ..primitives.random import dropout_mask, seed_for
 from ..primitives.reductions import argmax as _argmax
-from ..primitives.reductions import layer_norm
+from ..primitives.reductions import layer_norm as _layer_norm
 from ..primitives.reductions import logsumexp as _logsumexp
 from ..primitives.reductions import max as _max
 from ..primitives.reductions import mean as _mean
@@ -126,6 +126,26 @@ def logsumexp(x, axis: int = -1, keepdims: bool = False, gamma: float = 1.0) -> 
     return _logsumexp(x, axis, keepdims, gamma)
 
 
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+    """Layer normalization as a function, with PyTorch's signature: (x − μ) / √(σ² + ε) ⊙ weight + bias.
+
+    μ and σ² are over the trailing axes that ``normalized_shape`` (an int or a
+    tuple of ints, as in ``F.layer_norm(x, (d,))``) names; ``weight`` and
+    ``bias`` (None: 1 and 0) have that shape. One primitive, as :class:`LayerNorm`'s.
+    Shapes: x (..., *normalized_shape) -> x's shape.
+    Example: ``layer_norm(ad.Tensor([1., 3.]), 2, eps=0.0).value`` is ``[-1., 1.]``.
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else tuple(normalized_shape)
+    got = _shape(x)
+    if not shape or not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in shape) \
+            or len(got) < len(shape) or got[len(got) - len(shape):] != tuple(int(d) for d in shape):
+        raise ShapeError(f"layer_norm: Expect: normalized_shape, a tuple of ints, naming the trailing axes of x "
+                         f"(then weight and bias), as PyTorch's F.layer_norm(x, normalized_shape, weight, bias). "
+                         f"Actual: x of shape {got}, normalized_shape {normalized_shape!r}")
+    return _layer_norm(x, 1.0 if weight is None else weight, 0.0 if bias is None else bias,
+                       tuple(range(-len(shape), 0)), eps)
+
+
 _ACTIVATIONS = {"relu": relu, "softplus": softplus, "step": step, "logistic": logistic,
                 "sigmoid": sigmoid, "tanh": tanh, "softargmax": softargmax, "softmax": softargmax,
                 "argmax": argmax, "identity": identity, "linear": identity, "none": identity}
@@ -151,7 +171,16 @@ def get_activation(activation):
 # ----------------------------------------------------------------- losses
 
 
+def _check_reduction(reduction, name: str) -> None:
+    if not isinstance(reduction, str):
+        # PyTorch's losses take class weights in this position; these do not.
+        raise AutogradDagError(f"{name}: reduction must be 'mean', 'sum' or 'none'; got a "
+                               f"{type(reduction).__name__} (class or element weights, PyTorch's third "
+                               f"argument, are not supported: weight the 'none' losses yourself)")
+
+
 def _reduce(loss: Tensor, reduction: str, name: str) -> Tensor:
+    _check_reduction(reduction, name)
     if reduction == "mean":
         return _mean(loss)
     if reduction == "sum":
@@ -183,6 +212,7 @@ def _without_ignored(name: str, target, ignore_index):
 
 def _reduce_kept(loss: Tensor, keep, reduction: str, name: str) -> Tensor:
     """``_reduce`` over the positions ``keep`` marks (all when None): the mean is over those only, as PyTorch's."""
+    _check_reduction(reduction, name)
     if keep is None:
         return _reduce(loss, reduction, name)
     # where, not a product with a 0/1 mask: an ignored position's loss may be infinite.
@@ -212,7 +242,8 @@ def _target_distribution(name: str, scores: Tensor, target) -> Tensor:
             raise ShapeError(f"{name}: Expect: integer class indices of shape {scores.shape[:-1]} or "
                              f"class probabilities of shape {scores.shape}. Actual: float target of "
                              f"shape {value.shape}")
-        return target if isinstance(target, Tensor) else Tensor(value.astype(scores.dtype, copy=False))
+        target = _in_precision(target, scores)
+        return target if isinstance(target, Tensor) else Tensor(target)
     raise ShapeError(f"{name}: Expect: integer class indices or float probabilities. Actual: dtype {value.dtype}")
 
 
@@ -256,6 +287,21 @@ def _as_tensor(x) -> Tensor:
     return x if isinstance(x, Tensor) else Tensor(x)
 
 
+def _in_precision(target, scores: Tensor):
+    """A numeric target (labels, regression targets, class probabilities) in the floating dtype of ``scores``.
+
+    Data arrives as float64 (numpy's default, and an input of a ``jit`` program
+    keeps it): left so, it would turn a float32 model's loss and gradients
+    float64. A Tensor target is converted by an operation (it may be a jit input,
+    or require a gradient, which flows back in its own dtype).
+    """
+    if scores.dtype.kind != "f":
+        return target
+    if isinstance(target, Tensor):
+        return target if target.dtype == scores.dtype else astype(target, scores.dtype)
+    return np.asarray(target).astype(scores.dtype, copy=False)
+
+
 def mse_loss(prediction, target, reduction: str = "mean") -> Tensor:
     """Squared error between ``prediction`` and ``target``, reduced as ``reduction`` says.
 
@@ -277,7 +323,7 @@ def mse_loss(prediction, target, reduction: str = "mean") -> Tensor:
     if _shape(prediction) != _shape(target):
         raise ShapeError(f"mse_loss: Expect: prediction and target of the same shape. Actual: "
                          f"{_shape(prediction)} and {_shape(target)}")
-    diff = subtract(prediction, target)
+    diff = subtract(prediction, _in_precision(target, prediction))
     squares = multiply(diff, diff)
     if reduction == "mean_over_examples":
         if squares.ndim == 0:
@@ -339,8 +385,7 @@ def binary_cross_entropy_with_logits(logits, target, reduction: str = "mean") ->
     if _shape(logits) != _shape(target):
         raise ShapeError(f"binary_cross_entropy_with_logits: Expect: logits and target of the same shape. "
                          f"Actual: {_shape(logits)} and {_shape(target)}")
-    if not isinstance(target, Tensor):
-        target = np.asarray(target).astype(logits.dtype, copy=False)
+    target = _in_precision(target, logits)
     return _reduce(subtract(softplus(logits), multiply(target, logits)), reduction,
                    "binary_cross_entropy_with_logits")
 

@@ -152,9 +152,13 @@ def glove_loss(w, w_tilde, b, b_tilde, cooc, x_max: float = 100.0, alpha: float 
             raise ShapeError(f"glove_loss: Expect: {name} of shape {want} (w is (V, d), b and b_tilde (V,)). "
                              f"Actual: {got}")
     rows, cols, counts = _pairs(cooc, size)
-    weights = glove_weighting(counts, x_max, alpha)
+    # The data in the parameters' precision: a float32 model's loss and gradients stay float32.
+    dtype = np.result_type(*(t.dtype if isinstance(t, Tensor) else np.asarray(t).dtype
+                             for t in (w, w_tilde, b, b_tilde)))
+    dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
+    weights = glove_weighting(counts, x_max, alpha).astype(dtype)
     fit = (_sum(take(w, rows) * take(w_tilde, cols), axis=-1) + take(b, rows) + take(b_tilde, cols)
-           - np.log(counts))
+           - np.log(counts).astype(dtype))
     terms = fit * fit * weights
     if reduction == "sum":
         return _sum(terms)

@@ -130,6 +130,13 @@ class Module:
     def __setattr__(self, name: str, value) -> None:
         if "training" not in self.__dict__ and isinstance(value, (Tensor, Module)):
             self._check_initialised()
+        if isinstance(self.__dict__.get(name), Parameter) and value is not None \
+                and not isinstance(value, Parameter):
+            # As PyTorch: a Tensor or array put where a parameter was would silently
+            # drop out of parameters(), the optimizer and the state dict.
+            raise AutogradDagError(f"{type(self).__name__}.{name} is a parameter: assign an nn.Parameter "
+                                   f"(or None), not a {type(value).__name__}; to change its numbers in place "
+                                   f"write {name}.value[...] = ...")
         if isinstance(value, Module):
             object.__setattr__(value, "_scope_name", _scope_label(name, value))
         # Parameters are named by their attribute path as soon as they are
@@ -140,7 +147,13 @@ class Module:
         elif isinstance(value, (Module, list, tuple)):
             for pname, p in _parameters_under(name, value):
                 _name_parameter(p, pname)
+        old = self.__dict__.get(name)
         object.__setattr__(self, name, value)
+        if old is not None and old is not value and (
+                name in self.__dict__.get("_buffers", ()) or isinstance(old, (Tensor, Module)) or _parameters_under(name, old)):
+            # A parameter, buffer or layer replaced: a program ad.jit recorded
+            # reads the old one's arrays by identity (as after load_state_dict).
+            retrace_jit()
 
     # ------------------------------------------------------------ discovery
 
@@ -488,6 +501,9 @@ def functional_call(module: Module, params: dict, *args, **kwargs):
     ``params`` maps dotted names (as in :meth:`Module.named_parameters`) to
     values; the module's own parameters are restored afterwards. This makes a
     model a function of its parameters, e.g. for ``ad.grad`` or ``ad.check_grads``.
+    A tied parameter (one Parameter held at several attributes, listed once by
+    ``named_parameters``) is replaced at every place it is held, under any of
+    its names; two different values for one tied parameter are refused.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -496,29 +512,42 @@ def functional_call(module: Module, params: dict, *args, **kwargs):
         >>> f = lambda x, W, b: nn.functional_call(lin, {"weight": W, "bias": b}, x).sum()
         >>> ad.check_grads(f, (np.ones((4, 3)), lin.weight.value, lin.bias.value))
     """
-    slots: dict[str, tuple[object, str, int | None]] = {}
+    slots: dict[str, Parameter] = {}
+    # Where each parameter is held: a tied parameter (one Parameter at two
+    # attributes, e.g. an output layer sharing the embedding table) is held twice.
+    holders: dict[int, list[tuple[object, str, int | None]]] = {}
     for mname, m in module.named_modules():
-        for name, attr, i, _ in m._parameter_slots():
-            slots[f"{mname}.{name}" if mname else name] = (m, attr, i)
+        for name, attr, i, p in m._parameter_slots():
+            slots[f"{mname}.{name}" if mname else name] = p
+            holders.setdefault(id(p), []).append((m, attr, i))
     unknown = [k for k in params if k not in slots]
     if unknown:
         raise AutogradDagError(f"functional_call: {type(module).__name__} has no parameter(s) {unknown}; "
                                f"its parameters are {list(slots)}")
+    # A tied parameter is one variable: the value given under any of its names
+    # replaces it everywhere (as torch.func.functional_call's tie_weights), so
+    # that the function, and its gradient, see every use.
+    given: dict[int, tuple[str, object]] = {}
+    for key, value in params.items():
+        pid = id(slots[key])
+        if pid in given and given[pid][1] is not value:
+            raise AutogradDagError(f"functional_call: '{given[pid][0]}' and '{key}' name one tied parameter "
+                                   f"of {type(module).__name__}; give it once")
+        given[pid] = (key, value)
     saved = []
     try:
-        for key, value in params.items():
-            owner, attr, i = slots[key]
+        for pid, (_, value) in given.items():
             value = value if isinstance(value, Tensor) else Tensor(value)
-            old = owner.__dict__[attr]
-            saved.append((owner, attr, old))
-            if i is None:
-                object.__setattr__(owner, attr, value)
-            else:
-                seq = list(old)
-                seq[i] = value
-                object.__setattr__(owner, attr, type(old)(seq) if isinstance(old, tuple) else seq)
+            for owner, attr, i in holders[pid]:
+                old = owner.__dict__[attr]
+                saved.append((owner, attr, old))
+                if i is None:
+                    object.__setattr__(owner, attr, value)
+                else:
+                    seq = list(old)
+                    seq[i] = value
+                    object.__setattr__(owner, attr, type(old)(seq) if isinstance(old, tuple) else seq)
         return module(*args, **kwargs)
     finally:
         for owner, attr, old in reversed(saved):
             object.__setattr__(owner, attr, old)
-

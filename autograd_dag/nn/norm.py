@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import Tensor, no_grad
-from ..errors import ShapeError
+from ..core import Tensor, no_grad, tracer_of
+from ..errors import ShapeError, TracingError
 from ..primitives.elementwise import add, divide, multiply, sqrt, subtract
 from ..primitives.reductions import layer_norm, mean
 from ..primitives.structure import reshape
@@ -44,6 +44,7 @@ class BatchNorm(Module):
     side effect of the forward pass: inside ``ad.jit`` it happens once, when
     the step is traced (as side effects do under ``jax.jit``), so train a
     BatchNorm model with eager steps, or keep it in ``eval()`` under jit.
+    Under ``vmap`` training mode is refused (the update would see one example).
     Shapes: (B, D) or (B, D, *spatial) -> same shape; γ, β, running stats (D,).
 
     Example:
@@ -86,6 +87,12 @@ class BatchNorm(Module):
                                  f"in training mode (batch statistics of one sample are meaningless). "
                                  f"Actual: input shape {x.shape}; use eval() for single samples")
             out, mu, var = _standardize(x, axes, self.eps)
+            if tracer_of(mu) == "vmap":
+                # vmap records one example: the running statistics would move once, by its
+                # batch's statistics alone, for the whole vmapped batch (PyTorch's vmap refuses too).
+                raise TracingError(f"BatchNorm({self.num_features}): vmap of batch normalization in training "
+                                   f"mode would update the running statistics once, from the first example's "
+                                   f"batch only; call it on the whole batch, or use eval() under vmap")
             self._update_running(mu.value.reshape(-1), var.value.reshape(-1), count)
         else:
             mu = Tensor(self.running_mean.reshape(feature_shape), name="running_mean")

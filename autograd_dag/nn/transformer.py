@@ -32,6 +32,7 @@ from ..primitives.reductions import softargmax
 from ..primitives.structure import reshape, transpose
 from . import init as _init
 from .attention import MultiHeadAttention, additive_scores, causal_mask, positional_encoding
+from .embedding import check_ids
 from .layers import Dropout, Linear
 from .module import Module, Parameter, _scope_label
 from .norm import LayerNorm
@@ -284,7 +285,8 @@ def _token_input(name: str, tokens, vocab: int):
     if value.dtype.kind in "iu":
         if value.ndim not in (1, 2):
             raise ShapeError(f"{name}: Expect: token indices of shape (L,) or (B, L). Actual: shape {value.shape}")
-        return (tokens if isinstance(tokens, Tensor) else value), None
+        # In [0, vocab), on every run of a jit program too: numpy's take would read −1 as the last row.
+        return check_ids(name, tokens, vocab), None
     if value.dtype.kind == "f":
         if value.ndim not in (2, 3) or value.shape[-1] != vocab:
             raise ShapeError(f"{name}: Expect: one-hot rows I of shape (L, {vocab}) or (B, L, {vocab}). "
@@ -331,7 +333,8 @@ class TransformerLM(Module):
       (b^{l,2} ∈ ℝ^layer; the seed's ℝ^hidden is a typo).
     * LayerNorm^l(X) = standardize_layer(X) ⊙ γ^l + β^l — :class:`LayerNorm`, ε = 1e-5 under the root.
     * O = softargmax_vocab(E ·_layer X^L) — :meth:`logits` is E ·_layer X^L (scope ``logits``, tied E);
-      :meth:`forward` returns O.
+      :meth:`forward` returns O, the probabilities (unlike the library's other models, whose call gives
+      logits): a loss takes ``lm.logits(tokens)``, never ``lm(tokens)``.
 
     Parameters (``state_dict()`` names): ``E`` (vocab, d_model); per block
     ``block.{l}.attention.W_Q``, ``W_K`` (heads, d_model, d_key), ``W_V``
@@ -407,7 +410,8 @@ class TransformerLM(Module):
     def step(self, state: DecoderState, token: int) -> tuple[np.ndarray, DecoderState]:
         """Consume ``token`` at ``state.position``; return the next token's logits (vocab,) and the new state."""
         with no_grad():
-            x = _embed(self.E, np.array([[int(token)]]), None, np.sqrt(self.d_model), np.array([state.position]))
+            ids = check_ids("TransformerLM.step", np.array([[int(token)]]), self.vocab_size)
+            x = _embed(self.E, ids, None, np.sqrt(self.d_model), np.array([state.position]))
             caches = []
             for block, cache in zip(self.block, state.caches):
                 x, cache = block.step(x, cache)
@@ -433,6 +437,8 @@ class Transformer(Module):
     the encoder output) reads the target shifted right; ``output`` (a Linear
     layer) gives the target vocabulary's scores. ``source_mask`` (B, L_src)
     booleans, True at real tokens, hides source padding from both attentions.
+    Calling the model gives the probabilities (as :class:`TransformerLM`'s call);
+    a loss takes :meth:`logits`.
     Shapes: source (B, L_src), target (B, L_tgt) -> (B, L_tgt, target_vocab).
 
     Example:

@@ -705,8 +705,9 @@ def layer_norm(x, gamma=1.0, beta=0.0, axes=-1, eps: float = 1e-5) -> Tensor:
     are the standardised axes; gamma and beta broadcast against x (usually of
     the standardised shape). ε goes under the square root, as in PyTorch.
     Shapes: x (..., *n), gamma and beta broadcastable to it -> x's shape (broadcast).
-    Not exported as ``ad.*``; it is ``nn.functional.layer_norm`` (and what ``nn.LayerNorm`` calls).
-    Example: ``nn.functional.layer_norm(ad.Tensor([1., 3.]), eps=0.0).value`` is ``[-1., 1.]``.
+    Not exported as ``ad.*``; ``nn.LayerNorm`` calls it, and ``nn.functional.layer_norm``
+    wraps it with PyTorch's signature (normalized_shape, weight, bias, eps).
+    Example: ``layer_norm(ad.Tensor([1., 3.]), eps=0.0).value`` is ``[-1., 1.]``.
     """
     return apply(LAYER_NORM, x, gamma, beta, axes=_trailing_axes("layer_norm", axes, _ndim(x)),
                  eps=float(parameter(eps, "layer_norm's eps")))
