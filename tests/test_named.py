@@ -326,6 +326,20 @@ def test_backward_fills_grad_with_names():
     np.testing.assert_allclose(W.grad.align("layer", "hidden").value, np.tile(X.value.sum(0)[:, None], (1, 3)))
 
 
+def test_backward_takes_the_cotangent_by_name_never_in_storage_order():
+    # b + X stores (layer, seq): a positional cotangent meant as (seq, layer) was read transposed.
+    X = NamedTensor(np.zeros((2, 2)), "seq layer", requires_grad=True)
+    Y = NamedTensor(np.zeros(2), "layer") + X
+    assert Y.names == ("layer", "seq")
+    g = np.array([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(AxisNameError, match=r"backward: Expect: grad as a NamedTensor with axes \(layer, seq\)"):
+        Y.backward(g)
+    with pytest.raises(AxisNameError, match="positional Tensor of shape"):
+        Y.backward(ad.Tensor(g))
+    Y.backward(NamedTensor(g, "seq layer"))
+    np.testing.assert_array_equal(X.grad.align("seq", "layer").value, g)
+
+
 @pytest.mark.parametrize("fn", [
     lambda X, W: N.softmax(N.ndot(W, X, "layer"), "hidden"),
     lambda X, W: N.standardize(X, "layer", eps=0.1) * W.nsum("hidden"),

@@ -205,9 +205,20 @@ class NamedTensor:
         return None if g is None else _wrap(g if isinstance(g, Tensor) else Tensor(g), self.names)
 
     def backward(self, grad=None, **options) -> None:
-        """Fill ``.grad`` of every leaf behind this (scalar) named tensor; options as ``Tensor.backward``."""
+        """Fill ``.grad`` of every leaf behind this (scalar) named tensor; options as ``Tensor.backward``.
+
+        ``grad`` (the cotangent of a tensor with axes) must be a NamedTensor:
+        its axes are found by name. A positional array would be read in the
+        storage order, an implementation detail (``b + X`` may store
+        (layer, seq)): with two axes of one size that is a silent transposition.
+        """
         if isinstance(grad, NamedTensor):
             grad = grad.align(*self.names)
+        elif grad is not None and np.ndim(grad.value if isinstance(grad, Tensor) else grad) > 0:
+            raise AxisNameError(f"backward: Expect: grad as a NamedTensor with axes {_show(self.names)} (found by "
+                                f"name) or a scalar. Actual: a positional {type(grad).__name__} of shape "
+                                f"{np.shape(grad.value if isinstance(grad, Tensor) else grad)}; name its axes "
+                                f"with NamedTensor(grad, names)")
         self.tensor.backward(grad, **options)
 
     def detach(self) -> "NamedTensor":
