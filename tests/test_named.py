@@ -326,6 +326,14 @@ def test_backward_fills_grad_with_names():
     np.testing.assert_allclose(W.grad.align("layer", "hidden").value, np.tile(X.value.sum(0)[:, None], (1, 3)))
 
 
+def test_one_hot_refuses_tokens_out_of_range():
+    # np.eye(V)[-1] is the last token's row: token −1 became a one-hot of token V − 1.
+    np.testing.assert_array_equal(seed000.one_hot(np.array([2, 0]), 3).value, [[0, 0, 1], [1, 0, 0]])
+    for bad in (-1, 3):
+        with pytest.raises(ad.ShapeError, match=f"one_hot: token {bad} is out of range"):
+            seed000.one_hot(np.array([[0, bad]]), 3)
+
+
 def test_backward_takes_the_cotangent_by_name_never_in_storage_order():
     # b + X stores (layer, seq): a positional cotangent meant as (seq, layer) was read transposed.
     X = NamedTensor(np.zeros((2, 2)), "seq layer", requires_grad=True)
