@@ -388,6 +388,13 @@ def _over(over, op: str) -> tuple[str, ...]:
     return over
 
 
+def _count(value, op: str, label: str) -> int:
+    """An axis size, window or stride given by the user: an integer, never a float rounded down silently."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise AxisNameError(f"{op}: Expect: {label} an integer. Actual: {value!r}")
+    return int(value)
+
+
 def _aligned(x: NamedTensor, order: tuple[str, ...]) -> Tensor:
     """x's Tensor with its axes in ``order`` (names x lacks inserted as size-1 axes)."""
     t = x.tensor
@@ -697,11 +704,12 @@ def split(X, name: str, sizes: dict | None = None, **more) -> NamedTensor:
     if clash:
         raise AxisNameError(f"split {name!r} -> {_show(new)}: Expect: new names. Actual: the tensor already has "
                             f"axes {_show(X.names)}")
-    total = int(np.prod([int(s) for s in sizes.values()], dtype=np.int64))
+    sizes = {n: _count(d, f"split {name!r}", f"the size of {n!r}") for n, d in sizes.items()}
+    total = int(np.prod(list(sizes.values()), dtype=np.int64))
     if total != X.tensor.shape[ax]:
         raise AxisNameError(f"split {name!r} -> {axes_str(new, tuple(sizes.values()))}: Expect: sizes whose "
                             f"product is |{name}| = {X.tensor.shape[ax]}. Actual: product {total}")
-    shape = X.tensor.shape[:ax] + tuple(int(s) for s in sizes.values()) + X.tensor.shape[ax + 1:]
+    shape = X.tensor.shape[:ax] + tuple(sizes.values()) + X.tensor.shape[ax + 1:]
     return _wrap(reshape(X.tensor, shape), X.names[:ax] + new + X.names[ax + 1:])
 
 
@@ -730,7 +738,8 @@ def unroll(X, name: str, window: str, size: int, stride: int = 1) -> NamedTensor
     if window in X.names:
         raise AxisNameError(f"unroll {name!r} -> ({name}, {window}): Expect: a new window name. Actual: the "
                             f"tensor has axes {_show(X.names)}")
-    n, size, stride = X.tensor.shape[ax], int(size), int(stride)
+    n = X.tensor.shape[ax]
+    size, stride = _count(size, "unroll", "the window size"), _count(stride, "unroll", "the stride")
     if size < 1 or stride < 1 or size > n:
         raise AxisNameError(f"unroll {name!r} -> ({name}, {window}): Expect: 1 <= window size <= |{name}| = {n} "
                             f"and stride >= 1. Actual: size {size}, stride {stride}")
@@ -809,7 +818,7 @@ def max_pool2d(X, kh, kw=None, *, height: str = "height", width: str = "width", 
     for n in (height, width):
         _axis(X, n, op)
     kw = kh if kw is None else kw
-    window = (int(kh), int(kw))
+    window = (_count(kh, op, "kh"), _count(kw, op, "kw"))
     sizes = X.sizes
     if window[0] > sizes[height] or window[1] > sizes[width] or min(window) < 1:
         raise AxisNameError(f"{op} {window[0]}×{window[1]}: Expect: a window within {height}:{sizes[height]} × "
