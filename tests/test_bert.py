@@ -93,6 +93,17 @@ def test_nsp_pairs_are_half_consecutive_half_random_from_other_documents():
         text.sentence_pairs([[np.array([1])]], 2)
 
 
+def test_nsp_negatives_come_from_the_only_document_when_the_others_are_empty():
+    # Empty documents (e.g. left by filtering) used to make the negative draw wait forever
+    # for a sentence of another document.
+    docs = [[np.array([0]), np.array([1]), np.array([2])], [], []]
+    pairs = text.sentence_pairs(docs, 400, np.random.default_rng(0))
+    negatives = [(int(a[0]), int(b[0])) for a, b, y in pairs if y == 0]
+    assert binomial_ok(len(negatives), len(pairs), 0.5)
+    assert all(b != a + 1 for a, b in negatives)  # never the true successor
+    assert {b for _, b in negatives} == {0, 1, 2}
+
+
 def test_pack_pair_and_batch_layout():
     vocab = vocab_of()
     a, b = vocab.encode(WORDS[:6]), vocab.encode(WORDS[6:8])

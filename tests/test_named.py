@@ -326,6 +326,42 @@ def test_backward_fills_grad_with_names():
     np.testing.assert_allclose(W.grad.align("layer", "hidden").value, np.tile(X.value.sum(0)[:, None], (1, 3)))
 
 
+def test_sizes_windows_and_strides_must_be_integers():
+    # int() rounded them down: split into b:1.5 gave b:1, a 2.7 window unrolled 2 entries.
+    X = NamedTensor(np.arange(6.0), "n")
+    with pytest.raises(AxisNameError, match=r"split 'n': Expect: the size of 'b' an integer. Actual: 1.5"):
+        N.split(X, "n", {"a": 6, "b": 1.5})
+    with pytest.raises(AxisNameError, match="unroll: Expect: the window size an integer"):
+        N.unroll(X, "n", "w", 2.7)
+    with pytest.raises(AxisNameError, match="unroll: Expect: the stride an integer"):
+        N.unroll(X, "n", "w", 2, stride=1.5)
+    with pytest.raises(AxisNameError, match="max_pool2d: Expect: kh an integer"):
+        N.max_pool2d(NamedTensor(np.ones((4, 4)), "height width"), 2.5)
+    assert N.split(X, "n", a=np.int64(2), b=3).sizes == {"a": 2, "b": 3}
+
+
+def test_one_hot_refuses_tokens_out_of_range():
+    # np.eye(V)[-1] is the last token's row: token −1 became a one-hot of token V − 1.
+    np.testing.assert_array_equal(seed000.one_hot(np.array([2, 0]), 3).value, [[0, 0, 1], [1, 0, 0]])
+    for bad in (-1, 3):
+        with pytest.raises(ad.ShapeError, match=f"one_hot: token {bad} is out of range"):
+            seed000.one_hot(np.array([[0, bad]]), 3)
+
+
+def test_backward_takes_the_cotangent_by_name_never_in_storage_order():
+    # b + X stores (layer, seq): a positional cotangent meant as (seq, layer) was read transposed.
+    X = NamedTensor(np.zeros((2, 2)), "seq layer", requires_grad=True)
+    Y = NamedTensor(np.zeros(2), "layer") + X
+    assert Y.names == ("layer", "seq")
+    g = np.array([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(AxisNameError, match=r"backward: Expect: grad as a NamedTensor with axes \(layer, seq\)"):
+        Y.backward(g)
+    with pytest.raises(AxisNameError, match="positional Tensor of shape"):
+        Y.backward(ad.Tensor(g))
+    Y.backward(NamedTensor(g, "seq layer"))
+    np.testing.assert_array_equal(X.grad.align("seq", "layer").value, g)
+
+
 @pytest.mark.parametrize("fn", [
     lambda X, W: N.softmax(N.ndot(W, X, "layer"), "hidden"),
     lambda X, W: N.standardize(X, "layer", eps=0.1) * W.nsum("hidden"),

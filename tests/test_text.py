@@ -36,6 +36,17 @@ def test_vocabulary_cutoffs():
         text.Vocabulary.build(sentences, max_size=3)
 
 
+@pytest.mark.parametrize("cut", [{"min_count": 2}, {"max_size": 8}])
+def test_vocabulary_counts_are_the_frequencies_of_the_encoded_text(cut):
+    # Subsampling and negative sampling read counts[i] as id i's frequency in the encoded corpus:
+    # the tokens cut by min_count / max_size are [UNK] there, so [UNK] must count them.
+    sentences = [["a"] * 5 + ["b"] * 3 + ["c"] * 2 + ["d", "e"], ["[CLS]", "b", "f", "[UNK]"]]
+    v = text.Vocabulary.build(sentences, **cut)
+    encoded = np.concatenate([v.encode(s) for s in sentences])
+    assert v.counts.tolist() == np.bincount(encoded, minlength=len(v)).tolist()
+    assert v.counts.sum() == sum(len(s) for s in sentences)
+
+
 def test_vocabulary_encode_decode_and_errors():
     v = text.Vocabulary.build([["x", "y"]])
     ids = v.encode(["y", "zzz", "x"])

@@ -251,6 +251,19 @@ def test_negative_sampler_follows_unigram_to_the_three_quarters():
     assert np.allclose(freq, expect, atol=0.005)
 
 
+def test_negative_sampler_never_draws_a_trailing_zero_count_word():
+    # Ten shares of 0.1 sum to 1 − 2⁻⁵³ in floating point: a uniform draw of exactly 1 − 2⁻⁵³
+    # (a value numpy's generator can return) fell past the last real word onto the count-0 id.
+    sampler = nn.NegativeSampler([1] * 10 + [0], rng=0)
+
+    class Highest:
+        def random(self, shape):
+            return np.full(shape, 1 - 2.0 ** -53)
+
+    sampler.rng = Highest()
+    assert sampler.sample((3,)).tolist() == [9, 9, 9]
+
+
 def test_subsample_keeps_each_word_with_probability_sqrt_t_over_f():
     counts = np.array([0, 9000, 900, 90, 10])  # shares .9, .09, .009, .001
     sentences = [np.repeat(np.arange(5), counts)] * 100
@@ -273,6 +286,17 @@ def test_word_vectors_queries():
     assert np.isclose(wv.similarity("man", "woman"), 0.0)
     with pytest.raises(ad.AutogradDagError, match="'pear' is not in the vocabulary"):
         wv.most_similar("pear")
+
+
+def test_word_vector_ties_at_the_cut_are_broken_by_id():
+    # 1000 equal vectors: argpartition alone kept arbitrary tied words (w656, w657, w671).
+    wv = nn.WordVectors(np.ones((1000, 3)), [f"w{i}" for i in range(1000)])
+    assert [w for w, _ in wv.most_similar("w0", k=3)] == ["w1", "w2", "w3"]
+    vectors = np.ones((1000, 2))
+    vectors[500] = [1.0, 2.0]  # the one best word first, then the lowest ids of the tie
+    wv = nn.WordVectors(vectors, [f"w{i}" for i in range(1000)])
+    assert [w for w, _ in wv.nearest(np.array([1.0, 2.0]), k=3)] == ["w500", "w0", "w1"]
+    assert wv.nearest(np.array([1.0, 2.0]), k=0) == []
 
 
 def test_models_train_and_answer_queries():

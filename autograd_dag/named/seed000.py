@@ -47,6 +47,11 @@ def one_hot(tokens, vocab: int) -> NamedTensor:
     if tokens.dtype.kind not in "iu" or tokens.ndim not in (1, 2):
         raise ShapeError(f"one_hot: Expect: integer tokens of shape (L,) or (B, L). Actual: dtype {tokens.dtype}, "
                          f"shape {tokens.shape}")
+    if tokens.size and (tokens.min() < 0 or tokens.max() >= vocab):
+        # numpy's indexing would read −1 as the last row: a silent one-hot of another token.
+        bad = int(tokens.min() if tokens.min() < 0 else tokens.max())
+        raise ShapeError(f"one_hot: token {bad} is out of range. Expect: tokens in [0, {vocab}). "
+                         f"Actual: tokens in [{int(tokens.min())}, {int(tokens.max())}]")
     names = ("seq", "vocab") if tokens.ndim == 1 else ("batch", "seq", "vocab")
     return NamedTensor(np.eye(vocab)[tokens], names, name="I")
 

@@ -205,9 +205,20 @@ class NamedTensor:
         return None if g is None else _wrap(g if isinstance(g, Tensor) else Tensor(g), self.names)
 
     def backward(self, grad=None, **options) -> None:
-        """Fill ``.grad`` of every leaf behind this (scalar) named tensor; options as ``Tensor.backward``."""
+        """Fill ``.grad`` of every leaf behind this (scalar) named tensor; options as ``Tensor.backward``.
+
+        ``grad`` (the cotangent of a tensor with axes) must be a NamedTensor:
+        its axes are found by name. A positional array would be read in the
+        storage order, an implementation detail (``b + X`` may store
+        (layer, seq)): with two axes of one size that is a silent transposition.
+        """
         if isinstance(grad, NamedTensor):
             grad = grad.align(*self.names)
+        elif grad is not None and np.ndim(grad.value if isinstance(grad, Tensor) else grad) > 0:
+            raise AxisNameError(f"backward: Expect: grad as a NamedTensor with axes {_show(self.names)} (found by "
+                                f"name) or a scalar. Actual: a positional {type(grad).__name__} of shape "
+                                f"{np.shape(grad.value if isinstance(grad, Tensor) else grad)}; name its axes "
+                                f"with NamedTensor(grad, names)")
         self.tensor.backward(grad, **options)
 
     def detach(self) -> "NamedTensor":
@@ -375,6 +386,13 @@ def _over(over, op: str) -> tuple[str, ...]:
     if not all(isinstance(n, str) for n in over) or len(set(over)) != len(over):
         raise AxisNameError(f"{op}: Expect: an axis name or distinct axis names. Actual: {over!r}")
     return over
+
+
+def _count(value, op: str, label: str) -> int:
+    """An axis size, window or stride given by the user: an integer, never a float rounded down silently."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise AxisNameError(f"{op}: Expect: {label} an integer. Actual: {value!r}")
+    return int(value)
 
 
 def _aligned(x: NamedTensor, order: tuple[str, ...]) -> Tensor:
@@ -686,11 +704,12 @@ def split(X, name: str, sizes: dict | None = None, **more) -> NamedTensor:
     if clash:
         raise AxisNameError(f"split {name!r} -> {_show(new)}: Expect: new names. Actual: the tensor already has "
                             f"axes {_show(X.names)}")
-    total = int(np.prod([int(s) for s in sizes.values()], dtype=np.int64))
+    sizes = {n: _count(d, f"split {name!r}", f"the size of {n!r}") for n, d in sizes.items()}
+    total = int(np.prod(list(sizes.values()), dtype=np.int64))
     if total != X.tensor.shape[ax]:
         raise AxisNameError(f"split {name!r} -> {axes_str(new, tuple(sizes.values()))}: Expect: sizes whose "
                             f"product is |{name}| = {X.tensor.shape[ax]}. Actual: product {total}")
-    shape = X.tensor.shape[:ax] + tuple(int(s) for s in sizes.values()) + X.tensor.shape[ax + 1:]
+    shape = X.tensor.shape[:ax] + tuple(sizes.values()) + X.tensor.shape[ax + 1:]
     return _wrap(reshape(X.tensor, shape), X.names[:ax] + new + X.names[ax + 1:])
 
 
@@ -719,7 +738,8 @@ def unroll(X, name: str, window: str, size: int, stride: int = 1) -> NamedTensor
     if window in X.names:
         raise AxisNameError(f"unroll {name!r} -> ({name}, {window}): Expect: a new window name. Actual: the "
                             f"tensor has axes {_show(X.names)}")
-    n, size, stride = X.tensor.shape[ax], int(size), int(stride)
+    n = X.tensor.shape[ax]
+    size, stride = _count(size, "unroll", "the window size"), _count(stride, "unroll", "the stride")
     if size < 1 or stride < 1 or size > n:
         raise AxisNameError(f"unroll {name!r} -> ({name}, {window}): Expect: 1 <= window size <= |{name}| = {n} "
                             f"and stride >= 1. Actual: size {size}, stride {stride}")
@@ -798,7 +818,7 @@ def max_pool2d(X, kh, kw=None, *, height: str = "height", width: str = "width", 
     for n in (height, width):
         _axis(X, n, op)
     kw = kh if kw is None else kw
-    window = (int(kh), int(kw))
+    window = (_count(kh, op, "kh"), _count(kw, op, "kw"))
     sizes = X.sizes
     if window[0] > sizes[height] or window[1] > sizes[width] or min(window) < 1:
         raise AxisNameError(f"{op} {window[0]}×{window[1]}: Expect: a window within {height}:{sizes[height]} × "

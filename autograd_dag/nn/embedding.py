@@ -187,9 +187,14 @@ class WordVectors:
             allowed[self._id(w)] = False
         scores = np.where(allowed, scores, -np.inf)
         k = int(min(k, allowed.sum()))
-        # argpartition then sort: O(V + k log k); ties broken by id for reproducibility.
-        top = np.argpartition(-scores, k - 1)[:k] if k > 0 else np.array([], dtype=np.int64)
-        top = top[np.lexsort((top, -scores[top]))]
+        if k == 0:
+            return []
+        # argpartition finds the k-th best score, O(V); every word that ties with it competes,
+        # then a sort by (score, id) keeps k: ties broken by id, also at the cut (argpartition
+        # alone would keep whichever tied words it happened to place first).
+        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+        top = np.flatnonzero(scores >= kth)
+        top = top[np.lexsort((top, -scores[top]))][:k]
         return [(self.words[i], float(scores[i])) for i in top]
 
     def most_similar(self, word: str, k: int = 10) -> list[tuple[str, float]]:

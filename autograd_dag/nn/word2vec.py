@@ -296,7 +296,9 @@ class NegativeSampler:
         weights[counts == 0] = 0.0
         self.probabilities = weights / weights.sum()
         self._cdf = np.cumsum(self.probabilities)
-        self._cdf[-1] = 1.0  # rounding must not leave the last word unreachable
+        # Rounding can leave the sum short of 1: the last word that can be drawn ends the CDF at 1
+        # exactly (not the last id, which may be a count-0 word that a u near 1 would then draw).
+        self._cdf[np.flatnonzero(weights)[-1]:] = 1.0
         self.rng = _init.as_generator(rng)
 
     def sample(self, shape) -> np.ndarray:

@@ -149,7 +149,8 @@ def sentence_pairs(documents: Sequence[Sequence], n: int, rng=None) -> list[tupl
     example is positive (is_next = 1) with probability ½. For a negative
     one B is a sentence drawn uniformly from the corpus (seed 003: "randomly
     chosen from the corpus"), taken from another document when there is
-    more than one (as in the original BERT), so B is never A's true successor.
+    more than one document has sentences (as in the original BERT), so B is
+    never A's true successor.
     Returns a list of n (A (a,), B (b,), is_next) triples.
 
     Example:
@@ -165,6 +166,9 @@ def sentence_pairs(documents: Sequence[Sequence], n: int, rng=None) -> list[tupl
     # A is drawn among sentences that have a successor; every such sentence equally likely.
     firsts = [(d, i) for d, doc in enumerate(docs) for i in range(len(doc) - 1)]
     everywhere = [(d, i) for d, doc in enumerate(docs) for i in range(len(doc))]
+    # Counting documents, not documents with sentences, made the draw below wait forever
+    # for a sentence of another document when the others were all empty.
+    elsewhere = len({e for e, _ in everywhere}) > 1
     pairs = []
     for _ in range(int(n)):
         d, i = firsts[rng.integers(len(firsts))]
@@ -173,7 +177,7 @@ def sentence_pairs(documents: Sequence[Sequence], n: int, rng=None) -> list[tupl
             continue
         while True:
             e, j = everywhere[rng.integers(len(everywhere))]
-            if (e != d if len(docs) > 1 else j != i + 1):
+            if (e != d if elsewhere else j != i + 1):
                 break
         pairs.append((docs[d][i], docs[e][j], 0))
     return pairs

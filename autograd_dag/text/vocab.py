@@ -24,9 +24,11 @@ SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK, EOS)
 class Vocabulary:
     """Tokens and their ids, their corpus counts, and the special tokens.
 
-    ``tokens[i]`` is the token of id i; ``counts[i]`` its count in the text the
-    vocabulary was built from (0 for special tokens). Unknown tokens encode to
-    the id of ``[UNK]``.
+    ``tokens[i]`` is the token of id i; ``counts[i]`` how often id i occurs in
+    the text the vocabulary was built from, once encoded: ``[UNK]`` counts the
+    tokens cut by ``min_count`` or ``max_size`` (they encode to it), the other
+    special tokens count only where the text spells them. Unknown tokens
+    encode to the id of ``[UNK]``.
 
     Shapes: :meth:`encode` takes a sequence of n tokens and returns int64 ids
     of shape (n,); :meth:`decode` takes ids of any shape (flattened) and
@@ -67,7 +69,9 @@ class Vocabulary:
 
         ``max_size`` caps the number of ids (special tokens included) by keeping
         the most frequent tokens. A token spelled like a special token is
-        counted as that special token.
+        counted as that special token, and the tokens cut off are counted as
+        ``[UNK]``, which they encode to: ``counts`` are the frequencies of the
+        encoded text, as subsampling and negative sampling need them.
         Example: ``Vocabulary.build([["x", "y", "x"]]).tokens[-2:] == ['x', 'y']``.
         """
         if isinstance(min_count, bool) or not isinstance(min_count, (int, np.integer)) or min_count < 1:
@@ -91,7 +95,10 @@ class Vocabulary:
         if max_size is not None:
             kept = kept[:max_size - len(specials)]
         tokens = list(specials) + [t for t, _ in kept]
-        counts = [counter.get(s, 0) for s in specials] + [c for _, c in kept]
+        # The cut tokens occur in the encoded text as [UNK]; without them its frequency
+        # would read 0 (never subsampled, never a negative) and every other share too high.
+        cut = sum(c for t, c in counter.items() if t not in special_set) - sum(c for _, c in kept)
+        counts = [counter.get(s, 0) + (cut if s == UNK else 0) for s in specials] + [c for _, c in kept]
         return cls(tokens, counts, specials)
 
     # ------------------------------------------------------------- lookups
