@@ -306,6 +306,18 @@ def test_load_a_model_built_elsewhere_runs_differentiates_and_renders(tmp_path):
         assert "conv2d" in ad.render(prog, view=view).source
 
 
+def test_load_refuses_max_pool_with_same_padding():
+    """auto_pad=SAME_UPPER pads the input; it was ignored, giving a 4x4 pooling of a 5x5 image
+    where ONNX Runtime gives 5x5."""
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], auto_pad="SAME_UPPER")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 5, 5])])
+    with pytest.raises(ad.onnx.OnnxImportError, match="auto_pad=SAME_UPPER"):
+        ad.onnx.load(helper.make_model(graph))
+
+
 def test_load_names_every_unsupported_operator():
     from onnx import TensorProto, helper
     graph = helper.make_graph(
@@ -447,6 +459,8 @@ def test_forward_program_names_initializers_after_parameters():
     (2, ("Pad", ["x"], ["y"], {"pads": [0, 1, 0, 0, 2, 1], "value": 1.5}), [(2, 3, 4)]),
     (9, ("Slice", ["x"], ["y"], {"starts": [1, -3], "ends": [3, 100], "axes": [1, 2]}), [(2, 3, 4)]),
     (9, ("TopK", ["x"], ["v", "i"], {"k": 2}), [(5,)]),
+    # Pow keeps the base's type: a float32 base with an int64 exponent came back float64.
+    (17, ("Pow", ["x", "e"], ["y"], {}), "pow"),
 ])
 def test_load_matches_onnxruntime_on_opset_and_attribute_variants(opset, node, shapes):
     from onnx import TensorProto, helper
@@ -455,6 +469,10 @@ def test_load_matches_onnxruntime_on_opset_and_attribute_variants(opset, node, s
     inits = []
     if shapes == "int":
         args = [np.array([-7, 7, 5, -6], np.int64), np.array([2, -2, 3, 4], np.int64)]
+    elif shapes == "pow":
+        args = [rng.standard_normal((2, 3)).astype(np.float32)]
+        inits = [helper.make_tensor("e", TensorProto.INT64, [], [3])]
+        ins = ins[:1]
     elif shapes == "topk":
         args = [np.array([1.0, 3.0, 3.0, 0.0], np.float32)]
         inits = [helper.make_tensor("k", TensorProto.INT64, [1], [2])]
@@ -465,7 +483,7 @@ def test_load_matches_onnxruntime_on_opset_and_attribute_variants(opset, node, s
             args[0][3] = args[0][1]
     def info(name, a):
         return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-    graph = helper.make_graph([helper.make_node(op, ins, outs, **attrs)], "g",
+    graph = helper.make_graph([helper.make_node(op, ins + (["e"] if shapes == "pow" else []), outs, **attrs)], "g",
                               [info(n, a) for n, a in zip(ins, args)],
                               [helper.make_tensor_value_info(o, TensorProto.INT64 if o == "i" else
                                                              helper.np_dtype_to_tensor_dtype(args[0].dtype), None)

@@ -79,7 +79,7 @@ def _np_dtype(onnx, tensor_type: int) -> np.dtype:
 # ----------------------------------------------------------- elementwise
 
 
-_BINARY = {"Add": el.add, "Sub": el.subtract, "Mul": el.multiply, "Pow": el.power,
+_BINARY = {"Add": el.add, "Sub": el.subtract, "Mul": el.multiply,
            "Equal": el.equal, "Less": el.less, "LessOrEqual": el.less_equal, "Greater": el.greater,
            "GreaterOrEqual": el.greater_equal, "MatMul": matmul}
 _UNARY = {"Neg": el.negative, "Exp": el.exp, "Log": el.log, "Sqrt": el.sqrt, "Tanh": el.tanh,
@@ -106,6 +106,16 @@ for _op, _fn in _BINARY.items():
     HANDLERS[_op] = _binary(_fn)
 for _op, _fn in _UNARY.items():
     HANDLERS[_op] = _unary(_fn)
+
+
+@handles("Pow")
+def _pow(c):
+    x, y = c.arg(0), c.arg(1)
+    # Z has the base's type whatever the exponent's: numpy would promote float32 ** int64 to float64.
+    if x.dtype.kind == "f":
+        return el.power(x, y if y.dtype == x.dtype else el.astype(y, x.dtype))
+    z = el.power(x, y)
+    return z if z.dtype == x.dtype else el.astype(z, x.dtype)
 
 
 @handles("Div")
@@ -600,6 +610,9 @@ def _max_pool(c):
         raise OnnxImportError("onnx.load: MaxPool with pads, ceil_mode or an indices output is not supported")
     if any(d != 1 for d in c.attr("dilations", [1, 1])):
         raise OnnxImportError("onnx.load: MaxPool with dilations is not supported")
+    if c.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        # SAME_* pads the input: pooling it unpadded would give a smaller output, silently.
+        raise OnnxImportError(f"onnx.load: MaxPool with auto_pad={c.attr('auto_pad')} is not supported")
     window = tuple(c.attr("kernel_shape"))
     return conv.max_pool2d(c.arg(0), window, tuple(c.attr("strides", [1, 1])))
 
