@@ -383,6 +383,25 @@ def test_from_program_and_errors():
         Circuit.from_program(vec)
 
 
+def test_from_program_gives_every_input_its_own_variable():
+    """An input without an identifier name fell back to ``x{position}`` even when another input
+    was already called that: x1 * b + b (b named "a b") came out as x1^2 + x1."""
+    a, b = ad.Tensor(1.0, name="x1"), ad.Tensor(2.0, name="a b")
+    with ad.enable_grad():
+        prog = ad.Program.from_outputs((a, b), a * b + b)
+    c = Circuit.from_program(prog)
+    assert c.variables == ("x1", "x1_1")
+    u, v = Polynomial.variable("x1"), Polynomial.variable("x1_1")
+    assert c.to_polynomial() == u * v + v
+    # A repeated name is renamed without taking a later input's own name.
+    x, x_again, x1 = ad.Tensor(1.0, name="x"), ad.Tensor(2.0, name="x"), ad.Tensor(3.0, name="x1")
+    with ad.enable_grad():
+        prog = ad.Program.from_outputs((x, x_again, x1), x * x_again + x1)
+    c = Circuit.from_program(prog)
+    assert c.variables == ("x", "x1_1", "x1")
+    assert c.to_polynomial() == Polynomial.variable("x") * v + u
+
+
 def test_to_program_round_trip():
     c = parse("(x + y) * (x + y) + 3*x")
     prog = c.to_program()
