@@ -161,6 +161,19 @@ def test_polynomial_printing_and_equality():
     assert str(half * Polynomial.variable("x") - 1) == "(1/2)*x - 1"
 
 
+def test_polynomial_from_terms_merges_a_variable_given_twice():
+    """A monomial naming x twice was kept as written: it printed x*x and was not equal to x^2;
+    a fractional exponent was truncated (x^1.5 became x)."""
+    x = Polynomial.variable("x")
+    p = Polynomial({(("x", 1), ("x", 1)): 3, (("y", 0), ("x", 1)): 1})
+    assert p == 3 * x * x + x and str(p) == "3*x^2 + x" and p.degree == 2
+    assert p.coefficient([("x", 1), ("x", 1)]) == 3 and p.coefficient({"x": 2}) == 3
+    with pytest.raises(CircuitError, match="exponent 1.5"):
+        Polynomial({(("x", 1.5),): 1})
+    with pytest.raises(CircuitError, match="exponent -1"):
+        Polynomial({(("x", -1),): 1})
+
+
 def test_polynomial_derivative():
     p = poly("x^3*y + 2*x*y^2 + 5")
     assert p.derivative("x") == poly("3*x^2*y + 2*y^2")
