@@ -449,6 +449,8 @@ def test_forward_program_names_initializers_after_parameters():
     (17, ("Flatten", ["x"], ["y"], {"axis": -2}), [(2, 3, 4)]),
     # Integer Div truncates and stays integer; it gave float quotients.
     (17, ("Div", ["x", "y"], ["z"], {}), "int"),
+    # ... exactly: int64 beyond 2**53 went through float64 quotients (2**62 + 1 by 7 was off by 36).
+    (17, ("Div", ["x", "y"], ["z"], {}), "bigint"),
     # Ties go to the lower index; the reversed ascending sort gave the higher one first.
     (17, ("TopK", ["x", "k"], ["v", "i"], {}), "topk"),
     # Before opset 13 Softmax normalizes over every axis from `axis` (default 1) on.
@@ -469,6 +471,9 @@ def test_load_matches_onnxruntime_on_opset_and_attribute_variants(opset, node, s
     inits = []
     if shapes == "int":
         args = [np.array([-7, 7, 5, -6], np.int64), np.array([2, -2, 3, 4], np.int64)]
+    elif shapes == "bigint":
+        args = [np.array([2**62 + 1, -(2**61) - 7, 2**53 + 1, 2**63 - 1, -(2**63), 123456789012345678], np.int64),
+                np.array([7, 3, 1, 1, 1, -10], np.int64)]
     elif shapes == "pow":
         args = [rng.standard_normal((2, 3)).astype(np.float32)]
         inits = [helper.make_tensor("e", TensorProto.INT64, [], [3])]
@@ -493,6 +498,8 @@ def test_load_matches_onnxruntime_on_opset_and_attribute_variants(opset, node, s
     ours = ours if isinstance(ours, tuple) else (ours,)
     for a, b in zip(ours, theirs):
         assert a.shape == b.shape and a.dtype == b.dtype
+        if a.dtype.kind in "iu":
+            np.testing.assert_array_equal(a, b)
         np.testing.assert_allclose(a, b, rtol=1e-6)
 
 

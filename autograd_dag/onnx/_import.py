@@ -121,12 +121,32 @@ def _pow(c):
 @handles("Div")
 def _div(c):
     x, y = c.arg(0), c.arg(1)
-    q = el.divide(x, y)
     dtype = np.result_type(x.dtype, y.dtype)
     if dtype.kind not in "iu":
-        return q
+        return el.divide(x, y)
     # Integer Div truncates toward zero and stays integer (C's x / y), where divide gives floats.
-    return el.astype(mathfuncs.trunc(q), dtype)
+    q = _truncated_quotient(x, y, dtype)
+    if dtype != np.int64:
+        # Up to 32 bits the float64 quotient is exact; uint64 beyond 2**53 stays approximate
+        # (its wrapping remainder cannot be corrected this way).
+        return q
+    # Beyond 2**53 the float64 quotient is off by up to ~2**11: correct it with exact (wrapping)
+    # integer arithmetic, once by the quotient of the small remainder, then by one step.
+    q = el.add(q, _truncated_quotient(el.subtract(x, el.multiply(q, y)), y, dtype))
+    r = el.subtract(x, el.multiply(q, y))
+    # The remainder must have x's sign and be smaller than |y|.
+    ay, nonneg = el.abs(y), el.greater_equal(x, 0)
+    up = el.where(nonneg, el.greater_equal(r, ay), el.greater(r, 0))
+    down = el.where(nonneg, el.less(r, 0), el.less_equal(r, el.negative(ay)))
+    step = el.multiply(el.sign(y), el.subtract(el.astype(up, dtype), el.astype(down, dtype)))
+    return el.add(q, step)
+
+
+def _truncated_quotient(x, y, dtype):
+    info = np.iinfo(dtype)
+    # float(2**63 - 1) is 2**63, which does not cast back: stay below it (the correction adds the rest).
+    hi = float(info.max) if int(float(info.max)) <= info.max else np.nextafter(float(info.max), 0.0)
+    return el.astype(mathfuncs.clip(mathfuncs.trunc(el.divide(x, y)), float(info.min), hi), dtype)
 
 
 @handles("Identity")
