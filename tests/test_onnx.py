@@ -461,6 +461,10 @@ def test_forward_program_names_initializers_after_parameters():
     (2, ("Pad", ["x"], ["y"], {"pads": [0, 1, 0, 0, 2, 1], "value": 1.5}), [(2, 3, 4)]),
     (9, ("Slice", ["x"], ["y"], {"starts": [1, -3], "ends": [3, 100], "axes": [1, 2]}), [(2, 3, 4)]),
     (9, ("TopK", ["x"], ["v", "i"], {"k": 2}), [(5,)]),
+    # Reductions keep the input's integer type: ReduceMean of int64 came back float64 (1.83 for 1),
+    # ReduceSum of int32 came back int64.
+    (17, ("ReduceMean", ["x"], ["y"], {"keepdims": 0}), "int64 matrix"),
+    (17, ("ReduceSum", ["x"], ["y"], {"keepdims": 0}), "int32 matrix"),
     # Pow keeps the base's type: a float32 base with an int64 exponent came back float64.
     (17, ("Pow", ["x", "e"], ["y"], {}), "pow"),
 ])
@@ -474,6 +478,8 @@ def test_load_matches_onnxruntime_on_opset_and_attribute_variants(opset, node, s
     elif shapes == "bigint":
         args = [np.array([2**62 + 1, -(2**61) - 7, 2**53 + 1, 2**63 - 1, -(2**63), 123456789012345678], np.int64),
                 np.array([7, 3, 1, 1, 1, -10], np.int64)]
+    elif shapes in ("int64 matrix", "int32 matrix"):
+        args = [np.array([[3, -7, 8], [1, 2, 4]], np.int64 if shapes.startswith("int64") else np.int32)]
     elif shapes == "pow":
         args = [rng.standard_normal((2, 3)).astype(np.float32)]
         inits = [helper.make_tensor("e", TensorProto.INT64, [], [3])]

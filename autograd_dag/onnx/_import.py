@@ -427,7 +427,9 @@ def _reduction(fn):
             if c.attr("noop_with_empty_axes", 0):
                 return x
             axes = None
-        return fn(x, axes, keepdims=bool(c.attr("keepdims", 1)))
+        out = fn(x, axes, keepdims=bool(c.attr("keepdims", 1)))
+        # ONNX reduces in the input's type (numpy sums int32 into int64, averages ints into floats).
+        return out if out.dtype == x.dtype else el.astype(out, x.dtype)
     return handler
 
 
