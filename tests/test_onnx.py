@@ -465,6 +465,9 @@ def test_forward_program_names_initializers_after_parameters():
     # ReduceSum of int32 came back int64.
     (17, ("ReduceMean", ["x"], ["y"], {"keepdims": 0}), "int64 matrix"),
     (17, ("ReduceSum", ["x"], ["y"], {"keepdims": 0}), "int32 matrix"),
+    # CumSum of int32 came back int64; Clip of int32 with one bound came back float64.
+    (17, ("CumSum", ["x", "axis"], ["y"], {}), "int32 matrix"),
+    (17, ("Clip", ["x", "low"], ["y"], {}), "int32 matrix"),
     # Pow keeps the base's type: a float32 base with an int64 exponent came back float64.
     (17, ("Pow", ["x", "e"], ["y"], {}), "pow"),
 ])
@@ -480,6 +483,9 @@ def test_load_matches_onnxruntime_on_opset_and_attribute_variants(opset, node, s
                 np.array([7, 3, 1, 1, 1, -10], np.int64)]
     elif shapes in ("int64 matrix", "int32 matrix"):
         args = [np.array([[3, -7, 8], [1, 2, 4]], np.int64 if shapes.startswith("int64") else np.int32)]
+        inits = {"CumSum": [helper.make_tensor("axis", TensorProto.INT64, [], [1])],
+                 "Clip": [helper.make_tensor("low", TensorProto.INT32, [], [0])]}.get(op, [])
+        ins = ins[:1]
     elif shapes == "pow":
         args = [rng.standard_normal((2, 3)).astype(np.float32)]
         inits = [helper.make_tensor("e", TensorProto.INT64, [], [3])]
@@ -487,14 +493,14 @@ def test_load_matches_onnxruntime_on_opset_and_attribute_variants(opset, node, s
     elif shapes == "topk":
         args = [np.array([1.0, 3.0, 3.0, 0.0], np.float32)]
         inits = [helper.make_tensor("k", TensorProto.INT64, [1], [2])]
-        ins = ins[:1] + ["k"]
+        ins = ins[:1]
     else:
         args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
         if op == "TopK":
             args[0][3] = args[0][1]
     def info(name, a):
         return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-    graph = helper.make_graph([helper.make_node(op, ins + (["e"] if shapes == "pow" else []), outs, **attrs)], "g",
+    graph = helper.make_graph([helper.make_node(op, ins + [t.name for t in inits], outs, **attrs)], "g",
                               [info(n, a) for n, a in zip(ins, args)],
                               [helper.make_tensor_value_info(o, TensorProto.INT64 if o == "i" else
                                                              helper.np_dtype_to_tensor_dtype(args[0].dtype), None)

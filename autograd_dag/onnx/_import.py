@@ -489,7 +489,8 @@ def _cumsum(c):
     if c.attr("exclusive", 0):
         raise OnnxImportError("onnx.load: CumSum with exclusive=1 is not supported")
     axis = int(np.asarray(c.static(1, "axis"))) % _ndim(x)
-    return PRIMITIVES["cumsum"](x, axis=axis, reverse=bool(c.attr("reverse", 0)))
+    out = PRIMITIVES["cumsum"](x, axis=axis, reverse=bool(c.attr("reverse", 0)))
+    return out if out.dtype == x.dtype else el.astype(out, x.dtype)  # numpy sums int32 into int64
 
 
 @handles("TopK")
