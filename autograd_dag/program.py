@@ -427,6 +427,13 @@ class Program:
                 if not np.can_cast(value.dtype, node.dtype, "same_kind"):
                     raise ProgramInputError(f"program '{self.name}': {label} expects dtype {node.dtype}, "
                                             f"got {value.dtype}{located(user_source())}")
+                if np.dtype(node.dtype).kind in "iu" and value.size and not np.can_cast(value.dtype, node.dtype):
+                    # A narrowing integer cast wraps around (300 as int8 is 44): only values that fit pass.
+                    info = np.iinfo(node.dtype)
+                    if value.min() < info.min or value.max() > info.max:
+                        raise ProgramInputError(f"program '{self.name}': {label} expects dtype {node.dtype}, "
+                                                f"got {value.dtype} values outside [{info.min}, {info.max}]"
+                                                f"{located(user_source())}")
                 if not isinstance(a, Tensor):
                     value = value.astype(node.dtype)
             checked.append(a if isinstance(a, Tensor) else value)

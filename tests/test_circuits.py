@@ -161,6 +161,19 @@ def test_polynomial_printing_and_equality():
     assert str(half * Polynomial.variable("x") - 1) == "(1/2)*x - 1"
 
 
+def test_polynomial_from_terms_merges_a_variable_given_twice():
+    """A monomial naming x twice was kept as written: it printed x*x and was not equal to x^2;
+    a fractional exponent was truncated (x^1.5 became x)."""
+    x = Polynomial.variable("x")
+    p = Polynomial({(("x", 1), ("x", 1)): 3, (("y", 0), ("x", 1)): 1})
+    assert p == 3 * x * x + x and str(p) == "3*x^2 + x" and p.degree == 2
+    assert p.coefficient([("x", 1), ("x", 1)]) == 3 and p.coefficient({"x": 2}) == 3
+    with pytest.raises(CircuitError, match="exponent 1.5"):
+        Polynomial({(("x", 1.5),): 1})
+    with pytest.raises(CircuitError, match="exponent -1"):
+        Polynomial({(("x", -1),): 1})
+
+
 def test_polynomial_derivative():
     p = poly("x^3*y + 2*x*y^2 + 5")
     assert p.derivative("x") == poly("3*x^2*y + 2*y^2")
@@ -381,6 +394,25 @@ def test_from_program_and_errors():
     vec = ad.trace(lambda x: x * x, np.ones(3))
     with pytest.raises(CircuitError, match="shape"):
         Circuit.from_program(vec)
+
+
+def test_from_program_gives_every_input_its_own_variable():
+    """An input without an identifier name fell back to ``x{position}`` even when another input
+    was already called that: x1 * b + b (b named "a b") came out as x1^2 + x1."""
+    a, b = ad.Tensor(1.0, name="x1"), ad.Tensor(2.0, name="a b")
+    with ad.enable_grad():
+        prog = ad.Program.from_outputs((a, b), a * b + b)
+    c = Circuit.from_program(prog)
+    assert c.variables == ("x1", "x1_1")
+    u, v = Polynomial.variable("x1"), Polynomial.variable("x1_1")
+    assert c.to_polynomial() == u * v + v
+    # A repeated name is renamed without taking a later input's own name.
+    x, x_again, x1 = ad.Tensor(1.0, name="x"), ad.Tensor(2.0, name="x"), ad.Tensor(3.0, name="x1")
+    with ad.enable_grad():
+        prog = ad.Program.from_outputs((x, x_again, x1), x * x_again + x1)
+    c = Circuit.from_program(prog)
+    assert c.variables == ("x", "x1_1", "x1")
+    assert c.to_polynomial() == Polynomial.variable("x") * v + u
 
 
 def test_to_program_round_trip():

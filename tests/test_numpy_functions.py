@@ -23,6 +23,14 @@ def both_modes(f, x):
 # ------------------------------------------------------------------ kinks
 
 
+def test_clip_with_one_bound_keeps_an_integer_dtype():
+    """A missing bound was ±inf, which made an int32 x float64 (np.clip keeps int32)."""
+    x = np.array([3, -7, 8], np.int32)
+    for lo, hi in ((0, None), (None, 2)):
+        out = ad.clip(ad.Tensor(x), lo, hi).value
+        assert out.dtype == np.int32 and out.tolist() == np.clip(x, lo, hi).tolist()
+
+
 def test_clip_bounds_pass_the_derivative_to_x():
     x = np.array([-1.0, 0.0, 0.5, 1.0, 2.0])
     for d in both_modes(lambda t: ad.clip(t, 0.0, 1.0), x):

@@ -306,6 +306,18 @@ def test_load_a_model_built_elsewhere_runs_differentiates_and_renders(tmp_path):
         assert "conv2d" in ad.render(prog, view=view).source
 
 
+def test_load_refuses_max_pool_with_same_padding():
+    """auto_pad=SAME_UPPER pads the input; it was ignored, giving a 4x4 pooling of a 5x5 image
+    where ONNX Runtime gives 5x5."""
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], auto_pad="SAME_UPPER")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 5, 5])])
+    with pytest.raises(ad.onnx.OnnxImportError, match="auto_pad=SAME_UPPER"):
+        ad.onnx.load(helper.make_model(graph))
+
+
 def test_load_names_every_unsupported_operator():
     from onnx import TensorProto, helper
     graph = helper.make_graph(
@@ -437,6 +449,8 @@ def test_forward_program_names_initializers_after_parameters():
     (17, ("Flatten", ["x"], ["y"], {"axis": -2}), [(2, 3, 4)]),
     # Integer Div truncates and stays integer; it gave float quotients.
     (17, ("Div", ["x", "y"], ["z"], {}), "int"),
+    # ... exactly: int64 beyond 2**53 went through float64 quotients (2**62 + 1 by 7 was off by 36).
+    (17, ("Div", ["x", "y"], ["z"], {}), "bigint"),
     # Ties go to the lower index; the reversed ascending sort gave the higher one first.
     (17, ("TopK", ["x", "k"], ["v", "i"], {}), "topk"),
     # Before opset 13 Softmax normalizes over every axis from `axis` (default 1) on.
@@ -447,6 +461,15 @@ def test_forward_program_names_initializers_after_parameters():
     (2, ("Pad", ["x"], ["y"], {"pads": [0, 1, 0, 0, 2, 1], "value": 1.5}), [(2, 3, 4)]),
     (9, ("Slice", ["x"], ["y"], {"starts": [1, -3], "ends": [3, 100], "axes": [1, 2]}), [(2, 3, 4)]),
     (9, ("TopK", ["x"], ["v", "i"], {"k": 2}), [(5,)]),
+    # Reductions keep the input's integer type: ReduceMean of int64 came back float64 (1.83 for 1),
+    # ReduceSum of int32 came back int64.
+    (17, ("ReduceMean", ["x"], ["y"], {"keepdims": 0}), "int64 matrix"),
+    (17, ("ReduceSum", ["x"], ["y"], {"keepdims": 0}), "int32 matrix"),
+    # CumSum of int32 came back int64; Clip of int32 with one bound came back float64.
+    (17, ("CumSum", ["x", "axis"], ["y"], {}), "int32 matrix"),
+    (17, ("Clip", ["x", "low"], ["y"], {}), "int32 matrix"),
+    # Pow keeps the base's type: a float32 base with an int64 exponent came back float64.
+    (17, ("Pow", ["x", "e"], ["y"], {}), "pow"),
 ])
 def test_load_matches_onnxruntime_on_opset_and_attribute_variants(opset, node, shapes):
     from onnx import TensorProto, helper
@@ -455,17 +478,29 @@ def test_load_matches_onnxruntime_on_opset_and_attribute_variants(opset, node, s
     inits = []
     if shapes == "int":
         args = [np.array([-7, 7, 5, -6], np.int64), np.array([2, -2, 3, 4], np.int64)]
+    elif shapes == "bigint":
+        args = [np.array([2**62 + 1, -(2**61) - 7, 2**53 + 1, 2**63 - 1, -(2**63), 123456789012345678], np.int64),
+                np.array([7, 3, 1, 1, 1, -10], np.int64)]
+    elif shapes in ("int64 matrix", "int32 matrix"):
+        args = [np.array([[3, -7, 8], [1, 2, 4]], np.int64 if shapes.startswith("int64") else np.int32)]
+        inits = {"CumSum": [helper.make_tensor("axis", TensorProto.INT64, [], [1])],
+                 "Clip": [helper.make_tensor("low", TensorProto.INT32, [], [0])]}.get(op, [])
+        ins = ins[:1]
+    elif shapes == "pow":
+        args = [rng.standard_normal((2, 3)).astype(np.float32)]
+        inits = [helper.make_tensor("e", TensorProto.INT64, [], [3])]
+        ins = ins[:1]
     elif shapes == "topk":
         args = [np.array([1.0, 3.0, 3.0, 0.0], np.float32)]
         inits = [helper.make_tensor("k", TensorProto.INT64, [1], [2])]
-        ins = ins[:1] + ["k"]
+        ins = ins[:1]
     else:
         args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
         if op == "TopK":
             args[0][3] = args[0][1]
     def info(name, a):
         return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-    graph = helper.make_graph([helper.make_node(op, ins, outs, **attrs)], "g",
+    graph = helper.make_graph([helper.make_node(op, ins + [t.name for t in inits], outs, **attrs)], "g",
                               [info(n, a) for n, a in zip(ins, args)],
                               [helper.make_tensor_value_info(o, TensorProto.INT64 if o == "i" else
                                                              helper.np_dtype_to_tensor_dtype(args[0].dtype), None)
@@ -475,6 +510,8 @@ def test_load_matches_onnxruntime_on_opset_and_attribute_variants(opset, node, s
     ours = ours if isinstance(ours, tuple) else (ours,)
     for a, b in zip(ours, theirs):
         assert a.shape == b.shape and a.dtype == b.dtype
+        if a.dtype.kind in "iu":
+            np.testing.assert_array_equal(a, b)
         np.testing.assert_allclose(a, b, rtol=1e-6)
 
 

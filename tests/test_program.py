@@ -270,6 +270,15 @@ def test_program_input_errors_name_the_input():
         prog(np.full((2, 3), "a"), np.ones((3, 4)))
 
 
+def test_program_refuses_integer_inputs_that_do_not_fit_its_dtype():
+    """An int8 program given int64 values wrapped them around (300 became 44), silently."""
+    prog = ad.trace(lambda x: x + 1, np.zeros(2, np.int8))
+    with pytest.raises(ad.ProgramInputError, match=r"input 0 \('x'\) expects dtype int8, got int64 values outside"):
+        prog(np.array([300, 5]))
+    out = prog(np.array([-128, 5]))
+    assert out.dtype == np.int8 and out.tolist() == [-127, 6]
+
+
 def test_cycle_errors_name_the_cycle_and_change_nothing():
     g = ad.Graph.from_edges([("a", "b"), ("b", "c")])
     with pytest.raises(ad.CycleError) as err:

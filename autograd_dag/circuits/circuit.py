@@ -65,6 +65,34 @@ def _scalar_of(value, exact_constants: Mapping | None):
     return normalize_coefficient(v)
 
 
+def _input_variable_names(program: Program) -> dict:
+    """One distinct variable name per program input: its own name when that is a free identifier.
+
+    An input without a usable name (or repeating an earlier one) is named ``x{position}``,
+    skipping every name an input holds: a fallback equal to another input's name would
+    make the two inputs one variable.
+    """
+    inputs = [n.index for n in program.nodes if n.op is NodeKind.INPUT]
+    position = {k: pos for pos, k in enumerate(program.inputs)}
+    names: dict = {}
+    taken: set = set()
+    for k in inputs:
+        name = program.nodes[k].name
+        if isinstance(name, str) and name.isidentifier() and name not in taken:
+            names[k] = name
+            taken.add(name)
+    for k in inputs:
+        if k not in names:
+            base = name = f"x{position.get(k, k)}"
+            suffix = 0
+            while name in taken:
+                suffix += 1
+                name = f"{base}_{suffix}"
+            names[k] = name
+            taken.add(name)
+    return names
+
+
 class Node(NamedTuple):
     """One node of a circuit: a root (``var`` / ``const``) or a gate (``add`` / ``mul``).
 
@@ -448,7 +476,7 @@ class Circuit:
         c = cls()
         nodes = program.nodes
         mapping = [0] * len(nodes)
-        input_pos = {k: pos for pos, k in enumerate(program.inputs)}
+        variable_names = _input_variable_names(program)
         for node in nodes:
             k, op = node.index, node.op
             if node.shape and any(d != 1 for d in node.shape):
@@ -458,10 +486,7 @@ class Circuit:
                 )
             ps = node.parents
             if op is NodeKind.INPUT:
-                name = node.name if isinstance(node.name, str) and node.name.isidentifier() else None
-                if name is None or name in c._var_index:
-                    name = f"x{input_pos.get(k, k)}"
-                mapping[k] = c.variable(name).index
+                mapping[k] = c.variable(variable_names[k]).index
             elif not ps:  # constant / parameter roots: a fixed value of the program
                 mapping[k] = c.constant(_scalar_of(node.value, exact_constants)).index
             elif op == "add" and len(ps) == 2:

@@ -69,6 +69,20 @@ def mono_mul(a: Monomial, b: Monomial) -> Monomial:
     return tuple(sorted(merged.items()))
 
 
+def canonical_monomial(pairs: Iterable) -> Monomial:
+    """``(name, exponent)`` pairs as a monomial: a name given twice has its exponents added, zeros dropped.
+
+    >>> canonical_monomial([("y", 1), ("x", 1), ("x", 2), ("z", 0)])
+    (('x', 3), ('y', 1))
+    """
+    exponents: dict = {}
+    for name, e in pairs:
+        if isinstance(e, bool) or not isinstance(e, numbers.Real) or int(e) != e or e < 0:
+            raise CircuitError(f"monomial exponent {e!r} of {name!r} is not a non-negative integer")
+        exponents[str(name)] = exponents.get(str(name), 0) + int(e)
+    return tuple(sorted((n, e) for n, e in exponents.items() if e))
+
+
 def mono_degree(m: Monomial) -> int:
     """Total degree of a monomial."""
     return sum(e for _, e in m)
@@ -175,10 +189,7 @@ class Polynomial:
         for m, c in (terms or {}).items():
             c = normalize_coefficient(c)
             if c != 0:
-                mono = tuple(sorted((str(n), int(e)) for n, e in m if int(e) != 0))
-                for n, e in mono:
-                    if e < 0:
-                        raise CircuitError(f"monomial {m!r} has negative exponent {e} for {n!r}")
+                mono = canonical_monomial(m)
                 clean[mono] = normalize_coefficient(clean.get(mono, 0) + c)
                 if clean[mono] == 0:
                     del clean[mono]
@@ -232,8 +243,7 @@ class Polynomial:
     def coefficient(self, monomial: Mapping | Iterable = ()) -> object:
         """Coefficient of a monomial given as ``{"x": 2, "y": 1}`` or pairs; 0 if absent."""
         items = monomial.items() if isinstance(monomial, Mapping) else monomial
-        key = tuple(sorted((n, e) for n, e in items if e))
-        return self._terms.get(key, 0)
+        return self._terms.get(canonical_monomial(items), 0)
 
     def is_zero(self) -> bool:
         """True for the zero polynomial."""

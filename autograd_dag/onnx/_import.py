@@ -79,7 +79,7 @@ def _np_dtype(onnx, tensor_type: int) -> np.dtype:
 # ----------------------------------------------------------- elementwise
 
 
-_BINARY = {"Add": el.add, "Sub": el.subtract, "Mul": el.multiply, "Pow": el.power,
+_BINARY = {"Add": el.add, "Sub": el.subtract, "Mul": el.multiply,
            "Equal": el.equal, "Less": el.less, "LessOrEqual": el.less_equal, "Greater": el.greater,
            "GreaterOrEqual": el.greater_equal, "MatMul": matmul}
 _UNARY = {"Neg": el.negative, "Exp": el.exp, "Log": el.log, "Sqrt": el.sqrt, "Tanh": el.tanh,
@@ -108,15 +108,45 @@ for _op, _fn in _UNARY.items():
     HANDLERS[_op] = _unary(_fn)
 
 
+@handles("Pow")
+def _pow(c):
+    x, y = c.arg(0), c.arg(1)
+    # Z has the base's type whatever the exponent's: numpy would promote float32 ** int64 to float64.
+    if x.dtype.kind == "f":
+        return el.power(x, y if y.dtype == x.dtype else el.astype(y, x.dtype))
+    z = el.power(x, y)
+    return z if z.dtype == x.dtype else el.astype(z, x.dtype)
+
+
 @handles("Div")
 def _div(c):
     x, y = c.arg(0), c.arg(1)
-    q = el.divide(x, y)
     dtype = np.result_type(x.dtype, y.dtype)
     if dtype.kind not in "iu":
-        return q
+        return el.divide(x, y)
     # Integer Div truncates toward zero and stays integer (C's x / y), where divide gives floats.
-    return el.astype(mathfuncs.trunc(q), dtype)
+    q = _truncated_quotient(x, y, dtype)
+    if dtype != np.int64:
+        # Up to 32 bits the float64 quotient is exact; uint64 beyond 2**53 stays approximate
+        # (its wrapping remainder cannot be corrected this way).
+        return q
+    # Beyond 2**53 the float64 quotient is off by up to ~2**11: correct it with exact (wrapping)
+    # integer arithmetic, once by the quotient of the small remainder, then by one step.
+    q = el.add(q, _truncated_quotient(el.subtract(x, el.multiply(q, y)), y, dtype))
+    r = el.subtract(x, el.multiply(q, y))
+    # The remainder must have x's sign and be smaller than |y|.
+    ay, nonneg = el.abs(y), el.greater_equal(x, 0)
+    up = el.where(nonneg, el.greater_equal(r, ay), el.greater(r, 0))
+    down = el.where(nonneg, el.less(r, 0), el.less_equal(r, el.negative(ay)))
+    step = el.multiply(el.sign(y), el.subtract(el.astype(up, dtype), el.astype(down, dtype)))
+    return el.add(q, step)
+
+
+def _truncated_quotient(x, y, dtype):
+    info = np.iinfo(dtype)
+    # float(2**63 - 1) is 2**63, which does not cast back: stay below it (the correction adds the rest).
+    hi = float(info.max) if int(float(info.max)) <= info.max else np.nextafter(float(info.max), 0.0)
+    return el.astype(mathfuncs.clip(mathfuncs.trunc(el.divide(x, y)), float(info.min), hi), dtype)
 
 
 @handles("Identity")
@@ -397,7 +427,9 @@ def _reduction(fn):
             if c.attr("noop_with_empty_axes", 0):
                 return x
             axes = None
-        return fn(x, axes, keepdims=bool(c.attr("keepdims", 1)))
+        out = fn(x, axes, keepdims=bool(c.attr("keepdims", 1)))
+        # ONNX reduces in the input's type (numpy sums int32 into int64, averages ints into floats).
+        return out if out.dtype == x.dtype else el.astype(out, x.dtype)
     return handler
 
 
@@ -457,7 +489,8 @@ def _cumsum(c):
     if c.attr("exclusive", 0):
         raise OnnxImportError("onnx.load: CumSum with exclusive=1 is not supported")
     axis = int(np.asarray(c.static(1, "axis"))) % _ndim(x)
-    return PRIMITIVES["cumsum"](x, axis=axis, reverse=bool(c.attr("reverse", 0)))
+    out = PRIMITIVES["cumsum"](x, axis=axis, reverse=bool(c.attr("reverse", 0)))
+    return out if out.dtype == x.dtype else el.astype(out, x.dtype)  # numpy sums int32 into int64
 
 
 @handles("TopK")
@@ -600,6 +633,9 @@ def _max_pool(c):
         raise OnnxImportError("onnx.load: MaxPool with pads, ceil_mode or an indices output is not supported")
     if any(d != 1 for d in c.attr("dilations", [1, 1])):
         raise OnnxImportError("onnx.load: MaxPool with dilations is not supported")
+    if c.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        # SAME_* pads the input: pooling it unpadded would give a smaller output, silently.
+        raise OnnxImportError(f"onnx.load: MaxPool with auto_pad={c.attr('auto_pad')} is not supported")
     window = tuple(c.attr("kernel_shape"))
     return conv.max_pool2d(c.arg(0), window, tuple(c.attr("strides", [1, 1])))
 

@@ -517,7 +517,11 @@ def clip(x, a_min=None, a_max=None) -> Tensor:
     """
     if a_min is None and a_max is None:
         raise ShapeError("clip: Expect: at least one of a_min and a_max. Actual: both None")
-    return apply(CLIP, x, -math.inf if a_min is None else a_min, math.inf if a_max is None else a_max)
+    # A missing bound is the dtype's own extreme: ±inf would make an integer x float, which np.clip does not.
+    dtype = x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype
+    low, high = (-math.inf, math.inf) if dtype.kind not in "iu" else (int(np.iinfo(dtype).min),
+                                                                     int(np.iinfo(dtype).max))
+    return apply(CLIP, x, low if a_min is None else a_min, high if a_max is None else a_max)
 
 # ------------------------------------------------------------ nan_to_num
 
