@@ -85,7 +85,6 @@ def _needed(nodes: Sequence, starts: list[int], merged_into: list[int]) -> set[i
 # walk: nearly every parameter of a long program (an axis, a shape, a getitem's index) is
 # one of these, and the general key cost a third of the pass on a 1,000-step LSTM's gradient.
 _PLAIN = frozenset({int, str, bool, type(None)})
-_INTS = object()  # marks the key of a tuple of ints (no other key starts with it)
 
 
 def _params_key(params: dict | None) -> tuple:
@@ -95,11 +94,9 @@ def _params_key(params: dict | None) -> tuple:
     items = []
     for name, v in params.items():
         kind = type(v)
-        if kind in _PLAIN:
+        if kind in _PLAIN or (kind is tuple and all(type(e) is int for e in v)):
             # The type too: 1, 1.0 and True are equal keys in a dict but not the same parameter.
             items.append((name, kind, v))
-        elif kind is tuple and all(type(e) is int for e in v):
-            items.append((name, _INTS, v))
         else:
             items.append((name, _value_key(v)))
     if len(items) > 1:
