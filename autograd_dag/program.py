@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import inspect
 import os
+from operator import attrgetter
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -30,6 +31,7 @@ from .primitives.structure import IDENTITY
 
 _MISSING = object()
 _new_node = object.__new__
+_serial = attrgetter("serial")
 
 
 class NodeKind(enum.Enum):
@@ -57,15 +59,15 @@ def _recorded_order(walk: list[Tensor], inputs: dict) -> list[Tensor]:
     reads it, as the depth-first walk places it; ``inputs`` (ids) are numbered
     apart and left out.
     """
-    order, placed = [], set(inputs)
-    for t in sorted((t for t in walk if t.parents and id(t) not in inputs), key=lambda t: -t.serial):
+    order, placed = [], set(inputs)  # placed: the leaves
+    append = order.append
+    for t in sorted([t for t in walk if t.parents and id(t) not in inputs], key=_serial, reverse=True):
         for p in t.parents:
-            if id(p) not in placed and not p.parents:
+            if not p.parents and id(p) not in placed:
                 placed.add(id(p))
-                order.append(p)
-        order.append(t)
-        placed.add(id(t))
-    order.extend(t for t in walk if id(t) not in placed)  # leaves no node reads (outputs themselves)
+                append(p)
+        append(t)
+    order.extend(t for t in walk if not t.parents and id(t) not in placed)  # leaves no node reads (outputs)
     return order
 
 
@@ -231,24 +233,25 @@ class Program:
             # behind the first output before anything else (in a training step, every weight's gradient
             # product last), each operand then read long after it was made: 10 % slower on the Transformer.
             walk = topological_nodes(outputs, stop=set(index), what="Program.from_outputs")
+            append = nodes.append
             for t in _recorded_order(walk, index):
-                if id(t) in index:
+                tid = id(t)
+                if tid in index:
                     continue
-                parents = t.parents
-                if t.prim is IDENTITY and parents:
+                parents, prim = t.parents, t.prim
+                if prim is IDENTITY and parents:
                     # A transformation's per-slot input node computes nothing.
-                    index[id(t)] = index[id(parents[0])]
+                    index[tid] = index[id(parents[0])]
                     continue
-                k = len(nodes)
-                index[id(t)] = k
-                if t.prim is None or not parents:
+                k = index[tid] = len(nodes)
+                if prim is None or not parents:
                     op = NodeKind.PARAMETER if t.requires_grad else NodeKind.CONSTANT
-                    nodes.append(ProgramNode(k, op, None, (), None, t.shape, t.dtype, name=t.name,
-                                             source=t.source, scope=t.scope, value=t.value))
+                    append(ProgramNode(k, op, None, (), None, t.shape, t.dtype, name=t.name,
+                                       source=t.source, scope=t.scope, value=t.value))
                 else:
-                    nodes.append(ProgramNode(k, t.prim.name, t.prim, tuple(index[id(p)] for p in parents),
-                                             t.params, t.shape, t.dtype, name=t.name, source=t.source,
-                                             scope=t.scope))
+                    append(ProgramNode(k, prim.name, prim, tuple([index[id(p)] for p in parents]),
+                                       t.params, t.shape, t.dtype, name=t.name, source=t.source,
+                                       scope=t.scope))
             return cls(nodes, range(len(inputs)), [index[id(t)] for t in outputs], name=name,
                        single_output=single, kind=kind)
 
