@@ -14,6 +14,7 @@ numpy step's, against 1.00x without, for no steady gain in time.)
 from __future__ import annotations
 
 import inspect
+import math
 import sys
 
 import numpy as np
@@ -36,35 +37,46 @@ def plan_steps(nodes, outputs) -> list[tuple]:
       whose array the result overwrites (``out=``) when the step runs and the
       array is the executor's alone (:func:`disposable`); or None.
     """
-    last_use = {}
-    for node in nodes:
-        for p in node.parents:
-            last_use[p] = node.index
-    keep = set(outputs)
-    frees: list[list[int]] = [[] for _ in nodes]
-    for p, k in last_use.items():
-        if p not in keep:
-            frees[k].append(p)
+    # Liveness in one backward pass: going backward, a value's first reader is its last use.
+    # (A last-use map and a list of frees per node cost twice as much on long programs, where
+    # jit's first call pays for the plan.)
+    live = set(outputs)
+    frees_at = []
+    for n in reversed(nodes):
+        parents = n.parents
+        if len(parents) > 1:
+            # Each value once (x * x), oldest first: in the parents' order instead, later calls
+            # of a 6,000-step chain's gradient ran 2 % more instructions (callgrind), the
+            # allocators' free lists handing the next results other blocks.
+            frees_at.append(sorted({p for p in parents if p not in live}))
+        else:
+            frees_at.append([p for p in parents if p not in live])
+        live.update(parents)
+    frees_at.reverse()
+    # The steps and their tuples are made forward, in the order the executor reads them (tuples
+    # made in the backward pass lay in memory against the executor's order: later calls of a
+    # 100,000-step chain ran 4 % slower).
     writes_into_operand: dict = {}
     steps = []
-    for n in nodes:
+    for n, frees in zip(nodes, frees_at):
         if n.prim is None:
             continue
         impl = n.prim.impl
-        if id(impl) not in writes_into_operand:
-            writes_into_operand[id(impl)] = _writes_into_operand(impl)
+        writes = writes_into_operand.get(id(impl))
+        if writes is None:
+            writes = writes_into_operand[id(impl)] = _writes_into_operand(impl)
         inplace = None
-        if writes_into_operand[id(impl)] and "out" not in n.params and _nbytes(n) >= MIN_BYTES:
-            inplace = _dying_operand(nodes, n, frees[n.index])
-        steps.append((n.index, impl, n.parents, n.params or None, tuple(frees[n.index]), inplace))
+        if writes and frees and "out" not in n.params and _nbytes(n) >= MIN_BYTES:
+            inplace = _dying_operand(nodes, n, frees)
+        steps.append((n.index, impl, n.parents, n.params or None, tuple(frees), inplace))
     return steps
 
 
 def _nbytes(node) -> int:
-    return int(np.prod(node.shape, dtype=np.int64)) * np.dtype(node.dtype).itemsize
+    return math.prod(node.shape) * np.dtype(node.dtype).itemsize
 
 
-def _dying_operand(nodes, node, dying: list[int]) -> int | None:
+def _dying_operand(nodes, node, dying: tuple[int, ...]) -> int | None:
     """A parent of ``node`` dying there, computed by a node, of the result's shape and dtype; or None."""
     for p in node.parents:
         parent = nodes[p]

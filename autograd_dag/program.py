@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import inspect
 import os
+from operator import attrgetter
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -20,7 +21,7 @@ from . import core
 from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error
 from .errors import AutogradDagError, ProgramInputError, user_source, located
 from .execution import buffer_of, disposable, plan_steps
-from .graph import Graph
+from .graph import Graph, paused_gc
 from .passes import common_subexpressions, refuse_inputs_as_constants
 from .tracing import program_input, record, topological_nodes
 from .tree import flatten, leaf_paths, unflatten
@@ -29,6 +30,8 @@ from .primitives.structure import IDENTITY
 
 
 _MISSING = object()
+_new_node = object.__new__
+_serial = attrgetter("serial")
 
 
 class NodeKind(enum.Enum):
@@ -56,15 +59,15 @@ def _recorded_order(walk: list[Tensor], inputs: dict) -> list[Tensor]:
     reads it, as the depth-first walk places it; ``inputs`` (ids) are numbered
     apart and left out.
     """
-    order, placed = [], set(inputs)
-    for t in sorted((t for t in walk if t.parents and id(t) not in inputs), key=lambda t: -t.serial):
+    order, placed = [], set(inputs)  # placed: the leaves
+    append = order.append
+    for t in sorted([t for t in walk if t.parents and id(t) not in inputs], key=_serial, reverse=True):
         for p in t.parents:
-            if id(p) not in placed and not p.parents:
+            if not p.parents and id(p) not in placed:
                 placed.add(id(p))
-                order.append(p)
-        order.append(t)
-        placed.add(id(t))
-    order.extend(t for t in walk if id(t) not in placed)  # leaves no node reads (outputs themselves)
+                append(p)
+        append(t)
+    order.extend(t for t in walk if not t.parents and id(t) not in placed)  # leaves no node reads (outputs)
     return order
 
 
@@ -92,6 +95,16 @@ class ProgramNode:
         self.source = source
         self.scope = scope
         self.value = value
+
+    def __copy__(self) -> "ProgramNode":
+        # The passes copy every node they keep: the generic copy of a slotted object
+        # (__reduce_ex__, then one setattr per slot) cost 8 µs a node, this 1.
+        new = _new_node(ProgramNode)
+        new.index, new.op, new.prim, new.parents, new.params, new.shape = (
+            self.index, self.op, self.prim, self.parents, self.params, self.shape)
+        new.dtype, new.name, new.source, new.scope, new.value = (
+            self.dtype, self.name, self.source, self.scope, self.value)
+        return new
 
     @property
     def is_root(self) -> bool:
@@ -201,41 +214,46 @@ class Program:
         for t in inputs + outputs:
             if not isinstance(t, Tensor):
                 raise ProgramInputError(f"Program.from_outputs: expected Tensors, got {type(t).__name__}")
-        index: dict[int, int] = {}
-        nodes: list[ProgramNode] = []
-        for t in inputs:
-            if id(t) in index:
-                raise ProgramInputError(f"Program.from_outputs: the same Tensor is given twice as an input "
-                                        f"({t.name or 'unnamed'}, shape {t.shape})")
-            index[id(t)] = len(nodes)
-            nodes.append(ProgramNode(len(nodes), NodeKind.INPUT, None, (), None, t.shape, t.dtype,
-                                     name=t.name or f"x{len(nodes)}", source=t.source, scope=t.scope))
-        # In the order the nodes were recorded (a node's serial is below its parents'): the order the
-        # computation was written and run in, each weight's gradient product next to the input's that
-        # reads the same cotangent. The depth-first order from the outputs would put the whole chain
-        # behind the first output before anything else (in a training step, every weight's gradient
-        # product last), each operand then read long after it was made: 10 % slower on the Transformer.
-        walk = topological_nodes(outputs, stop=set(index), what="Program.from_outputs")
-        for t in _recorded_order(walk, index):
-            if id(t) in index:
-                continue
-            parents = t.parents
-            if t.prim is IDENTITY and parents:
-                # A transformation's per-slot input node computes nothing.
-                index[id(t)] = index[id(parents[0])]
-                continue
-            k = len(nodes)
-            index[id(t)] = k
-            if t.prim is None or not parents:
-                op = NodeKind.PARAMETER if t.requires_grad else NodeKind.CONSTANT
-                nodes.append(ProgramNode(k, op, None, (), None, t.shape, t.dtype, name=t.name,
-                                         source=t.source, scope=t.scope, value=t.value))
-            else:
-                nodes.append(ProgramNode(k, t.prim.name, t.prim, tuple(index[id(p)] for p in parents),
-                                         t.params, t.shape, t.dtype, name=t.name, source=t.source,
-                                         scope=t.scope))
-        return cls(nodes, range(len(inputs)), [index[id(t)] for t in outputs], name=name,
-                   single_output=single, kind=kind)
+        # A long program is one ProgramNode (and a few tuples) per node and no reference cycle:
+        # the collector would only walk the growing node list again and again (a third of
+        # this on a 1,000-step LSTM's gradient), as in tracing and the sweeps.
+        with paused_gc():
+            index: dict[int, int] = {}
+            nodes: list[ProgramNode] = []
+            for t in inputs:
+                if id(t) in index:
+                    raise ProgramInputError(f"Program.from_outputs: the same Tensor is given twice as an input "
+                                            f"({t.name or 'unnamed'}, shape {t.shape})")
+                index[id(t)] = len(nodes)
+                nodes.append(ProgramNode(len(nodes), NodeKind.INPUT, None, (), None, t.shape, t.dtype,
+                                         name=t.name or f"x{len(nodes)}", source=t.source, scope=t.scope))
+            # In the order the nodes were recorded (a node's serial is below its parents'): the order the
+            # computation was written and run in, each weight's gradient product next to the input's that
+            # reads the same cotangent. The depth-first order from the outputs would put the whole chain
+            # behind the first output before anything else (in a training step, every weight's gradient
+            # product last), each operand then read long after it was made: 10 % slower on the Transformer.
+            walk = topological_nodes(outputs, stop=set(index), what="Program.from_outputs")
+            append = nodes.append
+            for t in _recorded_order(walk, index):
+                tid = id(t)
+                if tid in index:
+                    continue
+                parents, prim = t.parents, t.prim
+                if prim is IDENTITY and parents:
+                    # A transformation's per-slot input node computes nothing.
+                    index[tid] = index[id(parents[0])]
+                    continue
+                k = index[tid] = len(nodes)
+                if prim is None or not parents:
+                    op = NodeKind.PARAMETER if t.requires_grad else NodeKind.CONSTANT
+                    append(ProgramNode(k, op, None, (), None, t.shape, t.dtype, name=t.name,
+                                       source=t.source, scope=t.scope, value=t.value))
+                else:
+                    append(ProgramNode(k, prim.name, prim, tuple([index[id(p)] for p in parents]),
+                                       t.params, t.shape, t.dtype, name=t.name, source=t.source,
+                                       scope=t.scope))
+            return cls(nodes, range(len(inputs)), [index[id(t)] for t in outputs], name=name,
+                       single_output=single, kind=kind)
 
     @classmethod
     def from_graph(cls, graph: Graph, ops: dict, inputs: dict, *, outputs=None,
@@ -304,9 +322,10 @@ class Program:
             >>> len(g), len(g.without_common_subexpressions())
             (17, 14)
         """
-        nodes, new_index = common_subexpressions(self.nodes, self.inputs, self.outputs)
-        return Program(nodes, [new_index[k] for k in self.inputs], [new_index[k] for k in self.outputs],
-                       name=self.name, single_output=self.single_output, kind=self.kind)
+        with paused_gc():  # as in from_outputs: many small objects, no cycle
+            nodes, new_index = common_subexpressions(self.nodes, self.inputs, self.outputs)
+            return Program(nodes, [new_index[k] for k in self.inputs], [new_index[k] for k in self.outputs],
+                           name=self.name, single_output=self.single_output, kind=self.kind)
 
     def parameters_as_inputs(self) -> "Program":
         """The same program with its parameters (leaves that required a gradient) as extra inputs.
@@ -387,11 +406,12 @@ class Program:
         after its last use, and write elementwise results into operands that die there.
         """
         if self._steps is None:
-            self._steps = plan_steps(self.nodes, self.outputs)
-            self._initial = [n.value if n.prim is None and n.op is not NodeKind.INPUT else None
-                             for n in self.nodes]
-            self._constant_buffers = frozenset(id(buffer_of(v)) for v in self._initial
-                                               if isinstance(v, np.ndarray))
+            with paused_gc():  # as in from_outputs: one step tuple per node, no cycle
+                self._steps = plan_steps(self.nodes, self.outputs)
+                self._initial = [n.value if n.prim is None and n.op is not NodeKind.INPUT else None
+                                 for n in self.nodes]
+                self._constant_buffers = frozenset(id(buffer_of(v)) for v in self._initial
+                                                   if isinstance(v, np.ndarray))
         return self._initial, self._steps
 
     def _check_inputs(self, args, kwargs=None) -> list:

@@ -14,6 +14,7 @@ import autograd_dag as ad
 from tests import helpers
 from autograd_dag.graph_algorithms import is_chain, topological_orders
 from autograd_dag.program import NodeKind, Program, ProgramNode
+from autograd_dag.passes import common_subexpressions
 
 
 def line_of(marker: str) -> int:
@@ -432,6 +433,35 @@ def test_common_subexpressions_merge_only_equal_computations():
     assert ops.count("getitem") == 1 and ops.count("sin") == 1
     assert {n.params["axis"] for n in merged.nodes if n.op == "sum" and n.parents == (0,)} == {(0,), (1,)}
     np.testing.assert_allclose(merged(x), prog(x), rtol=0)
+
+
+@pytest.mark.parametrize("first, second", [
+    (1, True), (1, 1.0), (0, False), (0.0, -0.0), ((1, 2), (True, 2)), ((1, 2), (1.0, 2)),
+    ((1, 2), [1, 2]), ((0,), 0), ((), None), (slice(None, 1), slice(None, True)),
+    (np.array([1.0]), np.array([1.0])), ("a", np.str_("a")),
+])
+def test_common_subexpressions_never_merge_parameters_differing_by_type_sign_or_identity(first, second):
+    # The pass keys plain parameters (ints, strings, tuples of ints) by value and type without
+    # its general walk: parameters that compare equal but are not the same must stay apart.
+    prim = ad.PRIMITIVES["sum"]
+    nodes = [ProgramNode(0, NodeKind.INPUT, None, (), None, (), np.float64)]
+    nodes += [ProgramNode(k, "sum", prim, (0,), {"axis": value, "keepdims": False}, (), np.float64)
+              for k, value in ((1, first), (2, second), (3, first))]
+    merged, new_index = common_subexpressions(nodes + [
+        ProgramNode(4, "add", ad.PRIMITIVES["add"], (1, 2), None, (), np.float64),
+        ProgramNode(5, "add", ad.PRIMITIVES["add"], (3, 2), None, (), np.float64)], [0], [4, 5])
+    assert [n.op for n in merged].count("sum") == 2      # 1 and 3 merge, 2 does not
+    assert new_index[1] == new_index[3] != new_index[2]
+
+
+def test_common_subexpressions_key_does_not_depend_on_keyword_order():
+    prim = ad.PRIMITIVES["sum"]
+    nodes = [ProgramNode(0, NodeKind.INPUT, None, (), None, (3,), np.float64),
+             ProgramNode(1, "sum", prim, (0,), {"axis": (0,), "keepdims": True}, (1,), np.float64),
+             ProgramNode(2, "sum", prim, (0,), {"keepdims": True, "axis": (0,)}, (1,), np.float64),
+             ProgramNode(3, "add", ad.PRIMITIVES["add"], (1, 2), None, (1,), np.float64)]
+    merged, new_index = common_subexpressions(nodes, [0], [3])
+    assert new_index[1] == new_index[2] and len(merged) == 3
 
 
 def test_common_subexpressions_keep_outputs_apart_and_inputs():
