@@ -50,7 +50,7 @@ from .elementwise import (abs, add, astype, divide, greater, multiply, negative,
                           subtract, where)
 from .indexing import concatenate, getitem, stack
 from .linalg import matmul
-from .numeric import norm as vector_or_frobenius_norm
+from .numeric import _inexact, norm as vector_or_frobenius_norm
 from .reductions import max, min
 from .batch import lift_rank
 from .registry import defprim
@@ -831,6 +831,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
     """
     if isinstance(x, (list, tuple)) and any(isinstance(v, Tensor) for v in x):
         x = stack(list(x))      # numpy would convert the list, losing the derivatives
+    x = _inexact(x)             # the matrix norms' |x| sums would wrap in an integer type
     shape = _shape_of(x)
     nd = len(shape)
     matrix_axes = (tuple(range(nd)) if axis is None and nd == 2 and ord is not None

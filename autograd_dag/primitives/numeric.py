@@ -246,6 +246,16 @@ NORM = defprim("norm", _norm_impl, vjp=_norm_vjp, jvp=_norm_jvp,
 _MATRIX_ORDS = ("nuc", 1, -1, 2, -2, math.inf, -math.inf)
 
 
+def _inexact(x):
+    """x with integer and boolean entries as float64, as ``np.linalg.norm`` converts them.
+
+    |x|, x**p and their sums in the operand's own integer type wrap (|-128| is
+    -128 in int8), so a norm computed there is silently wrong.
+    """
+    dtype = x.dtype if isinstance(x, (Tensor, np.ndarray)) else np.asarray(x).dtype
+    return x if dtype.kind in "fc" else astype(x, np.float64)
+
+
 def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A002 - numpy's name
     """Vector norms (ord 2, 1, ∞, -∞, 0 or any p) and the Frobenius norm, as ``np.linalg.norm``.
 
@@ -258,6 +268,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
     Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
     Example: ``ad.norm(ad.Tensor([3., 4.])).value`` is ``5.0``; its gradient is ``[.6, .8]``.
     """
+    x = _inexact(x)
     ndim = _ndim(x)
     if axis is None:
         if ord is None or (ord == "fro" and ndim == 2):
