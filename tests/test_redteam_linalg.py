@@ -28,3 +28,18 @@ def test_norms_of_integer_entries_are_computed_in_float64_as_numpy_does():
     np.testing.assert_allclose(ad.norm(ad.Tensor(v), 1).value, 233.0)
     np.testing.assert_allclose(np.linalg.vector_norm(ad.Tensor(v), ord=np.inf).value, 128.0)
     np.testing.assert_allclose(np.linalg.matrix_norm(ad.Tensor(m), ord=1).value, np.linalg.matrix_norm(m, ord=1))
+
+
+def test_gradient_of_integer_samples_is_computed_in_float64_as_numpy_does():
+    # The differences were taken in the samples' integer type and wrapped: np.gradient of
+    # uint8 [200, 100, 3] gave [156, 29.5, 159], numpy [-100, -98.5, -97].
+    for f, kw in [(np.array([200, 100, 3], dtype=np.uint8), {}),
+                  (np.array([100, -100, 100, 90], dtype=np.int8), {}),
+                  (np.array([100, -100, 100, 90], dtype=np.int8), {"edge_order": 2}),
+                  (np.array([[100, 27], [-128, 100]], dtype=np.int8), {"axis": 0}),
+                  (np.array([[100, 27, 3], [-128, 100, 4]], dtype=np.int16) * 300, {})]:
+        ours, theirs = np.gradient(ad.Tensor(f), **kw), np.gradient(f, **kw)
+        for o, t in zip(ours if isinstance(ours, (list, tuple)) else [ours],
+                        theirs if isinstance(theirs, (list, tuple)) else [theirs]):
+            assert o.dtype == t.dtype
+            np.testing.assert_array_equal(o.value, t)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core import Tensor, parameter, traced
 from ..errors import ShapeError
-from .elementwise import add, multiply, subtract, where
+from .elementwise import add, astype, multiply, subtract, where
 from .arrays import split
 from .indexing import concatenate, getitem, index_add, stack
 from .linalg import matmul
@@ -533,6 +533,10 @@ def gradient(f, *varargs, axis=None, edge_order: int = 1):
                              "Actual: an array")
     if edge_order not in (1, 2):
         raise ShapeError(f"gradient: Expect: edge_order 1 or 2. Actual: {edge_order!r}")
+    if (f.dtype if isinstance(f, (Tensor, np.ndarray)) else np.asarray(f).dtype).kind in "iu":
+        # numpy differences integer samples in float64: in their own type they wrap
+        # (uint8 100 - 200 is 156).
+        f = astype(f, np.float64)
     outs = []
     for ax, h in zip(axes, spacing):
         n = shape[ax]
