@@ -43,3 +43,48 @@ def test_gradient_of_integer_samples_is_computed_in_float64_as_numpy_does():
                         theirs if isinstance(theirs, (list, tuple)) else [theirs]):
             assert o.dtype == t.dtype
             np.testing.assert_array_equal(o.value, t)
+
+
+def _fd_grad(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        if not np.isfinite(x[i]):
+            continue            # x_i = -inf moved by a finite step is -inf: no change, derivative 0
+        xp, xm = x.copy(), x.copy()
+        xp[i] += eps
+        xm[i] -= eps
+        g[i] = (f(xp) - f(xm)) / (2 * eps)
+    return g
+
+
+def test_logsumexp_of_an_all_minus_inf_slice_has_gradient_zero_not_nan():
+    # lse of an all -inf slice is -inf and stays -inf under any finite move of its entries, so
+    # its derivative is 0. The rule's exp(x - lse) gave exp(-inf + inf) = NaN there, and
+    # 0 * NaN poisoned the gradient even of a loss that masks that row out (a padded row).
+    from scipy.special import logsumexp as sp_lse
+    x = np.random.default_rng(0).normal(size=(3, 4))
+    x[0] = -np.inf
+    x[1, 2] = -np.inf
+    w = np.array([0.0, 1.5, -0.7])                   # the all -inf row is masked out of the loss
+
+    def loss_np(a):
+        out = sp_lse(a, axis=1)
+        return float(np.sum(np.where(w != 0, out, 0.0) * w))
+
+    def loss(a):
+        return ad.sum(ad.where(w != 0, ad.logsumexp(a, axis=1), 0.0) * w)
+
+    expected = _fd_grad(loss_np, x)
+    with np.errstate(invalid="ignore"):
+        for g in [ad.grad(loss)(x), ad.jit(ad.grad(loss))(x), ad.grad_program(ad.trace(loss, x))(x)]:
+            np.testing.assert_allclose(np.asarray(g), expected, atol=1e-6)
+        # keepdims, gamma, and forward mode: the tangent of the -inf row is 0 too.
+        g = ad.grad(lambda a: ad.sum(ad.logsumexp(a, axis=(1,), keepdims=True, gamma=0.5)[1:]))(x)
+        assert np.all(g[0] == 0) and np.all(np.isfinite(g))
+        _, t = ad.jvp(lambda a: ad.logsumexp(a, axis=1), (x,), (np.ones_like(x),))
+        np.testing.assert_allclose(t, [0.0, 1.0, 1.0])
+        # logaddexp(-inf, -inf) likewise.
+        gx, gy = ad.grad(lambda a, b: ad.sum(ad.logaddexp(a, b)), argnums=(0, 1))(
+            np.array([-np.inf, -np.inf, 1.0]), np.array([-np.inf, 0.0, -np.inf]))
+        np.testing.assert_array_equal(gx, [0.0, 0.0, 1.0])
+        np.testing.assert_array_equal(gy, [0.0, 1.0, 0.0])
