@@ -88,3 +88,17 @@ def test_logsumexp_of_an_all_minus_inf_slice_has_gradient_zero_not_nan():
             np.array([-np.inf, -np.inf, 1.0]), np.array([-np.inf, 0.0, -np.inf]))
         np.testing.assert_array_equal(gx, [0.0, 0.0, 1.0])
         np.testing.assert_array_equal(gy, [0.0, 1.0, 0.0])
+
+
+def test_prod_gradient_is_exact_when_the_product_underflows_or_overflows():
+    # The eager sweep divided the product by each entry: a product underflowed to 0 gave
+    # gradient 0 (true 5e-301), one overflowed to inf gave inf for every entry (true 1 for
+    # the first two); jit, which records the division-free rule, was right: two routes disagreed.
+    for x in [np.array([1e-300, 1e-300, 0.5]), np.array([1e200, 1e200, 1e-200]),
+              np.array([[1e-300, 2.0], [1e-300, 3.0]])]:
+        with np.errstate(over="ignore", under="ignore"):
+            expected = np.array([np.prod(np.delete(x.ravel(), i)) for i in range(x.size)]).reshape(x.shape)
+            for g in [ad.grad(ad.prod)(x), ad.jit(ad.grad(ad.prod))(x)]:
+                np.testing.assert_allclose(np.asarray(g), expected, rtol=1e-12)
+    x = np.array([[1e-300, 2.0], [1e-300, 3.0]])
+    np.testing.assert_allclose(ad.grad(lambda a: ad.sum(ad.prod(a, axis=0)))(x), [[1e-300, 3.0], [1e-300, 2.0]])

@@ -180,7 +180,9 @@ def _others_product(x, axis, out, keepdims):
     """∏_{j≠i} x_j along the reduced axes, for each i (no division: exact with zeros)."""
     if builtins.any(x.shape[a] == 0 for a in axis):
         return broadcast_to(np.ones((), x.dtype), x.shape)
-    if _bare_without_zeros(x):
+    if _bare_without_zeros(x) and _bare_without_zeros(out) and np.isfinite(out).all():
+        # Dividing the product by each entry is exact only while the product is neither
+        # underflowed to 0 nor overflowed to inf (then 0/x or inf/x, not the others' product).
         return divide(_kept(out, x.shape, axis, keepdims), x)
     if len(axis) == 1:
         a = axis[0]
