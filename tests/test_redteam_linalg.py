@@ -102,3 +102,39 @@ def test_prod_gradient_is_exact_when_the_product_underflows_or_overflows():
                 np.testing.assert_allclose(np.asarray(g), expected, rtol=1e-12)
     x = np.array([[1e-300, 2.0], [1e-300, 3.0]])
     np.testing.assert_allclose(ad.grad(lambda a: ad.sum(ad.prod(a, axis=0)))(x), [[1e-300, 3.0], [1e-300, 2.0]])
+
+
+def test_lstsq_rank_and_residuals_follow_the_data_under_jit_and_vmap():
+    # lstsq read a's numbers for the rank when recorded: jit traced on a full-rank a kept rank 2
+    # and returned residuals for a rank-1 a (numpy: none), and traced on the rank-1 a it
+    # returned no residuals for a full-rank one. The rank is now computed by recorded
+    # operations; where numpy returns no residuals (rank-deficient a), a recorded call gives NaN.
+    rng = np.random.default_rng(0)
+    full = rng.normal(size=(4, 2))
+    deficient = np.array([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0], [1.0, 2.0]])
+    b = rng.normal(size=4)
+
+    def check(ours, a, bb, rcond=None):
+        x, res, rank, s = np.linalg.lstsq(a, bb, rcond=rcond)
+        np.testing.assert_allclose(ours[0], x, atol=1e-12)
+        assert int(ours[2]) == rank
+        np.testing.assert_allclose(ours[3], s, atol=1e-12)
+        if rank == a.shape[1]:
+            np.testing.assert_allclose(ours[1], res, rtol=1e-10)
+        else:
+            assert np.all(np.isnan(ours[1])) or np.size(ours[1]) == 0
+
+    for order in [(full, deficient), (deficient, full)]:
+        f = ad.jit(lambda a, bb: np.linalg.lstsq(a, bb))
+        for a in order + order:
+            check([np.asarray(o) for o in f(a, b)], a, b)
+    batched = ad.vmap(lambda a, bb: np.linalg.lstsq(a, bb), in_axes=(0, None))(np.stack([full, deficient]), b)
+    for i, a in enumerate([full, deficient]):
+        check([np.asarray(o)[i] for o in batched], a, b)
+    # A matrix b, an explicit rcond, and the eager call (numpy's result exactly).
+    bm = rng.normal(size=(4, 3))
+    g = ad.jit(lambda a, bb: np.linalg.lstsq(a, bb, rcond=1e-3))
+    for a in [deficient, full, deficient + 1e-6 * full]:
+        check([np.asarray(o) for o in g(a, bm)], a, bm, rcond=1e-3)
+    eager = np.linalg.lstsq(ad.Tensor(deficient), ad.Tensor(b))
+    assert eager[1].shape == (0,) and eager[2] == 1

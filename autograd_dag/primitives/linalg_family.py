@@ -44,9 +44,9 @@ import builtins
 
 import numpy as np
 
-from ..core import Tensor, apply, parameter
+from ..core import Tensor, apply, parameter, traced
 from ..errors import NotDifferentiableError, ShapeError
-from .elementwise import (abs, add, astype, divide, greater, multiply, negative, not_equal, power, sqrt,
+from .elementwise import (abs, add, astype, divide, equal, greater, multiply, negative, not_equal, power, sqrt,
                           subtract, where)
 from .indexing import concatenate, getitem, stack
 from .linalg import matmul
@@ -1139,7 +1139,11 @@ def lstsq(a, b, rcond=None):
     x = pinv(a) b (the minimum-norm solution, differentiable where the rank is
     constant); residuals are the squared residual norms per column when a has
     full column rank and more rows than columns (else empty); rank is an int
-    (no derivative); s the singular values. Shapes: a (m, n), b (m,) or (m, k).
+    (no derivative); s the singular values. Inside ``jit``, ``trace`` or
+    ``vmap`` (a computed from their input) the rank is a recorded int64 Tensor
+    that follows the data, and the residuals of a tall a are NaN where numpy
+    would return none (a rank-deficient a).
+    Shapes: a (m, n), b (m,) or (m, k).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -1150,18 +1154,36 @@ def lstsq(a, b, rcond=None):
     sa, sb = _shape_of(a), _shape_of(b)
     if len(sa) != 2 or len(sb) not in (1, 2) or sb[0] != sa[0]:
         raise ShapeError(f"lstsq: Expect: a (m, n) and b (m,) or (m, k). Actual: a {fmt(sa)}, b {fmt(sb)}")
-    a_value = a.value if isinstance(a, Tensor) else np.asarray(a)
-    rank = int(np.linalg.matrix_rank(a_value, tol=None if rcond is None else
-                                     rcond * np.max(np.linalg.svd(a_value, compute_uv=False), initial=0.0)))
     pinv_a = pinv(a) if rcond is None else pinv(a, rcond=rcond)
     x = matmul(pinv_a, b)
     s = svdvals(a)
     m, n = sa
-    if rank == n and m > n:
+    if traced(a):
+        # Inside jit, trace or vmap, a's numbers are this call's only: the rank is
+        # recorded (it follows the data), and so is whether residuals exist, as NaN
+        # where numpy returns none (a rank-deficient a); reading the numbers here froze
+        # the first call's rank into every later call.
+        rank = _recorded_rank(s, m, n, rcond)
+    else:
+        a_value = a.value if isinstance(a, Tensor) else np.asarray(a)
+        rank = int(np.linalg.matrix_rank(a_value, tol=None if rcond is None else
+                                         rcond * np.max(np.linalg.svd(a_value, compute_uv=False), initial=0.0)))
+    if m > n and (isinstance(rank, Tensor) or rank == n):
         r = subtract(matmul(a, x), b)
         residuals = sum(multiply(r, r), 0)
         if len(sb) == 1:
             residuals = reshape(residuals, (1,))
+        if isinstance(rank, Tensor):
+            residuals = where(equal(rank, n), residuals, np.nan)
     else:
         residuals = Tensor(np.zeros((0,), dtype=_float_dtype(_dtype_of(a))))
     return x, residuals, rank, s
+
+
+def _recorded_rank(s, m, n, rcond):
+    """The number of singular values above numpy's lstsq tolerance, by recorded operations (an int64 Tensor)."""
+    if builtins.min(m, n) == 0:
+        return Tensor(np.zeros((), np.int64))
+    ratio = np.finfo(_float_dtype(s.dtype)).eps * builtins.max(m, n) if rcond is None else float(rcond)
+    kept = greater(s, multiply(max(s, -1, keepdims=True), ratio))
+    return sum(astype(kept, np.int64), -1)
