@@ -138,3 +138,27 @@ def test_lstsq_rank_and_residuals_follow_the_data_under_jit_and_vmap():
         check([np.asarray(o) for o in g(a, bm)], a, bm, rcond=1e-3)
     eager = np.linalg.lstsq(ad.Tensor(deficient), ad.Tensor(b))
     assert eager[1].shape == (0,) and eager[2] == 1
+
+
+def test_linalg_cross_and_multi_dot_refuse_what_numpy_refuses():
+    # np.linalg.cross takes 3-vectors only (np.cross also takes 2-vectors): on 2-vectors it
+    # returned np.cross's z component. multi_dot's middle arrays must be matrices: a vector
+    # there gave a vector instead of numpy's error.
+    v, m = np.array([1.0, 2.0]), np.array([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(ValueError):
+        np.linalg.cross(v, v)
+    with pytest.raises(ad.ShapeError, match="3"):
+        np.linalg.cross(ad.Tensor(v), ad.Tensor(v))
+    with pytest.raises(ad.ShapeError, match="3"):
+        np.linalg.cross(ad.Tensor(np.ones((2, 3))), ad.Tensor(np.ones((2, 2))))
+    u = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(np.linalg.cross(ad.Tensor(u), ad.Tensor(u[::-1].copy())).value,
+                               np.linalg.cross(u, u[::-1]))
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.multi_dot([m, v, m])
+    with pytest.raises(ad.ShapeError, match="multi_dot"):
+        np.linalg.multi_dot([ad.Tensor(m), ad.Tensor(v), ad.Tensor(m)])
+    with pytest.raises(ad.ShapeError, match="multi_dot"):
+        np.linalg.multi_dot([ad.Tensor(np.ones((2, 2, 2))), ad.Tensor(m)])
+    np.testing.assert_allclose(np.linalg.multi_dot([ad.Tensor(v), ad.Tensor(m), ad.Tensor(m), ad.Tensor(v)]).value,
+                               np.linalg.multi_dot([v, m, m, v]))

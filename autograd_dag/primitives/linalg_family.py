@@ -1006,6 +1006,13 @@ def multi_dot(arrays) -> Tensor:
     arrays = list(arrays)
     if len(arrays) < 2:
         raise ShapeError(f"multi_dot: Expect: at least two arrays. Actual: {len(arrays)}")
+    # As numpy: only the first and the last may be vectors; a vector in the middle, or a
+    # stack of matrices, would make a different product.
+    for i, x in enumerate(arrays):
+        nd = len(_shape_of(x))
+        if nd != 2 and not (nd == 1 and i in (0, len(arrays) - 1)):
+            raise ShapeError(f"multi_dot: Expect: 2-D arrays (the first and last may be 1-D). "
+                             f"Actual: array {i} of shape {fmt(_shape_of(x))}")
     out = arrays[0]
     for nxt in arrays[1:]:
         out = matmul(out, nxt)
