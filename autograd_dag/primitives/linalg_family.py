@@ -26,7 +26,11 @@ Conventions, documented where they matter:
 * ``eigh`` is differentiable where the eigenvalues are distinct; the
   eigenvector terms of two equal eigenvalues are taken as zero (so that a
   function of the eigenvalues alone still gets its correct gradient at a
-  degenerate point); the eigenvectors themselves are not unique there.
+  degenerate point); the eigenvectors themselves are not unique there. Second
+  derivatives need distinct eigenvalues even for a function of the eigenvalues
+  alone: at a repeated one the eigenvalues have only one-sided derivatives (the
+  Hessian of Σ λᵢ³ at A = I comes out wrong, by up to 4 on a 3×3), and no local
+  rule can recover the limit.
 * ``svd`` likewise needs distinct, non-zero singular values for the factor
   derivatives; the singular values alone (``compute_uv=False``, ``norm``) are
   differentiable wherever they are distinct. ``full_matrices=True`` on a
@@ -468,8 +472,9 @@ def eigh(a, UPLO: str = "L") -> tuple[Tensor, Tensor]:
     Returns a plain tuple ``(w, v)`` with a = v diag(w) vᵀ. One primitive
     computes both (packed, see the module docstring). Only the lower triangle is
     read (``UPLO='L'``; ``'U'`` reads the upper one, by transposing).
-    Degenerate eigenvalues: the derivative is exact for functions of the
-    eigenvalues; eigenvector derivatives need distinct eigenvalues (the
+    Degenerate eigenvalues: the first derivative is exact for functions of the
+    eigenvalues (second derivatives need distinct ones, see the module notes);
+    eigenvector derivatives need distinct eigenvalues (the
     eigenvectors of a repeated eigenvalue are not unique; their coupling term is
     taken as zero).
     Shapes: (..., n, n) -> ((..., n), (..., n, n)).
@@ -947,7 +952,8 @@ def _diagonal(x, offset: int = 0) -> Tensor:
 def eigvalsh(a, UPLO: str = "L") -> Tensor:
     """The eigenvalues (ascending) of a symmetric matrix, batched, as ``np.linalg.eigvalsh``.
 
-    The first factor of :func:`eigh`; exact derivatives at repeated eigenvalues too.
+    The first factor of :func:`eigh`; exact first derivatives at repeated eigenvalues too
+    (second derivatives need distinct eigenvalues).
     Shapes: (..., n, n) -> (..., n).
 
     Example:
