@@ -823,8 +823,8 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
     2 / -2 (largest / smallest singular value), 1 / -1 (max / min column sum of
     |x|), inf / -inf (max / min row sum). With ``ord=None`` and ``axis=None``
     any operand gets the 2-norm of its flattened entries, as numpy.
-    Derivatives: |x|'(0) = 0; max/min split ties evenly; the Euclidean norm at
-    0 has no derivative (NaN), as √ at 0.
+    Derivatives: |x|'(0) = 0; max/min split ties evenly; a vector p-norm (p >= 1)
+    of a zero slice has gradient 0 (a subgradient).
     Shapes: (*s) -> s without the normed axes (kept as 1 with ``keepdims``).
 
     Example:

@@ -265,7 +265,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
     ``ord='fro'``; an int ``axis``: vector norms along it; a pair of axes: the
     Frobenius norm (``ord`` None or 'fro'). The other matrix norms (nuc, 1, 2, ∞
     of a matrix) are :func:`autograd_dag.linalg.norm`'s, which calls this one for the rest. Kinks: the 2-norm's and 1-norm's gradients at 0 are
-    0; the ∞-norm's splits among tied largest entries; ord 0 (the count of
+    0 (so are the other p-norms'); the ∞-norm's splits among tied largest entries; ord 0 (the count of
     nonzeros) has no derivative.
     Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
     Example: ``ad.norm(ad.Tensor([3., 4.])).value`` is ``5.0``; its gradient is ``[.6, .8]``.
@@ -309,7 +309,11 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
     if ord == 1:
         return sum(abs(x), axes, keepdims)
     p = float(ord)
-    return power(sum(power(abs(x), p), axes, keepdims), 1.0 / p)
+    total = sum(power(abs(x), p), axes, keepdims)
+    # A zero slice: norm 0 with gradient 0 (a subgradient, as the 2-norm's); total**(1/p)
+    # has an infinite derivative at 0, and ∞ · 0 from |x|**p gave NaN.
+    zero = equal(total, 0.0)
+    return where(zero, 0.0, power(where(zero, 1.0, total), 1.0 / p))
 
 # --------------------------------------------------------------- std, var
 
