@@ -14,7 +14,7 @@ Example:
 """
 
 from .primitives.linalg import matmul
-from .primitives.arrangement import cross
+from .primitives.arrangement import linalg_cross as cross
 from .primitives.linalg_family import (cholesky, cond, det, diagonal, eigh, eigvalsh, inv, lstsq,
                                        matrix_norm, matrix_power, matrix_transpose, multi_dot, norm, outer,
                                        pinv, qr, slogdet, solve, svd, svdvals, tensorinv, tensorsolve, trace,

@@ -297,7 +297,7 @@ for _name in ("trace", "svdvals", "matrix_norm", "vector_norm", "diagonal", "mat
     if hasattr(np.linalg, _name):
         NUMPY_FUNCTIONS[getattr(np.linalg, _name)] = getattr(linalg_family, _name)
 if hasattr(np.linalg, "cross"):
-    NUMPY_FUNCTIONS[np.linalg.cross] = lambda x1, x2, axis=-1: arrangement.cross(x1, x2, axis=axis)
+    NUMPY_FUNCTIONS[np.linalg.cross] = arrangement.linalg_cross
 
 # numpy functions whose results carry no derivative (shapes, indices,
 # booleans): they run on the values, whatever the Tensor.

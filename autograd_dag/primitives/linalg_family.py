@@ -26,7 +26,11 @@ Conventions, documented where they matter:
 * ``eigh`` is differentiable where the eigenvalues are distinct; the
   eigenvector terms of two equal eigenvalues are taken as zero (so that a
   function of the eigenvalues alone still gets its correct gradient at a
-  degenerate point); the eigenvectors themselves are not unique there.
+  degenerate point); the eigenvectors themselves are not unique there. Second
+  derivatives need distinct eigenvalues even for a function of the eigenvalues
+  alone: at a repeated one the eigenvalues have only one-sided derivatives (the
+  Hessian of Σ λᵢ³ at A = I comes out wrong, by up to 4 on a 3×3), and no local
+  rule can recover the limit.
 * ``svd`` likewise needs distinct, non-zero singular values for the factor
   derivatives; the singular values alone (``compute_uv=False``, ``norm``) are
   differentiable wherever they are distinct. ``full_matrices=True`` on a
@@ -44,13 +48,13 @@ import builtins
 
 import numpy as np
 
-from ..core import Tensor, apply, parameter
+from ..core import Tensor, apply, parameter, traced
 from ..errors import NotDifferentiableError, ShapeError
-from .elementwise import (abs, add, astype, divide, greater, multiply, negative, not_equal, power, sqrt,
+from .elementwise import (abs, add, astype, divide, equal, greater, multiply, negative, not_equal, power, sqrt,
                           subtract, where)
 from .indexing import concatenate, getitem, stack
 from .linalg import matmul
-from .numeric import norm as vector_or_frobenius_norm
+from .numeric import _inexact, norm as vector_or_frobenius_norm
 from .reductions import max, min
 from .batch import lift_rank
 from .registry import defprim
@@ -468,8 +472,9 @@ def eigh(a, UPLO: str = "L") -> tuple[Tensor, Tensor]:
     Returns a plain tuple ``(w, v)`` with a = v diag(w) vᵀ. One primitive
     computes both (packed, see the module docstring). Only the lower triangle is
     read (``UPLO='L'``; ``'U'`` reads the upper one, by transposing).
-    Degenerate eigenvalues: the derivative is exact for functions of the
-    eigenvalues; eigenvector derivatives need distinct eigenvalues (the
+    Degenerate eigenvalues: the first derivative is exact for functions of the
+    eigenvalues (second derivatives need distinct ones, see the module notes);
+    eigenvector derivatives need distinct eigenvalues (the
     eigenvectors of a repeated eigenvalue are not unique; their coupling term is
     taken as zero).
     Shapes: (..., n, n) -> ((..., n), (..., n, n)).
@@ -818,8 +823,8 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
     2 / -2 (largest / smallest singular value), 1 / -1 (max / min column sum of
     |x|), inf / -inf (max / min row sum). With ``ord=None`` and ``axis=None``
     any operand gets the 2-norm of its flattened entries, as numpy.
-    Derivatives: |x|'(0) = 0; max/min split ties evenly; the Euclidean norm at
-    0 has no derivative (NaN), as √ at 0.
+    Derivatives: |x|'(0) = 0; max/min split ties evenly; a vector p-norm (p >= 1)
+    of a zero slice has gradient 0 (a subgradient).
     Shapes: (*s) -> s without the normed axes (kept as 1 with ``keepdims``).
 
     Example:
@@ -831,6 +836,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
     """
     if isinstance(x, (list, tuple)) and any(isinstance(v, Tensor) for v in x):
         x = stack(list(x))      # numpy would convert the list, losing the derivatives
+    x = _inexact(x)             # the matrix norms' |x| sums would wrap in an integer type
     shape = _shape_of(x)
     nd = len(shape)
     matrix_axes = (tuple(range(nd)) if axis is None and nd == 2 and ord is not None
@@ -946,7 +952,8 @@ def _diagonal(x, offset: int = 0) -> Tensor:
 def eigvalsh(a, UPLO: str = "L") -> Tensor:
     """The eigenvalues (ascending) of a symmetric matrix, batched, as ``np.linalg.eigvalsh``.
 
-    The first factor of :func:`eigh`; exact derivatives at repeated eigenvalues too.
+    The first factor of :func:`eigh`; exact first derivatives at repeated eigenvalues too
+    (second derivatives need distinct eigenvalues).
     Shapes: (..., n, n) -> (..., n).
 
     Example:
@@ -1005,6 +1012,13 @@ def multi_dot(arrays) -> Tensor:
     arrays = list(arrays)
     if len(arrays) < 2:
         raise ShapeError(f"multi_dot: Expect: at least two arrays. Actual: {len(arrays)}")
+    # As numpy: only the first and the last may be vectors; a vector in the middle, or a
+    # stack of matrices, would make a different product.
+    for i, x in enumerate(arrays):
+        nd = len(_shape_of(x))
+        if nd != 2 and not (nd == 1 and i in (0, len(arrays) - 1)):
+            raise ShapeError(f"multi_dot: Expect: 2-D arrays (the first and last may be 1-D). "
+                             f"Actual: array {i} of shape {fmt(_shape_of(x))}")
     out = arrays[0]
     for nxt in arrays[1:]:
         out = matmul(out, nxt)
@@ -1138,7 +1152,11 @@ def lstsq(a, b, rcond=None):
     x = pinv(a) b (the minimum-norm solution, differentiable where the rank is
     constant); residuals are the squared residual norms per column when a has
     full column rank and more rows than columns (else empty); rank is an int
-    (no derivative); s the singular values. Shapes: a (m, n), b (m,) or (m, k).
+    (no derivative); s the singular values. Inside ``jit``, ``trace`` or
+    ``vmap`` (a computed from their input) the rank is a recorded int64 Tensor
+    that follows the data, and the residuals of a tall a are NaN where numpy
+    would return none (a rank-deficient a).
+    Shapes: a (m, n), b (m,) or (m, k).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -1149,18 +1167,36 @@ def lstsq(a, b, rcond=None):
     sa, sb = _shape_of(a), _shape_of(b)
     if len(sa) != 2 or len(sb) not in (1, 2) or sb[0] != sa[0]:
         raise ShapeError(f"lstsq: Expect: a (m, n) and b (m,) or (m, k). Actual: a {fmt(sa)}, b {fmt(sb)}")
-    a_value = a.value if isinstance(a, Tensor) else np.asarray(a)
-    rank = int(np.linalg.matrix_rank(a_value, tol=None if rcond is None else
-                                     rcond * np.max(np.linalg.svd(a_value, compute_uv=False), initial=0.0)))
     pinv_a = pinv(a) if rcond is None else pinv(a, rcond=rcond)
     x = matmul(pinv_a, b)
     s = svdvals(a)
     m, n = sa
-    if rank == n and m > n:
+    if traced(a):
+        # Inside jit, trace or vmap, a's numbers are this call's only: the rank is
+        # recorded (it follows the data), and so is whether residuals exist, as NaN
+        # where numpy returns none (a rank-deficient a); reading the numbers here froze
+        # the first call's rank into every later call.
+        rank = _recorded_rank(s, m, n, rcond)
+    else:
+        a_value = a.value if isinstance(a, Tensor) else np.asarray(a)
+        rank = int(np.linalg.matrix_rank(a_value, tol=None if rcond is None else
+                                         rcond * np.max(np.linalg.svd(a_value, compute_uv=False), initial=0.0)))
+    if m > n and (isinstance(rank, Tensor) or rank == n):
         r = subtract(matmul(a, x), b)
         residuals = sum(multiply(r, r), 0)
         if len(sb) == 1:
             residuals = reshape(residuals, (1,))
+        if isinstance(rank, Tensor):
+            residuals = where(equal(rank, n), residuals, np.nan)
     else:
         residuals = Tensor(np.zeros((0,), dtype=_float_dtype(_dtype_of(a))))
     return x, residuals, rank, s
+
+
+def _recorded_rank(s, m, n, rcond):
+    """The number of singular values above numpy's lstsq tolerance, by recorded operations (an int64 Tensor)."""
+    if builtins.min(m, n) == 0:
+        return Tensor(np.zeros((), np.int64))
+    ratio = np.finfo(_float_dtype(s.dtype)).eps * builtins.max(m, n) if rcond is None else float(rcond)
+    kept = greater(s, multiply(max(s, -1, keepdims=True), ratio))
+    return sum(astype(kept, np.int64), -1)

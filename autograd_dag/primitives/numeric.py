@@ -180,7 +180,9 @@ def _others_product(x, axis, out, keepdims):
     """∏_{j≠i} x_j along the reduced axes, for each i (no division: exact with zeros)."""
     if builtins.any(x.shape[a] == 0 for a in axis):
         return broadcast_to(np.ones((), x.dtype), x.shape)
-    if _bare_without_zeros(x):
+    if _bare_without_zeros(x) and _bare_without_zeros(out) and np.isfinite(out).all():
+        # Dividing the product by each entry is exact only while the product is neither
+        # underflowed to 0 nor overflowed to inf (then 0/x or inf/x, not the others' product).
         return divide(_kept(out, x.shape, axis, keepdims), x)
     if len(axis) == 1:
         a = axis[0]
@@ -246,6 +248,16 @@ NORM = defprim("norm", _norm_impl, vjp=_norm_vjp, jvp=_norm_jvp,
 _MATRIX_ORDS = ("nuc", 1, -1, 2, -2, math.inf, -math.inf)
 
 
+def _inexact(x):
+    """x with integer and boolean entries as float64, as ``np.linalg.norm`` converts them.
+
+    |x|, x**p and their sums in the operand's own integer type wrap (|-128| is
+    -128 in int8), so a norm computed there is silently wrong.
+    """
+    dtype = x.dtype if isinstance(x, (Tensor, np.ndarray)) else np.asarray(x).dtype
+    return x if dtype.kind in "fc" else astype(x, np.float64)
+
+
 def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A002 - numpy's name
     """Vector norms (ord 2, 1, ∞, -∞, 0 or any p) and the Frobenius norm, as ``np.linalg.norm``.
 
@@ -253,11 +265,12 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
     ``ord='fro'``; an int ``axis``: vector norms along it; a pair of axes: the
     Frobenius norm (``ord`` None or 'fro'). The other matrix norms (nuc, 1, 2, ∞
     of a matrix) are :func:`autograd_dag.linalg.norm`'s, which calls this one for the rest. Kinks: the 2-norm's and 1-norm's gradients at 0 are
-    0; the ∞-norm's splits among tied largest entries; ord 0 (the count of
+    0 (so are the other p-norms'); the ∞-norm's splits among tied largest entries; ord 0 (the count of
     nonzeros) has no derivative.
     Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
     Example: ``ad.norm(ad.Tensor([3., 4.])).value`` is ``5.0``; its gradient is ``[.6, .8]``.
     """
+    x = _inexact(x)
     ndim = _ndim(x)
     if axis is None:
         if ord is None or (ord == "fro" and ndim == 2):
@@ -296,7 +309,11 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
     if ord == 1:
         return sum(abs(x), axes, keepdims)
     p = float(ord)
-    return power(sum(power(abs(x), p), axes, keepdims), 1.0 / p)
+    total = sum(power(abs(x), p), axes, keepdims)
+    # A zero slice: norm 0 with gradient 0 (a subgradient, as the 2-norm's); total**(1/p)
+    # has an infinite derivative at 0, and ∞ · 0 from |x|**p gave NaN.
+    zero = equal(total, 0.0)
+    return where(zero, 0.0, power(where(zero, 1.0, total), 1.0 / p))
 
 # --------------------------------------------------------------- std, var
 
