@@ -23,7 +23,7 @@ import numpy as np
 from . import core
 from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite
 from .graph import paused_gc
-from .errors import AutogradDagError, MissingRuleError, NotDifferentiableError, user_source, located
+from .errors import AutogradDagError, MissingRuleError, NotDifferentiableError, TracingError, user_source, located
 from .primitives import elementwise as ew
 from .primitives import indexing, random, structure
 from .passes import refuse_inputs_as_constants
@@ -819,9 +819,36 @@ def checkpoint(f: Callable) -> Callable:
             for t in _closure_tensors(f):
                 if t.requires_grad:
                     _refuse_closure_tensor(t, name, user_source())
+            if core._program_inputs:
+                _refuse_traced_reads(f, args, name)
         return apply(prim, *args)
     wrapped.__name__ = name
     return wrapped
+
+
+def _refuse_traced_reads(f: Callable, args: tuple, name: str) -> None:
+    """Refuse a checkpointed ``f`` that reads a Tensor computed from an input of the jit/trace/vmap being recorded.
+
+    The checkpoint node runs ``f`` on its arguments' numbers; anything else
+    ``f`` reads is a number too, so a traced value read from outside (an
+    integer index, a mask: nothing requiring a gradient) would be this call's
+    on every later call, the first example's for a whole vmap batch. ``f`` is
+    recorded once on fresh leaves holding the arguments' values (only while
+    such a transformation records, once per trace): a traced leaf behind its
+    result was read from outside, through a closure, a global or an attribute.
+    """
+    with _recording_as(True), random.replayed(), np.errstate(all="ignore"):
+        result = f(*[Tensor(a.value if isinstance(a, Tensor) else np.asarray(a)) for a in args])
+    if not isinstance(result, Tensor):
+        return  # (the checkpoint node refuses it, naming f)
+    for t in topological_nodes([result], set()):
+        if not t.parents and (transformation := core.tracer_of(t)) is not None:
+            what = f"'{t.name}' (shape {t.shape}, {t.dtype})" if t.name else f"a Tensor of shape {t.shape} ({t.dtype})"
+            raise TracingError(
+                f"{name}: the function reads {what}, computed from an input of {transformation}, from "
+                f"outside its arguments; the checkpointed block runs on numbers, so it would keep this "
+                f"call's values (the first example's for a whole vmap batch). Pass it as an argument, "
+                f"e.g. ad.checkpoint(block)(x, i) with block(x, i){located(user_source())}")
 
 
 def _closure_tensors(f: Callable) -> list[Tensor]:

@@ -378,6 +378,39 @@ def test_checkpoint_with_the_tensor_passed_as_an_argument_is_differentiated():
         ad.checkpoint(lambda h: ad.tanh(h @ W_t))(ad.Tensor(x))
 
 
+# A traced value (an input of jit / trace / vmap, or computed from one) read by a checkpointed
+# function from outside its arguments was frozen: the checkpoint node's impl reads it as a number,
+# so every later call (every example of a vmap batch) reused the first one's.
+_GLOBAL_I = None
+
+
+def _block_reading_global_i(y):
+    return y * _GLOBAL_I
+
+
+@pytest.mark.parametrize("route", ["vmap", "jit", "trace", "global"])
+def test_checkpoint_refuses_a_traced_tensor_read_from_outside_its_arguments(route):
+    xs, idx = np.array([[1.0, -2.0], [-3.0, 4.0]]), np.array([[1, 2], [3, 4]])
+    with pytest.raises(ad.TracingError, match=r"checkpoint\[.*\]: the function reads .* computed from an "
+                                              r"input of (vmap|jit|trace)"):
+        if route == "vmap":   # before: [[1, -4], [-3, 8]], the first example's i for both (want [-9, 16])
+            ad.vmap(lambda x, i: ad.checkpoint(lambda y: y * i)(x))(xs, idx)
+        elif route == "jit":  # before: the second call gave x1 * i0
+            g = ad.jit(lambda x, i: ad.checkpoint(lambda y: y * i)(x))
+            g(xs[0], idx[0])
+            g(xs[1], idx[1])
+        elif route == "trace":
+            ad.trace(lambda x, m: ad.checkpoint(lambda y: y * m)(x), xs[0], xs[0] > 0)
+        else:  # read through a global: no closure cell to look in
+            def f(x, i):
+                global _GLOBAL_I
+                _GLOBAL_I = i * 2
+                return ad.checkpoint(_block_reading_global_i)(x)
+            ad.vmap(f)(xs, idx)
+    # Passed as an argument, the same block is right for every example (numpy: x·i row by row).
+    np.testing.assert_array_equal(ad.vmap(lambda x, i: ad.checkpoint(lambda y, j: y * j)(x, i))(xs, idx), xs * idx)
+
+
 PARAMETERS = [
     ("logsumexp gamma", lambda g: ad.logsumexp(V, gamma=g)),
     ("softmax gamma", lambda g: ad.sum(ad.softmax(V, gamma=g) * V)),
