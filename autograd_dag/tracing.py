@@ -156,9 +156,32 @@ def depends_on_outer(outputs, inputs) -> bool:
         return False
     outer = frozenset().union(*core._active_inputs)
     stop = {id(t) for t in inputs}
+    if core._program_inputs:
+        # Inside jit, trace or vmap the outer inputs' *values* matter, not only their derivatives:
+        # bare numbers computed from an integer one (an index, a count: nothing requiring a
+        # gradient, so not on the walk below) would be a constant of that program, the first
+        # call's (the first example's) for every later one. So every parent is followed.
+        return _reaches(outputs, stop, outer)
     found = reachable(filter(_requires_grad, outputs),
                       lambda t: () if id(t) in stop else filter(_requires_grad, t.parents or ()))
     return any(id(t) in outer and id(t) not in stop for t in found)
+
+
+def _reaches(outputs, stop: set, targets: frozenset) -> bool:
+    """Whether a node in ``targets`` lies behind ``outputs``, not passing through ``stop`` (stops at the first)."""
+    seen: set[int] = set()
+    todo = list(outputs)
+    while todo:
+        t = todo.pop()
+        tid = id(t)
+        if tid in seen or tid in stop:
+            continue
+        if tid in targets:
+            return True
+        seen.add(tid)
+        if t.parents:
+            todo.extend(t.parents)
+    return False
 
 
 def depends_on_a_leaf(outputs, inputs) -> bool:

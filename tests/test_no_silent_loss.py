@@ -348,6 +348,27 @@ def test_trace_records_an_inner_gradient_that_reads_its_input():
     assert float(prog(np.array(2.0))) == pytest.approx(12.0)   # Σ 2x·w at w = 2
 
 
+# An inner transformation whose arguments are constants, reading an *integer* input of an enclosing
+# jit / vmap through a closure (an index, a count: nothing requiring a gradient), computed bare numbers:
+# the enclosing program kept them as a constant (the first call's, the first example's).
+IDX = np.array([[1, 2], [3, 4]])
+
+
+@pytest.mark.parametrize("label, run, expected", [
+    # vmap of vmap: before, every row was the first example's [[1, 0], [0, 2]]
+    ("vmap(vmap)", lambda: ad.vmap(lambda i: ad.vmap(lambda c: c * i)(np.eye(2)))(IDX),
+     np.stack([np.eye(2) * row for row in IDX])),
+    ("vmap(jacobian)", lambda: ad.vmap(lambda i: ad.jacobian(lambda y: y * i)(np.ones(2)))(IDX),
+     np.stack([np.diag(row) for row in IDX]).astype(float)),
+    ("jit(grad)", lambda: [g(i) for g in [ad.jit(lambda i: ad.grad(lambda y: ad.sum(y * y * i))(np.ones(2)))]
+                           for i in IDX][-1], 2.0 * IDX[-1]),
+    ("jit(jvp)", lambda: [g(i) for g in [ad.jit(lambda i: ad.jvp(lambda y: y * i, (np.ones(2),), (np.ones(2),))[1])]
+                          for i in IDX][-1], 1.0 * IDX[-1]),
+])
+def test_inner_transformation_reading_an_integer_input_of_an_enclosing_one(label, run, expected):
+    np.testing.assert_array_equal(run(), expected)
+
+
 # ------------------------------------- a checkpointed function reading a Tensor from outside
 # The checkpoint node's inputs are its arguments: a Tensor requiring a gradient read from
 # f's closure got no derivative (a silent zero, e.g. ad.grad with respect to W below).
