@@ -841,14 +841,15 @@ def _refuse_traced_reads(f: Callable, args: tuple, name: str) -> None:
         result = f(*[Tensor(a.value if isinstance(a, Tensor) else np.asarray(a)) for a in args])
     if not isinstance(result, Tensor):
         return  # (the checkpoint node refuses it, naming f)
-    for t in topological_nodes([result], set()):
-        if not t.parents and (transformation := core.tracer_of(t)) is not None:
-            what = f"'{t.name}' (shape {t.shape}, {t.dtype})" if t.name else f"a Tensor of shape {t.shape} ({t.dtype})"
-            raise TracingError(
-                f"{name}: the function reads {what}, computed from an input of {transformation}, from "
-                f"outside its arguments; the checkpointed block runs on numbers, so it would keep this "
-                f"call's values (the first example's for a whole vmap batch). Pass it as an argument, "
-                f"e.g. ad.checkpoint(block)(x, i) with block(x, i){located(user_source())}")
+    found = tracing.outer_traced_leaf([result])
+    if found is not None:
+        t, transformation = found
+        what = f"'{t.name}' (shape {t.shape}, {t.dtype})" if t.name else f"a Tensor of shape {t.shape} ({t.dtype})"
+        raise TracingError(
+            f"{name}: the function reads {what}, computed from an input of {transformation}, from "
+            f"outside its arguments; the checkpointed block runs on numbers, so it would keep this "
+            f"call's values (the first example's for a whole vmap batch). Pass it as an argument, "
+            f"e.g. ad.checkpoint(block)(x, i) with block(x, i){located(user_source())}")
 
 
 def _closure_tensors(f: Callable) -> list[Tensor]:

@@ -184,6 +184,22 @@ def _reaches(outputs, stop: set, targets: frozenset) -> bool:
     return False
 
 
+def outer_traced_leaf(outputs, inputs=()) -> tuple[Tensor, str] | None:
+    """A leaf behind ``outputs`` (not passing through ``inputs``) that is an input of an enclosing
+    ``jit``, ``trace`` or ``vmap`` being recorded, with that transformation's name; or None.
+
+    Code that turns what it reads into numbers (a checkpointed block, a program of its
+    own) would keep such a leaf's values for every later call of the enclosing program.
+    Free when no such transformation records.
+    """
+    if not core._program_inputs:
+        return None
+    for t in topological_nodes(outputs, {id(t) for t in inputs}):
+        if not t.parents and (transformation := core.tracer_of(t)) is not None:
+            return t, transformation
+    return None
+
+
 def depends_on_a_leaf(outputs, inputs) -> bool:
     """Whether ``outputs`` depend on a leaf that requires a gradient, other than ``inputs``.
 

@@ -369,6 +369,17 @@ def test_inner_transformation_reading_an_integer_input_of_an_enclosing_one(label
     np.testing.assert_array_equal(run(), expected)
 
 
+def test_trace_inside_a_transformation_refuses_a_value_it_traces():
+    """ad.trace inside vmap/jit made a closure's traced value a constant of its program (the first example's)."""
+    xs, idx = np.array([[1.0, -2.0], [-3.0, 4.0]]), np.array([[1, 2], [3, 4]])
+    with pytest.raises(ad.TracingError, match=r"trace: .*computed from an input of vmap"):
+        ad.vmap(lambda x, i: ad.trace(lambda y: y * i, x)(x))(xs, idx)   # before: [[1, -4], [-3, 8]]
+    with pytest.raises(ad.TracingError, match=r"trace: .*computed from an input of jit"):
+        ad.jit(lambda x, i: ad.trace(lambda y: y * (i + 1), x)(x))(xs[0], idx[0])
+    # A closure constant from outside any transformation stays a constant, as documented.
+    np.testing.assert_array_equal(ad.vmap(lambda x: ad.trace(lambda y: y * IDX[1], x)(x))(xs), xs * IDX[1])
+
+
 # ------------------------------------- a checkpointed function reading a Tensor from outside
 # The checkpoint node's inputs are its arguments: a Tensor requiring a gradient read from
 # f's closure got no derivative (a silent zero, e.g. ad.grad with respect to W below).
