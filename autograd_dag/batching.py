@@ -185,6 +185,13 @@ def _apply_batched(prim: Primitive, operands, flags, params) -> Tensor:
         warnings.warn(f"vmap: '{prim.name}' has no batching rule for these operands; looping over the "
                       f"batch (one call per example)", stacklevel=4)
     size = next(o.shape[0] for o, b in zip(operands, flags) if b)
+    if size == 0:
+        # No example to loop over (stack would get no operand): one on zeros, as vmap records f
+        # on for an empty batch, gives the result's shape and dtype.
+        with np.errstate(all="ignore"):
+            example = apply(prim, *[Tensor(np.zeros(o.shape[1:], o.dtype)) if b else o
+                                    for o, b in zip(operands, flags)], **params)
+        return structure.broadcast_to(example, (0,) + example.shape)
     outs = [apply(prim, *[indexing.getitem(o, i) if b else o for o, b in zip(operands, flags)], **params)
             for i in range(size)]
     return indexing.stack(outs, 0)
