@@ -660,16 +660,17 @@ def hvp(f: Callable, x, v):
 # ----------------------------------------------------- gradient programs
 
 
-def _placeholder(node) -> np.ndarray:
-    """A value of an input's shape and dtype to record a program's derivative on.
+def placeholder(shape: tuple, dtype) -> np.ndarray:
+    """A value of this shape and dtype to record a function on when its numbers do not matter.
 
-    Ones, plus n on the diagonal of square trailing matrices: the rules of
-    det, inv, solve and cholesky refuse singular or indefinite matrices, and
-    a diagonally dominant one is neither.
+    Ones, plus n on the diagonal of square trailing float matrices: the rules
+    of det, inv, solve and cholesky refuse singular or indefinite matrices,
+    and a diagonally dominant one is neither.
     """
-    value = np.ones(node.shape, dtype=node.dtype)
-    if len(node.shape) >= 2 and node.shape[-1] == node.shape[-2] and node.dtype.kind == "f":
-        value = value + node.shape[-1] * np.eye(node.shape[-1], dtype=node.dtype)
+    dtype = np.dtype(dtype)
+    value = np.ones(shape, dtype=dtype)
+    if len(shape) >= 2 and shape[-1] == shape[-2] and dtype.kind == "f":
+        value = value + shape[-1] * np.eye(shape[-1], dtype=dtype)
     return value
 
 
@@ -712,7 +713,8 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     for p in positions:
         if not 0 <= p < n_in:
             raise AutogradDagError(f"grad_program: wrt={wrt!r} but the program has {n_in} input(s)")
-    inputs = [Tensor(_placeholder(program.nodes[k]), name=program.nodes[k].name) for k in program.inputs]
+    inputs = [Tensor(placeholder(program.nodes[k].shape, program.nodes[k].dtype), name=program.nodes[k].name)
+              for k in program.inputs]
     # The inputs are placeholders: only the recorded structure matters, so
     # numpy's warnings about their values (log 0, 0/0) mean nothing here.
     with _recording_as(True), np.errstate(all="ignore"):

@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from .autodiff import grad, select_arguments, vjp
+from .autodiff import grad, placeholder, select_arguments, vjp
 from .core import Primitive, Tensor, _recording_as, apply, attributed_to
 from .errors import AutogradDagError, ShapeError, user_source, located
 from .primitives import indexing, structure
@@ -74,13 +74,17 @@ def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool) -> Callable:
                 # Shared arrays become constants, so Tensor methods work on them as on the examples.
                 return Tensor(x) if isinstance(x, np.ndarray) else None
             batched = _batch_first(x, axes[position])
-            # An empty batch has no example to record on: zeros of an example's shape stand in.
-            value = batched.value[0] if size else np.zeros(batched.shape[1:], batched.dtype)
+            # An empty batch has no example to record on: a stand-in of an example's shape that
+            # inv, solve or lstsq take as they would a real example (zeros are singular), and
+            # zeros for indices (in range for every non-empty axis).
+            value = batched.value[0] if size else (
+                placeholder(batched.shape[1:], batched.dtype) if batched.dtype.kind == "f"
+                else np.zeros(batched.shape[1:], batched.dtype))
             example = program_input(value, getattr(x, "name", None) or "x")
             env[id(example)] = batched
             return example
 
-        # An empty batch records f on zeros: the values are never returned, so neither are their warnings.
+        # An empty batch records f on a stand-in: the values are never returned, so neither are their warnings.
         with np.errstate(all="ignore") if size == 0 else contextlib.nullcontext():
             rec = record(f, args, make_input, what="vmap", reused=True)
         out_tensors, out_td = rec.outputs, rec.out_tree
