@@ -749,13 +749,14 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
 # ------------------------------------------------------------ checkpoint
 
 
-def _refuse_closure_gradients(result: Tensor, targets: list, name: str) -> None:
+def _refuse_closure_gradients(result: Tensor, targets: list, name: str, made: set[int] = frozenset()) -> None:
     """Refuse a checkpointed function that read a Tensor requiring a gradient from outside its arguments.
 
     Its derivative would be silently lost: the checkpoint node's inputs are the
-    arguments only (before: a zero gradient for the closure's W).
+    arguments only (before: a zero gradient for the closure's W). ``made``: ids
+    of leaves the function made itself (the slots of a grad inside it).
     """
-    stop = {id(t) for t in targets}
+    stop = {id(t) for t in targets} | made
     for t in topological_nodes([result], stop, prune_constant=True):
         if id(t) not in stop and not t.parents and t.requires_grad:
             _refuse_closure_tensor(t, name, t.source)
@@ -784,19 +785,28 @@ def checkpoint(f: Callable) -> Callable:
     def impl(*arrays):
         with _recording_as(False), random.replayed():
             out = f(*[Tensor(a) for a in arrays])
-        return out.value
+        # (A transformation inside f, on constant arguments, returns numbers here.)
+        return out.value if isinstance(out, Tensor) else np.asarray(out)
 
     def replay(inputs):
         # When the sweep records, f is replayed on identity nodes of the
         # recorded inputs, so the derivative stays connected to them (and
         # differentiates again) while each argument slot keeps its own
         # cotangent even if one Tensor fills two slots; otherwise on fresh
-        # leaves holding their values.
-        targets = ([structure.identity(x) for x in inputs] if core.is_recording()
-                   else [Tensor(x) for x in inputs])
-        with _recording_as(True), random.replayed():
-            result = f(*targets)
-        _refuse_closure_gradients(result, targets, name)
+        # leaves holding their values. Either way they are the inputs of a
+        # transformation, as grad's slots are (float ones require a gradient):
+        # a transformation inside f that reads one from a closure (vmap over
+        # constant scales of x) must record, not compute bare numbers whose
+        # derivative would be a silent zero.
+        targets = [slot_input(x, name) for x in inputs]
+        made: set[int] = set()  # the inputs of transformations f runs itself
+        with core.tracing(targets), random.replayed():
+            core._input_sinks.append(made)
+            try:
+                result = f(*targets)
+            finally:
+                core._input_sinks.remove(made)
+        _refuse_closure_gradients(result, targets, name, made)
         return targets, result
 
     def rule_vjp(ct, out, *inputs):

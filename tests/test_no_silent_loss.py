@@ -443,6 +443,44 @@ def test_checkpoint_refuses_a_traced_tensor_read_from_outside_its_arguments(rout
     np.testing.assert_array_equal(ad.vmap(lambda x, i: ad.checkpoint(lambda y, j: y * j)(x, i))(xs, idx), xs * idx)
 
 
+# A checkpointed block that runs a transformation of its own on constant arguments, reading the
+# block's argument from a closure (vmap over fixed scales, grad with respect to a constant): the
+# replay for the derivative ran it on leaves no transformation knew about, so the inner one computed
+# bare numbers and the block's derivative was a silent zero (and the forward refused its array result).
+_SCALES = np.array([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]])
+_XB = np.array([0.4, -0.9, 1.3])
+_WB = np.array([0.3, -1.2, 0.7])
+
+
+def _vmap_block(x):   # sin(x)·x + sin(2x)·2x, through vmap over the scales
+    return ad.sum(ad.vmap(lambda c: ad.sin(x * c) * (x * c))(_SCALES), axis=0)
+
+
+def _grad_block(x):   # d/dc Σ sin(x·c)·w at c = 1: cos(x)·x·w
+    return ad.grad(lambda c: ad.sum(ad.sin(x * c) * _WB))(np.ones(3))
+
+
+def _vmap_block_derivative(x):   # d/dx of _vmap_block, by hand
+    return (np.cos(x) * x + np.sin(x)) + 2 * (np.cos(2 * x) * 2 * x + np.sin(2 * x))
+
+
+def _grad_block_derivative(x):
+    return (np.cos(x) - x * np.sin(x)) * _WB
+
+
+@pytest.mark.parametrize("block, derivative", [(_vmap_block, _vmap_block_derivative),
+                                               (_grad_block, _grad_block_derivative)])
+def test_checkpoint_of_a_block_with_an_inner_transformation(block, derivative):
+    # before: grad and jvp were zeros (vmap block); the forward raised on the array (grad block)
+    cp = ad.checkpoint(block)
+    np.testing.assert_allclose(ad.grad(lambda x: ad.sum(cp(x) * _WB))(_XB), derivative(_XB) * _WB, rtol=1e-12)
+    np.testing.assert_allclose(ad.jvp(cp, (_XB,), (_WB,))[1], derivative(_XB) * _WB, rtol=1e-12)
+    x = ad.Tensor(_XB, requires_grad=True)
+    ad.sum(cp(x) * _WB).backward()
+    np.testing.assert_allclose(x.grad.value, derivative(_XB) * _WB, rtol=1e-12)
+    np.testing.assert_allclose(ad.jit(ad.grad(lambda x: ad.sum(cp(x) * _WB)))(_XB), derivative(_XB) * _WB, rtol=1e-12)
+
+
 PARAMETERS = [
     ("logsumexp gamma", lambda g: ad.logsumexp(V, gamma=g)),
     ("softmax gamma", lambda g: ad.sum(ad.softmax(V, gamma=g) * V)),
