@@ -474,7 +474,12 @@ def _refuse_complex_outputs(outputs, what: str) -> None:
 
 def _like(value, ref: Tensor, what: str, ref_what: str) -> Tensor:
     """``value`` (a cotangent or tangent) as a Tensor of ``ref``'s dtype, with ``ref``'s shape checked."""
-    value = value if isinstance(value, Tensor) else Tensor(np.asarray(value, dtype=ref.dtype))
+    if not isinstance(value, Tensor):
+        value = Tensor(np.asarray(value, dtype=ref.dtype))
+    elif value.dtype != ref.dtype and value.dtype.kind == "f" and ref.dtype.kind == "f":
+        # A Tensor (an outer transformation's) is cast as an array is, recorded: a float64
+        # tangent of a float32 primal made every tangent of a float32 function float64.
+        value = ew.astype(value, ref.dtype)
     if value.shape != ref.shape:
         raise AutogradDagError(f"{what} of shape {value.shape} for a {ref_what} of shape {ref.shape}")
     return value
