@@ -44,6 +44,31 @@ def test_clip_bounds_pass_the_derivative_to_x():
     assert float(ad.grad(lambda b: ad.sum(ad.clip(ad.Tensor(x), b, 1.0)))(0.0)) == 1.0
 
 
+def test_clip_with_crossed_bounds_differentiates_the_upper_bound():
+    """np.clip returns a_max wherever a_min > a_max; the derivative went to a_min (or to both) there."""
+    x = np.array([0.1, 0.3, 0.9, 2.0, -1.0, 0.5])
+    lo = np.array([0.5, 0.8, 0.2, 0.4, 0.7, 0.0])
+    hi = np.array([0.2, 0.6, 0.6, 1.0, 0.3, 1.0])   # crossed in the first two and the fifth entry
+    args = (x, lo, hi)
+
+    def numeric(i):  # central differences of numpy's clip, entry by entry (clip is linear off its kinks)
+        jac = np.zeros((6, 6))
+        for k in range(6):
+            up, down = [a.copy() for a in args], [a.copy() for a in args]
+            up[i][k] += 1e-6
+            down[i][k] -= 1e-6
+            jac[:, k] = (np.clip(*up) - np.clip(*down)) / 2e-6
+        return jac
+    grads = ad.grad(lambda *a: ad.sum(ad.clip(*a) * np.arange(1.0, 7.0)), argnums=(0, 1, 2))(*args)
+    for i in range(3):
+        jac = numeric(i)
+        np.testing.assert_allclose(grads[i], np.arange(1.0, 7.0) @ jac, atol=1e-8)
+        tangents = [np.zeros(6)] * 3
+        tangents[i] = np.linspace(1.0, 2.0, 6)
+        _, fwd = ad.jvp(ad.clip, args, tuple(tangents))
+        np.testing.assert_allclose(fwd, jac @ tangents[i], atol=1e-8)
+
+
 @pytest.mark.parametrize("fn", [ad.floor, ad.ceil, ad.trunc, ad.round, ad.rint])
 def test_rounding_has_zero_derivative_also_at_integers(fn):
     x = np.array([-1.0, -0.5, 0.0, 0.5, 1.7, 2.0])

@@ -145,7 +145,7 @@ def _diag_matrix(v):
 
 def _pack(parts, batch):
     """Factors (each (*batch, *core)) flattened and joined along one last axis."""
-    return concatenate([reshape(p, tuple(batch) + (-1,)) for p in parts], -1)
+    return concatenate([reshape(p, tuple(batch) + (_core_size(p.shape, batch),)) for p in parts], -1)
 
 
 def _unpack(packed, batch, cores):
@@ -162,7 +162,12 @@ def _unpack(packed, batch, cores):
 
 
 def _np_pack(arrays, batch):
-    return np.concatenate([np.reshape(a, tuple(batch) + (-1,)) for a in arrays], axis=-1)
+    return np.concatenate([np.reshape(a, tuple(batch) + (_core_size(a.shape, batch),)) for a in arrays], axis=-1)
+
+
+def _core_size(shape, batch) -> int:
+    # Not -1 in the reshape: an empty stack of matrices (a batch axis of 0) leaves it undetermined.
+    return int(np.prod(shape[len(tuple(batch)):], dtype=np.int64))
 
 # ------------------------------------------------------------------ inv
 

@@ -497,25 +497,35 @@ def fmin(x, y) -> Tensor:
 # ------------------------------------------------------------------ clip
 
 
+def _clip_masks(out, x, lo, hi):
+    """Where the derivative goes: (to x, to a_min, to a_max), boolean.
+
+    numpy's clip is min(max(x, a_min), a_max), so where a_min > a_max the result is
+    a_max whatever x is: the derivative goes to a_max alone there (a_min <= x and
+    x < a_min would send it to x or a_min, or to both bounds). Elsewhere x gets it
+    where a_min <= x <= a_max (bounds included: out == x exactly there).
+    """
+    crossed = greater(lo, hi)
+    return (where(crossed, False, equal(out, x)), where(crossed, False, less(x, lo)),
+            where(crossed, True, greater(x, hi)))
+
+
 def _clip_vjp_x(ct, out, x, lo, hi):
-    # out == x exactly where lo <= x <= hi: the bounds themselves pass the derivative to x.
-    return _unb(where(equal(out, x), ct, 0.0), x)
+    return _unb(where(_clip_masks(out, x, lo, hi)[0], ct, 0.0), x)
 
 
 def _clip_vjp_lo(ct, out, x, lo, hi):
-    return _unb(where(less(x, lo), ct, 0.0), lo)
+    return _unb(where(_clip_masks(out, x, lo, hi)[1], ct, 0.0), lo)
 
 
 def _clip_vjp_hi(ct, out, x, lo, hi):
-    return _unb(where(greater(x, hi), ct, 0.0), hi)
+    return _unb(where(_clip_masks(out, x, lo, hi)[2], ct, 0.0), hi)
 
 
 def _clip_jvp(t, out, x, lo, hi):
-    tx, tlo, thi = t
-    terms = [None if tx is None else where(equal(out, x), tx, 0.0),
-             None if tlo is None else where(less(x, lo), tlo, 0.0),
-             None if thi is None else where(greater(x, hi), thi, 0.0)]
-    return _tangent_sum(out, *terms)
+    masks = _clip_masks(out, x, lo, hi)
+    return _tangent_sum(out, *[None if tangent is None else where(mask, tangent, 0.0)
+                               for tangent, mask in zip(t, masks)])
 
 
 CLIP = defprim("clip", np.clip, vjp=(_clip_vjp_x, _clip_vjp_lo, _clip_vjp_hi), jvp=_clip_jvp,
@@ -526,7 +536,8 @@ def clip(x, a_min=None, a_max=None) -> Tensor:
     """x limited to [a_min, a_max] elementwise (None: no bound); bounds may be Tensors.
 
     The derivative goes to x where a_min <= x <= a_max (bounds included), to
-    a_min where x < a_min and to a_max where x > a_max; a_min <= a_max is assumed.
+    a_min where x < a_min and to a_max where x > a_max; where a_min > a_max the result
+    is a_max (as numpy's), and so is the derivative.
     Shapes: (*s), (*a), (*b) -> broadcast(s, a, b).
     Example: ``ad.clip(ad.Tensor([-2., 0.5, 3.]), 0., 1.).value`` is ``[0., .5, 1.]``; its gradient is ``[0., 1., 0.]``.
     """
