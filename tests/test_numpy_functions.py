@@ -361,3 +361,30 @@ def test_power_with_an_array_exponent_at_zero_base_and_zero_exponent():
     np.testing.assert_allclose(ad.hessian(lambda t: ad.sum(t[:, None] ** np.arange(4.0)))(x), np.diag([2.0, 14.0]))
     mixed = ad.jacobian(ad.grad(lambda a, b: ad.sum(a ** b)), argnums=1)(np.array([2.0]), np.array([0.0]))
     np.testing.assert_allclose(mixed, [[0.5]], rtol=1e-15)
+
+# ------------------------------------------------ numpy 2's named results
+
+
+def test_linalg_decompositions_return_numpy_2_named_tuples():
+    """np.linalg.eigh/svd/qr/slogdet on a Tensor gave plain tuples: ``.eigenvalues`` etc. raised."""
+    a = np.array([[2.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 4.0]])
+    wide = np.array([[1.0, 2.0, 0.5], [0.3, -1.0, 2.0]])
+    t = ad.Tensor(a)
+    for got, ref in ((np.linalg.eigh(t), np.linalg.eigh(a)), (np.linalg.svd(ad.Tensor(wide)), np.linalg.svd(wide)),
+                     (np.linalg.qr(t), np.linalg.qr(a)), (np.linalg.slogdet(t), np.linalg.slogdet(a)),
+                     (ad.linalg.svd(ad.Tensor(wide), full_matrices=False), np.linalg.svd(wide, full_matrices=False))):
+        assert type(got).__name__ == type(ref).__name__ and got._fields == ref._fields
+        for field in ref._fields:
+            np.testing.assert_allclose(np.abs(getattr(got, field).value), np.abs(getattr(ref, field)), atol=1e-12)
+        first, *rest = got                      # still a tuple
+        assert isinstance(got, tuple) and first is got[0] and len(rest) == len(ref) - 1
+    # jit and vmap return the same named tuple.
+    jitted = ad.jit(lambda m: np.linalg.eigh(m))(a)
+    assert type(jitted).__name__ == "EighResult"
+    np.testing.assert_allclose(jitted.eigenvalues, np.linalg.eigvalsh(a), rtol=1e-12)
+    batched = ad.vmap(lambda m: ad.linalg.slogdet(m))(np.stack([a, 2 * a]))
+    np.testing.assert_allclose(batched.logabsdet, np.linalg.slogdet(np.stack([a, 2 * a])).logabsdet, rtol=1e-12)
+    # The fields differentiate like the tuple entries.
+    ad.check_grads(lambda m: np.linalg.eigh(m).eigenvalues @ np.arange(3.0), (a,), order=1)
+    ad.check_grads(lambda m: np.linalg.slogdet(m).logabsdet, (a,), order=1)
+    ad.check_grads(lambda m: ad.sum(np.linalg.qr(m).R ** 2 * np.arange(9.0).reshape(3, 3)), (a,), order=1)
