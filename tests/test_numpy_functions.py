@@ -388,3 +388,48 @@ def test_linalg_decompositions_return_numpy_2_named_tuples():
     ad.check_grads(lambda m: np.linalg.eigh(m).eigenvalues @ np.arange(3.0), (a,), order=1)
     ad.check_grads(lambda m: np.linalg.slogdet(m).logabsdet, (a,), order=1)
     ad.check_grads(lambda m: ad.sum(np.linalg.qr(m).R ** 2 * np.arange(9.0).reshape(3, 3)), (a,), order=1)
+
+# ------------------------------------------- numpy's positional out=None
+
+
+POSITIONAL = [
+    ("max", lambda a: a.max(1, None, True)), ("min", lambda a: a.min(0, None, True)),
+    ("any", lambda a: a.any(1, None, None, True)), ("all", lambda a: a.all(0, None, None, True)),
+    ("sum", lambda a: a.sum(1, None, None, True)), ("mean", lambda a: a.mean(0, None, None, True)),
+    ("prod", lambda a: a.prod(1, None, None, True)), ("std", lambda a: a.std(0, None, None, 1, True)),
+    ("var", lambda a: a.var(1, None, None, 0, True)), ("argmax", lambda a: a.argmax(1, None, keepdims=True)),
+    ("argmin", lambda a: a.argmin(0, None)), ("cumsum", lambda a: a.cumsum(1, None, None)),
+    ("cumprod", lambda a: a.cumprod(0, None, None)),
+    ("np.max", lambda a: np.max(a, 1, None, True)), ("np.amin", lambda a: np.amin(a, 0, None, True)),
+    ("np.sum", lambda a: np.sum(a, 0, None, None, True)), ("np.std", lambda a: np.std(a, 1, None, None, 1, True)),
+    ("np.cumsum", lambda a: np.cumsum(a, 0, None, None)), ("np.cumprod", lambda a: np.cumprod(a, 1, None, None)),
+    ("np.round", lambda a: np.round(a, 1, None)), ("np.around", lambda a: np.around(a, 2, None)),
+    ("np.trace", lambda a: np.trace(a, 1, 0, 1, None, None)), ("np.clip", lambda a: np.clip(a, 0.0, 0.5, None)),
+    ("np.outer", lambda a: np.outer(a, a, None)), ("np.dot", lambda a: np.dot(a, a.T, None)),
+]
+
+
+@pytest.mark.parametrize("name, call", POSITIONAL, ids=[p[0] for p in POSITIONAL])
+def test_numpys_positional_out_none_is_accepted(name, call):
+    """t.max(axis, None, True) read True as out= and raised "out not supported"; np.cumsum(t, 0, None, None)
+    raised TypeError. numpy's own positional order now gives numpy's values, dtypes and shapes."""
+    a = np.array([[0.3, -1.2, 0.7], [1.5, 0.2, -0.4]])
+    got, want = call(ad.Tensor(a)), call(a)
+    got = got.value if isinstance(got, ad.Tensor) else got
+    assert got.shape == np.shape(want) and got.dtype == np.asarray(want).dtype
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+def test_numpys_positional_argument_derivatives():
+    a = np.array([[0.3, -1.2, 0.7], [1.5, 0.2, -0.4]])
+    ad.check_grads(lambda t: t.max(1, None, True) * t.std(0, None, None, 1, True), (a,), order=2)
+    ad.check_grads(lambda t: np.cumsum(t, 1, None, None) ** 2, (a,), order=2)
+
+
+@pytest.mark.parametrize("call", [lambda t: t.max(0, np.zeros(3)), lambda t: t.sum(0, None, np.zeros(3)),
+                                  lambda t: np.cumsum(t, 0, None, np.zeros((2, 3))), lambda t: t.argmax(0, np.zeros(3, int)),
+                                  lambda t: np.round(t, 1, np.zeros((2, 3))), lambda t: np.max(t, initial=5.0)])
+def test_a_real_out_array_is_refused_by_name(call):
+    with pytest.raises(ad.AutogradDagError, match=r"(out=|initial) not supported on Tensors") as err:
+        call(ad.Tensor(np.ones((2, 3))))
+    assert "test_numpy_functions.py" in str(err.value)
