@@ -433,3 +433,33 @@ def test_a_real_out_array_is_refused_by_name(call):
     with pytest.raises(ad.AutogradDagError, match=r"(out=|initial) not supported on Tensors") as err:
         call(ad.Tensor(np.ones((2, 3))))
     assert "test_numpy_functions.py" in str(err.value)
+
+# ------------------------------------------------------- integer dtypes
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.bool_])
+def test_integer_inputs_keep_numpys_dtype(dtype):
+    """matrix_power(int matrix, 0) was a float64 identity; np.rint of integers stayed integer (numpy's is a
+    float: float16 for int8); np.reciprocal of integers was 1/x in float64 (numpy's is C integer division)."""
+    m = np.array([[1, 2], [3, 0]]).astype(dtype)
+    v = np.array([1, 2, 3, 0, 1]).astype(dtype) if dtype != np.bool_ else np.array([True, False])
+    if dtype in (np.int8, np.int32, np.int64):
+        v = np.array([1, 2, -1, -2, 5], dtype)
+    for n in (0, 1, 2):
+        got, want = ad.linalg.matrix_power(ad.Tensor(m), n).value, np.linalg.matrix_power(m, n)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), (n, got, want)
+    got = np.linalg.matrix_power(ad.Tensor(np.stack([m, m])), 0).value
+    assert got.dtype == m.dtype and got.tolist() == [np.eye(2, dtype=dtype).tolist()] * 2
+    for fn in (np.rint, np.reciprocal, ad.rint, ad.reciprocal):
+        ref = getattr(np, fn.__name__)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            got, want = fn(ad.Tensor(v)).value, ref(v)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), (fn, got, want)
+
+
+def test_rint_and_reciprocal_of_floats_unchanged():
+    x = np.array([0.5, 1.5, -2.5, 0.3])
+    np.testing.assert_array_equal(np.rint(ad.Tensor(x)).value, [0.0, 2.0, -2.0, 0.0])
+    np.testing.assert_array_equal(ad.grad(lambda t: ad.sum(np.rint(t)))(x), np.zeros(4))
+    ad.check_grads(lambda t: np.reciprocal(t), (x,), order=2)
+    ad.check_grads(lambda t: np.linalg.matrix_power(t, 0) * t, (np.eye(2) + 0.5,), order=1)

@@ -925,7 +925,7 @@ def matrix_power(a, n: int) -> Tensor:
     """a raised to the integer power n by repeated squaring (batched), as ``np.linalg.matrix_power``.
 
     A composite of matmul (and inv for n < 0); n = 0 gives the identity
-    (derivative zero). Shapes: (..., m, m) -> (..., m, m).
+    (derivative zero) in a's dtype, integer too, as numpy. Shapes: (..., m, m) -> (..., m, m).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -939,7 +939,11 @@ def matrix_power(a, n: int) -> Tensor:
         raise ShapeError(f"matrix_power: Expect: an integer exponent. Actual: {n!r}")
     n = int(n)
     if n == 0:
-        return add(multiply(a, 0.0), _eye(shape[-1], _float_dtype(_dtype_of(a))))
+        dtype = _dtype_of(a)
+        if not np.issubdtype(dtype, np.inexact):
+            # numpy's identity keeps an integer or boolean a's dtype (a * 0.0 made it float64).
+            return astype(add(multiply(a, 0), _eye(shape[-1], dtype)), dtype)
+        return add(multiply(a, 0.0), _eye(shape[-1], _float_dtype(dtype)))
     if n < 0:
         a, n = inv(a), -n
     result, base = None, a

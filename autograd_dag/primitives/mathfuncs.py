@@ -251,13 +251,11 @@ def exp2(x) -> Tensor:
 # ---------------------------------------------------- square, reciprocal
 
 
-def _reciprocal_impl(x):
-    # numpy's reciprocal of an integer is integer division (1 // x): 1/x is meant.
-    return np.reciprocal(x) if x.dtype.kind in "fc" else np.true_divide(1.0, x)
-
-
 SQUARE = _unary("square", np.square, lambda g, x, out: multiply(g, multiply(x, 2.0)))
-RECIPROCAL = _unary("reciprocal", _reciprocal_impl, lambda g, x, out: negative(multiply(g, square(out))))
+# numpy's reciprocal of an integer is C integer division (1 / 2 is 0, 1 / -1 is -1), an integer
+# result: kept as numpy gives it, since code written for arrays must get the same numbers
+# (integers have no derivative, so the rule below never sees them).
+RECIPROCAL = _unary("reciprocal", np.reciprocal, lambda g, x, out: negative(multiply(g, square(out))))
 
 
 @operation(SQUARE)
@@ -271,7 +269,11 @@ def square(x) -> Tensor:
 
 @operation(RECIPROCAL)
 def reciprocal(x) -> Tensor:
-    """1/x elementwise (integers give floats); reciprocal' = -1/x². Shapes: (*s) -> (*s).
+    """1/x elementwise; reciprocal' = -1/x². Shapes: (*s) -> (*s).
+
+    As ``np.reciprocal``: integers give numpy's integer result, truncated
+    (``ad.reciprocal(ad.Tensor([1, 2, -1])).value`` is ``[1, 0, -1]``, int64);
+    convert with ``x.astype(float)`` for 1/x.
 
     Example: ``ad.reciprocal(ad.Tensor([4.])).value`` is ``[.25]``.
     """
@@ -330,8 +332,14 @@ def round(x, decimals: int = 0) -> Tensor:  # noqa: A001 - numpy's name
 def rint(x) -> Tensor:
     """x rounded to the nearest integer (halves to even); derivative 0 everywhere. Shapes: (*s) -> (*s).
 
+    As ``np.rint`` (a float ufunc), integers and booleans give floats: float64 for int32/int64,
+    float16 for int8/uint8/bool (``np.round`` keeps their dtype).
+
     Example: ``ad.rint(ad.Tensor([0.5, 1.7])).value`` is ``[0., 2.]``.
     """
+    dtype = x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype
+    if not np.issubdtype(dtype, np.inexact):
+        x = astype(x, np.rint(np.zeros(0, dtype)).dtype)
     return apply(ROUND, x, decimals=0)
 
 
