@@ -340,6 +340,7 @@ _UFUNCS.update({
     np.rint: mathfuncs.rint, np.fmax: mathfuncs.fmax, np.fmin: mathfuncs.fmin, np.fabs: ew.abs,
     np.deg2rad: mathfuncs.deg2rad, np.radians: mathfuncs.deg2rad, np.rad2deg: mathfuncs.rad2deg,
     np.degrees: mathfuncs.rad2deg, np.remainder: mathfuncs.mod, np.conjugate: mathfuncs.conj,
+    np.fmod: mathfuncs.fmod,
 })
 
 
@@ -416,7 +417,7 @@ NUMPY_FUNCTIONS.update({
     np.round: _np_round("round"), np.around: _np_round("around"),
     np.nan_to_num: mathfuncs.nan_to_num, np.real: mathfuncs.real, np.imag: mathfuncs.imag,
     np.zeros_like: _np_like(arrays.zeros_like), np.ones_like: _np_like(arrays.ones_like),
-    np.full_like: _np_full_like,
+    np.full_like: _np_full_like, np.sinc: mathfuncs.sinc,
 })
 
 

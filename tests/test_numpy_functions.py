@@ -8,6 +8,8 @@ under test.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -283,11 +285,11 @@ def test_unsupported_variants_say_so():
 ELEMENTWISE = ["tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "log1p",
                "expm1", "log2", "log10", "exp2", "square", "reciprocal", "floor", "ceil", "trunc", "round",
                "nan_to_num", "isfinite", "isnan", "isinf", "cumsum", "cumprod", "sort", "argsort",
-               "arctan2", "hypot", "logaddexp", "logaddexp2", "mod", "fmax", "fmin", "clip"]
+               "arctan2", "hypot", "logaddexp", "logaddexp2", "mod", "fmod", "fmax", "fmin", "clip"]
 PARAMS = {"round": {"decimals": 0}, "nan_to_num": {"nan": 0.0, "posinf": None, "neginf": None},
           "cumsum": {"axis": 1, "reverse": False}, "cumprod": {"axis": 1, "reverse": True},
           "sort": {"axis": 1}, "argsort": {"axis": 1}}
-ARITY = {"arctan2": 2, "hypot": 2, "logaddexp": 2, "logaddexp2": 2, "mod": 2, "fmax": 2, "fmin": 2, "clip": 3}
+ARITY = {"arctan2": 2, "hypot": 2, "logaddexp": 2, "logaddexp2": 2, "mod": 2, "fmod": 2, "fmax": 2, "fmin": 2, "clip": 3}
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.int8, np.bool_, np.float32])
@@ -463,3 +465,29 @@ def test_rint_and_reciprocal_of_floats_unchanged():
     np.testing.assert_array_equal(ad.grad(lambda t: ad.sum(np.rint(t)))(x), np.zeros(4))
     ad.check_grads(lambda t: np.reciprocal(t), (x,), order=2)
     ad.check_grads(lambda t: np.linalg.matrix_power(t, 0) * t, (np.eye(2) + 0.5,), order=1)
+
+# -------------------------------------------------------------- fmod, sinc
+
+
+def test_fmod_and_sinc_match_numpy_on_values_and_dtypes():
+    """np.fmod and np.sinc on a Tensor requiring a gradient raised NotDifferentiableError (no rule)."""
+    x = np.array([-7.5, 7.5, -1.0, 6.0, 1e17 + 3.0])
+    y = np.array([2.0, -2.0, 0.75, 3.0, 7.0])
+    got = np.fmod(ad.Tensor(x, requires_grad=True), ad.Tensor(y))
+    assert got.prim.name == "fmod"
+    np.testing.assert_array_equal(got.value, [math.fmod(a, b) for a, b in zip(x, y)])
+    ints = np.array([-7, 7, 5, -5], np.int32)
+    for a, b in ((ints, np.int32(3)), (ints, np.array([2, -2, 3, -3], np.int32))):
+        got, want = np.fmod(ad.Tensor(a), b).value, np.fmod(a, b)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    dx, dy = ad.grad(lambda a, b: ad.sum(np.fmod(a, b)), argnums=(0, 1))(x[:4], y[:4])
+    np.testing.assert_array_equal(dx, np.ones(4))
+    np.testing.assert_array_equal(dy, -np.trunc(x[:4] / y[:4]))
+    for v in (np.array([0.0, 0.25, -3.0, 1e-4]), np.array([0, 1, 2]), np.array([0.0, 0.5], np.float32)):
+        got, want = np.sinc(ad.Tensor(v, requires_grad=v.dtype.kind == "f")).value, np.sinc(v)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-15 if v.dtype == np.float64 else 1e-6, atol=1e-16)
+    # sinc''(0) = -π²/3, sinc'(1) = (cos π - sinc 1)/1 = -1.
+    assert abs(float(ad.grad(ad.grad(ad.sinc))(0.0)) + math.pi ** 2 / 3) < 1e-12
+    assert float(ad.grad(ad.grad(ad.sinc))(0.0)) != 0.0
+    assert abs(float(ad.grad(ad.sinc)(1.0)) + 1.0) < 1e-15
