@@ -382,10 +382,15 @@ def _np_sort(a, axis=-1, kind=None, order=None, stable=None):
 
 
 def _np_pad(array, pad_width, mode="constant", **kwargs):
-    unknown = set(kwargs) - {"constant_values"}
+    # numpy accepts only the keywords of the mode it pads in (constant_values with 'constant',
+    # reflect_type with 'reflect' and 'symmetric') and raises ValueError for the others.
+    allowed = {"constant": {"constant_values"}, "reflect": {"reflect_type"}, "symmetric": {"reflect_type"}}
+    unknown = set(kwargs) - allowed.get(mode, set())
     if unknown:
-        raise AutogradDagError(f"np.pad on a Tensor: {', '.join(sorted(unknown))} not supported")
-    return arrays.pad(array, pad_width, mode, kwargs.get("constant_values", 0.0))
+        raise AutogradDagError(f"np.pad on a Tensor: {', '.join(sorted(unknown))} not supported with "
+                               f"mode={mode!r}{located(user_source())}")
+    return arrays.pad(array, pad_width, mode, kwargs.get("constant_values", 0.0),
+                      kwargs.get("reflect_type", "even"))
 
 
 def _like(a, dtype, shape):

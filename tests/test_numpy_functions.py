@@ -275,8 +275,8 @@ def test_bad_calls_are_shape_errors(call, fragments):
 def test_unsupported_variants_say_so():
     with pytest.raises(ad.AutogradDagError, match="matrix norm ord=2 is ad.linalg.norm's"):
         ad.norm(X, 2)
-    with pytest.raises(ad.AutogradDagError, match="only 'constant'"):
-        np.pad(X, 1, mode="reflect")
+    with pytest.raises(ad.AutogradDagError, match="mode='mean' is not supported"):
+        np.pad(X, 1, mode="mean")
     with pytest.raises(ad.AutogradDagError, match="out="):
         np.cumsum(X, out=np.zeros(6))
 
@@ -491,3 +491,45 @@ def test_fmod_and_sinc_match_numpy_on_values_and_dtypes():
     assert abs(float(ad.grad(ad.grad(ad.sinc))(0.0)) + math.pi ** 2 / 3) < 1e-12
     assert float(ad.grad(ad.grad(ad.sinc))(0.0)) != 0.0
     assert abs(float(ad.grad(ad.sinc)(1.0)) + 1.0) < 1e-15
+
+
+# ------------------------------------------------- pad modes, concatenate(axis=None)
+
+
+@pytest.mark.parametrize("mode", ["edge", "reflect", "symmetric", "wrap"])
+def test_pad_modes_match_numpy_also_with_widths_beyond_the_axis(mode):
+    """np.pad(t, ..., mode) other than 'constant' raised 'not supported'."""
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    for widths in (((1, 2), (3, 0)), ((5, 4), (7, 8)), 2):
+        np.testing.assert_array_equal(np.pad(ad.Tensor(x), widths, mode=mode).value, np.pad(x, widths, mode=mode))
+    # The derivative of sum(w * pad(x)) counts every copy: the same as padding np.arange's positions.
+    w = np.random.default_rng(0).standard_normal(np.pad(x, ((5, 4), (7, 8))).shape)
+    positions = np.pad(np.arange(6).reshape(2, 3), ((5, 4), (7, 8)), mode=mode)
+    expected = np.bincount(positions.ravel(), weights=w.ravel(), minlength=6).reshape(2, 3)
+    got = ad.grad(lambda t: ad.sum(w * np.pad(t, ((5, 4), (7, 8)), mode=mode)))(x)
+    np.testing.assert_allclose(got, expected, rtol=1e-13)
+    ad.check_grads(lambda t: np.pad(t, ((2, 3), (1, 4)), mode=mode) ** 2, (x,), order=2)
+    batched = ad.vmap(lambda t: np.pad(t, (2, 3), mode=mode))(x)
+    np.testing.assert_array_equal(batched, np.stack([np.pad(r, (2, 3), mode=mode) for r in x]))
+    np.testing.assert_array_equal(ad.jit(lambda t: ad.pad(t, 1, mode))(x), np.pad(x, 1, mode=mode))
+
+
+def test_pad_modes_refuse_what_numpy_refuses():
+    with pytest.raises(ad.ShapeError, match="empty"):
+        np.pad(ad.Tensor(np.ones((0, 2))), 1, mode="edge")        # numpy: ValueError, cannot extend an empty axis
+    np.testing.assert_array_equal(np.pad(ad.Tensor(np.ones((0, 2))), ((0, 0), (1, 1)), mode="wrap").value,
+                                  np.zeros((0, 4)))
+    with pytest.raises(ad.AutogradDagError, match="constant_values not supported with mode='edge'"):
+        np.pad(X, 1, mode="edge", constant_values=2.0)
+    with pytest.raises(ad.AutogradDagError, match="reflect_type='odd'"):
+        np.pad(X, 1, mode="reflect", reflect_type="odd")
+
+
+def test_concatenate_axis_none_flattens_as_numpy():
+    """concatenate(..., axis=None) raised 'axis None is out of range'."""
+    a, b = np.arange(4.0).reshape(2, 2), np.array(7.0)
+    got = np.concatenate([ad.Tensor(a, requires_grad=True), ad.Tensor(b), [8, 9]], axis=None)
+    np.testing.assert_array_equal(got.value, [0.0, 1.0, 2.0, 3.0, 7.0, 8.0, 9.0])
+    assert got.value.dtype == np.concatenate([a, b, [8, 9]], axis=None).dtype
+    np.testing.assert_array_equal(ad.grad(lambda t: ad.sum(ad.concatenate([t, t], axis=None) * np.arange(8.0)))(a),
+                                  [[4.0, 6.0], [8.0, 10.0]])
