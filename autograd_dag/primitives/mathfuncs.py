@@ -499,7 +499,7 @@ def sinc(x) -> Tensor:
     Example:
         >>> import numpy as np, autograd_dag as ad
         >>> ad.sinc(ad.Tensor([0.0, 0.5, 1.0])).value.round(6)
-        array([1.      , 0.63662 , 0.      ])
+        array([1.     , 0.63662, 0.     ])
         >>> float(ad.grad(lambda t: ad.sinc(t))(1.0))      # (cos(π) - sinc(1)) / 1
         -1.0
     """
