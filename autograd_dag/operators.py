@@ -393,6 +393,24 @@ def _np_pad(array, pad_width, mode="constant", **kwargs):
                       kwargs.get("reflect_type", "even"))
 
 
+def _np_median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    # overwrite_input only lets numpy scribble on a; a Tensor is never changed, so it is moot.
+    _refuse("np.median", out)
+    return numeric.median(a, axis, keepdims)
+
+
+def _np_nan_reduction(name, fn, takes_dtype):
+    # numpy's orders: nansum and nanmean (a, axis, dtype, out, keepdims, ...),
+    # nanmax and nanmin (a, axis, out, keepdims, ...).
+    def call(a, axis=None, *args, **kwargs):
+        names = ("dtype", "out", "keepdims") if takes_dtype else ("out", "keepdims")
+        given = dict(zip(names, args), **kwargs)
+        dtype, out, keepdims = given.pop("dtype", None), given.pop("out", None), given.pop("keepdims", False)
+        _refuse(f"np.{name}", out, given)
+        return _as_dtype(fn(_in_dtype(_as_tensor(a), dtype), axis, keepdims), dtype)
+    return call
+
+
 def _like(a, dtype, shape):
     # numpy's shape= replaces a's shape; its dtype stays unless dtype= is given.
     return a if shape is None else np.empty(shape, a.dtype if dtype is None else dtype)
@@ -423,6 +441,10 @@ NUMPY_FUNCTIONS.update({
     np.nan_to_num: mathfuncs.nan_to_num, np.real: mathfuncs.real, np.imag: mathfuncs.imag,
     np.zeros_like: _np_like(arrays.zeros_like), np.ones_like: _np_like(arrays.ones_like),
     np.full_like: _np_full_like, np.sinc: mathfuncs.sinc,
+    np.median: _np_median, np.nansum: _np_nan_reduction("nansum", numeric.nansum, True),
+    np.nanmean: _np_nan_reduction("nanmean", numeric.nanmean, True),
+    np.nanmax: _np_nan_reduction("nanmax", numeric.nanmax, False),
+    np.nanmin: _np_nan_reduction("nanmin", numeric.nanmin, False),
 })
 
 

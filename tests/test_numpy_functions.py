@@ -9,6 +9,7 @@ under test.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -533,3 +534,83 @@ def test_concatenate_axis_none_flattens_as_numpy():
     assert got.value.dtype == np.concatenate([a, b, [8, 9]], axis=None).dtype
     np.testing.assert_array_equal(ad.grad(lambda t: ad.sum(ad.concatenate([t, t], axis=None) * np.arange(8.0)))(a),
                                   [[4.0, 6.0], [8.0, 10.0]])
+
+# ------------------------------------------------- median and the nan-reductions
+
+NAN_FUNCTIONS = ["median", "nansum", "nanmean", "nanmax", "nanmin"]
+
+
+@pytest.mark.parametrize("name", NAN_FUNCTIONS)
+def test_median_and_nan_reductions_match_numpy(name):
+    """np.median, np.nansum, np.nanmean, np.nanmax, np.nanmin on a Tensor requiring a gradient raised
+    NotDifferentiableError. Values, shapes and dtypes are numpy's, NaN included, on every axis form."""
+    x = np.random.default_rng(1).standard_normal((3, 4, 5))
+    x[0, 1, 2] = np.nan
+    x[2, :, 3] = np.nan           # an all-NaN slice along axis 1
+    for axis in (None, 0, 1, -1, (0, 2), (2, 0, 1)):
+        for keepdims in (False, True):
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                want = getattr(np, name)(x, axis=axis, keepdims=keepdims)
+            got = getattr(np, name)(ad.Tensor(x, requires_grad=True), axis=axis, keepdims=keepdims).value
+            assert got.shape == want.shape and got.dtype == want.dtype, (axis, keepdims)
+            np.testing.assert_allclose(got, want, rtol=1e-14, equal_nan=True)
+    for v in (np.array([3, 1, 2, 2], np.int32), np.array([1.0, 2.5, 3.0], np.float32), np.arange(6).reshape(2, 3)):
+        got, want = getattr(np, name)(ad.Tensor(v)).value, getattr(np, name)(v)
+        assert got.dtype == want.dtype and got == want
+
+
+@pytest.mark.parametrize("name", NAN_FUNCTIONS)
+def test_nan_entries_get_zero_derivative_and_numbers_their_own(name):
+    x = np.array([[1.0, np.nan, 3.0, -2.0], [np.nan, np.nan, np.nan, np.nan], [0.5, 4.0, np.nan, 2.0]])
+    f = getattr(ad, name)
+    g = ad.grad(lambda t: ad.sum(f(t, axis=1) * np.array([1.0, 2.0, 3.0])))(x)
+    # The numbers of each row by hand (median's NaN rows are NaN with derivative 0).
+    expected = {
+        "median": [[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]],
+        "nansum": [[1, 0, 1, 1], [0, 0, 0, 0], [3, 3, 0, 3]],
+        "nanmean": [[1 / 3, 0, 1 / 3, 1 / 3], [0, 0, 0, 0], [1, 1, 0, 1]],
+        "nanmax": [[0, 0, 1, 0], [0, 0, 0, 0], [0, 3, 0, 0]],
+        "nanmin": [[0, 0, 0, 1], [0, 0, 0, 0], [3, 0, 0, 0]],
+    }[name]
+    np.testing.assert_allclose(g, expected, rtol=1e-15, atol=0)
+    _, tangent = ad.jvp(lambda t: f(t, axis=1), (x,), (np.ones_like(x),))
+    np.testing.assert_allclose(tangent, np.sum(expected / np.array([[1.0], [2.0], [3.0]]), axis=1), rtol=1e-15)
+    # On the numbers the derivative is the finite-difference one (NaN entries held fixed).
+    numbers = ~np.isnan(x)
+
+    def on_numbers(v):
+        return f(ad.where(numbers, ad.Tensor(np.zeros(12)).reshape(3, 4) + 0.0, x) + ad.where(numbers, 1.0, 0.0) * v,
+                 axis=1)
+    if name != "median":
+        ad.check_grads(lambda v: ad.nan_to_num(on_numbers(v)), (np.where(numbers, x, 0.0),), order=1)
+    np.testing.assert_array_equal(ad.grad(lambda t: ad.sum(ad.jit(lambda u: f(u, axis=1))(t)
+                                                           * np.array([1.0, 2.0, 3.0])))(x), g)
+
+
+def test_median_derivative_at_ties_follows_the_stable_sort_and_averages_an_even_count():
+    # Odd count, a tie at the middle: the stable sort orders 1.0, 2.0 (index 1), 2.0 (index 2), 5.0, 9.0,
+    # so the middle slot is the second 2.0's.
+    np.testing.assert_array_equal(ad.grad(ad.median)(np.array([5.0, 2.0, 2.0, 9.0, 1.0])), [0, 0, 1, 0, 0])
+    # Even count: half to each of the two middle entries, ties as the sort orders them.
+    np.testing.assert_array_equal(ad.grad(ad.median)(np.array([4.0, 1.0, 3.0, 2.0])), [0, 0, 0.5, 0.5])
+    np.testing.assert_array_equal(ad.grad(ad.median)(np.array([2.0, 2.0, 2.0, 2.0])), [0, 0.5, 0.5, 0])
+    ad.check_grads(lambda t: np.median(t, axis=(0, 2)) ** 2, (np.random.default_rng(3).standard_normal((2, 3, 4)),),
+                   order=2)
+    batched = ad.vmap(lambda t: np.median(t))(np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]]))
+    np.testing.assert_array_equal(batched, [2.0, 4.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert np.isnan(np.median(ad.Tensor(np.ones((0, 3))), axis=0).value).all()
+
+
+def test_median_and_nan_reductions_refuse_out_and_empty_nanmax():
+    t = ad.Tensor(np.ones((2, 3)))
+    with pytest.raises(ad.AutogradDagError, match="out= not supported"):
+        np.median(t, 0, np.zeros(3))
+    with pytest.raises(ad.AutogradDagError, match="out= not supported"):
+        np.nansum(t, 0, None, np.zeros(3))
+    with pytest.raises(ad.ShapeError):
+        np.nanmax(ad.Tensor(np.ones((0, 3))), axis=0)        # numpy: ValueError, no identity
+    np.testing.assert_array_equal(np.nanmax(t, 1, None, True).value, np.ones((2, 1)))   # (axis, out, keepdims)
+    np.testing.assert_array_equal(np.nanmean(t, 0, np.float32).value, np.ones(3, np.float32))
