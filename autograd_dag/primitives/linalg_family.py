@@ -45,6 +45,7 @@ Conventions, documented where they matter:
 from __future__ import annotations
 
 import builtins
+from typing import NamedTuple
 
 import numpy as np
 
@@ -60,6 +61,29 @@ from .batch import lift_rank
 from .registry import defprim
 from .shapes import fmt, normalize_axis
 from .structure import broadcast_to, reshape, sum, sum_to_shape, swapaxes, transpose
+
+
+# numpy 2's result types (numpy.linalg returns these named tuples): same names and fields, so
+# ``np.linalg.eigh(t).eigenvalues`` reads as on arrays, and unpacking as a tuple still works.
+class EighResult(NamedTuple):
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class SVDResult(NamedTuple):
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+class QRResult(NamedTuple):
+    Q: Tensor
+    R: Tensor
+
+
+class SlogdetResult(NamedTuple):
+    sign: Tensor
+    logabsdet: Tensor
 
 
 def _T(x):
@@ -349,11 +373,12 @@ SLOGDET_SIGN = defprim("slogdet_sign", lambda a: np.asarray(np.linalg.slogdet(a)
                        batch=_stacked_batch)
 
 
-def slogdet(a) -> tuple[Tensor, Tensor]:
+def slogdet(a) -> SlogdetResult:
     """``(sign, log|det a|)`` (batched), as ``np.linalg.slogdet``.
 
     Two primitives: ``slogdet_sign`` (piecewise constant, no derivative) and
-    ``logabsdet`` (derivative A⁻ᵀ, like log det). Returns a plain tuple.
+    ``logabsdet`` (derivative A⁻ᵀ, like log det). Returns numpy 2's named tuple
+    ``SlogdetResult(sign, logabsdet)``.
     Shapes: (..., n, n) -> ((...), (...)).
 
     Example:
@@ -361,9 +386,11 @@ def slogdet(a) -> tuple[Tensor, Tensor]:
         >>> sign, logdet = ad.linalg.slogdet(ad.Tensor([[-2.0, 0.0], [0.0, 1.0]]))
         >>> float(sign.value), round(float(logdet.value), 6)
         (-1.0, 0.693147)
+        >>> round(float(ad.linalg.slogdet(ad.Tensor([[2.0]])).logabsdet.value), 6)
+        0.693147
     """
     _require_matrix("slogdet", _shape_of(a), square=True)
-    return apply(SLOGDET_SIGN, a), apply(LOGABSDET, a)
+    return SlogdetResult(apply(SLOGDET_SIGN, a), apply(LOGABSDET, a))
 
 # ------------------------------------------------------------- cholesky
 
@@ -471,10 +498,11 @@ EIGH = defprim("eigh", _eigh_impl, vjp=_eigh_vjp, jvp=_eigh_jvp, shape=_eigh_rul
                batch=_stacked_batch)
 
 
-def eigh(a, UPLO: str = "L") -> tuple[Tensor, Tensor]:
+def eigh(a, UPLO: str = "L") -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of a symmetric matrix (batched), as ``np.linalg.eigh``.
 
-    Returns a plain tuple ``(w, v)`` with a = v diag(w) vᵀ. One primitive
+    Returns numpy 2's named tuple ``EighResult(eigenvalues, eigenvectors)``,
+    ``(w, v)`` with a = v diag(w) vᵀ. One primitive
     computes both (packed, see the module docstring). Only the lower triangle is
     read (``UPLO='L'``; ``'U'`` reads the upper one, by transposing).
     Degenerate eigenvalues: the first derivative is exact for functions of the
@@ -489,6 +517,8 @@ def eigh(a, UPLO: str = "L") -> tuple[Tensor, Tensor]:
         >>> w, v = ad.linalg.eigh(ad.Tensor([[2.0, 0.0], [0.0, 1.0]]))
         >>> w.value
         array([1., 2.])
+        >>> np.linalg.eigh(ad.Tensor([[2.0, 0.0], [0.0, 1.0]])).eigenvalues.value
+        array([1., 2.])
     """
     shape = _shape_of(a)
     _require_matrix("eigh", shape, square=True)
@@ -497,8 +527,7 @@ def eigh(a, UPLO: str = "L") -> tuple[Tensor, Tensor]:
     if UPLO == "U":
         a = _T(a)
     n = shape[-1]
-    w, v = _eigh_parts(apply(EIGH, a), n)
-    return w, v
+    return EighResult(*_eigh_parts(apply(EIGH, a), n))
 
 # ------------------------------------------------------------------ svd
 
@@ -590,7 +619,7 @@ SVD = defprim("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, shape=_svd_rule,
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
     """Singular value decomposition a = u diag(s) vh (batched), as ``np.linalg.svd``.
 
-    Returns ``(u, s, vh)`` (a plain tuple), or ``s`` alone with
+    Returns numpy 2's named tuple ``SVDResult(U, S, Vh)``, or ``s`` alone with
     ``compute_uv=False``. One primitive computes the three factors (packed, see
     the module docstring). Derivatives of u and vh need distinct non-zero
     singular values; the singular values alone are differentiable wherever they
@@ -604,6 +633,8 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
         >>> import numpy as np, autograd_dag as ad
         >>> ad.linalg.svd(ad.Tensor([[3.0, 0.0], [0.0, -2.0]]), compute_uv=False).value
         array([3., 2.])
+        >>> ad.linalg.svd(ad.Tensor([[3.0, 0.0], [0.0, -2.0]])).S.value
+        array([3., 2.])
     """
     shape = _shape_of(a)
     _require_matrix("svd", shape)
@@ -612,7 +643,7 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     m, n = shape[-2:]
     full = bool(full_matrices) and compute_uv and m != n
     u, s, vh = _svd_parts(apply(SVD, a, full_matrices=full), m, n, full)
-    return (u, s, vh) if compute_uv else s
+    return SVDResult(u, s, vh) if compute_uv else s
 
 
 def svdvals(a) -> Tensor:
@@ -711,7 +742,8 @@ QR = defprim("qr", _qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, shape=_qr_rule,
 def qr(a, mode: str = "reduced"):
     """QR decomposition a = q r with q orthonormal columns and r upper triangular (batched).
 
-    As ``np.linalg.qr``: mode 'reduced' (default) returns ``(q, r)`` with
+    As ``np.linalg.qr``: mode 'reduced' (default) returns numpy 2's named tuple
+    ``QRResult(Q, R)``, ``(q, r)`` with
     q (..., m, k), r (..., k, n), k = min(m, n); 'r' returns r alone;
     'complete' is accepted where it equals 'reduced' (m <= n). One primitive
     computes both factors (packed). Differentiable where the leading k×k block
@@ -722,6 +754,8 @@ def qr(a, mode: str = "reduced"):
         >>> q, r = ad.linalg.qr(ad.Tensor([[3.0, 1.0], [4.0, 2.0]]))
         >>> np.allclose((q @ r).value, [[3.0, 1.0], [4.0, 2.0]])
         True
+        >>> np.linalg.qr(ad.Tensor([[3.0, 1.0], [4.0, 2.0]])).R.shape
+        (2, 2)
     """
     shape = _shape_of(a)
     _require_matrix("qr", shape)
@@ -730,7 +764,7 @@ def qr(a, mode: str = "reduced"):
         raise ShapeError(f"qr: Expect: mode 'reduced', 'r', or 'complete' for a matrix with m <= n. "
                          f"Actual: mode={mode!r} for shape {fmt(shape)}")
     q, r = _unpack(apply(QR, a), tuple(shape[:-2]), _qr_cores(m, n))
-    return r if mode == "r" else (q, r)
+    return r if mode == "r" else QRResult(q, r)
 
 # ----------------------------------------------------------------- pinv
 
@@ -896,7 +930,7 @@ def matrix_power(a, n: int) -> Tensor:
     """a raised to the integer power n by repeated squaring (batched), as ``np.linalg.matrix_power``.
 
     A composite of matmul (and inv for n < 0); n = 0 gives the identity
-    (derivative zero). Shapes: (..., m, m) -> (..., m, m).
+    (derivative zero) in a's dtype, integer too, as numpy. Shapes: (..., m, m) -> (..., m, m).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -910,7 +944,11 @@ def matrix_power(a, n: int) -> Tensor:
         raise ShapeError(f"matrix_power: Expect: an integer exponent. Actual: {n!r}")
     n = int(n)
     if n == 0:
-        return add(multiply(a, 0.0), _eye(shape[-1], _float_dtype(_dtype_of(a))))
+        dtype = _dtype_of(a)
+        if not np.issubdtype(dtype, np.inexact):
+            # numpy's identity keeps an integer or boolean a's dtype (a * 0.0 made it float64).
+            return astype(add(multiply(a, 0), _eye(shape[-1], dtype)), dtype)
+        return add(multiply(a, 0.0), _eye(shape[-1], _float_dtype(dtype)))
     if n < 0:
         a, n = inv(a), -n
     result, base = None, a
