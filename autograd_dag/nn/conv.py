@@ -9,7 +9,6 @@ from ..errors import ShapeError
 from ..primitives.conv import conv2d, conv2d_bias, max_pool2d
 from ..primitives.elementwise import relu
 from ..primitives.structure import reshape
-from . import functional as F
 from . import init as _init
 from .layers import Classifier, Linear
 from .module import Module, Parameter

@@ -407,6 +407,24 @@ def minimum(x, y) -> Tensor:
 # ---------------------------------------------------- comparisons, where
 
 
+def lowest_finite(lse):
+    """``lse`` (a log-sum-exp's output) with −inf raised to its dtype's lowest finite number.
+
+    The derivative of a log-sum-exp is exp(x − lse); over entries that are all
+    −inf, lse is −inf whatever finite step they take (derivative 0), but x − lse
+    is −inf + inf = NaN, and 0 · NaN poisons even a loss that masks the slice
+    out. Against the lowest finite number, x − lse is −inf and exp gives 0;
+    every other lse is unchanged. One ``maximum`` node in a recorded rule (it
+    runs again on other values); a plain array is copied only when it holds −inf.
+    Shapes: (*s) -> (*s).
+    For instance [−inf, 0.0] in float64 becomes [−1.797…e308, 0.0].
+    """
+    floor = float(np.finfo(lse.dtype).min)
+    if type(lse) is np.ndarray and not np.isneginf(lse).any():
+        return lse
+    return maximum(lse, floor)
+
+
 def _comparison(name, impl):
     return defprim(name, impl, vjp=lambda ct, out, x, y: (None, None),
                    jvp=lambda t, out, x, y: None, shape=_typed(name, lambda d: np.bool_), nondiff=(0, 1),
