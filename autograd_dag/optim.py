@@ -93,14 +93,16 @@ class SGD(Optimizer):
     """Stochastic gradient descent with momentum, Nesterov momentum and weight decay (PyTorch's rule).
 
     The arguments come in ``torch.optim.SGD``'s order (lr, momentum, dampening,
-    weight_decay, nesterov), so a call written for PyTorch means the same here.
+    weight_decay, nesterov) with its defaults (lr = 1e-3), so a call written for
+    PyTorch means the same here.
 
     g ← ∇ + λ·p;  with momentum μ: v ← μ·v + (1 − dampening)·g (v ← g at the
     first step) and g ← v (or g + μ·v with ``nesterov``);  p ← p − lr·g.
     Example: ``SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)``.
     """
 
-    def __init__(self, params, lr: float = 0.01, momentum: float = 0.0, dampening: float = 0.0,
+    # lr defaults to PyTorch's 1e-3, so that SGD(params) written for PyTorch takes the same step.
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False):
         super().__init__(params, lr)
         if nesterov and (momentum <= 0 or dampening != 0):

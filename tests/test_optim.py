@@ -207,3 +207,23 @@ def test_arguments_in_pytorchs_positional_order():
     assert (opt.dampening, opt.weight_decay) == (0.5, 0.0)
     with pytest.raises(TypeError):  # PyTorch's fourth argument is last_epoch; warmup is keyword-only
         optim.CosineAnnealingLR(optim.SGD([param([0.0])], 0.1), 10, 0.0, -1)
+
+
+def test_sgd_default_learning_rate_is_pytorchs():
+    # SGD(params) written for PyTorch steps by 1e-3·g; the default was 1e-2, ten times the step.
+    p = param([1.0, -2.0])
+    opt = optim.SGD([p])
+    set_grad(p, [3.0, -4.0])
+    opt.step()
+    np.testing.assert_allclose(p.value, [1.0 - 1e-3 * 3.0, -2.0 + 1e-3 * 4.0], rtol=1e-15)
+
+
+def test_default_arguments_match_pytorch():
+    torch = pytest.importorskip("torch")
+    import inspect
+    for name in ("SGD", "Adam", "AdamW"):
+        ours = inspect.signature(getattr(optim, name)).parameters
+        theirs = inspect.signature(getattr(torch.optim, name)).parameters
+        for arg, spec in ours.items():
+            if spec.default is not inspect.Parameter.empty:
+                assert spec.default == theirs[arg].default, (name, arg)
