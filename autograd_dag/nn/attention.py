@@ -99,8 +99,17 @@ def _additive(mask, dtype) -> Tensor | np.ndarray:
     """A mask as additive scores: booleans (True = attend) become 0 / −∞; numbers are used as they are.
 
     A Tensor mask is converted by an operation, so that inside ``jit`` it stays
-    an input of the program rather than this call's numbers.
+    an input of the program rather than this call's numbers. Any other dtype
+    (integers) is refused, as PyTorch refuses it: a 1/0 keep-mask read as
+    scores would add 1 to the kept keys and 0 to the others, masking nothing.
     """
+    kind = (mask.dtype if isinstance(mask, Tensor) else np.asarray(mask).dtype).kind
+    if kind not in "bf":
+        shape = _shape_of(mask)
+        raise ShapeError(f"attention: Expect: a mask of booleans (True = attend) or of additive float scores "
+                         f"(0 keeps, -inf removes). Actual: a mask of dtype "
+                         f"{(mask.dtype if isinstance(mask, Tensor) else np.asarray(mask).dtype)}, shape {shape}; "
+                         f"a 0/1 mask read as scores would mask nothing: pass it as booleans (mask != 0)")
     if isinstance(mask, Tensor):
         return additive_scores(mask, dtype) if mask.dtype == bool else mask
     mask = np.asarray(mask)
