@@ -716,3 +716,25 @@ def test_conv2d_bias_is_keyword_only():
     with pytest.raises(TypeError):
         nn.Conv2d(1, 2, 3, 1, 1, 2)
     assert nn.Conv2d(1, 2, 3, 1, 1, bias=False, rng=0).bias is None
+
+
+@pytest.mark.parametrize("make, what", [
+    (lambda: nn.Conv2d(1, 1, 3, padding=1.5, rng=0), "padding"),
+    (lambda: nn.Conv2d(1, 1, 3, stride=1.5, rng=0), "stride"),
+    (lambda: nn.Conv2d(1, 1, 2.5, rng=0), "kernel_size"),
+    (lambda: nn.Conv2d(1, 1, 3, padding="same", rng=0), "padding"),
+    (lambda: nn.MaxPool2d(2.5), "window"),
+    (lambda: nn.MaxPool2d(2, stride=(1, 1.5)), "stride"),
+])
+def test_conv_and_pool_sizes_must_be_ints_not_truncated(make, what):
+    # Conv2d(1, 1, 3, padding=1.5) ran with padding 1 (int() truncation): a 6x6 image came out 6x6,
+    # not an error; PyTorch refuses a float size too.
+    with pytest.raises(ad.ShapeError, match=what):
+        make()
+
+
+def test_conv_with_numpy_int_sizes_matches_direct_loops():
+    conv = nn.Conv2d(2, 3, np.int64(3), padding=(np.int32(1), 1), rng=0)
+    x = rand(1, 2, 4, 5)
+    np.testing.assert_allclose(conv(x).value, np_conv2d(x, conv.weight.value, conv.bias.value, 1), rtol=1e-10)
+    assert nn.MaxPool2d(np.int64(2)).window == (2, 2)
