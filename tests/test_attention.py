@@ -333,3 +333,15 @@ def test_integer_masks_are_refused_not_added_to_the_scores(as_tensor):
     ref, A = ref_attention(x, x, x, np.where(keep.astype(bool), 0.0, -np.inf))
     np.testing.assert_allclose(out, ref, atol=1e-12)
     assert np.all(A[..., 2] == 0.0)
+
+
+def test_multihead_refuses_pytorchs_query_key_value_call():
+    # mha(x, x, x), PyTorch's (query, key, value), read the third x as an additive mask: with
+    # L_k = d_model it broadcast and the output moved by 0.4, without an error.
+    mha = nn.MultiHeadAttention(4, heads=2, rng=0)
+    x = RNG.normal(size=(2, 4, 4))
+    with pytest.raises(TypeError):
+        mha(x, x, x)
+    p = mha_params(mha)
+    np.testing.assert_allclose(mha(x, x).value, ref_multihead(x, x, p["W_Q"], p["W_K"], p["W_V"], p["W_O"]),
+                               rtol=1e-11, atol=1e-12)

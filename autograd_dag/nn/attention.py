@@ -223,6 +223,9 @@ class MultiHeadAttention(Module):
     attend, as ``torch.nn.functional.scaled_dot_product_attention`` reads them —
     the opposite of ``torch.nn.MultiheadAttention``'s boolean ``attn_mask`` and
     ``key_padding_mask`` (True there removes the key): invert such a mask.
+    Called as ``mha(x, memory=None, *, mask=None)``: ``mask`` is keyword-only,
+    so PyTorch's ``mha(query, key, value)`` is refused rather than reading the
+    values as a mask (for cross-attention pass ``memory`` once, as keys and values).
     Shapes: x (..., L_q, d_model), memory (..., L_k, d_model) -> (..., L_q, d_model).
 
     Example:
@@ -320,7 +323,9 @@ class MultiHeadAttention(Module):
         y = reshape(y, lead + (length, self.d_model))
         return (y, weights) if return_weights else y
 
-    def forward(self, x, memory=None, mask=None, return_weights: bool = False):
+    # ``mask`` is keyword-only: PyTorch's MultiheadAttention is called (query, key, value), and
+    # m(x, x, x) read the value x as an additive mask (silently, when L_k equals d_model).
+    def forward(self, x, memory=None, *, mask=None, return_weights: bool = False):
         rows = self._rows(x)
         q = self._split_heads(rows, self.W_Q, self.b_Q, self.d_key)
         k, v = self._keys_values(rows if memory is None else self._rows(memory))
