@@ -738,3 +738,37 @@ def test_conv_with_numpy_int_sizes_matches_direct_loops():
     x = rand(1, 2, 4, 5)
     np.testing.assert_allclose(conv(x).value, np_conv2d(x, conv.weight.value, conv.bias.value, 1), rtol=1e-10)
     assert nn.MaxPool2d(np.int64(2)).window == (2, 2)
+
+
+@pytest.mark.parametrize("target", [[[1.0, 1.0, 0.0, 0.0]], [[0.3, 0.3, 0.3, 0.0]], [[0.0, 0.5, 0.0, 0.0]]])
+def test_cross_entropy_with_class_probabilities_not_summing_to_one(target):
+    # −Σ t log softargmax(z): lse(z) − ⟨t, z⟩ assumed Σt = 1 and gave −0.54 for the multi-hot [1, 1, 0, 0]
+    # (a negative cross-entropy), and the target's gradient lacked its −lse(z) term.
+    z = np.array([[1.0, 2.0, 0.5, -1.0]])
+    t = np.array(target)
+    log_p = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    np.testing.assert_allclose(F.cross_entropy(z, t).value, -(t * log_p).sum(-1).mean(), rtol=1e-14)
+    np.testing.assert_allclose(F.cross_entropy(z, t).value, F.nll_loss(F.log_softmax(z), t).value, rtol=1e-14)
+    grad_t = ad.grad(lambda t: F.cross_entropy(z, t))(t)
+    np.testing.assert_allclose(grad_t, -log_p, rtol=1e-13)           # ∂/∂t of −Σ t log p
+    p = np.exp(log_p)
+    grad_z = ad.grad(lambda z: F.cross_entropy(z, t))(z)
+    np.testing.assert_allclose(grad_z, t.sum(-1, keepdims=True) * p - t, rtol=1e-13)
+    ad.check_grads(lambda z, t: F.cross_entropy(z, t, reduction="sum"), (z, t))
+
+
+def test_cross_entropy_with_class_probabilities_follows_pytorch():
+    torch = pytest.importorskip("torch")
+    z = rand(5, 4)
+    t = np.abs(rand(5, 4))  # unnormalized: blended, multi-hot or smoothed labels
+    for reduction in ("mean", "sum", "none"):
+        za, ta = ad.Tensor(z, requires_grad=True), ad.Tensor(t, requires_grad=True)
+        zt, tt = torch.tensor(z, requires_grad=True), torch.tensor(t, requires_grad=True)
+        loss, ref = F.cross_entropy(za, ta, reduction=reduction), torch.nn.functional.cross_entropy(
+            zt, tt, reduction=reduction)
+        w = rand(*ref.shape)
+        (loss * w).sum().backward()
+        (ref * torch.tensor(w)).sum().backward()
+        np.testing.assert_allclose(loss.value, ref.detach().numpy(), rtol=1e-12)
+        np.testing.assert_allclose(za.grad.value, zt.grad.numpy(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(ta.grad.value, tt.grad.numpy(), rtol=1e-12, atol=1e-14)

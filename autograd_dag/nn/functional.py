@@ -337,11 +337,12 @@ def mse_loss(prediction, target, reduction: str = "mean") -> Tensor:
 
 
 def cross_entropy(logits, target, reduction: str = "mean", ignore_index: int | None = None) -> Tensor:
-    """Cross-entropy of softargmax(logits) against the target: lse(logits) − ⟨target, logits⟩.
+    """Cross-entropy of softargmax(logits) against the target: −⟨target, log softargmax(logits)⟩.
 
-    Computed from the logits through logsumexp, never through log(softargmax),
-    so it stays finite and exact for logits of ±1e4. ``target`` holds integer
-    class indices or a probability distribution over the classes. Positions
+    Computed from the logits as Σtarget·lse(logits) − ⟨target, logits⟩, never
+    through log(softargmax), so it stays finite and exact for logits of ±1e4.
+    ``target`` holds integer class indices or class probabilities (as in
+    PyTorch, they need not sum to 1: blended or multi-hot labels). Positions
     whose index is ``ignore_index`` (e.g. -100 for padding, as in PyTorch) add
     nothing and send no gradient; "mean" averages over the other positions.
     Shapes: logits (..., C); target (...) ints or (..., C) floats -> () (or (...) with 'none').
@@ -355,7 +356,10 @@ def cross_entropy(logits, target, reduction: str = "mean", ignore_index: int | N
         # softargmax − one-hot, times the cotangent): see primitives/losses.py.
         return _reduce_kept(softmax_cross_entropy(logits, indices), keep, reduction, "cross_entropy")
     t = _target_distribution("cross_entropy", logits, target)
-    loss = subtract(_logsumexp(logits, -1), _sum(multiply(t, logits), -1))
+    # −⟨t, log softargmax(z)⟩ = Σt·lse(z) − ⟨t, z⟩. Writing lse(z) − ⟨t, z⟩ assumed Σt = 1: a multi-hot
+    # or mixed target got another value (−0.54 instead of PyTorch's 1.93 for [1, 1, 0]), and the
+    # gradient with respect to the target lacked its −lse(z) term.
+    loss = subtract(multiply(_logsumexp(logits, -1), _sum(t, -1)), _sum(multiply(t, logits), -1))
     return _reduce(loss, reduction, "cross_entropy")
 
 
