@@ -772,3 +772,29 @@ def test_cross_entropy_with_class_probabilities_follows_pytorch():
         np.testing.assert_allclose(loss.value, ref.detach().numpy(), rtol=1e-12)
         np.testing.assert_allclose(za.grad.value, zt.grad.numpy(), rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(ta.grad.value, tt.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_batch_norm_momentum_none_is_the_cumulative_average():
+    # PyTorch's BatchNorm(momentum=None): running statistics are the plain mean of every batch's so far.
+    # Here it raised a bare TypeError from float(None).
+    bn = nn.BatchNorm(3, momentum=None)
+    batches = [rand(5, 3, 2) * 2 + 1 for _ in range(4)]
+    for x in batches:
+        bn(x)
+    means = [x.mean(axis=(0, 2)) for x in batches]
+    variances = [x.var(axis=(0, 2), ddof=1) for x in batches]
+    np.testing.assert_allclose(bn.running_mean, np.mean(means, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(bn.running_var, np.mean(variances, axis=0), rtol=1e-12)
+    x = rand(2, 3, 2)
+    ref = (x - bn.running_mean[:, None]) / np.sqrt(bn.running_var[:, None] + 1e-5)
+    np.testing.assert_allclose(bn.eval()(x).value, ref, rtol=1e-12)
+
+
+def test_batch_norm_momentum_none_follows_pytorch():
+    torch = pytest.importorskip("torch")
+    bn, ref = nn.BatchNorm(4, momentum=None), torch.nn.BatchNorm1d(4, momentum=None, dtype=torch.float64)
+    for _ in range(3):
+        x = rand(6, 4, scale=2.0)
+        np.testing.assert_allclose(bn(x).value, ref(torch.tensor(x)).detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(bn.running_mean, ref.running_mean.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(bn.running_var, ref.running_var.numpy(), rtol=1e-12)
