@@ -798,3 +798,34 @@ def test_batch_norm_momentum_none_follows_pytorch():
         np.testing.assert_allclose(bn(x).value, ref(torch.tensor(x)).detach().numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(bn.running_mean, ref.running_mean.numpy(), rtol=1e-12)
     np.testing.assert_allclose(bn.running_var, ref.running_var.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("offset", [1e3, 1e4, 1e5])
+def test_float32_cross_entropy_keeps_its_precision_at_large_logits(offset):
+    # lse = c + log Σ exp(z − c) at |z| ~ 1e4 in float32 rounds by ~5e-4; lse − z[t] and exp(z − lse)
+    # carried that into the loss and the gradient (3e-4 relative at 1e4, 2e-3 at 1e5; PyTorch 1e-7).
+    rng = np.random.default_rng(0)
+    z = (offset + rng.standard_normal((64, 10))).astype(np.float32)
+    y = rng.integers(0, 10, 64)
+    z64 = z.astype(np.float64)                      # the float32 numbers, exactly, in float64
+    log_p = z64 - z64.max(-1, keepdims=True)
+    log_p -= np.log(np.exp(log_p).sum(-1, keepdims=True))
+    loss_ref = -log_p[np.arange(64), y].mean()
+    grad_ref = (np.exp(log_p) - np.eye(10)[y]) / 64
+    loss, grad = ad.value_and_grad(lambda z: F.cross_entropy(z, y))(z)
+    assert loss.dtype == grad.dtype == np.float32
+    assert abs(float(loss) - loss_ref) < 1e-5 * loss_ref
+    assert np.abs(grad - grad_ref).max() < 1e-5 * np.abs(grad_ref).max()
+
+
+def test_float32_cross_entropy_at_large_logits_follows_pytorch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    z = (1e4 + rng.standard_normal((32, 7))).astype(np.float32)
+    y = rng.integers(0, 7, 32)
+    zt = torch.tensor(z, requires_grad=True)
+    ref = torch.nn.functional.cross_entropy(zt, torch.tensor(y))
+    ref.backward()
+    loss, grad = ad.value_and_grad(lambda z: F.cross_entropy(z, y))(z)
+    np.testing.assert_allclose(float(loss), ref.item(), rtol=1e-5)
+    np.testing.assert_allclose(grad, zt.grad.numpy(), rtol=0, atol=1e-5 * np.abs(zt.grad.numpy()).max())
