@@ -829,3 +829,35 @@ def test_float32_cross_entropy_at_large_logits_follows_pytorch():
     loss, grad = ad.value_and_grad(lambda z: F.cross_entropy(z, y))(z)
     np.testing.assert_allclose(float(loss), ref.item(), rtol=1e-5)
     np.testing.assert_allclose(grad, zt.grad.numpy(), rtol=0, atol=1e-5 * np.abs(zt.grad.numpy()).max())
+
+
+@pytest.mark.parametrize("offset", [1e3, 1e4])
+def test_float32_log_softmax_and_soft_target_cross_entropy_keep_their_precision(offset):
+    # x − lse(x) rounded lse at x's magnitude: log_softmax off by 5e-4 at 1e4 in float32 (PyTorch 3e-7),
+    # and cross_entropy with class probabilities (lse − ⟨t, z⟩) likewise.
+    rng = np.random.default_rng(2)
+    z = (offset + rng.standard_normal((32, 6))).astype(np.float32)
+    t = rng.dirichlet(np.ones(6), 32)
+    z64 = z.astype(np.float64)
+    log_p = z64 - z64.max(-1, keepdims=True)
+    log_p -= np.log(np.exp(log_p).sum(-1, keepdims=True))
+    out = F.log_softmax(z).value
+    assert out.dtype == np.float32 and np.abs(out - log_p).max() < 2e-6
+    loss, grad = ad.value_and_grad(lambda z: F.cross_entropy(z, t))(z)
+    assert abs(float(loss) - (-(t * log_p).sum(-1).mean())) < 2e-6
+    np.testing.assert_allclose(grad, (np.exp(log_p) - t) / 32, rtol=0, atol=1e-6 / 32)
+    # The derivative rules still see log softargmax: its Jacobian-vector products in float64.
+    x = rng.standard_normal((3, 4))
+    ad.check_grads(lambda x: F.log_softmax(x, gamma=0.7), (x,), order=2)
+
+
+def test_float32_log_softmax_at_large_logits_follows_pytorch():
+    torch = pytest.importorskip("torch")
+    z = (1e4 + np.random.default_rng(3).standard_normal((16, 5))).astype(np.float32)
+    w = np.random.default_rng(4).standard_normal((16, 5)).astype(np.float32)
+    zt = torch.tensor(z, requires_grad=True)
+    ref = torch.log_softmax(zt, -1)
+    (ref * torch.tensor(w)).sum().backward()
+    out, grad = ad.value_and_grad(lambda z: ad.sum(F.log_softmax(z) * w))(z)
+    np.testing.assert_allclose(F.log_softmax(z).value, ref.detach().numpy(), rtol=0, atol=2e-6)
+    np.testing.assert_allclose(grad, zt.grad.numpy(), rtol=0, atol=1e-5)
