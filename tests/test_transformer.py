@@ -471,3 +471,14 @@ def test_blocks_follow_pytorchs_post_norm_layers(d, heads, length, source_length
     np.testing.assert_allclose(dblk.norm3.gamma.grad.value, dec.norm3.weight.grad.numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(dblk.cross_attention.b_O.grad.value, dec.multihead_attn.out_proj.bias.grad.numpy(),
                                rtol=1e-10, atol=1e-12)
+
+
+def test_block_refuses_pytorchs_padding_mask_in_third_place():
+    # TransformerEncoderLayer(src, src_mask, src_key_padding_mask): the third argument was return_weights.
+    blk = nn.TransformerBlock(4, heads=2, hidden=8, rng=0)
+    x = RNG.normal(size=(1, 1, 4))
+    with pytest.raises(TypeError):
+        blk(x, None, np.array([[False]]))
+    out, weights = blk(x, return_weights=True)
+    np.testing.assert_array_equal(weights.value, np.ones((1, 2, 1, 1)))  # one key: all the weight on it
+    assert out.shape == (1, 1, 4)

@@ -111,7 +111,9 @@ class TransformerBlock(Module):
     def _dropped(self, y):
         return y if self.drop is None else self.drop(y)
 
-    def forward(self, x, mask=None, return_weights: bool = False):
+    # return_weights is keyword-only: PyTorch's third argument is src_key_padding_mask, which read
+    # as a flag was silently ignored (a one-element mask) or failed inside numpy.
+    def forward(self, x, mask=None, *, return_weights: bool = False):
         a, weights = self.attention(x, mask=mask, return_weights=True)
         t = self.norm1(add(self._dropped(a), x))
         out = self.norm2(add(self._dropped(self.ffn(t)), t))
