@@ -861,3 +861,16 @@ def test_float32_log_softmax_at_large_logits_follows_pytorch():
     out, grad = ad.value_and_grad(lambda z: ad.sum(F.log_softmax(z) * w))(z)
     np.testing.assert_allclose(F.log_softmax(z).value, ref.detach().numpy(), rtol=0, atol=2e-6)
     np.testing.assert_allclose(grad, zt.grad.numpy(), rtol=0, atol=1e-5)
+
+
+def test_functional_layer_norm_refuses_a_weight_or_bias_not_of_normalized_shape():
+    # F.layer_norm(x, (2, 4), weight of shape (4,)) broadcast the weight silently (PyTorch refuses it),
+    # as did a per-sample (3, 2, 4) one.
+    x = rand(3, 2, 4)
+    for kw in (dict(weight=rand(4)), dict(bias=rand(1, 4)), dict(weight=rand(3, 2, 4)), dict(bias=ad.Tensor(rand(4)))):
+        with pytest.raises(ad.ShapeError, match="of shape normalized_shape \\(2, 4\\)"):
+            F.layer_norm(x, (2, 4), **kw)
+    w, b = rand(2, 4), rand(2, 4)
+    mu, var = x.mean(axis=(-2, -1), keepdims=True), x.var(axis=(-2, -1), keepdims=True)
+    np.testing.assert_allclose(F.layer_norm(x, (2, 4), ad.Tensor(w), b).value, (x - mu) / np.sqrt(var + 1e-5) * w + b,
+                               rtol=1e-12)

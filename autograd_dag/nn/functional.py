@@ -145,6 +145,12 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -
         raise ShapeError(f"layer_norm: Expect: normalized_shape, a tuple of ints, naming the trailing axes of x "
                          f"(then weight and bias), as PyTorch's F.layer_norm(x, normalized_shape, weight, bias). "
                          f"Actual: x of shape {got}, normalized_shape {normalized_shape!r}")
+    for what, operand in (("weight", weight), ("bias", bias)):
+        # As PyTorch: a weight of another shape would broadcast (a (d,) weight across a (k, d) group,
+        # or a per-sample one) into a different normalization than the one asked for.
+        if operand is not None and _shape(operand) != tuple(int(d) for d in shape):
+            raise ShapeError(f"layer_norm: Expect: {what} of shape normalized_shape {tuple(int(d) for d in shape)}. "
+                             f"Actual: {what} of shape {_shape(operand)}")
     return _layer_norm(x, 1.0 if weight is None else weight, 0.0 if bias is None else bias,
                        tuple(range(-len(shape), 0)), eps)
 
