@@ -874,3 +874,23 @@ def test_functional_layer_norm_refuses_a_weight_or_bias_not_of_normalized_shape(
     mu, var = x.mean(axis=(-2, -1), keepdims=True), x.var(axis=(-2, -1), keepdims=True)
     np.testing.assert_allclose(F.layer_norm(x, (2, 4), ad.Tensor(w), b).value, (x - mu) / np.sqrt(var + 1e-5) * w + b,
                                rtol=1e-12)
+
+
+@pytest.mark.parametrize("make, what", [
+    (lambda: nn.Linear(3, 7 * 1.5, rng=0), "out_features"), (lambda: nn.BatchNorm(3.5), "num_features"),
+    (lambda: nn.LayerNorm((2, 2.5)), "normalized_shape"), (lambda: nn.MultiHeadAttention(8, 2.5, rng=0), "heads"),
+    (lambda: nn.GRUCell(3, 4.5, rng=0), "hidden_size"), (lambda: nn.MLPCell(3, 4, width=7.5, rng=0), "width"),
+    (lambda: nn.TransformerBlock(8, 2, 7 * 1.5, rng=0), "hidden"), (lambda: nn.Linear("3", 2, rng=0), "in_features"),
+])
+def test_fractional_layer_sizes_are_refused_not_floored(make, what):
+    # Linear(3, 7 * 1.5) built 10 outputs (int() floors 10.5) without a word; PyTorch refuses a float size.
+    with pytest.raises(ad.ShapeError, match=f"{what} a whole number"):
+        make()
+
+
+def test_whole_float_layer_sizes_still_work():
+    lin = nn.Linear(4.0, 6 / 2, rng=0)
+    x = rand(2, 4)
+    assert lin.weight.shape == (3, 4)
+    np.testing.assert_allclose(lin(x).value, x @ lin.weight.value.T + lin.bias.value, rtol=1e-12)
+    assert nn.LayerNorm(np.int64(4)).normalized_shape == (4,)

@@ -241,7 +241,8 @@ class MultiHeadAttention(Module):
     def __init__(self, d_model: int, heads: int = 1, d_key: int | None = None, d_val: int | None = None,
                  bias: bool = False, *, rng=None, dtype=np.float64):
         super().__init__()
-        d_model, heads = int(d_model), int(heads)
+        d_model, heads = _init.size("MultiHeadAttention", "d_model", d_model), \
+            _init.size("MultiHeadAttention", "heads", heads)
         if heads < 1 or (d_key is None or d_val is None) and d_model % heads:
             raise ShapeError(f"MultiHeadAttention: Expect: heads >= 1 dividing d_model (or d_key and d_val "
                              f"given). Actual: d_model={d_model}, heads={heads}")

@@ -15,6 +15,7 @@ from ..errors import ShapeError, TracingError
 from ..primitives.elementwise import add, divide, multiply, sqrt, subtract
 from ..primitives.reductions import layer_norm, mean
 from ..primitives.structure import reshape
+from . import init as _init
 from .module import Module, Parameter
 
 __all__ = ["BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm"]
@@ -64,7 +65,7 @@ class BatchNorm(Module):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  *, dtype=np.float64):
         super().__init__()
-        self.num_features = int(num_features)
+        self.num_features = _init.size("BatchNorm", "num_features", num_features)
         self.eps = float(eps)
         # None: PyTorch's cumulative average, the running statistics the mean of every batch's so far.
         self.momentum = None if momentum is None else float(momentum)
@@ -144,7 +145,7 @@ class LayerNorm(Module):
         super().__init__()
         if isinstance(normalized_shape, (int, np.integer)):
             normalized_shape = (int(normalized_shape),)
-        self.normalized_shape = tuple(int(d) for d in normalized_shape)
+        self.normalized_shape = tuple(_init.size("LayerNorm", "normalized_shape", d) for d in normalized_shape)
         self.eps = float(eps)
         self.gamma = Parameter(np.ones(self.normalized_shape, dtype=dtype)) if elementwise_affine else None
         self.beta = Parameter(np.zeros(self.normalized_shape, dtype=dtype)) if elementwise_affine else None

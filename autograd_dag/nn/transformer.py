@@ -59,7 +59,8 @@ class FeedForward(Module):
     def __init__(self, d_model: int, hidden: int, *, rng=None, dtype=np.float64):
         super().__init__()
         rng = _init.as_generator(rng)
-        self.d_model, self.hidden = int(d_model), int(hidden)
+        self.d_model = _init.size("FeedForward", "d_model", d_model)
+        self.hidden = _init.size("FeedForward", "hidden", hidden)
         self.W1 = Parameter(_init.he_normal((self.hidden, self.d_model), rng=rng, dtype=dtype))
         self.b1 = Parameter(np.zeros(self.hidden, dtype=dtype))
         self.W2 = Parameter(_init.glorot_uniform((self.d_model, self.hidden), rng=rng, dtype=dtype))
