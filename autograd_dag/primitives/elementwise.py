@@ -144,7 +144,9 @@ def negative(x) -> Tensor:
 
 def _power_impl(x, y=None, *, exponent=None):
     if exponent is not None:
-        return np.power(x, exponent)
+        # x ** 2 on an ndarray is np.square, whose dtype differs from np.power's for a bool x
+        # (int8, not int64): the Tensor gives what numpy's own x ** 2 gives.
+        return np.square(x) if exponent == 2 else np.power(x, exponent)
     return np.power(x, y)
 
 
