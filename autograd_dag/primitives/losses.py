@@ -58,7 +58,10 @@ def _ce_impl(z, idx):
     col = _column(idx)
     _check_along("softmax_cross_entropy", z.shape, col, z.ndim - 1, z.shape[-1])
     e, _ = _shifted(z, (-1,), 1.0)
-    return (_log_sum(e) - np.take_along_axis(e, col, -1))[..., 0]
+    picked = np.take_along_axis(e, col, -1)
+    np.exp(e, out=e)  # (e is this call's own: no second array of z's size)
+    with np.errstate(divide="ignore"):  # an all −inf row: −inf
+        return (np.log(_row_sums(e, (e.ndim - 1,))) - picked)[..., 0]
 
 
 def _ce_grad_impl(ct, z, loss, idx):
