@@ -88,7 +88,7 @@ def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool) -> Callable:
         with np.errstate(all="ignore") if size == 0 else contextlib.nullcontext():
             rec = record(f, args, make_input, what="vmap", reused=True)
         out_tensors, out_td = rec.outputs, rec.out_tree
-        record_nodes = rec.nested or (keep_leaves and depends_on_a_leaf(out_tensors, rec.inputs))
+        record_nodes = rec.nested or (keep_leaves and depends_on_a_leaf(out_tensors, rec.inputs, rec.inner))
         order = topological_nodes(out_tensors, stop=set(env))
         with _recording_as(record_nodes):
             for t in order:

@@ -46,7 +46,8 @@ class Recording(NamedTuple):
     ``outputs``: the function's result leaves as Tensors, ``out_tree`` their
     structure; ``result``: what ``f`` returned (less ``aux``); ``aux``: the
     auxiliary result (``has_aux``); ``nested``: whether the transformation
-    must record its own work.
+    must record its own work; ``inner``: the ids of the inputs of the
+    transformations ``f`` ran itself.
     """
 
     slots: list
@@ -56,6 +57,7 @@ class Recording(NamedTuple):
     result: Any
     aux: Any
     nested: bool
+    inner: frozenset = frozenset()
 
 
 def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | None], *, what: str,
@@ -82,8 +84,13 @@ def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | N
         slots.append(made)
         rebuilt.append(unflatten(tree, new_leaves))
     inputs = [t for made in slots for t in made]
+    inner: set[int] = set()  # the inputs of the transformations f runs itself (an inner grad's slots)
     with tracing(inputs, reused_as=what if reused else None):
-        out = f(*rebuilt)
+        core._input_sinks.append(inner)
+        try:
+            out = f(*rebuilt)
+        finally:
+            core._input_sinks.remove(inner)
     aux = None
     if has_aux:
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
@@ -94,7 +101,7 @@ def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | N
     leaves, out_tree = flatten(out)
     outputs = [o if isinstance(o, Tensor) else Tensor(o) for o in leaves]
     nested = nested or depends_on_outer(outputs, inputs)
-    return Recording(slots, inputs, outputs, out_tree, out, aux, nested)
+    return Recording(slots, inputs, outputs, out_tree, out, aux, nested, frozenset(inner))
 
 
 def slot_input(x, what: str) -> Tensor:
@@ -200,16 +207,18 @@ def outer_traced_leaf(outputs, inputs=()) -> tuple[Tensor, str] | None:
     return None
 
 
-def depends_on_a_leaf(outputs, inputs) -> bool:
-    """Whether ``outputs`` depend on a leaf that requires a gradient, other than ``inputs``.
+def depends_on_a_leaf(outputs, inputs, inner: frozenset = frozenset()) -> bool:
+    """Whether ``outputs`` depend on a leaf that requires a gradient, other than ``inputs`` (and ``inner``, ids).
 
     Such a leaf is a parameter read from a closure (or an enclosing
     transformation's input). A transformation that is not a derivative
     (``vmap``, a loop without the loop) must then record, so that its results
     carry that leaf's gradient as the loop's would; returning arrays would
-    drop it silently from a later ``backward()``.
+    drop it silently from a later ``backward()``. The leaves an inner
+    transformation made itself (``Recording.inner``: the slots of ``grad`` in
+    ``vmap(lambda v: hvp(f, x, v))``) are no parameter of the caller's.
     """
-    stop = {id(t) for t in inputs}
+    stop = {id(t) for t in inputs} | inner
     found = reachable(filter(_requires_grad, outputs),
                       lambda t: () if id(t) in stop else filter(_requires_grad, t.parents or ()))
     return any(not t.parents and id(t) not in stop for t in found)

@@ -262,3 +262,20 @@ def test_empty_batches_of_matrix_factorizations_and_shared_dropout_seeds():
     xs = np.ones((3, 6))
     np.testing.assert_array_equal(ad.vmap(lambda x: x * dropout_mask(x, 7, 0.5))(xs),
                                   np.stack([dropout_mask(np.ones(6), 7, 0.5).value] * 3))
+
+
+def test_vmap_of_hvp_gives_numbers_as_hvp_does():
+    # The inner grad's own slot (a leaf requiring a gradient, made inside f) is no parameter
+    # read from a closure: vmap gave a Tensor that required a gradient, unlike hvp and
+    # vmap(grad(f)). The rows are the Hessian of sum(x³), diag(6x).
+    f = lambda x: (x ** 3).sum()
+    x = np.array([0.5, 1.0, 2.0])
+    rows = ad.vmap(lambda v: ad.hvp(f, x, v))(np.eye(3))
+    assert type(rows) is np.ndarray
+    np.testing.assert_allclose(rows, np.diag(6 * x), rtol=1e-12)
+    # A parameter read from a closure still makes vmap record (its gradient must reach it).
+    w = ad.Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    out = ad.vmap(lambda v: ad.hvp(f, x, v) * w)(np.eye(3))
+    assert isinstance(out, ad.Tensor) and out.requires_grad
+    out.sum().backward()
+    np.testing.assert_allclose(w.grad.value, 6 * x, rtol=1e-12)
