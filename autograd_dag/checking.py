@@ -467,6 +467,15 @@ def _jacobian_lines(p: _Point, pos, mode, tol: _Tolerances) -> tuple[bool, list[
                                                          tol.atol, tol.rtol, sides=(left, right))
 
 
+_NOT_LINEAR = {
+    "rev": ("    every entry agrees when computed with a unit cotangent, but not with the random one u: "
+            "a VJP rule is not linear in its cotangent (it ignores ct, or uses it other than as a "
+            "factor)"),
+    "fwd": ("    every entry agrees when computed with a unit tangent, but not with the random one v: "
+            "a JVP rule is not linear in its tangent (it ignores t, or uses it other than as a factor)"),
+}
+
+
 def _mode_failure(p: _Point, pos, mode, v, tangents, numeric, tol: _Tolerances, full, fname) -> str | None:
     """The report on float argument pos in one mode; None when it agrees with finite differences."""
     try:
@@ -480,6 +489,11 @@ def _mode_failure(p: _Point, pos, mode, v, tangents, numeric, tol: _Tolerances, 
     # Entry-by-entry Jacobians cost one evaluation per entry: only small ones are compared.
     if sum(_size(s) for s in p.out_shapes) * np.size(p.floats[pos]) <= MAX_REPORT_ENTRIES:
         entries_bad, entry_lines = _jacobian_lines(p, pos, mode, tol)
+        if bad and not entries_bad:
+            # The entries are computed with unit cotangents (tangents); a rule that ignores
+            # or squares them gets every entry right and only the random projection wrong,
+            # and "0 of n entries disagree" alone would not say what is wrong.
+            entry_lines = [entry_lines[0].replace("; worst:", ""), _NOT_LINEAR[mode]]
         bad, lines = bad or entries_bad, lines + entry_lines
     return "\n".join(lines) if bad else None
 

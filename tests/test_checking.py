@@ -334,3 +334,22 @@ def test_forward_mode_checks_each_operand_constant_and_all_moving(rule, where):
         ad.check_grads(lambda a, b: mul(a, b), (x, y))
     assert where in str(err.value) and "forward mode (JVP)" in str(err.value)
     assert "look at the JVP rule(s)" in str(err.value)
+
+
+def test_a_rule_not_linear_in_its_cotangent_or_tangent_is_explained():
+    # A VJP that ignores its cotangent (returns cos(u) as if ct were 1) gives the right
+    # Jacobian entries, which are computed with unit cotangents (a JVP squaring its tangent
+    # too, with unit tangents): the report used to
+    # read "0 of 3 Jacobian entries disagree; worst:" and stop. It must say why.
+    ignores_ct = ad.primitive(
+        "test_checking_ignores_ct", np.sin,
+        vjp=lambda ct, out, u: (ad.cos(u),),
+        jvp=lambda t, out, u: t[0] * t[0] * ad.cos(u), replace=True)  # t², right for unit t only
+    x = np.array([0.3, -1.2, 0.7])
+    with pytest.raises(ad.GradientCheckError) as info:
+        ad.check_grads(lambda x: ignores_ct(x).sum(), (x,))
+    report = str(info.value)
+    assert "0 of 3 Jacobian entries disagree; worst:\n" not in report
+    assert "reverse mode (VJP)" in report and "forward mode (JVP)" in report
+    assert re.search(r"VJP rule .* not linear in its cotangent", report), report
+    assert re.search(r"JVP rule .* not linear in its tangent", report), report
