@@ -127,12 +127,18 @@ def format_shape(shape) -> str:
 
 
 def format_value(value) -> str:
-    """A constant's value: ``2``, ``0.5``, ``True`` or ``array[3,4]``."""
+    """A constant's value: ``2``, ``0.5``, ``1e-08``, ``True`` or ``array[3,4]``."""
     value = np.asarray(value)
     if value.size == 1:
         item = value.reshape(()).item()
         if isinstance(item, float):
-            return np.format_float_positional(item, trim="-", precision=6)
+            # Six decimals read 1e-8 (a log's epsilon) as "0" and 2.5e-6 as "0.000003":
+            # a small value they do not write exactly (1e-5 they do) is written in
+            # scientific notation instead, and so is a huge one.
+            text = np.format_float_positional(item, trim="-", precision=6)
+            if not np.isfinite(item) or (abs(item) < 1e16 and (abs(item) >= 1e-3 or float(text) == item)):
+                return text
+            return np.format_float_scientific(item, trim="-", precision=6)
         return str(item)
     return f"array{format_shape(value.shape)}"
 

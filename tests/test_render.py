@@ -351,3 +351,14 @@ def test_jupyter_displays_a_program_as_svg_and_text():
     assert bundle["text/plain"] == str(program)
     root = ET.fromstring(bundle["image/svg+xml"].encode())
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
+
+
+@pytest.mark.parametrize("c", [1e-8, 2.5e-6, -3.7e-5, 1e-7, 1e20, 6.02e23, 0.1, 2.0, 1234.5])
+def test_constant_labels_show_the_constant_not_a_rounded_zero(c):
+    # Positional formatting with six decimals printed 1e-8 (a log's epsilon) as
+    # "0" and 2.5e-6 as "0.000003", in print(program) and in the picture alike.
+    prog = ad.trace(lambda x: x + c, np.ones(2))
+    listing = re.search(r"constant (\S+)", str(prog)).group(1)
+    label = re.search(r"<B>add</B>\(&#183;, ([^)]+)\)", ad.render(prog).source).group(1)
+    for text in (listing, label):
+        assert abs(float(text) - c) <= 1e-6 * abs(c), (text, c)
