@@ -105,6 +105,7 @@ class Primitive:
         self.vjp_into = vjp_into
 
     def __call__(self, *args, **params):
+        check_operand_count(self, args, params)
         return apply(self, *args, **params)
 
     def __repr__(self) -> str:
@@ -558,6 +559,25 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
                 check_finite(a, f"input {a.name!r}" if a.name else "a constant input", consumer=out)
         check_finite(out, "forward value")
     return out
+
+
+def check_operand_count(prim: Primitive, args, params: dict) -> None:
+    """Refuse operands a ufunc implementation would read as its output array (``np.exp(x, y)`` writes into y).
+
+    Python implementations raise on a wrong count themselves (the error names the
+    primitive); a ufunc does not. Called where operands are not fixed by a
+    public function's signature: calling a :class:`Primitive`, ``Program.from_graph``.
+    """
+    impl = prim.impl
+    if type(impl) is np.ufunc and (len(args) != impl.nin or params):
+        got = f"{len(args)}" + (f" and parameters {sorted(params)}" if params else "")
+        raise operation_error(prim, [a.value if isinstance(a, Tensor) else np.asarray(a) for a in args], {},
+                              TypeError(f"{prim.name} takes {impl.nin} operand{'s' * (impl.nin != 1)} and no "
+                                        f"parameters; got {got}{_OVERWRITE * (len(args) > impl.nin)}"
+                                        f"{located(user_source())}"))
+
+
+_OVERWRITE = " (numpy would write the result into the extra operand, overwriting it)"
 
 
 def operation_error(prim: Primitive, args, params: dict, exc: Exception) -> AutogradDagError:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import core
-from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error
+from .core import Primitive, Tensor, _recording_as, apply, as_array, check_operand_count, attributed_to, operation_error
 from .errors import AutogradDagError, ProgramInputError, user_source, located
 from .execution import buffer_of, disposable, plan_steps
 from .graph import Graph, paused_gc
@@ -284,7 +284,15 @@ class Program:
         for v, value in inputs.items():
             if v not in graph:
                 raise ProgramInputError(f"Program.from_graph: input {v!r} is not a vertex of the graph")
+            if graph.parents(v):
+                # Its in-edges would be dropped silently: the program would not have the graph's shape.
+                raise ProgramInputError(f"Program.from_graph: input {v!r} has parents {graph.parents(v)} in "
+                                        f"the graph; an input must be a root (give it a primitive in ops "
+                                        f"instead, or remove its in-edges)")
             tensors[v] = Tensor(value, name=str(v))
+        for v in [] if outputs is None else outputs:
+            if v not in graph:
+                raise ProgramInputError(f"Program.from_graph: output {v!r} is not a vertex of the graph")
         with _recording_as(True):
             for v in graph.topological_order():
                 if v in tensors:
@@ -298,7 +306,9 @@ class Program:
                     raise ProgramInputError(f"Program.from_graph: vertex {v!r} names unknown primitive {op!r}")
                 parents = graph.parents(v)
                 try:
-                    out = apply(prim, *[tensors[p] for p in parents], **params.get(v, {}))
+                    operands = [tensors[p] for p in parents]
+                    check_operand_count(prim, operands, params.get(v, {}))
+                    out = apply(prim, *operands, **params.get(v, {}))
                 except AutogradDagError as exc:
                     # The operation's message names shapes, not the vertex nor where its operands came from.
                     raise ProgramInputError(

@@ -498,3 +498,30 @@ def test_grad_program_computes_each_recomputed_forward_value_once():
     x = np.array([0.3, 1.0, -2.0])
     np.testing.assert_allclose(g(x), np.cos(x) ** 2 - np.sin(x) ** 2, rtol=1e-14)
     assert g.kind == "gradient" and g.nodes[g.outputs[0]].name == "df/dx"
+
+
+def test_from_graph_refuses_an_extra_operand_of_a_ufunc_primitive():
+    # exp given two parents ran np.exp(x, y): numpy took y as the array to write
+    # into, so the user's example array and every later call's second argument
+    # were overwritten with exp(x), and the program returned that silently.
+    g = ad.Graph.from_edges([("x", "s"), ("y", "s")])
+    y = np.full(2, 5.0)
+    with pytest.raises(ad.ProgramInputError, match=r"vertex 's' applies exp.*1 operand.*got 2"):
+        Program.from_graph(g, {"s": "exp"}, {"x": np.zeros(2), "y": y})
+    np.testing.assert_array_equal(y, [5.0, 5.0])
+    # Calling a primitive directly is refused alike.
+    with pytest.raises(ad.ShapeError, match=r"exp.*1 operand.*got 2"):
+        ad.PRIMITIVES["exp"](ad.Tensor(np.zeros(2)), y)
+    np.testing.assert_array_equal(y, [5.0, 5.0])
+    with pytest.raises(ad.ShapeError, match=r"add.*2 operands.*got 3"):
+        ad.PRIMITIVES["add"](np.zeros(2), np.ones(2), y)
+    np.testing.assert_array_equal(y, [5.0, 5.0])
+
+
+def test_from_graph_names_an_output_that_is_not_a_vertex_and_an_input_with_parents():
+    g = ad.Graph.from_edges([("x", "e"), ("e", "m"), ("x", "m")])
+    with pytest.raises(ad.ProgramInputError, match=r"output 'zz' is not a vertex"):
+        Program.from_graph(g, {"e": "exp", "m": "multiply"}, {"x": np.ones(2)}, outputs=["zz"])
+    # Making 'e' an input silently dropped its edge x -> e: the program no longer had the graph's shape.
+    with pytest.raises(ad.ProgramInputError, match=r"input 'e' has parents \['x'\]"):
+        Program.from_graph(g, {"m": "multiply"}, {"x": np.ones(2), "e": np.ones(2)})
