@@ -230,10 +230,21 @@ class Tensor:
     # Python numbers and truth values are read on purpose, but inside jit, trace or
     # vmap they would become constants of the program: concrete() refuses them there.
     def __float__(self) -> float:
-        return float(concrete(self, "float(t)"))
+        return float(concrete(self._one_element("float(t)"), "float(t)").reshape(()))
 
     def __int__(self) -> int:
-        return int(concrete(self, "int(t)"))
+        return int(concrete(self._one_element("int(t)"), "int(t)").reshape(()))
+
+    def _one_element(self, what: str) -> "Tensor":
+        # numpy's own refusal ("only 0-dimensional arrays can be converted") names
+        # neither the shape nor the line that asked; one element of any shape converts,
+        # as bool(t) and PyTorch's float(t) do.
+        if self.value.size != 1:
+            raise AutogradDagError(
+                f"{what}: a Tensor of shape {self.shape} has {self.value.size} elements; only a one-element "
+                f"Tensor becomes a Python number (reduce it first, t.sum(), or take one element, t[i])"
+                f"{located(user_source())}")
+        return self
 
     def __bool__(self) -> bool:
         if self.value.size != 1:

@@ -315,3 +315,13 @@ def test_parser_shares_repeated_subexpressions_and_the_table_shows_both_sizes(ca
     from autograd_dag.gallery import GALLERY, circuit_program
     entry = next(e for e in GALLERY if e.name == "circuit")
     assert "size 8" in entry.title and circuit_program().num_edges == 8
+
+
+@pytest.mark.parametrize("convert", [float, int])
+def test_float_or_int_of_a_tensor_with_many_elements_names_its_shape_and_line(convert):
+    # float(t) raised numpy's bare TypeError "only 0-dimensional arrays can be converted
+    # to Python scalars", naming neither the Tensor's shape nor the user's line.
+    t = ad.Tensor(np.ones((2, 3)), requires_grad=True)
+    with pytest.raises(ad.AutogradDagError, match=r"\(2, 3\).*6 elements.*test_new_user.py:\d+"):
+        convert(t)
+    assert convert(ad.Tensor(np.array([[2.0]]))) == 2  # one element converts, as numpy's does
