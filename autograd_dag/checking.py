@@ -40,11 +40,35 @@ def _evaluate(f: Callable, arg_td, leaves) -> list[np.ndarray]:
     # Boolean outputs (comparisons) are differenced as 0/1: numpy cannot subtract bools.
     with no_grad():
         return [o.astype(np.float64) if o.dtype == np.bool_ else o
-                for o in _values(f(*unflatten(arg_td, [Tensor(x) for x in leaves])))]
+                for o in _values(f(*unflatten(arg_td, _as_arguments(leaves))))]
+
+
+def _is_float_leaf(x) -> bool:
+    return isinstance(x, np.ndarray) and x.dtype.kind == "f"
+
+
+def _as_leaf(x):
+    """A float leaf as a float array (it is checked); any other leaf exactly as the caller gave it.
+
+    An int, a string, None or a function is held fixed, and f must get it as it
+    is: wrapped in a Tensor, ``range(n)`` and ``act(x)`` failed, and
+    ``opt is None`` was False.
+    """
+    v = x.value if isinstance(x, Tensor) else x
+    if isinstance(v, float):
+        return np.asarray(v, dtype=np.float64)
+    if isinstance(v, (np.ndarray, np.floating)) and v.dtype.kind == "f":
+        return np.asarray(v)
+    return x
+
+
+def _as_arguments(leaves) -> list:
+    """The leaves f is called with: float arrays as constant Tensors, the others as given."""
+    return [Tensor(x) if _is_float_leaf(x) else x for x in leaves]
 
 
 def _float_leaves(leaves) -> list[int]:
-    return [i for i, x in enumerate(leaves) if np.asarray(x).dtype.kind == "f"]
+    return [i for i, x in enumerate(leaves) if _is_float_leaf(x)]
 
 
 def _refuse_complex_leaves(leaves, what: str) -> None:
@@ -77,6 +101,7 @@ def numerical_jvp(f: Callable, args: Sequence, tangents: Sequence, eps: float = 
         array([6.])
     """
     leaves, td = flatten(tuple(args))
+    leaves = [_as_leaf(x) for x in leaves]
     t_leaves = leaves_like(tuple(tangents), td, "numerical_jvp: the tangents", "arguments")
     _refuse_complex_leaves(leaves, "numerical_jvp")
     plus, minus = (_evaluate(f, td, _moved_along(leaves, t_leaves, step)) for step in (eps, -eps))
@@ -88,8 +113,8 @@ def _moved_along(leaves, t_leaves, step) -> list[np.ndarray]:
 
     The other leaves (indices, masks) cannot move and are passed unchanged.
     """
-    return [np.asarray(x, dtype=np.float64) + step * np.asarray(t) if np.asarray(x).dtype.kind == "f"
-            else np.asarray(x) for x, t in zip(leaves, t_leaves)]
+    return [np.asarray(x, dtype=np.float64) + step * np.asarray(t) if _is_float_leaf(x)
+            else x for x, t in zip(leaves, t_leaves)]
 
 
 def numerical_grad(f: Callable, args: Sequence, eps: float | None = None) -> tuple:
@@ -107,13 +132,13 @@ def numerical_grad(f: Callable, args: Sequence, eps: float | None = None) -> tup
     """
     eps = DEFAULT_EPS if eps is None else eps
     leaves, td = flatten(tuple(args))
-    leaves = [np.asarray(x) for x in leaves]
+    leaves = [_as_leaf(x) for x in leaves]
     _refuse_complex_leaves(leaves, "numerical_grad")
     out = _evaluate(f, td, leaves)
     if len(out) != 1 or out[0].size != 1:
         raise AutogradDagError("numerical_grad: f must return one scalar; use numerical_jvp otherwise")
     # The gradient of a scalar is the one row of its Jacobian.
-    grads = [_numerical_jacobian(f, td, leaves, i, eps).reshape(x.shape) if x.dtype.kind == "f" else None
+    grads = [_numerical_jacobian(f, td, leaves, i, eps).reshape(x.shape) if _is_float_leaf(x) else None
              for i, x in enumerate(leaves)]
     return unflatten(td, grads)
 
@@ -201,7 +226,7 @@ def _of_one_leaf(f: Callable, leaves, i) -> Callable:
     (:func:`_joint_failure`), the branch with every tangent given.
     """
     # Constant Tensors, not arrays: f may call Tensor methods on them (a.dot(b)).
-    fixed = [Tensor(np.asarray(leaf)) for leaf in leaves]
+    fixed = _as_arguments(leaves)
 
     def alone(x):
         return f(*fixed[:i], x, *fixed[i + 1:])
@@ -315,10 +340,9 @@ def _checked_leaves(args, modes, atol, rtol) -> tuple[list[np.ndarray], Any, lis
             raise AutogradDagError(f"check_grads: unknown mode {m!r}; use 'rev' and/or 'fwd'")
     leaves, td = flatten(tuple(args))
     paths = leaf_paths(tuple(args))
-    # Python floats and lists become float64 leaves, so that they are checked too; a Python
-    # int stays an integer (an exponent, an index, a count), held fixed like an int array.
-    leaves = [x.value if isinstance(x, Tensor) else np.asarray(x, dtype=np.float64)
-              if isinstance(x, (float, list)) else np.asarray(x) for x in leaves]
+    # Python floats become float64 leaves, so that they are checked too; a Python int
+    # stays an integer (an exponent, an index, a count), held fixed like an int array.
+    leaves = [_as_leaf(x) for x in leaves]
     _refuse_complex_leaves(leaves, "check_grads")
     _refuse_low_precision(leaves, atol, rtol)
     if not _float_leaves(leaves):
@@ -333,8 +357,7 @@ def _checked_leaves(args, modes, atol, rtol) -> tuple[list[np.ndarray], Any, lis
 
 def _refuse_low_precision(leaves, atol, rtol) -> None:
     """Default tolerances are meant for float64: lower precision needs tolerances the caller chose."""
-    low = [np.asarray(x).dtype for x in leaves if np.asarray(x).dtype.kind == "f"
-           and np.asarray(x).dtype.itemsize < 8]
+    low = [x.dtype for x in leaves if _is_float_leaf(x) and x.dtype.itemsize < 8]
     if low and (atol is None or rtol is None):
         raise AutogradDagError(
             f"check_grads: inputs of dtype {low[0]} were given. Central differences in that precision "
@@ -361,7 +384,7 @@ def _checked_outputs(f: Callable, td, leaves, fname, loose: bool) -> tuple[Any, 
     such inputs are: its rounding swamps the differences.
     """
     with no_grad():
-        out = f(*unflatten(td, [Tensor(x) for x in leaves]))
+        out = f(*unflatten(td, _as_arguments(leaves)))
     out_td = flatten(out)[1]
     out_vals = _values(out)
     for k, o in enumerate(out_vals):

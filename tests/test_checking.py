@@ -353,3 +353,24 @@ def test_a_rule_not_linear_in_its_cotangent_or_tangent_is_explained():
     assert "reverse mode (VJP)" in report and "forward mode (JVP)" in report
     assert re.search(r"VJP rule .* not linear in its cotangent", report), report
     assert re.search(r"JVP rule .* not linear in its tangent", report), report
+
+
+def test_arguments_that_are_not_floats_reach_f_as_given():
+    # Non-float leaves were wrapped in Tensors: range(n), x.reshape(n, -1) and a
+    # function argument failed with TypeErrors from f, and f(x, None) ran the
+    # branch for "not None" (Tensor(None) is not None): a different function was checked.
+    x = np.array([0.3, -1.2, 0.7, 2.0])
+    ad.check_grads(lambda x, n: sum(ad.sin(x[i]) for i in range(n)), (x, 2))
+    ad.check_grads(lambda x, n: ad.tanh(x.reshape(n, -1)).sum(), (x, np.int64(2)))
+    ad.check_grads(lambda x, act: act(x).sum(), (x, ad.tanh))
+    seen = []
+
+    def f(x, option, name, flag):
+        seen.append((option, name, flag))
+        return ad.exp(x).sum()
+    ad.check_grads(f, (x, None, "tanh", True), order=2)
+    assert seen and all(s == (None, "tanh", True) for s in seen)
+    grad = ad.numerical_grad(lambda x, n: sum(ad.sin(x[i]) for i in range(n)), (x, 2))
+    np.testing.assert_allclose(grad[0], [np.cos(0.3), np.cos(-1.2), 0.0, 0.0], atol=1e-8)
+    assert grad[1] is None
+    assert_grads_close(lambda x, n: sum(ad.sin(x[i]) for i in range(n)), (x, 3))
