@@ -23,6 +23,7 @@ import argparse
 import importlib
 import importlib.util
 import inspect
+import math
 import os
 import sys
 import traceback
@@ -207,6 +208,12 @@ def circuit_report(expression: str) -> tuple[str, "circuits.Circuit", "circuits.
     c = circuits.parse(expression, name="f")
     summary = c.summary()
     polynomial = c.to_polynomial()
+    # Literals beyond float64 are refused by the parser; a product of large ones
+    # (1e200*1e200) only overflows here, and would print as "inf*x".
+    overflowed = [coef for coef in polynomial.terms.values() if not math.isfinite(float(coef))]
+    if overflowed:
+        raise AutogradDagError(f"circuit: {expression!r} has a coefficient that is not a finite float64 number ({overflowed[0]}): "
+                               f"its constants multiply past 1.8e308")
     gradient = circuits.gradient_circuit(c)
     lines = [
         f"circuit: {expression}",
