@@ -374,3 +374,22 @@ def test_arguments_that_are_not_floats_reach_f_as_given():
     np.testing.assert_allclose(grad[0], [np.cos(0.3), np.cos(-1.2), 0.0, 0.0], atol=1e-8)
     assert grad[1] is None
     assert_grads_close(lambda x, n: sum(ad.sin(x[i]) for i in range(n)), (x, 3))
+
+
+def test_a_point_within_a_step_of_a_kink_is_not_a_failure():
+    # |x| and relu at x = 1e-8 are differentiable (derivative 1), but the default step
+    # 1e-6 straddles their kink at 0: the check failed a right derivative and said
+    # "f is not differentiable here". A smaller step settles it.
+    x = np.array([1e-8, -1e-7, 0.5, -0.3])
+    ad.check_grads(lambda x: ad.abs(x).sum(), (x,))
+    ad.check_grads(lambda x: ad.nn.functional.relu(x) * np.arange(1.0, 5.0), (x,), order=2)
+    ad.check_grads(lambda x, y: (ad.abs(x) * y).sum(), (x, np.array([1.0, 2.0, 3.0, 4.0])))
+    # On the kink itself there is no derivative to check: still a failure, named as a kink.
+    with pytest.raises(ad.GradientCheckError, match="on a kink"):
+        ad.check_grads(lambda x: ad.nn.functional.relu(x).sum(), (np.array([0.0, 0.5]),))
+    # A wrong derivative beside a kink is still caught.
+    sloppy_abs = ad.primitive("test_checking_sloppy_abs", np.abs,
+                              vjp=lambda ct, out, x: (ct * ad.sign(x) * 1.01,),
+                              jvp=lambda t, out, x: t[0] * ad.sign(x), replace=True)
+    with pytest.raises(ad.GradientCheckError, match="reverse mode"):
+        ad.check_grads(lambda x: sloppy_abs(x).sum(), (x,))
