@@ -168,3 +168,24 @@ def test_grad_program_of_linear_algebra_is_recorded_on_a_nonsingular_placeholder
     for f in (lambda a: ad.linalg.det(a), lambda a: ad.sum(ad.linalg.inv(a)),
               lambda a: ad.sum(ad.linalg.cholesky(a @ a.T))):
         np.testing.assert_allclose(ad.grad_program(ad.trace(f, a))(a), ad.grad(f)(a), rtol=1e-12)
+
+
+def test_a_vjp_rule_with_the_wrong_number_of_cotangents_or_a_python_number_is_named():
+    # Too few cotangents raised a bare IndexError ("tuple index out of range"), too many
+    # were dropped silently, and a Python number as cotangent raised AttributeError.
+    few = ad.primitive("user_paths_few", lambda a, b: a * b, vjp=lambda ct, out, a, b: (ct * b,),
+                       jvp=lambda t, out, a, b: t[0] * b, replace=True)
+    many = ad.primitive("user_paths_many", lambda x: x * x, vjp=lambda ct, out, x: (ct * 2 * x, ct),
+                        jvp=lambda t, out, x: t[0] * 2 * x, replace=True)
+    number = ad.primitive("user_paths_number", lambda x: 2.0 * x, vjp=lambda ct, out, x: (2.0,),
+                          jvp=lambda t, out, x: t[0] * 2.0, replace=True)
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    with pytest.raises(ad.AutogradDagError, match=r"VJP rule of 'user_paths_few' returned 1 cotangent.* 2 inputs"):
+        ad.grad(lambda a, b: few(a, b).sum(), argnums=(0, 1))(a, b)
+    with pytest.raises(ad.AutogradDagError, match=r"VJP rule of 'user_paths_many' returned 2 cotangents.* 1 input"):
+        ad.grad(lambda x: many(x).sum())(a)
+    x = ad.Tensor(a, requires_grad=True)
+    with pytest.raises(ad.AutogradDagError, match=r"VJP rule of 'user_paths_many' returned 2 cotangents"):
+        many(x).sum().backward()
+    with pytest.raises(ad.AutogradDagError, match=r"VJP of 'user_paths_number' returned a float.*test_user_paths"):
+        ad.grad(lambda x: number(x))(3.0)
