@@ -189,3 +189,15 @@ def test_a_vjp_rule_with_the_wrong_number_of_cotangents_or_a_python_number_is_na
         many(x).sum().backward()
     with pytest.raises(ad.AutogradDagError, match=r"VJP of 'user_paths_number' returned a float.*test_user_paths"):
         ad.grad(lambda x: number(x))(3.0)
+
+
+def test_primitive_definition_checks_its_name_and_rules():
+    # A non-string name raised "__name__ must be set to a string object"; a rule that is
+    # not callable was accepted and failed only when differentiated, far from its definition.
+    with pytest.raises(ad.AutogradDagError, match=r"ad.primitive: the name must be a non-empty string, got 3"):
+        ad.primitive(3, np.sin)
+    with pytest.raises(ad.AutogradDagError, match=r"ad.primitive\('user_paths_bad_vjp'\): vjp must be a function"):
+        ad.primitive("user_paths_bad_vjp", np.sin, vjp=3)
+    with pytest.raises(ad.AutogradDagError, match=r"ad.primitive\('user_paths_bad_jvp'\): jvp must be a function"):
+        ad.primitive("user_paths_bad_jvp", np.sin, jvp="cos")
+    assert "user_paths_bad_vjp" not in ad.PRIMITIVES  # nothing half-registered
