@@ -471,7 +471,17 @@ class Program:
                                                 f"got {value.dtype} values outside [{info.min}, {info.max}]"
                                                 f"{located(user_source())}")
                 if not isinstance(a, Tensor):
-                    value = value.astype(node.dtype)
+                    with np.errstate(over="ignore"):
+                        narrowed = value.astype(node.dtype)
+                    if np.dtype(node.dtype).kind == "f" and value.dtype.kind == "f" and value.size and (
+                            np.isinf(narrowed) & np.isfinite(value)).any():
+                        # A narrowing float cast turns what it cannot hold into inf, with a warning only.
+                        top = float(np.max(np.abs(value[np.isfinite(value)])))
+                        raise ProgramInputError(f"program '{self.name}': {label} expects dtype {node.dtype}, "
+                                                f"got {value.dtype} values beyond its range (|value| up to "
+                                                f"{top:.3g}, {node.dtype} holds up to "
+                                                f"{float(np.finfo(node.dtype).max):.3g}){located(user_source())}")
+                    value = narrowed
             checked.append(a if isinstance(a, Tensor) else value)
         return checked
 

@@ -525,3 +525,18 @@ def test_from_graph_names_an_output_that_is_not_a_vertex_and_an_input_with_paren
     # Making 'e' an input silently dropped its edge x -> e: the program no longer had the graph's shape.
     with pytest.raises(ad.ProgramInputError, match=r"input 'e' has parents \['x'\]"):
         Program.from_graph(g, {"m": "multiply"}, {"x": np.ones(2), "e": np.ones(2)})
+
+
+def test_a_float32_program_refuses_float64_values_beyond_its_range():
+    # 1e40 into a float32 program became inf with numpy's RuntimeWarning only (the
+    # narrowing integer cast is refused the same way: 300 into int8).
+    prog = ad.trace(lambda x: x * 2, np.ones(2, np.float32))
+    big = float(np.finfo(np.float32).max) * 2
+    with pytest.raises(ad.ProgramInputError, match=r"input 0 \('x'\) expects dtype float32.*beyond.*3\.4"):
+        prog(np.array([1.0, big]))
+    with pytest.raises(ad.ProgramInputError, match="beyond"):
+        prog(np.array([-big, 1.0]))
+    # Values float32 holds (and inf or nan given as such) still run, rounded to float32.
+    out = prog(np.array([1e-3, np.inf]))
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, np.array([1e-3, np.inf], np.float32) * 2)
