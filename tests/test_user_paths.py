@@ -201,3 +201,18 @@ def test_primitive_definition_checks_its_name_and_rules():
     with pytest.raises(ad.AutogradDagError, match=r"ad.primitive\('user_paths_bad_jvp'\): jvp must be a function"):
         ad.primitive("user_paths_bad_jvp", np.sin, jvp="cos")
     assert "user_paths_bad_vjp" not in ad.PRIMITIVES  # nothing half-registered
+
+
+@pytest.mark.parametrize("transform", [
+    lambda f: ad.trace(f, np.ones(2)),
+    lambda f: ad.jit(f)(np.ones(2)),
+    lambda f: ad.vmap(f)(np.ones((3, 2))),
+    lambda f: ad.grad(f)(np.ones(2)),
+    lambda f: ad.jvp(f, (np.ones(2),), (np.ones(2),)),
+])
+def test_a_function_that_returns_none_is_named(transform):
+    # A forgotten return gave "cannot make a numeric array of a NoneType".
+    def forgot_return(x):
+        ad.sum(x * 2.0)
+    with pytest.raises(ad.AutogradDagError, match=r"forgot_return returned None.*return statement"):
+        transform(forgot_return)
