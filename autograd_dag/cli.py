@@ -149,7 +149,9 @@ def _output_path(args, default_stem: str | None) -> str | None:
         return None if default_stem is None else f"{default_stem}.{fmt or 'svg'}"
     try:
         format_from_path(args.output, fmt)
-    except AutogradDagError:
+    except AutogradDagError as exc:
+        if os.path.splitext(args.output)[1]:  # a suffix, just not one Graphviz writes: say which
+            raise AutogradDagError(f"{exc}; or pass --format svg (or png, pdf, dot)") from None
         raise AutogradDagError(f"cannot tell the format of {args.output!r}: give it a suffix (.svg, .png, "
                                f".pdf, .dot) or pass --format svg (or png, pdf, dot)") from None
     return args.output

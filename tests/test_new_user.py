@@ -325,3 +325,11 @@ def test_float_or_int_of_a_tensor_with_many_elements_names_its_shape_and_line(co
     with pytest.raises(ad.AutogradDagError, match=r"\(2, 3\).*6 elements.*test_new_user.py:\d+"):
         convert(t)
     assert convert(ad.Tensor(np.array([[2.0]]))) == 2  # one element converts, as numpy's does
+
+
+def test_cli_names_an_unsupported_output_suffix(tmp_path, capsys):
+    # "-o out.bmp" said "give it a suffix (.svg, ...)": it has one, just not a supported one.
+    path = write_module(tmp_path, "import autograd_dag as ad\ndef f():\n    return ad.exp(ad.Tensor(1.0))\n")
+    assert main(["render", f"{path}:f", "-o", str(tmp_path / "out.bmp")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown output format 'bmp'" in err and "give it a suffix" not in err
