@@ -362,3 +362,17 @@ def test_constant_labels_show_the_constant_not_a_rounded_zero(c):
     label = re.search(r"<B>add</B>\(&#183;, ([^)]+)\)", ad.render(prog).source).group(1)
     for text in (listing, label):
         assert abs(float(text) - c) <= 1e-6 * abs(c), (text, c)
+
+
+def test_highlight_takes_numpy_integers_and_depth_is_checked():
+    # highlight=np.int64(1) raised "'numpy.int64' object is not iterable" and an index
+    # array was refused as "got int64"; depth="1" or 1.5 raised bare TypeErrors.
+    prog = ad.trace(lambda x: ad.exp(x) * x, np.ones(2))
+    by_ints = ad.render(prog, highlight=[1, 2]).source
+    assert ad.render(prog, highlight=np.array([1, 2])).source == by_ints
+    assert ad.render(prog, highlight=[np.int64(1), np.int32(2)]).source == by_ints
+    assert ad.render(prog, highlight=np.int64(1)).source == ad.render(prog, highlight=1).source
+    for depth in ("1", 1.5, -1, True):
+        with pytest.raises(ad.RenderError, match=r"depth must be a whole number >= 0 or None"):
+            ad.render(prog, depth=depth)
+    assert ad.render(prog, depth=np.int64(0)).source == ad.render(prog, depth=0).source
