@@ -356,6 +356,33 @@ def _checked_leaves(args, modes, atol, rtol) -> tuple[list[np.ndarray], Any, lis
     return leaves, td, paths
 
 
+def _checked_options(f, order, modes, eps, atol, rtol) -> tuple[str, ...]:
+    """The modes as a tuple; refuses options under which the check would compare nothing, or pass anything.
+
+    A NaN tolerance makes every comparison false (a wrong derivative passes); no
+    mode, or order 0, compares nothing: a check that compares nothing must not pass.
+    """
+    if not callable(f):
+        raise AutogradDagError(f"check_grads: f must be callable, got {type(f).__name__}")
+    if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
+        raise AutogradDagError(f"check_grads: order must be a whole number >= 1 (1: first derivatives, "
+                               f"2: also second), got {order!r}")
+    modes = (modes,) if isinstance(modes, str) else tuple(modes)
+    if not modes:
+        raise AutogradDagError("check_grads: modes is empty, so nothing would be checked; use ('rev', 'fwd'), "
+                               "('rev',) or ('fwd',)")
+    for name, value, low in (("eps", eps, "> 0"), ("atol", atol, ">= 0"), ("rtol", rtol, ">= 0")):
+        if value is None:
+            continue
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if not np.isfinite(number) or number < 0 or (name == "eps" and number == 0):
+            raise AutogradDagError(f"check_grads: {name} must be a finite number {low}, got {value!r}")
+    return modes
+
+
 def _refuse_low_precision(leaves, atol, rtol) -> None:
     """Default tolerances are meant for float64: lower precision needs tolerances the caller chose."""
     low = [x.dtype for x in leaves if _is_float_leaf(x) and x.dtype.itemsize < 8]
@@ -631,6 +658,7 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
         >>> ad.check_grads(lambda x, w: ad.tanh(x @ w).sum(),
         ...                (np.ones((2, 3)), np.full((3, 4), 0.1)))
     """
+    modes = _checked_options(f, order, modes, eps, atol, rtol)
     leaves, td, paths = _checked_leaves(args, modes, atol, rtol)
     tol = _Tolerances(DEFAULT_EPS if eps is None else eps, DEFAULT_ATOL if atol is None else atol,
                       DEFAULT_RTOL if rtol is None else rtol)

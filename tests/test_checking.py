@@ -393,3 +393,21 @@ def test_a_point_within_a_step_of_a_kink_is_not_a_failure():
                               jvp=lambda t, out, x: t[0] * ad.sign(x), replace=True)
     with pytest.raises(ad.GradientCheckError, match="reverse mode"):
         ad.check_grads(lambda x: sloppy_abs(x).sum(), (x,))
+
+
+def test_options_that_would_check_nothing_or_anything_are_refused():
+    # rtol=nan made every tolerance nan, so no comparison could fail: a wrong VJP passed.
+    # modes=() and order=0 compared nothing and passed.
+    x = np.array([0.5, -1.0, 2.0, 0.1])
+    wrong = lambda v: bad_square(v).sum()  # noqa: E731  (its VJP is 3x off in entry 2)
+    for options in ({"rtol": float("nan"), "atol": 1e-6}, {"atol": float("nan"), "rtol": 1e-5},
+                    {"atol": -1.0, "rtol": 1e-5}, {"eps": 0.0}, {"eps": float("inf")}, {"modes": ()},
+                    {"order": 0}, {"order": "2"}, {"order": 1.5}):
+        with pytest.raises(ad.AutogradDagError, match=r"check_grads: (eps|atol|rtol|modes|order)"):
+            ad.check_grads(wrong, (x,), **options)
+    with pytest.raises(ad.AutogradDagError, match=r"check_grads: f must be callable"):
+        ad.check_grads(3, (x,))
+    # A single mode may be given as a string.
+    ad.check_grads(lambda v: ad.tanh(v).sum(), (x,), modes="rev")
+    with pytest.raises(ad.GradientCheckError, match="reverse mode"):
+        ad.check_grads(wrong, (x,), modes="rev")
