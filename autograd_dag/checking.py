@@ -277,7 +277,20 @@ def _kink_note(analytic: float, left: float, right: float, atol, rtol) -> str:
             f"within a step, eps * max(1, |x|), of here): check at a point off the kink")
 
 
-def _worst_entries(analytic, numeric, out_shapes, x_shape, atol, rtol, k=5, sides=None) -> list[str]:
+def _output_labels(out_td, n: int) -> list[str]:
+    """``output 1``, ``output ['aux'][0]``: each output leaf named by its place in f's result."""
+    labels = []
+    for path in leaf_paths(unflatten(out_td, list(range(n)))):
+        if path and isinstance(path[0], int):
+            head, path = f"output {path[0]}", path[1:]
+        else:
+            head = "output "
+        labels.append(head + "".join(f"[{key!r}]" for key in path))
+    return labels
+
+
+def _worst_entries(analytic, numeric, out_shapes, x_shape, atol, rtol, k=5, sides=None,
+                   out_labels=None) -> list[str]:
     """The k entries furthest outside the tolerance, non-finite ones first; ``sides``: (left, right) differences."""
     err = np.abs(analytic - numeric)
     scale = np.maximum(np.abs(analytic), np.abs(numeric))
@@ -295,7 +308,8 @@ def _worst_entries(analytic, numeric, out_shapes, x_shape, atol, rtol, k=5, side
         out_idx = np.unravel_index(r - boundaries[o], out_shapes[o]) if out_shapes[o] else ()
         in_idx = np.unravel_index(c, x_shape) if x_shape else ()
         rel = err[r, c] / scale[r, c] if scale[r, c] > 0 else np.inf
-        out_label = f"output {o} " if len(out_shapes) > 1 else "output "
+        out_label = (out_labels[o].rstrip() + " " if out_labels is not None and len(out_shapes) > 1
+                     else f"output {o} " if len(out_shapes) > 1 else "output ")
         lines.append(f"    d {out_label}{tuple(int(v) for v in out_idx)} / d input {tuple(int(v) for v in in_idx)}: "
                      f"analytic {analytic[r, c]: .6e}, numeric {numeric[r, c]: .6e}, "
                      f"abs err {err[r, c]:.2e}, rel err {rel:.2e}"
@@ -515,7 +529,8 @@ def _jacobian_lines(p: _Point, pos, mode, tol: _Tolerances) -> tuple[bool, list[
         np.abs(J_ana - J_num) > tol.atol + tol.rtol * np.maximum(np.abs(J_ana), np.abs(J_num)))
     lines = [f"    {int(entry_bad.sum())} of {entry_bad.size} Jacobian entries disagree; worst:"]
     return bool(entry_bad.any()), lines + _worst_entries(J_ana, J_num, p.out_shapes, np.shape(p.floats[pos]),
-                                                         tol.atol, tol.rtol, sides=(left, right))
+                                                         tol.atol, tol.rtol, sides=(left, right),
+                                                         out_labels=_output_labels(p.out_td, len(p.out_shapes)))
 
 
 _NOT_LINEAR = {

@@ -411,3 +411,15 @@ def test_options_that_would_check_nothing_or_anything_are_refused():
     ad.check_grads(lambda v: ad.tanh(v).sum(), (x,), modes="rev")
     with pytest.raises(ad.GradientCheckError, match="reverse mode"):
         ad.check_grads(wrong, (x,), modes="rev")
+
+
+def test_report_names_an_output_by_its_key():
+    # f returning {'loss': ..., 'aux': ...}: the report said "d output 1 (1,)", leaving the
+    # user to guess which entry of the dict output 1 was.
+    bad = ad.primitive("test_checking_bad_square_dict", lambda x: x * x,
+                       vjp=lambda ct, out, x: (ct * 3.0 * x,), jvp=lambda t, out, x: t[0] * 2.0 * x, replace=True)
+    with pytest.raises(ad.GradientCheckError) as info:
+        ad.check_grads(lambda x: {"loss": ad.sin(x).sum(), "aux": (x, bad(x))}, (np.array([0.5, 1.0]),),
+                       modes=("rev",))
+    assert re.search(r"d output \['aux'\]\[1\] \(1,\) / d input \(1,\): analytic  3\.0+e\+00, numeric  2\.0+e\+00",
+                     str(info.value)), str(info.value)
