@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import inspect
 import os
+import sys
 from operator import attrgetter
 from typing import Any, Callable, Sequence
 
@@ -307,8 +308,10 @@ class Program:
                 parents = graph.parents(v)
                 try:
                     operands = [tensors[p] for p in parents]
-                    check_operand_count(prim, operands, params.get(v, {}))
-                    out = apply(prim, *operands, **params.get(v, {}))
+                    out = _through_public_function(prim, operands, params.get(v, {}))
+                    if out is None:
+                        check_operand_count(prim, operands, params.get(v, {}))
+                        out = apply(prim, *operands, **params.get(v, {}))
                 except AutogradDagError as exc:
                     # The operation's message names shapes, not the vertex nor where its operands came from.
                     raise ProgramInputError(
@@ -590,6 +593,33 @@ class Program:
         # Jupyter shows the listing; autograd_dag.render, when imported, adds
         # the picture (it wires itself in from above, as operators do for Tensor).
         return {"text/plain": str(self)}
+
+
+def _through_public_function(prim: Primitive, operands: list, params: dict) -> Tensor | None:
+    """``prim`` applied by its public function (``sum`` for the primitive ``sum``), or None.
+
+    The public function turns parameters as a user writes them (``axis=-1``,
+    ``axis=None``, ``keepdims`` left out) into the form the primitive records and
+    its derivative rules read (``axis=(1,)``, ``keepdims=False``); given to the
+    primitive raw they computed the value but broke its gradient. Only a result
+    that is this primitive applied to these operands is taken.
+    """
+    if not params:
+        return None
+    module = sys.modules.get(getattr(prim.impl, "__module__", None) or "")
+    public = getattr(module, prim.name, None)
+    if not callable(public) or public is prim.impl or isinstance(public, Primitive):
+        return None
+    try:
+        out = public(*operands, **params)
+    except TypeError as exc:  # its signature differs from the primitive's parameters: apply it raw
+        if isinstance(exc, AutogradDagError):  # (the library's own, a user's mistake: say it)
+            raise
+        return None
+    if (isinstance(out, Tensor) and out.prim is prim and out.parents is not None
+            and len(out.parents) == len(operands) and all(a is b for a, b in zip(out.parents, operands))):
+        return out
+    return None
 
 
 def trace(f: Callable, *example_args, name: str | None = None) -> Program:

@@ -540,3 +540,17 @@ def test_a_float32_program_refuses_float64_values_beyond_its_range():
     out = prog(np.array([1e-3, np.inf]))
     assert out.dtype == np.float32
     np.testing.assert_array_equal(out, np.array([1e-3, np.inf], np.float32) * 2)
+
+
+@pytest.mark.parametrize("axis", [-1, 1, (1,), [1], (-1,)])
+def test_from_graph_params_as_the_public_function_takes_them(axis):
+    # params={"axis": -1} (numpy's way) built and ran, but its gradient failed: the VJP
+    # read axis=(-1,) as no axis ("reshape ... (2,) to (2, 3)") and axis=1 as not iterable;
+    # axis=None and axis=[1] were refused. They mean what ad.sum(x, axis=...) means.
+    g = ad.Graph.from_edges([("x", "s"), ("s", "e"), ("e", "o")])
+    prog = Program.from_graph(g, {"s": "sum", "e": "exp", "o": "sum"}, {"x": np.zeros((2, 3))},
+                              params={"s": {"axis": axis}, "o": {"axis": None}})
+    x = np.arange(6.0).reshape(2, 3) / 10
+    np.testing.assert_allclose(prog(x), np.exp(x.sum(axis=1)).sum(), rtol=1e-14)
+    np.testing.assert_allclose(ad.grad_program(prog)(x), np.exp(x.sum(axis=1))[:, None] * np.ones((1, 3)),
+                               rtol=1e-14)
