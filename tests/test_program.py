@@ -554,3 +554,12 @@ def test_from_graph_params_as_the_public_function_takes_them(axis):
     np.testing.assert_allclose(prog(x), np.exp(x.sum(axis=1)).sum(), rtol=1e-14)
     np.testing.assert_allclose(ad.grad_program(prog)(x), np.exp(x.sum(axis=1))[:, None] * np.ones((1, 3)),
                                rtol=1e-14)
+
+
+def test_from_graph_parameters_left_out_take_the_public_defaults():
+    # "sum" without params failed: "missing 2 required keyword-only arguments: 'axis' and 'keepdims'".
+    g = ad.Graph.from_edges([("x", "e"), ("e", "s")])
+    prog = Program.from_graph(g, {"e": "exp", "s": "sum"}, {"x": np.zeros(3)})
+    x = np.array([0.1, -0.2, 0.3])
+    np.testing.assert_allclose(prog(x), np.exp(x).sum(), rtol=1e-15)
+    np.testing.assert_allclose(ad.grad_program(prog)(x), np.exp(x), rtol=1e-15)
