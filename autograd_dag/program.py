@@ -271,7 +271,8 @@ class Program:
         its parents, in the order the edges were added, are its arguments.
         ``inputs`` maps input vertices to example arrays (they fix shapes and
         dtypes). ``outputs`` defaults to the graph's leaves; ``params`` maps a
-        vertex to its static parameters.
+        vertex to its static parameters, as the public function of that name takes
+        them (``{"axis": -1}`` for ``"sum"``; left out, its defaults).
 
         Example:
             >>> import numpy as np, autograd_dag as ad
