@@ -605,8 +605,10 @@ def _through_public_function(prim: Primitive, operands: list, params: dict) -> T
     primitive raw they computed the value but broke its gradient. Only a result
     that is this primitive applied to these operands is taken.
     """
-    module = sys.modules.get(getattr(prim.impl, "__module__", None) or "")
-    public = getattr(module, prim.name, None)
+    module_name = getattr(prim.impl, "__module__", None) or ""
+    if not module_name.startswith(__package__ + "."):
+        return None  # a user's primitive: a function of that name in their module may be anything
+    public = getattr(sys.modules.get(module_name), prim.name, None)
     if not callable(public) or public is prim.impl or isinstance(public, Primitive):
         return None
     try:
