@@ -333,3 +333,10 @@ def test_cli_names_an_unsupported_output_suffix(tmp_path, capsys):
     assert main(["render", f"{path}:f", "-o", str(tmp_path / "out.bmp")]) == 2
     err = capsys.readouterr().err
     assert "unknown output format 'bmp'" in err and "give it a suffix" not in err
+
+
+def test_assigning_into_a_tensor_names_the_users_line():
+    # The refusal said what to do instead but not where: no shape, no source line.
+    t = ad.Tensor(np.ones(3), requires_grad=True) * 2.0
+    with pytest.raises(ad.AutogradDagError, match=r"t\[0\] = \.\.\. on a Tensor of shape \(3,\).*test_new_user.py:\d+"):
+        t[0] = 5.0
