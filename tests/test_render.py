@@ -376,3 +376,17 @@ def test_highlight_takes_numpy_integers_and_depth_is_checked():
         with pytest.raises(ad.RenderError, match=r"depth must be a whole number >= 0 or None"):
             ad.render(prog, depth=depth)
     assert ad.render(prog, depth=np.int64(0)).source == ad.render(prog, depth=0).source
+
+
+def test_a_folded_group_counts_the_ops_of_one_block():
+    # "layer × 3" read "9 ops" (all three blocks together) beside in/out types of one
+    # block, and its tooltip said "layer0: 9 nodes"; one block has 3 ops.
+    def f(x):
+        for i in range(3):
+            with ad.name_scope(f"layer{i}"):
+                x = ad.tanh(x * 2.0) + 1.0
+        return x
+    source = ad.render(ad.trace(f, np.ones(2)), depth=0).source
+    label = re.sub(r"<[^>]+>", " ", re.search(r"g0 \[label=<(.*?)> color", source).group(1))
+    assert "layer &#215; 3" in label and "3 ops each (9 in all)" in label, label
+    assert 'tooltip="layer0..layer2 (3 folded): 9 nodes' in source
