@@ -423,3 +423,21 @@ def test_report_names_an_output_by_its_key():
                        modes=("rev",))
     assert re.search(r"d output \['aux'\]\[1\] \(1,\) / d input \(1,\): analytic  3\.0+e\+00, numeric  2\.0+e\+00",
                      str(info.value)), str(info.value)
+
+
+def test_the_finer_step_is_believed_only_where_its_rounding_error_is_small():
+    # The second look at a 1000x smaller step has 1000x the rounding error: with f large
+    # (or the step tiny) its differences are noise, which could land on a wrong derivative.
+    from autograd_dag.checking import _Tolerances, _agrees_at_a_finer_step
+    tol = _Tolerances(1e-6, 1e-6, 1e-5)
+    analytic, numeric = 1.0, 0.9  # a disagreement of 0.1 at the ordinary step
+    assert _agrees_at_a_finer_step(analytic, numeric, lambda: (1.0, 1e-4), tol)  # noise well under 0.1
+    assert not _agrees_at_a_finer_step(analytic, numeric, lambda: (1.0, 0.05), tol)  # noise as large as it
+    assert not _agrees_at_a_finer_step(analytic, numeric, lambda: (0.95, 1e-4), tol)  # still disagrees
+    # End to end: a 0.2 % wrong rule on a function of size 1e6 fails at every seed.
+    off = ad.primitive("test_checking_off_sin", np.sin, vjp=lambda ct, out, x: (ct * ad.cos(x) * 1.002,),
+                       jvp=lambda t, out, x: t[0] * ad.cos(x) * 1.002, replace=True)
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal(6)
+        with pytest.raises(ad.GradientCheckError):
+            ad.check_grads(lambda x: off(x) + 1e6, (x,), seed=seed)
