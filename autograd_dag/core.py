@@ -235,6 +235,17 @@ class Tensor:
     def __int__(self) -> int:
         return int(concrete(self._one_element("int(t)"), "int(t)").reshape(()))
 
+    def __index__(self) -> int:
+        # range(t), a list index, a count: Python asks for an integer. Under jit or trace the
+        # value is the program's input, so concrete() refuses it, saying why (without this,
+        # Python's bare "'Tensor' object cannot be interpreted as an integer").
+        value = concrete(self, "an integer (range(n), an index)")
+        if value.dtype.kind not in "iu" or value.size != 1:
+            raise TypeError(f"a Tensor of dtype {value.dtype} and shape {self.shape} cannot be used as an "
+                            f"integer (range(n), an index): only a one-element integer Tensor can"
+                            f"{located(user_source())}")
+        return int(value.reshape(()))
+
     def _one_element(self, what: str) -> "Tensor":
         # numpy's own refusal ("only 0-dimensional arrays can be converted") names
         # neither the shape nor the line that asked; one element of any shape converts,
