@@ -20,7 +20,7 @@ import numpy as np
 
 from . import core
 from .core import Primitive, Tensor, _recording_as, apply, as_array, check_operand_count, attributed_to, operation_error
-from .errors import AutogradDagError, ProgramInputError, user_source, located
+from .errors import AutogradDagError, ProgramInputError, TracingError, user_source, located
 from .execution import buffer_of, disposable, plan_steps
 from .graph import Graph, paused_gc
 from .passes import common_subexpressions, refuse_inputs_as_constants
@@ -646,6 +646,7 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
         names = []
+    _refuse_non_numeric(example_args, "trace")
     # A list of numbers is one array, not a tree; a dict is a tree of inputs, one per leaf.
     args = tuple(a if isinstance(a, dict) else a.value if isinstance(a, Tensor) else as_array(a)
                  for a in example_args)
@@ -686,6 +687,25 @@ def retrace_jit() -> None:
     """
     global _trace_epoch
     _trace_epoch += 1
+
+
+def _refuse_non_numeric(args: tuple, what: str) -> None:
+    """Refuse an argument jit or trace would make a program input although it is no number.
+
+    A string became a string array (``getattr(ad, act)`` then got a Tensor), a
+    function "a numeric array of a function": both are settings of f, fixed when
+    it is traced, so the way to pass them is a closure.
+    """
+    for position, arg in enumerate(args):
+        for leaf in flatten(arg)[0]:
+            if isinstance(leaf, (str, bytes)) or leaf is None or (
+                    callable(leaf) and not isinstance(leaf, (Tensor, np.ndarray, np.generic))):
+                shown = repr(leaf) if len(repr(leaf)) <= 40 else type(leaf).__name__
+                raise TracingError(
+                    f"{what}: argument {position} is {type(leaf).__name__} ({shown}), not a number or an array: "
+                    f"{what}'s arguments become the program's inputs. A setting fixed when f is traced "
+                    f"(a name, a function, None) is passed by a closure: close over it, "
+                    f"{what}(lambda x: f(x, {shown}){', x' if what == 'trace' else ''}){located(user_source())}")
 
 
 def _arguments_as_arrays(leaves: list) -> list:
@@ -749,6 +769,7 @@ def jit(f: Callable) -> Callable:
         if traced_in[0] != _trace_epoch:
             programs.clear()  # recorded under a state that has changed since (retrace_jit)
             traced_in[0] = _trace_epoch
+        _refuse_non_numeric(args, "jit")
         arrays = _arguments_as_arrays(leaves)
         key = (treedef, tuple((a.shape, a.dtype.str) for a in arrays))
         entry = programs.get(key)

@@ -366,3 +366,18 @@ def test_an_integer_tensor_outside_a_trace_is_an_integer():
     assert [10, 20, 30][ad.Tensor(np.array([1]))] == 20
     with pytest.raises(TypeError):
         range(ad.Tensor(2.0))
+
+
+@pytest.mark.parametrize("extra", ["tanh", None, ad.tanh])
+@pytest.mark.parametrize("transform", ["jit", "trace"])
+def test_an_argument_that_is_not_a_number_is_refused_by_name(extra, transform):
+    # jit(f)(x, "tanh") made the string a program input: getattr(ad, act) raised
+    # "attribute name must be string, not 'Tensor'"; a function gave "cannot make a
+    # numeric array of a function"; trace's str became a Tensor whose == was traced.
+    def f(x, act):
+        return (getattr(ad, act) if isinstance(act, str) else act or ad.sin)(x).sum()
+    with pytest.raises(ad.TracingError, match=rf"{transform}: argument 1 is {type(extra).__name__}.*close over it"):
+        if transform == "jit":
+            ad.jit(f)(np.ones(3), extra)
+        else:
+            ad.trace(f, np.ones(3), extra)
