@@ -340,3 +340,13 @@ def test_assigning_into_a_tensor_names_the_users_line():
     t = ad.Tensor(np.ones(3), requires_grad=True) * 2.0
     with pytest.raises(ad.AutogradDagError, match=r"t\[0\] = \.\.\. on a Tensor of shape \(3,\).*test_new_user.py:\d+"):
         t[0] = 5.0
+
+
+def test_a_bool_tensor_squared_has_numpys_dtype():
+    # numpy's ** squares by np.square, so bool ** 2 is int8, where np.power gives int64;
+    # the Tensor's ** gave int64 (found by test_properties' Python-number test).
+    a = np.array([[True, False, True]])
+    for got, want in [((ad.Tensor(a) ** 2), a ** 2), (np.power(ad.Tensor(a), 2), np.power(a, 2)),
+                      (ad.Tensor(a) ** 3, a ** 3), (ad.Tensor(a.astype(np.int32)) ** 2, a.astype(np.int32) ** 2)]:
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.value, want)
