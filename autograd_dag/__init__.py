@@ -50,11 +50,11 @@ from .primitives.arrays import (arange, array_split, diagonal, dot, eye, flip, f
                                tile, tril, triu, zeros, zeros_like)
 from .primitives.mathfuncs import (arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, around,
                                    ceil, clip, conj, conjugate, cosh, deg2rad, degrees, exp2, expm1, fabs,
-                                   floor, fmax, fmin, hypot, imag, isfinite, isinf, isnan, log1p, log2,
+                                   floor, fmax, fmin, fmod, hypot, imag, isfinite, isinf, isnan, log1p, log2,
                                    log10, logaddexp, logaddexp2, mod, nan_to_num, rad2deg, radians, real,
-                                   reciprocal, remainder, rint, round, sinh, square, tan, trunc)
-from .primitives.numeric import (all, any, argmin, argsort, cumprod, cumsum, diff, norm, prod,
-                                 put_along_axis_add, sort, std, take_along_axis)
+                                   reciprocal, remainder, rint, round, sinc, sinh, square, tan, trunc)
+from .primitives.numeric import (all, any, argmin, argsort, cumprod, cumsum, diff, median, nanmax, nanmean,
+                                 nanmin, nansum, norm, prod, put_along_axis_add, sort, std, take_along_axis)
 from .program import NodeKind, Program, ProgramNode, jit, trace
 
 __version__ = "0.1.0"
@@ -96,9 +96,9 @@ __all__ += [
     "deg2rad", "rad2deg", "radians", "degrees", "log1p", "expm1", "log2", "log10", "exp2", "square",
     "reciprocal", "floor", "ceil", "trunc", "round", "rint", "around", "fabs", "hypot", "logaddexp",
     "logaddexp2", "mod", "remainder", "fmax", "fmin", "clip", "nan_to_num", "isfinite", "isnan", "isinf",
-    "real", "imag", "conj", "conjugate",
+    "real", "imag", "conj", "conjugate", "fmod", "sinc",
     "prod", "std", "norm", "cumsum", "cumprod", "diff", "sort", "argsort", "argmin", "any", "all",
-    "take_along_axis", "put_along_axis_add",
+    "take_along_axis", "put_along_axis_add", "median", "nansum", "nanmean", "nanmax", "nanmin",
     "pad", "flip", "roll", "tile", "repeat", "split", "diagonal", "triu", "tril",
     "array_split", "outer", "dot", "tensordot", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
     "arange", "linspace", "eye",

@@ -23,7 +23,7 @@ import numpy as np
 from . import core
 from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite
 from .graph import paused_gc
-from .errors import AutogradDagError, MissingRuleError, NotDifferentiableError, user_source, located
+from .errors import AutogradDagError, MissingRuleError, NotDifferentiableError, TracingError, user_source, located
 from .primitives import elementwise as ew
 from .primitives import indexing, random, structure
 from .passes import refuse_inputs_as_constants
@@ -488,7 +488,12 @@ def _refuse_complex_outputs(outputs, what: str) -> None:
 
 def _like(value, ref: Tensor, what: str, ref_what: str) -> Tensor:
     """``value`` (a cotangent or tangent) as a Tensor of ``ref``'s dtype, with ``ref``'s shape checked."""
-    value = value if isinstance(value, Tensor) else Tensor(np.asarray(value, dtype=ref.dtype))
+    if not isinstance(value, Tensor):
+        value = Tensor(np.asarray(value, dtype=ref.dtype))
+    elif value.dtype != ref.dtype and value.dtype.kind == "f" and ref.dtype.kind == "f":
+        # A Tensor (an outer transformation's) is cast as an array is, recorded: a float64
+        # tangent of a float32 primal made every tangent of a float32 function float64.
+        value = ew.astype(value, ref.dtype)
     if value.shape != ref.shape:
         raise AutogradDagError(f"{what} of shape {value.shape} for a {ref_what} of shape {ref.shape}")
     return value
@@ -674,16 +679,17 @@ def hvp(f: Callable, x, v):
 # ----------------------------------------------------- gradient programs
 
 
-def _placeholder(node) -> np.ndarray:
-    """A value of an input's shape and dtype to record a program's derivative on.
+def placeholder(shape: tuple, dtype) -> np.ndarray:
+    """A value of this shape and dtype to record a function on when its numbers do not matter.
 
-    Ones, plus n on the diagonal of square trailing matrices: the rules of
-    det, inv, solve and cholesky refuse singular or indefinite matrices, and
-    a diagonally dominant one is neither.
+    Ones, plus n on the diagonal of square trailing float matrices: the rules
+    of det, inv, solve and cholesky refuse singular or indefinite matrices,
+    and a diagonally dominant one is neither.
     """
-    value = np.ones(node.shape, dtype=node.dtype)
-    if len(node.shape) >= 2 and node.shape[-1] == node.shape[-2] and node.dtype.kind == "f":
-        value = value + node.shape[-1] * np.eye(node.shape[-1], dtype=node.dtype)
+    dtype = np.dtype(dtype)
+    value = np.ones(shape, dtype=dtype)
+    if len(shape) >= 2 and shape[-1] == shape[-2] and dtype.kind == "f":
+        value = value + shape[-1] * np.eye(shape[-1], dtype=dtype)
     return value
 
 
@@ -726,7 +732,8 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     for p in positions:
         if not 0 <= p < n_in:
             raise AutogradDagError(f"grad_program: wrt={wrt!r} but the program has {n_in} input(s)")
-    inputs = [Tensor(_placeholder(program.nodes[k]), name=program.nodes[k].name) for k in program.inputs]
+    inputs = [Tensor(placeholder(program.nodes[k].shape, program.nodes[k].dtype), name=program.nodes[k].name)
+              for k in program.inputs]
     # The inputs are placeholders: only the recorded structure matters, so
     # numpy's warnings about their values (log 0, 0/0) mean nothing here.
     with _recording_as(True), np.errstate(all="ignore"):
@@ -761,13 +768,14 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
 # ------------------------------------------------------------ checkpoint
 
 
-def _refuse_closure_gradients(result: Tensor, targets: list, name: str) -> None:
+def _refuse_closure_gradients(result: Tensor, targets: list, name: str, made: set[int] = frozenset()) -> None:
     """Refuse a checkpointed function that read a Tensor requiring a gradient from outside its arguments.
 
     Its derivative would be silently lost: the checkpoint node's inputs are the
-    arguments only (before: a zero gradient for the closure's W).
+    arguments only (before: a zero gradient for the closure's W). ``made``: ids
+    of leaves the function made itself (the slots of a grad inside it).
     """
-    stop = {id(t) for t in targets}
+    stop = {id(t) for t in targets} | made
     for t in topological_nodes([result], stop, prune_constant=True):
         if id(t) not in stop and not t.parents and t.requires_grad:
             _refuse_closure_tensor(t, name, t.source)
@@ -796,19 +804,28 @@ def checkpoint(f: Callable) -> Callable:
     def impl(*arrays):
         with _recording_as(False), random.replayed():
             out = f(*[Tensor(a) for a in arrays])
-        return out.value
+        # (A transformation inside f, on constant arguments, returns numbers here.)
+        return out.value if isinstance(out, Tensor) else np.asarray(out)
 
     def replay(inputs):
         # When the sweep records, f is replayed on identity nodes of the
         # recorded inputs, so the derivative stays connected to them (and
         # differentiates again) while each argument slot keeps its own
         # cotangent even if one Tensor fills two slots; otherwise on fresh
-        # leaves holding their values.
-        targets = ([structure.identity(x) for x in inputs] if core.is_recording()
-                   else [Tensor(x) for x in inputs])
-        with _recording_as(True), random.replayed():
-            result = f(*targets)
-        _refuse_closure_gradients(result, targets, name)
+        # leaves holding their values. Either way they are the inputs of a
+        # transformation, as grad's slots are (float ones require a gradient):
+        # a transformation inside f that reads one from a closure (vmap over
+        # constant scales of x) must record, not compute bare numbers whose
+        # derivative would be a silent zero.
+        targets = [slot_input(x, name) for x in inputs]
+        made: set[int] = set()  # the inputs of transformations f runs itself
+        with core.tracing(targets), random.replayed():
+            core._input_sinks.append(made)
+            try:
+                result = f(*targets)
+            finally:
+                core._input_sinks.remove(made)
+        _refuse_closure_gradients(result, targets, name, made)
         return targets, result
 
     def rule_vjp(ct, out, *inputs):
@@ -833,9 +850,37 @@ def checkpoint(f: Callable) -> Callable:
             for t in _closure_tensors(f):
                 if t.requires_grad:
                     _refuse_closure_tensor(t, name, user_source())
+            if core._program_inputs:
+                _refuse_traced_reads(f, args, name)
         return apply(prim, *args)
     wrapped.__name__ = name
     return wrapped
+
+
+def _refuse_traced_reads(f: Callable, args: tuple, name: str) -> None:
+    """Refuse a checkpointed ``f`` that reads a Tensor computed from an input of the jit/trace/vmap being recorded.
+
+    The checkpoint node runs ``f`` on its arguments' numbers; anything else
+    ``f`` reads is a number too, so a traced value read from outside (an
+    integer index, a mask: nothing requiring a gradient) would be this call's
+    on every later call, the first example's for a whole vmap batch. ``f`` is
+    recorded once on fresh leaves holding the arguments' values (only while
+    such a transformation records, once per trace): a traced leaf behind its
+    result was read from outside, through a closure, a global or an attribute.
+    """
+    with _recording_as(True), random.replayed(), np.errstate(all="ignore"):
+        result = f(*[Tensor(a.value if isinstance(a, Tensor) else np.asarray(a)) for a in args])
+    if not isinstance(result, Tensor):
+        return  # (the checkpoint node refuses it, naming f)
+    found = tracing.outer_traced_leaf([result])
+    if found is not None:
+        t, transformation = found
+        what = f"'{t.name}' (shape {t.shape}, {t.dtype})" if t.name else f"a Tensor of shape {t.shape} ({t.dtype})"
+        raise TracingError(
+            f"{name}: the function reads {what}, computed from an input of {transformation}, from "
+            f"outside its arguments; the checkpointed block runs on numbers, so it would keep this "
+            f"call's values (the first example's for a whole vmap batch). Pass it as an argument, "
+            f"e.g. ad.checkpoint(block)(x, i) with block(x, i){located(user_source())}")
 
 
 def _closure_tensors(f: Callable) -> list[Tensor]:

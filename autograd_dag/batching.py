@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from .autodiff import grad, select_arguments, vjp
+from .autodiff import grad, placeholder, select_arguments, vjp
 from .core import Primitive, Tensor, _recording_as, apply, attributed_to
 from .errors import AutogradDagError, ShapeError, user_source, located
 from .primitives import indexing, structure
@@ -74,13 +74,17 @@ def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool) -> Callable:
                 # Shared arrays become constants, so Tensor methods work on them as on the examples.
                 return Tensor(x) if isinstance(x, np.ndarray) else None
             batched = _batch_first(x, axes[position])
-            # An empty batch has no example to record on: zeros of an example's shape stand in.
-            value = batched.value[0] if size else np.zeros(batched.shape[1:], batched.dtype)
+            # An empty batch has no example to record on: a stand-in of an example's shape that
+            # inv, solve or lstsq take as they would a real example (zeros are singular), and
+            # zeros for indices (in range for every non-empty axis).
+            value = batched.value[0] if size else (
+                placeholder(batched.shape[1:], batched.dtype) if batched.dtype.kind == "f"
+                else np.zeros(batched.shape[1:], batched.dtype))
             example = program_input(value, getattr(x, "name", None) or "x")
             env[id(example)] = batched
             return example
 
-        # An empty batch records f on zeros: the values are never returned, so neither are their warnings.
+        # An empty batch records f on a stand-in: the values are never returned, so neither are their warnings.
         with np.errstate(all="ignore") if size == 0 else contextlib.nullcontext():
             rec = record(f, args, make_input, what="vmap", reused=True)
         out_tensors, out_td = rec.outputs, rec.out_tree
@@ -185,6 +189,13 @@ def _apply_batched(prim: Primitive, operands, flags, params) -> Tensor:
         warnings.warn(f"vmap: '{prim.name}' has no batching rule for these operands; looping over the "
                       f"batch (one call per example)", stacklevel=4)
     size = next(o.shape[0] for o, b in zip(operands, flags) if b)
+    if size == 0:
+        # No example to loop over (stack would get no operand): one on zeros, as vmap records f
+        # on for an empty batch, gives the result's shape and dtype.
+        with np.errstate(all="ignore"):
+            example = apply(prim, *[Tensor(np.zeros(o.shape[1:], o.dtype)) if b else o
+                                    for o, b in zip(operands, flags)], **params)
+        return structure.broadcast_to(example, (0,) + example.shape)
     outs = [apply(prim, *[indexing.getitem(o, i) if b else o for o, b in zip(operands, flags)], **params)
             for i in range(size)]
     return indexing.stack(outs, 0)

@@ -678,6 +678,11 @@ _active_inputs: list[frozenset[int]] = []
 # the numbers of one of their inputs would freeze them into the program.
 _program_inputs: list[tuple[frozenset[int], str]] = []
 
+# Open collections of the inputs (by id) of every transformation started inside
+# them: ad.checkpoint's replay tells the leaves its function made itself (an inner
+# grad's slots) from ones it read from outside.
+_input_sinks: list[set[int]] = []
+
 
 @contextlib.contextmanager
 def tracing(inputs, reused_as: str | None = None):
@@ -691,6 +696,8 @@ def tracing(inputs, reused_as: str | None = None):
     previous = _recording, _bare
     _recording, _bare = True, False
     ids = frozenset(id(t) for t in inputs)
+    for sink in _input_sinks:
+        sink.update(ids)
     _active_inputs.append(ids)
     if reused_as is not None:
         _program_inputs.append((ids, reused_as))

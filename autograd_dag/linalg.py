@@ -14,12 +14,13 @@ Example:
 """
 
 from .primitives.linalg import matmul
-from .primitives.arrangement import cross
-from .primitives.linalg_family import (cholesky, cond, det, diagonal, eigh, eigvalsh, inv, lstsq,
+from .primitives.arrangement import linalg_cross as cross
+from .primitives.linalg_family import (EighResult, QRResult, SlogdetResult, SVDResult, cholesky, cond, det, diagonal, eigh, eigvalsh, inv, lstsq,
                                        matrix_norm, matrix_power, matrix_transpose, multi_dot, norm, outer,
                                        pinv, qr, slogdet, solve, svd, svdvals, tensorinv, tensorsolve, trace,
                                        vecdot, vector_norm)
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv",
            "norm", "matrix_norm", "vector_norm", "matrix_power", "trace", "diagonal", "matmul", "multi_dot",
-           "cond", "lstsq", "tensorinv", "tensorsolve", "matrix_transpose", "vecdot", "outer", "cross"]
+           "cond", "lstsq", "tensorinv", "tensorsolve", "matrix_transpose", "vecdot", "outer", "cross",
+           "EighResult", "SVDResult", "QRResult", "SlogdetResult"]

@@ -86,23 +86,39 @@ def _as_dtype(result, dtype):
     return result if dtype is None or result.dtype == np.dtype(dtype) else ew.astype(result, dtype)
 
 
+def _refuse(name, out=None, unused=()):
+    # numpy's functions (np.sum(t), np.max(t, 0, None, True)) pass out=None, positionally or by
+    # keyword: that is accepted. An array to write into, or initial=/where=, has no meaning for
+    # a recorded node (it makes a new Tensor), so it is refused by name.
+    given = sorted(unused) + (["out="] if out is not None else [])
+    if given:
+        raise AutogradDagError(f"{name}: {', '.join(given)} not supported on Tensors (a recorded operation "
+                               f"returns a new Tensor; use the result){located(user_source())}")
+
+
 def _reduction_method(fn):
-    # numpy's functions (np.sum(t), np.mean(t)) call the method with out=None
-    # and dtype=None; anything else has no meaning for a recorded node.
+    # ndarray.sum, .mean and .prod: (axis, dtype, out, keepdims), as numpy orders them.
     def method(self, axis=None, dtype=None, out=None, keepdims=False, **unused):
-        if out is not None or unused:
-            given = sorted(unused) + (["out"] if out is not None else [])
-            raise AutogradDagError(f"{fn.__name__}: {', '.join(given)} not supported on Tensors "
-                                   f"(a reduction records a new node)")
+        _refuse(fn.__name__, out, unused)
         return _as_dtype(fn(_in_dtype(self, dtype), axis, keepdims), dtype)
+    method.__name__ = fn.__name__
+    return method
+
+
+def _extremum_method(fn):
+    # ndarray.max and .min take no dtype: (axis, out, keepdims), as numpy orders them,
+    # so t.max(0, None, True) keeps the axis (it read True as out= before).
+    def method(self, axis=None, out=None, keepdims=False, **unused):
+        _refuse(fn.__name__, out, unused)
+        return fn(self, axis, keepdims)
     method.__name__ = fn.__name__
     return method
 
 
 Tensor.sum = _reduction_method(structure.sum)
 Tensor.mean = _reduction_method(reductions.mean)
-Tensor.max = _reduction_method(reductions.max)
-Tensor.min = _reduction_method(reductions.min)
+Tensor.max = _extremum_method(reductions.max)
+Tensor.min = _extremum_method(reductions.min)
 Tensor.exp = ew.exp
 Tensor.log = ew.log
 Tensor.sqrt = ew.sqrt
@@ -120,16 +136,14 @@ Tensor.squeeze = lambda self, axis=None: structure.squeeze(self, axis)
 
 # numpy's ndarray methods for the everyday functions.
 Tensor.prod = _reduction_method(numeric.prod)
+# (ndarray.any and .all take (axis, dtype, out, keepdims) positionally, unlike their documentation.)
 Tensor.any = _reduction_method(numeric.any)
 Tensor.all = _reduction_method(numeric.all)
 
 
 def _moment_method(fn):
     def method(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **unused):
-        if out is not None or unused:
-            given = sorted(unused) + (["out"] if out is not None else [])
-            raise AutogradDagError(f"{fn.__name__}: {', '.join(given)} not supported on Tensors "
-                                   f"(a reduction records a new node)")
+        _refuse(fn.__name__, out, unused)
         return _as_dtype(fn(_in_dtype(self, dtype), axis, ddof=ddof, keepdims=keepdims), dtype)
     method.__name__ = fn.__name__
     return method
@@ -141,8 +155,7 @@ Tensor.var = _moment_method(reductions.var)
 
 def _scan_method(fn):
     def method(self, axis=None, dtype=None, out=None):
-        if out is not None:
-            raise AutogradDagError(f"{fn.__name__}: out not supported on Tensors")
+        _refuse(fn.__name__, out)
         return _as_dtype(fn(_in_dtype(self, dtype), axis), dtype)
     method.__name__ = fn.__name__
     return method
@@ -169,9 +182,9 @@ Tensor.argsort = lambda self, axis=-1: numeric.argsort(self, axis)
 def _index_method(fn):
     # As ndarray's: the integer index (plain numpy values, no derivative), like np.argmax(t).
     # ad.argmax / ad.argmin give the one-hot encoding of §4.4.4 instead.
-    def method(self, axis=None, out=None, keepdims=False):
-        if out is not None:
-            raise AutogradDagError(f"Tensor.{fn.__name__}: out= is not supported (the index is a new array)")
+    # keepdims is keyword-only, as in ndarray.argmax.
+    def method(self, axis=None, out=None, *, keepdims=False):
+        _refuse(f"Tensor.{fn.__name__}", out)
         return fn(core.concrete(self, f"Tensor.{fn.__name__}"), axis=axis, keepdims=keepdims)
     method.__name__ = fn.__name__
     return method
@@ -307,7 +320,7 @@ for _name in ("trace", "svdvals", "matrix_norm", "vector_norm", "diagonal", "mat
     if hasattr(np.linalg, _name):
         NUMPY_FUNCTIONS[getattr(np.linalg, _name)] = getattr(linalg_family, _name)
 if hasattr(np.linalg, "cross"):
-    NUMPY_FUNCTIONS[np.linalg.cross] = lambda x1, x2, axis=-1: arrangement.cross(x1, x2, axis=axis)
+    NUMPY_FUNCTIONS[np.linalg.cross] = arrangement.linalg_cross
 
 # numpy functions whose results carry no derivative (shapes, indices,
 # booleans): they run on the values, whatever the Tensor.
@@ -337,21 +350,38 @@ _UFUNCS.update({
     np.rint: mathfuncs.rint, np.fmax: mathfuncs.fmax, np.fmin: mathfuncs.fmin, np.fabs: ew.abs,
     np.deg2rad: mathfuncs.deg2rad, np.radians: mathfuncs.deg2rad, np.rad2deg: mathfuncs.rad2deg,
     np.degrees: mathfuncs.rad2deg, np.remainder: mathfuncs.mod, np.conjugate: mathfuncs.conj,
+    np.fmod: mathfuncs.fmod,
 })
 
 
 def _np_clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):  # noqa: A002
-    if out is not None or kwargs:
-        raise AutogradDagError("np.clip on a Tensor: out= and ufunc keywords are not supported")
+    _refuse("np.clip", out, kwargs)
     return mathfuncs.clip(a, a_min if a_min is not None else min, a_max if a_max is not None else max)
 
 
-def _no_out(name, fn):
-    # numpy's signatures carry out= (and dtype=); a recorded node cannot write into an array.
-    def call(a, *args, out=None, dtype=None, **kwargs):
-        if out is not None:
-            raise AutogradDagError(f"np.{name} on a Tensor: out= is not supported (a Tensor op records a new node)")
-        return _as_dtype(fn(_in_dtype(a, dtype), *args, **kwargs), dtype)
+def _np_cumulative(name, fn):
+    def call(a, axis=None, dtype=None, out=None):        # np.cumsum's order
+        _refuse(f"np.{name}", out)
+        return _as_dtype(fn(_in_dtype(_as_tensor(a), dtype), axis), dtype)
+    return call
+
+
+def _np_round(name):
+    def call(a, decimals=0, out=None):
+        _refuse(f"np.{name}", out)
+        return mathfuncs.round(a, decimals)
+    return call
+
+
+def _np_trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    _refuse("np.trace", out)
+    return _as_dtype(arrays.trace(_in_dtype(_as_tensor(a), dtype), offset, axis1, axis2), dtype)
+
+
+def _np_product(name, fn):
+    def call(a, b, out=None):                              # np.dot and np.outer: (a, b, out)
+        _refuse(f"np.{name}", out)
+        return fn(a, b)
     return call
 
 
@@ -362,10 +392,33 @@ def _np_sort(a, axis=-1, kind=None, order=None, stable=None):
 
 
 def _np_pad(array, pad_width, mode="constant", **kwargs):
-    unknown = set(kwargs) - {"constant_values"}
+    # numpy accepts only the keywords of the mode it pads in (constant_values with 'constant',
+    # reflect_type with 'reflect' and 'symmetric') and raises ValueError for the others.
+    allowed = {"constant": {"constant_values"}, "reflect": {"reflect_type"}, "symmetric": {"reflect_type"}}
+    unknown = set(kwargs) - allowed.get(mode, set())
     if unknown:
-        raise AutogradDagError(f"np.pad on a Tensor: {', '.join(sorted(unknown))} not supported")
-    return arrays.pad(array, pad_width, mode, kwargs.get("constant_values", 0.0))
+        raise AutogradDagError(f"np.pad on a Tensor: {', '.join(sorted(unknown))} not supported with "
+                               f"mode={mode!r}{located(user_source())}")
+    return arrays.pad(array, pad_width, mode, kwargs.get("constant_values", 0.0),
+                      kwargs.get("reflect_type", "even"))
+
+
+def _np_median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    # overwrite_input only lets numpy scribble on a; a Tensor is never changed, so it is moot.
+    _refuse("np.median", out)
+    return numeric.median(a, axis, keepdims)
+
+
+def _np_nan_reduction(name, fn, takes_dtype):
+    # numpy's orders: nansum and nanmean (a, axis, dtype, out, keepdims, ...),
+    # nanmax and nanmin (a, axis, out, keepdims, ...).
+    def call(a, axis=None, *args, **kwargs):
+        names = ("dtype", "out", "keepdims") if takes_dtype else ("out", "keepdims")
+        given = dict(zip(names, args), **kwargs)
+        dtype, out, keepdims = given.pop("dtype", None), given.pop("out", None), given.pop("keepdims", False)
+        _refuse(f"np.{name}", out, given)
+        return _as_dtype(fn(_in_dtype(_as_tensor(a), dtype), axis, keepdims), dtype)
+    return call
 
 
 def _like(a, dtype, shape):
@@ -387,17 +440,21 @@ NUMPY_FUNCTIONS.update({
     np.clip: _np_clip, np.prod: _reduction(lambda a, *args, **kw: Tensor.prod(a, *args, **kw)),
     np.std: _reduction(lambda a, *args, **kw: Tensor.std(a, *args, **kw)),
     np.var: _reduction(lambda a, *args, **kw: Tensor.var(a, *args, **kw)),
-    np.cumsum: _no_out("cumsum", numeric.cumsum), np.cumprod: _no_out("cumprod", numeric.cumprod),
+    np.cumsum: _np_cumulative("cumsum", numeric.cumsum), np.cumprod: _np_cumulative("cumprod", numeric.cumprod),
     np.diff: numeric.diff, np.sort: _np_sort, np.take_along_axis: numeric.take_along_axis,
     np.pad: _np_pad, np.flip: arrays.flip, np.roll: arrays.roll, np.tile: arrays.tile,
     np.repeat: arrays.repeat, np.split: arrays.split, np.array_split: arrays.array_split, np.diagonal: arrays.diagonal,
-    np.trace: _no_out("trace", arrays.trace), np.triu: arrays.triu, np.tril: arrays.tril,
-    np.outer: _no_out("outer", arrays.outer), np.dot: _no_out("dot", arrays.dot),
+    np.trace: _np_trace, np.triu: arrays.triu, np.tril: arrays.tril,
+    np.outer: _np_product("outer", arrays.outer), np.dot: _np_product("dot", arrays.dot),
     np.tensordot: arrays.tensordot,
-    np.round: _no_out("round", mathfuncs.round), np.around: _no_out("around", mathfuncs.round),
+    np.round: _np_round("round"), np.around: _np_round("around"),
     np.nan_to_num: mathfuncs.nan_to_num, np.real: mathfuncs.real, np.imag: mathfuncs.imag,
     np.zeros_like: _np_like(arrays.zeros_like), np.ones_like: _np_like(arrays.ones_like),
-    np.full_like: _np_full_like,
+    np.full_like: _np_full_like, np.sinc: mathfuncs.sinc,
+    np.median: _np_median, np.nansum: _np_nan_reduction("nansum", numeric.nansum, True),
+    np.nanmean: _np_nan_reduction("nanmean", numeric.nanmean, True),
+    np.nanmax: _np_nan_reduction("nanmax", numeric.nanmax, False),
+    np.nanmin: _np_nan_reduction("nanmin", numeric.nanmin, False),
 })
 
 

@@ -19,12 +19,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import core
-from .core import Primitive, Tensor, _recording_as, apply, as_array, check_operand_count, attributed_to, operation_error
+from .core import (Primitive, Tensor, _recording_as, apply, as_array, attributed_to, check_operand_count,
+                   operation_error)
 from .errors import AutogradDagError, ProgramInputError, TracingError, user_source, located
 from .execution import buffer_of, disposable, plan_steps
 from .graph import Graph, paused_gc
 from .passes import common_subexpressions, refuse_inputs_as_constants
-from .tracing import program_input, record, topological_nodes
+from .tracing import outer_traced_leaf, program_input, record, topological_nodes
 from .tree import flatten, leaf_paths, unflatten
 from .primitives.registry import PRIMITIVES
 from .primitives.structure import IDENTITY
@@ -657,6 +658,15 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
     fname = name or getattr(f, "__name__", "f")
     if fname == "<lambda>":
         fname = "f"
+    # Traced inside jit/trace/vmap, a value of that transformation read from a closure would be a
+    # constant of this program: the enclosing one's first call (first example) for every later one.
+    found = outer_traced_leaf(rec.outputs, rec.inputs)
+    if found is not None:
+        t, transformation = found
+        raise TracingError(f"trace: '{fname}' reads a Tensor of shape {t.shape} ({t.dtype}) computed from an "
+                           f"input of {transformation}, from outside its arguments; its program would keep "
+                           f"this call's values as a constant. Pass it as an argument of '{fname}'"
+                           f"{located(user_source())}")
     prog = Program.from_outputs(tuple(rec.inputs), tuple(rec.outputs), name=fname)
     refuse_inputs_as_constants(prog, rec.inputs, "trace")
     prog.single_output = not isinstance(rec.result, (tuple, list, dict))

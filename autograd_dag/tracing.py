@@ -168,9 +168,48 @@ def depends_on_outer(outputs, inputs) -> bool:
         return False
     outer = frozenset().union(*core._active_inputs)
     stop = {id(t) for t in inputs}
+    if core._program_inputs:
+        # Inside jit, trace or vmap the outer inputs' *values* matter, not only their derivatives:
+        # bare numbers computed from an integer one (an index, a count: nothing requiring a
+        # gradient, so not on the walk below) would be a constant of that program, the first
+        # call's (the first example's) for every later one. So every parent is followed.
+        return _reaches(outputs, stop, outer)
     found = reachable(filter(_requires_grad, outputs),
                       lambda t: () if id(t) in stop else filter(_requires_grad, t.parents or ()))
     return any(id(t) in outer and id(t) not in stop for t in found)
+
+
+def _reaches(outputs, stop: set, targets: frozenset) -> bool:
+    """Whether a node in ``targets`` lies behind ``outputs``, not passing through ``stop`` (stops at the first)."""
+    seen: set[int] = set()
+    todo = list(outputs)
+    while todo:
+        t = todo.pop()
+        tid = id(t)
+        if tid in seen or tid in stop:
+            continue
+        if tid in targets:
+            return True
+        seen.add(tid)
+        if t.parents:
+            todo.extend(t.parents)
+    return False
+
+
+def outer_traced_leaf(outputs, inputs=()) -> tuple[Tensor, str] | None:
+    """A leaf behind ``outputs`` (not passing through ``inputs``) that is an input of an enclosing
+    ``jit``, ``trace`` or ``vmap`` being recorded, with that transformation's name; or None.
+
+    Code that turns what it reads into numbers (a checkpointed block, a program of its
+    own) would keep such a leaf's values for every later call of the enclosing program.
+    Free when no such transformation records.
+    """
+    if not core._program_inputs:
+        return None
+    for t in topological_nodes(outputs, {id(t) for t in inputs}):
+        if not t.parents and (transformation := core.tracer_of(t)) is not None:
+            return t, transformation
+    return None
 
 
 def depends_on_a_leaf(outputs, inputs) -> bool:

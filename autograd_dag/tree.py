@@ -14,8 +14,9 @@ _LEAF = "leaf"
 
 
 def _kind_of(x) -> str | None:
-    if isinstance(x, tuple) and not hasattr(x, "_fields"):
-        return "tuple"
+    if isinstance(x, tuple):
+        # A named tuple (np.linalg.eigh's EighResult) keeps its class through flatten/unflatten.
+        return "namedtuple" if hasattr(x, "_fields") else "tuple"
     if isinstance(x, list):
         return "list"
     if isinstance(x, dict):
@@ -39,14 +40,14 @@ def flatten(tree: Any) -> tuple[list, Any]:
     k = kind_of(tree)
     if k is None:
         return [tree], _LEAF
-    root_keys = list(tree.keys()) if k == "dict" else None
+    root_keys = _keys_of(tree, k)
     root_children = [tree[key] for key in root_keys] if k == "dict" else list(tree)
     stack = [(k, root_keys, root_children, 0, [])]
     while True:
         kind, keys, children, i, defs = stack[-1]
         if i == len(children):
             stack.pop()
-            node_def = (kind, tuple(keys) if keys is not None else None, tuple(defs))
+            node_def = (kind, tuple(keys) if isinstance(keys, list) else keys, tuple(defs))
             if not stack:
                 return leaves, node_def
             stack[-1][4].append(node_def)
@@ -58,9 +59,16 @@ def flatten(tree: Any) -> tuple[list, Any]:
             leaves.append(child)
             defs.append(_LEAF)
         else:
-            ckeys = list(child.keys()) if ck == "dict" else None
+            ckeys = _keys_of(child, ck)
             cchildren = [child[key] for key in ckeys] if ck == "dict" else list(child)
             stack.append((ck, ckeys, cchildren, 0, []))
+
+
+def _keys_of(node, kind):
+    """A dict's keys, a named tuple's class (to rebuild it), None for a tuple or list."""
+    if kind == "dict":
+        return list(node.keys())
+    return type(node) if kind == "namedtuple" else None
 
 
 def leaves_like(tree: Any, treedef: Any, what: str, like: str) -> list:
@@ -70,7 +78,7 @@ def leaves_like(tree: Any, treedef: Any, what: str, like: str) -> list:
     never by the order of its leaves alone: a dict written in another key order is read by
     key, and a different structure (a missing key, another length, a leaf for a tuple) is
     refused, naming where (before: its leaves were paired in order, silently misassigned).
-    Tuples and lists stand for each other.
+    Tuples, named tuples and lists stand for each other.
 
     Example:
         >>> _, td = flatten({"w": 1, "b": 2})
@@ -94,7 +102,7 @@ def leaves_like(tree: Any, treedef: Any, what: str, like: str) -> list:
                 _mismatch(what, like, path, f"a dict with keys {sorted(map(str, keys))}", got)
             labels, children = keys, [node[key] for key in keys]
         else:
-            if kind not in ("tuple", "list") or len(node) != len(child_defs):
+            if kind not in ("tuple", "namedtuple", "list") or len(node) != len(child_defs):
                 _mismatch(what, like, path, f"a {def_kind} of {len(child_defs)}", _described(node, kind))
             labels, children = range(len(node)), list(node)
         stack.extend(reversed([(c, d, path + (label,)) for c, d, label in zip(children, child_defs, labels)]))
@@ -145,6 +153,8 @@ def unflatten(treedef: Any, leaves) -> Any:
             stack.pop()
             if kind == "tuple":
                 value = tuple(built)
+            elif kind == "namedtuple":
+                value = keys(*built)
             elif kind == "list":
                 value = list(built)
             else:

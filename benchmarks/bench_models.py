@@ -32,7 +32,8 @@ the larger part of a step's time on a loaded machine); which row pays for it dep
 one frees the top of the heap, i.e. on the order the rows run in (the eager row's parameter
 gradients, kept between its calls, hold the heap for the rows after it).  ``--keep-heap``
 asks glibc (mallopt) to keep its heap and to serve large arrays from it, for every row alike:
-the rows then compare their computation, without the page faults.
+the rows then compare their computation, without the page faults.  The run ends with issue 13's
+goals beside this run's ratios, each marked met or not.
 
 Run:  python benchmarks/bench_models.py [--quick] [--models mlp,lenet] [--dtypes float64]
       [--repeat 15] [--threads 1] [--no-peers] [--keep-heap] [--json out.json]
@@ -910,10 +911,48 @@ def run(args) -> dict:
                                               "ratio": med / ref_med, "ratio_numpy": med / base,
                                               "peak_mib": None if m is None else m / 2**20}
             print()
+    print_goals(report)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=1)
     return report
+
+
+# Issue 13's goal column: (model, what the row is compared with, the bound on that ratio). Memory:
+# one step's peak ≤ 1.2× the numpy step's on the MLP and the Transformer.
+GOALS = (("micrograd", "micrograd", 0.5), ("mlp", "numpy", 0.95), ("transformer", "numpy", 0.95),
+         ("lenet", "torch", 1.0))
+MEMORY_GOAL = (("mlp", "transformer"), 1.2)
+
+
+def print_goals(report: dict) -> None:
+    """Each measured row beside its goal in issue 13 (met or not): the scoreboard, from this run's figures."""
+    lines = []
+    for model, against, bound in GOALS:
+        for dt in ("float64", "float32"):
+            ref = report.get(f"{model}/{dt}/{against}")
+            for mode in ("eager", "jit"):
+                row = report.get(f"{model}/{dt}/{mode}")
+                if row is None:
+                    continue
+                if ref is None:
+                    lines.append(f"  {model:<12}{dt:<9}{mode:<6} time   vs {against}: not measured ({against} absent)")
+                    continue
+                ratio = row["median_ms"] / ref["median_ms"]
+                lines.append(f"  {model:<12}{dt:<9}{mode:<6} time   {ratio:5.2f}x {against:<10} goal <= {bound:.2f}"
+                             f"  {'met' if ratio <= bound else 'NOT met'}")
+            if model in MEMORY_GOAL[0] and f"{model}/{dt}/numpy" in report:
+                base = report[f"{model}/{dt}/numpy"]["peak_mib"]
+                for mode in ("eager", "jit"):
+                    peak = report.get(f"{model}/{dt}/{mode}", {}).get("peak_mib")
+                    if peak is not None and base:
+                        ratio = peak / base
+                        lines.append(f"  {model:<12}{dt:<9}{mode:<6} memory {ratio:5.2f}x numpy      "
+                                     f"goal <= {MEMORY_GOAL[1]:.2f}  {'met' if ratio <= MEMORY_GOAL[1] else 'NOT met'}")
+    if lines:
+        print("Issue 13's goals, from this run's medians (ratios under ~0.05 apart are within the noise):")
+        print("\n".join(lines))
+        print()
 
 
 if __name__ == "__main__":

@@ -26,6 +26,26 @@ def _pad_ref(widths, value):
     return ref
 
 
+def _pad_mode_ref(widths, mode):
+    """np.pad's modes written out on Python lists, axis by axis (widths within the axis length)."""
+    def extend(row, b, a):
+        if mode == "edge":
+            return [row[0]] * b + row + [row[-1]] * a
+        if mode == "wrap":
+            return row[len(row) - b:] + row + row[:a]
+        if mode == "symmetric":
+            return row[:b][::-1] + row + row[len(row) - a:][::-1]
+        return row[1:b + 1][::-1] + row + row[len(row) - a - 1:len(row) - 1][::-1]   # reflect
+
+    def ref(x):
+        for axis, (b, a) in enumerate(widths):
+            moved = np.moveaxis(x, axis, -1)
+            rows = [extend(list(r), b, a) for r in moved.reshape(int(np.prod(moved.shape[:-1])), moved.shape[-1])]
+            x = np.moveaxis(np.array(rows).reshape(moved.shape[:-1] + (moved.shape[-1] + b + a,)), -1, axis)
+        return x
+    return ref
+
+
 def _flip_ref(axes):
     def ref(x):
         out = np.empty_like(x)
@@ -110,6 +130,16 @@ CASES = [
          id="pad-int_constant"),
     Case("pad", lambda x: np.pad(x, (1, 0)), _normal((2, 2)), _pad_ref(((1, 0), (1, 0)), 0.0), id="pad-np_dispatch"),
     Case("pad", lambda x: ad.pad(x, 1), _normal((0, 2)), _pad_ref(((1, 1), (1, 1)), 0.0), id="pad-empty"),
+    Case("concatenate", lambda x: ad.pad(x, ((1, 2), (2, 1)), "edge"), _normal((3, 4)),
+         _pad_mode_ref(((1, 2), (2, 1)), "edge"), id="concatenate-pad_edge"),
+    Case("concatenate", lambda x: np.pad(x, ((2, 1), (0, 3)), mode="reflect"), _normal((3, 4)),
+         _pad_mode_ref(((2, 1), (0, 3)), "reflect"), id="concatenate-pad_reflect"),
+    Case("concatenate", lambda x: np.pad(x, ((1, 3),), mode="symmetric"), _normal((4,)),
+         _pad_mode_ref(((1, 3),), "symmetric"), id="concatenate-pad_symmetric"),
+    Case("concatenate", lambda x: ad.pad(x, (2, 1), "wrap"), _normal((3, 2)),
+         _pad_mode_ref(((2, 1), (2, 1)), "wrap"), id="concatenate-pad_wrap"),
+    Case("concatenate", lambda x: ad.pad(x, ((0, 0), (1, 1)), "reflect"), _normal((0, 3)),
+         _pad_mode_ref(((0, 0), (1, 1)), "reflect"), id="concatenate-pad_reflect_empty_other_axis"),
     Case("flip", ad.flip, _normal((3, 4)), _flip_ref((0, 1)), id="flip-all"),
     Case("flip", lambda x: ad.flip(x, 1), _normal((2, 3, 2)), _flip_ref((1,)), id="flip-axis1"),
     Case("flip", lambda x: np.flip(x, (0, 2)), _normal((2, 3, 2)), _flip_ref((0, 2)), id="flip-np_dispatch"),

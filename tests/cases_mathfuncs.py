@@ -9,6 +9,8 @@ are valid; the conventions at the kinks are pinned exactly in
 tests/test_numpy_functions.py.
 """
 
+import math
+
 import numpy as np
 
 import autograd_dag as ad
@@ -182,3 +184,36 @@ for name, fn, ref in [("isfinite", ad.isfinite, lambda x: ~(np.isnan(x) | np.isi
     CASES.append(Case(name, fn, lambda rng: (np.array([1.0, np.nan, np.inf, -np.inf, -2.0]),), ref,
                       wrt=(), id=f"{name}-specials"))
     CASES.append(Case(name, fn, _normal((2, 3)), ref, id=f"{name}-normal"))
+
+# ----------------------------------------------------------- fmod, sinc
+
+
+def _fmod_ref(x, y):
+    # C's fmod from Python's math module, entry by entry (the sign of x).
+    xb, yb = np.broadcast_arrays(x, y)
+    return np.array([math.fmod(a, b) for a, b in zip(xb.ravel(), yb.ravel())]).reshape(xb.shape)
+
+
+for sx, sy, label in [((3, 4), (4,), "trailing"), ((2, 3), (), "scalar_y")]:
+    def make_fmod(rng, sx=sx, sy=sy):
+        y = rng.choice([-1.0, 1.0], sy) * rng.uniform(1.0, 2.0, sy)
+        shape = np.broadcast_shapes(sx, sy)
+        q = rng.integers(-3, 3, shape) + rng.choice([-1.0, 1.0], shape) * rng.uniform(0.25, 0.75, shape)
+        return q * y, y  # x/y = q, away from integers, of either sign
+    CASES.append(Case("fmod", ad.fmod, make_fmod, _fmod_ref, id=f"fmod-{label}"))
+CASES += [
+    Case("fmod", lambda x, y: np.fmod(x, y), lambda rng: (np.array([-7.5, 7.5, -1.2]), np.array([2.0, -2.0, 0.5])),
+         _fmod_ref, id="fmod-np_dispatch"),
+]
+
+
+def _sinc_ref(x):
+    return np.array([1.0 if v == 0 else math.sin(math.pi * v) / (math.pi * v) for v in np.ravel(x)]).reshape(np.shape(x))
+
+
+CASES += [
+    Case("sin", ad.sinc, _uniform(-2.5, 2.5, (3, 4)), _sinc_ref, id="sin-sinc"),
+    # At 0 and within the series' range (|x| < 1e-2/π), second derivatives included.
+    Case("sin", lambda x: np.sinc(x), lambda rng: (np.array([0.0, 1e-3, -2e-4, 0.4, -1.7, 1.0]),), _sinc_ref,
+         id="sin-sinc_at_zero"),
+]

@@ -323,3 +323,43 @@ CASES += [
     Case("any", lambda x: x.any(), _normal((0, 2)), lambda x: np.array(False), wrt=(), id="any-empty"),
     Case("all", ad.all, _normal((0, 2)), lambda x: np.array(True), wrt=(), id="all-empty"),
 ]
+
+# ------------------------------------------------ median, nansum, nanmean, nanmax, nanmin
+
+
+def _slices_ref(fn, axis, keepdims=False):
+    """fn (a list of floats -> a float) over the axes ``axis`` of x, written out with Python lists."""
+    def ref(x):
+        axes = tuple(range(x.ndim)) if axis is None else tuple(a % x.ndim for a in np.atleast_1d(axis))
+        rest = [a for a in range(x.ndim) if a not in axes]
+        moved = np.transpose(x, rest + sorted(axes))
+        rows = moved.reshape(int(np.prod([x.shape[a] for a in rest])), -1)
+        out = np.array([fn([float(v) for v in row]) for row in rows]).reshape([x.shape[a] for a in rest])
+        return out.reshape([1 if a in axes else x.shape[a] for a in range(x.ndim)]) if keepdims else out
+    return ref
+
+
+def _middle(row):
+    s, n = sorted(row), len(row)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def _numbers(row):
+    return [v for v in row if v == v]
+
+
+CASES += [
+    Case("sort", ad.median, _normal((5,)), _slices_ref(_middle, None), id="sort-median_odd"),
+    Case("sort", lambda x: ad.median(x, axis=1), _normal((3, 4)), _slices_ref(_middle, 1), id="sort-median_even"),
+    Case("sort", lambda x: np.median(x, axis=(0, 2), keepdims=True), _normal((2, 3, 3)),
+         _slices_ref(_middle, (0, 2), True), id="sort-median_axes_np"),
+    Case("sort", lambda x: np.median(x, 0), _normal((1, 3)), _slices_ref(_middle, 0), id="sort-median_one_entry"),
+    Case("sum", lambda x: np.nansum(x, axis=0), _normal((3, 4)), _slices_ref(lambda r: sum(_numbers(r)), 0),
+         id="sum-nansum_np"),
+    Case("sum", lambda x: ad.nanmean(x, (0, 1), keepdims=True), _normal((2, 3, 2)),
+         _slices_ref(lambda r: sum(_numbers(r)) / len(_numbers(r)), (0, 1), True), id="sum-nanmean"),
+    Case("max", lambda x: np.nanmax(x, axis=-1), _normal((3, 4)), _slices_ref(lambda r: sorted(_numbers(r))[-1], -1),
+         id="max-nanmax_np"),
+    Case("min", lambda x: ad.nanmin(x), _normal((2, 3)), _slices_ref(lambda r: sorted(_numbers(r))[0], None),
+         id="min-nanmin"),
+]

@@ -190,3 +190,16 @@ def test_jit_float64_targets_are_cast_inside_the_program():
     wrong = sorted({f"{node.op}:{node.dtype}" for node in program if node.op is not NodeKind.INPUT
                     and node.dtype is not None and np.dtype(node.dtype).kind in "fc" and np.dtype(node.dtype) != F32})
     assert not wrong, f"program nodes not float32: {wrong}"
+
+
+def test_a_float64_tensor_tangent_of_a_float32_primal_gives_float32_tangents():
+    # A tangent given as an array is cast to its primal's dtype; one given as a Tensor (an outer
+    # transformation's) was not, so a float32 function's tangent came back float64.
+    x = np.array([0.5, -1.5], np.float32)
+    out, tangent = ad.jvp(lambda a: ad.tanh(a) * 2.0, (x,), (ad.Tensor(np.array([1.0, 3.0])),))
+    assert out.dtype == np.float32 and tangent.dtype == np.float32
+    expected = 2.0 * (1.0 - np.tanh(x.astype(np.float64)) ** 2) * np.array([1.0, 3.0])   # by hand, float64
+    np.testing.assert_allclose(tangent.value, expected, rtol=1e-6)
+    # Through an outer derivative the cast is recorded: d/du of the tangent is the Jacobian's diagonal.
+    g = ad.grad(lambda u: ad.sum(ad.jvp(lambda a: ad.tanh(a) * 2.0, (x,), (u,))[1]))(np.array([1.0, 3.0]))
+    np.testing.assert_allclose(g, 2.0 * (1.0 - np.tanh(x.astype(np.float64)) ** 2), rtol=1e-6)

@@ -6,6 +6,8 @@ differences), never by the code under test.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -348,6 +350,38 @@ def test_trace_records_an_inner_gradient_that_reads_its_input():
     assert float(prog(np.array(2.0))) == pytest.approx(12.0)   # Σ 2x·w at w = 2
 
 
+# An inner transformation whose arguments are constants, reading an *integer* input of an enclosing
+# jit / vmap through a closure (an index, a count: nothing requiring a gradient), computed bare numbers:
+# the enclosing program kept them as a constant (the first call's, the first example's).
+IDX = np.array([[1, 2], [3, 4]])
+
+
+@pytest.mark.parametrize("label, run, expected", [
+    # vmap of vmap: before, every row was the first example's [[1, 0], [0, 2]]
+    ("vmap(vmap)", lambda: ad.vmap(lambda i: ad.vmap(lambda c: c * i)(np.eye(2)))(IDX),
+     np.stack([np.eye(2) * row for row in IDX])),
+    ("vmap(jacobian)", lambda: ad.vmap(lambda i: ad.jacobian(lambda y: y * i)(np.ones(2)))(IDX),
+     np.stack([np.diag(row) for row in IDX]).astype(float)),
+    ("jit(grad)", lambda: [g(i) for g in [ad.jit(lambda i: ad.grad(lambda y: ad.sum(y * y * i))(np.ones(2)))]
+                           for i in IDX][-1], 2.0 * IDX[-1]),
+    ("jit(jvp)", lambda: [g(i) for g in [ad.jit(lambda i: ad.jvp(lambda y: y * i, (np.ones(2),), (np.ones(2),))[1])]
+                          for i in IDX][-1], 1.0 * IDX[-1]),
+])
+def test_inner_transformation_reading_an_integer_input_of_an_enclosing_one(label, run, expected):
+    np.testing.assert_array_equal(run(), expected)
+
+
+def test_trace_inside_a_transformation_refuses_a_value_it_traces():
+    """ad.trace inside vmap/jit made a closure's traced value a constant of its program (the first example's)."""
+    xs, idx = np.array([[1.0, -2.0], [-3.0, 4.0]]), np.array([[1, 2], [3, 4]])
+    with pytest.raises(ad.TracingError, match=r"trace: .*computed from an input of vmap"):
+        ad.vmap(lambda x, i: ad.trace(lambda y: y * i, x)(x))(xs, idx)   # before: [[1, -4], [-3, 8]]
+    with pytest.raises(ad.TracingError, match=r"trace: .*computed from an input of jit"):
+        ad.jit(lambda x, i: ad.trace(lambda y: y * (i + 1), x)(x))(xs[0], idx[0])
+    # A closure constant from outside any transformation stays a constant, as documented.
+    np.testing.assert_array_equal(ad.vmap(lambda x: ad.trace(lambda y: y * IDX[1], x)(x))(xs), xs * IDX[1])
+
+
 # ------------------------------------- a checkpointed function reading a Tensor from outside
 # The checkpoint node's inputs are its arguments: a Tensor requiring a gradient read from
 # f's closure got no derivative (a silent zero, e.g. ad.grad with respect to W below).
@@ -376,6 +410,79 @@ def test_checkpoint_with_the_tensor_passed_as_an_argument_is_differentiated():
     with ad.no_grad():  # nothing is recorded, so nothing can be lost: no refusal
         W_t = ad.Tensor(W, requires_grad=True)
         ad.checkpoint(lambda h: ad.tanh(h @ W_t))(ad.Tensor(x))
+
+
+# A traced value (an input of jit / trace / vmap, or computed from one) read by a checkpointed
+# function from outside its arguments was frozen: the checkpoint node's impl reads it as a number,
+# so every later call (every example of a vmap batch) reused the first one's.
+_GLOBAL_I = None
+
+
+def _block_reading_global_i(y):
+    return y * _GLOBAL_I
+
+
+@pytest.mark.parametrize("route", ["vmap", "jit", "trace", "global"])
+def test_checkpoint_refuses_a_traced_tensor_read_from_outside_its_arguments(route):
+    xs, idx = np.array([[1.0, -2.0], [-3.0, 4.0]]), np.array([[1, 2], [3, 4]])
+    with pytest.raises(ad.TracingError, match=r"checkpoint\[.*\]: the function reads .* computed from an "
+                                              r"input of (vmap|jit|trace)"):
+        if route == "vmap":   # before: [[1, -4], [-3, 8]], the first example's i for both (want [-9, 16])
+            ad.vmap(lambda x, i: ad.checkpoint(lambda y: y * i)(x))(xs, idx)
+        elif route == "jit":  # before: the second call gave x1 * i0
+            g = ad.jit(lambda x, i: ad.checkpoint(lambda y: y * i)(x))
+            g(xs[0], idx[0])
+            g(xs[1], idx[1])
+        elif route == "trace":
+            ad.trace(lambda x, m: ad.checkpoint(lambda y: y * m)(x), xs[0], xs[0] > 0)
+        else:  # read through a global: no closure cell to look in
+            def f(x, i):
+                global _GLOBAL_I
+                _GLOBAL_I = i * 2
+                return ad.checkpoint(_block_reading_global_i)(x)
+            ad.vmap(f)(xs, idx)
+    # Passed as an argument, the same block is right for every example (numpy: x·i row by row).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (vmap loops over a checkpoint: its one-time warning)
+        np.testing.assert_array_equal(ad.vmap(lambda x, i: ad.checkpoint(lambda y, j: y * j)(x, i))(xs, idx), xs * idx)
+
+
+# A checkpointed block that runs a transformation of its own on constant arguments, reading the
+# block's argument from a closure (vmap over fixed scales, grad with respect to a constant): the
+# replay for the derivative ran it on leaves no transformation knew about, so the inner one computed
+# bare numbers and the block's derivative was a silent zero (and the forward refused its array result).
+_SCALES = np.array([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]])
+_XB = np.array([0.4, -0.9, 1.3])
+_WB = np.array([0.3, -1.2, 0.7])
+
+
+def _vmap_block(x):   # sin(x)·x + sin(2x)·2x, through vmap over the scales
+    return ad.sum(ad.vmap(lambda c: ad.sin(x * c) * (x * c))(_SCALES), axis=0)
+
+
+def _grad_block(x):   # d/dc Σ sin(x·c)·w at c = 1: cos(x)·x·w
+    return ad.grad(lambda c: ad.sum(ad.sin(x * c) * _WB))(np.ones(3))
+
+
+def _vmap_block_derivative(x):   # d/dx of _vmap_block, by hand
+    return (np.cos(x) * x + np.sin(x)) + 2 * (np.cos(2 * x) * 2 * x + np.sin(2 * x))
+
+
+def _grad_block_derivative(x):
+    return (np.cos(x) - x * np.sin(x)) * _WB
+
+
+@pytest.mark.parametrize("block, derivative", [(_vmap_block, _vmap_block_derivative),
+                                               (_grad_block, _grad_block_derivative)])
+def test_checkpoint_of_a_block_with_an_inner_transformation(block, derivative):
+    # before: grad and jvp were zeros (vmap block); the forward raised on the array (grad block)
+    cp = ad.checkpoint(block)
+    np.testing.assert_allclose(ad.grad(lambda x: ad.sum(cp(x) * _WB))(_XB), derivative(_XB) * _WB, rtol=1e-12)
+    np.testing.assert_allclose(ad.jvp(cp, (_XB,), (_WB,))[1], derivative(_XB) * _WB, rtol=1e-12)
+    x = ad.Tensor(_XB, requires_grad=True)
+    ad.sum(cp(x) * _WB).backward()
+    np.testing.assert_allclose(x.grad.value, derivative(_XB) * _WB, rtol=1e-12)
+    np.testing.assert_allclose(ad.jit(ad.grad(lambda x: ad.sum(cp(x) * _WB)))(_XB), derivative(_XB) * _WB, rtol=1e-12)
 
 
 PARAMETERS = [

@@ -8,6 +8,9 @@ under test.
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 import pytest
 
@@ -42,6 +45,31 @@ def test_clip_bounds_pass_the_derivative_to_x():
     np.testing.assert_array_equal(dhi, [0.0, 0.0, 0.0, 0.0, 1.0])
     # A scalar bound collects the derivative of every entry it clips.
     assert float(ad.grad(lambda b: ad.sum(ad.clip(ad.Tensor(x), b, 1.0)))(0.0)) == 1.0
+
+
+def test_clip_with_crossed_bounds_differentiates_the_upper_bound():
+    """np.clip returns a_max wherever a_min > a_max; the derivative went to a_min (or to both) there."""
+    x = np.array([0.1, 0.3, 0.9, 2.0, -1.0, 0.5])
+    lo = np.array([0.5, 0.8, 0.2, 0.4, 0.7, 0.0])
+    hi = np.array([0.2, 0.6, 0.6, 1.0, 0.3, 1.0])   # crossed in the first two and the fifth entry
+    args = (x, lo, hi)
+
+    def numeric(i):  # central differences of numpy's clip, entry by entry (clip is linear off its kinks)
+        jac = np.zeros((6, 6))
+        for k in range(6):
+            up, down = [a.copy() for a in args], [a.copy() for a in args]
+            up[i][k] += 1e-6
+            down[i][k] -= 1e-6
+            jac[:, k] = (np.clip(*up) - np.clip(*down)) / 2e-6
+        return jac
+    grads = ad.grad(lambda *a: ad.sum(ad.clip(*a) * np.arange(1.0, 7.0)), argnums=(0, 1, 2))(*args)
+    for i in range(3):
+        jac = numeric(i)
+        np.testing.assert_allclose(grads[i], np.arange(1.0, 7.0) @ jac, atol=1e-8)
+        tangents = [np.zeros(6)] * 3
+        tangents[i] = np.linspace(1.0, 2.0, 6)
+        _, fwd = ad.jvp(ad.clip, args, tuple(tangents))
+        np.testing.assert_allclose(fwd, jac @ tangents[i], atol=1e-8)
 
 
 @pytest.mark.parametrize("fn", [ad.floor, ad.ceil, ad.trunc, ad.round, ad.rint])
@@ -273,8 +301,8 @@ def test_bad_calls_are_shape_errors(call, fragments):
 def test_unsupported_variants_say_so():
     with pytest.raises(ad.AutogradDagError, match="matrix norm ord=2 is ad.linalg.norm's"):
         ad.norm(X, 2)
-    with pytest.raises(ad.AutogradDagError, match="only 'constant'"):
-        np.pad(X, 1, mode="reflect")
+    with pytest.raises(ad.AutogradDagError, match="mode='mean' is not supported"):
+        np.pad(X, 1, mode="mean")
     with pytest.raises(ad.AutogradDagError, match="out="):
         np.cumsum(X, out=np.zeros(6))
 
@@ -283,11 +311,11 @@ def test_unsupported_variants_say_so():
 ELEMENTWISE = ["tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "log1p",
                "expm1", "log2", "log10", "exp2", "square", "reciprocal", "floor", "ceil", "trunc", "round",
                "nan_to_num", "isfinite", "isnan", "isinf", "cumsum", "cumprod", "sort", "argsort",
-               "arctan2", "hypot", "logaddexp", "logaddexp2", "mod", "fmax", "fmin", "clip"]
+               "arctan2", "hypot", "logaddexp", "logaddexp2", "mod", "fmod", "fmax", "fmin", "clip"]
 PARAMS = {"round": {"decimals": 0}, "nan_to_num": {"nan": 0.0, "posinf": None, "neginf": None},
           "cumsum": {"axis": 1, "reverse": False}, "cumprod": {"axis": 1, "reverse": True},
           "sort": {"axis": 1}, "argsort": {"axis": 1}}
-ARITY = {"arctan2": 2, "hypot": 2, "logaddexp": 2, "logaddexp2": 2, "mod": 2, "fmax": 2, "fmin": 2, "clip": 3}
+ARITY = {"arctan2": 2, "hypot": 2, "logaddexp": 2, "logaddexp2": 2, "mod": 2, "fmod": 2, "fmax": 2, "fmin": 2, "clip": 3}
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.int8, np.bool_, np.float32])
@@ -361,3 +389,253 @@ def test_power_with_an_array_exponent_at_zero_base_and_zero_exponent():
     np.testing.assert_allclose(ad.hessian(lambda t: ad.sum(t[:, None] ** np.arange(4.0)))(x), np.diag([2.0, 14.0]))
     mixed = ad.jacobian(ad.grad(lambda a, b: ad.sum(a ** b)), argnums=1)(np.array([2.0]), np.array([0.0]))
     np.testing.assert_allclose(mixed, [[0.5]], rtol=1e-15)
+
+# ------------------------------------------------ numpy 2's named results
+
+
+def test_linalg_decompositions_return_numpy_2_named_tuples():
+    """np.linalg.eigh/svd/qr/slogdet on a Tensor gave plain tuples: ``.eigenvalues`` etc. raised."""
+    a = np.array([[2.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 4.0]])
+    wide = np.array([[1.0, 2.0, 0.5], [0.3, -1.0, 2.0]])
+    t = ad.Tensor(a)
+    for got, ref in ((np.linalg.eigh(t), np.linalg.eigh(a)), (np.linalg.svd(ad.Tensor(wide)), np.linalg.svd(wide)),
+                     (np.linalg.qr(t), np.linalg.qr(a)), (np.linalg.slogdet(t), np.linalg.slogdet(a)),
+                     (ad.linalg.svd(ad.Tensor(wide), full_matrices=False), np.linalg.svd(wide, full_matrices=False))):
+        assert type(got).__name__ == type(ref).__name__ and got._fields == ref._fields
+        for field in ref._fields:
+            np.testing.assert_allclose(np.abs(getattr(got, field).value), np.abs(getattr(ref, field)), atol=1e-12)
+        first, *rest = got                      # still a tuple
+        assert isinstance(got, tuple) and first is got[0] and len(rest) == len(ref) - 1
+    # jit and vmap return the same named tuple.
+    jitted = ad.jit(lambda m: np.linalg.eigh(m))(a)
+    assert type(jitted).__name__ == "EighResult"
+    np.testing.assert_allclose(jitted.eigenvalues, np.linalg.eigvalsh(a), rtol=1e-12)
+    batched = ad.vmap(lambda m: ad.linalg.slogdet(m))(np.stack([a, 2 * a]))
+    np.testing.assert_allclose(batched.logabsdet, np.linalg.slogdet(np.stack([a, 2 * a])).logabsdet, rtol=1e-12)
+    # The fields differentiate like the tuple entries.
+    ad.check_grads(lambda m: np.linalg.eigh(m).eigenvalues @ np.arange(3.0), (a,), order=1)
+    ad.check_grads(lambda m: np.linalg.slogdet(m).logabsdet, (a,), order=1)
+    ad.check_grads(lambda m: ad.sum(np.linalg.qr(m).R ** 2 * np.arange(9.0).reshape(3, 3)), (a,), order=1)
+
+# ------------------------------------------- numpy's positional out=None
+
+
+POSITIONAL = [
+    ("max", lambda a: a.max(1, None, True)), ("min", lambda a: a.min(0, None, True)),
+    ("any", lambda a: a.any(1, None, None, True)), ("all", lambda a: a.all(0, None, None, True)),
+    ("sum", lambda a: a.sum(1, None, None, True)), ("mean", lambda a: a.mean(0, None, None, True)),
+    ("prod", lambda a: a.prod(1, None, None, True)), ("std", lambda a: a.std(0, None, None, 1, True)),
+    ("var", lambda a: a.var(1, None, None, 0, True)), ("argmax", lambda a: a.argmax(1, None, keepdims=True)),
+    ("argmin", lambda a: a.argmin(0, None)), ("cumsum", lambda a: a.cumsum(1, None, None)),
+    ("cumprod", lambda a: a.cumprod(0, None, None)),
+    ("np.max", lambda a: np.max(a, 1, None, True)), ("np.amin", lambda a: np.amin(a, 0, None, True)),
+    ("np.sum", lambda a: np.sum(a, 0, None, None, True)), ("np.std", lambda a: np.std(a, 1, None, None, 1, True)),
+    ("np.cumsum", lambda a: np.cumsum(a, 0, None, None)), ("np.cumprod", lambda a: np.cumprod(a, 1, None, None)),
+    ("np.round", lambda a: np.round(a, 1, None)), ("np.around", lambda a: np.around(a, 2, None)),
+    ("np.trace", lambda a: np.trace(a, 1, 0, 1, None, None)), ("np.clip", lambda a: np.clip(a, 0.0, 0.5, None)),
+    ("np.outer", lambda a: np.outer(a, a, None)), ("np.dot", lambda a: np.dot(a, a.T, None)),
+]
+
+
+@pytest.mark.parametrize("name, call", POSITIONAL, ids=[p[0] for p in POSITIONAL])
+def test_numpys_positional_out_none_is_accepted(name, call):
+    """t.max(axis, None, True) read True as out= and raised "out not supported"; np.cumsum(t, 0, None, None)
+    raised TypeError. numpy's own positional order now gives numpy's values, dtypes and shapes."""
+    a = np.array([[0.3, -1.2, 0.7], [1.5, 0.2, -0.4]])
+    got, want = call(ad.Tensor(a)), call(a)
+    got = got.value if isinstance(got, ad.Tensor) else got
+    assert got.shape == np.shape(want) and got.dtype == np.asarray(want).dtype
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+def test_numpys_positional_argument_derivatives():
+    a = np.array([[0.3, -1.2, 0.7], [1.5, 0.2, -0.4]])
+    ad.check_grads(lambda t: t.max(1, None, True) * t.std(0, None, None, 1, True), (a,), order=2)
+    ad.check_grads(lambda t: np.cumsum(t, 1, None, None) ** 2, (a,), order=2)
+
+
+@pytest.mark.parametrize("call", [lambda t: t.max(0, np.zeros(3)), lambda t: t.sum(0, None, np.zeros(3)),
+                                  lambda t: np.cumsum(t, 0, None, np.zeros((2, 3))), lambda t: t.argmax(0, np.zeros(3, int)),
+                                  lambda t: np.round(t, 1, np.zeros((2, 3))), lambda t: np.max(t, initial=5.0)])
+def test_a_real_out_array_is_refused_by_name(call):
+    with pytest.raises(ad.AutogradDagError, match=r"(out=|initial) not supported on Tensors") as err:
+        call(ad.Tensor(np.ones((2, 3))))
+    assert "test_numpy_functions.py" in str(err.value)
+
+# ------------------------------------------------------- integer dtypes
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.bool_])
+def test_integer_inputs_keep_numpys_dtype(dtype):
+    """matrix_power(int matrix, 0) was a float64 identity; np.rint of integers stayed integer (numpy's is a
+    float: float16 for int8); np.reciprocal of integers was 1/x in float64 (numpy's is C integer division)."""
+    m = np.array([[1, 2], [3, 0]]).astype(dtype)
+    v = np.array([1, 2, 3, 0, 1]).astype(dtype) if dtype != np.bool_ else np.array([True, False])
+    if dtype in (np.int8, np.int32, np.int64):
+        v = np.array([1, 2, -1, -2, 5], dtype)
+    for n in (0, 1, 2):
+        got, want = ad.linalg.matrix_power(ad.Tensor(m), n).value, np.linalg.matrix_power(m, n)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), (n, got, want)
+    got = np.linalg.matrix_power(ad.Tensor(np.stack([m, m])), 0).value
+    assert got.dtype == m.dtype and got.tolist() == [np.eye(2, dtype=dtype).tolist()] * 2
+    for fn in (np.rint, np.reciprocal, ad.rint, ad.reciprocal):
+        ref = getattr(np, fn.__name__)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            got, want = fn(ad.Tensor(v)).value, ref(v)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), (fn, got, want)
+
+
+def test_rint_and_reciprocal_of_floats_unchanged():
+    x = np.array([0.5, 1.5, -2.5, 0.3])
+    np.testing.assert_array_equal(np.rint(ad.Tensor(x)).value, [0.0, 2.0, -2.0, 0.0])
+    np.testing.assert_array_equal(ad.grad(lambda t: ad.sum(np.rint(t)))(x), np.zeros(4))
+    ad.check_grads(lambda t: np.reciprocal(t), (x,), order=2)
+    ad.check_grads(lambda t: np.linalg.matrix_power(t, 0) * t, (np.eye(2) + 0.5,), order=1)
+
+# -------------------------------------------------------------- fmod, sinc
+
+
+def test_fmod_and_sinc_match_numpy_on_values_and_dtypes():
+    """np.fmod and np.sinc on a Tensor requiring a gradient raised NotDifferentiableError (no rule)."""
+    x = np.array([-7.5, 7.5, -1.0, 6.0, 1e17 + 3.0])
+    y = np.array([2.0, -2.0, 0.75, 3.0, 7.0])
+    got = np.fmod(ad.Tensor(x, requires_grad=True), ad.Tensor(y))
+    assert got.prim.name == "fmod"
+    np.testing.assert_array_equal(got.value, [math.fmod(a, b) for a, b in zip(x, y)])
+    ints = np.array([-7, 7, 5, -5], np.int32)
+    for a, b in ((ints, np.int32(3)), (ints, np.array([2, -2, 3, -3], np.int32))):
+        got, want = np.fmod(ad.Tensor(a), b).value, np.fmod(a, b)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    dx, dy = ad.grad(lambda a, b: ad.sum(np.fmod(a, b)), argnums=(0, 1))(x[:4], y[:4])
+    np.testing.assert_array_equal(dx, np.ones(4))
+    np.testing.assert_array_equal(dy, -np.trunc(x[:4] / y[:4]))
+    for v in (np.array([0.0, 0.25, -3.0, 1e-4]), np.array([0, 1, 2]), np.array([0.0, 0.5], np.float32)):
+        got, want = np.sinc(ad.Tensor(v, requires_grad=v.dtype.kind == "f")).value, np.sinc(v)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-15 if v.dtype == np.float64 else 1e-6, atol=1e-16)
+    # sinc''(0) = -π²/3, sinc'(1) = (cos π - sinc 1)/1 = -1.
+    assert abs(float(ad.grad(ad.grad(ad.sinc))(0.0)) + math.pi ** 2 / 3) < 1e-12
+    assert float(ad.grad(ad.grad(ad.sinc))(0.0)) != 0.0
+    assert abs(float(ad.grad(ad.sinc)(1.0)) + 1.0) < 1e-15
+
+
+# ------------------------------------------------- pad modes, concatenate(axis=None)
+
+
+@pytest.mark.parametrize("mode", ["edge", "reflect", "symmetric", "wrap"])
+def test_pad_modes_match_numpy_also_with_widths_beyond_the_axis(mode):
+    """np.pad(t, ..., mode) other than 'constant' raised 'not supported'."""
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    for widths in (((1, 2), (3, 0)), ((5, 4), (7, 8)), 2):
+        np.testing.assert_array_equal(np.pad(ad.Tensor(x), widths, mode=mode).value, np.pad(x, widths, mode=mode))
+    # The derivative of sum(w * pad(x)) counts every copy: the same as padding np.arange's positions.
+    w = np.random.default_rng(0).standard_normal(np.pad(x, ((5, 4), (7, 8))).shape)
+    positions = np.pad(np.arange(6).reshape(2, 3), ((5, 4), (7, 8)), mode=mode)
+    expected = np.bincount(positions.ravel(), weights=w.ravel(), minlength=6).reshape(2, 3)
+    got = ad.grad(lambda t: ad.sum(w * np.pad(t, ((5, 4), (7, 8)), mode=mode)))(x)
+    np.testing.assert_allclose(got, expected, rtol=1e-13)
+    ad.check_grads(lambda t: np.pad(t, ((2, 3), (1, 4)), mode=mode) ** 2, (x,), order=2)
+    batched = ad.vmap(lambda t: np.pad(t, (2, 3), mode=mode))(x)
+    np.testing.assert_array_equal(batched, np.stack([np.pad(r, (2, 3), mode=mode) for r in x]))
+    np.testing.assert_array_equal(ad.jit(lambda t: ad.pad(t, 1, mode))(x), np.pad(x, 1, mode=mode))
+
+
+def test_pad_modes_refuse_what_numpy_refuses():
+    with pytest.raises(ad.ShapeError, match="empty"):
+        np.pad(ad.Tensor(np.ones((0, 2))), 1, mode="edge")        # numpy: ValueError, cannot extend an empty axis
+    np.testing.assert_array_equal(np.pad(ad.Tensor(np.ones((0, 2))), ((0, 0), (1, 1)), mode="wrap").value,
+                                  np.zeros((0, 4)))
+    with pytest.raises(ad.AutogradDagError, match="constant_values not supported with mode='edge'"):
+        np.pad(X, 1, mode="edge", constant_values=2.0)
+    with pytest.raises(ad.AutogradDagError, match="reflect_type='odd'"):
+        np.pad(X, 1, mode="reflect", reflect_type="odd")
+
+
+def test_concatenate_axis_none_flattens_as_numpy():
+    """concatenate(..., axis=None) raised 'axis None is out of range'."""
+    a, b = np.arange(4.0).reshape(2, 2), np.array(7.0)
+    got = np.concatenate([ad.Tensor(a, requires_grad=True), ad.Tensor(b), [8, 9]], axis=None)
+    np.testing.assert_array_equal(got.value, [0.0, 1.0, 2.0, 3.0, 7.0, 8.0, 9.0])
+    assert got.value.dtype == np.concatenate([a, b, [8, 9]], axis=None).dtype
+    np.testing.assert_array_equal(ad.grad(lambda t: ad.sum(ad.concatenate([t, t], axis=None) * np.arange(8.0)))(a),
+                                  [[4.0, 6.0], [8.0, 10.0]])
+
+# ------------------------------------------------- median and the nan-reductions
+
+NAN_FUNCTIONS = ["median", "nansum", "nanmean", "nanmax", "nanmin"]
+
+
+@pytest.mark.parametrize("name", NAN_FUNCTIONS)
+def test_median_and_nan_reductions_match_numpy(name):
+    """np.median, np.nansum, np.nanmean, np.nanmax, np.nanmin on a Tensor requiring a gradient raised
+    NotDifferentiableError. Values, shapes and dtypes are numpy's, NaN included, on every axis form."""
+    x = np.random.default_rng(1).standard_normal((3, 4, 5))
+    x[0, 1, 2] = np.nan
+    x[2, :, 3] = np.nan           # an all-NaN slice along axis 1
+    for axis in (None, 0, 1, -1, (0, 2), (2, 0, 1)):
+        for keepdims in (False, True):
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                want = getattr(np, name)(x, axis=axis, keepdims=keepdims)
+            got = getattr(np, name)(ad.Tensor(x, requires_grad=True), axis=axis, keepdims=keepdims).value
+            assert got.shape == want.shape and got.dtype == want.dtype, (axis, keepdims)
+            np.testing.assert_allclose(got, want, rtol=1e-14, equal_nan=True)
+    for v in (np.array([3, 1, 2, 2], np.int32), np.array([1.0, 2.5, 3.0], np.float32), np.arange(6).reshape(2, 3)):
+        got, want = getattr(np, name)(ad.Tensor(v)).value, getattr(np, name)(v)
+        assert got.dtype == want.dtype and got == want
+
+
+@pytest.mark.parametrize("name", NAN_FUNCTIONS)
+def test_nan_entries_get_zero_derivative_and_numbers_their_own(name):
+    x = np.array([[1.0, np.nan, 3.0, -2.0], [np.nan, np.nan, np.nan, np.nan], [0.5, 4.0, np.nan, 2.0]])
+    f = getattr(ad, name)
+    g = ad.grad(lambda t: ad.sum(f(t, axis=1) * np.array([1.0, 2.0, 3.0])))(x)
+    # The numbers of each row by hand (median's NaN rows are NaN with derivative 0).
+    expected = {
+        "median": [[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]],
+        "nansum": [[1, 0, 1, 1], [0, 0, 0, 0], [3, 3, 0, 3]],
+        "nanmean": [[1 / 3, 0, 1 / 3, 1 / 3], [0, 0, 0, 0], [1, 1, 0, 1]],
+        "nanmax": [[0, 0, 1, 0], [0, 0, 0, 0], [0, 3, 0, 0]],
+        "nanmin": [[0, 0, 0, 1], [0, 0, 0, 0], [3, 0, 0, 0]],
+    }[name]
+    np.testing.assert_allclose(g, expected, rtol=1e-15, atol=0)
+    _, tangent = ad.jvp(lambda t: f(t, axis=1), (x,), (np.ones_like(x),))
+    np.testing.assert_allclose(tangent, np.sum(expected / np.array([[1.0], [2.0], [3.0]]), axis=1), rtol=1e-15)
+    # On the numbers the derivative is the finite-difference one (NaN entries held fixed).
+    numbers = ~np.isnan(x)
+
+    def on_numbers(v):
+        return f(ad.where(numbers, ad.Tensor(np.zeros(12)).reshape(3, 4) + 0.0, x) + ad.where(numbers, 1.0, 0.0) * v,
+                 axis=1)
+    if name != "median":
+        ad.check_grads(lambda v: ad.nan_to_num(on_numbers(v)), (np.where(numbers, x, 0.0),), order=1)
+    np.testing.assert_array_equal(ad.grad(lambda t: ad.sum(ad.jit(lambda u: f(u, axis=1))(t)
+                                                           * np.array([1.0, 2.0, 3.0])))(x), g)
+
+
+def test_median_derivative_at_ties_follows_the_stable_sort_and_averages_an_even_count():
+    # Odd count, a tie at the middle: the stable sort orders 1.0, 2.0 (index 1), 2.0 (index 2), 5.0, 9.0,
+    # so the middle slot is the second 2.0's.
+    np.testing.assert_array_equal(ad.grad(ad.median)(np.array([5.0, 2.0, 2.0, 9.0, 1.0])), [0, 0, 1, 0, 0])
+    # Even count: half to each of the two middle entries, ties as the sort orders them.
+    np.testing.assert_array_equal(ad.grad(ad.median)(np.array([4.0, 1.0, 3.0, 2.0])), [0, 0, 0.5, 0.5])
+    np.testing.assert_array_equal(ad.grad(ad.median)(np.array([2.0, 2.0, 2.0, 2.0])), [0, 0.5, 0.5, 0])
+    ad.check_grads(lambda t: np.median(t, axis=(0, 2)) ** 2, (np.random.default_rng(3).standard_normal((2, 3, 4)),),
+                   order=2)
+    batched = ad.vmap(lambda t: np.median(t))(np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]]))
+    np.testing.assert_array_equal(batched, [2.0, 4.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert np.isnan(np.median(ad.Tensor(np.ones((0, 3))), axis=0).value).all()
+
+
+def test_median_and_nan_reductions_refuse_out_and_empty_nanmax():
+    t = ad.Tensor(np.ones((2, 3)))
+    with pytest.raises(ad.AutogradDagError, match="out= not supported"):
+        np.median(t, 0, np.zeros(3))
+    with pytest.raises(ad.AutogradDagError, match="out= not supported"):
+        np.nansum(t, 0, None, np.zeros(3))
+    with pytest.raises(ad.ShapeError):
+        np.nanmax(ad.Tensor(np.ones((0, 3))), axis=0)        # numpy: ValueError, no identity
+    np.testing.assert_array_equal(np.nanmax(t, 1, None, True).value, np.ones((2, 1)))   # (axis, out, keepdims)
+    np.testing.assert_array_equal(np.nanmean(t, 0, np.float32).value, np.ones(3, np.float32))

@@ -215,6 +215,20 @@ def test_empty_batches_and_out_of_range_out_axes():
     np.testing.assert_allclose(ad.vmap(lambda x: x * 2.0, out_axes=-1)(XS), 2.0 * XS.T)
 
 
+def test_empty_batches_through_folded_and_looping_rules():
+    # A size-0 batch through a rule that folds the batch into N (max_pool2d, conv2d) divided by
+    # zero (ZeroDivisionError); through the loop (conv2d with per-example weights) it stacked
+    # no results (ShapeError). numpy's empty results: shape (0,) + one example's.
+    x = np.zeros((0, 1, 2, 4, 4))
+    assert ad.vmap(lambda a: ad.max_pool2d(a, 2))(x).shape == (0, 1, 2, 2, 2)
+    assert ad.vmap(lambda a, w: ad.conv2d(a, w), (0, None))(x, np.ones((3, 2, 3, 3))).shape == (0, 1, 3, 2, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the loop's one-time warning)
+        assert ad.vmap(lambda a, w: ad.conv2d(a, w))(x, np.ones((0, 3, 2, 3, 3))).shape == (0, 1, 3, 2, 2)
+    g = ad.vmap(ad.grad(lambda a: ad.sum(ad.max_pool2d(a, 2))))(x)
+    assert g.shape == x.shape and g.dtype == np.float64
+
+
 def test_jacobian_and_hessian_of_a_tensor_carry_its_gradient_to_backward():
     # On a Tensor requiring a gradient, grad returns a recorded Tensor; the Jacobian (vmap of
     # the VJP) came back as numbers, so a loss using it silently lost that part of w.grad.
@@ -229,3 +243,22 @@ def test_jacobian_and_hessian_of_a_tensor_carry_its_gradient_to_backward():
     np.testing.assert_allclose(w.grad.value, 24 * x, rtol=1e-12)
     # On numbers, a Jacobian stays numbers.
     assert isinstance(ad.jacobian(lambda a: ad.sin(a) * a)(x), np.ndarray)
+
+
+def test_empty_batches_of_matrix_factorizations_and_shared_dropout_seeds():
+    # eigh and svd packed their factors with reshape(..., -1), undetermined for an empty stack
+    # (ValueError); an empty batch was recorded on zeros, singular for inv and solve; a seed shared
+    # by all examples read x[0] of an empty batch. numpy's empty results: (0,) + one example's shape.
+    a = np.zeros((0, 3, 3))
+    w, v = ad.linalg.eigh(ad.Tensor(a))
+    assert (w.shape, v.shape) == tuple(x.shape for x in np.linalg.eigh(a))
+    assert ad.vmap(ad.linalg.eigvalsh)(a).shape == (0, 3)
+    assert ad.vmap(lambda m: ad.linalg.svd(m, compute_uv=False))(a[..., :2]).shape == (0, 2)
+    assert ad.vmap(ad.linalg.inv)(a).shape == (0, 3, 3)
+    assert ad.vmap(ad.linalg.solve, (0, None))(a, np.ones(3)).shape == (0, 3)
+    from autograd_dag.primitives.random import dropout_mask
+    assert ad.vmap(lambda x: dropout_mask(x, 7, 0.5))(np.zeros((0, 4))).shape == (0, 4)
+    # The shared seed still gives every example the one mask f gives an example.
+    xs = np.ones((3, 6))
+    np.testing.assert_array_equal(ad.vmap(lambda x: x * dropout_mask(x, 7, 0.5))(xs),
+                                  np.stack([dropout_mask(np.ones(6), 7, 0.5).value] * 3))

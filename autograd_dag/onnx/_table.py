@@ -390,6 +390,13 @@ def _mod(b, node, args):
     return b.op("Where", [flip, b.op("Add", [r, y]), r], hint=_hint(node))
 
 
+@rule("fmod")
+def _fmod(b, node, args):
+    x, y = _all_as(b, args, node.dtype)
+    # ONNX's fmod=1 is C's fmod, numpy's for floats and integers alike.
+    return b.op("Mod", [x, y], fmod=1, hint=_hint(node))
+
+
 @rule("fmax", "fmin")
 def _fextremum(b, node, args):
     x, y = _all_as(b, args, node.dtype)

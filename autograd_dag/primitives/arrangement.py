@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core import Tensor, parameter, traced
 from ..errors import ShapeError
-from .elementwise import add, multiply, subtract, where
+from .elementwise import add, astype, multiply, subtract, where
 from .arrays import split
 from .indexing import concatenate, getitem, index_add, stack
 from .linalg import matmul
@@ -285,6 +285,27 @@ def _moved_last(x, axis: int, name: str):
     return transpose(x, order)
 
 
+def linalg_cross(x1, x2, axis: int = -1) -> Tensor:
+    """Cross product of 3-vectors along ``axis``, as ``np.linalg.cross`` (numpy 2).
+
+    Unlike :func:`cross` (``np.cross``), 2-vectors are refused, as numpy refuses them.
+    Shapes: (..., 3), (..., 3) -> (..., 3) with the batch axes broadcast.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> ad.linalg.cross(ad.Tensor([1.0, 0.0, 0.0]), ad.Tensor([0.0, 1.0, 0.0])).value
+        array([0., 0., 1.])
+    """
+    sa, sb = _shape(x1), _shape(x2)
+    ax = axis if isinstance(axis, (int, np.integer)) else None
+    na = sa[normalize_axis("cross", ax, len(sa))] if sa and ax is not None else None
+    nb = sb[normalize_axis("cross", ax, len(sb))] if sb and ax is not None else None
+    if na != 3 or nb != 3:
+        raise ShapeError(f"linalg.cross: Expect: 3-dimensional vectors along axis {axis!r}. "
+                         f"Actual: shapes {fmt(sa)} and {fmt(sb)}")
+    return cross(x1, x2, axis=axis)
+
+
 def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None) -> Tensor:
     """Cross product of 3-vectors (or the z component for 2-vectors), as ``np.cross``.
 
@@ -533,6 +554,10 @@ def gradient(f, *varargs, axis=None, edge_order: int = 1):
                              "Actual: an array")
     if edge_order not in (1, 2):
         raise ShapeError(f"gradient: Expect: edge_order 1 or 2. Actual: {edge_order!r}")
+    if (f.dtype if isinstance(f, (Tensor, np.ndarray)) else np.asarray(f).dtype).kind in "iu":
+        # numpy differences integer samples in float64: in their own type they wrap
+        # (uint8 100 - 200 is 156).
+        f = astype(f, np.float64)
     outs = []
     for ax, h in zip(axes, spacing):
         n = shape[ax]

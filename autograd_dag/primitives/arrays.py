@@ -26,7 +26,7 @@ import numpy as np
 from ..core import Tensor, apply, concrete
 from ..errors import AutogradDagError, ShapeError
 from .elementwise import astype, multiply, where
-from .indexing import getitem, take
+from .indexing import concatenate, getitem, take
 from .linalg import matmul
 from .reductions import _ndim
 from .batch import shift_axis
@@ -66,16 +66,58 @@ PAD = defprim(
     shape=lambda x, *, pad_width, value: (tuple(d + b + a for d, (b, a) in zip(x.shape, pad_width)), x.dtype), batch=_pad_batch)
 
 
-def pad(x, pad_width, mode: str = "constant", constant_values=0.0) -> Tensor:
-    """x surrounded by ``constant_values`` (numpy's ``mode='constant'``; no other mode).
+def _pad_source(n: int, before: int, after: int, mode: str) -> np.ndarray:
+    """For each position of the padded axis (-before .. n + after - 1), the entry of x it copies.
+
+    numpy extends an axis periodically in these modes, also when a width exceeds n:
+    'wrap' with period n, 'symmetric' (edge repeated) with period 2n, 'reflect' (edge
+    not repeated) with period 2n - 2.
+    """
+    p = np.arange(-before, n + after)
+    if mode == "edge":
+        return np.clip(p, 0, n - 1)
+    if mode == "wrap":
+        return p % n
+    if mode == "symmetric":
+        q = p % (2 * n)
+        return np.where(q < n, q, 2 * n - 1 - q)
+    if n == 1:                                   # reflect of one entry repeats it
+        return np.zeros_like(p)
+    q = p % (2 * n - 2)
+    return np.where(q < n, q, 2 * n - 2 - q)
+
+
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
+
+
+def pad(x, pad_width, mode: str = "constant", constant_values=0.0, reflect_type: str = "even") -> Tensor:
+    """x padded as ``np.pad`` does, in modes 'constant', 'edge', 'reflect', 'symmetric' and 'wrap'.
 
     ``pad_width`` is as numpy's: an int, a pair (before, after), or one pair per
-    axis. The derivative with respect to x is the slice that undoes the padding.
+    axis. 'constant' surrounds x with ``constant_values`` (one primitive; the
+    derivative is the slice that undoes the padding). The other modes copy
+    entries of x, axis after axis as numpy does: the copied entries are gathered
+    with ``take`` and joined to x with ``concatenate``, so an entry copied k times
+    gets k cotangents summed. 'edge' repeats the end entries, 'wrap' continues
+    periodically, 'symmetric' mirrors with the edge repeated ([1, 2, 3] ->
+    [2, 1 | 1, 2, 3 | 3, 2]) and 'reflect' without it ([3, 2 | 1, 2, 3 | 2, 1]);
+    widths larger than the axis continue the pattern, as in numpy.
     Shapes: (d0, ...) -> (d0 + before0 + after0, ...).
-    Example: ``ad.pad(ad.Tensor([1., 2.]), 1).value`` is ``[0., 1., 2., 0.]``.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.pad(ad.Tensor([1., 2.]), 1).value
+        array([0., 1., 2., 0.])
+        >>> np.pad(ad.Tensor([1., 2., 3.]), (2, 1), mode="reflect").value
+        array([3., 2., 1., 2., 3., 2.])
+        >>> ad.grad(lambda t: ad.sum(ad.pad(t, 2, "edge")))(np.array([1., 2., 3.]))
+        array([3., 1., 3.])
     """
-    if mode != "constant":
-        raise AutogradDagError(f"pad: mode={mode!r} is not supported on Tensors (only 'constant')")
+    if mode not in _PAD_MODES:
+        raise AutogradDagError(f"pad: mode={mode!r} is not supported on Tensors (modes: "
+                               f"{', '.join(map(repr, _PAD_MODES))})")
+    if reflect_type != "even":
+        raise AutogradDagError(f"pad: reflect_type={reflect_type!r} is not supported on Tensors (only 'even')")
     if isinstance(constant_values, Tensor) or np.ndim(constant_values) != 0:
         raise AutogradDagError("pad: constant_values must be one number (a constant) on Tensors")
     ndim = _ndim(x)
@@ -90,7 +132,21 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0.0) -> Tensor:
     if (widths < 0).any():
         raise ShapeError(f"pad: Expect: non-negative pad widths. Actual: {pad_width!r}")
     pairs = tuple((int(b), int(a)) for b, a in widths)
-    return apply(PAD, x, pad_width=pairs, value=float(constant_values))
+    if mode == "constant":
+        return apply(PAD, x, pad_width=pairs, value=float(constant_values))
+    shape = tuple(x.shape) if isinstance(x, Tensor) else np.shape(x)
+    for axis, (before, after) in enumerate(pairs):
+        n = shape[axis]
+        if before == after == 0:
+            continue
+        if n == 0:
+            raise ShapeError(f"pad: Expect: a non-empty axis to extend in mode {mode!r} (numpy's rule). "
+                             f"Actual: axis {axis} of shape {fmt(shape)} is empty")
+        source = _pad_source(n, before, after, mode)
+        parts = ([take(x, source[:before], axis)] if before else []) + [x] + (
+            [take(x, source[before + n:], axis)] if after else [])
+        x = concatenate(parts, axis)
+    return x if isinstance(x, Tensor) else Tensor(x)
 
 # ------------------------------------------------------------------- flip
 

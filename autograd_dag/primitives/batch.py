@@ -83,12 +83,14 @@ def merge_batch(*merged: int):
         if any(b for i, b in enumerate(batched) if i not in merged):
             return NotImplemented
         size = batch_size(args, batched)
-        folded = []
+        folded, n = [], None
         for i, (a, b) in enumerate(zip(args, batched)):
             if i in merged:
                 a = a if b else materialize(a, size)
-                a = reshape(a, (size * a.shape[1],) + tuple(a.shape[2:]))
+                n = a.shape[1]  # each example's N: the result's first axis too
+                a = reshape(a, (size * n,) + tuple(a.shape[2:]))
             folded.append(a)
         out = apply(prim, *folded, **params)
-        return reshape(out, (size, out.shape[0] // size) + tuple(out.shape[1:]))
+        # (Not out.shape[0] // size: an empty batch divided by zero.)
+        return reshape(out, (size, n) + tuple(out.shape[1:]))
     return rule

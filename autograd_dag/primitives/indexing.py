@@ -340,15 +340,20 @@ def _ndim_of(x) -> int:
     return x.ndim if isinstance(x, (Tensor, np.ndarray)) else np.ndim(x)
 
 
-def concatenate(xs, axis: int = 0) -> Tensor:
+def concatenate(xs, axis: int | None = 0) -> Tensor:
     """Join tensors along an existing axis, as ``np.concatenate``.
 
-    Shapes: (..., a_i, ...) for each i -> (..., sum a_i, ...).
-    Example: ``ad.concatenate([ad.Tensor(np.ones((2, 3))), ad.Tensor(np.zeros((1, 3)))]).shape == (3, 3)``.
+    ``axis=None`` flattens every operand first (any shapes, 0-d too), as numpy.
+    Shapes: (..., a_i, ...) for each i -> (..., sum a_i, ...); with axis=None,
+    (*s_i) for each i -> (sum of the sizes,).
+    Example: ``ad.concatenate([ad.Tensor(np.ones((2, 3))), ad.Tensor(np.zeros((1, 3)))]).shape == (3, 3)``;
+    ``ad.concatenate([ad.Tensor(np.ones((2, 2))), ad.Tensor(5.0)], axis=None).shape == (5,)``.
     """
     xs = list(xs)
     if not xs:
         raise ShapeError("concatenate: Expect: at least one operand. Actual: none")
+    if axis is None:
+        xs, axis = [reshape(x, (-1,)) for x in xs], 0
     ndim = _ndim_of(xs[0])
     if ndim == 0:
         raise ShapeError("concatenate: Expect: operands with at least one axis. Actual: a 0-d operand")

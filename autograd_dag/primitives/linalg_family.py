@@ -26,7 +26,11 @@ Conventions, documented where they matter:
 * ``eigh`` is differentiable where the eigenvalues are distinct; the
   eigenvector terms of two equal eigenvalues are taken as zero (so that a
   function of the eigenvalues alone still gets its correct gradient at a
-  degenerate point); the eigenvectors themselves are not unique there.
+  degenerate point); the eigenvectors themselves are not unique there. Second
+  derivatives need distinct eigenvalues even for a function of the eigenvalues
+  alone: at a repeated one the eigenvalues have only one-sided derivatives (the
+  Hessian of Σ λᵢ³ at A = I comes out wrong, by up to 4 on a 3×3), and no local
+  rule can recover the limit.
 * ``svd`` likewise needs distinct, non-zero singular values for the factor
   derivatives; the singular values alone (``compute_uv=False``, ``norm``) are
   differentiable wherever they are distinct. ``full_matrices=True`` on a
@@ -41,21 +45,45 @@ Conventions, documented where they matter:
 from __future__ import annotations
 
 import builtins
+from typing import NamedTuple
 
 import numpy as np
 
-from ..core import Tensor, apply, parameter
+from ..core import Tensor, apply, parameter, traced
 from ..errors import NotDifferentiableError, ShapeError
-from .elementwise import (abs, add, astype, divide, greater, multiply, negative, not_equal, power, sqrt,
+from .elementwise import (abs, add, astype, divide, equal, greater, multiply, negative, not_equal, power, sqrt,
                           subtract, where)
 from .indexing import concatenate, getitem, stack
 from .linalg import matmul
-from .numeric import norm as vector_or_frobenius_norm
+from .numeric import _inexact, norm as vector_or_frobenius_norm
 from .reductions import max, min
 from .batch import lift_rank
 from .registry import defprim
 from .shapes import fmt, normalize_axis
 from .structure import broadcast_to, reshape, sum, sum_to_shape, swapaxes, transpose
+
+
+# numpy 2's result types (numpy.linalg returns these named tuples): same names and fields, so
+# ``np.linalg.eigh(t).eigenvalues`` reads as on arrays, and unpacking as a tuple still works.
+class EighResult(NamedTuple):
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class SVDResult(NamedTuple):
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+class QRResult(NamedTuple):
+    Q: Tensor
+    R: Tensor
+
+
+class SlogdetResult(NamedTuple):
+    sign: Tensor
+    logabsdet: Tensor
 
 
 def _T(x):
@@ -141,7 +169,7 @@ def _diag_matrix(v):
 
 def _pack(parts, batch):
     """Factors (each (*batch, *core)) flattened and joined along one last axis."""
-    return concatenate([reshape(p, tuple(batch) + (-1,)) for p in parts], -1)
+    return concatenate([reshape(p, tuple(batch) + (_core_size(p.shape, batch),)) for p in parts], -1)
 
 
 def _unpack(packed, batch, cores):
@@ -158,7 +186,12 @@ def _unpack(packed, batch, cores):
 
 
 def _np_pack(arrays, batch):
-    return np.concatenate([np.reshape(a, tuple(batch) + (-1,)) for a in arrays], axis=-1)
+    return np.concatenate([np.reshape(a, tuple(batch) + (_core_size(a.shape, batch),)) for a in arrays], axis=-1)
+
+
+def _core_size(shape, batch) -> int:
+    # Not -1 in the reshape: an empty stack of matrices (a batch axis of 0) leaves it undetermined.
+    return int(np.prod(shape[len(tuple(batch)):], dtype=np.int64))
 
 # ------------------------------------------------------------------ inv
 
@@ -340,11 +373,12 @@ SLOGDET_SIGN = defprim("slogdet_sign", lambda a: np.asarray(np.linalg.slogdet(a)
                        batch=_stacked_batch)
 
 
-def slogdet(a) -> tuple[Tensor, Tensor]:
+def slogdet(a) -> SlogdetResult:
     """``(sign, log|det a|)`` (batched), as ``np.linalg.slogdet``.
 
     Two primitives: ``slogdet_sign`` (piecewise constant, no derivative) and
-    ``logabsdet`` (derivative A⁻ᵀ, like log det). Returns a plain tuple.
+    ``logabsdet`` (derivative A⁻ᵀ, like log det). Returns numpy 2's named tuple
+    ``SlogdetResult(sign, logabsdet)``.
     Shapes: (..., n, n) -> ((...), (...)).
 
     Example:
@@ -352,9 +386,11 @@ def slogdet(a) -> tuple[Tensor, Tensor]:
         >>> sign, logdet = ad.linalg.slogdet(ad.Tensor([[-2.0, 0.0], [0.0, 1.0]]))
         >>> float(sign.value), round(float(logdet.value), 6)
         (-1.0, 0.693147)
+        >>> round(float(ad.linalg.slogdet(ad.Tensor([[2.0]])).logabsdet.value), 6)
+        0.693147
     """
     _require_matrix("slogdet", _shape_of(a), square=True)
-    return apply(SLOGDET_SIGN, a), apply(LOGABSDET, a)
+    return SlogdetResult(apply(SLOGDET_SIGN, a), apply(LOGABSDET, a))
 
 # ------------------------------------------------------------- cholesky
 
@@ -462,14 +498,16 @@ EIGH = defprim("eigh", _eigh_impl, vjp=_eigh_vjp, jvp=_eigh_jvp, shape=_eigh_rul
                batch=_stacked_batch)
 
 
-def eigh(a, UPLO: str = "L") -> tuple[Tensor, Tensor]:
+def eigh(a, UPLO: str = "L") -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of a symmetric matrix (batched), as ``np.linalg.eigh``.
 
-    Returns a plain tuple ``(w, v)`` with a = v diag(w) vᵀ. One primitive
+    Returns numpy 2's named tuple ``EighResult(eigenvalues, eigenvectors)``,
+    ``(w, v)`` with a = v diag(w) vᵀ. One primitive
     computes both (packed, see the module docstring). Only the lower triangle is
     read (``UPLO='L'``; ``'U'`` reads the upper one, by transposing).
-    Degenerate eigenvalues: the derivative is exact for functions of the
-    eigenvalues; eigenvector derivatives need distinct eigenvalues (the
+    Degenerate eigenvalues: the first derivative is exact for functions of the
+    eigenvalues (second derivatives need distinct ones, see the module notes);
+    eigenvector derivatives need distinct eigenvalues (the
     eigenvectors of a repeated eigenvalue are not unique; their coupling term is
     taken as zero).
     Shapes: (..., n, n) -> ((..., n), (..., n, n)).
@@ -479,6 +517,8 @@ def eigh(a, UPLO: str = "L") -> tuple[Tensor, Tensor]:
         >>> w, v = ad.linalg.eigh(ad.Tensor([[2.0, 0.0], [0.0, 1.0]]))
         >>> w.value
         array([1., 2.])
+        >>> np.linalg.eigh(ad.Tensor([[2.0, 0.0], [0.0, 1.0]])).eigenvalues.value
+        array([1., 2.])
     """
     shape = _shape_of(a)
     _require_matrix("eigh", shape, square=True)
@@ -487,8 +527,7 @@ def eigh(a, UPLO: str = "L") -> tuple[Tensor, Tensor]:
     if UPLO == "U":
         a = _T(a)
     n = shape[-1]
-    w, v = _eigh_parts(apply(EIGH, a), n)
-    return w, v
+    return EighResult(*_eigh_parts(apply(EIGH, a), n))
 
 # ------------------------------------------------------------------ svd
 
@@ -580,7 +619,7 @@ SVD = defprim("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, shape=_svd_rule,
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
     """Singular value decomposition a = u diag(s) vh (batched), as ``np.linalg.svd``.
 
-    Returns ``(u, s, vh)`` (a plain tuple), or ``s`` alone with
+    Returns numpy 2's named tuple ``SVDResult(U, S, Vh)``, or ``s`` alone with
     ``compute_uv=False``. One primitive computes the three factors (packed, see
     the module docstring). Derivatives of u and vh need distinct non-zero
     singular values; the singular values alone are differentiable wherever they
@@ -594,6 +633,8 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
         >>> import numpy as np, autograd_dag as ad
         >>> ad.linalg.svd(ad.Tensor([[3.0, 0.0], [0.0, -2.0]]), compute_uv=False).value
         array([3., 2.])
+        >>> ad.linalg.svd(ad.Tensor([[3.0, 0.0], [0.0, -2.0]])).S.value
+        array([3., 2.])
     """
     shape = _shape_of(a)
     _require_matrix("svd", shape)
@@ -602,7 +643,7 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     m, n = shape[-2:]
     full = bool(full_matrices) and compute_uv and m != n
     u, s, vh = _svd_parts(apply(SVD, a, full_matrices=full), m, n, full)
-    return (u, s, vh) if compute_uv else s
+    return SVDResult(u, s, vh) if compute_uv else s
 
 
 def svdvals(a) -> Tensor:
@@ -701,7 +742,8 @@ QR = defprim("qr", _qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, shape=_qr_rule,
 def qr(a, mode: str = "reduced"):
     """QR decomposition a = q r with q orthonormal columns and r upper triangular (batched).
 
-    As ``np.linalg.qr``: mode 'reduced' (default) returns ``(q, r)`` with
+    As ``np.linalg.qr``: mode 'reduced' (default) returns numpy 2's named tuple
+    ``QRResult(Q, R)``, ``(q, r)`` with
     q (..., m, k), r (..., k, n), k = min(m, n); 'r' returns r alone;
     'complete' is accepted where it equals 'reduced' (m <= n). One primitive
     computes both factors (packed). Differentiable where the leading k×k block
@@ -712,6 +754,8 @@ def qr(a, mode: str = "reduced"):
         >>> q, r = ad.linalg.qr(ad.Tensor([[3.0, 1.0], [4.0, 2.0]]))
         >>> np.allclose((q @ r).value, [[3.0, 1.0], [4.0, 2.0]])
         True
+        >>> np.linalg.qr(ad.Tensor([[3.0, 1.0], [4.0, 2.0]])).R.shape
+        (2, 2)
     """
     shape = _shape_of(a)
     _require_matrix("qr", shape)
@@ -720,7 +764,7 @@ def qr(a, mode: str = "reduced"):
         raise ShapeError(f"qr: Expect: mode 'reduced', 'r', or 'complete' for a matrix with m <= n. "
                          f"Actual: mode={mode!r} for shape {fmt(shape)}")
     q, r = _unpack(apply(QR, a), tuple(shape[:-2]), _qr_cores(m, n))
-    return r if mode == "r" else (q, r)
+    return r if mode == "r" else QRResult(q, r)
 
 # ----------------------------------------------------------------- pinv
 
@@ -818,8 +862,8 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
     2 / -2 (largest / smallest singular value), 1 / -1 (max / min column sum of
     |x|), inf / -inf (max / min row sum). With ``ord=None`` and ``axis=None``
     any operand gets the 2-norm of its flattened entries, as numpy.
-    Derivatives: |x|'(0) = 0; max/min split ties evenly; the Euclidean norm at
-    0 has no derivative (NaN), as √ at 0.
+    Derivatives: |x|'(0) = 0; max/min split ties evenly; a vector p-norm (p >= 1)
+    of a zero slice has gradient 0 (a subgradient).
     Shapes: (*s) -> s without the normed axes (kept as 1 with ``keepdims``).
 
     Example:
@@ -831,6 +875,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
     """
     if isinstance(x, (list, tuple)) and any(isinstance(v, Tensor) for v in x):
         x = stack(list(x))      # numpy would convert the list, losing the derivatives
+    x = _inexact(x)             # the matrix norms' |x| sums would wrap in an integer type
     shape = _shape_of(x)
     nd = len(shape)
     matrix_axes = (tuple(range(nd)) if axis is None and nd == 2 and ord is not None
@@ -885,7 +930,7 @@ def matrix_power(a, n: int) -> Tensor:
     """a raised to the integer power n by repeated squaring (batched), as ``np.linalg.matrix_power``.
 
     A composite of matmul (and inv for n < 0); n = 0 gives the identity
-    (derivative zero). Shapes: (..., m, m) -> (..., m, m).
+    (derivative zero) in a's dtype, integer too, as numpy. Shapes: (..., m, m) -> (..., m, m).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -899,7 +944,11 @@ def matrix_power(a, n: int) -> Tensor:
         raise ShapeError(f"matrix_power: Expect: an integer exponent. Actual: {n!r}")
     n = int(n)
     if n == 0:
-        return add(multiply(a, 0.0), _eye(shape[-1], _float_dtype(_dtype_of(a))))
+        dtype = _dtype_of(a)
+        if not np.issubdtype(dtype, np.inexact):
+            # numpy's identity keeps an integer or boolean a's dtype (a * 0.0 made it float64).
+            return astype(add(multiply(a, 0), _eye(shape[-1], dtype)), dtype)
+        return add(multiply(a, 0.0), _eye(shape[-1], _float_dtype(dtype)))
     if n < 0:
         a, n = inv(a), -n
     result, base = None, a
@@ -946,7 +995,8 @@ def _diagonal(x, offset: int = 0) -> Tensor:
 def eigvalsh(a, UPLO: str = "L") -> Tensor:
     """The eigenvalues (ascending) of a symmetric matrix, batched, as ``np.linalg.eigvalsh``.
 
-    The first factor of :func:`eigh`; exact derivatives at repeated eigenvalues too.
+    The first factor of :func:`eigh`; exact first derivatives at repeated eigenvalues too
+    (second derivatives need distinct eigenvalues).
     Shapes: (..., n, n) -> (..., n).
 
     Example:
@@ -1005,6 +1055,13 @@ def multi_dot(arrays) -> Tensor:
     arrays = list(arrays)
     if len(arrays) < 2:
         raise ShapeError(f"multi_dot: Expect: at least two arrays. Actual: {len(arrays)}")
+    # As numpy: only the first and the last may be vectors; a vector in the middle, or a
+    # stack of matrices, would make a different product.
+    for i, x in enumerate(arrays):
+        nd = len(_shape_of(x))
+        if nd != 2 and not (nd == 1 and i in (0, len(arrays) - 1)):
+            raise ShapeError(f"multi_dot: Expect: 2-D arrays (the first and last may be 1-D). "
+                             f"Actual: array {i} of shape {fmt(_shape_of(x))}")
     out = arrays[0]
     for nxt in arrays[1:]:
         out = matmul(out, nxt)
@@ -1138,7 +1195,11 @@ def lstsq(a, b, rcond=None):
     x = pinv(a) b (the minimum-norm solution, differentiable where the rank is
     constant); residuals are the squared residual norms per column when a has
     full column rank and more rows than columns (else empty); rank is an int
-    (no derivative); s the singular values. Shapes: a (m, n), b (m,) or (m, k).
+    (no derivative); s the singular values. Inside ``jit``, ``trace`` or
+    ``vmap`` (a computed from their input) the rank is a recorded int64 Tensor
+    that follows the data, and the residuals of a tall a are NaN where numpy
+    would return none (a rank-deficient a).
+    Shapes: a (m, n), b (m,) or (m, k).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -1149,18 +1210,36 @@ def lstsq(a, b, rcond=None):
     sa, sb = _shape_of(a), _shape_of(b)
     if len(sa) != 2 or len(sb) not in (1, 2) or sb[0] != sa[0]:
         raise ShapeError(f"lstsq: Expect: a (m, n) and b (m,) or (m, k). Actual: a {fmt(sa)}, b {fmt(sb)}")
-    a_value = a.value if isinstance(a, Tensor) else np.asarray(a)
-    rank = int(np.linalg.matrix_rank(a_value, tol=None if rcond is None else
-                                     rcond * np.max(np.linalg.svd(a_value, compute_uv=False), initial=0.0)))
     pinv_a = pinv(a) if rcond is None else pinv(a, rcond=rcond)
     x = matmul(pinv_a, b)
     s = svdvals(a)
     m, n = sa
-    if rank == n and m > n:
+    if traced(a):
+        # Inside jit, trace or vmap, a's numbers are this call's only: the rank is
+        # recorded (it follows the data), and so is whether residuals exist, as NaN
+        # where numpy returns none (a rank-deficient a); reading the numbers here froze
+        # the first call's rank into every later call.
+        rank = _recorded_rank(s, m, n, rcond)
+    else:
+        a_value = a.value if isinstance(a, Tensor) else np.asarray(a)
+        rank = int(np.linalg.matrix_rank(a_value, tol=None if rcond is None else
+                                         rcond * np.max(np.linalg.svd(a_value, compute_uv=False), initial=0.0)))
+    if m > n and (isinstance(rank, Tensor) or rank == n):
         r = subtract(matmul(a, x), b)
         residuals = sum(multiply(r, r), 0)
         if len(sb) == 1:
             residuals = reshape(residuals, (1,))
+        if isinstance(rank, Tensor):
+            residuals = where(equal(rank, n), residuals, np.nan)
     else:
         residuals = Tensor(np.zeros((0,), dtype=_float_dtype(_dtype_of(a))))
     return x, residuals, rank, s
+
+
+def _recorded_rank(s, m, n, rcond):
+    """The number of singular values above numpy's lstsq tolerance, by recorded operations (an int64 Tensor)."""
+    if builtins.min(m, n) == 0:
+        return Tensor(np.zeros((), np.int64))
+    ratio = np.finfo(_float_dtype(s.dtype)).eps * builtins.max(m, n) if rcond is None else float(rcond)
+    kept = greater(s, multiply(max(s, -1, keepdims=True), ratio))
+    return sum(astype(kept, np.int64), -1)

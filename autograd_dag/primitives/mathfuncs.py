@@ -39,7 +39,7 @@ from ..core import Tensor, apply, parameter
 from ..inlined import operation
 from ..errors import AutogradDagError, ShapeError
 from .elementwise import (TIE_WEIGHTS, _elementwise, _tangent_sum, _unb, abs, add, astype, divide,
-                          equal, exp, greater, less, multiply, negative, sqrt, subtract, where)
+                          equal, exp, greater, less, multiply, negative, sin, sqrt, subtract, where)
 from .batch import elementwise as elementwise_batch
 from .registry import defprim
 from .shapes import broadcast
@@ -251,13 +251,11 @@ def exp2(x) -> Tensor:
 # ---------------------------------------------------- square, reciprocal
 
 
-def _reciprocal_impl(x):
-    # numpy's reciprocal of an integer is integer division (1 // x): 1/x is meant.
-    return np.reciprocal(x) if x.dtype.kind in "fc" else np.true_divide(1.0, x)
-
-
 SQUARE = _unary("square", np.square, lambda g, x, out: multiply(g, multiply(x, 2.0)))
-RECIPROCAL = _unary("reciprocal", _reciprocal_impl, lambda g, x, out: negative(multiply(g, square(out))))
+# numpy's reciprocal of an integer is C integer division (1 / 2 is 0, 1 / -1 is -1), an integer
+# result: kept as numpy gives it, since code written for arrays must get the same numbers
+# (integers have no derivative, so the rule below never sees them).
+RECIPROCAL = _unary("reciprocal", np.reciprocal, lambda g, x, out: negative(multiply(g, square(out))))
 
 
 @operation(SQUARE)
@@ -271,7 +269,11 @@ def square(x) -> Tensor:
 
 @operation(RECIPROCAL)
 def reciprocal(x) -> Tensor:
-    """1/x elementwise (integers give floats); reciprocal' = -1/x². Shapes: (*s) -> (*s).
+    """1/x elementwise; reciprocal' = -1/x². Shapes: (*s) -> (*s).
+
+    As ``np.reciprocal``: integers give numpy's integer result, truncated
+    (``ad.reciprocal(ad.Tensor([1, 2, -1])).value`` is ``[1, 0, -1]``, int64);
+    convert with ``x.astype(float)`` for 1/x.
 
     Example: ``ad.reciprocal(ad.Tensor([4.])).value`` is ``[.25]``.
     """
@@ -330,8 +332,14 @@ def round(x, decimals: int = 0) -> Tensor:  # noqa: A001 - numpy's name
 def rint(x) -> Tensor:
     """x rounded to the nearest integer (halves to even); derivative 0 everywhere. Shapes: (*s) -> (*s).
 
+    As ``np.rint`` (a float ufunc), integers and booleans give floats: float64 for int32/int64,
+    float16 for int8/uint8/bool (``np.round`` keeps their dtype).
+
     Example: ``ad.rint(ad.Tensor([0.5, 1.7])).value`` is ``[0., 2.]``.
     """
+    dtype = x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype
+    if not np.issubdtype(dtype, np.inexact):
+        x = astype(x, np.rint(np.zeros(0, dtype)).dtype)
     return apply(ROUND, x, decimals=0)
 
 
@@ -374,12 +382,27 @@ ARCTAN2 = _binary("arctan2", np.arctan2,
 HYPOT = _binary("hypot", np.hypot,
                 lambda g, x, y, out: divide(multiply(g, x), _safe_denominator(out)),
                 lambda g, x, y, out: divide(multiply(g, y), _safe_denominator(out)))
+
+
+def _log_sum(out):
+    """logaddexp's output for its derivative exp(x − out): −inf (both operands −inf) as +inf.
+
+    logaddexp(−inf, −inf) is −inf whatever finite step either operand takes, so its
+    derivative is 0; x − out would be −inf + inf = NaN (and 0 · NaN poisons a masked
+    loss). Against +inf, x − out is −inf: exp gives 0. The values are read only in a
+    sweep that records nothing: a recorded rule runs again on other values.
+    """
+    if type(out) is np.ndarray and not np.isneginf(out).any():
+        return out
+    return where(equal(out, -math.inf), math.inf, out)
+
+
 LOGADDEXP = _binary("logaddexp", np.logaddexp,
-                    lambda g, x, y, out: multiply(g, exp(subtract(x, out))),
-                    lambda g, x, y, out: multiply(g, exp(subtract(y, out))))
+                    lambda g, x, y, out: multiply(g, exp(subtract(x, _log_sum(out)))),
+                    lambda g, x, y, out: multiply(g, exp(subtract(y, _log_sum(out)))))
 LOGADDEXP2 = _binary("logaddexp2", np.logaddexp2,
-                     lambda g, x, y, out: multiply(g, exp2(subtract(x, out))),
-                     lambda g, x, y, out: multiply(g, exp2(subtract(y, out))))
+                     lambda g, x, y, out: multiply(g, exp2(subtract(x, _log_sum(out)))),
+                     lambda g, x, y, out: multiply(g, exp2(subtract(y, _log_sum(out)))))
 MOD = _binary("mod", np.mod,
               lambda g, x, y, out: g,
               lambda g, x, y, out: negative(multiply(g, floor(divide(x, y)))))
@@ -435,6 +458,60 @@ def mod(x, y) -> Tensor:
 
 remainder = mod
 
+# numpy's fmod is C's: the remainder has the sign of x (x - trunc(x/y)·y). A primitive, not a
+# composite: x - trunc(x/y)·y rounds differently from C's exact fmod for large quotients.
+FMOD = _binary("fmod", np.fmod,
+               lambda g, x, y, out: g,
+               lambda g, x, y, out: negative(multiply(g, trunc(divide(x, y)))))
+
+
+@operation(FMOD)
+def fmod(x, y) -> Tensor:
+    """x mod y with the sign of x (C's fmod, ``np.fmod``): x - trunc(x/y)·y; broadcasting.
+
+    Away from the jumps ∂/∂x = 1 and ∂/∂y = -trunc(x/y). Integers give numpy's
+    integer result. Shapes: (*a), (*b) -> broadcast(a, b).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.fmod(ad.Tensor([-7.0, 7.0]), 3.0).value      # ad.mod gives [2., 1.]
+        array([-1.,  1.])
+        >>> np.fmod(ad.Tensor([5.5]), -2.0).value
+        array([1.5])
+    """
+    return apply(FMOD, x, y)
+
+# ----------------------------------------------------------------- sinc
+
+# Below this |πx| sinc is its Taylor polynomial, so that every derivative at and near 0 is right
+# (sin(πx)/(πx) has a removable singularity: its recorded derivative would divide 0 by 0). The
+# first omitted term, (πx)^10/11!, is below 3e-28 there: the value equals numpy's to rounding.
+_SINC_SERIES_BELOW = 1e-2
+
+
+def sinc(x) -> Tensor:
+    """The normalised sinc, sin(πx)/(πx) with sinc(0) = 1, elementwise, as ``np.sinc``.
+
+    Differentiable everywhere (sinc'(0) = 0, sinc''(0) = -π²/3): a composite
+    that uses the Taylor polynomial to (πx)^8 for |πx| < 1e-2 and
+    sin(πx)/(πx) elsewhere. Integers give float64. Shapes: (*s) -> (*s).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.sinc(ad.Tensor([0.0, 0.5, 1.0])).value.round(6)
+        array([1.     , 0.63662, 0.     ])
+        >>> float(ad.grad(lambda t: ad.sinc(t))(1.0))      # (cos(π) - sinc(1)) / 1
+        -1.0
+    """
+    y = multiply(x, math.pi)
+    near_zero = less(abs(y), _SINC_SERIES_BELOW)
+    y2 = square(y)
+    # 1 - y²/3! + y⁴/5! - y⁶/7! + y⁸/9!, in Horner form.
+    series = add(1.0, multiply(y2, add(-1.0 / 6.0, multiply(y2, add(1.0 / 120.0, multiply(
+        y2, add(-1.0 / 5040.0, multiply(y2, 1.0 / 362880.0))))))))
+    safe = where(near_zero, 1.0, y)     # keeps the unused branch (and its derivative) finite at 0
+    return where(near_zero, series, divide(sin(safe), safe))
+
 # ------------------------------------------------------------ fmax, fmin
 
 
@@ -482,25 +559,35 @@ def fmin(x, y) -> Tensor:
 # ------------------------------------------------------------------ clip
 
 
+def _clip_masks(out, x, lo, hi):
+    """Where the derivative goes: (to x, to a_min, to a_max), boolean.
+
+    numpy's clip is min(max(x, a_min), a_max), so where a_min > a_max the result is
+    a_max whatever x is: the derivative goes to a_max alone there (a_min <= x and
+    x < a_min would send it to x or a_min, or to both bounds). Elsewhere x gets it
+    where a_min <= x <= a_max (bounds included: out == x exactly there).
+    """
+    crossed = greater(lo, hi)
+    return (where(crossed, False, equal(out, x)), where(crossed, False, less(x, lo)),
+            where(crossed, True, greater(x, hi)))
+
+
 def _clip_vjp_x(ct, out, x, lo, hi):
-    # out == x exactly where lo <= x <= hi: the bounds themselves pass the derivative to x.
-    return _unb(where(equal(out, x), ct, 0.0), x)
+    return _unb(where(_clip_masks(out, x, lo, hi)[0], ct, 0.0), x)
 
 
 def _clip_vjp_lo(ct, out, x, lo, hi):
-    return _unb(where(less(x, lo), ct, 0.0), lo)
+    return _unb(where(_clip_masks(out, x, lo, hi)[1], ct, 0.0), lo)
 
 
 def _clip_vjp_hi(ct, out, x, lo, hi):
-    return _unb(where(greater(x, hi), ct, 0.0), hi)
+    return _unb(where(_clip_masks(out, x, lo, hi)[2], ct, 0.0), hi)
 
 
 def _clip_jvp(t, out, x, lo, hi):
-    tx, tlo, thi = t
-    terms = [None if tx is None else where(equal(out, x), tx, 0.0),
-             None if tlo is None else where(less(x, lo), tlo, 0.0),
-             None if thi is None else where(greater(x, hi), thi, 0.0)]
-    return _tangent_sum(out, *terms)
+    masks = _clip_masks(out, x, lo, hi)
+    return _tangent_sum(out, *[None if tangent is None else where(mask, tangent, 0.0)
+                               for tangent, mask in zip(t, masks)])
 
 
 CLIP = defprim("clip", np.clip, vjp=(_clip_vjp_x, _clip_vjp_lo, _clip_vjp_hi), jvp=_clip_jvp,
@@ -511,7 +598,8 @@ def clip(x, a_min=None, a_max=None) -> Tensor:
     """x limited to [a_min, a_max] elementwise (None: no bound); bounds may be Tensors.
 
     The derivative goes to x where a_min <= x <= a_max (bounds included), to
-    a_min where x < a_min and to a_max where x > a_max; a_min <= a_max is assumed.
+    a_min where x < a_min and to a_max where x > a_max; where a_min > a_max the result
+    is a_max (as numpy's), and so is the derivative.
     Shapes: (*s), (*a), (*b) -> broadcast(s, a, b).
     Example: ``ad.clip(ad.Tensor([-2., 0.5, 3.]), 0., 1.).value`` is ``[0., .5, 1.]``; its gradient is ``[0., 1., 0.]``.
     """
@@ -630,5 +718,5 @@ __all__ = [
     "rad2deg", "radians", "degrees", "log1p", "expm1", "log2", "log10", "exp2", "square", "reciprocal",
     "floor", "ceil", "trunc", "round", "rint", "around", "fabs", "arctan2", "hypot", "logaddexp",
     "logaddexp2", "mod", "remainder", "fmax", "fmin", "clip", "nan_to_num", "isfinite", "isnan", "isinf",
-    "real", "imag", "conj", "conjugate",
+    "real", "imag", "conj", "conjugate", "fmod", "sinc",
 ]

@@ -4,7 +4,8 @@ Primitives: ``cumsum``, ``cumprod`` (each with a ``reverse`` direction, so
 that each is the other direction's transpose), ``prod``, ``norm`` (the 2-norm
 over any axes), ``sort``, ``argsort``, ``take_along_axis`` and its transpose
 ``put_along_axis_add``, ``argmin``, ``any`` and ``all``. ``std``, the other
-vector norms and ``diff`` are composites of primitives (exact, and as fast).
+vector norms, ``diff``, ``median`` and the NaN-ignoring ``nansum``, ``nanmean``,
+``nanmax`` and ``nanmin`` are composites of primitives (exact, and as fast).
 
 Conventions, fixed and tested exactly:
 
@@ -48,7 +49,7 @@ from ..core import Tensor, apply
 from ..errors import AutogradDagError, ShapeError
 from .elementwise import abs, add, astype, divide, equal, multiply, not_equal, power, subtract, where
 from .indexing import concatenate, getitem
-from .mathfuncs import _safe_denominator
+from .mathfuncs import _safe_denominator, isnan
 from .reductions import _argmax_batch, _float_dtype, _kept, _ndim, max, mean, min, one_hot_position
 from .batch import materialize, shift_axis
 from .registry import defprim
@@ -180,7 +181,9 @@ def _others_product(x, axis, out, keepdims):
     """∏_{j≠i} x_j along the reduced axes, for each i (no division: exact with zeros)."""
     if builtins.any(x.shape[a] == 0 for a in axis):
         return broadcast_to(np.ones((), x.dtype), x.shape)
-    if _bare_without_zeros(x):
+    if _bare_without_zeros(x) and _bare_without_zeros(out) and np.isfinite(out).all():
+        # Dividing the product by each entry is exact only while the product is neither
+        # underflowed to 0 nor overflowed to inf (then 0/x or inf/x, not the others' product).
         return divide(_kept(out, x.shape, axis, keepdims), x)
     if len(axis) == 1:
         a = axis[0]
@@ -246,6 +249,16 @@ NORM = defprim("norm", _norm_impl, vjp=_norm_vjp, jvp=_norm_jvp,
 _MATRIX_ORDS = ("nuc", 1, -1, 2, -2, math.inf, -math.inf)
 
 
+def _inexact(x):
+    """x with integer and boolean entries as float64, as ``np.linalg.norm`` converts them.
+
+    |x|, x**p and their sums in the operand's own integer type wrap (|-128| is
+    -128 in int8), so a norm computed there is silently wrong.
+    """
+    dtype = x.dtype if isinstance(x, (Tensor, np.ndarray)) else np.asarray(x).dtype
+    return x if dtype.kind in "fc" else astype(x, np.float64)
+
+
 def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A002 - numpy's name
     """Vector norms (ord 2, 1, ∞, -∞, 0 or any p) and the Frobenius norm, as ``np.linalg.norm``.
 
@@ -253,11 +266,12 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
     ``ord='fro'``; an int ``axis``: vector norms along it; a pair of axes: the
     Frobenius norm (``ord`` None or 'fro'). The other matrix norms (nuc, 1, 2, ∞
     of a matrix) are :func:`autograd_dag.linalg.norm`'s, which calls this one for the rest. Kinks: the 2-norm's and 1-norm's gradients at 0 are
-    0; the ∞-norm's splits among tied largest entries; ord 0 (the count of
+    0 (so are the other p-norms'); the ∞-norm's splits among tied largest entries; ord 0 (the count of
     nonzeros) has no derivative.
     Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
     Example: ``ad.norm(ad.Tensor([3., 4.])).value`` is ``5.0``; its gradient is ``[.6, .8]``.
     """
+    x = _inexact(x)
     ndim = _ndim(x)
     if axis is None:
         if ord is None or (ord == "fro" and ndim == 2):
@@ -296,7 +310,11 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
     if ord == 1:
         return sum(abs(x), axes, keepdims)
     p = float(ord)
-    return power(sum(power(abs(x), p), axes, keepdims), 1.0 / p)
+    total = sum(power(abs(x), p), axes, keepdims)
+    # A zero slice: norm 0 with gradient 0 (a subgradient, as the 2-norm's); total**(1/p)
+    # has an infinite derivative at 0, and ∞ · 0 from |x|**p gave NaN.
+    zero = equal(total, 0.0)
+    return where(zero, 0.0, power(where(zero, 1.0, total), 1.0 / p))
 
 # --------------------------------------------------------------- std, var
 
@@ -562,3 +580,139 @@ def all(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's
     Shapes: (*s) -> s without the reduced axes. Example: ``ad.all(ad.Tensor([0., 2.])).value`` is ``False``.
     """
     return apply(ALL, x, axis=normalize_axes("all", axis, _ndim(x)), keepdims=bool(keepdims))
+
+# ---------------------------------------------- median and the NaN-ignoring reductions
+
+
+def _shape(x) -> tuple[int, ...]:
+    return tuple(x.shape) if isinstance(x, Tensor) else np.shape(x)
+
+
+def _kept_shape(shape, axes) -> tuple[int, ...]:
+    return tuple(1 if a in axes else d for a, d in enumerate(shape))
+
+
+def _is_inexact(x) -> bool:
+    return np.issubdtype(x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype, np.inexact)
+
+
+def median(x, axis=None, keepdims: bool = False) -> Tensor:
+    """The median over ``axis`` (None: all axes; int or tuple), as ``np.median``.
+
+    A composite: the reduced axes are moved last and merged, the slices sorted,
+    and the middle entry taken (the average of the two middle ones for an even
+    count). The derivative is therefore numpy-consistent: it goes to the middle
+    entry, half to each of the two middle entries for an even count, and among
+    tied entries to the one the stable sort puts in the middle slot(s). A slice
+    holding NaN has median NaN (derivative 0); an empty one NaN, as numpy (which
+    warns). Integers give float64, as numpy.
+    Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> np.median(ad.Tensor([[3.0, 1.0, 2.0], [4.0, 6.0, 5.0]]), axis=1).value
+        array([2., 5.])
+        >>> ad.grad(lambda t: ad.median(t))(np.array([4.0, 1.0, 3.0, 2.0]))    # (2 + 3) / 2
+        array([0. , 0. , 0.5, 0.5])
+    """
+    shape = _shape(x)
+    axes = normalize_axes("median", axis, len(shape))
+    if not _is_inexact(x):
+        x = astype(x, np.float64)
+    out_shape = _kept_shape(shape, axes) if keepdims else reduced_shape(shape, axes, False)
+    n = _count(x, axes)
+    if n == 0:
+        return mean(x, axes, keepdims)
+    rest = [a for a in range(len(shape)) if a not in axes]
+    order = tuple(rest) + axes
+    moved = x if order == tuple(range(len(shape))) else transpose(x, order)
+    rows = reshape(moved, tuple(shape[a] for a in rest) + (n,))
+    ordered = sort(rows, -1)
+    k = n // 2
+    mid = getitem(ordered, (Ellipsis, k))
+    if n % 2 == 0:
+        mid = multiply(add(getitem(ordered, (Ellipsis, k - 1)), mid), 0.5)
+    # The sort puts NaN last, so the middle slots would hold numbers: numpy's median is NaN there.
+    mid = where(any(isnan(rows), -1), math.nan, mid)
+    return reshape(mid, out_shape)
+
+
+def nansum(x, axis=None, keepdims: bool = False) -> Tensor:
+    """The sum over ``axis`` with NaN entries counted as 0, as ``np.nansum``.
+
+    The derivative is 1 at every number and 0 at NaN entries. An all-NaN slice
+    sums to 0. Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> float(np.nansum(ad.Tensor([1.0, np.nan, 2.0])).value)
+        3.0
+        >>> ad.grad(lambda t: ad.nansum(t))(np.array([1.0, np.nan, 2.0]))
+        array([1., 0., 1.])
+    """
+    if _is_inexact(x):
+        x = where(isnan(x), 0.0, x)
+    return sum(x, normalize_axes("nansum", axis, len(_shape(x))), keepdims)
+
+
+def nanmean(x, axis=None, keepdims: bool = False) -> Tensor:
+    """The mean of the entries that are not NaN over ``axis``, as ``np.nanmean``.
+
+    nansum / (number of non-NaN entries): the derivative is 1/count at each
+    number and 0 at NaN entries. An all-NaN slice gives NaN (numpy also warns),
+    with derivative 0. Integers give float64. Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> np.nanmean(ad.Tensor([[1.0, np.nan], [2.0, 4.0]]), axis=1).value
+        array([1., 3.])
+    """
+    if not _is_inexact(x):
+        return mean(x, normalize_axes("nanmean", axis, len(_shape(x))), keepdims)
+    axes = normalize_axes("nanmean", axis, len(_shape(x)))
+    nan = isnan(x)
+    count = sum(astype(equal(nan, False), x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype), axes,
+                keepdims)
+    empty = equal(count, 0.0)
+    # An all-NaN slice is NaN, by a where rather than 0/0: its derivative (to NaN entries only) stays 0.
+    return where(empty, math.nan, divide(sum(where(nan, 0.0, x), axes, keepdims), where(empty, 1.0, count)))
+
+
+def _nan_extremum(name, fn, fill):
+    def reduce(x, axis=None, keepdims: bool = False) -> Tensor:
+        axes = normalize_axes(name, axis, len(_shape(x)))
+        if not _is_inexact(x):
+            return fn(x, axes, keepdims)
+        nan = isnan(x)
+        # NaN loses every comparison as ∓inf; a slice of NaN only is NaN again, as numpy's (which warns).
+        return where(all(nan, axes, keepdims), math.nan, fn(where(nan, fill, x), axes, keepdims))
+    reduce.__name__ = name
+    return reduce
+
+
+nanmax = _nan_extremum("nanmax", max, -math.inf)
+nanmax.__doc__ = """The maximum over ``axis`` ignoring NaN entries, as ``np.nanmax``.
+
+    Ties among numbers share the derivative evenly (as ``max``); NaN entries get 0.
+    An all-NaN slice gives NaN (numpy warns); an empty axis raises ShapeError (numpy raises).
+    Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> float(np.nanmax(ad.Tensor([1.0, np.nan, 3.0])).value)
+        3.0
+        >>> ad.grad(lambda t: ad.nanmax(t))(np.array([3.0, np.nan, 3.0]))
+        array([0.5, 0. , 0.5])
+    """
+nanmin = _nan_extremum("nanmin", min, math.inf)
+nanmin.__doc__ = """The minimum over ``axis`` ignoring NaN entries, as ``np.nanmin``.
+
+    Ties among numbers share the derivative evenly (as ``min``); NaN entries get 0.
+    An all-NaN slice gives NaN (numpy warns); an empty axis raises ShapeError (numpy raises).
+    Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> np.nanmin(ad.Tensor([[1.0, np.nan], [np.nan, -2.0]]), axis=0).value
+        array([ 1., -2.])
+    """

@@ -26,7 +26,6 @@ from ..errors import AutogradDagError, ShapeError, TracingError, located, user_s
 from .registry import defprim
 from .shapes import fmt
 from .structure import broadcast_to
-from .indexing import getitem
 
 # ---------------------------------------------------------------- dropout_mask
 
@@ -76,7 +75,9 @@ def _dropout_mask_batch(prim, args, batched, *, p, stream):
             x = broadcast_to(x, (seed.shape[0],) + tuple(x.shape))
         return apply(prim, x, seed, p=p, stream=stream)
     # One seed for every example: the same mask for each, as the function gives one example.
-    return broadcast_to(apply(prim, getitem(x, (0,)), seed, p=p, stream=stream), x.shape)
+    # (x gives only the shape and dtype: an example of zeros, not x[0], which an empty batch lacks.)
+    example = Tensor(np.broadcast_to(np.zeros((), x.dtype), tuple(x.shape[1:])))
+    return broadcast_to(apply(prim, example, seed, p=p, stream=stream), x.shape)
 
 
 DROPOUT_MASK = defprim(
