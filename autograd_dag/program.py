@@ -597,6 +597,17 @@ class Program:
         return {"text/plain": str(self)}
 
 
+def _positional_names(fn: Callable, n: int) -> list[str] | None:
+    """The names of ``fn``'s first ``n`` parameters if each takes one positional argument, else None."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())[:n]
+    except (TypeError, ValueError):
+        return None
+    if len(parameters) < n or any(q.kind not in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD) for q in parameters):
+        return None
+    return [q.name for q in parameters]
+
+
 def _through_public_function(prim: Primitive, operands: list, params: dict) -> Tensor | None:
     """``prim`` applied by its public function (``sum`` for the primitive ``sum``), or None.
 
@@ -611,6 +622,11 @@ def _through_public_function(prim: Primitive, operands: list, params: dict) -> T
         return None  # a user's primitive: a function of that name in their module may be anything
     public = getattr(sys.modules.get(module_name), prim.name, None)
     if not callable(public) or public is prim.impl or isinstance(public, Primitive):
+        return None
+    # The parents must land on the same parameters in both: ad.concatenate(tensors, axis)
+    # would read a second parent as its axis.
+    names = _positional_names(prim.impl, len(operands))
+    if names is None or names != _positional_names(public, len(operands)):
         return None
     try:
         out = public(*operands, **params)

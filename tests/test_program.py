@@ -565,3 +565,14 @@ def test_from_graph_parameters_left_out_take_the_public_defaults():
     x = np.array([0.1, -0.2, 0.3])
     np.testing.assert_allclose(prog(x), np.exp(x).sum(), rtol=1e-15)
     np.testing.assert_allclose(ad.grad_program(prog)(x), np.exp(x), rtol=1e-15)
+
+
+def test_from_graph_concatenate_of_two_parents_with_and_without_its_axis():
+    # Through ad.concatenate(tensors, axis) the second parent became the axis: "axis
+    # Tensor([[1. 1. 1.] ...]) is out of range"; the primitive takes every parent as an operand.
+    g = ad.Graph.from_edges([("x", "s"), ("y", "s")])
+    x, y = np.arange(6.0).reshape(2, 3), np.ones((2, 3))
+    prog = Program.from_graph(g, {"s": "concatenate"}, {"x": x, "y": y}, params={"s": {"axis": 1}})
+    np.testing.assert_array_equal(prog(x, y), np.concatenate([x, y], axis=1))
+    with pytest.raises(ad.ProgramInputError, match=r"concatenate\(float64\[2, 3\], float64\[2, 3\]\).*'axis'"):
+        Program.from_graph(g, {"s": "concatenate"}, {"x": x, "y": y})
