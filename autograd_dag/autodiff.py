@@ -25,7 +25,7 @@ from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_fi
 from .graph import paused_gc
 from .errors import AutogradDagError, MissingRuleError, NotDifferentiableError, TracingError, user_source, located
 from .primitives import elementwise as ew
-from .primitives import indexing, random, structure
+from .primitives import indexing, random
 from .passes import refuse_inputs_as_constants
 from .program import NodeKind, Program
 from . import tracing

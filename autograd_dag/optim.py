@@ -89,20 +89,30 @@ class Optimizer:
         return f"{type(self).__name__}(lr={self.lr:g}, {len(self.params)} parameters)"
 
 
+def _check_non_negative(optimizer: Optimizer, **values: float) -> None:
+    """Refuse a negative hyperparameter (PyTorch's checks): it would quietly train in the wrong direction."""
+    for name, value in values.items():
+        if not value >= 0:
+            raise AutogradDagError(f"{type(optimizer).__name__}: {name} must be >= 0 (as in PyTorch); got {value}")
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, Nesterov momentum and weight decay (PyTorch's rule).
 
     The arguments come in ``torch.optim.SGD``'s order (lr, momentum, dampening,
-    weight_decay, nesterov), so a call written for PyTorch means the same here.
+    weight_decay, nesterov) with its defaults (lr = 1e-3), so a call written for
+    PyTorch means the same here.
 
     g ← ∇ + λ·p;  with momentum μ: v ← μ·v + (1 − dampening)·g (v ← g at the
     first step) and g ← v (or g + μ·v with ``nesterov``);  p ← p − lr·g.
     Example: ``SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)``.
     """
 
-    def __init__(self, params, lr: float = 0.01, momentum: float = 0.0, dampening: float = 0.0,
+    # lr defaults to PyTorch's 1e-3, so that SGD(params) written for PyTorch takes the same step.
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False):
         super().__init__(params, lr)
+        _check_non_negative(self, momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise AutogradDagError("SGD: nesterov needs momentum > 0 and dampening = 0")
         self.momentum, self.weight_decay = float(momentum), float(weight_decay)
@@ -135,6 +145,12 @@ class Adam(Optimizer):
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0):
         super().__init__(params, lr)
+        _check_non_negative(self, eps=eps, weight_decay=weight_decay)
+        for i, beta in enumerate(betas):
+            # β = 1 makes the bias correction 1 − βᵗ zero: every parameter would turn NaN at the first step.
+            if not 0.0 <= beta < 1.0:
+                raise AutogradDagError(f"{type(self).__name__}: betas[{i}] must be in [0, 1) (as in PyTorch); "
+                                       f"got betas={tuple(betas)}")
         self.betas = (float(betas[0]), float(betas[1]))
         self.eps, self.weight_decay = float(eps), float(weight_decay)
 

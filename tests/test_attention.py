@@ -314,3 +314,34 @@ def test_multihead_refuses_a_key_width_that_is_not_a_positive_int():
     with pytest.raises(ad.ShapeError, match="d_val a positive int"):
         nn.TransformerBlock(8, 2, 16, 4, 0.5)
     assert nn.MultiHeadAttention(8, 2, np.int64(3)).d_key == 3
+
+
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_integer_masks_are_refused_not_added_to_the_scores(as_tensor):
+    # A 0/1 int keep-mask (a tokenizer's attention_mask) was added to the scores as numbers: +1 on
+    # the kept keys, +0 on the padding, so the padding was attended to (outputs off by 0.3).
+    x = RNG.normal(size=(1, 3, 4))
+    keep = np.array([[[1, 1, 0]]])
+    mha = nn.MultiHeadAttention(4, heads=2, rng=0)
+    wrap = ad.Tensor if as_tensor else np.asarray
+    with pytest.raises(ad.ShapeError, match="dtype int64"):
+        mha(x, mask=wrap(keep))
+    with pytest.raises(ad.ShapeError, match="mask nothing"):
+        nn.attention(x, x, x, mask=wrap(np.tril(np.ones((3, 3), np.int64))))
+    # The boolean form masks the padded key: the formula's -inf there.
+    out = nn.attention(x, x, x, mask=wrap(keep.astype(bool))).value
+    ref, A = ref_attention(x, x, x, np.where(keep.astype(bool), 0.0, -np.inf))
+    np.testing.assert_allclose(out, ref, atol=1e-12)
+    assert np.all(A[..., 2] == 0.0)
+
+
+def test_multihead_refuses_pytorchs_query_key_value_call():
+    # mha(x, x, x), PyTorch's (query, key, value), read the third x as an additive mask: with
+    # L_k = d_model it broadcast and the output moved by 0.4, without an error.
+    mha = nn.MultiHeadAttention(4, heads=2, rng=0)
+    x = RNG.normal(size=(2, 4, 4))
+    with pytest.raises(TypeError):
+        mha(x, x, x)
+    p = mha_params(mha)
+    np.testing.assert_allclose(mha(x, x).value, ref_multihead(x, x, p["W_Q"], p["W_K"], p["W_V"], p["W_O"]),
+                               rtol=1e-11, atol=1e-12)

@@ -733,3 +733,181 @@ def test_load_refuses_complex_values_for_real_parameters_and_a_directory(tmp_pat
         np.testing.assert_array_equal(v, before[k])
     with pytest.raises(ad.SerializationError, match=r"not a file"):
         m.load(tmp_path)
+
+
+@pytest.mark.parametrize("make, what", [
+    (lambda: nn.Conv2d(1, 1, 3, padding=1.5, rng=0), "padding"),
+    (lambda: nn.Conv2d(1, 1, 3, stride=1.5, rng=0), "stride"),
+    (lambda: nn.Conv2d(1, 1, 2.5, rng=0), "kernel_size"),
+    (lambda: nn.Conv2d(1, 1, 3, padding="same", rng=0), "padding"),
+    (lambda: nn.MaxPool2d(2.5), "window"),
+    (lambda: nn.MaxPool2d(2, stride=(1, 1.5)), "stride"),
+])
+def test_conv_and_pool_sizes_must_be_ints_not_truncated(make, what):
+    # Conv2d(1, 1, 3, padding=1.5) ran with padding 1 (int() truncation): a 6x6 image came out 6x6,
+    # not an error; PyTorch refuses a float size too.
+    with pytest.raises(ad.ShapeError, match=what):
+        make()
+
+
+def test_conv_with_numpy_int_sizes_matches_direct_loops():
+    conv = nn.Conv2d(2, 3, np.int64(3), padding=(np.int32(1), 1), rng=0)
+    x = rand(1, 2, 4, 5)
+    np.testing.assert_allclose(conv(x).value, np_conv2d(x, conv.weight.value, conv.bias.value, 1), rtol=1e-10)
+    assert nn.MaxPool2d(np.int64(2)).window == (2, 2)
+
+
+@pytest.mark.parametrize("target", [[[1.0, 1.0, 0.0, 0.0]], [[0.3, 0.3, 0.3, 0.0]], [[0.0, 0.5, 0.0, 0.0]]])
+def test_cross_entropy_with_class_probabilities_not_summing_to_one(target):
+    # −Σ t log softargmax(z): lse(z) − ⟨t, z⟩ assumed Σt = 1 and gave −0.54 for the multi-hot [1, 1, 0, 0]
+    # (a negative cross-entropy), and the target's gradient lacked its −lse(z) term.
+    z = np.array([[1.0, 2.0, 0.5, -1.0]])
+    t = np.array(target)
+    log_p = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    np.testing.assert_allclose(F.cross_entropy(z, t).value, -(t * log_p).sum(-1).mean(), rtol=1e-14)
+    np.testing.assert_allclose(F.cross_entropy(z, t).value, F.nll_loss(F.log_softmax(z), t).value, rtol=1e-14)
+    grad_t = ad.grad(lambda t: F.cross_entropy(z, t))(t)
+    np.testing.assert_allclose(grad_t, -log_p, rtol=1e-13)           # ∂/∂t of −Σ t log p
+    p = np.exp(log_p)
+    grad_z = ad.grad(lambda z: F.cross_entropy(z, t))(z)
+    np.testing.assert_allclose(grad_z, t.sum(-1, keepdims=True) * p - t, rtol=1e-13)
+    ad.check_grads(lambda z, t: F.cross_entropy(z, t, reduction="sum"), (z, t))
+
+
+def test_cross_entropy_with_class_probabilities_follows_pytorch():
+    torch = pytest.importorskip("torch")
+    z = rand(5, 4)
+    t = np.abs(rand(5, 4))  # unnormalized: blended, multi-hot or smoothed labels
+    for reduction in ("mean", "sum", "none"):
+        za, ta = ad.Tensor(z, requires_grad=True), ad.Tensor(t, requires_grad=True)
+        zt, tt = torch.tensor(z, requires_grad=True), torch.tensor(t, requires_grad=True)
+        loss, ref = F.cross_entropy(za, ta, reduction=reduction), torch.nn.functional.cross_entropy(
+            zt, tt, reduction=reduction)
+        w = rand(*ref.shape)
+        (loss * w).sum().backward()
+        (ref * torch.tensor(w)).sum().backward()
+        np.testing.assert_allclose(loss.value, ref.detach().numpy(), rtol=1e-12)
+        np.testing.assert_allclose(za.grad.value, zt.grad.numpy(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(ta.grad.value, tt.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_batch_norm_momentum_none_is_the_cumulative_average():
+    # PyTorch's BatchNorm(momentum=None): running statistics are the plain mean of every batch's so far.
+    # Here it raised a bare TypeError from float(None).
+    bn = nn.BatchNorm(3, momentum=None)
+    batches = [rand(5, 3, 2) * 2 + 1 for _ in range(4)]
+    for x in batches:
+        bn(x)
+    means = [x.mean(axis=(0, 2)) for x in batches]
+    variances = [x.var(axis=(0, 2), ddof=1) for x in batches]
+    np.testing.assert_allclose(bn.running_mean, np.mean(means, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(bn.running_var, np.mean(variances, axis=0), rtol=1e-12)
+    x = rand(2, 3, 2)
+    ref = (x - bn.running_mean[:, None]) / np.sqrt(bn.running_var[:, None] + 1e-5)
+    np.testing.assert_allclose(bn.eval()(x).value, ref, rtol=1e-12)
+
+
+def test_batch_norm_momentum_none_follows_pytorch():
+    torch = pytest.importorskip("torch")
+    bn, ref = nn.BatchNorm(4, momentum=None), torch.nn.BatchNorm1d(4, momentum=None, dtype=torch.float64)
+    for _ in range(3):
+        x = rand(6, 4, scale=2.0)
+        np.testing.assert_allclose(bn(x).value, ref(torch.tensor(x)).detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(bn.running_mean, ref.running_mean.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(bn.running_var, ref.running_var.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("offset", [1e3, 1e4, 1e5])
+def test_float32_cross_entropy_keeps_its_precision_at_large_logits(offset):
+    # lse = c + log Σ exp(z − c) at |z| ~ 1e4 in float32 rounds by ~5e-4; lse − z[t] and exp(z − lse)
+    # carried that into the loss and the gradient (3e-4 relative at 1e4, 2e-3 at 1e5; PyTorch 1e-7).
+    rng = np.random.default_rng(0)
+    z = (offset + rng.standard_normal((64, 10))).astype(np.float32)
+    y = rng.integers(0, 10, 64)
+    z64 = z.astype(np.float64)                      # the float32 numbers, exactly, in float64
+    log_p = z64 - z64.max(-1, keepdims=True)
+    log_p -= np.log(np.exp(log_p).sum(-1, keepdims=True))
+    loss_ref = -log_p[np.arange(64), y].mean()
+    grad_ref = (np.exp(log_p) - np.eye(10)[y]) / 64
+    loss, grad = ad.value_and_grad(lambda z: F.cross_entropy(z, y))(z)
+    assert loss.dtype == grad.dtype == np.float32
+    assert abs(float(loss) - loss_ref) < 1e-5 * loss_ref
+    assert np.abs(grad - grad_ref).max() < 1e-5 * np.abs(grad_ref).max()
+
+
+def test_float32_cross_entropy_at_large_logits_follows_pytorch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    z = (1e4 + rng.standard_normal((32, 7))).astype(np.float32)
+    y = rng.integers(0, 7, 32)
+    zt = torch.tensor(z, requires_grad=True)
+    ref = torch.nn.functional.cross_entropy(zt, torch.tensor(y))
+    ref.backward()
+    loss, grad = ad.value_and_grad(lambda z: F.cross_entropy(z, y))(z)
+    np.testing.assert_allclose(float(loss), ref.item(), rtol=1e-5)
+    np.testing.assert_allclose(grad, zt.grad.numpy(), rtol=0, atol=1e-5 * np.abs(zt.grad.numpy()).max())
+
+
+@pytest.mark.parametrize("offset", [1e3, 1e4])
+def test_float32_log_softmax_and_soft_target_cross_entropy_keep_their_precision(offset):
+    # x − lse(x) rounded lse at x's magnitude: log_softmax off by 5e-4 at 1e4 in float32 (PyTorch 3e-7),
+    # and cross_entropy with class probabilities (lse − ⟨t, z⟩) likewise.
+    rng = np.random.default_rng(2)
+    z = (offset + rng.standard_normal((32, 6))).astype(np.float32)
+    t = rng.dirichlet(np.ones(6), 32)
+    z64 = z.astype(np.float64)
+    log_p = z64 - z64.max(-1, keepdims=True)
+    log_p -= np.log(np.exp(log_p).sum(-1, keepdims=True))
+    out = F.log_softmax(z).value
+    assert out.dtype == np.float32 and np.abs(out - log_p).max() < 2e-6
+    loss, grad = ad.value_and_grad(lambda z: F.cross_entropy(z, t))(z)
+    assert abs(float(loss) - (-(t * log_p).sum(-1).mean())) < 2e-6
+    np.testing.assert_allclose(grad, (np.exp(log_p) - t) / 32, rtol=0, atol=1e-6 / 32)
+    # The derivative rules still see log softargmax: its Jacobian-vector products in float64.
+    x = rng.standard_normal((3, 4))
+    ad.check_grads(lambda x: F.log_softmax(x, gamma=0.7), (x,), order=2)
+
+
+def test_float32_log_softmax_at_large_logits_follows_pytorch():
+    torch = pytest.importorskip("torch")
+    z = (1e4 + np.random.default_rng(3).standard_normal((16, 5))).astype(np.float32)
+    w = np.random.default_rng(4).standard_normal((16, 5)).astype(np.float32)
+    zt = torch.tensor(z, requires_grad=True)
+    ref = torch.log_softmax(zt, -1)
+    (ref * torch.tensor(w)).sum().backward()
+    out, grad = ad.value_and_grad(lambda z: ad.sum(F.log_softmax(z) * w))(z)
+    np.testing.assert_allclose(F.log_softmax(z).value, ref.detach().numpy(), rtol=0, atol=2e-6)
+    np.testing.assert_allclose(grad, zt.grad.numpy(), rtol=0, atol=1e-5)
+
+
+def test_functional_layer_norm_refuses_a_weight_or_bias_not_of_normalized_shape():
+    # F.layer_norm(x, (2, 4), weight of shape (4,)) broadcast the weight silently (PyTorch refuses it),
+    # as did a per-sample (3, 2, 4) one.
+    x = rand(3, 2, 4)
+    for kw in (dict(weight=rand(4)), dict(bias=rand(1, 4)), dict(weight=rand(3, 2, 4)), dict(bias=ad.Tensor(rand(4)))):
+        with pytest.raises(ad.ShapeError, match="of shape normalized_shape \\(2, 4\\)"):
+            F.layer_norm(x, (2, 4), **kw)
+    w, b = rand(2, 4), rand(2, 4)
+    mu, var = x.mean(axis=(-2, -1), keepdims=True), x.var(axis=(-2, -1), keepdims=True)
+    np.testing.assert_allclose(F.layer_norm(x, (2, 4), ad.Tensor(w), b).value, (x - mu) / np.sqrt(var + 1e-5) * w + b,
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("make, what", [
+    (lambda: nn.Linear(3, 7 * 1.5, rng=0), "out_features"), (lambda: nn.BatchNorm(3.5), "num_features"),
+    (lambda: nn.LayerNorm((2, 2.5)), "normalized_shape"), (lambda: nn.MultiHeadAttention(8, 2.5, rng=0), "heads"),
+    (lambda: nn.GRUCell(3, 4.5, rng=0), "hidden_size"), (lambda: nn.MLPCell(3, 4, width=7.5, rng=0), "width"),
+    (lambda: nn.TransformerBlock(8, 2, 7 * 1.5, rng=0), "hidden"), (lambda: nn.Linear("3", 2, rng=0), "in_features"),
+])
+def test_fractional_layer_sizes_are_refused_not_floored(make, what):
+    # Linear(3, 7 * 1.5) built 10 outputs (int() floors 10.5) without a word; PyTorch refuses a float size.
+    with pytest.raises(ad.ShapeError, match=f"{what} a whole number"):
+        make()
+
+
+def test_whole_float_layer_sizes_still_work():
+    lin = nn.Linear(4.0, 6 / 2, rng=0)
+    x = rand(2, 4)
+    assert lin.weight.shape == (3, 4)
+    np.testing.assert_allclose(lin(x).value, x @ lin.weight.value.T + lin.bias.value, rtol=1e-12)
+    assert nn.LayerNorm(np.int64(4)).normalized_shape == (4,)

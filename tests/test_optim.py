@@ -207,3 +207,47 @@ def test_arguments_in_pytorchs_positional_order():
     assert (opt.dampening, opt.weight_decay) == (0.5, 0.0)
     with pytest.raises(TypeError):  # PyTorch's fourth argument is last_epoch; warmup is keyword-only
         optim.CosineAnnealingLR(optim.SGD([param([0.0])], 0.1), 10, 0.0, -1)
+
+
+def test_sgd_default_learning_rate_is_pytorchs():
+    # SGD(params) written for PyTorch steps by 1e-3·g; the default was 1e-2, ten times the step.
+    p = param([1.0, -2.0])
+    opt = optim.SGD([p])
+    set_grad(p, [3.0, -4.0])
+    opt.step()
+    np.testing.assert_allclose(p.value, [1.0 - 1e-3 * 3.0, -2.0 + 1e-3 * 4.0], rtol=1e-15)
+
+
+def test_default_arguments_match_pytorch():
+    torch = pytest.importorskip("torch")
+    import inspect
+    for name in ("SGD", "Adam", "AdamW"):
+        ours = inspect.signature(getattr(optim, name)).parameters
+        theirs = inspect.signature(getattr(torch.optim, name)).parameters
+        for arg, spec in ours.items():
+            if spec.default is not inspect.Parameter.empty:
+                assert spec.default == theirs[arg].default, (name, arg)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: optim.Adam(p, betas=(1.0, 0.999)), r"betas\[0\]"),
+    (lambda p: optim.AdamW(p, betas=(0.9, 1.0)), r"betas\[1\]"),
+    (lambda p: optim.Adam(p, betas=(-0.1, 0.9)), r"betas\[0\]"),
+    (lambda p: optim.Adam(p, eps=-1e-8), "eps"),
+    (lambda p: optim.Adam(p, weight_decay=-0.1), "weight_decay"),
+    (lambda p: optim.SGD(p, lr=0.1, momentum=-0.5), "momentum"),
+    (lambda p: optim.SGD(p, lr=0.1, weight_decay=-1.0), "weight_decay"),
+])
+def test_optimizers_refuse_hyperparameters_pytorch_refuses(make, message):
+    # Adam(betas=(1.0, 0.999)) divided by the bias correction 1 − 1ᵗ = 0: the parameter became NaN at step 1.
+    with pytest.raises(ad.AutogradDagError, match=message):
+        make([param([1.0])])
+
+
+def test_adam_with_zero_betas_is_sign_descent():
+    # β₁ = β₂ = 0 (the edge of the allowed range): m̂ = g, v̂ = g², so p ← p − lr·g / (|g| + ε).
+    p = param([1.0, -2.0])
+    opt = optim.Adam([p], lr=0.1, betas=(0.0, 0.0), eps=1e-8)
+    set_grad(p, [0.5, -4.0])
+    opt.step()
+    np.testing.assert_allclose(p.value, [1.0 - 0.1 * 0.5 / (0.5 + 1e-8), -2.0 + 0.1 * 4.0 / (4.0 + 1e-8)], rtol=1e-15)

@@ -258,3 +258,11 @@ def test_a_python_number_beside_a_tensor_gives_numpys_value_and_dtype(dtype, op,
         got = f(*tensor_args)
     assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
     np.testing.assert_array_equal(got.value, expected)
+
+
+def test_a_bool_tensor_squared_has_numpys_dtype():
+    # Found by the property above: numpy's b ** 2 is np.square (int8 for bools), np.power gave int64.
+    b = np.array([[True, False], [False, True]])
+    got = ad.Tensor(b) ** 2
+    assert got.dtype == (b ** 2).dtype == np.int8
+    np.testing.assert_array_equal(got.value, b.astype(np.int8))

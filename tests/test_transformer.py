@@ -380,3 +380,105 @@ def test_token_ids_out_of_range_are_refused_on_every_path(bad):
         model.logits(np.array([[1, 2]]), np.array([[bad]]))
     with pytest.raises(ad.ShapeError, match=rf"Transformer target: id {bad} is out of range"):
         model.step(model.start_state(np.array([1, 2])), bad)
+
+
+def np_decoder_block(s, Z, X, pre=""):
+    """Seed 003's post-norm decoder block on one sequence: causal self-attention, cross-attention, FFN."""
+    g = lambda name: s[pre + name]  # noqa: E731
+    att = lambda p, q, kv, m=None: np_att(q, kv, g(p + ".W_Q"), g(p + ".W_K"), g(p + ".W_V"), g(p + ".W_O"), m)  # noqa
+    T1 = np_layernorm(att("self_attention", Z, Z, np_seed_mask(len(Z))) + Z, g("norm1.gamma"), g("norm1.beta"))
+    T2 = np_layernorm(att("cross_attention", T1, X) + T1, g("norm2.gamma"), g("norm2.beta"))
+    return np_layernorm(np_ffn(T2, g("ffn.W1"), g("ffn.b1"), g("ffn.W2"), g("ffn.b2")) + T2, g("norm3.gamma"),
+                        g("norm3.beta"))
+
+
+def test_masks_in_pytorchs_positions_are_refused():
+    # PyTorch's TransformerDecoderLayer(tgt, memory, tgt_mask) and TransformerEncoder(src, mask): here the
+    # third and second arguments were memory_mask and padding_mask, so the causal mask masked the
+    # cross-attention (outputs off by 0.68 with L = L_src), and an (L, L) mask read as (batch, L) padding.
+    blk = randomise(nn.TransformerDecoderBlock(4, heads=2, hidden=8, rng=0), RNG, 0.3)
+    Z, X = RNG.normal(size=(1, 3, 4)), RNG.normal(size=(1, 3, 4))
+    with pytest.raises(TypeError):
+        blk(Z, X, nn.causal_mask(3))
+    with pytest.raises(TypeError):
+        nn.TransformerDecoder(4, 2, 8, 1, rng=0)(Z, X, nn.causal_mask(3))
+    with pytest.raises(TypeError):
+        nn.TransformerEncoder(4, 2, 8, 1, rng=0)(RNG.normal(size=(3, 3, 4)), np.tril(np.ones((3, 3), bool)))
+    np.testing.assert_allclose(blk(Z, X).value[0], np_decoder_block(blk.state_dict(), Z[0], X[0]),
+                               rtol=1e-10, atol=1e-12)
+    keep = np.array([[True, True, False]])
+    X2 = X.copy()
+    X2[0, 2] = RNG.normal(size=4)  # a masked memory position changes: nothing may
+    np.testing.assert_allclose(blk(Z, X2, memory_mask=keep[:, None, :]).value,
+                               blk(Z, X, memory_mask=keep[:, None, :]).value, atol=1e-12)
+    np.testing.assert_allclose(blk(Z, X, memory_mask=keep[:, None, :]).value[0],
+                               np_decoder_block(blk.state_dict(), Z[0], X[0, :2]), rtol=1e-10, atol=1e-12)
+
+
+def _copy_attention(ours, theirs):
+    h, d, k = ours.heads, ours.d_model, ours.d_key
+    W = theirs.in_proj_weight.detach().numpy()
+    for i, name in enumerate(("W_Q", "W_K", "W_V")):
+        getattr(ours, name).value[...] = W[i * d:(i + 1) * d].reshape(h, k, d).transpose(0, 2, 1)
+    ours.W_O.value[...] = theirs.out_proj.weight.detach().numpy().T.reshape(h, k, d)
+    b = theirs.in_proj_bias.detach().numpy()
+    for i, name in enumerate(("b_Q", "b_K", "b_V")):
+        getattr(ours, name).value[...] = b[i * d:(i + 1) * d].reshape(h, k)
+    ours.b_O.value[...] = theirs.out_proj.bias.detach().numpy()
+
+
+def _copy_block(ours, theirs, attention_pairs, norms):
+    for a, b in attention_pairs:
+        _copy_attention(a, b)
+    for name, lin in (("W1", theirs.linear1.weight), ("b1", theirs.linear1.bias), ("W2", theirs.linear2.weight),
+                      ("b2", theirs.linear2.bias)):
+        getattr(ours.ffn, name).value[...] = lin.detach().numpy()
+    for a, b in norms:
+        a.gamma.value[...], a.beta.value[...] = b.weight.detach().numpy(), b.bias.detach().numpy()
+
+
+@pytest.mark.parametrize("d, heads, length, source_length", [(6, 3, 4, 5), (4, 1, 1, 1), (10, 5, 3, 3)])
+def test_blocks_follow_pytorchs_post_norm_layers(d, heads, length, source_length):
+    """TransformerBlock = TransformerEncoderLayer(norm_first=False, relu), TransformerDecoderBlock =
+    TransformerDecoderLayer, with copied weights: outputs and gradients, with padding and causal masks."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    enc = torch.nn.TransformerEncoderLayer(d, heads, 7, dropout=0.0, batch_first=True, dtype=torch.float64).eval()
+    dec = torch.nn.TransformerDecoderLayer(d, heads, 7, dropout=0.0, batch_first=True, dtype=torch.float64).eval()
+    with torch.no_grad():
+        for p in list(enc.parameters()) + list(dec.parameters()):
+            p.add_(0.2 * torch.randn_like(p))
+    blk = nn.TransformerBlock(d, heads, 7, bias=True, rng=0)
+    _copy_block(blk, enc, [(blk.attention, enc.self_attn)], [(blk.norm1, enc.norm1), (blk.norm2, enc.norm2)])
+    dblk = nn.TransformerDecoderBlock(d, heads, 7, bias=True, rng=0)
+    _copy_block(dblk, dec, [(dblk.self_attention, dec.self_attn), (dblk.cross_attention, dec.multihead_attn)],
+                [(dblk.norm1, dec.norm1), (dblk.norm2, dec.norm2), (dblk.norm3, dec.norm3)])
+    x, memory = RNG.normal(size=(2, length, d)), RNG.normal(size=(2, source_length, d))
+    real = np.ones((2, source_length), bool)
+    real[0, -1] = source_length == 1
+    xa = ad.Tensor(x, requires_grad=True)
+    out = dblk(blk(xa, mask=nn.causal_mask(length)), memory, memory_mask=real[:, None, :])
+    tx = torch.tensor(x, requires_grad=True)
+    causal = torch.tensor(nn.causal_mask(length))
+    tout = dec(enc(tx, src_mask=causal, is_causal=True), torch.tensor(memory), tgt_mask=causal, tgt_is_causal=True,
+               memory_key_padding_mask=torch.tensor(~real))
+    w = RNG.normal(size=out.shape)
+    (out * w).sum().backward()
+    (tout * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(out.value, tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(xa.grad.value, tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(blk.ffn.W1.grad.value, enc.linear1.weight.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(dblk.norm3.gamma.grad.value, dec.norm3.weight.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(dblk.cross_attention.b_O.grad.value, dec.multihead_attn.out_proj.bias.grad.numpy(),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_block_refuses_pytorchs_padding_mask_in_third_place():
+    # TransformerEncoderLayer(src, src_mask, src_key_padding_mask): the third argument was return_weights.
+    blk = nn.TransformerBlock(4, heads=2, hidden=8, rng=0)
+    x = RNG.normal(size=(1, 1, 4))
+    with pytest.raises(TypeError):
+        blk(x, None, np.array([[False]]))
+    out, weights = blk(x, return_weights=True)
+    np.testing.assert_array_equal(weights.value, np.ones((1, 2, 1, 1)))  # one key: all the weight on it
+    assert out.shape == (1, 1, 4)

@@ -17,7 +17,6 @@ also takes names that are not Python identifiers, such as ``"seq'"``).
 from __future__ import annotations
 
 import weakref
-from typing import Iterable
 
 import numpy as np
 

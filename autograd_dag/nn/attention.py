@@ -99,8 +99,17 @@ def _additive(mask, dtype) -> Tensor | np.ndarray:
     """A mask as additive scores: booleans (True = attend) become 0 / −∞; numbers are used as they are.
 
     A Tensor mask is converted by an operation, so that inside ``jit`` it stays
-    an input of the program rather than this call's numbers.
+    an input of the program rather than this call's numbers. Any other dtype
+    (integers) is refused, as PyTorch refuses it: a 1/0 keep-mask read as
+    scores would add 1 to the kept keys and 0 to the others, masking nothing.
     """
+    kind = (mask.dtype if isinstance(mask, Tensor) else np.asarray(mask).dtype).kind
+    if kind not in "bf":
+        shape = _shape_of(mask)
+        raise ShapeError(f"attention: Expect: a mask of booleans (True = attend) or of additive float scores "
+                         f"(0 keeps, -inf removes). Actual: a mask of dtype "
+                         f"{(mask.dtype if isinstance(mask, Tensor) else np.asarray(mask).dtype)}, shape {shape}; "
+                         f"a 0/1 mask read as scores would mask nothing: pass it as booleans (mask != 0)")
     if isinstance(mask, Tensor):
         return additive_scores(mask, dtype) if mask.dtype == bool else mask
     mask = np.asarray(mask)
@@ -214,6 +223,9 @@ class MultiHeadAttention(Module):
     attend, as ``torch.nn.functional.scaled_dot_product_attention`` reads them —
     the opposite of ``torch.nn.MultiheadAttention``'s boolean ``attn_mask`` and
     ``key_padding_mask`` (True there removes the key): invert such a mask.
+    Called as ``mha(x, memory=None, *, mask=None)``: ``mask`` is keyword-only,
+    so PyTorch's ``mha(query, key, value)`` is refused rather than reading the
+    values as a mask (for cross-attention pass ``memory`` once, as keys and values).
     Shapes: x (..., L_q, d_model), memory (..., L_k, d_model) -> (..., L_q, d_model).
 
     Example:
@@ -229,7 +241,8 @@ class MultiHeadAttention(Module):
     def __init__(self, d_model: int, heads: int = 1, d_key: int | None = None, d_val: int | None = None,
                  bias: bool = False, *, rng=None, dtype=np.float64):
         super().__init__()
-        d_model, heads = int(d_model), int(heads)
+        d_model, heads = _init.size("MultiHeadAttention", "d_model", d_model), \
+            _init.size("MultiHeadAttention", "heads", heads)
         if heads < 1 or (d_key is None or d_val is None) and d_model % heads:
             raise ShapeError(f"MultiHeadAttention: Expect: heads >= 1 dividing d_model (or d_key and d_val "
                              f"given). Actual: d_model={d_model}, heads={heads}")
@@ -311,7 +324,9 @@ class MultiHeadAttention(Module):
         y = reshape(y, lead + (length, self.d_model))
         return (y, weights) if return_weights else y
 
-    def forward(self, x, memory=None, mask=None, return_weights: bool = False):
+    # ``mask`` is keyword-only: PyTorch's MultiheadAttention is called (query, key, value), and
+    # m(x, x, x) read the value x as an additive mask (silently, when L_k equals d_model).
+    def forward(self, x, memory=None, *, mask=None, return_weights: bool = False):
         rows = self._rows(x)
         q = self._split_heads(rows, self.W_Q, self.b_Q, self.d_key)
         k, v = self._keys_values(rows if memory is None else self._rows(memory))

@@ -6,10 +6,10 @@ import numpy as np
 
 from ..core import Tensor
 from ..errors import ShapeError
+from ..primitives.conv import _pair as _checked_pair
 from ..primitives.conv import conv2d, conv2d_bias, max_pool2d
 from ..primitives.elementwise import relu
 from ..primitives.structure import reshape
-from . import functional as F
 from . import init as _init
 from .layers import Classifier, Linear
 from .module import Module, Parameter
@@ -17,8 +17,9 @@ from .module import Module, Parameter
 __all__ = ["Conv2d", "MaxPool2d", "Flatten", "LeNet"]
 
 
-def _pair(v) -> tuple[int, int]:
-    return (int(v), int(v)) if np.ndim(v) == 0 else (int(v[0]), int(v[1]))
+def _pair(name: str, what: str, v, minimum: int = 1) -> tuple[int, int]:
+    # Checked, not int()-truncated: padding=1.5 became 1 and kernel_size=2.5 became 2 (PyTorch refuses both).
+    return _checked_pair(name, what, v, minimum)
 
 
 class Conv2d(Module):
@@ -41,14 +42,16 @@ class Conv2d(Module):
                  init: str = "he", rng=None, dtype=np.float64):
         super().__init__()
         self.in_channels, self.out_channels = int(in_channels), int(out_channels)
-        self.kernel_size, self.stride, self.padding = _pair(kernel_size), _pair(stride), _pair(padding)
+        self.kernel_size = _pair("Conv2d", "kernel_size", kernel_size)
+        self.stride = _pair("Conv2d", "stride", stride)
+        self.padding = _pair("Conv2d", "padding", padding, 0)
         shape = (self.out_channels, self.in_channels) + self.kernel_size
         self.weight = Parameter(_init.initialise(init, shape, rng=rng, dtype=dtype))
         self.bias = Parameter(np.zeros(self.out_channels, dtype=dtype)) if bias else None
 
     def output_size(self, hw) -> tuple[int, int]:
         """Spatial size (H', W') of the output for an input of spatial size ``hw``."""
-        h, w = _pair(hw)
+        h, w = _pair("Conv2d.output_size", "hw", hw, 0)
         (kh, kw), (sh, sw), (ph, pw) = self.kernel_size, self.stride, self.padding
         return (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
 
@@ -71,12 +74,12 @@ class MaxPool2d(Module):
 
     def __init__(self, window=2, stride=None):
         super().__init__()
-        self.window = _pair(window)
-        self.stride = self.window if stride is None else _pair(stride)
+        self.window = _pair("MaxPool2d", "window", window)
+        self.stride = self.window if stride is None else _pair("MaxPool2d", "stride", stride)
 
     def output_size(self, hw) -> tuple[int, int]:
         """Spatial size of the output for an input of spatial size ``hw``."""
-        h, w = _pair(hw)
+        h, w = _pair("MaxPool2d.output_size", "hw", hw, 0)
         return (h - self.window[0]) // self.stride[0] + 1, (w - self.window[1]) // self.stride[1] + 1
 
     def forward(self, x):
@@ -132,7 +135,7 @@ class LeNet(Classifier):
                  dtype=np.float64):
         super().__init__()
         rng = _init.as_generator(rng)
-        self.image_size = _pair(image_size)
+        self.image_size = _pair("LeNet", "image_size", image_size)
         c1, c2 = (int(c) for c in channels)
         self.conv1 = Conv2d(in_channels, c1, kernel_sizes[0], padding=paddings[0], rng=rng, dtype=dtype)
         self.pool1 = MaxPool2d(pools[0])

@@ -12,7 +12,7 @@ import numpy as np
 from ..core import Tensor
 from ..errors import AutogradDagError, ShapeError
 from ..primitives.elementwise import (astype, divide, logistic, multiply, negative, not_equal, relu, sigmoid,
-                                      softplus, step, subtract, tanh, where)
+                                      softplus, step, stop_gradient, subtract, tanh, where)
 from ..primitives.indexing import checked_indices, one_hot
 from ..primitives.losses import softmax_cross_entropy
 from ..primitives.numeric import take_along_axis
@@ -89,7 +89,10 @@ def log_softargmax(x, axis: int = -1, gamma: float = 1.0) -> Tensor:
     Shapes: (*s) -> (*s).
     Example: ``log_softargmax(ad.Tensor([0., 0.])).value`` is ``[-log 2, -log 2]``.
     """
-    out = subtract(x, _logsumexp(x, axis, keepdims=True, gamma=gamma))
+    # Shifted by the maximum first (log softargmax does not depend on it): x − lse(x) rounds lse at
+    # x's magnitude, 5e-4 at |x| ~ 1e4 in float32, where (x − m) − lse(x − m) keeps 3e-7 (as PyTorch).
+    shifted = subtract(x, stop_gradient(_max(x, axis, keepdims=True)))
+    out = subtract(shifted, _logsumexp(shifted, axis, keepdims=True, gamma=gamma))
     return out if gamma == 1.0 else multiply(out, 1.0 / gamma)
 
 
@@ -142,6 +145,12 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -
         raise ShapeError(f"layer_norm: Expect: normalized_shape, a tuple of ints, naming the trailing axes of x "
                          f"(then weight and bias), as PyTorch's F.layer_norm(x, normalized_shape, weight, bias). "
                          f"Actual: x of shape {got}, normalized_shape {normalized_shape!r}")
+    for what, operand in (("weight", weight), ("bias", bias)):
+        # As PyTorch: a weight of another shape would broadcast (a (d,) weight across a (k, d) group,
+        # or a per-sample one) into a different normalization than the one asked for.
+        if operand is not None and _shape(operand) != tuple(int(d) for d in shape):
+            raise ShapeError(f"layer_norm: Expect: {what} of shape normalized_shape {tuple(int(d) for d in shape)}. "
+                             f"Actual: {what} of shape {_shape(operand)}")
     return _layer_norm(x, 1.0 if weight is None else weight, 0.0 if bias is None else bias,
                        tuple(range(-len(shape), 0)), eps)
 
@@ -337,11 +346,13 @@ def mse_loss(prediction, target, reduction: str = "mean") -> Tensor:
 
 
 def cross_entropy(logits, target, reduction: str = "mean", ignore_index: int | None = None) -> Tensor:
-    """Cross-entropy of softargmax(logits) against the target: lse(logits) − ⟨target, logits⟩.
+    """Cross-entropy of softargmax(logits) against the target: −⟨target, log softargmax(logits)⟩.
 
-    Computed from the logits through logsumexp, never through log(softargmax),
-    so it stays finite and exact for logits of ±1e4. ``target`` holds integer
-    class indices or a probability distribution over the classes. Positions
+    Computed from the logits through logsumexp of the logits shifted by their
+    maximum, never through log(softargmax), so it stays finite and exact for
+    logits of ±1e4 (to float32's precision in float32).
+    ``target`` holds integer class indices or class probabilities (as in
+    PyTorch, they need not sum to 1: blended or multi-hot labels). Positions
     whose index is ``ignore_index`` (e.g. -100 for padding, as in PyTorch) add
     nothing and send no gradient; "mean" averages over the other positions.
     Shapes: logits (..., C); target (...) ints or (..., C) floats -> () (or (...) with 'none').
@@ -355,7 +366,10 @@ def cross_entropy(logits, target, reduction: str = "mean", ignore_index: int | N
         # softargmax − one-hot, times the cotangent): see primitives/losses.py.
         return _reduce_kept(softmax_cross_entropy(logits, indices), keep, reduction, "cross_entropy")
     t = _target_distribution("cross_entropy", logits, target)
-    loss = subtract(_logsumexp(logits, -1), _sum(multiply(t, logits), -1))
+    # −⟨t, log softargmax(z)⟩. Writing lse(z) − ⟨t, z⟩ assumed Σt = 1: a multi-hot or mixed target
+    # got another value (−0.54 instead of PyTorch's 1.93 for [1, 1, 0]), and the gradient with respect
+    # to the target lacked its −lse(z) term.
+    loss = negative(_sum(multiply(t, log_softargmax(logits)), -1))
     return _reduce(loss, reduction, "cross_entropy")
 
 

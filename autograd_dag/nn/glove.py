@@ -23,7 +23,6 @@ import numpy as np
 
 from ..core import Tensor, concrete
 from ..errors import AutogradDagError, ShapeError
-from ..primitives.elementwise import log
 from ..primitives.indexing import take
 from ..primitives.structure import sum as _sum
 from . import init as _init

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import AutogradDagError
+from ..errors import AutogradDagError, ShapeError
 
-__all__ = ["as_generator", "fans", "glorot_uniform", "glorot_normal", "he_uniform", "he_normal",
+__all__ = ["as_generator", "size", "fans", "glorot_uniform", "glorot_normal", "he_uniform", "he_normal",
            "uniform", "zeros", "ones", "initialise"]
 
 
@@ -26,6 +26,20 @@ def as_generator(rng=None) -> np.random.Generator:
         return np.random.default_rng(rng)
     raise AutogradDagError(f"init: rng must be a numpy.random.Generator, an int seed or None; "
                            f"got {type(rng).__name__}")
+
+
+def size(owner: str, what: str, value) -> int:
+    """A layer size (features, channels, heads, ...) as a Python int; a fractional or non-numeric one is refused.
+
+    ``int()`` would floor 10.5 (e.g. ``7 * 1.5`` hidden units) to 10 silently,
+    where PyTorch refuses the float; a whole float such as ``d / 2`` = 4.0 is taken.
+    Example: ``size("Linear", "in_features", 4.0) == 4``.
+    """
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return int(value)
+    raise ShapeError(f"{owner}: Expect: {what} a whole number. Actual: {value!r}")
 
 
 def fans(shape: tuple[int, ...]) -> tuple[int, int]:

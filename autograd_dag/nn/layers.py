@@ -35,8 +35,8 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, *, init: str = "glorot",
                  rng=None, dtype=np.float64):
         super().__init__()
-        self.in_features = int(in_features)
-        self.out_features = int(out_features)
+        self.in_features = _init.size("Linear", "in_features", in_features)
+        self.out_features = _init.size("Linear", "out_features", out_features)
         self.weight = Parameter(_initialise(init, (self.out_features, self.in_features), rng, dtype))
         self.bias = Parameter(np.zeros(self.out_features, dtype=dtype)) if bias else None
 

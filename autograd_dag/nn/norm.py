@@ -15,6 +15,7 @@ from ..errors import ShapeError, TracingError
 from ..primitives.elementwise import add, divide, multiply, sqrt, subtract
 from ..primitives.reductions import layer_norm, mean
 from ..primitives.structure import reshape
+from . import init as _init
 from .module import Module, Parameter
 
 __all__ = ["BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm"]
@@ -39,7 +40,8 @@ class BatchNorm(Module):
     images (B, C, H, W) those of channel c are over (B, H, W). In ``train()``
     the batch statistics are used and the running averages updated,
     running ← (1 − momentum)·running + momentum·batch (the running variance uses
-    the unbiased batch variance, as PyTorch does); in ``eval()`` the running
+    the unbiased batch variance, as PyTorch does; ``momentum=None`` averages
+    every batch so far with equal weights, as PyTorch's); in ``eval()`` the running
     averages are used, so a single sample is well defined. The update is a
     side effect of the forward pass: inside ``ad.jit`` it happens once, when
     the step is traced (as side effects do under ``jax.jit``), so train a
@@ -60,12 +62,13 @@ class BatchNorm(Module):
     running_var: np.ndarray
     num_batches_tracked: np.ndarray
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True,
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  *, dtype=np.float64):
         super().__init__()
-        self.num_features = int(num_features)
+        self.num_features = _init.size("BatchNorm", "num_features", num_features)
         self.eps = float(eps)
-        self.momentum = float(momentum)
+        # None: PyTorch's cumulative average, the running statistics the mean of every batch's so far.
+        self.momentum = None if momentum is None else float(momentum)
         self.gamma = Parameter(np.ones(self.num_features, dtype=dtype)) if affine else None
         self.beta = Parameter(np.zeros(self.num_features, dtype=dtype)) if affine else None
         self.register_buffer("running_mean", np.zeros(self.num_features, dtype=dtype))
@@ -104,16 +107,17 @@ class BatchNorm(Module):
 
     def _update_running(self, mu: np.ndarray, var: np.ndarray, count: int) -> None:
         with no_grad():
-            m = self.momentum
+            self.num_batches_tracked += 1
+            # With momentum None the n-th batch is weighted 1/n: the running value is the plain average.
+            m = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
             unbiased = var * (count / (count - 1))
             # In place: an eval-mode program that ad.jit recorded reads these arrays by identity.
             for running, batch in ((self.running_mean, mu), (self.running_var, unbiased)):
                 running *= 1 - m
                 np.add(running, m * batch, out=running, casting="unsafe")
-            self.num_batches_tracked += 1
 
     def extra_repr(self) -> str:
-        return f"{self.num_features}, eps={self.eps:g}, momentum={self.momentum:g}, affine={self.gamma is not None}"
+        return f"{self.num_features}, eps={self.eps:g}, momentum={self.momentum}, affine={self.gamma is not None}"
 
 
 BatchNorm1d = BatchNorm
@@ -141,7 +145,7 @@ class LayerNorm(Module):
         super().__init__()
         if isinstance(normalized_shape, (int, np.integer)):
             normalized_shape = (int(normalized_shape),)
-        self.normalized_shape = tuple(int(d) for d in normalized_shape)
+        self.normalized_shape = tuple(_init.size("LayerNorm", "normalized_shape", d) for d in normalized_shape)
         self.eps = float(eps)
         self.gamma = Parameter(np.ones(self.normalized_shape, dtype=dtype)) if elementwise_affine else None
         self.beta = Parameter(np.zeros(self.normalized_shape, dtype=dtype)) if elementwise_affine else None

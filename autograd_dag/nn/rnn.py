@@ -141,9 +141,10 @@ class MLPCell(RecurrentCell):
                  activation="tanh", output_activation="tanh", rng=None, dtype=np.float64):
         super().__init__()
         rng = _init.as_generator(rng)
-        self.input_size, self.hidden_size = int(input_size), int(hidden_size)
+        self.input_size = _init.size("MLPCell", "input_size", input_size)
+        self.hidden_size = _init.size("MLPCell", "hidden_size", hidden_size)
         self.state_size = self.hidden_size
-        self.width = int(width) if width is not None else 2 * self.hidden_size
+        self.width = _init.size("MLPCell", "width", width) if width is not None else 2 * self.hidden_size
         w1 = _init.glorot_uniform((self.width, self.input_size + self.hidden_size), rng=rng, dtype=dtype)
         self.input_weight = Parameter(w1[:, :self.input_size])
         self.state_weight = Parameter(w1[:, self.input_size:])
@@ -171,7 +172,9 @@ class _GatedCell(RecurrentCell):
     def __init__(self, input_size: int, hidden_size: int, *, bias: bool = True, rng=None, dtype=np.float64):
         super().__init__()
         rng = _init.as_generator(rng)
-        self.input_size, self.hidden_size = int(input_size), int(hidden_size)
+        name = type(self).__name__
+        self.input_size = _init.size(name, "input_size", input_size)
+        self.hidden_size = _init.size(name, "hidden_size", hidden_size)
         if self.input_size < 1 or self.hidden_size < 1:
             raise ShapeError(f"{type(self).__name__}: Expect: positive sizes. Actual: input_size "
                              f"{input_size}, hidden_size {hidden_size}")

@@ -59,7 +59,8 @@ class FeedForward(Module):
     def __init__(self, d_model: int, hidden: int, *, rng=None, dtype=np.float64):
         super().__init__()
         rng = _init.as_generator(rng)
-        self.d_model, self.hidden = int(d_model), int(hidden)
+        self.d_model = _init.size("FeedForward", "d_model", d_model)
+        self.hidden = _init.size("FeedForward", "hidden", hidden)
         self.W1 = Parameter(_init.he_normal((self.hidden, self.d_model), rng=rng, dtype=dtype))
         self.b1 = Parameter(np.zeros(self.hidden, dtype=dtype))
         self.W2 = Parameter(_init.glorot_uniform((self.d_model, self.hidden), rng=rng, dtype=dtype))
@@ -111,7 +112,9 @@ class TransformerBlock(Module):
     def _dropped(self, y):
         return y if self.drop is None else self.drop(y)
 
-    def forward(self, x, mask=None, return_weights: bool = False):
+    # return_weights is keyword-only: PyTorch's third argument is src_key_padding_mask, which read
+    # as a flag was silently ignored (a one-element mask) or failed inside numpy.
+    def forward(self, x, mask=None, *, return_weights: bool = False):
         a, weights = self.attention(x, mask=mask, return_weights=True)
         t = self.norm1(add(self._dropped(a), x))
         out = self.norm2(add(self._dropped(self.ffn(t)), t))
@@ -151,7 +154,8 @@ class TransformerEncoder(Module):
     The encoder of seed 003 and of BERT (bidirectional, no masking); its input
     is already embedded. ``padding_mask`` (batch, L) booleans, True at real
     tokens, keeps padded positions out of every key set (a sequence that is
-    all padding raises). Blocks are attribute ``block`` (``block.0``, ...), so a
+    all padding raises); it is keyword-only (PyTorch's second argument is an
+    (L, L) attention mask). Blocks are attribute ``block`` (``block.0``, ...), so a
     rendering at ``depth=0`` folds them into "block × L".
     Shapes: (B, L, d_model) [or (L, d_model)] -> same shape.
 
@@ -174,7 +178,9 @@ class TransformerEncoder(Module):
                                        dtype=dtype) for _ in range(int(layers))]
         _name_scopes(self)
 
-    def forward(self, x, padding_mask=None):
+    # Keyword-only: PyTorch's TransformerEncoder(src, mask) takes an (L, L) attention mask in this
+    # position, which read as a (batch, L) padding mask (True = real) gave other outputs silently when B = L.
+    def forward(self, x, *, padding_mask=None):
         dtype = x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype
         mask = _padding_to_additive(padding_mask, dtype if dtype.kind == "f" else np.float64)
         for block in self.block:
@@ -188,6 +194,8 @@ class TransformerDecoderBlock(Module):
     T¹ = LayerNorm(SelfAtt(X, causal) + X); T² = LayerNorm(CrossAtt(T¹, memory) + T¹);
     X' = LayerNorm(FFN(T²) + T²), each LayerNorm as in seed 000.
     Sub-modules ``self_attention``, ``norm1``, ``cross_attention``, ``norm2``, ``ffn``, ``norm3``.
+    ``memory_mask`` (keyword-only: PyTorch's third argument is the target's mask)
+    masks the memory's keys in the cross-attention; the self-attention is always causal.
     Shapes: x (B, L, d_model), memory (B, L_src, d_model) -> (B, L, d_model).
 
     Example:
@@ -209,7 +217,9 @@ class TransformerDecoderBlock(Module):
         self.ffn = FeedForward(d_model, hidden, rng=rng, dtype=dtype)
         self.norm3 = LayerNorm(d_model, eps=eps, dtype=dtype)
 
-    def forward(self, x, memory, memory_mask=None):
+    # Keyword-only: PyTorch's TransformerDecoderLayer(tgt, memory, tgt_mask) takes the causal mask here,
+    # which as memory_mask masked the cross-attention instead (silently when L = L_src).
+    def forward(self, x, memory, *, memory_mask=None):
         length = np.shape(x)[-2]
         t1 = self.norm1(add(self.self_attention(x, mask=causal_mask(length)), x))
         t2 = self.norm2(add(self.cross_attention(t1, memory, mask=memory_mask), t1))
@@ -243,7 +253,7 @@ class TransformerDecoder(Module):
                                               dtype=dtype) for _ in range(int(layers))]
         _name_scopes(self)
 
-    def forward(self, x, memory, memory_mask=None):
+    def forward(self, x, memory, *, memory_mask=None):  # keyword-only, as TransformerDecoderBlock's
         for block in self.block:
             x = block(x, memory, memory_mask=memory_mask)
         return x

@@ -144,7 +144,9 @@ def negative(x) -> Tensor:
 
 def _power_impl(x, y=None, *, exponent=None):
     if exponent is not None:
-        return np.power(x, exponent)
+        # x ** 2 on an ndarray is np.square, whose dtype differs from np.power's for a bool x
+        # (int8, not int64): the Tensor gives what numpy's own x ** 2 gives.
+        return np.square(x) if exponent == 2 else np.power(x, exponent)
     return np.power(x, y)
 
 
@@ -405,6 +407,24 @@ def minimum(x, y) -> Tensor:
     return apply(MINIMUM, x, y)
 
 # ---------------------------------------------------- comparisons, where
+
+
+def lowest_finite(lse):
+    """``lse`` (a log-sum-exp's output) with −inf raised to its dtype's lowest finite number.
+
+    The derivative of a log-sum-exp is exp(x − lse); over entries that are all
+    −inf, lse is −inf whatever finite step they take (derivative 0), but x − lse
+    is −inf + inf = NaN, and 0 · NaN poisons even a loss that masks the slice
+    out. Against the lowest finite number, x − lse is −inf and exp gives 0;
+    every other lse is unchanged. One ``maximum`` node in a recorded rule (it
+    runs again on other values); a plain array is copied only when it holds −inf.
+    Shapes: (*s) -> (*s).
+    For instance [−inf, 0.0] in float64 becomes [−1.797…e308, 0.0].
+    """
+    floor = float(np.finfo(lse.dtype).min)
+    if type(lse) is np.ndarray and not np.isneginf(lse).any():
+        return lse
+    return maximum(lse, floor)
 
 
 def _comparison(name, impl):

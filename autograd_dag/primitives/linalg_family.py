@@ -51,7 +51,7 @@ import numpy as np
 
 from ..core import Tensor, apply, parameter, traced
 from ..errors import NotDifferentiableError, ShapeError
-from .elementwise import (abs, add, astype, divide, equal, greater, multiply, negative, not_equal, power, sqrt,
+from .elementwise import (abs, add, astype, divide, equal, greater, multiply, negative, not_equal, sqrt,
                           subtract, where)
 from .indexing import concatenate, getitem, stack
 from .linalg import matmul

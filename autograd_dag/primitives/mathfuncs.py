@@ -38,8 +38,8 @@ import numpy as np
 from ..core import Tensor, apply, parameter
 from ..inlined import operation
 from ..errors import AutogradDagError, ShapeError
-from .elementwise import (TIE_WEIGHTS, _elementwise, _tangent_sum, _unb, abs, add, astype, divide,
-                          equal, exp, greater, less, multiply, negative, sin, sqrt, subtract, where)
+from .elementwise import (TIE_WEIGHTS, _tangent_sum, _unb, abs, add, astype, divide,
+                          equal, exp, greater, less, lowest_finite, multiply, negative, sin, sqrt, subtract, where)
 from .batch import elementwise as elementwise_batch
 from .registry import defprim
 from .shapes import broadcast
@@ -384,25 +384,12 @@ HYPOT = _binary("hypot", np.hypot,
                 lambda g, x, y, out: divide(multiply(g, y), _safe_denominator(out)))
 
 
-def _log_sum(out):
-    """logaddexp's output for its derivative exp(x − out): −inf (both operands −inf) as +inf.
-
-    logaddexp(−inf, −inf) is −inf whatever finite step either operand takes, so its
-    derivative is 0; x − out would be −inf + inf = NaN (and 0 · NaN poisons a masked
-    loss). Against +inf, x − out is −inf: exp gives 0. The values are read only in a
-    sweep that records nothing: a recorded rule runs again on other values.
-    """
-    if type(out) is np.ndarray and not np.isneginf(out).any():
-        return out
-    return where(equal(out, -math.inf), math.inf, out)
-
-
 LOGADDEXP = _binary("logaddexp", np.logaddexp,
-                    lambda g, x, y, out: multiply(g, exp(subtract(x, _log_sum(out)))),
-                    lambda g, x, y, out: multiply(g, exp(subtract(y, _log_sum(out)))))
+                    lambda g, x, y, out: multiply(g, exp(subtract(x, lowest_finite(out)))),
+                    lambda g, x, y, out: multiply(g, exp(subtract(y, lowest_finite(out)))))
 LOGADDEXP2 = _binary("logaddexp2", np.logaddexp2,
-                     lambda g, x, y, out: multiply(g, exp2(subtract(x, _log_sum(out)))),
-                     lambda g, x, y, out: multiply(g, exp2(subtract(y, _log_sum(out)))))
+                     lambda g, x, y, out: multiply(g, exp2(subtract(x, lowest_finite(out)))),
+                     lambda g, x, y, out: multiply(g, exp2(subtract(y, lowest_finite(out)))))
 MOD = _binary("mod", np.mod,
               lambda g, x, y, out: g,
               lambda g, x, y, out: negative(multiply(g, floor(divide(x, y)))))
