@@ -24,17 +24,9 @@ def _swap(fn):
     return lambda self, other: fn(other, self)
 
 
-def _pow(x, y):
-    # numpy's ``**`` computes a square by np.square (its fast scalar power), so a bool
-    # array ** 2 is int8, where np.power (ad.power) promotes to int64.
-    if type(y) is int and y == 2 and x.value.dtype == np.bool_:
-        return x.astype(np.int8)
-    return ew.power(x, y)
-
-
 _BINARY = {
     "__add__": ew.add, "__sub__": ew.subtract, "__mul__": ew.multiply,
-    "__truediv__": ew.divide, "__pow__": _pow, "__matmul__": linalg.matmul,
+    "__truediv__": ew.divide, "__pow__": ew.power, "__matmul__": linalg.matmul,
     "__lt__": ew.less, "__le__": ew.less_equal, "__gt__": ew.greater,
     "__ge__": ew.greater_equal, "__eq__": ew.equal, "__ne__": ew.not_equal,
 }
