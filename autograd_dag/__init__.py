@@ -22,7 +22,7 @@ from .batching import hessian, jacobian, vmap
 from .checking import check_grads, numerical_grad, numerical_jvp
 from .core import (Primitive, Tensor, current_scope, detect_anomaly, enable_grad, is_recording,
                    name_scope, no_grad)
-from .errors import (AnomalyError, AutogradDagError, ChangedInPlaceError, CircuitError, CycleError,
+from .errors import (AnomalyError, AutogradDagError, ChangedInPlaceError, CircuitError, CycleError, GraphError,
                      GradientCheckError, GraphFreedError, GraphvizNotFoundError, MissingRuleError,
                      NotDifferentiableError, ProgramInputError, RenderError, SerializationError, ShapeError,
                      TracingError)
@@ -69,7 +69,7 @@ __all__ = [
     # verification
     "check_grads", "numerical_grad", "numerical_jvp",
     # errors
-    "AutogradDagError", "ShapeError", "CycleError", "ProgramInputError", "GraphFreedError",
+    "AutogradDagError", "ShapeError", "CycleError", "GraphError", "ProgramInputError", "GraphFreedError",
     "GradientCheckError", "AnomalyError", "NotDifferentiableError", "MissingRuleError", "RenderError",
     "GraphvizNotFoundError", "CircuitError", "SerializationError", "ChangedInPlaceError", "TracingError",
     # operations

@@ -300,6 +300,13 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                             f"the VJP rule of '{prim.name}' returned a {type(grads).__name__}; it must "
                             f"return a tuple with one cotangent per input ({len(parents)}), None for "
                             f"an input without one, e.g. (ct * 2.0,){located(t.source)}")
+                    if len(grads) != len(parents):
+                        # Too few ended in a bare IndexError; too many were dropped unseen.
+                        raise AutogradDagError(
+                            f"the VJP rule of '{prim.name}' returned {len(grads)} cotangent"
+                            f"{'s' * (len(grads) != 1)} for {len(parents)} input{'s' * (len(parents) != 1)}; "
+                            f"it must return one per input, None for an input without one"
+                            f"{located(t.source)}")
                 nondiff = prim.nondiff
                 for i, p in enumerate(parents):
                     if not (p.requires_grad if eager else id(p) in relevant) or i in nondiff:
@@ -317,7 +324,14 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                         continue
                     if not record and type(g) is Tensor:
                         g = g.value
-                    if g.shape != p.value.shape:
+                    try:
+                        wrong_shape = g.shape != p.value.shape
+                    except AttributeError:  # a Python number: no shape, and no dtype to keep
+                        raise AutogradDagError(
+                            f"VJP of '{prim.name}' returned a {type(g).__name__} as the cotangent of input {i}; "
+                            f"it must be a Tensor (or array) of the input's shape {p.shape}, e.g. "
+                            f"ct * 2.0{located(t.source)}") from None
+                    if wrong_shape:
                         raise AutogradDagError(f"VJP of '{prim.name}' returned a cotangent of shape "
                                                f"{g.shape} for an input of shape {p.shape}{located(t.source)}")
                     # An input numpy promoted (float32 beside a float64 constant): its cotangent is a

@@ -23,6 +23,7 @@ import argparse
 import importlib
 import importlib.util
 import inspect
+import math
 import os
 import sys
 import traceback
@@ -148,7 +149,9 @@ def _output_path(args, default_stem: str | None) -> str | None:
         return None if default_stem is None else f"{default_stem}.{fmt or 'svg'}"
     try:
         format_from_path(args.output, fmt)
-    except AutogradDagError:
+    except AutogradDagError as exc:
+        if os.path.splitext(args.output)[1]:  # a suffix, just not one Graphviz writes: say which
+            raise AutogradDagError(f"{exc}; or pass --format svg (or png, pdf, dot)") from None
         raise AutogradDagError(f"cannot tell the format of {args.output!r}: give it a suffix (.svg, .png, "
                                f".pdf, .dot) or pass --format svg (or png, pdf, dot)") from None
     return args.output
@@ -207,6 +210,12 @@ def circuit_report(expression: str) -> tuple[str, "circuits.Circuit", "circuits.
     c = circuits.parse(expression, name="f")
     summary = c.summary()
     polynomial = c.to_polynomial()
+    # Literals beyond float64 are refused by the parser; a product of large ones
+    # (1e200*1e200) only overflows here, and would print as "inf*x".
+    overflowed = [coef for coef in polynomial.terms.values() if not math.isfinite(float(coef))]
+    if overflowed:
+        raise AutogradDagError(f"circuit: {expression!r} has a coefficient that is not a finite float64 number ({overflowed[0]}): "
+                               f"its constants multiply past 1.8e308")
     gradient = circuits.gradient_circuit(c)
     lines = [
         f"circuit: {expression}",

@@ -105,6 +105,7 @@ class Primitive:
         self.vjp_into = vjp_into
 
     def __call__(self, *args, **params):
+        check_operand_count(self, args, params)
         return apply(self, *args, **params)
 
     def __repr__(self) -> str:
@@ -229,10 +230,32 @@ class Tensor:
     # Python numbers and truth values are read on purpose, but inside jit, trace or
     # vmap they would become constants of the program: concrete() refuses them there.
     def __float__(self) -> float:
-        return float(concrete(self, "float(t)"))
+        return float(concrete(self._one_element("float(t)"), "float(t)").reshape(()))
 
     def __int__(self) -> int:
-        return int(concrete(self, "int(t)"))
+        return int(concrete(self._one_element("int(t)"), "int(t)").reshape(()))
+
+    def __index__(self) -> int:
+        # range(t), a list index, a count: Python asks for an integer. Under jit or trace the
+        # value is the program's input, so concrete() refuses it, saying why (without this,
+        # Python's bare "'Tensor' object cannot be interpreted as an integer").
+        value = concrete(self, "an integer (range(n), an index)")
+        if value.dtype.kind not in "iu" or value.size != 1:
+            raise TypeError(f"a Tensor of dtype {value.dtype} and shape {self.shape} cannot be used as an "
+                            f"integer (range(n), an index): only a one-element integer Tensor can"
+                            f"{located(user_source())}")
+        return int(value.reshape(()))
+
+    def _one_element(self, what: str) -> "Tensor":
+        # numpy's own refusal ("only 0-dimensional arrays can be converted") names
+        # neither the shape nor the line that asked; one element of any shape converts,
+        # as bool(t) and PyTorch's float(t) do.
+        if self.value.size != 1:
+            raise AutogradDagError(
+                f"{what}: a Tensor of shape {self.shape} has {self.value.size} elements; only a one-element "
+                f"Tensor becomes a Python number (reduce it first, t.sum(), or take one element, t[i])"
+                f"{located(user_source())}")
+        return self
 
     def __bool__(self) -> bool:
         if self.value.size != 1:
@@ -558,6 +581,25 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
                 check_finite(a, f"input {a.name!r}" if a.name else "a constant input", consumer=out)
         check_finite(out, "forward value")
     return out
+
+
+def check_operand_count(prim: Primitive, args, params: dict) -> None:
+    """Refuse operands a ufunc implementation would read as its output array (``np.exp(x, y)`` writes into y).
+
+    Python implementations raise on a wrong count themselves (the error names the
+    primitive); a ufunc does not. Called where operands are not fixed by a
+    public function's signature: calling a :class:`Primitive`, ``Program.from_graph``.
+    """
+    impl = prim.impl
+    if type(impl) is np.ufunc and (len(args) != impl.nin or params):
+        got = f"{len(args)}" + (f" and parameters {sorted(params)}" if params else "")
+        raise operation_error(prim, [a.value if isinstance(a, Tensor) else np.asarray(a) for a in args], {},
+                              TypeError(f"{prim.name} takes {impl.nin} operand{'s' * (impl.nin != 1)} and no "
+                                        f"parameters; got {got}{_OVERWRITE * (len(args) > impl.nin)}"
+                                        f"{located(user_source())}"))
+
+
+_OVERWRITE = " (numpy would write the result into the extra operand, overwriting it)"
 
 
 def operation_error(prim: Primitive, args, params: dict, exc: Exception) -> AutogradDagError:

@@ -97,6 +97,18 @@ class CycleError(AutogradDagError, ValueError):
         self.cycle = list(cycle) if cycle is not None else []
 
 
+class GraphError(AutogradDagError, ValueError):
+    """A hand-built graph got something that is not one: an edge that is not a pair
+    ``(i, j)`` of hashable vertices, or a vertex it does not have (then also a ``KeyError``)."""
+
+
+class MissingVertexError(GraphError, KeyError):
+    """A :class:`Graph` was asked about a vertex it does not have."""
+
+    def __str__(self) -> str:  # KeyError would show the message in quotes
+        return str(self.args[0]) if self.args else ""
+
+
 class ProgramInputError(AutogradDagError, TypeError):
     """A program was called with the wrong number, shapes or dtypes of inputs."""
 

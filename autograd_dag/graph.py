@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
-from autograd_dag.errors import CycleError
+from autograd_dag.errors import AutogradDagError, CycleError, GraphError, MissingVertexError
 
 __all__ = ["Graph", "reachable", "topological_sort"]
 
@@ -131,6 +131,22 @@ def _cycle_error(before: str, cycle: list, after: str = "", keep: int = 8) -> Cy
         [str(v) for v in cycle[:keep]] + [f"... ({len(cycle) - 2 * keep} more) ..."]
         + [str(v) for v in cycle[-keep:]])
     return CycleError(before + " -> ".join(parts) + after, cycle=cycle)
+
+
+def _malformed_edge(edges, exc: Exception) -> GraphError:
+    """The error naming the first edge that is not a pair of hashable vertices (``exc`` said only how it failed)."""
+    for k, e in enumerate(edges):
+        problem = None
+        if isinstance(e, str) or not isinstance(e, (tuple, list)) or len(e) != 2:
+            problem = "an edge must be a pair (i, j) of vertices"
+        else:
+            try:
+                hash(e[0]), hash(e[1])
+            except TypeError as err:
+                problem = f"its vertices must be hashable ({err})"
+        if problem is not None:
+            return GraphError(f"Graph.from_edges: edge {k} is {e!r}: {problem}")
+    return GraphError(f"Graph.from_edges: {type(exc).__name__}: {exc}")
 
 
 class Graph:
@@ -262,15 +278,27 @@ class Graph:
         g = cls()
         for v in vertices:
             g.add_vertex(v)
-        if check:
-            for i, j in edges:
-                g.add_edge(i, j)
-            return g
-        with paused_gc():  # (roughly triples the build time of a 10**6-vertex graph otherwise)
-            g._add_edges_unchecked(edges)
+        edges = edges if isinstance(edges, (list, tuple)) else list(edges)
+        try:
+            if check:
+                for e in edges:
+                    if isinstance(e, str):  # "ab" would unpack into a -> b
+                        raise ValueError("a string is not an edge")
+                    i, j = e
+                    g.add_edge(i, j)
+                return g
+            with paused_gc():  # (roughly triples the build time of a 10**6-vertex graph otherwise)
+                g._add_edges_unchecked(edges)
+        except (ValueError, TypeError) as exc:
+            if isinstance(exc, AutogradDagError):
+                raise
+            # Looked for only after a failure: the loops above stay as fast as they were.
+            raise _malformed_edge(edges, exc) from None
         return g
 
     def _add_edges_unchecked(self, edges: Iterable[tuple[Hashable, Hashable]]) -> None:
+        # (A str edge "ab" would unpack into a -> b: refused by the check below, only
+        # run for edges that are not tuples.)
         parents, children, index = self._parents, self._children, self._index
         edge_list = self._edges
         in_order = self._in_order
@@ -279,6 +307,8 @@ class Graph:
         for e in edges:
             i, j = e
             if type(e) is not tuple:
+                if isinstance(e, str):
+                    raise ValueError("a string is not an edge")
                 e = (i, j)
             try:
                 ci = children[i]
@@ -408,7 +438,7 @@ class Graph:
 
     def _require(self, v: Hashable) -> None:
         if v not in self._index:
-            raise KeyError(f"vertex {v!r} is not in the graph")
+            raise MissingVertexError(f"vertex {v!r} is not in the graph")
 
     def parents(self, j: Hashable) -> list:
         """The vertices ``i`` with an edge ``i -> j``, in insertion order (a new list).

@@ -56,9 +56,11 @@ def _iter(self):
 
 
 def _setitem(self, index, value):
+    shown = repr(index) if len(repr(index)) <= 30 else "..."
     raise AutogradDagError(
-        "Tensors cannot be changed in place (a recorded node must keep its value); build a new one, "
-        "e.g. ad.where(mask, value, t), or ad.index_add(...) to add into selected entries")
+        f"t[{shown}] = ... on a Tensor of shape {self.shape}: Tensors cannot be changed in place (a recorded "
+        f"node must keep its value); build a new one, e.g. ad.where(mask, value, t), or ad.index_add(...) "
+        f"to add into selected entries{located(user_source())}")
 
 
 Tensor.__iter__ = _iter

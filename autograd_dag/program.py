@@ -12,13 +12,15 @@ from __future__ import annotations
 import enum
 import inspect
 import os
+import sys
 from operator import attrgetter
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import core
-from .core import Primitive, Tensor, _recording_as, apply, as_array, attributed_to, operation_error
+from .core import (Primitive, Tensor, _recording_as, apply, as_array, attributed_to, check_operand_count,
+                   operation_error)
 from .errors import AutogradDagError, ProgramInputError, TracingError, user_source, located
 from .execution import buffer_of, disposable, plan_steps
 from .graph import Graph, paused_gc
@@ -127,12 +129,18 @@ def format_shape(shape) -> str:
 
 
 def format_value(value) -> str:
-    """A constant's value: ``2``, ``0.5``, ``True`` or ``array[3,4]``."""
+    """A constant's value: ``2``, ``0.5``, ``1e-08``, ``True`` or ``array[3,4]``."""
     value = np.asarray(value)
     if value.size == 1:
         item = value.reshape(()).item()
         if isinstance(item, float):
-            return np.format_float_positional(item, trim="-", precision=6)
+            # Six decimals read 1e-8 (a log's epsilon) as "0" and 2.5e-6 as "0.000003":
+            # a small value they do not write exactly (1e-5 they do) is written in
+            # scientific notation instead, and so is a huge one.
+            text = np.format_float_positional(item, trim="-", precision=6)
+            if not np.isfinite(item) or (abs(item) < 1e16 and (abs(item) >= 1e-3 or float(text) == item)):
+                return text
+            return np.format_float_scientific(item, trim="-", precision=6)
         return str(item)
     return f"array{format_shape(value.shape)}"
 
@@ -264,7 +272,8 @@ class Program:
         its parents, in the order the edges were added, are its arguments.
         ``inputs`` maps input vertices to example arrays (they fix shapes and
         dtypes). ``outputs`` defaults to the graph's leaves; ``params`` maps a
-        vertex to its static parameters.
+        vertex to its static parameters, as the public function of that name takes
+        them (``{"axis": -1}`` for ``"sum"``; left out, its defaults).
 
         Example:
             >>> import numpy as np, autograd_dag as ad
@@ -278,7 +287,15 @@ class Program:
         for v, value in inputs.items():
             if v not in graph:
                 raise ProgramInputError(f"Program.from_graph: input {v!r} is not a vertex of the graph")
+            if graph.parents(v):
+                # Its in-edges would be dropped silently: the program would not have the graph's shape.
+                raise ProgramInputError(f"Program.from_graph: input {v!r} has parents {graph.parents(v)} in "
+                                        f"the graph; an input must be a root (give it a primitive in ops "
+                                        f"instead, or remove its in-edges)")
             tensors[v] = Tensor(value, name=str(v))
+        for v in [] if outputs is None else outputs:
+            if v not in graph:
+                raise ProgramInputError(f"Program.from_graph: output {v!r} is not a vertex of the graph")
         with _recording_as(True):
             for v in graph.topological_order():
                 if v in tensors:
@@ -292,7 +309,11 @@ class Program:
                     raise ProgramInputError(f"Program.from_graph: vertex {v!r} names unknown primitive {op!r}")
                 parents = graph.parents(v)
                 try:
-                    out = apply(prim, *[tensors[p] for p in parents], **params.get(v, {}))
+                    operands = [tensors[p] for p in parents]
+                    out = _through_public_function(prim, operands, params.get(v, {}))
+                    if out is None:
+                        check_operand_count(prim, operands, params.get(v, {}))
+                        out = apply(prim, *operands, **params.get(v, {}))
                 except AutogradDagError as exc:
                     # The operation's message names shapes, not the vertex nor where its operands came from.
                     raise ProgramInputError(
@@ -455,7 +476,17 @@ class Program:
                                                 f"got {value.dtype} values outside [{info.min}, {info.max}]"
                                                 f"{located(user_source())}")
                 if not isinstance(a, Tensor):
-                    value = value.astype(node.dtype)
+                    with np.errstate(over="ignore"):
+                        narrowed = value.astype(node.dtype)
+                    if np.dtype(node.dtype).kind == "f" and value.dtype.kind == "f" and value.size and (
+                            np.isinf(narrowed) & np.isfinite(value)).any():
+                        # A narrowing float cast turns what it cannot hold into inf, with a warning only.
+                        top = float(np.max(np.abs(value[np.isfinite(value)])))
+                        raise ProgramInputError(f"program '{self.name}': {label} expects dtype {node.dtype}, "
+                                                f"got {value.dtype} values beyond its range (|value| up to "
+                                                f"{top:.3g}, {node.dtype} holds up to "
+                                                f"{float(np.finfo(node.dtype).max):.3g}){located(user_source())}")
+                    value = narrowed
             checked.append(a if isinstance(a, Tensor) else value)
         return checked
 
@@ -566,6 +597,49 @@ class Program:
         return {"text/plain": str(self)}
 
 
+def _positional_names(fn: Callable, n: int) -> list[str] | None:
+    """The names of ``fn``'s first ``n`` parameters if each takes one positional argument, else None."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())[:n]
+    except (TypeError, ValueError):
+        return None
+    if len(parameters) < n or any(q.kind not in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD) for q in parameters):
+        return None
+    return [q.name for q in parameters]
+
+
+def _through_public_function(prim: Primitive, operands: list, params: dict) -> Tensor | None:
+    """``prim`` applied by its public function (``sum`` for the primitive ``sum``), or None.
+
+    The public function turns parameters as a user writes them (``axis=-1``,
+    ``axis=None``, ``keepdims`` left out) into the form the primitive records and
+    its derivative rules read (``axis=(1,)``, ``keepdims=False``); given to the
+    primitive raw they computed the value but broke its gradient. Only a result
+    that is this primitive applied to these operands is taken.
+    """
+    module_name = getattr(prim.impl, "__module__", None) or ""
+    if not module_name.startswith(__package__ + "."):
+        return None  # a user's primitive: a function of that name in their module may be anything
+    public = getattr(sys.modules.get(module_name), prim.name, None)
+    if not callable(public) or public is prim.impl or isinstance(public, Primitive):
+        return None
+    # The parents must land on the same parameters in both: ad.concatenate(tensors, axis)
+    # would read a second parent as its axis.
+    names = _positional_names(prim.impl, len(operands))
+    if names is None or names != _positional_names(public, len(operands)):
+        return None
+    try:
+        out = public(*operands, **params)
+    except TypeError as exc:  # its signature differs from the primitive's parameters: apply it raw
+        if isinstance(exc, AutogradDagError):  # (the library's own, a user's mistake: say it)
+            raise
+        return None
+    if (isinstance(out, Tensor) and out.prim is prim and out.parents is not None
+            and len(out.parents) == len(operands) and all(a is b for a, b in zip(out.parents, operands))):
+        return out
+    return None
+
+
 def trace(f: Callable, *example_args, name: str | None = None) -> Program:
     """Record ``f`` on example arguments and return its :class:`Program`.
 
@@ -589,6 +663,7 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
         names = []
+    _refuse_non_numeric(example_args, "trace")
     # A list of numbers is one array, not a tree; a dict is a tree of inputs, one per leaf.
     args = tuple(a if isinstance(a, dict) else a.value if isinstance(a, Tensor) else as_array(a)
                  for a in example_args)
@@ -638,6 +713,25 @@ def retrace_jit() -> None:
     """
     global _trace_epoch
     _trace_epoch += 1
+
+
+def _refuse_non_numeric(args: tuple, what: str) -> None:
+    """Refuse an argument jit or trace would make a program input although it is no number.
+
+    A string became a string array (``getattr(ad, act)`` then got a Tensor), a
+    function "a numeric array of a function": both are settings of f, fixed when
+    it is traced, so the way to pass them is a closure.
+    """
+    for position, arg in enumerate(args):
+        for leaf in flatten(arg)[0]:
+            if isinstance(leaf, (str, bytes)) or leaf is None or (
+                    callable(leaf) and not isinstance(leaf, (Tensor, np.ndarray, np.generic))):
+                shown = repr(leaf) if len(repr(leaf)) <= 40 else type(leaf).__name__
+                raise TracingError(
+                    f"{what}: argument {position} is {type(leaf).__name__} ({shown}), not a number or an array: "
+                    f"{what}'s arguments become the program's inputs. A setting fixed when f is traced "
+                    f"(a name, a function, None) is passed by a closure: close over it, "
+                    f"{what}(lambda x: f(x, {shown}){', x' if what == 'trace' else ''}){located(user_source())}")
 
 
 def _arguments_as_arrays(leaves: list) -> list:
@@ -701,6 +795,7 @@ def jit(f: Callable) -> Callable:
         if traced_in[0] != _trace_epoch:
             programs.clear()  # recorded under a state that has changed since (retrace_jit)
             traced_in[0] = _trace_epoch
+        _refuse_non_numeric(args, "jit")
         arrays = _arguments_as_arrays(leaves)
         key = (treedef, tuple((a.shape, a.dtype.str) for a in arrays))
         entry = programs.get(key)

@@ -99,9 +99,21 @@ def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | N
                                    + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""))
         out, aux = out
     leaves, out_tree = flatten(out)
+    if any(o is None for o in leaves):
+        # Usually a forgotten ``return``; Tensor(None) would only say "cannot make a numeric array".
+        fname = getattr(f, "__name__", "f")
+        raise AutogradDagError(f"{what}: {fname} returned None{' (inside its result)' if out is not None else ''}"
+                               f"; it must return a Tensor (or a tuple, list or dict of them): a missing "
+                               f"return statement?{located(_definition_site(f))}")
     outputs = [o if isinstance(o, Tensor) else Tensor(o) for o in leaves]
     nested = nested or depends_on_outer(outputs, inputs)
     return Recording(slots, inputs, outputs, out_tree, out, aux, nested, frozenset(inner))
+
+
+def _definition_site(f: Callable) -> tuple[str, int] | None:
+    """``(filename, first line)`` of a Python function ``f``, or the user's current line."""
+    code = getattr(f, "__code__", None)
+    return (code.co_filename, code.co_firstlineno) if code is not None else user_source()
 
 
 def slot_input(x, what: str) -> Tensor:

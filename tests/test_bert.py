@@ -347,4 +347,5 @@ def test_bert_renders_clusters_per_block_and_head():
     assert source.count("<B>2 heads</B>") == 2                 # the attention heads of each block
     # One level down the identical blocks fold, the heads stay apart.
     folded = ad.render(bert.loss(batch).total, depth=1).source
-    assert "block &#215; 2" in folded and "block.1" not in folded and "<B>mlm_head</B>" in folded
+    assert "block &#215; 2" in folded and "<B>block.1</B>" not in folded and "<B>mlm_head</B>" in folded
+    assert "block.0..block.1 (2 folded)" in folded  # the folded node's tooltip names the range

@@ -334,3 +334,110 @@ def test_forward_mode_checks_each_operand_constant_and_all_moving(rule, where):
         ad.check_grads(lambda a, b: mul(a, b), (x, y))
     assert where in str(err.value) and "forward mode (JVP)" in str(err.value)
     assert "look at the JVP rule(s)" in str(err.value)
+
+
+def test_a_rule_not_linear_in_its_cotangent_or_tangent_is_explained():
+    # A VJP that ignores its cotangent (returns cos(u) as if ct were 1) gives the right
+    # Jacobian entries, which are computed with unit cotangents (a JVP squaring its tangent
+    # too, with unit tangents): the report used to
+    # read "0 of 3 Jacobian entries disagree; worst:" and stop. It must say why.
+    ignores_ct = ad.primitive(
+        "test_checking_ignores_ct", np.sin,
+        vjp=lambda ct, out, u: (ad.cos(u),),
+        jvp=lambda t, out, u: t[0] * t[0] * ad.cos(u), replace=True)  # t², right for unit t only
+    x = np.array([0.3, -1.2, 0.7])
+    with pytest.raises(ad.GradientCheckError) as info:
+        ad.check_grads(lambda x: ignores_ct(x).sum(), (x,))
+    report = str(info.value)
+    assert "0 of 3 Jacobian entries disagree; worst:\n" not in report
+    assert "reverse mode (VJP)" in report and "forward mode (JVP)" in report
+    assert re.search(r"VJP rule .* not linear in its cotangent", report), report
+    assert re.search(r"JVP rule .* not linear in its tangent", report), report
+
+
+def test_arguments_that_are_not_floats_reach_f_as_given():
+    # Non-float leaves were wrapped in Tensors: range(n), x.reshape(n, -1) and a
+    # function argument failed with TypeErrors from f, and f(x, None) ran the
+    # branch for "not None" (Tensor(None) is not None): a different function was checked.
+    x = np.array([0.3, -1.2, 0.7, 2.0])
+    ad.check_grads(lambda x, n: sum(ad.sin(x[i]) for i in range(n)), (x, 2))
+    ad.check_grads(lambda x, n: ad.tanh(x.reshape(n, -1)).sum(), (x, np.int64(2)))
+    ad.check_grads(lambda x, act: act(x).sum(), (x, ad.tanh))
+    seen = []
+
+    def f(x, option, name, flag):
+        seen.append((option, name, flag))
+        return ad.exp(x).sum()
+    ad.check_grads(f, (x, None, "tanh", True), order=2)
+    assert seen and all(s == (None, "tanh", True) for s in seen)
+    grad = ad.numerical_grad(lambda x, n: sum(ad.sin(x[i]) for i in range(n)), (x, 2))
+    np.testing.assert_allclose(grad[0], [np.cos(0.3), np.cos(-1.2), 0.0, 0.0], atol=1e-8)
+    assert grad[1] is None
+    assert_grads_close(lambda x, n: sum(ad.sin(x[i]) for i in range(n)), (x, 3))
+
+
+def test_a_point_within_a_step_of_a_kink_is_not_a_failure():
+    # |x| and relu at x = 1e-8 are differentiable (derivative 1), but the default step
+    # 1e-6 straddles their kink at 0: the check failed a right derivative and said
+    # "f is not differentiable here". A smaller step settles it.
+    x = np.array([1e-8, -1e-7, 0.5, -0.3])
+    ad.check_grads(lambda x: ad.abs(x).sum(), (x,))
+    ad.check_grads(lambda x: ad.nn.functional.relu(x) * np.arange(1.0, 5.0), (x,), order=2)
+    ad.check_grads(lambda x, y: (ad.abs(x) * y).sum(), (x, np.array([1.0, 2.0, 3.0, 4.0])))
+    # On the kink itself there is no derivative to check: still a failure, named as a kink.
+    with pytest.raises(ad.GradientCheckError, match="on a kink"):
+        ad.check_grads(lambda x: ad.nn.functional.relu(x).sum(), (np.array([0.0, 0.5]),))
+    # A wrong derivative beside a kink is still caught.
+    sloppy_abs = ad.primitive("test_checking_sloppy_abs", np.abs,
+                              vjp=lambda ct, out, x: (ct * ad.sign(x) * 1.01,),
+                              jvp=lambda t, out, x: t[0] * ad.sign(x), replace=True)
+    with pytest.raises(ad.GradientCheckError, match="reverse mode"):
+        ad.check_grads(lambda x: sloppy_abs(x).sum(), (x,))
+
+
+def test_options_that_would_check_nothing_or_anything_are_refused():
+    # rtol=nan made every tolerance nan, so no comparison could fail: a wrong VJP passed.
+    # modes=() and order=0 compared nothing and passed.
+    x = np.array([0.5, -1.0, 2.0, 0.1])
+    wrong = lambda v: bad_square(v).sum()  # noqa: E731  (its VJP is 3x off in entry 2)
+    for options in ({"rtol": float("nan"), "atol": 1e-6}, {"atol": float("nan"), "rtol": 1e-5},
+                    {"atol": -1.0, "rtol": 1e-5}, {"eps": 0.0}, {"eps": float("inf")}, {"modes": ()},
+                    {"order": 0}, {"order": "2"}, {"order": 1.5}):
+        with pytest.raises(ad.AutogradDagError, match=r"check_grads: (eps|atol|rtol|modes|order)"):
+            ad.check_grads(wrong, (x,), **options)
+    with pytest.raises(ad.AutogradDagError, match=r"check_grads: f must be callable"):
+        ad.check_grads(3, (x,))
+    # A single mode may be given as a string.
+    ad.check_grads(lambda v: ad.tanh(v).sum(), (x,), modes="rev")
+    with pytest.raises(ad.GradientCheckError, match="reverse mode"):
+        ad.check_grads(wrong, (x,), modes="rev")
+
+
+def test_report_names_an_output_by_its_key():
+    # f returning {'loss': ..., 'aux': ...}: the report said "d output 1 (1,)", leaving the
+    # user to guess which entry of the dict output 1 was.
+    bad = ad.primitive("test_checking_bad_square_dict", lambda x: x * x,
+                       vjp=lambda ct, out, x: (ct * 3.0 * x,), jvp=lambda t, out, x: t[0] * 2.0 * x, replace=True)
+    with pytest.raises(ad.GradientCheckError) as info:
+        ad.check_grads(lambda x: {"loss": ad.sin(x).sum(), "aux": (x, bad(x))}, (np.array([0.5, 1.0]),),
+                       modes=("rev",))
+    assert re.search(r"d output \['aux'\]\[1\] \(1,\) / d input \(1,\): analytic  3\.0+e\+00, numeric  2\.0+e\+00",
+                     str(info.value)), str(info.value)
+
+
+def test_the_finer_step_is_believed_only_where_its_rounding_error_is_small():
+    # The second look at a 1000x smaller step has 1000x the rounding error: with f large
+    # (or the step tiny) its differences are noise, which could land on a wrong derivative.
+    from autograd_dag.checking import _Tolerances, _agrees_at_a_finer_step
+    tol = _Tolerances(1e-6, 1e-6, 1e-5)
+    analytic, numeric = 1.0, 0.9  # a disagreement of 0.1 at the ordinary step
+    assert _agrees_at_a_finer_step(analytic, numeric, lambda: (1.0, 1e-4), tol)  # noise well under 0.1
+    assert not _agrees_at_a_finer_step(analytic, numeric, lambda: (1.0, 0.05), tol)  # noise as large as it
+    assert not _agrees_at_a_finer_step(analytic, numeric, lambda: (0.95, 1e-4), tol)  # still disagrees
+    # End to end: a 0.2 % wrong rule on a function of size 1e6 fails at every seed.
+    off = ad.primitive("test_checking_off_sin", np.sin, vjp=lambda ct, out, x: (ct * ad.cos(x) * 1.002,),
+                       jvp=lambda t, out, x: t[0] * ad.cos(x) * 1.002, replace=True)
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal(6)
+        with pytest.raises(ad.GradientCheckError):
+            ad.check_grads(lambda x: off(x) + 1e6, (x,), seed=seed)

@@ -50,3 +50,13 @@ def test_render_accepts_a_circuit_and_draws_every_node():
              if line.strip()[:1] == "n" and line.strip()[1:2].isdigit() and "->" not in line]
     assert len(drawn) == len(program.nodes)  # constants stay roots, not inlined
     assert graph.source.count("->") == program.num_edges
+
+
+def test_circuit_refuses_a_constant_that_is_not_a_finite_float(capsys):
+    # 1e400 became inf with numpy's RuntimeWarning only: "polynomial: inf*x", "df/dx = inf".
+    for expression in ["1e400*x", "10**400*x + y", "1e200*1e200*x"]:
+        assert main(["circuit", expression]) == 2
+        err = capsys.readouterr().err
+        assert "autograd-dag: error:" in err and "finite" in err, err
+    assert main(["circuit", "1e300*x"]) == 0
+    assert "polynomial: 1e+300*x" in capsys.readouterr().out

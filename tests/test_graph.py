@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import autograd_dag as ad
 from autograd_dag.errors import CycleError
 from autograd_dag.graph import Graph
 from autograd_dag.graph_algorithms import (FUNCTION, VARIABLE, is_chain, subgraph, to_bipartite,
@@ -674,3 +675,23 @@ def test_large_random_dag_with_shuffled_insertion_sorts():
     order = g.topological_order()
     assert order != list(range(n))  # really searched (no insertion-order shortcut)
     assert_sorted_with_numpy(order, parent, child, n)
+
+
+@pytest.mark.parametrize("check", [True, False])
+@pytest.mark.parametrize("edges, shown", [
+    ([("a", "b"), ("a",)], r"edge 1 .*\('a',\)"),
+    ([("a", "b", "c")], r"edge 0 .*\('a', 'b', 'c'\)"),
+    (["ab"], r"edge 0 .*'ab'"),  # a two-letter string unpacked silently into the edge a -> b
+    ([(["x"], "y")], r"edge 0 .*unhashable"),
+])
+def test_malformed_edges_are_named(edges, shown, check):
+    # They raised bare "not enough values to unpack" / "unhashable type" errors, naming no edge.
+    with pytest.raises(ad.GraphError, match=shown):
+        Graph.from_edges(edges, check=check)
+
+
+def test_a_missing_vertex_is_the_library_error_and_still_a_key_error():
+    g = Graph.from_edges([("a", "b")])
+    with pytest.raises(ad.GraphError) as info:
+        g.parents("ghost")
+    assert isinstance(info.value, KeyError) and str(info.value) == "vertex 'ghost' is not in the graph"

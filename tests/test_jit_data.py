@@ -345,3 +345,39 @@ def test_partition_under_jit_follows_each_call():
     part = np.partition(x, 1)
     assert part[1] == np.sort(x)[1] and value == pytest.approx(np.sort(x) @ np.arange(4.0))
     np.testing.assert_array_equal(grad, [3.0, 2.0, 1.0, 0.0])  # each entry's weight is its sorted position
+
+
+@pytest.mark.parametrize("transform", [
+    lambda f: ad.jit(f)(np.ones(3), 2),
+    lambda f: ad.trace(f, np.ones(3), 2),
+    lambda f: ad.jit(ad.grad(f))(np.ones(3), 2),
+])
+def test_a_traced_int_used_as_a_count_is_a_tracing_error(transform):
+    # range(n) with n an input of the program raised Python's bare "'Tensor' object cannot
+    # be interpreted as an integer", saying neither why nor what to do.
+    def f(x, n):
+        return sum(ad.sin(x[i]) for i in range(n))
+    with pytest.raises(ad.TracingError, match=r"an integer \(range\(n\), an index\).*test_jit_data.py:\d+"):
+        transform(f)
+
+
+def test_an_integer_tensor_outside_a_trace_is_an_integer():
+    assert list(range(ad.Tensor(np.int64(3)))) == [0, 1, 2]
+    assert [10, 20, 30][ad.Tensor(np.array([1]))] == 20
+    with pytest.raises(TypeError):
+        range(ad.Tensor(2.0))
+
+
+@pytest.mark.parametrize("extra", ["tanh", None, ad.tanh])
+@pytest.mark.parametrize("transform", ["jit", "trace"])
+def test_an_argument_that_is_not_a_number_is_refused_by_name(extra, transform):
+    # jit(f)(x, "tanh") made the string a program input: getattr(ad, act) raised
+    # "attribute name must be string, not 'Tensor'"; a function gave "cannot make a
+    # numeric array of a function"; trace's str became a Tensor whose == was traced.
+    def f(x, act):
+        return (getattr(ad, act) if isinstance(act, str) else act or ad.sin)(x).sum()
+    with pytest.raises(ad.TracingError, match=rf"{transform}: argument 1 is {type(extra).__name__}.*close over it"):
+        if transform == "jit":
+            ad.jit(f)(np.ones(3), extra)
+        else:
+            ad.trace(f, np.ones(3), extra)

@@ -315,3 +315,38 @@ def test_parser_shares_repeated_subexpressions_and_the_table_shows_both_sizes(ca
     from autograd_dag.gallery import GALLERY, circuit_program
     entry = next(e for e in GALLERY if e.name == "circuit")
     assert "size 8" in entry.title and circuit_program().num_edges == 8
+
+
+@pytest.mark.parametrize("convert", [float, int])
+def test_float_or_int_of_a_tensor_with_many_elements_names_its_shape_and_line(convert):
+    # float(t) raised numpy's bare TypeError "only 0-dimensional arrays can be converted
+    # to Python scalars", naming neither the Tensor's shape nor the user's line.
+    t = ad.Tensor(np.ones((2, 3)), requires_grad=True)
+    with pytest.raises(ad.AutogradDagError, match=r"\(2, 3\).*6 elements.*test_new_user.py:\d+"):
+        convert(t)
+    assert convert(ad.Tensor(np.array([[2.0]]))) == 2  # one element converts, as numpy's does
+
+
+def test_cli_names_an_unsupported_output_suffix(tmp_path, capsys):
+    # "-o out.bmp" said "give it a suffix (.svg, ...)": it has one, just not a supported one.
+    path = write_module(tmp_path, "import autograd_dag as ad\ndef f():\n    return ad.exp(ad.Tensor(1.0))\n")
+    assert main(["render", f"{path}:f", "-o", str(tmp_path / "out.bmp")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown output format 'bmp'" in err and "give it a suffix" not in err
+
+
+def test_assigning_into_a_tensor_names_the_users_line():
+    # The refusal said what to do instead but not where: no shape, no source line.
+    t = ad.Tensor(np.ones(3), requires_grad=True) * 2.0
+    with pytest.raises(ad.AutogradDagError, match=r"t\[0\] = \.\.\. on a Tensor of shape \(3,\).*test_new_user.py:\d+"):
+        t[0] = 5.0
+
+
+def test_a_bool_tensor_squared_has_numpys_dtype():
+    # numpy's ** squares by np.square, so bool ** 2 is int8; the Tensor's ** gave int64
+    # (found by test_properties' Python-number test; main's power primitive now squares too).
+    a = np.array([[True, False, True]])
+    for got, want in [((ad.Tensor(a) ** 2), a ** 2), (ad.Tensor(a) ** 3, a ** 3),
+                      (ad.Tensor(a.astype(np.int32)) ** 2, a.astype(np.int32) ** 2)]:
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.value, want)

@@ -718,6 +718,23 @@ def test_conv2d_bias_is_keyword_only():
     assert nn.Conv2d(1, 2, 3, 1, 1, bias=False, rng=0).bias is None
 
 
+def test_load_refuses_complex_values_for_real_parameters_and_a_directory(tmp_path):
+    # Complex arrays were cast into the float weights with numpy's ComplexWarning only:
+    # the imaginary parts were dropped and the model loaded silently different.
+    m = nn.Linear(2, 3, rng=0)
+    before = {k: v.copy() for k, v in m.state_dict().items()}
+    state = {k: v + 1j for k, v in m.state_dict().items()}
+    with pytest.raises(ad.SerializationError, match=r"'weight'.*complex128.*float64"):
+        m.load_state_dict(state)
+    np.savez(tmp_path / "complex.npz", **state)
+    with pytest.raises(ad.SerializationError, match=r"complex"):
+        m.load(tmp_path / "complex.npz")
+    for k, v in m.state_dict().items():
+        np.testing.assert_array_equal(v, before[k])
+    with pytest.raises(ad.SerializationError, match=r"not a file"):
+        m.load(tmp_path)
+
+
 @pytest.mark.parametrize("make, what", [
     (lambda: nn.Conv2d(1, 1, 3, padding=1.5, rng=0), "padding"),
     (lambda: nn.Conv2d(1, 1, 3, stride=1.5, rng=0), "stride"),

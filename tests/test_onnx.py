@@ -536,3 +536,19 @@ def test_exported_programs_keep_numpy_values_at_infinities_and_nan(dtype):
     for k, (e, s) in enumerate(zip(expected, served)):
         tol = 1e-6 if e.dtype == np.float32 else 1e-12
         np.testing.assert_allclose(s, e, rtol=tol, atol=0, equal_nan=True, err_msg=f"output {k}")
+
+
+def test_load_refuses_a_file_that_is_not_an_onnx_model(tmp_path, capsys):
+    # Garbage gave protobuf's DecodeError as a traceback (the command exited 1, not 2);
+    # an empty file loaded as a program with no inputs, nodes or outputs.
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"this is not protobuf \xff\xfe")
+    empty = tmp_path / "empty.onnx"
+    empty.write_bytes(b"")
+    for path in (garbage, empty):
+        with pytest.raises(ad.onnx.OnnxImportError, match=f"{path.name}.*not an ONNX model"):
+            ad.onnx.load(path)
+        assert main(["render", str(path), "-o", str(tmp_path / "out.dot")]) == 2
+        assert "autograd-dag: error:" in capsys.readouterr().err
+    with pytest.raises(ad.onnx.OnnxImportError, match="not an ONNX model"):
+        ad.onnx.load(b"\xff\xfe junk")

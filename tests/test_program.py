@@ -500,3 +500,79 @@ def test_grad_program_computes_each_recomputed_forward_value_once():
     x = np.array([0.3, 1.0, -2.0])
     np.testing.assert_allclose(g(x), np.cos(x) ** 2 - np.sin(x) ** 2, rtol=1e-14)
     assert g.kind == "gradient" and g.nodes[g.outputs[0]].name == "df/dx"
+
+
+def test_from_graph_refuses_an_extra_operand_of_a_ufunc_primitive():
+    # exp given two parents ran np.exp(x, y): numpy took y as the array to write
+    # into, so the user's example array and every later call's second argument
+    # were overwritten with exp(x), and the program returned that silently.
+    g = ad.Graph.from_edges([("x", "s"), ("y", "s")])
+    y = np.full(2, 5.0)
+    with pytest.raises(ad.ProgramInputError, match=r"vertex 's' applies exp.*1 operand.*got 2"):
+        Program.from_graph(g, {"s": "exp"}, {"x": np.zeros(2), "y": y})
+    np.testing.assert_array_equal(y, [5.0, 5.0])
+    # Calling a primitive directly is refused alike.
+    with pytest.raises(ad.ShapeError, match=r"exp.*1 operand.*got 2"):
+        ad.PRIMITIVES["exp"](ad.Tensor(np.zeros(2)), y)
+    np.testing.assert_array_equal(y, [5.0, 5.0])
+    with pytest.raises(ad.ShapeError, match=r"add.*2 operands.*got 3"):
+        ad.PRIMITIVES["add"](np.zeros(2), np.ones(2), y)
+    np.testing.assert_array_equal(y, [5.0, 5.0])
+
+
+def test_from_graph_names_an_output_that_is_not_a_vertex_and_an_input_with_parents():
+    g = ad.Graph.from_edges([("x", "e"), ("e", "m"), ("x", "m")])
+    with pytest.raises(ad.ProgramInputError, match=r"output 'zz' is not a vertex"):
+        Program.from_graph(g, {"e": "exp", "m": "multiply"}, {"x": np.ones(2)}, outputs=["zz"])
+    # Making 'e' an input silently dropped its edge x -> e: the program no longer had the graph's shape.
+    with pytest.raises(ad.ProgramInputError, match=r"input 'e' has parents \['x'\]"):
+        Program.from_graph(g, {"m": "multiply"}, {"x": np.ones(2), "e": np.ones(2)})
+
+
+def test_a_float32_program_refuses_float64_values_beyond_its_range():
+    # 1e40 into a float32 program became inf with numpy's RuntimeWarning only (the
+    # narrowing integer cast is refused the same way: 300 into int8).
+    prog = ad.trace(lambda x: x * 2, np.ones(2, np.float32))
+    big = float(np.finfo(np.float32).max) * 2
+    with pytest.raises(ad.ProgramInputError, match=r"input 0 \('x'\) expects dtype float32.*beyond.*3\.4"):
+        prog(np.array([1.0, big]))
+    with pytest.raises(ad.ProgramInputError, match="beyond"):
+        prog(np.array([-big, 1.0]))
+    # Values float32 holds (and inf or nan given as such) still run, rounded to float32.
+    out = prog(np.array([1e-3, np.inf]))
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, np.array([1e-3, np.inf], np.float32) * 2)
+
+
+@pytest.mark.parametrize("axis", [-1, 1, (1,), [1], (-1,)])
+def test_from_graph_params_as_the_public_function_takes_them(axis):
+    # params={"axis": -1} (numpy's way) built and ran, but its gradient failed: the VJP
+    # read axis=(-1,) as no axis ("reshape ... (2,) to (2, 3)") and axis=1 as not iterable;
+    # axis=None and axis=[1] were refused. They mean what ad.sum(x, axis=...) means.
+    g = ad.Graph.from_edges([("x", "s"), ("s", "e"), ("e", "o")])
+    prog = Program.from_graph(g, {"s": "sum", "e": "exp", "o": "sum"}, {"x": np.zeros((2, 3))},
+                              params={"s": {"axis": axis}, "o": {"axis": None}})
+    x = np.arange(6.0).reshape(2, 3) / 10
+    np.testing.assert_allclose(prog(x), np.exp(x.sum(axis=1)).sum(), rtol=1e-14)
+    np.testing.assert_allclose(ad.grad_program(prog)(x), np.exp(x.sum(axis=1))[:, None] * np.ones((1, 3)),
+                               rtol=1e-14)
+
+
+def test_from_graph_parameters_left_out_take_the_public_defaults():
+    # "sum" without params failed: "missing 2 required keyword-only arguments: 'axis' and 'keepdims'".
+    g = ad.Graph.from_edges([("x", "e"), ("e", "s")])
+    prog = Program.from_graph(g, {"e": "exp", "s": "sum"}, {"x": np.zeros(3)})
+    x = np.array([0.1, -0.2, 0.3])
+    np.testing.assert_allclose(prog(x), np.exp(x).sum(), rtol=1e-15)
+    np.testing.assert_allclose(ad.grad_program(prog)(x), np.exp(x), rtol=1e-15)
+
+
+def test_from_graph_concatenate_of_two_parents_with_and_without_its_axis():
+    # Through ad.concatenate(tensors, axis) the second parent became the axis: "axis
+    # Tensor([[1. 1. 1.] ...]) is out of range"; the primitive takes every parent as an operand.
+    g = ad.Graph.from_edges([("x", "s"), ("y", "s")])
+    x, y = np.arange(6.0).reshape(2, 3), np.ones((2, 3))
+    prog = Program.from_graph(g, {"s": "concatenate"}, {"x": x, "y": y}, params={"s": {"axis": 1}})
+    np.testing.assert_array_equal(prog(x, y), np.concatenate([x, y], axis=1))
+    with pytest.raises(ad.ProgramInputError, match=r"concatenate\(float64\[2, 3\], float64\[2, 3\]\).*'axis'"):
+        Program.from_graph(g, {"s": "concatenate"}, {"x": x, "y": y})

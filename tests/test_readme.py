@@ -30,3 +30,16 @@ def test_quick_start_runs(tmp_path, monkeypatch):
         except Exception as exc:  # name the block that broke
             pytest.fail(f"README block {i + 1} failed: {type(exc).__name__}: {exc}\n{block}")
     assert (tmp_path / "out" / "f.svg").exists() and (tmp_path / "out" / "grad_f.png").exists()
+
+
+def test_quick_start_prints_the_program_it_shows(tmp_path, capsys):
+    # The listing under print(program) named lines 9 and 10 of quickstart.py; saved as
+    # quickstart.py, the block's operations are on lines 5 and 6.
+    block = python_blocks(README.read_text())[0]
+    shown = block.split("print(program)", 1)[1].split("\ny =", 1)[0]
+    expected = [line[2:] for line in shown.strip().splitlines() if line.startswith("# ")]
+    path = tmp_path / "quickstart.py"
+    path.write_text(block)
+    exec(compile(block, str(path), "exec"), {"__name__": "quickstart"})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:len(expected)] == expected

@@ -168,3 +168,51 @@ def test_grad_program_of_linear_algebra_is_recorded_on_a_nonsingular_placeholder
     for f in (lambda a: ad.linalg.det(a), lambda a: ad.sum(ad.linalg.inv(a)),
               lambda a: ad.sum(ad.linalg.cholesky(a @ a.T))):
         np.testing.assert_allclose(ad.grad_program(ad.trace(f, a))(a), ad.grad(f)(a), rtol=1e-12)
+
+
+def test_a_vjp_rule_with_the_wrong_number_of_cotangents_or_a_python_number_is_named():
+    # Too few cotangents raised a bare IndexError ("tuple index out of range"), too many
+    # were dropped silently, and a Python number as cotangent raised AttributeError.
+    few = ad.primitive("user_paths_few", lambda a, b: a * b, vjp=lambda ct, out, a, b: (ct * b,),
+                       jvp=lambda t, out, a, b: t[0] * b, replace=True)
+    many = ad.primitive("user_paths_many", lambda x: x * x, vjp=lambda ct, out, x: (ct * 2 * x, ct),
+                        jvp=lambda t, out, x: t[0] * 2 * x, replace=True)
+    number = ad.primitive("user_paths_number", lambda x: 2.0 * x, vjp=lambda ct, out, x: (2.0,),
+                          jvp=lambda t, out, x: t[0] * 2.0, replace=True)
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    with pytest.raises(ad.AutogradDagError, match=r"VJP rule of 'user_paths_few' returned 1 cotangent.* 2 inputs"):
+        ad.grad(lambda a, b: few(a, b).sum(), argnums=(0, 1))(a, b)
+    with pytest.raises(ad.AutogradDagError, match=r"VJP rule of 'user_paths_many' returned 2 cotangents.* 1 input"):
+        ad.grad(lambda x: many(x).sum())(a)
+    x = ad.Tensor(a, requires_grad=True)
+    with pytest.raises(ad.AutogradDagError, match=r"VJP rule of 'user_paths_many' returned 2 cotangents"):
+        many(x).sum().backward()
+    with pytest.raises(ad.AutogradDagError, match=r"VJP of 'user_paths_number' returned a float.*test_user_paths"):
+        ad.grad(lambda x: number(x))(3.0)
+
+
+def test_primitive_definition_checks_its_name_and_rules():
+    # A non-string name raised "__name__ must be set to a string object"; a rule that is
+    # not callable was accepted and failed only when differentiated, far from its definition.
+    with pytest.raises(ad.AutogradDagError, match=r"ad.primitive: the name must be a non-empty string, got 3"):
+        ad.primitive(3, np.sin)
+    with pytest.raises(ad.AutogradDagError, match=r"ad.primitive\('user_paths_bad_vjp'\): vjp must be a function"):
+        ad.primitive("user_paths_bad_vjp", np.sin, vjp=3)
+    with pytest.raises(ad.AutogradDagError, match=r"ad.primitive\('user_paths_bad_jvp'\): jvp must be a function"):
+        ad.primitive("user_paths_bad_jvp", np.sin, jvp="cos")
+    assert "user_paths_bad_vjp" not in ad.PRIMITIVES  # nothing half-registered
+
+
+@pytest.mark.parametrize("transform", [
+    lambda f: ad.trace(f, np.ones(2)),
+    lambda f: ad.jit(f)(np.ones(2)),
+    lambda f: ad.vmap(f)(np.ones((3, 2))),
+    lambda f: ad.grad(f)(np.ones(2)),
+    lambda f: ad.jvp(f, (np.ones(2),), (np.ones(2),)),
+])
+def test_a_function_that_returns_none_is_named(transform):
+    # A forgotten return gave "cannot make a numeric array of a NoneType".
+    def forgot_return(x):
+        ad.sum(x * 2.0)
+    with pytest.raises(ad.AutogradDagError, match=r"forgot_return returned None.*return statement"):
+        transform(forgot_return)

@@ -19,6 +19,7 @@ constants.
 from __future__ import annotations
 
 import ast
+import math
 
 from autograd_dag.errors import CircuitError
 from autograd_dag.circuits.circuit import Circuit, Wire
@@ -166,6 +167,24 @@ def _key(node: ast.AST, results: dict) -> tuple | None:
     return None
 
 
+def _finite(src: _Source, value, col: int):
+    """``value`` unchanged, unless it is a number beyond float64 (1e400, 10**400, 1e200*1e200).
+
+    Such a constant became inf with numpy's warning only, and the polynomial
+    and every derivative read ``inf``.
+    """
+    if isinstance(value, Wire):
+        return value
+    try:
+        finite = math.isfinite(float(value))
+    except OverflowError:
+        finite = False
+    if not finite:
+        shown = repr(value) if len(repr(value)) <= 20 else f"{repr(value)[:17]}..."
+        raise src.error(f"the constant {shown} is not a finite float64 number", col)
+    return value
+
+
 def _build(c: Circuit, src: _Source, node: ast.AST, results: dict):
     """The wire (or plain number, for literals) of one AST node whose children are built."""
     col = src.column_of_byte(getattr(node, "col_offset", 0))
@@ -175,7 +194,7 @@ def _build(c: Circuit, src: _Source, node: ast.AST, results: dict):
         value = node.value
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise src.error(f"unsupported constant {value!r} (only int and float literals)", col)
-        return value
+        return _finite(src, value, col)
     if isinstance(node, ast.UnaryOp):
         operand = results[id(node.operand)]
         if isinstance(node.op, ast.UAdd):
@@ -194,13 +213,20 @@ def _build(c: Circuit, src: _Source, node: ast.AST, results: dict):
                 raise src.error(f"the exponent {right!r} is not an integer", exp_col)
             if right < 0:
                 raise src.error(f"the exponent {right!r} is negative: circuits have no division", exp_col)
+            if not isinstance(left, Wire):
+                # A number's power is built as gates: their value must stay a float64 number too.
+                try:
+                    math.pow(float(left), int(right))
+                except OverflowError:
+                    raise src.error(f"the constant {left!r}**{int(right)} is not a finite float64 number",
+                                    col) from None
             return c.pow(left, int(right))
         if op is ast.Add:
-            return c._binary("add", left, right)
+            return _finite(src, c._binary("add", left, right), col)
         if op is ast.Mult:
-            return c._binary("mul", left, right)
+            return _finite(src, c._binary("mul", left, right), col)
         if op is ast.Sub:
-            return c.sub(left, right)
+            return _finite(src, c.sub(left, right), col)
         symbol = _OPERATOR_TEXT.get(op, op.__name__)
         raise src.error(
             f"unsupported operator '{symbol}' (circuits have only + - * and integer powers)",

@@ -60,7 +60,7 @@ def positional_encoding(seq: int, layer: int) -> NamedTensor:
     """P ∈ ℝ^{seq × layer}, seed 000's formula written with named tensors (1-indexed p and i).
 
     Computed without recording: P is a constant of the program.
-    Example: ``positional_encoding(2, 4).value[1].round(4)`` is ``[0.8415, 0.5403, 0.01, 1.]``.
+    Example: ``positional_encoding(2, 4).align("seq", "layer").value[1].round(4)`` is ``[0.8415, 0.5403, 0.01, 1.]``.
     """
     with no_grad():
         p = NamedTensor(np.arange(1.0, seq + 1.0), "seq")

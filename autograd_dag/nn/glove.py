@@ -91,7 +91,7 @@ def cooccurrence_counts(sentences: Sequence, vocab_size: int, window: int = 10, 
 def glove_weighting(x, x_max: float = 100.0, alpha: float = 0.75) -> np.ndarray:
     """f(x) = min(1, (x / x_max)^α): small counts weigh less, counts at or above x_max weigh 1.
 
-    Shapes: (*s) -> (*s). Example: ``glove_weighting([25., 100., 400.]).tolist() == [0.3535…, 1.0, 1.0]``.
+    Shapes: (*s) -> (*s). Example: ``glove_weighting([25., 100., 400.]).round(4).tolist() == [0.3536, 1.0, 1.0]``.
     """
     x = np.asarray(x, dtype=np.float64)
     if x_max <= 0 or alpha < 0:

@@ -332,6 +332,10 @@ class Module:
             if arr.dtype.kind not in "biufc":
                 raise SerializationError(f"load_state_dict into {cls}: key '{key}' has non-numeric dtype "
                                          f"{arr.dtype}")
+            if arr.dtype.kind == "c" and np.asarray(current).dtype.kind != "c":
+                # The cast would drop the imaginary parts (numpy only warns): a different model.
+                raise SerializationError(f"load_state_dict into {cls}: key '{key}' ({kind}) holds complex "
+                                         f"values ({arr.dtype}) but the model's is {np.asarray(current).dtype}")
             staged.append((owner, attr, arr))
         rebound = False
         for owner, attr, arr in staged:
@@ -380,6 +384,9 @@ class Module:
             path += ".npz"
         if not os.path.exists(path):
             raise SerializationError(f"load: no such file '{path}'")
+        if not os.path.isfile(path):
+            raise SerializationError(f"load: '{path}' is not a file (a directory?); expected a file written by "
+                                     f"Module.save")
         with open(path, "rb") as fh:
             head = fh.read(6)
         if head.startswith(b"\x93NUMPY"):

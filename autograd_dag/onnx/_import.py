@@ -659,12 +659,24 @@ def load(model_or_path, *, name: str | None = None) -> Program:
         ad.render(prog, view="bipartite").render("model")
     """
     onnx = require_onnx()
-    if isinstance(model_or_path, onnx.ModelProto):
-        model = model_or_path
-    elif isinstance(model_or_path, bytes):
-        model = onnx.load_from_string(model_or_path)
-    else:
-        model = onnx.load(os.fspath(model_or_path))
+    source = "the bytes given" if isinstance(model_or_path, bytes) else repr(os.fspath(model_or_path)) \
+        if isinstance(model_or_path, (str, os.PathLike)) else None
+    try:
+        if isinstance(model_or_path, onnx.ModelProto):
+            model = model_or_path
+        elif isinstance(model_or_path, bytes):
+            model = onnx.load_from_string(model_or_path)
+        else:
+            model = onnx.load(os.fspath(model_or_path))
+    except OSError as exc:
+        raise OnnxImportError(f"onnx.load: cannot read {source}: {exc.strerror or exc}") from None
+    except Exception as exc:  # protobuf's DecodeError and kin: not an ONNX file
+        raise OnnxImportError(f"onnx.load: {source} is not an ONNX model ({type(exc).__name__}: "
+                              f"{str(exc)[:200]})") from None
+    if not model.graph.output:
+        # Protobuf reads an empty (or foreign) file as an empty model without complaint.
+        raise OnnxImportError(f"onnx.load: {source or 'the model'} is not an ONNX model with a graph: it has "
+                              f"no outputs")
     graph = model.graph
     missing = sorted({n.op_type for n in graph.node if n.op_type not in HANDLERS or n.op_type == "Erf"}
                      | {f"{n.domain}:{n.op_type}" for n in graph.node if n.domain not in ("", "ai.onnx")})

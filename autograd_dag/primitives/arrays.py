@@ -336,7 +336,7 @@ def diagonal(x, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
 def trace(x, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
     """Sum of the diagonal (see :func:`diagonal`), as ``np.trace``.
 
-    Shapes: the two axes are removed. Example: ``ad.trace(ad.Tensor(np.eye(3))).value`` is ``3.0``.
+    Shapes: the two axes are removed. Example: ``np.trace(ad.Tensor(np.eye(3))).value`` is ``3.0`` (``ad.trace`` records a program).
     """
     return sum(diagonal(x, offset, axis1, axis2), -1)
 

@@ -73,7 +73,21 @@ def primitive(name: str, impl: Callable | None = None, *, vjp: Callable | None =
         >>> float(ad.grad(lambda x: cube(x))(2.0))
         12.0
     """
+    # Checked here, before anything is registered: a rule that is not a function would
+    # otherwise fail only when differentiated, far from its definition.
+    if not isinstance(name, str) or not name:
+        raise AutogradDagError(f"ad.primitive: the name must be a non-empty string, got {name!r}"
+                               f"{located(user_source())}")
+    for what, rule in (("vjp", vjp), ("jvp", jvp), ("shape", shape)):
+        rules = rule if what == "vjp" and isinstance(rule, (tuple, list)) else (rule,)
+        if any(r is not None and not callable(r) for r in rules):
+            raise AutogradDagError(f"ad.primitive({name!r}): {what} must be a function (or None), got "
+                                   f"{rule!r}{located(user_source())}")
+
     def make(fn: Callable):
+        if not callable(fn):
+            raise AutogradDagError(f"ad.primitive({name!r}): the implementation must be a function, got "
+                                   f"{fn!r}{located(user_source())}")
         prim = defprim(name, fn, vjp=vjp, jvp=jvp, shape=shape, nondiff=nondiff, replace=replace,
                        user=True)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from ..core import Tensor
 from ..errors import RenderError
 from ..graph import Graph, topological_sort
@@ -102,8 +104,10 @@ def graph_program(graph: Graph, name: str = "graph") -> Program:
 
 
 def _resolve(program: Program, spec, what: str) -> list[int]:
-    if isinstance(spec, bool):
+    if isinstance(spec, (bool, np.bool_)):
         raise RenderError(f"render: {what} must name nodes by index or name, got {spec!r}")
+    if isinstance(spec, np.integer):  # an index from numpy (np.argmax, an index array) is an index
+        spec = int(spec)
     if isinstance(spec, int):
         if not 0 <= spec < len(program.nodes):
             raise RenderError(f"render: {what} node %{spec} does not exist; the program has "
@@ -121,7 +125,8 @@ def _resolve(program: Program, spec, what: str) -> list[int]:
 def _highlight_set(program: Program, highlight) -> set[int] | None:
     if highlight is None:
         return None
-    items = [highlight] if isinstance(highlight, (int, str)) else list(highlight)
+    items = ([highlight] if isinstance(highlight, (int, str, np.integer))
+             else list(np.ravel(highlight)) if isinstance(highlight, np.ndarray) else list(highlight))
     chosen: set[int] = set()
     for item in items:
         chosen.update(_resolve(program, item, "highlight"))
@@ -209,6 +214,11 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
         raise RenderError(f"render: color_by must be 'role' or 'op', got {color_by!r}")
     if long_edges not in ("auto", "keep"):
         raise RenderError(f"render: long_edges must be 'auto' or 'keep', got {long_edges!r}")
+    if depth is not None:
+        if isinstance(depth, (bool, np.bool_)) or not isinstance(depth, (int, np.integer)) or depth < 0:
+            raise RenderError(f"render: depth must be a whole number >= 0 or None (how many levels of name "
+                              f"scopes to show), got {depth!r}")
+        depth = int(depth)
     program = as_program(obj)
     if program.kind == "graph":
         show_shapes = show_dtypes = False

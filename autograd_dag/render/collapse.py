@@ -34,13 +34,14 @@ class Group:
     of ``path[:-1]``.
     """
 
-    __slots__ = ("path", "members", "count", "title")
+    __slots__ = ("path", "members", "count", "title", "last_name")
 
     def __init__(self, path: tuple, members: list[int], count: int = 1, title: str | None = None):
         self.path = path
         self.members = members
         self.count = count
         self.title = title if title is not None else path[-1][0]
+        self.last_name = path[-1][0]  # of the last scope folded into it (its own when count == 1)
 
     @property
     def parent_scope(self) -> tuple:
@@ -293,6 +294,7 @@ def _fold(program, inlined, owner, groups: list[Group]) -> list[Group]:
                 first.members = sorted(members)
                 first.count = len(run)
                 first.title = f"{signatures[run[0]][0]} \u00d7 {len(run)}"
+                first.last_name = groups[run[-1]].path[-1][0]
                 for gi in run[1:]:
                     merged_into[gi] = run[0]
                 for k in first.members:

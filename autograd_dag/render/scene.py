@@ -263,10 +263,14 @@ class Labeller:
         lines = [f"<B>{html(group.title, 40)}</B>"]
         ops = sum(1 for k in group.members if program.nodes[k].parents)
         params = [k for k in group.members if program.nodes[k].op is NodeKind.PARAMETER]
-        summary = f"{ops} ops"
+        # Folded blocks are identical (that is why they fold) and the in/out types
+        # are one block's: so are the counts, with the total beside them.
+        n = group.count
+        summary = f"{ops} ops" if n == 1 else f"{ops // n} ops each ({ops} in all)"
         if params:
             size = sum(int(_size(program.nodes[k].shape)) for k in params)
-            summary += f", {len(params)} params ({size:,} values)"
+            summary += (f", {len(params)} params ({size:,} values)" if n == 1 else
+                        f", {len(params) // n} params ({size // n:,} values) each")
         lines.append(small(html(summary)))
         ins = self._types(grouping.group_inputs(gi))
         outs = self._types(grouping.group_outputs(gi))
@@ -278,8 +282,10 @@ class Labeller:
 
     def group_tooltip(self, gi: int) -> str:
         group = self.grouping.groups[gi]
-        return plain(f"{'/'.join(name for name, _ in group.path)}: {len(group.members)} nodes, "
-                     f"%{group.members[0]}..%{group.members[-1]}")
+        path = "/".join(name for name, _ in group.path)
+        if group.count > 1:
+            path += f"..{group.last_name} ({group.count} folded)"
+        return plain(f"{path}: {len(group.members)} nodes, %{group.members[0]}..%{group.members[-1]}")
 
     def _types(self, ks: list[int]) -> str:
         seen: list[str] = []
