@@ -27,24 +27,17 @@ import time
 import numpy as np
 
 import autograd_dag as ad
-from autograd_dag import nn
 from autograd_dag.passes import refuse_inputs_as_constants
 from autograd_dag.program import Program
 from autograd_dag.tracing import program_input, record
 from autograd_dag.tree import flatten, unflatten
+from bench_rnn_long import lstm_workload
 
 PHASES = ("trace + sweep", "from_outputs", "CSE", "plan", "first run")
 
 
 def lstm_case(length: int):
-    rng = np.random.default_rng(0)
-    model = nn.SequenceToVector(nn.LSTMCell(8, 32, rng=0), pooling="mean", head=nn.Linear(32, 2, rng=0))
-    x = rng.standard_normal((4, length, 8))
-    labels = np.array([0, 1, 0, 1])
-    params = {name: p.value for name, p in model.named_parameters()}
-
-    def loss(params, x):
-        return nn.functional.cross_entropy(nn.functional_call(model, params, x), labels)
+    _, loss, params, x, _ = lstm_workload(length)
     return loss, (params, x)
 
 

@@ -52,10 +52,10 @@ def sqrt_chunks(x, axis=1):
 STRATEGIES = {"per step (ad.unstack)": per_step, "√L chunks": sqrt_chunks}
 
 
-def measure(strategy, length: int, repeat: int, recorded: bool):
-    """Best CPU and wall seconds of (forward, backward), and weight_ih's gradient.
+def lstm_workload(length: int):
+    """The model, the functional loss(params, x), params, x and labels of the benchmark (fixed seeds).
 
-    Recorded: (trace + first run, a later run) of ``ad.jit(ad.value_and_grad)``.
+    (Also bench_compile.py's LSTM case.)
     """
     rng = np.random.default_rng(0)
     model = nn.SequenceToVector(nn.LSTMCell(8, 32, rng=0), pooling="mean", head=nn.Linear(32, 2, rng=0))
@@ -65,6 +65,15 @@ def measure(strategy, length: int, repeat: int, recorded: bool):
 
     def loss(params, x):
         return nn.functional.cross_entropy(nn.functional_call(model, params, x), labels)
+    return model, loss, params, x, labels
+
+
+def measure(strategy, length: int, repeat: int, recorded: bool):
+    """Best CPU and wall seconds of (forward, backward), and weight_ih's gradient.
+
+    Recorded: (trace + first run, a later run) of ``ad.jit(ad.value_and_grad)``.
+    """
+    model, loss, params, x, labels = lstm_workload(length)
     original = rnn.unstack
     rnn.unstack = strategy
     best = [float("inf")] * 4  # CPU first part, CPU second part, wall first, wall second
