@@ -456,3 +456,23 @@ def test_cheap_gradient_principle(c):
     assert polys[0] == p
     for name, gp in zip(c.variables, polys[1:]):
         assert gp == p.derivative(name), name
+
+
+def test_baur_strassen_bound_counts_nary_gates_as_binary_ones():
+    # Baur–Strassen bounds circuits of fan-in 2. One k-ary × gate (k edges) is k − 1
+    # binary gates (2(k − 1) edges), so the bound to print beside a k-ary circuit's ratio
+    # is 5·2(k − 1)/k, not 5: a 50-ary product's gradient circuit has ratio 5.8 > 5.
+    k = 50
+    c = Circuit()
+    xs = [c.variable(f"x{i}") for i in range(k)]
+    c.set_outputs(c.mul(*xs))
+    g = gradient_circuit(c)
+    # independent count: the gradient of x0⋯x49 is the product and the 50 products
+    # of 49 variables, all outputs; the bound uses the binarised size 2·49 edges.
+    assert c.size == k
+    assert g.bound == 5 * 2 * (k - 1) / k
+    assert g.ratio <= g.bound
+    assert g.ratio > 5
+    assert f"bound {g.bound:.3g}" in str(g)
+    x, y = variables("x y")
+    assert gradient_circuit(Circuit.from_outputs(x * y + x)).bound == 5
