@@ -310,7 +310,12 @@ def test_equivalence_randomised_large_circuits():
     r = equivalent(a, c, seed=1)
     assert r.equivalent and r.method == "schwartz-zippel"
     assert r.degree_bound == n
-    assert r.error_probability == pytest.approx((n / (2 ** 61 - 1)) ** r.trials, rel=1e-9)
+    # Each trial: p | every coefficient of the difference (at most log2(height)/60 of the
+    # primes >= 2**60, of which there are more than 2.4e16), or a root among 2**60 points.
+    # Both products have |coefficients|₁ = 2**n, so the difference's coefficients are ≤ 2**(n+1).
+    per_trial = n / 2 ** 60 + ((n + 1) / 60) / 2.4e16
+    # the probability itself underflows to 0; its log10 does not
+    assert r.log10_error_probability == pytest.approx(r.trials * math.log10(per_trial), rel=1e-9)
     assert "error probability" in str(r)
     # a non-equivalent pair is detected (one sign flipped)
     d = Circuit()
@@ -476,3 +481,19 @@ def test_baur_strassen_bound_counts_nary_gates_as_binary_ones():
     assert f"bound {g.bound:.3g}" in str(g)
     x, y = variables("x y")
     assert gradient_circuit(Circuit.from_outputs(x * y + x)).bound == 5
+
+
+def test_equivalence_randomised_sees_differences_that_vanish_mod_2_61_minus_1():
+    # Differences whose coefficients are multiples of 2**61 - 1 vanish in that one field:
+    # (2**61 - 1)·x + y against y, and 2**61·x against x (2**61 ≡ 1), were both reported
+    # equivalent with error probability 10^-367. Over Q they differ (exact expansion says so).
+    x, y = variables("x y")
+    p = 2 ** 61 - 1
+    for a, b in [((p * x + y), y + 0 * x), (float(2 ** 61) * x, 1.0 * x), (2 ** 61 * x * y, x * y)]:
+        assert not equivalent(a, b, method="exact").equivalent
+        for seed in range(3):
+            r = equivalent(a, b, method="random", seed=seed)
+            assert not r.equivalent and r.method == "schwartz-zippel", (seed, str(r))
+    # equal polynomials with huge coefficients stay equivalent, with a bound that says something
+    r = equivalent((x + 2 ** 70) * (x + 2 ** 70), x * x + 2 ** 71 * x + 2 ** 140, method="random", seed=0)
+    assert r.equivalent and r.error_probability < 1e-300
