@@ -322,3 +322,17 @@ def test_shape_errors_name_expect_and_actual_and_record_nothing(call, message):
     with pytest.raises(ShapeError, match=message):
         call(a)
     assert _recorded_with(a) == []
+
+
+@pytest.mark.parametrize("dtype, big, gamma", [(np.float64, 1e308, 0.5), (np.float64, 1e300, 1e-10),
+                                               (np.float32, 3e38, 0.1)])
+def test_temperature_below_one_does_not_overflow_near_the_largest_float(dtype, big, gamma):
+    # x/γ overflowed before the shift: lse_γ([big, big, 0]) was inf and softargmax_γ NaN,
+    # although lse_γ = big + γ·log 2 is a finite number (big, after rounding) and the
+    # distribution is (1/2, 1/2, 0). Shifting by the max before dividing by γ keeps both.
+    x = np.array([big, big, 0.0], dtype=dtype)
+    lse = R.logsumexp(Tensor(x), gamma=gamma)
+    p = R.softargmax(Tensor(x), gamma=gamma)
+    assert lse.value.dtype == dtype and float(lse.value) == pytest.approx(big, rel=1e-6)
+    np.testing.assert_allclose(p.value, [0.5, 0.5, 0.0], atol=1e-7)
+

@@ -173,25 +173,31 @@ def min(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's
 
 
 def _shifted(x, axis, gamma, out=None):
-    """(x/γ − c, c) with c the max of x/γ over ``axis`` (kept), 0 where it is not finite.
+    """((x − c)/γ, c) with c the max of x over ``axis`` (kept), 0 where it is not finite.
 
     The shift is what makes exp never overflow (§4.4.2: lse(u) = lse(u − c) + c);
-    an all −inf slice, an +inf entry or an empty axis is shifted by 0 instead,
-    so that the results are −inf, +inf and −inf rather than NaN. c may instead
-    be one number for every slice (:func:`_common_shift`). The first result is
-    a fresh array, or ``out`` (which may be x itself).
+    it is taken before dividing by γ, as x/γ overflows for γ < 1 and |x| near
+    the largest float (lse_γ([1e308, 1e308]) was inf). An all −inf slice, an
+    +inf entry or an empty axis is shifted by 0 instead, so that the results
+    are −inf, +inf and −inf rather than NaN. c may instead be one number for
+    every slice (:func:`_common_shift`). The first result is a fresh array, or
+    ``out`` (which may be x itself).
     """
-    z = x / gamma if gamma != 1.0 else x
+    z = x
     if not np.issubdtype(z.dtype, np.inexact):
         z = z.astype(np.float64)
-    c = _common_shift(z, z)
+    c = _common_shift(z, z, gamma)
     if c is None:
         c = np.max(z, axis=axis, keepdims=True, initial=-np.inf)
         c = np.where(np.isfinite(c), c, np.zeros((), z.dtype))
-    return np.subtract(z, c, out=out), c
+    shifted = np.subtract(z, c, out=out)
+    if gamma != 1.0:
+        with np.errstate(over="ignore"):  # an entry far below the max becomes −inf: exp gives its 0
+            shifted = np.divide(shifted, gamma, out=shifted)
+    return shifted, c
 
 
-def _common_shift(lo, hi):
+def _common_shift(lo, hi, gamma=1.0):
     """One shift c for every slice, the largest entry, when every entry lies within a safe range of it; or None.
 
     ``lo`` and ``hi`` hold the lowest and highest entries (arrays, or the
@@ -206,7 +212,8 @@ def _common_shift(lo, hi):
     if not np.size(lo) or not np.issubdtype(np.result_type(lo), np.floating):
         return None
     top, bottom = np.max(hi), np.min(lo)
-    if np.isfinite(top) and np.isfinite(bottom) and top - bottom <= _SAFE_RANGE[np.result_type(hi).type]:
+    # (top − bottom)/γ is the spread of the exponents.
+    if np.isfinite(top) and np.isfinite(bottom) and top - bottom <= _SAFE_RANGE[np.result_type(hi).type] * gamma:
         return top
     return None
 
@@ -227,9 +234,9 @@ def _lse_impl(x, *, axis, keepdims, gamma):
     z, c = _shifted(x, axis, gamma)
     with np.errstate(divide="ignore"):  # log(0) = -inf for an empty or all -inf slice
         # z is a fresh array (x − c): exponentiate it in place.
-        out = np.log(_row_sums(np.exp(z, out=z), axis)) + c
-    if gamma != 1.0:
-        out = out * gamma
+        out = np.log(_row_sums(np.exp(z, out=z), axis))
+    # lse_γ(x) = γ·lse((x − c)/γ) + c: c is in x's units (see _shifted).
+    out = (out * gamma if gamma != 1.0 else out) + c
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
