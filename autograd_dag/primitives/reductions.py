@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core import Tensor, apply, parameter
 from ..errors import ShapeError
-from .elementwise import add, astype, divide, equal, exp, lowest_finite, multiply, negative, sqrt, subtract
+from .elementwise import add, astype, divide, equal, exp, lowest_finite, maximum, multiply, negative, sqrt, subtract
 from .batch import elementwise as elementwise_batch
 from .batch import lift_rank, materialize, shift_axis
 from .registry import defprim
@@ -243,14 +243,20 @@ def _lse_impl(x, *, axis, keepdims, gamma):
 def _lse_gradient(out, x, axis, keepdims, gamma):
     """∇ lse_γ(x) = softargmax(x/γ) (§4.4.4), as exp((x − lse_γ(x))/γ) from the output.
 
-    One subtraction and one exponential, where softargmax itself would take the
-    maximum, shift, exponentiate, sum and divide again. x − lse ≤ 0, so nothing
-    overflows; a slice whose lse is +inf gives NaN, as softargmax does there, one whose lse is
-    −inf (all entries −inf) gives 0.
+    A subtraction, an exponential and a normalization, where softargmax itself would
+    also take the maximum and shift. x − lse ≤ 0, so nothing overflows; a slice whose
+    lse is +inf gives NaN, as softargmax does there, one whose lse is −inf (all
+    entries −inf) gives 0.
     """
     kept = _kept(lowest_finite(out), x.shape, axis, keepdims)
     shifted = subtract(x, kept)
-    return exp(shifted if gamma == 1.0 else multiply(shifted, 1.0 / gamma))
+    e = exp(shifted if gamma == 1.0 else multiply(shifted, 1.0 / gamma))
+    # lse_γ is rounded to its ulp, which exceeds γ·log M for a small γ (or a large x):
+    # that error scales a whole slice by one factor exp(δ) (|δ| ≤ 2 log M), and dividing by
+    # the slice's sum removes it — unnormalized, [1e6, 1e6] at γ = 1e-10 gave [1, 1]. An all
+    # −inf slice sums to 0: divided by the smallest normal number it stays 0.
+    total = sum(e, axis, True)
+    return divide(e, maximum(total, float(np.finfo(_float_dtype(out.dtype)).tiny)))
 
 
 def _lse_vjp(ct, out, x, *, axis, keepdims, gamma):
