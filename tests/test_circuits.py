@@ -497,3 +497,24 @@ def test_equivalence_randomised_sees_differences_that_vanish_mod_2_61_minus_1():
     # equal polynomials with huge coefficients stay equivalent, with a bound that says something
     r = equivalent((x + 2 ** 70) * (x + 2 ** 70), x * x + 2 ** 71 * x + 2 ** 140, method="random", seed=0)
     assert r.equivalent and r.error_probability < 1e-300
+
+
+def test_simplify_drops_gates_that_folding_left_without_a_reader():
+    # (−x/2)·0 folds to 0, but −x/2 had already been built in the new circuit and stayed
+    # there, unread, counted in its size (9 instead of 7 here): simplify's "nodes no
+    # output depends on are dropped" did not hold, and a gradient circuit's reported
+    # S(f, ∇f) counted such dead gates.
+    c = Circuit()
+    x = c.variable("x")
+    half, minus_one, zero = c.constant(Fraction(1, 2)), c.constant(-1), c.constant(0)
+    dead = c.mul(x, minus_one, half)               # −x/2, read only by a product with 0
+    d = c.add(x, x)
+    c.set_outputs(c.add(c.mul(x, d), d, d, c.mul(dead, zero)))
+    s = simplify(c)
+    # independent count: x + x (2 edges), x·(x + x) (2), (x + x) + (x + x) + x·(x + x) (3)
+    assert s.size == 7
+    assert all(len(n.operands) == 0 or n.kind in ("add", "mul") for n in s.nodes)
+    reader = {j for n in s.nodes for j in n.operands} | set(s.outputs)
+    assert all(i in reader for i, n in enumerate(s.nodes) if n.operands)
+    assert s.to_polynomial() == poly("2*x^2 + 4*x")
+    assert simplify(s).size == s.size
