@@ -518,3 +518,72 @@ def test_simplify_drops_gates_that_folding_left_without_a_reader():
     assert all(i in reader for i, n in enumerate(s.nodes) if n.operands)
     assert s.to_polynomial() == poly("2*x^2 + 4*x")
     assert simplify(s).size == s.size
+
+
+@st.composite
+def nary_gate_lists(draw):
+    """A random gate list over x, y, z and constants, gates of fan-in 2 to 4 (my own record of it)."""
+    roots = [("var", n) for n in ("x", "y", "z")]
+    roots += [("const", v) for v in draw(st.lists(st.sampled_from([0, 1, -1, 2, Fraction(1, 3)]), max_size=3))]
+    gates = []
+    for _ in range(draw(st.integers(1, 10))):
+        k = draw(st.integers(2, 4))
+        ops = [draw(st.integers(0, len(roots) + len(gates) - 1)) for _ in range(k)]
+        gates.append((draw(st.sampled_from(["add", "mul"])), ops))
+    outputs = draw(st.lists(st.integers(0, len(roots) + len(gates) - 1), min_size=1, max_size=3))
+    return roots, gates, outputs
+
+
+def _dual_eval(roots, gates, point, wrt):
+    """Exact value and ∂/∂wrt of every node by forward-mode dual numbers over Fractions."""
+    vals = []
+    for kind, v in roots:
+        vals.append((Fraction(point[v]), Fraction(v == wrt)) if kind == "var" else (Fraction(v), Fraction(0)))
+    for kind, ops in gates:
+        a, da = vals[ops[0]]
+        for j in ops[1:]:
+            b, db = vals[j]
+            a, da = (a + b, da + db) if kind == "add" else (a * b, da * b + a * db)
+        vals.append((a, da))
+    return vals
+
+
+@SETTINGS
+@given(nary_gate_lists(), st.lists(st.integers(-4, 4), min_size=3, max_size=3))
+def test_nary_circuits_against_an_independent_record(spec, coords):
+    # Fan-in-k gates, where the earlier random circuits have fan-in 2 only: size is the sum
+    # of the fan-ins, depth the longest chain of gates, simplify keeps every output's value,
+    # leaves no gate unread and is idempotent; the gradient circuit's values are the exact
+    # derivatives, within Baur–Strassen's bound.
+    roots, gates, outputs = spec
+    c = Circuit()
+    nodes = [c.variable(v) if kind == "var" else c.constant(v) for kind, v in roots]
+    for kind, ops in gates:
+        nodes.append((c.add if kind == "add" else c.mul)(*[nodes[j] for j in ops]))
+    c.set_outputs(*[nodes[o] for o in outputs])
+    depth = [0] * len(roots) + [0] * len(gates)
+    for i, (_, ops) in enumerate(gates):
+        depth[len(roots) + i] = 1 + max(depth[j] for j in ops)
+    assert c.size == sum(len(ops) for _, ops in gates)
+    assert c.depth == max(depth[o] for o in outputs)
+    point = dict(zip("xyz", coords))
+    exact = _dual_eval(roots, gates, point, "x")
+    expected = tuple(exact[o][0] for o in outputs)
+    got = c.evaluate(point)
+    assert (got if isinstance(got, tuple) else (got,)) == expected
+    s = simplify(c)
+    got = s.evaluate(point)
+    assert (got if isinstance(got, tuple) else (got,)) == expected
+    read = {j for n in s.nodes for j in n.operands} | set(s.outputs)
+    assert all(i in read for i, n in enumerate(s.nodes) if n.operands)
+    assert s.size <= c.size and simplify(s).size == s.size
+    for o in outputs[:1]:
+        single = Circuit.from_outputs(nodes[o])
+        if single.size == 0:
+            continue
+        g = gradient_circuit(single)
+        assert g.ratio <= g.bound
+        values = g.circuit.evaluate({v: point[v] for v in single.variables})
+        values = values if isinstance(values, tuple) else (values,)
+        for name, value in zip(single.variables, values[1:]):
+            assert value == _dual_eval(roots, gates, point, name)[o][1], name
