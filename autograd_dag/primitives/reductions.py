@@ -384,8 +384,11 @@ def softargmax(x, axis=-1, gamma: float = 1.0) -> Tensor:
     """Softargmax exp(x/γ) / Σ exp(x/γ) over ``axis`` (§4.4.4), computed stably.
 
     The differentiable relaxation of :func:`argmax` (commonly called softmax)
-    and the gradient of :func:`logsumexp`; the result lies in the relative
-    interior of the probability simplex along ``axis``.
+    and the gradient of :func:`logsumexp`; mathematically the result lies in the
+    relative interior of the probability simplex along ``axis`` (§4.4.4), but in
+    float64 the largest entry rounds to 1 once the gap to the others exceeds
+    ~37γ, and the others to 0 past ~745γ: ``softargmax([0., 1000.])`` is
+    exactly ``[0., 1.]``.
     Shapes: (*s) -> (*s).
     Example: ``ad.softargmax(ad.Tensor([0., 0.])).value`` is ``[.5, .5]``.
     """
