@@ -223,7 +223,7 @@ def circuit_report(expression: str) -> tuple[str, "circuits.Circuit", "circuits.
         f"{summary['mul_gates']} \u00d7), depth {summary['depth']}",
         f"polynomial: {polynomial}  (degree {polynomial.degree})",
         f"gradient circuit (f and every df/dx_i): size {gradient.size}, ratio S(f, grad f) / S(f) = "
-        f"{'n/a' if gradient.ratio is None else f'{gradient.ratio:.2f}'} (Baur-Strassen bound: 5)",
+        f"{'n/a' if gradient.ratio is None else f'{gradient.ratio:.2f}'} (Baur-Strassen bound: {gradient.bound:.3g})",
     ]
     for var in sorted(c.variables):
         lines.append(f"  df/d{var} = {polynomial.derivative(var)}")

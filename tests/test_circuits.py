@@ -310,7 +310,12 @@ def test_equivalence_randomised_large_circuits():
     r = equivalent(a, c, seed=1)
     assert r.equivalent and r.method == "schwartz-zippel"
     assert r.degree_bound == n
-    assert r.error_probability == pytest.approx((n / (2 ** 61 - 1)) ** r.trials, rel=1e-9)
+    # Each trial: p | every coefficient of the difference (at most log2(height)/60 of the
+    # primes >= 2**60, of which there are more than 2.4e16), or a root among 2**60 points.
+    # Both products have |coefficients|₁ = 2**n, so the difference's coefficients are ≤ 2**(n+1).
+    per_trial = n / 2 ** 60 + ((n + 1) / 60) / 2.4e16
+    # the probability itself underflows to 0; its log10 does not
+    assert r.log10_error_probability == pytest.approx(r.trials * math.log10(per_trial), rel=1e-9)
     assert "error probability" in str(r)
     # a non-equivalent pair is detected (one sign flipped)
     d = Circuit()
@@ -456,3 +461,129 @@ def test_cheap_gradient_principle(c):
     assert polys[0] == p
     for name, gp in zip(c.variables, polys[1:]):
         assert gp == p.derivative(name), name
+
+
+def test_baur_strassen_bound_counts_nary_gates_as_binary_ones():
+    # Baur–Strassen bounds circuits of fan-in 2. One k-ary × gate (k edges) is k − 1
+    # binary gates (2(k − 1) edges), so the bound to print beside a k-ary circuit's ratio
+    # is 5·2(k − 1)/k, not 5: a 50-ary product's gradient circuit has ratio 5.8 > 5.
+    k = 50
+    c = Circuit()
+    xs = [c.variable(f"x{i}") for i in range(k)]
+    c.set_outputs(c.mul(*xs))
+    g = gradient_circuit(c)
+    # independent count: the gradient of x0⋯x49 is the product and the 50 products
+    # of 49 variables, all outputs; the bound uses the binarised size 2·49 edges.
+    assert c.size == k
+    assert g.bound == 5 * 2 * (k - 1) / k
+    assert g.ratio <= g.bound
+    assert g.ratio > 5
+    assert f"bound {g.bound:.3g}" in str(g)
+    x, y = variables("x y")
+    assert gradient_circuit(Circuit.from_outputs(x * y + x)).bound == 5
+
+
+def test_equivalence_randomised_sees_differences_that_vanish_mod_2_61_minus_1():
+    # Differences whose coefficients are multiples of 2**61 - 1 vanish in that one field:
+    # (2**61 - 1)·x + y against y, and 2**61·x against x (2**61 ≡ 1), were both reported
+    # equivalent with error probability 10^-367. Over Q they differ (exact expansion says so).
+    x, y = variables("x y")
+    p = 2 ** 61 - 1
+    for a, b in [((p * x + y), y + 0 * x), (float(2 ** 61) * x, 1.0 * x), (2 ** 61 * x * y, x * y)]:
+        assert not equivalent(a, b, method="exact").equivalent
+        for seed in range(3):
+            r = equivalent(a, b, method="random", seed=seed)
+            assert not r.equivalent and r.method == "schwartz-zippel", (seed, str(r))
+    # equal polynomials with huge coefficients stay equivalent, with a bound that says something
+    r = equivalent((x + 2 ** 70) * (x + 2 ** 70), x * x + 2 ** 71 * x + 2 ** 140, method="random", seed=0)
+    assert r.equivalent and r.error_probability < 1e-300
+
+
+def test_simplify_drops_gates_that_folding_left_without_a_reader():
+    # (−x/2)·0 folds to 0, but −x/2 had already been built in the new circuit and stayed
+    # there, unread, counted in its size (9 instead of 7 here): simplify's "nodes no
+    # output depends on are dropped" did not hold, and a gradient circuit's reported
+    # S(f, ∇f) counted such dead gates.
+    c = Circuit()
+    x = c.variable("x")
+    half, minus_one, zero = c.constant(Fraction(1, 2)), c.constant(-1), c.constant(0)
+    dead = c.mul(x, minus_one, half)               # −x/2, read only by a product with 0
+    d = c.add(x, x)
+    c.set_outputs(c.add(c.mul(x, d), d, d, c.mul(dead, zero)))
+    s = simplify(c)
+    # independent count: x + x (2 edges), x·(x + x) (2), (x + x) + (x + x) + x·(x + x) (3)
+    assert s.size == 7
+    assert all(len(n.operands) == 0 or n.kind in ("add", "mul") for n in s.nodes)
+    reader = {j for n in s.nodes for j in n.operands} | set(s.outputs)
+    assert all(i in reader for i, n in enumerate(s.nodes) if n.operands)
+    assert s.to_polynomial() == poly("2*x^2 + 4*x")
+    assert simplify(s).size == s.size
+
+
+@st.composite
+def nary_gate_lists(draw):
+    """A random gate list over x, y, z and constants, gates of fan-in 2 to 4 (my own record of it)."""
+    roots = [("var", n) for n in ("x", "y", "z")]
+    roots += [("const", v) for v in draw(st.lists(st.sampled_from([0, 1, -1, 2, Fraction(1, 3)]), max_size=3))]
+    gates = []
+    for _ in range(draw(st.integers(1, 10))):
+        k = draw(st.integers(2, 4))
+        ops = [draw(st.integers(0, len(roots) + len(gates) - 1)) for _ in range(k)]
+        gates.append((draw(st.sampled_from(["add", "mul"])), ops))
+    outputs = draw(st.lists(st.integers(0, len(roots) + len(gates) - 1), min_size=1, max_size=3))
+    return roots, gates, outputs
+
+
+def _dual_eval(roots, gates, point, wrt):
+    """Exact value and ∂/∂wrt of every node by forward-mode dual numbers over Fractions."""
+    vals = []
+    for kind, v in roots:
+        vals.append((Fraction(point[v]), Fraction(v == wrt)) if kind == "var" else (Fraction(v), Fraction(0)))
+    for kind, ops in gates:
+        a, da = vals[ops[0]]
+        for j in ops[1:]:
+            b, db = vals[j]
+            a, da = (a + b, da + db) if kind == "add" else (a * b, da * b + a * db)
+        vals.append((a, da))
+    return vals
+
+
+@SETTINGS
+@given(nary_gate_lists(), st.lists(st.integers(-4, 4), min_size=3, max_size=3))
+def test_nary_circuits_against_an_independent_record(spec, coords):
+    # Fan-in-k gates, where the earlier random circuits have fan-in 2 only: size is the sum
+    # of the fan-ins, depth the longest chain of gates, simplify keeps every output's value,
+    # leaves no gate unread and is idempotent; the gradient circuit's values are the exact
+    # derivatives, within Baur–Strassen's bound.
+    roots, gates, outputs = spec
+    c = Circuit()
+    nodes = [c.variable(v) if kind == "var" else c.constant(v) for kind, v in roots]
+    for kind, ops in gates:
+        nodes.append((c.add if kind == "add" else c.mul)(*[nodes[j] for j in ops]))
+    c.set_outputs(*[nodes[o] for o in outputs])
+    depth = [0] * len(roots) + [0] * len(gates)
+    for i, (_, ops) in enumerate(gates):
+        depth[len(roots) + i] = 1 + max(depth[j] for j in ops)
+    assert c.size == sum(len(ops) for _, ops in gates)
+    assert c.depth == max(depth[o] for o in outputs)
+    point = dict(zip("xyz", coords))
+    exact = _dual_eval(roots, gates, point, "x")
+    expected = tuple(exact[o][0] for o in outputs)
+    got = c.evaluate(point)
+    assert (got if isinstance(got, tuple) else (got,)) == expected
+    s = simplify(c)
+    got = s.evaluate(point)
+    assert (got if isinstance(got, tuple) else (got,)) == expected
+    read = {j for n in s.nodes for j in n.operands} | set(s.outputs)
+    assert all(i in read for i, n in enumerate(s.nodes) if n.operands)
+    assert s.size <= c.size and simplify(s).size == s.size
+    for o in outputs[:1]:
+        single = Circuit.from_outputs(nodes[o])
+        if single.size == 0:
+            continue
+        g = gradient_circuit(single)
+        assert g.ratio <= g.bound
+        values = g.circuit.evaluate({v: point[v] for v in single.variables})
+        values = values if isinstance(values, tuple) else (values,)
+        for name, value in zip(single.variables, values[1:]):
+            assert value == _dual_eval(roots, gates, point, name)[o][1], name

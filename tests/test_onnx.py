@@ -552,3 +552,14 @@ def test_load_refuses_a_file_that_is_not_an_onnx_model(tmp_path, capsys):
         assert "autograd-dag: error:" in capsys.readouterr().err
     with pytest.raises(ad.onnx.OnnxImportError, match="not an ONNX model"):
         ad.onnx.load(b"\xff\xfe junk")
+
+
+def test_exported_temperature_logsumexp_does_not_overflow_near_the_largest_float():
+    # The exported graph divided x by γ before shifting by the max, as the primitive did:
+    # lse_0.5([1e308, 1e308, 0]) came out inf and softargmax_0.5 NaN. The true values are
+    # 1e308 + 0.5·log 2 (= 1e308 in float64) and (1/2, 1/2, 0).
+    x = np.array([1e308, 1e308, 0.0])
+    lse = ad.onnx.run(ad.onnx.export(lambda t: ad.logsumexp(t, gamma=0.5), x), x)[0]
+    p = ad.onnx.run(ad.onnx.export(lambda t: ad.softargmax(t, gamma=0.5), x), x)[0]
+    assert float(lse) == 1e308
+    np.testing.assert_allclose(p, [0.5, 0.5, 0.0], atol=1e-15)

@@ -322,3 +322,33 @@ def test_shape_errors_name_expect_and_actual_and_record_nothing(call, message):
     with pytest.raises(ShapeError, match=message):
         call(a)
     assert _recorded_with(a) == []
+
+
+# The VJP's (x − lse)/γ is −inf for the 0 entry (an overflow numpy warns about): its exp is the right 0.
+@pytest.mark.filterwarnings("ignore:overflow encountered in multiply:RuntimeWarning")
+@pytest.mark.parametrize("dtype, big, gamma", [(np.float64, 1e308, 0.5), (np.float64, 1e300, 1e-10),
+                                               (np.float32, 3e38, 0.1)])
+def test_temperature_below_one_does_not_overflow_near_the_largest_float(dtype, big, gamma):
+    # x/γ overflowed before the shift: lse_γ([big, big, 0]) was inf and softargmax_γ NaN,
+    # although lse_γ = big + γ·log 2 is a finite number (big, after rounding) and the
+    # distribution is (1/2, 1/2, 0). Shifting by the max before dividing by γ keeps both.
+    x = np.array([big, big, 0.0], dtype=dtype)
+    lse = R.logsumexp(Tensor(x), gamma=gamma)
+    p = R.softargmax(Tensor(x), gamma=gamma)
+    assert lse.value.dtype == dtype and float(lse.value) == pytest.approx(big, rel=1e-6)
+    np.testing.assert_allclose(p.value, [0.5, 0.5, 0.0], atol=1e-7)
+    np.testing.assert_allclose(_vjp(lse, 1.0)[0].value, [0.5, 0.5, 0.0], atol=1e-7)
+
+
+@pytest.mark.parametrize("x, gamma", [([1e6, 1e6], 1e-10), ([1e4, 1e4, 3.0], 1e-12), ([1.0, 1.0, -1.0], 1e-17)])
+def test_logsumexp_gradient_is_softargmax_at_small_temperatures(x, gamma):
+    # ∇lse_γ = softargmax_γ (§4.4.4). It was read off the output as exp((x − lse_γ)/γ), and
+    # lse_γ = max + γ·log 2 rounds to max when γ is below the max's ulp: the gradient was
+    # [1, 1] (summing to 2) instead of the tied maxima's [1/2, 1/2].
+    x = np.array(x)
+    expected = np.where(x == x.max(), 1.0, 0.0) / np.sum(x == x.max())  # two tied maxima, others e^-huge
+    lse = R.logsumexp(Tensor(x), gamma=gamma)
+    np.testing.assert_allclose(_vjp(lse, 1.0)[0].value, expected, atol=1e-12)
+    import autograd_dag as ad
+    _, tangent = ad.jvp(lambda t: R.logsumexp(t, gamma=gamma), (x,), (np.ones_like(x),))
+    assert float(tangent) == pytest.approx(1.0, abs=1e-12)

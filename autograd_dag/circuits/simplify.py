@@ -90,7 +90,9 @@ def simplify(circuit: Circuit) -> Circuit:
         mapping[i] = hit
     out._outputs = [mapping[o] for o in circuit._outputs]
     out._output_names = list(circuit._output_names)
-    return out
+    # A gate built before a later fold made it unread (x·c, then (x·c)·0 → 0) is dead
+    # in `out` though live in `circuit`: drop it, or the size counts it.
+    return out.prune()
 
 
 __all__ = ["simplify"]

@@ -158,7 +158,8 @@ def attention(Q, K, V, mask=None, scale: float | None = None, return_weights: bo
 
     ``mask`` M is additive, broadcastable to (..., L_q, L_k): 0 keeps an entry,
     −∞ removes it (a boolean mask is read as True = attend). Seed 001 writes
-    a Hadamard product with −∞, which gives NaN; the additive form is the
+    a Hadamard product with −∞, which removes only positive scores (a negative
+    one becomes +∞ and the row NaN, a zero one NaN); the additive form is the
     one seed 000 uses. A query row whose keys are all masked raises
     :class:`ShapeError` naming the row. ``scale`` defaults to 1/√d_key;
     ``scale=1.0`` is seed 001's unscaled form. L_q may differ from L_k

@@ -525,12 +525,17 @@ def _any_all(b, node, args):
 
 
 def _shifted(b, x: Value, axis, gamma):
-    """(x/γ − c, c) with c the max over ``axis`` (kept), 0 where not finite: the stable shift."""
-    z = x if gamma == 1.0 else Value(b.op("Div", [x, b.scalar(gamma, x.dtype)]), x.shape, x.dtype)
-    c = b.op("ReduceMax", [z, b.ints(axis)], keepdims=1)
+    """((x − c)/γ, c) with c the max over ``axis`` (kept), 0 where not finite: the stable shift.
+
+    Shifted before the division, as the primitive does: x/γ overflows for γ < 1 near the largest float.
+    """
+    c = b.op("ReduceMax", [x, b.ints(axis)], keepdims=1)
     finite = b.op("Not", [b.op("Or", [b.op("IsNaN", [c]), b.op("IsInf", [c])])])
     c = b.op("Where", [finite, c, b.scalar(0, x.dtype)])
-    return b.op("Sub", [z, c]), c
+    z = b.op("Sub", [x, c])
+    if gamma != 1.0:
+        z = b.op("Div", [z, b.scalar(gamma, x.dtype)])
+    return z, c
 
 
 @rule("logsumexp")
@@ -538,9 +543,10 @@ def _logsumexp(b, node, args):
     x = b.cast(args[0], node.dtype)
     axis, gamma = node.params["axis"], float(node.params["gamma"])
     z, c = _shifted(b, x, axis, gamma)
-    out = b.op("Add", [b.op("Log", [b.op("ReduceSum", [b.op("Exp", [z]), b.ints(axis)], keepdims=1)]), c])
+    out = b.op("Log", [b.op("ReduceSum", [b.op("Exp", [z]), b.ints(axis)], keepdims=1)])
     if gamma != 1.0:
         out = b.op("Mul", [out, b.scalar(gamma, node.dtype)])
+    out = b.op("Add", [out, c])  # lse_γ(x) = γ·lse((x − c)/γ) + c
     if not node.params["keepdims"]:
         out = b.reshape(out, node.shape)
     return b.op("Identity", [out], hint=_hint(node))

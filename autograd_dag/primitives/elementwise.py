@@ -1,8 +1,11 @@
 """Elementwise primitives: arithmetic, the book's activations, comparisons, where.
 
-Kink conventions (seed 001 §4.4, fixed and tested exactly):
-relu'(0) = 0, step'(x) = 0, |x|'(0) = 0, and ``maximum``/``minimum`` split the
-gradient evenly between tied operands.
+Kink conventions (fixed and tested exactly): relu'(0) = 0, step'(x) = 0,
+|x|'(0) = 0, and ``maximum``/``minimum`` split the gradient evenly between tied
+operands. Seed 001 §4.4 fixes the values (relu(0) = 0, step(0) = 1) but no
+derivative at a kink — its case split "u for u ≥ 0" would even suggest
+relu'(0) = 1 —, so these derivatives are this library's choice (relu'(0) = 0 as
+in PyTorch and JAX), not the seed's.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core import Tensor, apply, parameter
 from ..errors import ShapeError
-from .elementwise import add, astype, divide, equal, exp, lowest_finite, multiply, negative, sqrt, subtract
+from .elementwise import add, astype, divide, equal, exp, lowest_finite, maximum, multiply, negative, sqrt, subtract
 from .batch import elementwise as elementwise_batch
 from .batch import lift_rank, materialize, shift_axis
 from .registry import defprim
@@ -173,25 +173,31 @@ def min(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's
 
 
 def _shifted(x, axis, gamma, out=None):
-    """(x/γ − c, c) with c the max of x/γ over ``axis`` (kept), 0 where it is not finite.
+    """((x − c)/γ, c) with c the max of x over ``axis`` (kept), 0 where it is not finite.
 
     The shift is what makes exp never overflow (§4.4.2: lse(u) = lse(u − c) + c);
-    an all −inf slice, an +inf entry or an empty axis is shifted by 0 instead,
-    so that the results are −inf, +inf and −inf rather than NaN. c may instead
-    be one number for every slice (:func:`_common_shift`). The first result is
-    a fresh array, or ``out`` (which may be x itself).
+    it is taken before dividing by γ, as x/γ overflows for γ < 1 and |x| near
+    the largest float (lse_γ([1e308, 1e308]) was inf). An all −inf slice, an
+    +inf entry or an empty axis is shifted by 0 instead, so that the results
+    are −inf, +inf and −inf rather than NaN. c may instead be one number for
+    every slice (:func:`_common_shift`). The first result is a fresh array, or
+    ``out`` (which may be x itself).
     """
-    z = x / gamma if gamma != 1.0 else x
+    z = x
     if not np.issubdtype(z.dtype, np.inexact):
         z = z.astype(np.float64)
-    c = _common_shift(z, z)
+    c = _common_shift(z, z, gamma)
     if c is None:
         c = np.max(z, axis=axis, keepdims=True, initial=-np.inf)
         c = np.where(np.isfinite(c), c, np.zeros((), z.dtype))
-    return np.subtract(z, c, out=out), c
+    shifted = np.subtract(z, c, out=out)
+    if gamma != 1.0:
+        with np.errstate(over="ignore"):  # an entry far below the max becomes −inf: exp gives its 0
+            shifted = np.divide(shifted, gamma, out=shifted)
+    return shifted, c
 
 
-def _common_shift(lo, hi):
+def _common_shift(lo, hi, gamma=1.0):
     """One shift c for every slice, the largest entry, when every entry lies within a safe range of it; or None.
 
     ``lo`` and ``hi`` hold the lowest and highest entries (arrays, or the
@@ -206,7 +212,8 @@ def _common_shift(lo, hi):
     if not np.size(lo) or not np.issubdtype(np.result_type(lo), np.floating):
         return None
     top, bottom = np.max(hi), np.min(lo)
-    if np.isfinite(top) and np.isfinite(bottom) and top - bottom <= _SAFE_RANGE[np.result_type(hi).type]:
+    # (top − bottom)/γ is the spread of the exponents.
+    if np.isfinite(top) and np.isfinite(bottom) and top - bottom <= _SAFE_RANGE[np.result_type(hi).type] * gamma:
         return top
     return None
 
@@ -227,23 +234,29 @@ def _lse_impl(x, *, axis, keepdims, gamma):
     z, c = _shifted(x, axis, gamma)
     with np.errstate(divide="ignore"):  # log(0) = -inf for an empty or all -inf slice
         # z is a fresh array (x − c): exponentiate it in place.
-        out = np.log(_row_sums(np.exp(z, out=z), axis)) + c
-    if gamma != 1.0:
-        out = out * gamma
+        out = np.log(_row_sums(np.exp(z, out=z), axis))
+    # lse_γ(x) = γ·lse((x − c)/γ) + c: c is in x's units (see _shifted).
+    out = (out * gamma if gamma != 1.0 else out) + c
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
 def _lse_gradient(out, x, axis, keepdims, gamma):
     """∇ lse_γ(x) = softargmax(x/γ) (§4.4.4), as exp((x − lse_γ(x))/γ) from the output.
 
-    One subtraction and one exponential, where softargmax itself would take the
-    maximum, shift, exponentiate, sum and divide again. x − lse ≤ 0, so nothing
-    overflows; a slice whose lse is +inf gives NaN, as softargmax does there, one whose lse is
-    −inf (all entries −inf) gives 0.
+    A subtraction, an exponential and a normalization, where softargmax itself would
+    also take the maximum and shift. x − lse ≤ 0, so nothing overflows; a slice whose
+    lse is +inf gives NaN, as softargmax does there, one whose lse is −inf (all
+    entries −inf) gives 0.
     """
     kept = _kept(lowest_finite(out), x.shape, axis, keepdims)
     shifted = subtract(x, kept)
-    return exp(shifted if gamma == 1.0 else multiply(shifted, 1.0 / gamma))
+    e = exp(shifted if gamma == 1.0 else multiply(shifted, 1.0 / gamma))
+    # lse_γ is rounded to its ulp, which exceeds γ·log M for a small γ (or a large x):
+    # that error scales a whole slice by one factor exp(δ) (|δ| ≤ 2 log M), and dividing by
+    # the slice's sum removes it — unnormalized, [1e6, 1e6] at γ = 1e-10 gave [1, 1]. An all
+    # −inf slice sums to 0: divided by the smallest normal number it stays 0.
+    total = sum(e, axis, True)
+    return divide(e, maximum(total, float(np.finfo(_float_dtype(out.dtype)).tiny)))
 
 
 def _lse_vjp(ct, out, x, *, axis, keepdims, gamma):
@@ -371,8 +384,11 @@ def softargmax(x, axis=-1, gamma: float = 1.0) -> Tensor:
     """Softargmax exp(x/γ) / Σ exp(x/γ) over ``axis`` (§4.4.4), computed stably.
 
     The differentiable relaxation of :func:`argmax` (commonly called softmax)
-    and the gradient of :func:`logsumexp`; the result lies in the relative
-    interior of the probability simplex along ``axis``.
+    and the gradient of :func:`logsumexp`; mathematically the result lies in the
+    relative interior of the probability simplex along ``axis`` (§4.4.4), but in
+    float64 the largest entry rounds to 1 once the gap to the others exceeds
+    ~37γ, and the others to 0 past ~745γ: ``softargmax([0., 1000.])`` is
+    exactly ``[0., 1.]``.
     Shapes: (*s) -> (*s).
     Example: ``ad.softargmax(ad.Tensor([0., 0.])).value`` is ``[.5, .5]``.
     """
