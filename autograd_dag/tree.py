@@ -86,7 +86,9 @@ def leaves_like(tree: Any, treedef: Any, what: str, like: str) -> list:
         [10, 20]
     """
     leaves: list = []
-    stack = [(tree, treedef, ())]
+    # A path is kept as (parent path, label) links and spelled out only for an error:
+    # a tuple per node copied its parent's, O(depth²) time and memory for a deep tree.
+    stack = [(tree, treedef, None)]
     while stack:
         node, node_def, path = stack.pop()
         kind = _kind_of(node)
@@ -105,7 +107,7 @@ def leaves_like(tree: Any, treedef: Any, what: str, like: str) -> list:
             if kind not in ("tuple", "namedtuple", "list") or len(node) != len(child_defs):
                 _mismatch(what, like, path, f"a {def_kind} of {len(child_defs)}", _described(node, kind))
             labels, children = range(len(node)), list(node)
-        stack.extend(reversed([(c, d, path + (label,)) for c, d, label in zip(children, child_defs, labels)]))
+        stack.extend(reversed([(c, d, (path, label)) for c, d, label in zip(children, child_defs, labels)]))
     return leaves
 
 
@@ -113,7 +115,12 @@ def _described(node, kind) -> str:
     return "an array" if kind is None else f"a {kind} of {len(node)}"
 
 
-def _mismatch(what: str, like: str, path: tuple, expected: str, got: str) -> None:
+def _mismatch(what: str, like: str, links, expected: str, got: str) -> None:
+    path = []
+    while links is not None:
+        links, label = links
+        path.append(label)
+    path.reverse()
     where = "at " + "".join(f"[{p!r}]" for p in path) if path else "at the top"
     raise AutogradDagError(f"{what} and the {like} differ in structure {where}: "
                            f"expected {expected}, got {got}")
