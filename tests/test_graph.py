@@ -725,3 +725,35 @@ def test_checked_from_edges_of_a_wide_dag_is_one_search_not_one_per_edge(monkeyp
         Graph.from_edges(closing)
     assert info.value.cycle == ["h", ("b", 3), "s", ("a", 0), "h"]
     assert str(info.value) == "adding edge ('a', 0) -> h would close the cycle h -> ('b', 3) -> s -> ('a', 0) -> h"
+
+
+def test_first_topological_order_of_a_wide_dag_in_linear_memory():
+    # Each depth kept its own copy of the ready list: the first order of a fan-in/fan-out
+    # DAG held O(n·width) entries at once (108 s for 90,000 vertices). Measured in memory.
+    import tracemalloc
+    n = 2000
+    g = Graph.from_edges([("s", f"a{k}") for k in range(n)] + [("h", f"b{k}") for k in range(n)]
+                         + [(f"a{k}", "h") for k in range(n)], check=False)
+    tracemalloc.start()
+    try:
+        first = next(topological_orders(g))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert first == ("s", *(f"a{k}" for k in range(n)), "h", *(f"b{k}" for k in range(n)))
+    assert peak < 4 * 2 ** 20
+
+
+def test_topological_orders_are_every_valid_permutation_in_lexicographic_order():
+    rng = random.Random(3)
+    for _ in range(60):
+        n = rng.randint(1, 6)
+        edges = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.35]
+        rng.shuffle(edges)
+        g = Graph.from_edges(edges, vertices=rng.sample(range(n), n))
+        position = {v: k for k, v in enumerate(g.vertices)}
+        valid = [p for p in itertools.permutations(g.vertices)
+                 if all(p.index(i) < p.index(j) for i, j in edges)]
+        valid.sort(key=lambda p: [position[v] for v in p])
+        assert list(topological_orders(g)) == valid
+        assert list(topological_orders(g, limit=2)) == valid[:2]
