@@ -440,3 +440,38 @@ def test_folding_many_sibling_scopes_walks_each_node_a_bounded_number_of_times(m
     # cycle through the blocks between them, so none folds.
     assert len(backward.groups) == n
     assert calls[0] <= 10 * len(gradient)
+
+
+def test_render_of_deeply_nested_scopes_neither_recurses_nor_leaves_cyclic_garbage():
+    # The clusters were drawn by a nested function calling itself once per scope level
+    # (RecursionError past Python's limit), and its closure referred to itself, so each
+    # render left its whole scene (two objects per drawn node) for the cyclic collector.
+    import contextlib
+    import gc
+    import inspect
+    import sys
+    levels = 150
+
+    def f(x):
+        with contextlib.ExitStack() as scopes:
+            for i in range(levels):
+                scopes.enter_context(ad.name_scope(f"s{i}"))
+                x = ad.tanh(x)
+        return ad.sum(x)
+
+    program = ad.trace(f, np.ones(2))
+    gc.collect()
+    gc.disable()
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 100)
+    try:
+        source = ad.render(program).source
+        sys.setrecursionlimit(old)
+        assert gc.collect() == 0
+    finally:
+        sys.setrecursionlimit(old)
+        gc.enable()
+    assert source.count("subgraph cluster_") == levels
+    assert re.search(r"subgraph cluster_149 \{", source)
+    # nested: every cluster's closing brace comes after the innermost one's
+    assert source.index("cluster_149") > source.index("cluster_0")
