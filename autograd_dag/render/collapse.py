@@ -333,7 +333,7 @@ def _fold(program, inlined, owner, groups: list[Group]) -> list[Group]:
                 if not walk.add(new):
                     break
                 run.append(siblings[j])
-                members = members | new
+                members |= new          # in place: a new set per step was O(N²) again
                 j += 1
             if len(run) > 1:
                 first = groups[run[0]]
