@@ -116,11 +116,7 @@ def _described(node, kind) -> str:
 
 
 def _mismatch(what: str, like: str, links, expected: str, got: str) -> None:
-    path = []
-    while links is not None:
-        links, label = links
-        path.append(label)
-    path.reverse()
+    path = _spelled(links)
     where = "at " + "".join(f"[{p!r}]" for p in path) if path else "at the top"
     raise AutogradDagError(f"{what} and the {like} differ in structure {where}: "
                            f"expected {expected}, got {got}")
@@ -134,16 +130,28 @@ def leaf_paths(tree: Any) -> list[tuple]:
         [(0, 'w'), (0, 'b', 0), (0, 'b', 1), (1,)]
     """
     paths: list[tuple] = []
-    stack = [((), tree)]
+    # (parent path, key) links, spelled out at the leaves only: a tuple per container
+    # copied its parent's, O(depth²) for a tree nested deep around a single leaf.
+    stack = [(None, tree)]
     while stack:
-        path, node = stack.pop()
+        links, node = stack.pop()
         kind = _kind_of(node)
         if kind is None:
-            paths.append(path)
+            paths.append(_spelled(links))
             continue
         items = node.items() if kind == "dict" else enumerate(node)
-        stack.extend(reversed([(path + (key,), child) for key, child in items]))
+        stack.extend(reversed([((links, key), child) for key, child in items]))
     return paths
+
+
+def _spelled(links) -> tuple:
+    """The path a chain of (parent, label) links stands for, root first."""
+    path = []
+    while links is not None:
+        links, label = links
+        path.append(label)
+    path.reverse()
+    return tuple(path)
 
 
 def structure_key(treedef: Any) -> tuple:

@@ -727,3 +727,24 @@ def test_tangents_of_a_deeply_nested_structure_are_matched_in_linear_memory():
     with pytest.raises(ad.AutogradDagError, match=r"differ in structure at \[0\]\[0\]\[0\]\[1\]\['k'\]: "
                                                   r"expected a tuple of 1"):
         ad.jvp(f, (primals,), (tangents,))
+
+
+def test_leaf_paths_of_a_deep_tree_in_linear_memory():
+    # Every pending container kept its own copy of the path from the root: a leaf nested
+    # 3,000 deep beside an empty list at each level held 4.5 million path entries at once
+    # (check_grads of a function of such an argument: 35 s at depth 100,000).
+    import tracemalloc
+    from autograd_dag.tree import leaf_paths
+    depth = 3000
+    tree = np.ones(2)
+    for _ in range(depth):
+        tree = [tree, []]
+    tracemalloc.start()
+    try:
+        paths = leaf_paths(tree)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert paths == [(0,) * depth]
+    assert peak < 4 * 2 ** 20
+    assert leaf_paths(({"w": 1, "b": (2, [3])}, 4)) == [(0, "w"), (0, "b", 0), (0, "b", 1, 0), (1,)]
