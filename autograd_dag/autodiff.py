@@ -743,17 +743,19 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
         grads = reverse_sweep([out], [_ones_like(out)], [inputs[p] for p in positions],
                               create_graph=True, retain_graph=True)
         outs = []
+        taken: set[int] = set()  # ids of outs: a scan of outs per input was O(inputs²)
         for p in positions:
             g = grads[id(inputs[p])][1] if id(inputs[p]) in grads else None
             if g is None:
                 g = ew.multiply(inputs[p], 0.0)
-            if g.prim is None or any(g is o for o in outs):
+            if g.prim is None or id(g) in taken:
                 # A gradient that is an input, the seed, or another input's
                 # gradient too (x + y) gets its own node, so that each output
                 # has its own name.
                 g = ew.multiply(g, 1.0)
             g.name = f"d{program.name}/d{inputs[p].name}"
             outs.append(g)
+            taken.add(id(g))
     if with_value:
         outs.insert(0, out)
     result = Program.from_outputs(tuple(inputs), tuple(outs),

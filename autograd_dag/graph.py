@@ -276,25 +276,43 @@ class Graph:
         [0, 1, 0]
         """
         g = cls()
+        vertices = list(vertices)
         for v in vertices:
             g.add_vertex(v)
         edges = edges if isinstance(edges, (list, tuple)) else list(edges)
         try:
-            if check:
-                for e in edges:
-                    if isinstance(e, str):  # "ab" would unpack into a -> b
-                        raise ValueError("a string is not an edge")
-                    i, j = e
-                    g.add_edge(i, j)
-                return g
             with paused_gc():  # (roughly triples the build time of a 10**6-vertex graph otherwise)
                 g._add_edges_unchecked(edges)
         except (ValueError, TypeError) as exc:
             if isinstance(exc, AutogradDagError):
                 raise
-            # Looked for only after a failure: the loops above stay as fast as they were.
+            # Looked for only after a failure: the loop above stays as fast as it was.
             raise _malformed_edge(edges, exc) from None
+        if check and not g.is_acyclic():
+            g._raise_first_cycle(vertices, edges)
         return g
+
+    @classmethod
+    def _raise_first_cycle(cls, vertices, edges: list) -> None:
+        # One search for the whole graph, not one per edge (that was O(V·E): 17 s for a
+        # 18,000-edge fan-in/fan-out DAG); only when it finds a cycle is the first edge that
+        # closes one looked for, by halving, so the error is add_edge's own.
+        def prefix(k: int) -> "Graph":
+            g = cls()
+            for v in vertices:
+                g.add_vertex(v)
+            g._add_edges_unchecked(edges[:k])
+            return g
+
+        acyclic, cyclic = 0, len(edges)
+        while cyclic - acyclic > 1:
+            mid = (acyclic + cyclic) // 2
+            if prefix(mid).is_acyclic():
+                acyclic = mid
+            else:
+                cyclic = mid
+        prefix(acyclic).add_edge(*edges[acyclic])
+        raise AssertionError("unreachable: the edge closes a cycle")  # pragma: no cover
 
     def _add_edges_unchecked(self, edges: Iterable[tuple[Hashable, Hashable]]) -> None:
         # (A str edge "ab" would unpack into a -> b: refused by the check below, only

@@ -48,41 +48,83 @@ def topological_orders(g: Graph, limit: int | None = None) -> Iterator[tuple]:
     if n == 0:
         yield ()
         return
-    index = {v: k for k, v in enumerate(g)}
-    children = {v: g.children(v) for v in g}
-    indegree = {v: len(g.parents(v)) for v in g}
+    vertices = list(g)
+    index = {v: k for k, v in enumerate(vertices)}
+    children = [[index[c] for c in g.children(v)] for v in vertices]
+    indegree = [len(g.parents(v)) for v in vertices]
+    # The ready vertices are one set shared by every depth (a Fenwick tree over insertion
+    # indices: add, remove and "next ready after k" in O(log n)); a choice is undone on the
+    # way back. A copy of the ready list per depth made even the first order O(n·width)
+    # time and memory (108 s for a 90,000-vertex fan-in/fan-out DAG).
+    tree = [0] * (n + 1)
+    size = 0
+    top_bit = 1 << n.bit_length()
+
+    def update(k: int, delta: int) -> None:
+        k += 1
+        while k <= n:
+            tree[k] += delta
+            k += k & -k
+
+    def next_ready(k: int) -> int | None:
+        """The smallest ready index above k (k = -1: the first)."""
+        before, i = 0, k + 1
+        while i > 0:
+            before += tree[i]
+            i -= i & -i
+        if before == size:
+            return None
+        # Descend to the (before + 1)-th ready index.
+        pos, remaining, step = 0, before + 1, top_bit
+        while step:
+            if pos + step <= n and tree[pos + step] < remaining:
+                pos += step
+                remaining -= tree[pos]
+            step >>= 1
+        return pos
+
+    for k, d in enumerate(indegree):
+        if d == 0:
+            update(k, 1)
+            size += 1
     order: list = []
     count = 0
-    # Each frame: the vertices ready at that depth (sorted by insertion
-    # index) and how many of them have been tried there so far.
-    stack: list[list[Any]] = [[[v for v, d in indegree.items() if d == 0], 0]]
+    # Each frame: the last index tried at that depth, and whether it is still chosen.
+    stack: list[list[Any]] = [[-1, False]]
     while stack:
         frame = stack[-1]
-        ready, tried = frame
-        if tried:
+        if frame[1]:
             # Undo the choice made at this depth before trying the next one.
-            for c in children[order.pop()]:
+            v = frame[0]
+            for c in children[v]:
+                if indegree[c] == 0:
+                    update(c, -1)
+                    size -= 1
                 indegree[c] += 1
-        if tried == len(ready):
+            update(v, 1)
+            size += 1
+            order.pop()
+            frame[1] = False
+        v = next_ready(frame[0])
+        if v is None:
             stack.pop()
             continue
-        v = ready[tried]
-        frame[1] = tried + 1
-        order.append(v)
-        newly_ready = []
+        frame[0], frame[1] = v, True
+        update(v, -1)
+        size -= 1
+        order.append(vertices[v])
         for c in children[v]:
             indegree[c] -= 1
             if indegree[c] == 0:
-                newly_ready.append(c)
+                update(c, 1)
+                size += 1
         if len(order) == n:
             yield tuple(order)
             count += 1
             if limit is not None and count >= limit:
                 return
         else:
-            rest = ready[:tried] + ready[tried + 1:] + newly_ready
-            rest.sort(key=index.__getitem__)
-            stack.append([rest, 0])
+            stack.append([-1, False])
 
 
 def is_chain(g: Graph) -> bool:

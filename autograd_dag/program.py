@@ -26,7 +26,7 @@ from .execution import buffer_of, disposable, plan_steps
 from .graph import Graph, paused_gc
 from .passes import common_subexpressions, refuse_inputs_as_constants
 from .tracing import outer_traced_leaf, program_input, record, topological_nodes
-from .tree import flatten, leaf_paths, unflatten
+from .tree import flatten, leaf_paths, structure_key, unflatten
 from .primitives.registry import PRIMITIVES
 from .primitives.structure import IDENTITY
 
@@ -797,7 +797,7 @@ def jit(f: Callable) -> Callable:
             traced_in[0] = _trace_epoch
         _refuse_non_numeric(args, "jit")
         arrays = _arguments_as_arrays(leaves)
-        key = (treedef, tuple((a.shape, a.dtype.str) for a in arrays))
+        key = (structure_key(treedef), tuple((a.shape, a.dtype.str) for a in arrays))
         entry = programs.get(key)
         if entry is None:
             count = iter(range(len(arrays)))

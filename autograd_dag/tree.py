@@ -86,7 +86,9 @@ def leaves_like(tree: Any, treedef: Any, what: str, like: str) -> list:
         [10, 20]
     """
     leaves: list = []
-    stack = [(tree, treedef, ())]
+    # A path is kept as (parent path, label) links and spelled out only for an error:
+    # a tuple per node copied its parent's, O(depth²) time and memory for a deep tree.
+    stack = [(tree, treedef, None)]
     while stack:
         node, node_def, path = stack.pop()
         kind = _kind_of(node)
@@ -105,7 +107,7 @@ def leaves_like(tree: Any, treedef: Any, what: str, like: str) -> list:
             if kind not in ("tuple", "namedtuple", "list") or len(node) != len(child_defs):
                 _mismatch(what, like, path, f"a {def_kind} of {len(child_defs)}", _described(node, kind))
             labels, children = range(len(node)), list(node)
-        stack.extend(reversed([(c, d, path + (label,)) for c, d, label in zip(children, child_defs, labels)]))
+        stack.extend(reversed([(c, d, (path, label)) for c, d, label in zip(children, child_defs, labels)]))
     return leaves
 
 
@@ -113,7 +115,8 @@ def _described(node, kind) -> str:
     return "an array" if kind is None else f"a {kind} of {len(node)}"
 
 
-def _mismatch(what: str, like: str, path: tuple, expected: str, got: str) -> None:
+def _mismatch(what: str, like: str, links, expected: str, got: str) -> None:
+    path = _spelled(links)
     where = "at " + "".join(f"[{p!r}]" for p in path) if path else "at the top"
     raise AutogradDagError(f"{what} and the {like} differ in structure {where}: "
                            f"expected {expected}, got {got}")
@@ -127,16 +130,52 @@ def leaf_paths(tree: Any) -> list[tuple]:
         [(0, 'w'), (0, 'b', 0), (0, 'b', 1), (1,)]
     """
     paths: list[tuple] = []
-    stack = [((), tree)]
+    # (parent path, key) links, spelled out at the leaves only: a tuple per container
+    # copied its parent's, O(depth²) for a tree nested deep around a single leaf.
+    stack = [(None, tree)]
     while stack:
-        path, node = stack.pop()
+        links, node = stack.pop()
         kind = _kind_of(node)
         if kind is None:
-            paths.append(path)
+            paths.append(_spelled(links))
             continue
         items = node.items() if kind == "dict" else enumerate(node)
-        stack.extend(reversed([(path + (key,), child) for key, child in items]))
+        stack.extend(reversed([((links, key), child) for key, child in items]))
     return paths
+
+
+def _spelled(links) -> tuple:
+    """The path a chain of (parent, label) links stands for, root first."""
+    path = []
+    while links is not None:
+        links, label = links
+        path.append(label)
+    path.reverse()
+    return tuple(path)
+
+
+def structure_key(treedef: Any) -> tuple:
+    """A flat, hashable key equal for equal treedefs: one ``(kind, keys, arity)`` entry per container, pre-order.
+
+    A treedef is nested as deep as its tree, and hashing or comparing nested tuples
+    recurses in C: a jit cache keyed by the treedef itself crashed the interpreter
+    (segmentation fault) for an argument nested 100,000 deep.
+
+    Example:
+        >>> structure_key(flatten({"w": 1, "b": (2, 3)})[1])
+        (('dict', ('w', 'b'), 2), 'leaf', ('tuple', None, 2), 'leaf', 'leaf')
+    """
+    entries: list = []
+    stack = [treedef]
+    while stack:
+        node_def = stack.pop()
+        if node_def == _LEAF:
+            entries.append(_LEAF)
+            continue
+        kind, keys, child_defs = node_def
+        entries.append((kind, keys, len(child_defs)))
+        stack.extend(reversed(child_defs))
+    return tuple(entries)
 
 
 def unflatten(treedef: Any, leaves) -> Any:

@@ -13,3 +13,25 @@ def line_of(marker: str, module: str) -> int:
     hits = [i + 1 for i, text in enumerate(lines) if marker in text and "line_of(" not in text]
     assert len(hits) == 1, hits
     return hits[0]
+
+
+def generator_steps(fn, filename_suffix: str) -> int:
+    """How many times generator expressions written in a file ending ``filename_suffix`` resumed during ``fn()``.
+
+    A deterministic measure of a scan hidden in ``any(x is y for y in ...)``: counted,
+    not timed.
+    """
+    import sys
+    count = [0]
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "<genexpr>" \
+                and frame.f_code.co_filename.endswith(filename_suffix):
+            count[0] += 1
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return count[0]

@@ -695,3 +695,65 @@ def test_a_missing_vertex_is_the_library_error_and_still_a_key_error():
     with pytest.raises(ad.GraphError) as info:
         g.parents("ghost")
     assert isinstance(info.value, KeyError) and str(info.value) == "vertex 'ghost' is not in the graph"
+
+
+def test_checked_from_edges_of_a_wide_dag_is_one_search_not_one_per_edge(monkeypatch):
+    # Every edge into a vertex with children ran its own cycle search: a fan-in/fan-out
+    # DAG (s -> a_k -> h -> b_k) walked all the b's once per a -> h edge, O(V·E): 17 s
+    # for n = 6,000. Counted in children-list reads, not timed.
+    import autograd_dag.graph as graph_module
+    n = 2000
+    edges = ([("s", ("a", k)) for k in range(n)] + [("h", ("b", k)) for k in range(n)]
+             + [(("a", k), "h") for k in range(n)])
+    visits = [0]
+    walk = graph_module.reachable
+
+    def counted(starts, successors):
+        def counting(v):
+            visits[0] += 1
+            return successors(v)
+        return walk(starts, counting)
+
+    monkeypatch.setattr(graph_module, "reachable", counted)
+    g = Graph.from_edges(edges)
+    assert g.num_edges == 3 * n and len(g) == 2 * n + 2
+    assert visits[0] <= 10 * len(edges)
+    # A cycle is still refused by the first edge that closes it, naming the cycle.
+    # b_3 -> s closes nothing when it comes (no a -> h yet); a_0 -> h is the first that does.
+    closing = edges[: n + 5] + [(("b", 3), "s")] + edges[n + 5:]
+    with pytest.raises(CycleError) as info:
+        Graph.from_edges(closing)
+    assert info.value.cycle == ["h", ("b", 3), "s", ("a", 0), "h"]
+    assert str(info.value) == "adding edge ('a', 0) -> h would close the cycle h -> ('b', 3) -> s -> ('a', 0) -> h"
+
+
+def test_first_topological_order_of_a_wide_dag_in_linear_memory():
+    # Each depth kept its own copy of the ready list: the first order of a fan-in/fan-out
+    # DAG held O(n·width) entries at once (108 s for 90,000 vertices). Measured in memory.
+    import tracemalloc
+    n = 2000
+    g = Graph.from_edges([("s", f"a{k}") for k in range(n)] + [("h", f"b{k}") for k in range(n)]
+                         + [(f"a{k}", "h") for k in range(n)], check=False)
+    tracemalloc.start()
+    try:
+        first = next(topological_orders(g))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert first == ("s", *(f"a{k}" for k in range(n)), "h", *(f"b{k}" for k in range(n)))
+    assert peak < 4 * 2 ** 20
+
+
+def test_topological_orders_are_every_valid_permutation_in_lexicographic_order():
+    rng = random.Random(3)
+    for _ in range(60):
+        n = rng.randint(1, 6)
+        edges = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.35]
+        rng.shuffle(edges)
+        g = Graph.from_edges(edges, vertices=rng.sample(range(n), n))
+        position = {v: k for k, v in enumerate(g.vertices)}
+        valid = [p for p in itertools.permutations(g.vertices)
+                 if all(p.index(i) < p.index(j) for i, j in edges)]
+        valid.sort(key=lambda p: [position[v] for v in p])
+        assert list(topological_orders(g)) == valid
+        assert list(topological_orders(g, limit=2)) == valid[:2]

@@ -84,3 +84,36 @@ def test_a_python_exponent_gives_the_same_derivatives_under_jit_at_base_zero():
         np.testing.assert_array_equal(fast, first)
         hess = ad.jit(lambda a, n: ad.hessian(lambda b: ad.sum(b ** n))(a))(x, float(n))
         np.testing.assert_array_equal(hess, second * np.eye(2))
+
+
+def test_jit_of_a_deeply_nested_argument_neither_crashes_nor_retraces():
+    # jit's cache was keyed by the nested treedef: hashing a tuple nested 100,000 deep
+    # recurses in C and crashed the interpreter (segmentation fault). Run in a child
+    # process so that a crash fails this test instead of the whole run.
+    import subprocess
+    import sys
+    code = """
+import numpy as np, autograd_dag as ad
+tree = np.array([1.0, 2.0])
+for _ in range(100_000):
+    tree = [tree]
+def f(t):
+    while isinstance(t, list):
+        t = t[0]
+    return ad.sum(t * t)
+g = ad.jit(f)
+print(float(g(tree)), float(g(tree)), len(g.programs))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["5.0", "5.0", "1"]
+
+
+def test_structure_key_tells_apart_exactly_the_structures_that_differ():
+    from autograd_dag.tree import flatten, structure_key
+    trees = [1, (1,), [1], (1, 2), ((1,), 2), (1, (2,)), {"a": 1}, {"b": 1}, {"a": 1, "b": 2},
+             {"b": 2, "a": 1}, [(1, 2), {"a": [3]}], [(1, 2), {"a": (3,)}]]
+    defs = [flatten(t)[1] for t in trees]
+    for i, d in enumerate(defs):
+        for j, e in enumerate(defs):
+            assert (structure_key(d) == structure_key(e)) == (d == e), (trees[i], trees[j])

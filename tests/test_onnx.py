@@ -563,3 +563,19 @@ def test_exported_temperature_logsumexp_does_not_overflow_near_the_largest_float
     p = ad.onnx.run(ad.onnx.export(lambda t: ad.softargmax(t, gamma=0.5), x), x)[0]
     assert float(lse) == 1e308
     np.testing.assert_allclose(p, [0.5, 0.5, 0.0], atol=1e-15)
+
+
+def test_load_of_many_inputs_and_outputs_does_not_scan_the_inputs_per_output(tmp_path):
+    # Each output was compared by identity with every input: O(inputs × outputs),
+    # 22 s to load a model with 10,000 of each.
+    from tests import helpers
+    n = 1500
+    xs = [np.full(1, float(i)) for i in range(n)]
+    program = ad.trace(lambda *a: [x * 2.0 for x in a], *xs)
+    path = str(tmp_path / "wide.onnx")
+    ad.onnx.export(program, path=path)
+    loaded = {}
+    steps = helpers.generator_steps(lambda: loaded.setdefault("p", ad.onnx.load(path)), "_import.py")
+    assert steps < 10 * n
+    outs = loaded["p"](*xs)
+    np.testing.assert_array_equal(np.concatenate(outs), 2.0 * np.arange(n))

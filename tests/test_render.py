@@ -407,3 +407,71 @@ def test_the_committed_gallery_sources_are_what_the_library_draws_now():
             if ad.render(program, view, **entry.options).source != committed:
                 stale.append(f"{entry.name}_{view}")
     assert not stale, f"viz/ is stale for {stale}: run `autograd-dag gallery` and commit viz/"
+
+
+def test_folding_many_sibling_scopes_walks_each_node_a_bounded_number_of_times(monkeypatch):
+    # Folding grew a run of equal sibling scopes one scope at a time and walked the
+    # program afresh for each candidate: O(N²) in the number of scopes (a 3,000-block
+    # chain's gradient took 30 s to draw). Counted in Program.children calls, not timed.
+    n = 600
+
+    def f(x):
+        for i in range(n):
+            with ad.name_scope(f"b{i % 7}"):    # b0..b6 share the base name "b": one run
+                x = ad.tanh(x) * 0.5 + 0.1
+        return ad.sum(x)
+
+    program = ad.trace(f, np.ones(3))
+    gradient = ad.grad_program(program)
+    calls = [0]
+    children = ad.Program.children
+
+    def counted(self, k):
+        calls[0] += 1
+        return children(self, k)
+
+    monkeypatch.setattr(ad.Program, "children", counted)
+    forward = group_nodes(program, depth=0)
+    assert [(g.title, len(g.members)) for g in forward.groups] == [(f"b \u00d7 {n}", 3 * n)]
+    assert calls[0] <= 10 * len(program)
+    calls[0] = 0
+    backward = group_nodes(gradient, depth=0)
+    # The gradient's scopes each hold forward and backward nodes: merging two would close a
+    # cycle through the blocks between them, so none folds.
+    assert len(backward.groups) == n
+    assert calls[0] <= 10 * len(gradient)
+
+
+def test_render_of_deeply_nested_scopes_neither_recurses_nor_leaves_cyclic_garbage():
+    # The clusters were drawn by a nested function calling itself once per scope level
+    # (RecursionError past Python's limit), and its closure referred to itself, so each
+    # render left its whole scene (two objects per drawn node) for the cyclic collector.
+    import contextlib
+    import gc
+    import inspect
+    import sys
+    levels = 150
+
+    def f(x):
+        with contextlib.ExitStack() as scopes:
+            for i in range(levels):
+                scopes.enter_context(ad.name_scope(f"s{i}"))
+                x = ad.tanh(x)
+        return ad.sum(x)
+
+    program = ad.trace(f, np.ones(2))
+    gc.collect()
+    gc.disable()
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 100)
+    try:
+        source = ad.render(program).source
+        sys.setrecursionlimit(old)
+        assert gc.collect() == 0
+    finally:
+        sys.setrecursionlimit(old)
+        gc.enable()
+    assert source.count("subgraph cluster_") == levels
+    assert re.search(r"subgraph cluster_149 \{", source)
+    # nested: every cluster's closing brace comes after the innermost one's
+    assert source.index("cluster_149") > source.index("cluster_0")

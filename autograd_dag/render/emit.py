@@ -66,13 +66,27 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
             if node.tooltip:
                 attrs["tooltip"] = graphviz.nohtml(node.tooltip)
             container.node(node.id, label=node.label, **attrs)
-        for sub in subclusters.get(path, ()):
-            with container.subgraph(name=cluster_id[sub]) as c:
-                c.attr(label=f"<<B>{html(sub[-1][0], 50)}</B>>", style="dashed,rounded", color="#888888",
-                       fontcolor="#444444", fontsize="10", labeljust="l")
-                add_nodes(c, sub)
 
+    # Clusters nested as deep as the name scopes, with an explicit stack: a nested function
+    # calling itself recursed once per scope level, and its closure cell referred to itself,
+    # so every render left the scene behind as cyclic garbage for the collector.
+    # A cluster joins its parent when its own subclusters are done (graphviz copies it then).
     add_nodes(g, ())
+    stack = [(g, iter(subclusters.get((), ())), None)]
+    while stack:
+        container, subs, joined = stack[-1]
+        sub = next(subs, None)
+        if sub is None:
+            stack.pop()
+            if joined is not None:
+                joined.__exit__(None, None, None)
+            continue
+        joined = container.subgraph(name=cluster_id[sub])
+        c = joined.__enter__()
+        c.attr(label=f"<<B>{html(sub[-1][0], 50)}</B>>", style="dashed,rounded", color="#888888",
+               fontcolor="#444444", fontsize="10", labeljust="l")
+        add_nodes(c, sub)
+        stack.append((c, iter(subclusters.get(sub, ())), joined))
     for edge in scene.edges:
         attrs = dict(edge.attrs)
         if edge.label:
