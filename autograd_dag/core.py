@@ -14,6 +14,7 @@ pays for it.
 from __future__ import annotations
 
 import contextlib
+import copy
 import itertools
 import sys
 import weakref
@@ -177,6 +178,25 @@ class Tensor:
         self.source = user_source()
         self.scope = _scope
         self.serial = 0
+
+    def __deepcopy__(self, memo: dict) -> "Tensor":
+        # A leaf (an input, a parameter) is copied with its numbers and its .grad, as the
+        # default protocol would. A computed Tensor is refused, as PyTorch refuses it: the
+        # default would copy its whole recorded history through Python's recursive copy
+        # (RecursionError on a long chain), and a detached copy would lose the derivative.
+        if self.prim is not None:
+            raise AutogradDagError(
+                f"copy.deepcopy of a Tensor computed by '{self.prim.name}' (shape {self.shape}): only "
+                f"leaves (inputs, parameters) are copied; copy t.detach() for its numbers"
+                f"{located(user_source())}")
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        for slot in _TENSOR_STATE:
+            setattr(new, slot, copy.deepcopy(getattr(self, slot), memo))
+        extra = getattr(self, "__dict__", None)  # (a subclass's own attributes)
+        if extra:
+            new.__dict__.update(copy.deepcopy(extra, memo))
+        return new
 
     # The properties a numpy user reaches for first.
     @property
@@ -400,6 +420,8 @@ def _contains_tensor(items) -> bool:
 
 _new_tensor = object.__new__
 _getframe = sys._getframe
+# What a Tensor holds (Tensor.__deepcopy__ copies it slot by slot).
+_TENSOR_STATE = tuple(slot for slot in Tensor.__slots__ if slot != "__weakref__")
 
 # The ``serial`` of every node made by ``apply``, counting down from -1 (a leaf's
 # is 0, or the stamp of its last change in place: changed_in_place): a node's is

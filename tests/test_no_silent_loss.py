@@ -513,3 +513,28 @@ def test_a_new_tensor_made_of_one_that_requires_a_gradient_is_refused():
     with ad.no_grad():
         np.testing.assert_array_equal(ad.Tensor(ad.Tensor(V, requires_grad=True)).value, V)
     np.testing.assert_array_equal(ad.Tensor(ad.Tensor(V)).value, V)                             # a constant
+
+
+def test_deepcopy_copies_leaves_and_refuses_computed_tensors():
+    import copy
+    from autograd_dag import nn
+    # A module (its parameters are leaves) copies with its numbers and gradients, shared
+    # parameters staying shared, and the copy trains apart from the original.
+    model = nn.Linear(3, 2, rng=0)
+    model.weight.grad = ad.Tensor(np.ones((2, 3)))
+    twin = copy.deepcopy(model)
+    assert type(twin.weight) is type(model.weight) and twin.weight is not model.weight
+    np.testing.assert_array_equal(twin.weight.value, model.weight.value)
+    np.testing.assert_array_equal(twin.weight.grad.value, np.ones((2, 3)))
+    twin.weight.value[...] = 0.0
+    assert np.any(model.weight.value != 0.0)
+    pair = copy.deepcopy([model.weight, model.weight])
+    assert pair[0] is pair[1]
+    # A computed Tensor: the default protocol recursed through its history (RecursionError
+    # at a few thousand steps) and a detached copy would lose its derivative: refused.
+    y = ad.Tensor(np.ones(2), requires_grad=True)
+    for _ in range(5000):
+        y = ad.tanh(y)
+    with pytest.raises(ad.AutogradDagError, match="deepcopy of a Tensor computed by 'tanh'"):
+        copy.deepcopy(y)
+    np.testing.assert_array_equal(copy.deepcopy(y.detach()).value, y.value)
