@@ -18,6 +18,12 @@ The setups (seed 001 §4.7), batch-first, shapes (batch, length, features):
   z_l = g(c, p_{l-1}, z_{l-1}), p_l = h(z_l), an EOS token, teacher forcing,
   and the ``start_state`` / ``step`` interface of :mod:`.decoding`.
 
+There is no padding mask: every sequence of a batch has the batch's length L
+(group sequences by length, or run them one by one). Padded steps would
+enter the recursion, and 'last', 'mean' and 'max' pooling would read them
+(PyTorch's ``pack_padded_sequence`` has no counterpart here). Layers are
+single-direction and single-layer; stack :class:`RNN` modules for depth.
+
 Each setup holds a learnable initial state z₀ (zeros at first). Unrolling is
 a Python loop, so the recorded program is a long chain and both the forward
 pass and ``backward()`` (iterative in the core) handle 10,000 steps. The
@@ -396,7 +402,8 @@ def pool(hs, pooling: str):
 class SequenceToVector(Module):
     """Sequence to vector (§4.7.2): s_l = γ(x_l, s_{l-1}), p = head(pooling(h_{1:L})).
 
-    ``pooling`` is 'last', 'mean' or 'max' (coordinate-wise); ``head`` (a
+    ``pooling`` is 'last', 'mean' or 'max' (coordinate-wise), over all L steps:
+    the sequences of a batch share their length (no padding mask); ``head`` (a
     module, e.g. ``Linear(H, classes)``, or None for the pooled vector itself)
     maps it to the output. :meth:`encode` returns the pooled vector.
     Shapes: xs (B, L, D) -> (B, M) (M = H without a head).
