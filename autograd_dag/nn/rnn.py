@@ -230,6 +230,11 @@ class GRUCell(_GatedCell):
     r = σ(W_ir x + b_ir + W_hr h + b_hr),  z = σ(W_iz x + b_iz + W_hz h + b_hz),
     n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)),  h' = (1 − z) ⊙ n + z ⊙ h.
 
+    The reset gate multiplies W_hn h + b_hn, after the product (PyTorch's and
+    cuDNN's form); Cho et al. (2014) reset h before it, tanh(W_in x + W_hn (r ⊙ h) + b):
+    the two differ, and weights copied from a model of the other form give
+    other outputs. z interpolates towards the old state (z = 1 keeps h).
+
     Shapes: x (B, D), h (B, H) -> (B, H); weight_ih (3H, D), weight_hh (3H, H).
 
     Example:
