@@ -395,3 +395,5 @@ def test_checked_mask_names_the_dead_row_of_boolean_and_additive_masks():
     finite = np.where(keep, 0.0, -1e9)       # a large finite penalty removes nothing: no error
     assert checked_mask(finite).value is finite
     assert checked_mask(np.zeros((3, 0))).shape == (3, 0)
+    with pytest.raises(ad.ShapeError, match="query row 0"):
+        checked_mask(np.array(-np.inf))     # one score for every entry: every key removed

@@ -545,7 +545,8 @@ def _dead_rows(mask: np.ndarray) -> np.ndarray:
 
 
 def _checked_mask_impl(mask, *, name):
-    if mask.ndim and mask.shape[-1] and np.any(dead := _dead_rows(mask)):
+    # A 0-d or 1-d mask is one row (broadcast to every query).
+    if mask.size and np.any(dead := _dead_rows(mask if mask.ndim >= 2 else mask.reshape(1, -1))):
         where_ = tuple(int(i) for i in np.argwhere(dead)[0])
         lead, row = where_[:-1], where_[-1]
         at = f" of batch index {lead}" if lead else ""
