@@ -1,4 +1,5 @@
-"""Cases for the indexing primitives: getitem, index_add, concatenate (and stack), take, take_add, one_hot, checked_indices.
+"""Cases for the indexing primitives: getitem, index_add, concatenate (and stack), take, take_add, one_hot, checked_indices,
+checked_mask.
 
 Each ``ref`` is an independent numpy computation (numpy's own indexing, or
 explicit loops), never the code under test.
@@ -6,8 +7,8 @@ explicit loops), never the code under test.
 
 import numpy as np
 
-from autograd_dag.primitives.indexing import (checked_indices, concatenate, getitem, index_add, one_hot, stack,
-                                              take, take_add)
+from autograd_dag.primitives.indexing import (checked_indices, checked_mask, concatenate, getitem, index_add, one_hot,
+                                              stack, take, take_add)
 from tests.cases import Case
 
 
@@ -95,4 +96,10 @@ CASES = [
          lambda rng: (np.array([[4, 0], [2, 2]]),), ref=lambda idx: idx.copy(), wrt=(), id="2d"),
     Case("checked_indices", lambda idx: checked_indices(idx, 3),
          lambda rng: (np.zeros((0, 2), np.int32),), ref=lambda idx: idx.copy(), wrt=(), id="empty_int32"),
+    # An attention mask passed through once every row keeps a key (the identity's derivative);
+    # boolean masks: tests/test_attention.py.
+    Case("checked_mask", lambda m: checked_mask(m),
+         lambda rng: (rng.standard_normal((3, 4)),), ref=lambda m: m.copy(), id="additive"),
+    Case("checked_mask", lambda m: checked_mask(m),
+         lambda rng: (rng.standard_normal((2, 1, 3)),), ref=lambda m: m.copy(), id="key_padding"),
 ]

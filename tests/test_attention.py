@@ -345,3 +345,55 @@ def test_multihead_refuses_pytorchs_query_key_value_call():
     p = mha_params(mha)
     np.testing.assert_allclose(mha(x, x).value, ref_multihead(x, x, p["W_Q"], p["W_K"], p["W_V"], p["W_O"]),
                                rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize("transform", ["jit", "vmap"])
+def test_fully_masked_row_raises_on_every_run_of_a_traced_mask(transform):
+    """A mask that is a jit input changes from call to call, and vmap records on the first example
+    only: the dead-row check of the traced numbers let a later call's (or example's) dead row
+    through as NaN outputs, where the eager call raises."""
+    mha = nn.MultiHeadAttention(4, heads=2, rng=0)
+    enc = nn.TransformerEncoder(4, heads=2, hidden=8, layers=1, rng=0)
+    x, memory = RNG.normal(size=(2, 3, 4)), RNG.normal(size=(2, 5, 4))
+    live = np.ones((2, 5), bool)
+    dead = live.copy()
+    dead[1] = False                    # sequence 1: every key padded away
+    if transform == "jit":
+        cross = ad.jit(lambda x, m, keep: mha(x, m, mask=keep[:, None, :]))
+        encode = ad.jit(lambda m, keep: enc(m, padding_mask=keep))
+        plain = ad.jit(lambda q, k, v, keep: nn.attention(q, k, v, mask=keep))
+    else:
+        cross = ad.vmap(lambda x, m, keep: mha(x, m, mask=keep[None, :]))
+        encode = ad.vmap(lambda m, keep: enc(m[None], padding_mask=keep[None])[0])
+        plain = ad.vmap(lambda q, k, v, keep: nn.attention(q, k, v, mask=keep))
+    # The live masks give what the eager calls give (numpy: each sequence attends to its 5 keys) ...
+    value = lambda out: getattr(out, "value", out)  # noqa: E731  (vmap keeps the parameters' gradient)
+    np.testing.assert_allclose(value(cross(x, memory, live)), mha(x, memory).value, rtol=1e-12)
+    np.testing.assert_allclose(value(encode(memory, live)), enc(memory).value, rtol=1e-12)
+    # ... and a dead row raises, naming it, as eagerly.
+    with pytest.raises(ad.ShapeError, match="every key masked"):
+        cross(x, memory, dead)
+    with pytest.raises(ad.ShapeError, match="every key masked"):
+        encode(memory, dead)
+    keep = np.ones((2, 3, 5), bool)
+    keep[1, 2] = False
+    with pytest.raises(ad.ShapeError, match="query row 2"):
+        plain(x, memory, memory, keep)
+    additive = np.where(keep, 0.0, -np.inf)
+    with pytest.raises(ad.ShapeError, match="query row 2"):
+        plain(x, memory, memory, additive)
+
+
+def test_checked_mask_names_the_dead_row_of_boolean_and_additive_masks():
+    from autograd_dag.primitives.indexing import checked_mask
+    keep = np.ones((2, 3, 4), bool)
+    keep[1, 2] = False
+    with pytest.raises(ad.ShapeError, match=r"attention: query row 2 of batch index \(1,\) has every key masked"):
+        checked_mask(keep, "attention")
+    with pytest.raises(ad.ShapeError, match=r"query row 2 of batch index \(1,\)"):
+        checked_mask(np.where(keep, 0.0, -np.inf))
+    finite = np.where(keep, 0.0, -1e9)       # a large finite penalty removes nothing: no error
+    assert checked_mask(finite).value is finite
+    assert checked_mask(np.zeros((3, 0))).shape == (3, 0)
+    with pytest.raises(ad.ShapeError, match="query row 0"):
+        checked_mask(np.array(-np.inf))     # one score for every entry: every key removed

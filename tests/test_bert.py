@@ -349,3 +349,24 @@ def test_bert_renders_clusters_per_block_and_head():
     folded = ad.render(bert.loss(batch).total, depth=1).source
     assert "block &#215; 2" in folded and "<B>block.1</B>" not in folded and "<B>mlm_head</B>" in folded
     assert "block.0..block.1 (2 folded)" in folded  # the folded node's tooltip names the range
+
+
+def test_evaluate_is_the_loss_without_dropout_and_keeps_the_mode():
+    # evaluate ("for held-out batches") ran in whatever mode the model was in: during training, with
+    # dropout > 0, a held-out loss with random units dropped, different on every call.
+    vocab = vocab_of(WORDS[:12])
+    docs = [[vocab.encode(WORDS[i:i + 3]) for i in range(0, 12, 3)]]
+    batch = text.pretraining_batch(docs, vocab, 4, np.random.default_rng(3), rate=0.4)
+    dropped = nn.BERT(len(vocab), d_model=8, heads=2, layers=1, max_length=16, dropout=0.5, rng=0)
+    plain = nn.BERT(len(vocab), d_model=8, heads=2, layers=1, max_length=16, rng=1)
+    plain.load_state_dict(dropped.state_dict())
+    want = plain.loss(batch)        # no dropout layer at all: the deterministic loss
+    assert dropped.training
+    for _ in range(2):
+        got = dropped.evaluate(batch)
+        np.testing.assert_allclose(got.total.value, want.total.value, rtol=1e-12)
+        assert (got.mlm_correct, got.nsp_correct) == (want.mlm_correct, want.nsp_correct)
+    assert dropped.training      # the training mode is restored
+    dropped.eval()
+    dropped.evaluate(batch)
+    assert not dropped.training

@@ -188,3 +188,21 @@ def test_user_file_works_like_the_builtin_corpus(tmp_path):
     assert "iterable" in tok.vocab
     with pytest.raises(text.TextError, match="cannot read"):
         text.read_sentences(tmp_path / "missing.txt")
+
+
+def test_encode_batch_truncation_keeps_the_markers():
+    # Truncating the marked ids cut off [SEP] (and [EOS]): a BERT input without its closing [SEP], a
+    # seq2seq target the model never learns to end. The words are truncated, the markers kept.
+    tok = text.WordTokenizer().fit(TRAIN)
+    v = tok.vocab
+    words = "the cat sat on the mat".split()
+    ids, lengths = tok.encode_batch(["the cat sat on the mat", "a dog"], max_length=5, cls_sep=True)
+    assert ids[0].tolist() == [v.id("[CLS]"), *v.encode(words[:3]).tolist(), v.id("[SEP]")]
+    assert ids[1].tolist() == [v.id("[CLS]"), *v.encode(["a", "dog"]).tolist(), v.id("[SEP]"), v.pad_id]
+    assert lengths.tolist() == [5, 4]
+    ids, lengths = tok.encode_batch(["the cat sat on the mat"], max_length=4, cls_sep=True, eos=True)
+    assert ids[0].tolist() == [v.id("[CLS]"), v.id("the"), v.id("[SEP]"), v.id("[EOS]")]
+    ids, _ = tok.encode_batch(["the cat sat on the mat"], max_length=3, eos=True)
+    assert ids[0].tolist() == [*v.encode(words[:2]).tolist(), v.id("[EOS]")]
+    with pytest.raises(text.TextError, match="max_length"):
+        tok.encode_batch(["the cat"], max_length=2, cls_sep=True)   # room for the markers only

@@ -482,3 +482,19 @@ def test_block_refuses_pytorchs_padding_mask_in_third_place():
     out, weights = blk(x, return_weights=True)
     np.testing.assert_array_equal(weights.value, np.ones((1, 2, 1, 1)))  # one key: all the weight on it
     assert out.shape == (1, 1, 4)
+
+
+def test_attention_maps_are_the_eval_mode_weights_whatever_the_mode():
+    # attention_maps ran in the model's mode: in training with dropout, every block after the first
+    # read dropped-out inputs, so the maps changed from call to call.
+    lm = nn.TransformerLM(9, d_model=8, heads=2, hidden=16, layers=3, dropout=0.5, rng=0)
+    plain = nn.TransformerLM(9, d_model=8, heads=2, hidden=16, layers=3, rng=1)
+    plain.load_state_dict(lm.state_dict())
+    tokens = np.array([[1, 4, 2, 7, 3]])
+    with ad.no_grad():
+        _, want = plain.hidden_states(tokens, return_weights=True)   # no dropout layer at all
+    assert lm.training
+    for _ in range(2):
+        for got, w in zip(lm.attention_maps(tokens), want):
+            np.testing.assert_allclose(got, w.value, rtol=1e-12, atol=1e-15)
+    assert lm.training

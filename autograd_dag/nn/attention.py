@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import Tensor, name_scope
+from ..core import Tensor, name_scope, tracer_of
 from ..errors import ShapeError
 from ..primitives.elementwise import add, cos, multiply, sin, where
+from ..primitives.indexing import checked_mask
 from ..primitives.linalg import matmul
 from ..primitives.reductions import masked_softargmax, softargmax
 from ..primitives.structure import reshape, swapaxes, transpose
@@ -189,6 +190,10 @@ def attention(Q, K, V, mask=None, scale: float | None = None, return_weights: bo
         scores = matmul(Q, swapaxes(K, -1, -2))
         mask = _additive(mask, scores.dtype)
         _check_rows(mask, tuple(scores.shape))
+        if tracer_of(mask) is not None:
+            # A jit input's numbers change from call to call, and vmap records its first example:
+            # _check_rows saw those numbers only. A node of the program checks every run's.
+            mask = checked_mask(mask, "attention")
         # Scaled, masked and normalized by one primitive: one array of the
         # scores' size kept for the backward pass, not three.
         weights = masked_softargmax(scores, mask, -1, float(scale))

@@ -388,9 +388,19 @@ class BERT(Module):
         return BERTLoss(total, mlm, nsp, mlm_correct, int(selected.sum()), nsp_correct, len(batch.nsp_labels))
 
     def evaluate(self, batch) -> BERTLoss:
-        """:meth:`loss` without recording (for held-out batches)."""
-        with no_grad():
-            return self.loss(batch)
+        """:meth:`loss` without recording and without dropout (for held-out batches); the mode is restored.
+
+        A held-out loss computed in training mode would drop random units (with
+        ``dropout`` > 0): a different number on every call, and draws taken from
+        the training's dropout generator.
+        """
+        was_training = self.training
+        self.eval()
+        try:
+            with no_grad():
+                return self.loss(batch)
+        finally:
+            self.train(was_training)
 
     def extra_repr(self) -> str:
         return (f"vocab_size={self.vocab_size}, d_model={self.d_model}, layers={len(self.encoder.block)}, "

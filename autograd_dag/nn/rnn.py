@@ -18,6 +18,12 @@ The setups (seed 001 §4.7), batch-first, shapes (batch, length, features):
   z_l = g(c, p_{l-1}, z_{l-1}), p_l = h(z_l), an EOS token, teacher forcing,
   and the ``start_state`` / ``step`` interface of :mod:`.decoding`.
 
+There is no padding mask: every sequence of a batch has the batch's length L
+(group sequences by length, or run them one by one). Padded steps would
+enter the recursion, and 'last', 'mean' and 'max' pooling would read them
+(PyTorch's ``pack_padded_sequence`` has no counterpart here). Layers are
+single-direction and single-layer; stack :class:`RNN` modules for depth.
+
 Each setup holds a learnable initial state z₀ (zeros at first). Unrolling is
 a Python loop, so the recorded program is a long chain and both the forward
 pass and ``backward()`` (iterative in the core) handle 10,000 steps. The
@@ -224,6 +230,11 @@ class GRUCell(_GatedCell):
     r = σ(W_ir x + b_ir + W_hr h + b_hr),  z = σ(W_iz x + b_iz + W_hz h + b_hz),
     n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)),  h' = (1 − z) ⊙ n + z ⊙ h.
 
+    The reset gate multiplies W_hn h + b_hn, after the product (PyTorch's and
+    cuDNN's form); Cho et al. (2014) reset h before it, tanh(W_in x + W_hn (r ⊙ h) + b):
+    the two differ, and weights copied from a model of the other form give
+    other outputs. z interpolates towards the old state (z = 1 keeps h).
+
     Shapes: x (B, D), h (B, H) -> (B, H); weight_ih (3H, D), weight_hh (3H, H).
 
     Example:
@@ -396,7 +407,8 @@ def pool(hs, pooling: str):
 class SequenceToVector(Module):
     """Sequence to vector (§4.7.2): s_l = γ(x_l, s_{l-1}), p = head(pooling(h_{1:L})).
 
-    ``pooling`` is 'last', 'mean' or 'max' (coordinate-wise); ``head`` (a
+    ``pooling`` is 'last', 'mean' or 'max' (coordinate-wise), over all L steps:
+    the sequences of a batch share their length (no padding mask); ``head`` (a
     module, e.g. ``Linear(H, classes)``, or None for the pooled vector itself)
     maps it to the output. :meth:`encode` returns the pooled vector.
     Shapes: xs (B, L, D) -> (B, M) (M = H without a head).

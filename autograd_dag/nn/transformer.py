@@ -403,9 +403,19 @@ class TransformerLM(Module):
         return softargmax(self.logits(tokens), -1)
 
     def attention_maps(self, tokens) -> list[np.ndarray]:
-        """Each block's attention weights, computed without recording. Shapes: (B, L) -> [(B, heads, L, L)]."""
-        with no_grad():
-            _, weights = self.hidden_states(tokens, return_weights=True)
+        """Each block's attention weights, computed without recording and without dropout (eval mode).
+
+        The mode is restored after; in training mode with ``dropout`` the maps of
+        every block after the first would change from call to call.
+        Shapes: (B, L) -> [(B, heads, L, L)].
+        """
+        was_training = self.training
+        self.eval()
+        try:
+            with no_grad():
+                _, weights = self.hidden_states(tokens, return_weights=True)
+        finally:
+            self.train(was_training)
         return [w.value for w in weights]
 
     # --------------------------------------------------------------- decoding

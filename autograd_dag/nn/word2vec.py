@@ -275,7 +275,10 @@ class NegativeSampler:
 
     P(w) ∝ count(w)^{3/4}: flatter than the unigram distribution, so rare
     words are drawn more often than their frequency (Mikolov et al. 2013).
-    Words with count 0 (special tokens) are never drawn.
+    Words with count 0 (special tokens) are never drawn. Draws are independent
+    of the example: a negative may be the example's true word (the original C
+    code skips such a draw; with a large vocabulary it is rare, and the loss
+    then counts it as a negative too).
     Shapes: ``sample((N, k))`` -> (N, k) int64 ids.
 
     Example:

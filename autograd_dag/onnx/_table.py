@@ -63,6 +63,7 @@ _SAME_OP = {"add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div",
             "relu": "Relu", "sign": "Sign", "abs": "Abs", "maximum": "Max", "minimum": "Min",
             "sin": "Sin", "cos": "Cos", "floor": "Floor", "ceil": "Ceil", "reciprocal": "Reciprocal",
             "identity": "Identity", "stop_gradient": "Identity", "checked_indices": "Identity",
+            "checked_mask": "Identity",
             "matmul": "MatMul"}
 
 

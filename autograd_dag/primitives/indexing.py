@@ -25,7 +25,7 @@ from .batch import materialize, move_batch_axis
 from .registry import defprim
 from .structure import unary_batch
 from .shapes import fmt, normalize_axis
-from .structure import broadcast_to, reshape, transpose
+from .structure import broadcast_to, identity, reshape, transpose
 
 # ----------------------------------------------------------------- getitem
 
@@ -534,6 +534,50 @@ def take_add(values, indices, size: int, axis: int = 0) -> Tensor:
     if axis < 0:
         raise ShapeError(f"take_add: Expect: a non-negative axis. Actual: {axis}")
     return apply(TAKE_ADD, values, indices, size=int(size), axis=axis)
+
+# ------------------------------------------------------------ checked_mask
+
+
+def _dead_rows(mask: np.ndarray) -> np.ndarray:
+    """Where every entry of a row (the last axis) is removed: False in a boolean mask, −∞ in an additive one."""
+    removed = ~mask if mask.dtype == bool else np.isneginf(mask)
+    return np.all(removed, axis=-1)
+
+
+def _checked_mask_impl(mask, *, name):
+    # A 0-d or 1-d mask is one row (broadcast to every query).
+    if mask.size and np.any(dead := _dead_rows(mask if mask.ndim >= 2 else mask.reshape(1, -1))):
+        where_ = tuple(int(i) for i in np.argwhere(dead)[0])
+        lead, row = where_[:-1], where_[-1]
+        at = f" of batch index {lead}" if lead else ""
+        raise ShapeError(f"{name}: query row {row}{at} has every key masked (all -inf or all False): softargmax "
+                         f"over an empty set of keys has no distribution (it would be NaN). Actual: "
+                         f"{int(np.sum(dead))} such row(s) in a mask of shape {fmt(mask.shape)}; let each query "
+                         f"see at least one key")
+    return mask
+
+
+CHECKED_MASK = defprim(
+    "checked_mask", _checked_mask_impl,
+    vjp=lambda ct, out, mask, *, name: (identity(ct),),
+    jvp=lambda t, out, mask, *, name: identity(t[0]),
+    shape=lambda mask, *, name: (tuple(mask.shape), mask.dtype), batch=unary_batch)
+
+
+def checked_mask(mask, name: str = "checked_mask") -> Tensor:
+    """``mask`` unchanged, once every row (its last axis) keeps at least one entry; the identity's derivative.
+
+    An attention mask that is data (a padding mask fed to a jitted program, or
+    mapped by vmap) changes from call to call and from example to example:
+    this node checks it on every run, where softargmax would turn a row of
+    keys that are all removed (False, or −∞ in an additive mask) into NaN
+    without a word. ``name`` words the error. Not exported as ``ad.*``.
+    Shapes: (..., L_q, L_k) -> the same.
+    Example: ``checked_mask(np.array([[True, False]])).value`` is ``[[True, False]]``.
+    """
+    if not isinstance(mask, Tensor):
+        mask = np.asarray(mask)
+    return apply(CHECKED_MASK, mask, name=str(name))
 
 # ----------------------------------------------------------------- one_hot
 

@@ -54,15 +54,21 @@ class Tokenizer:
 
         Shapes: text -> (n,) int64.
         """
+        return self._vocab("encode").encode(self._marked(self.split(self._text(text)), cls_sep, eos))
+
+    def _text(self, text):
         if not isinstance(text, str):
             raise TextError(f"{type(self).__name__}.encode: Expect: a string. "
                             f"Actual: {type(text).__name__}")
-        tokens = self.split(text)
+        return text
+
+    @staticmethod
+    def _marked(tokens: list[str], cls_sep: bool, eos: bool) -> list[str]:
         if cls_sep:
             tokens = [CLS] + tokens + [SEP]
         if eos:
             tokens = tokens + [EOS]
-        return self._vocab("encode").encode(tokens)
+        return tokens
 
     def decode(self, ids, skip_special: bool = True) -> str:
         """The text of ``ids``; special tokens other than ``[UNK]`` are left out with ``skip_special``."""
@@ -74,15 +80,24 @@ class Tokenizer:
                      eos: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Encode several texts into one ``[PAD]``-filled array, truncated to ``max_length`` ids.
 
+        Truncation drops a text's last tokens, never its markers: with
+        ``cls_sep`` a long text still ends with ``[SEP]`` (and ``[EOS]``), as
+        BERT's tokenizers truncate, so ``max_length`` must leave room for the
+        markers and a token.
         Shapes: B texts -> (ids (B, T) int64, lengths (B,) int64), T the longest
         (or ``max_length``).
         Example: ``WordTokenizer().fit(["a b", "a"]).encode_batch(["a b", "a"])[1].tolist() == [2, 1]``.
         """
-        encoded = [self.encode(t, cls_sep=cls_sep, eos=eos) for t in texts]
+        room = None
         if max_length is not None:
-            if max_length < 1:
-                raise TextError(f"{type(self).__name__}.encode_batch: Expect: max_length >= 1. Actual: {max_length}")
-            encoded = [e[:max_length] for e in encoded]
+            markers = 2 * bool(cls_sep) + bool(eos)
+            if max_length < markers + 1:
+                raise TextError(f"{type(self).__name__}.encode_batch: Expect: max_length >= {markers + 1} (the "
+                                f"{markers} marker(s) and a token). Actual: {max_length}")
+            room = max_length - markers
+        vocab = self._vocab("encode_batch")
+        # Cutting the marked ids instead dropped the closing [SEP] / [EOS] of every long text.
+        encoded = [vocab.encode(self._marked(self.split(self._text(t))[:room], cls_sep, eos)) for t in texts]
         lengths = np.array([len(e) for e in encoded], dtype=np.int64)
         width = int(lengths.max()) if len(encoded) else 0
         ids = np.full((len(encoded), width), self._vocab("encode_batch").id(PAD, strict=True), dtype=np.int64)
