@@ -911,3 +911,37 @@ def test_whole_float_layer_sizes_still_work():
     assert lin.weight.shape == (3, 4)
     np.testing.assert_allclose(lin(x).value, x @ lin.weight.value.T + lin.bias.value, rtol=1e-12)
     assert nn.LayerNorm(np.int64(4)).normalized_shape == (4,)
+
+
+def test_predict_runs_in_eval_mode_and_restores_each_modules_mode():
+    # predict of a model in training mode dropped units (a different class on every call) and
+    # normalised by the batch's own statistics; scikit-learn's and Keras's predict do neither.
+    rng = np.random.default_rng(0)
+    net = nn.MLP([4, 32, 3], activation="relu", rng=1)
+    drop = nn.Dropout(0.9)
+    model = nn.Sequential(nn.Linear(4, 4, rng=2), nn.BatchNorm(4), drop, net)
+    model.__class__ = type("SeqClassifier", (nn.Sequential, nn.Classifier), {})
+    x = rng.standard_normal((5, 4)) * 3 + 1
+    model[1].running_mean[...] = 0.5  # (not the batch's mean: eval and train modes differ)
+    # Independent numpy: the same layers by hand with running statistics and no dropout.
+    lin, bn = model[0], model[1]
+    h = x @ lin.weight.value.T + lin.bias.value
+    h = (h - bn.running_mean) / np.sqrt(bn.running_var + bn.eps) * bn.gamma.value + bn.beta.value
+    for layer in net.layers:
+        h = h @ layer.weight.value.T + layer.bias.value
+        if layer is not net.layers[-1]:
+            h = np.maximum(h, 0.0)
+    expected = np.argmax(h, axis=-1)
+    for _ in range(3):
+        np.testing.assert_array_equal(model.predict(x), expected)
+    assert all(m.training for m in model.modules())  # the mode is back
+
+
+def test_evaluating_restores_mixed_modes_even_after_an_error():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5), nn.BatchNorm(2))
+    model[2].eval()
+    with pytest.raises(ZeroDivisionError):
+        with model.evaluating():
+            assert not any(m.training for m in model.modules())
+            raise ZeroDivisionError
+    assert [m.training for m in model.modules()] == [True, True, True, False]

@@ -394,13 +394,8 @@ class BERT(Module):
         ``dropout`` > 0): a different number on every call, and draws taken from
         the training's dropout generator.
         """
-        was_training = self.training
-        self.eval()
-        try:
-            with no_grad():
-                return self.loss(batch)
-        finally:
-            self.train(was_training)
+        with self.evaluating(), no_grad():
+            return self.loss(batch)
 
     def extra_repr(self) -> str:
         return (f"vocab_size={self.vocab_size}, d_model={self.d_model}, layers={len(self.encoder.block)}, "

@@ -230,8 +230,12 @@ class Classifier(Module):
         return F.softargmax(self(x), -1)
 
     def predict(self, x):
-        """The most probable class of each example, an int64 array (evaluated without recording)."""
-        with no_grad():
+        """The most probable class of each example, an int64 array (evaluated without recording, in eval mode).
+
+        As scikit-learn's and Keras's ``predict``: without dropout and with batch
+        norm's running statistics whatever the model's mode, which is restored after.
+        """
+        with self.evaluating(), no_grad():
             return np.argmax(self(x).value, axis=-1)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import zipfile
 from collections import OrderedDict
+from contextlib import contextmanager
 from typing import Any, Iterator
 
 import numpy as np
@@ -260,6 +261,35 @@ class Module:
     def eval(self) -> "Module":
         """Set evaluation mode (running statistics in batch norm); returns self."""
         return self.train(False)
+
+    @contextmanager
+    def evaluating(self) -> Iterator["Module"]:
+        """This module and all below in evaluation mode inside the block; each one's own mode restored after.
+
+        For what reads a model without training it (``predict``, a held-out
+        loss): in training mode it would drop random units and normalise by the
+        batch's statistics. A submodule the user froze in eval mode stays so.
+
+        Example:
+            >>> from autograd_dag import nn
+            >>> net = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5))
+            >>> with net.evaluating():
+            ...     net[1].training
+            False
+            >>> net[1].training
+            True
+        """
+        modes = [(m, m.training) for m in self.modules()]
+        self.eval()
+        try:
+            yield self
+        finally:
+            changed = False
+            for m, mode in modes:
+                changed = changed or m.training != mode
+                object.__setattr__(m, "training", mode)
+            if changed:
+                retrace_jit()  # as train(): a jitted function may have recorded the eval mode
 
     def zero_grad(self) -> None:
         """Reset ``.grad`` of every parameter to None."""

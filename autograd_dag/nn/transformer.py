@@ -409,13 +409,8 @@ class TransformerLM(Module):
         every block after the first would change from call to call.
         Shapes: (B, L) -> [(B, heads, L, L)].
         """
-        was_training = self.training
-        self.eval()
-        try:
-            with no_grad():
-                _, weights = self.hidden_states(tokens, return_weights=True)
-        finally:
-            self.train(was_training)
+        with self.evaluating(), no_grad():
+            _, weights = self.hidden_states(tokens, return_weights=True)
         return [w.value for w in weights]
 
     # --------------------------------------------------------------- decoding
