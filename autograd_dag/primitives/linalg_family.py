@@ -37,7 +37,9 @@ Conventions, documented where they matter:
   non-square matrix has non-unique extra columns: its value is computed, its
   derivative raises :class:`NotDifferentiableError`.
 * ``qr`` (mode 'reduced', 'r', or 'complete' for a wide or square matrix) needs
-  a full-rank leading square block.
+  a full-rank leading square block: where it is rank-deficient to working
+  precision (min |r_ii| <= k·eps·‖R_kk‖_F, R_kk the k×k block, k = min(m, n)) the
+  derivative raises :class:`UndefinedDerivativeError`, as Q is not unique there.
 * ``pinv``'s derivative is the constant-rank formula (Golub & Pereyra) with numpy's
   tolerance; an explicit ``rcond`` goes through ``svd``.
 """
@@ -50,7 +52,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import Tensor, apply, parameter, traced
-from ..errors import NotDifferentiableError, ShapeError
+from ..errors import NotDifferentiableError, ShapeError, UndefinedDerivativeError
 from .elementwise import (abs, add, astype, divide, equal, greater, multiply, negative, not_equal, sqrt,
                           subtract, where)
 from .indexing import concatenate, getitem, stack
@@ -684,8 +686,39 @@ def _copyltu(x):
     return add(add(strict, _T(strict)), multiply(x, _eye(n, x.dtype)))
 
 
+def _qr_full_rank_impl(r):
+    """r (..., k, k), upper triangular, itself if it has full rank to working precision; else raise."""
+    # A triangular block's smallest |r_ii| bounds its smallest singular value from above:
+    # at or below k·eps·‖R‖_F (numpy's matrix_rank tolerance, in the Frobenius norm) it is
+    # rank-deficient to working precision, Q is not a continuous function of A there, and
+    # the solves with R in the rules would return rounding noise scaled by 1/r_ii instead
+    # of raising. (Checked in a primitive, so that a program recorded on full-rank values
+    # refuses too.)
+    k = r.shape[-1]
+    if r.size == 0:
+        return r
+    smallest = np.min(np.abs(np.diagonal(r, axis1=-2, axis2=-1)), axis=-1)
+    tol = k * np.finfo(r.dtype).eps * np.sqrt(np.sum(np.square(r), axis=(-2, -1)))
+    deficient = smallest <= tol
+    if deficient.any():
+        at = np.argwhere(deficient)[0] if deficient.ndim else ()
+        where = f" (matrix {tuple(int(i) for i in at)} of the stack)" if len(at) else ""
+        raise UndefinedDerivativeError(
+            f"qr: the derivative of A = QR needs A's leading {k}x{k} block of full rank (R's diagonal "
+            f"away from 0). Actual: min |R_ii| = {float(smallest[tuple(at)]):.3g} <= k·eps·‖R_kk‖_F "
+            f"= {float(tol[tuple(at)]):.3g}{where}, R_kk of shape {fmt(r.shape)}: Q is not unique at a "
+            f"rank-deficient A, so neither factor has a derivative there")
+    return r
+
+
+QR_FULL_RANK = defprim("qr_full_rank", _qr_full_rank_impl,
+                       vjp=lambda ct, out, r: (ct,), jvp=lambda t, out, r: t[0],
+                       shape=lambda r: (tuple(r.shape), r.dtype), batch=_stacked_batch)
+
+
 def _qr_tall_vjp(q, r, gq, gr):
     """Ā for A = QR with A (m, n), m >= n (Walter & Lehmann; arXiv 2009.10071)."""
+    r = apply(QR_FULL_RANK, r)
     mm = subtract(matmul(r, _T(gr)), matmul(_T(gq), q))
     b = add(gq, matmul(q, _copyltu(mm)))
     return _T(solve(r, _T(b)))                 # b R⁻ᵀ
@@ -694,6 +727,7 @@ def _qr_tall_vjp(q, r, gq, gr):
 def _qr_tall_jvp(q, r, da):
     """(dQ, dR) for A = QR with A (m, n), m >= n."""
     n = r.shape[-1]
+    r = apply(QR_FULL_RANK, r)   # (the square R of a tall or square A; U of a wide one)
     dar = _T(solve(_T(r), _T(da)))             # dA R⁻¹
     c = matmul(_T(q), dar)
     low = multiply(c, _tril_mask(n, -1, c.dtype))
@@ -747,7 +781,9 @@ def qr(a, mode: str = "reduced"):
     q (..., m, k), r (..., k, n), k = min(m, n); 'r' returns r alone;
     'complete' is accepted where it equals 'reduced' (m <= n). One primitive
     computes both factors (packed). Differentiable where the leading k×k block
-    of a has full rank (r's diagonal is non-zero).
+    of a has full rank (r's diagonal is non-zero); at a rank-deficient block the
+    derivative raises :class:`UndefinedDerivativeError` (as PyTorch and JAX
+    leave it undefined).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
