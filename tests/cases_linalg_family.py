@@ -91,6 +91,22 @@ def _det_ref(a):
 
 for shape in [(3, 3), (2, 3, 3), (1, 1)]:
     CASES.append(Case("det", LF.det, _normal(shape), _det_ref, id=f"det-{shape}"))
+
+
+def _cofactor_ref(a):
+    """Signed minors, one determinant of an (n-1)x(n-1) submatrix each."""
+    n = a.shape[-1]
+    c = np.empty_like(a)
+    for i in range(n):
+        for j in range(n):
+            minor = np.delete(np.delete(a, i, -2), j, -1)
+            c[..., i, j] = (-1) ** (i + j) * (np.linalg.det(minor) if n > 1 else 1.0)
+    return c
+
+
+for shape in [(3, 3), (2, 4, 4), (1, 1)]:   # det's derivative (at singular matrices: test_silent_grads.py)
+    CASES.append(Case("cofactor", lambda a: ad.core.apply(ad.PRIMITIVES["cofactor"], a), _normal(shape),
+                      _cofactor_ref, id=f"cofactor-{shape}"))
 CASES.append(Case("logabsdet", lambda a: LF.slogdet(a)[1], _normal((2, 3, 3)),
                   lambda a: np.log(np.abs(_det_ref(a))), id="logabsdet-batched"))
 CASES.append(Case("logabsdet", lambda a: LF.slogdet(a)[1], _normal((4, 4)),

@@ -94,3 +94,66 @@ def test_qr_rank_test_is_relative_to_the_norm():
     near[:, 2] += 1e-6 * np.random.default_rng(4).standard_normal(3)
     np.testing.assert_allclose(ad.grad(_r_loss)(near), _fd_grad(_r_loss_np, near, eps=1e-9),
                                rtol=1e-3, atol=1e-3)
+
+# ------------------------------------------------------------- det at singular matrices
+
+
+def _cofactors(a):
+    """Signed (n-1)x(n-1) minors by numpy, one determinant each: ∂det/∂a (any rank)."""
+    n = a.shape[-1]
+    c = np.empty(a.shape)
+    for i in range(n):
+        for j in range(n):
+            minor = np.delete(np.delete(a, i, -2), j, -1).astype(np.float64)
+            c[..., i, j] = (-1) ** (i + j) * np.linalg.det(minor)
+    return c
+
+
+_SINGULAR = [
+    np.array([[1.0, 2.0], [2.0, 4.0]]),                                  # rank 1 of 2
+    np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]]),        # rank 2 of 3
+    np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [3.0, 6.0, 9.0]]),        # rank 1: cofactors 0
+    np.zeros((3, 3)),
+    np.diag([1e-170, 1e-170, 1e-5]),           # invertible, but det underflows to 0: cofactor 1e-175
+]
+
+
+@pytest.mark.parametrize("a", _SINGULAR, ids=["rank1of2", "rank2of3", "rank1of3", "zero", "det-underflow"])
+def test_det_gradient_at_a_singular_matrix_is_the_cofactor_matrix(a):
+    # det·A⁻ᵀ raised at a singular A (inv), and gave 0 where det underflowed. (PyTorch 2.13
+    # returns 0 at an exactly singular A, wrong for rank n-1: [[1, 2], [2, 4]] has [[4, -2], [-2, 1]].)
+    expected = _cofactors(a)
+    # Rounding noise of an (n-1)x(n-1) minor is about eps·‖A‖^(n-1): the tolerance where a
+    # cofactor is 0; no absolute tolerance for the tiny matrix (its cofactors are 1e-175).
+    noise = 1e-14 * np.linalg.norm(a, 2) ** (a.shape[-1] - 1) if np.linalg.norm(a, 2) > 1e-3 else 0.0
+    tangent = np.arange(a.size, dtype=float).reshape(a.shape) - 2.0
+    _, d = ad.jvp(L.det, (a,), (tangent,))
+    for got in [ad.grad(L.det)(a), ad.jit(ad.grad(L.det))(a), ad.vjp(L.det, a)[1](np.array(1.0))[0]]:
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=noise)
+    np.testing.assert_allclose(d, np.sum(expected * tangent), rtol=1e-12, atol=10 * noise)
+
+
+def test_det_gradient_batched_mixes_singular_and_invertible_matrices_in_both_precisions():
+    rng = np.random.default_rng(5)
+    stack = np.stack([_SINGULAR[1], rng.standard_normal((3, 3)), _SINGULAR[2], rng.standard_normal((3, 3))])
+    expected = _cofactors(stack)
+    weights = np.array([1.0, -2.0, 0.5, 3.0])
+    loss = lambda a: ad.sum(L.det(a) * weights.astype(a.dtype))
+    np.testing.assert_allclose(ad.grad(loss)(stack), expected * weights[:, None, None], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ad.vmap(ad.grad(L.det))(stack), expected, rtol=1e-10, atol=1e-12)
+    single = ad.grad(loss)(stack.astype(np.float32))
+    assert single.dtype == np.float32
+    np.testing.assert_allclose(single, expected * weights[:, None, None], rtol=1e-4, atol=1e-4)
+    # A program recorded on invertible matrices differentiates singular ones when it runs.
+    compiled = ad.jit(ad.grad(loss))
+    compiled(rng.standard_normal((4, 3, 3)))
+    np.testing.assert_allclose(compiled(stack), expected * weights[:, None, None], rtol=1e-10, atol=1e-12)
+
+
+def test_det_second_derivative_is_exact_where_invertible_and_refused_where_singular():
+    a = np.random.default_rng(6).standard_normal((3, 3))
+    expected = _fd_grad(lambda x: float(np.sum(_cofactors(x) * np.arange(9.0).reshape(3, 3))), a)
+    hvp = ad.grad(lambda x: ad.sum(ad.grad(L.det)(x) * np.arange(9.0).reshape(3, 3)))(a)
+    np.testing.assert_allclose(hvp, expected, atol=1e-7)
+    with pytest.raises(ad.AutogradDagError):
+        ad.hessian(L.det)(_SINGULAR[1])

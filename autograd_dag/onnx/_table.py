@@ -30,6 +30,7 @@ UNSUPPORTED: dict[str, str] = {
     "eigh": "ONNX has no eigendecomposition operator",
     "svd": "ONNX has no singular value decomposition operator",
     "qr": "ONNX has no QR factorisation operator",
+    "cofactor": "ONNX has no matrix inverse nor SVD operator (the cofactor matrix is det's derivative)",
     "qr_full_rank": "the rank check of qr's derivative, which ONNX cannot raise (nor has it qr)",
     "pinv": "ONNX has no pseudo-inverse operator",
     "dropout_mask": "ONNX's random operators take their seed as an attribute, not an input (export the "

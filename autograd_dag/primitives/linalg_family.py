@@ -323,13 +323,59 @@ class _Aval:
 # ------------------------------------------------------------------ det
 
 
+def _cofactor_by_svd(a):
+    """Cofactors of a stack (..., n, n) from A = U S Vᵀ: det(U) det(Vᵀ) U diag(Π_{j≠i} s_j) Vᵀ."""
+    u, s, vh = np.linalg.svd(a)
+    ones = np.ones(s.shape[:-1] + (1,), s.dtype)
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], -1), -1)       # Π_{j<i} s_j
+    after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], -1), -1)[..., ::-1]   # Π_{j>i} s_j
+    sign = np.linalg.det(u) * np.linalg.det(vh)
+    return sign[..., None, None] * ((u * (before * after)[..., None, :]) @ vh)
+
+
+def _cofactor_impl(a):
+    # det(A)·A⁻ᵀ where det is a normal number (accurate even near singular: the errors of
+    # the two factors cancel); the SVD formula where A is singular (inv raises) or det
+    # under/overflows (diag(1e-170, 1e-170, 1e-5): det underflows to 0, cofactor 1e-175).
+    a = np.asarray(a, dtype=_float_dtype(a.dtype))
+    n = a.shape[-1]
+    flat = a.reshape((-1, n, n))
+    if flat.size == 0:
+        return np.zeros_like(a)
+    det = np.linalg.det(flat)
+    normal = np.isfinite(det) & (np.abs(det) >= np.finfo(a.dtype).tiny)
+    cof = np.empty_like(flat)
+    if normal.any():
+        cof[normal] = det[normal][:, None, None] * np.swapaxes(np.linalg.inv(flat[normal]), -1, -2)
+    if not normal.all():
+        cof[~normal] = _cofactor_by_svd(flat[~normal])
+    return cof.reshape(a.shape)
+
+
+def _cofactor_jvp(t, out, a):
+    # d cof(A) = d(det A · A⁻ᵀ) = tr(A⁻¹ dA) cof(A) - cof(A) dAᵀ A⁻ᵀ: defined where A is
+    # invertible, so a second derivative of det at a singular matrix raises (inv's error).
+    inv_t = _T(inv(a))
+    trace = reshape(sum(multiply(inv_t, t[0]), (-2, -1)), tuple(a.shape[:-2]) + (1, 1))
+    return subtract(multiply(trace, out), matmul(out, matmul(_T(t[0]), inv_t)))
+
+
+def _cofactor_vjp(ct, out, a):
+    inv_t = _T(inv(a))
+    inner = reshape(sum(multiply(ct, out), (-2, -1)), tuple(a.shape[:-2]) + (1, 1))
+    return (subtract(multiply(inner, inv_t), matmul(inv_t, matmul(_T(ct), out))),)
+
+
+COFACTOR = defprim("cofactor", _cofactor_impl, vjp=_cofactor_vjp, jvp=_cofactor_jvp,
+                   shape=_square_rule("cofactor"), batch=_stacked_batch)
+
+
 def _det_vjp(ct, out, a):
-    scale = reshape(multiply(ct, out), tuple(out.shape) + (1, 1))
-    return (multiply(scale, _T(inv(a))),)
+    return (multiply(reshape(ct, tuple(out.shape) + (1, 1)), apply(COFACTOR, a)),)
 
 
 def _det_jvp(t, out, a):
-    return multiply(out, sum(multiply(_T(inv(a)), t[0]), (-2, -1)))
+    return sum(multiply(apply(COFACTOR, a), t[0]), (-2, -1))
 
 
 def _det_rule(a):
@@ -344,8 +390,10 @@ DET = defprim("det", lambda a: np.asarray(np.linalg.det(a)), vjp=_det_vjp, jvp=_
 def det(a) -> Tensor:
     """The determinant (batched), as ``np.linalg.det``.
 
-    Shapes: (..., n, n) -> (...). Derivative: d det A = det A · tr(A⁻¹ dA), so
-    it is defined where A is invertible (at a singular A the derivative raises).
+    Shapes: (..., n, n) -> (...). Derivative: the cofactor matrix, det A · A⁻ᵀ
+    where A is invertible and from the SVD where it is singular (as PyTorch),
+    so the gradient exists everywhere; second derivatives need an invertible A
+    (at a singular one they raise).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
