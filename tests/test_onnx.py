@@ -137,10 +137,10 @@ def test_unsupported_primitives_are_exactly_the_decompositions_and_dropout():
     from autograd_dag.primitives.registry import USER_PRIMITIVES
     builtin = set(ad.PRIMITIVES) - USER_PRIMITIVES
     unsupported = set(ad.onnx.unsupported_primitives()) & builtin
-    # (qr_full_rank, the rank check of qr's derivative rules, is met only where qr is; cofactor,
-    # det's derivative, is computed with an inverse or an SVD.)
+    # Met only in derivatives: qr_full_rank (qr's rank check), cofactor (det's, an inverse or an
+    # SVD) and linear_scan (cumprod's, a recurrence).
     assert unsupported == {"inv", "solve", "cholesky", "eigh", "svd", "qr", "qr_full_rank", "pinv", "dropout_mask",
-                           "cofactor"}
+                           "cofactor", "linear_scan"}
     assert set(ad.onnx.supported_primitives()) == builtin - unsupported
 
 

@@ -157,3 +157,87 @@ def test_det_second_derivative_is_exact_where_invertible_and_refused_where_singu
     np.testing.assert_allclose(hvp, expected, atol=1e-7)
     with pytest.raises(ad.AutogradDagError):
         ad.hessian(L.det)(_SINGULAR[1])
+
+# ------------------------------------------------------- cumprod and prod under/overflow
+
+
+def _cumprod_vjp_ref(x, ct):
+    """x̄_j = Σ_{i>=j} ct_i Π_{k<=i, k≠j} x_k in float64, O(n²) products of the others (no division)."""
+    x, ct = np.asarray(x, np.float64), np.asarray(ct, np.float64)
+    n = len(x)
+    g = np.zeros(n)
+    for j in range(n):
+        others = np.cumprod(np.where(np.arange(n) == j, 1.0, x))    # Π_{k<=i, k≠j} x_k for each i
+        g[j] = np.sum(ct[j:] * others[j:])
+    return g
+
+
+def _cumprod_jvp_ref(x, t):
+    x, t = np.asarray(x, np.float64), np.asarray(t, np.float64)
+    n = len(x)
+    return np.array([sum(t[j] * np.prod(np.delete(x[:i + 1], j)) for j in range(i + 1)) for i in range(n)])
+
+
+def _assert_close_where_normal(got, expected, dtype, rtol):
+    # Where the exact value is a normal number of the dtype it must agree to rtol; below,
+    # it may round to a subnormal or to 0.
+    tiny = np.finfo(dtype).tiny
+    normal = np.abs(expected) >= tiny
+    assert normal.sum() >= 2
+    np.testing.assert_allclose(np.asarray(got, np.float64)[normal], expected[normal], rtol=rtol)
+    assert np.all(np.abs(np.asarray(got, np.float64)[~normal]) <= 4 * tiny)
+
+
+_RANGE_CASES = {
+    # the running product underflows to 0 after two entries: ∂out_1/∂x_1 = x_0 = 1e-200, not 0/x_1
+    "float64-underflow-early": np.array([1e-200, 1e-200, 3.0, 0.5, 7.0, -2.0]),
+    "float64-300-small": np.full(300, 1e-5),
+    "float32-modest": np.full(40, 0.02, dtype=np.float32),
+    "float32-overflow": np.full(45, 10.0, dtype=np.float32),
+}
+
+
+@pytest.mark.parametrize("name", list(_RANGE_CASES))
+def test_cumprod_derivatives_are_exact_when_the_running_product_under_or_overflows(name):
+    x = _RANGE_CASES[name]
+    n = len(x)
+    ct = np.random.default_rng(8).standard_normal(n).astype(x.dtype)
+    keep = n - 12 if "overflow" in name else n          # the overflowed outputs are masked out of the loss
+    ct[keep:] = 0.0
+    loss = lambda t: ad.sum((ad.cumprod(t) * ct)[:keep])
+    rtol = 1e-5 if x.dtype == np.float32 else 1e-11
+    expected = _cumprod_vjp_ref(x, ct)
+    for how, g in [("grad", ad.grad(loss)(x)), ("jit", ad.jit(ad.grad(loss))(x)),
+                   ("vmap", ad.vmap(ad.grad(loss))(x[None])[0])]:
+        assert g.dtype == x.dtype, how
+        _assert_close_where_normal(g, expected, x.dtype, rtol)
+    tangent = np.random.default_rng(9).standard_normal(n).astype(x.dtype)
+    expected_jvp = _cumprod_jvp_ref(x, tangent)[:keep]
+    for how, f in [("jvp", lambda t: ad.cumprod(t)[:keep]), ("jit-jvp", ad.jit(lambda t: ad.cumprod(t)[:keep]))]:
+        _, d = ad.jvp(f, (x,), (tangent,)) if how == "jvp" else (None, ad.jit(
+            lambda a, b: ad.jvp(lambda t: ad.cumprod(t)[:keep], (a,), (b,))[1])(x, tangent))
+        _assert_close_where_normal(d, expected_jvp, x.dtype, rtol)
+
+
+def test_cumprod_second_derivatives_exact_with_two_zeros():
+    # Σ cumprod(a, 0, c, 0, e): ∂²/∂x1∂x3 of the terms holding both zeros, x0 x1 x2 x3 (1 + e): x0 x2 (1 + e).
+    x = np.array([2.0, 0.0, 3.0, 0.0, 5.0])
+    f = lambda v: float(np.sum(np.cumprod(v)))
+    eps = 1e-4
+    expected = np.zeros((5, 5))
+    for i in range(5):
+        for j in range(5):
+            e_i, e_j = np.eye(5)[i] * eps, np.eye(5)[j] * eps
+            expected[i, j] = (f(x + e_i + e_j) - f(x + e_i - e_j) - f(x - e_i + e_j) + f(x - e_i - e_j)) / (4 * eps**2)
+    np.testing.assert_allclose(ad.hessian(lambda t: ad.sum(ad.cumprod(t)))(x), expected, atol=1e-6)
+    assert abs(expected[1, 3] - 2.0 * 3.0 * 6.0) < 1e-6
+
+
+def test_prod_gradient_exact_when_the_product_is_subnormal():
+    # prod = 1e-321, a subnormal with 3 significant digits: dividing it by each entry lost
+    # the others' product to 1e-3 relative error (∂/∂x_0 = 1e-161 exactly).
+    x = np.array([1e-160, 1e-160, 1e-1])
+    expected = np.array([np.prod(np.delete(x, j)) for j in range(3)])
+    _assert_close_where_normal(ad.grad(ad.prod)(x), expected, np.float64, 1e-13)
+    _assert_close_where_normal(ad.grad(lambda t: ad.sum(ad.cumprod(t)))(x),
+                               _cumprod_vjp_ref(x, np.ones(3)), np.float64, 1e-13)
