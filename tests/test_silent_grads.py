@@ -242,3 +242,40 @@ def test_prod_gradient_exact_when_the_product_is_subnormal():
     _assert_close_where_normal(ad.grad(ad.prod)(x), expected, np.float64, 1e-13)
     _assert_close_where_normal(ad.grad(lambda t: ad.sum(ad.cumprod(t)))(x),
                                _cumprod_vjp_ref(x, np.ones(3)), np.float64, 1e-13)
+
+# ------------------------------------------- check_grads: an error in one tiny entry
+
+
+_SCALE = np.ones((20, 20))
+_SCALE[7, 11] = 1e-5            # one output entry far smaller than the others
+_WRONG = _SCALE.copy()
+_WRONG[7, 11] = 2e-5            # its derivative wrong by 100%
+
+
+def _scaling(name, vjp_scale, jvp_scale):
+    return ad.primitive(name, lambda x: x * _SCALE,
+                        vjp=lambda ct, out, x: (ct * vjp_scale,), jvp=lambda t, out, x: t[0] * jvp_scale,
+                        replace=True)
+
+
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_check_grads_fails_a_derivative_wrong_in_one_tiny_entry_of_a_large_output(mode):
+    # Before: the error (1e-5 · |u_r v_c|) sat far below the projection's tolerance
+    # (atol + rtol · |⟨u, J v⟩| ~ 1e-6 + 1e-5 · 20), so check_grads passed a wrong VJP (and JVP).
+    wrong = _scaling(f"test_silent_grads_wrong_{mode}", _WRONG if mode == "rev" else _SCALE,
+                     _WRONG if mode == "fwd" else _SCALE)
+    x = np.random.default_rng(10).standard_normal((20, 20))
+    with pytest.raises(ad.GradientCheckError, match=r"\(7, 11\)"):
+        ad.check_grads(wrong, (x,), modes=(mode,))
+    right = _scaling(f"test_silent_grads_right_{mode}", _SCALE, _SCALE)
+    ad.check_grads(right, (x,), modes=(mode,))
+    ad.check_grads(right, (x,), modes=(mode,), order=2)
+
+
+def test_check_grads_per_entry_check_raises_no_false_alarm_over_a_wide_dynamic_range():
+    # Outputs from 1e-9 to 1e9 (exp), exact zeros (relu), cancellation (x - sin x near 0).
+    x = np.linspace(-20.0, 20.0, 400).reshape(20, 20)
+    ad.check_grads(lambda t: ad.exp(t), (x,))
+    ad.check_grads(lambda t: ad.relu(t) * t, (x + 0.05,))
+    ad.check_grads(lambda t: t - ad.sin(t), (x * 1e-3,))
+    ad.check_grads(lambda t: ad.cumprod(t * 0.1, axis=1), (np.abs(x) * 0.5 + 0.2,), order=2)
