@@ -190,6 +190,12 @@ CASES.append(Case("svd", lambda a: LF.svd(a, compute_uv=False), _normal((3, 4)),
 CASES.append(Case("svd", lambda a: LF.svd(a)[1], _normal((3, 4)),     # full_matrices=True: value only
                   lambda a: _svd_ref(a)[9:12], wrt=(), id="svd-full-matrices-value"))
 
+# The 1/s of svd's non-square factor terms (refusals at s = 0: tests/test_silent_grads.py).
+CASES.append(Case("svd_reciprocal",
+                  lambda s, proj: ad.core.apply(ad.PRIMITIVES["svd_reciprocal"], s, proj, rule="VJP"),
+                  lambda rng: (rng.uniform(0.5, 2.0, (2, 3)), rng.standard_normal((2, 4, 3))),
+                  lambda s, proj: 1.0 / s, wrt=(0,), id="svd_reciprocal"))
+
 # ------------------------------------------------------------------------- qr
 
 

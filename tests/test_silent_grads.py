@@ -329,3 +329,58 @@ def test_nanmax_split_matches_pytorch_amax_of_the_numbers():
         expected = np.zeros(4)
         expected[~np.isnan(row)] = t.grad.numpy()
         np.testing.assert_array_equal(ad.grad(ad.nanmax)(row), expected)
+
+# ------------------------------------------------ svd factors at a rank-deficient matrix
+
+
+_W_SVD = np.random.default_rng(11).standard_normal((5, 5))
+
+
+def _svd_u_loss(a):
+    u, _, vh = L.svd(a, full_matrices=False)                  # svd-loss-line
+    return ad.sum(u * u * _W_SVD[:u.shape[0], :u.shape[1]]) + ad.sum(vh * vh * _W_SVD[:vh.shape[0], :vh.shape[1]])
+
+
+def _rank_below_min(shape, seed=0):
+    """A matrix of rank min(m, n) - 1: a product through one dimension fewer."""
+    rng = np.random.default_rng(seed)
+    k = min(shape) - 1
+    return rng.standard_normal((shape[0], k)) @ rng.standard_normal((k, shape[1]))
+
+
+def _svd_u_loss_np(a):
+    u, _, vh = np.linalg.svd(a, full_matrices=False)
+    return float(np.sum(u * u * _W_SVD[:u.shape[0], :u.shape[1]]) + np.sum(vh * vh * _W_SVD[:vh.shape[0], :vh.shape[1]]))
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 5)], ids=["tall", "wide"])
+def test_svd_factor_derivative_at_a_rank_deficient_non_square_matrix_is_refused(shape):
+    # (I - u uᵀ) ḡ diag(1/s) divided by s = 2e-16: a gradient of 1.9e15 where U has none
+    # (its column for s = 0 is any unit vector of a 2-dimensional complement).
+    a = _rank_below_min(shape)
+    line = _line_of("# svd-loss-line")
+    with pytest.raises(ad.UndefinedDerivativeError, match=f"svd.*singular value.*test_silent_grads.py:{line}"):
+        ad.grad(_svd_u_loss)(a)
+    compiled = ad.jit(ad.grad(_svd_u_loss))
+    good = np.random.default_rng(2).standard_normal(shape)
+    np.testing.assert_allclose(compiled(good), _fd_grad(_svd_u_loss_np, good), atol=1e-6)
+    with pytest.raises(ad.UndefinedDerivativeError, match="svd"):
+        compiled(a)
+    # Forward mode cannot know whether U is used (svdvals runs through the same rule): the
+    # tangent column of the non-unique vector (U's if tall, Vh's row if wide) is NaN, not a
+    # finite number; S's tangent is exact.
+    tangent = np.random.default_rng(3).standard_normal(shape)
+    _, (du, ds, dvh) = ad.jvp(lambda t: tuple(L.svd(t, full_matrices=False)), (a,), (tangent,))
+    undefined = du[:, -1] if shape[0] > shape[1] else dvh[-1]
+    assert np.isnan(undefined).all() and np.isfinite(du[:, :-1]).all() and np.isfinite(dvh[:-1]).all()
+    u, _, vh = np.linalg.svd(a, full_matrices=False)
+    np.testing.assert_allclose(ds, np.einsum("ik,ij,jk->k", u, tangent, vh.T), atol=1e-10)   # ds_k = u_kᵀ dA v_k
+
+
+def test_singular_values_alone_stay_differentiable_at_a_rank_deficient_matrix():
+    # Σ s² = ‖A‖_F²: gradient 2A at any rank, through svdvals (U and V unused).
+    for shape in [(4, 3), (3, 5)]:
+        a = _rank_below_min(shape)
+        np.testing.assert_allclose(ad.grad(lambda t: ad.sum(L.svdvals(t) ** 2))(a), 2 * a, atol=1e-12)
+        _, d = ad.jvp(lambda t: ad.sum(L.svdvals(t) ** 2), (a,), (np.ones(shape),))
+        np.testing.assert_allclose(d, 2 * np.sum(a), atol=1e-12)

@@ -33,7 +33,10 @@ Conventions, documented where they matter:
   rule can recover the limit.
 * ``svd`` likewise needs distinct, non-zero singular values for the factor
   derivatives; the singular values alone (``compute_uv=False``, ``norm``) are
-  differentiable wherever they are distinct. ``full_matrices=True`` on a
+  differentiable wherever they are distinct. Of a non-square matrix with a
+  singular value 0 to working precision (<= max(m, n)·eps·s_max), the extra
+  factor column is not unique: a VJP that uses it raises
+  :class:`UndefinedDerivativeError`, and the JVP gives NaN in that column. ``full_matrices=True`` on a
   non-square matrix has non-unique extra columns: its value is computed, its
   derivative raises :class:`NotDifferentiableError`.
 * ``qr`` (mode 'reduced', 'r', or 'complete' for a wide or square matrix) needs
@@ -612,6 +615,49 @@ def _svd_check(m, n, full_matrices):
             f"unique, so they have no derivative; use full_matrices=False")
 
 
+def _svd_reciprocal_impl(s, proj, *, rule):
+    # 1/s_i, for the terms (I - u uᵀ) g diag(1/s) of a non-square matrix's factors. At a
+    # singular value that is 0 to working precision (numpy's matrix_rank tolerance) that
+    # factor's column is not unique (any unit vector of a complement of dimension >= 2),
+    # so it has no derivative: where the projected g of that column is nonzero, the VJP
+    # refuses, and the JVP (which cannot tell whether u or vh is used at all: svdvals
+    # runs through it too) gives NaN in that column; where it is zero, the term is 0.
+    dtype = _float_dtype(np.result_type(s.dtype, proj.dtype))
+    s = s.astype(dtype)
+    eps = np.finfo(dtype).eps
+    tol = builtins.max(proj.shape[-2:]) * eps * np.max(s, axis=-1, initial=0.0, keepdims=True)
+    zero = s <= tol
+    column = np.sqrt(np.sum(np.square(proj), axis=-2))
+    used = zero & (column > 0)
+    with np.errstate(divide="ignore"):
+        inverse = np.where(zero, 0.0, 1.0 / np.where(zero, 1.0, s))
+    if used.any():
+        if rule == "VJP":
+            at = tuple(int(i) for i in np.argwhere(used)[0])
+            raise UndefinedDerivativeError(
+                f"svd: the derivative of a non-square matrix's U or Vh needs non-zero singular values. "
+                f"Actual: singular value {at[-1]} is {float(s[at]):.3g} <= max(m, n)·eps·s_max = "
+                f"{float(np.broadcast_to(tol, s.shape)[at]):.3g} (index {at} of S of shape {fmt(s.shape)}), "
+                f"and the loss uses that singular vector: it is not unique at a rank-deficient matrix. The "
+                f"singular values alone (svdvals, norm) stay differentiable there")
+        inverse = np.where(used, np.nan, inverse)
+    return inverse.astype(dtype)
+
+
+SVD_RECIPROCAL = defprim(
+    "svd_reciprocal", _svd_reciprocal_impl,
+    vjp=lambda ct, out, s, proj, *, rule: (negative(multiply(ct, multiply(out, out))), None),
+    jvp=lambda t, out, s, proj, *, rule: None if t[0] is None else negative(multiply(t[0], multiply(out, out))),
+    shape=lambda s, proj, *, rule: (tuple(s.shape), _float_dtype(np.result_type(s.dtype, proj.dtype))),
+    nondiff=(1,), batch=_stacked_batch)
+
+
+def _svd_reciprocal(s, proj, rule):
+    """1/s as a row (..., 1, k), refusing (VJP) or NaN (JVP) where s is 0 and ``proj`` uses it."""
+    inverse = apply(SVD_RECIPROCAL, s, proj, rule=rule)
+    return reshape(inverse, tuple(s.shape[:-1]) + (1, s.shape[-1]))
+
+
 def _svd_vjp(ct, out, a, *, full_matrices):
     m, n = a.shape[-2:]
     _svd_check(m, n, full_matrices)
@@ -628,13 +674,12 @@ def _svd_vjp(ct, out, a, *, full_matrices):
     inner = add(inner, _diag_matrix(gs))
     inner = add(inner, multiply(s_col, multiply(f, subtract(vtgv, _T(vtgv)))))
     ga = matmul(u, matmul(inner, vh))
-    inv_s = reshape(_safe_reciprocal(s), tuple(s.shape[:-1]) + (1, k))
     if m > k:   # (I - u uᵀ) gu diag(1/s) vᵀ
         proj = subtract(gu, matmul(u, utgu))
-        ga = add(ga, matmul(multiply(proj, inv_s), vh))
+        ga = add(ga, matmul(multiply(proj, _svd_reciprocal(s, proj, "VJP")), vh))
     if n > k:   # u diag(1/s) gvᵀ (I - v vᵀ)
         proj = subtract(gv, matmul(v, vtgv))
-        ga = add(ga, matmul(multiply(u, inv_s), _T(proj)))
+        ga = add(ga, matmul(multiply(u, _svd_reciprocal(s, proj, "VJP")), _T(proj)))
     return (ga,)
 
 
@@ -653,12 +698,12 @@ def _svd_jvp(t, out, a, *, full_matrices):
     ds = _diag_part(p)
     du = matmul(u, multiply(f, add(multiply(p, s_row), multiply(s_col, _T(p)))))
     dv = matmul(v, multiply(f, add(multiply(s_col, p), multiply(_T(p), s_row))))
-    inv_s = reshape(_safe_reciprocal(s), tuple(s.shape[:-1]) + (1, k))
     if m > k:
-        du = add(du, multiply(subtract(dav, matmul(u, p)), inv_s))
+        proj = subtract(dav, matmul(u, p))
+        du = add(du, multiply(proj, _svd_reciprocal(s, proj, "JVP")))
     if n > k:
-        datu = matmul(_T(da), u)
-        dv = add(dv, multiply(subtract(datu, matmul(v, _T(p))), inv_s))
+        proj = subtract(matmul(_T(da), u), matmul(v, _T(p)))
+        dv = add(dv, multiply(proj, _svd_reciprocal(s, proj, "JVP")))
     return _pack([du, ds, _T(dv)], tuple(out.shape[:-1]))
 
 

@@ -139,7 +139,7 @@ def _times_keeping_zeros(p, y):
     Only p's infinities facing a zero are replaced, so the derivative with respect
     to y stays p wherever p is finite (second derivatives through masked cotangents).
     """
-    return multiply(where(where(isinf(p), equal(y, 0.0), False), 0.0, p), y)
+    return multiply(where(isinf(p), where(equal(y, 0.0), 0.0, p), p), y)
 
 
 def _scan_doubling(a, b):
@@ -787,8 +787,8 @@ def _nan_extremum(name, fn, fill):
         # Where the numbers of a slice are all ∓inf, the filled NaN entries tie with them and took
         # shares of the derivative that were then dropped ([-inf, nan, -inf]: 1/3 to each -inf,
         # not 1/2). There the mean of the numbers (∓inf too) splits it among the numbers only.
-        numbers_all_fill = where(any(nan, axes, True), equal(extremum, fill), False)
-        tied_numbers = where(numbers_all_fill, equal(nan, False), False)
+        numbers_all_fill = equal(extremum, fill)
+        tied_numbers = equal(where(numbers_all_fill, x, 0.0), fill)      # (NaN equals nothing)
         count = sum(astype(tied_numbers, extremum.dtype), axes, True)
         mean_of_numbers = divide(sum(where(tied_numbers, x, 0.0), axes, True), _safe_denominator(count))
         value = where(numbers_all_fill, mean_of_numbers, extremum)
