@@ -107,6 +107,12 @@ def _cofactor_ref(a):
 for shape in [(3, 3), (2, 4, 4), (1, 1)]:   # det's derivative (at singular matrices: test_silent_grads.py)
     CASES.append(Case("cofactor", lambda a: ad.core.apply(ad.PRIMITIVES["cofactor"], a), _normal(shape),
                       _cofactor_ref, id=f"cofactor-{shape}"))
+CASES.append(Case("cofactor_derivative", lambda a, t: ad.core.apply(ad.PRIMITIVES["cofactor_derivative"], a, t),
+                  _normal((2, 3, 3), (2, 3, 3)),
+                  lambda a, t: np.stack([sum(t[b].ravel()[k] * ((_cofactor_ref(a[b] + 1e-4 * np.eye(9)[k].reshape(3, 3))
+                                                                 - _cofactor_ref(a[b] - 1e-4 * np.eye(9)[k].reshape(3, 3)))
+                                                                / 2e-4) for k in range(9)) for b in range(2)]),
+                  id="cofactor_derivative"))
 CASES.append(Case("logabsdet", lambda a: LF.slogdet(a)[1], _normal((2, 3, 3)),
                   lambda a: np.log(np.abs(_det_ref(a))), id="logabsdet-batched"))
 CASES.append(Case("logabsdet", lambda a: LF.slogdet(a)[1], _normal((4, 4)),

@@ -138,9 +138,9 @@ def test_unsupported_primitives_are_exactly_the_decompositions_and_dropout():
     builtin = set(ad.PRIMITIVES) - USER_PRIMITIVES
     unsupported = set(ad.onnx.unsupported_primitives()) & builtin
     # Met only in derivatives: qr_full_rank (qr's rank check), svd_reciprocal (svd's), cofactor
-    # (det's, an inverse or an SVD) and linear_scan (cumprod's, a recurrence).
+    # and cofactor_derivative (det's, an inverse or an SVD) and linear_scan (cumprod's, a recurrence).
     assert unsupported == {"inv", "solve", "cholesky", "eigh", "svd", "qr", "qr_full_rank", "pinv", "dropout_mask",
-                           "cofactor", "linear_scan", "svd_reciprocal"}
+                           "cofactor", "cofactor_derivative", "linear_scan", "svd_reciprocal"}
     assert set(ad.onnx.supported_primitives()) == builtin - unsupported
 
 

@@ -30,6 +30,7 @@ UNSUPPORTED: dict[str, str] = {
     "eigh": "ONNX has no eigendecomposition operator",
     "svd": "ONNX has no singular value decomposition operator",
     "qr": "ONNX has no QR factorisation operator",
+    "cofactor_derivative": "ONNX has no SVD operator (det's second derivative)",
     "cofactor": "ONNX has no matrix inverse nor SVD operator (the cofactor matrix is det's derivative)",
     "linear_scan": "ONNX's Scan would loop in the graph (it is cumprod's derivative, chosen by the values)",
     "svd_reciprocal": "svd's derivative, which ONNX cannot raise (nor has it svd)",

@@ -355,21 +355,80 @@ def _cofactor_impl(a):
     return cof.reshape(a.shape)
 
 
-def _cofactor_jvp(t, out, a):
-    # d cof(A) = d(det A · A⁻ᵀ) = tr(A⁻¹ dA) cof(A) - cof(A) dAᵀ A⁻ᵀ: defined where A is
-    # invertible, so a second derivative of det at a singular matrix raises (inv's error).
-    inv_t = _T(inv(a))
-    trace = reshape(sum(multiply(inv_t, t[0]), (-2, -1)), tuple(a.shape[:-2]) + (1, 1))
-    return subtract(multiply(trace, out), matmul(out, matmul(_T(t[0]), inv_t)))
+def _cofactor_derivative_impl(a, t):
+    # d cof(A)[T], the Hessian of det applied to T, from A = U S Vᵀ: cof(U M Vᵀ) =
+    # det(U) det(V) U cof(M) Vᵀ, and at M = S diagonal, with E = Uᵀ T V and
+    # P_ij = Π_{l≠i,j} s_l: d cof(S)[E]_ii = Σ_{k≠i} P_ik E_kk, d cof(S)[E]_ij = -P_ij E_ji.
+    # Exact at any rank (a polynomial's derivative), where det·(...)/det or A⁻¹ lose
+    # digits as A nears singular (1% off at a gap of 1e-14).
+    dtype = _float_dtype(np.result_type(a.dtype, t.dtype))
+    a, t = a.astype(dtype), t.astype(dtype)
+    n = a.shape[-1]
+    if a.size == 0 or n == 0:
+        return np.zeros(np.broadcast_shapes(a.shape, t.shape), dtype)
+    u, s, vh = np.linalg.svd(a)
+    e = np.swapaxes(u, -1, -2) @ t @ np.swapaxes(vh, -1, -2)
+    eye = np.eye(n, dtype=bool)
+    rows = np.where(eye, 1.0, s[..., None, :]).astype(dtype)                # row i: s with s_i as 1
+    ones = np.ones(rows.shape[:-1] + (1,), dtype)
+    before = np.cumprod(np.concatenate([ones, rows[..., :-1]], -1), -1)
+    after = np.cumprod(np.concatenate([ones, rows[..., :0:-1]], -1), -1)[..., ::-1]
+    pairs = np.where(eye, 0.0, before * after)                              # P_ij, 0 on the diagonal
+    diagonal = np.einsum("...ik,...k->...i", pairs, np.diagonal(e, axis1=-2, axis2=-1))
+    d = diagonal[..., None] * eye - pairs * np.swapaxes(e, -1, -2)
+    sign = np.linalg.det(u) * np.linalg.det(vh)
+    return (sign[..., None, None] * (u @ d @ vh)).astype(dtype)
 
 
-def _cofactor_vjp(ct, out, a):
-    inv_t = _T(inv(a))
-    inner = reshape(sum(multiply(ct, out), (-2, -1)), tuple(a.shape[:-2]) + (1, 1))
-    return (subtract(multiply(inner, inv_t), matmul(inv_t, matmul(_T(ct), out))),)
+def _cofactor_derivative_vjp(ct, out, a, t):
+    # In t: the Hessian is symmetric, so the transpose of T ↦ H[T] is itself. In a: the
+    # third derivative, from H[T] = tr(A⁻¹T) C - C Tᵀ A⁻ᵀ (C = cof A), where A is invertible.
+    inv_a = inv(a)
+    c = apply(COFACTOR, a)
+    inv_t = _T(inv_a)
+    batch = tuple(a.shape[:-2]) + (1, 1)
+    trace = reshape(sum(multiply(inv_t, t), (-2, -1)), batch)                 # tr(A⁻¹ T)
+    g_dot_c = reshape(sum(multiply(ct, c), (-2, -1)), batch)
+    ga = negative(multiply(g_dot_c, _T(matmul(inv_a, matmul(t, inv_a)))))
+    ga = add(ga, multiply(trace, _cofactor_derivative(a, ct)))
+    ga = subtract(ga, _cofactor_derivative(a, matmul(ct, matmul(inv_a, t))))
+    ga = add(ga, matmul(inv_t, matmul(_T(ct), matmul(c, matmul(_T(t), inv_t)))))
+    return ga, _cofactor_derivative(a, ct)
 
 
-COFACTOR = defprim("cofactor", _cofactor_impl, vjp=_cofactor_vjp, jvp=_cofactor_jvp,
+def _cofactor_derivative_jvp(tangents, out, a, t):
+    ta, tt = tangents
+    result = None if tt is None else _cofactor_derivative(a, tt)
+    if ta is not None:
+        inv_a = inv(a)
+        c = apply(COFACTOR, a)
+        inv_t = _T(inv_a)
+        batch = tuple(a.shape[:-2]) + (1, 1)
+        trace = reshape(sum(multiply(inv_t, t), (-2, -1)), batch)
+        d_trace = negative(reshape(sum(multiply(_T(matmul(inv_a, matmul(ta, inv_a))), t), (-2, -1)), batch))
+        h = _cofactor_derivative(a, ta)
+        term = add(multiply(d_trace, c), multiply(trace, h))
+        term = subtract(term, matmul(h, matmul(_T(t), inv_t)))
+        term = add(term, matmul(c, matmul(_T(t), matmul(inv_t, matmul(_T(ta), inv_t)))))
+        result = term if result is None else add(result, term)
+    return result
+
+
+COFACTOR_DERIVATIVE = defprim("cofactor_derivative", _cofactor_derivative_impl, vjp=_cofactor_derivative_vjp,
+                              jvp=_cofactor_derivative_jvp,
+                              shape=lambda a, t: (tuple(np.broadcast_shapes(a.shape, t.shape)),
+                                                  _float_dtype(np.result_type(a.dtype, t.dtype))),
+                              batch=_stacked_batch)
+
+
+def _cofactor_derivative(a, t):
+    """The Hessian of det at a applied to t (both (..., n, n)): d cof(a)[t]."""
+    return apply(COFACTOR_DERIVATIVE, a, t)
+
+
+COFACTOR = defprim("cofactor", _cofactor_impl,
+                   vjp=lambda ct, out, a: (_cofactor_derivative(a, ct),),   # (a Hessian: symmetric)
+                   jvp=lambda t, out, a: _cofactor_derivative(a, t[0]),
                    shape=_square_rule("cofactor"), batch=_stacked_batch)
 
 
@@ -394,9 +453,10 @@ def det(a) -> Tensor:
     """The determinant (batched), as ``np.linalg.det``.
 
     Shapes: (..., n, n) -> (...). Derivative: the cofactor matrix, det A · A⁻ᵀ
-    where A is invertible and from the SVD where it is singular (as PyTorch),
-    so the gradient exists everywhere; second derivatives need an invertible A
-    (at a singular one they raise).
+    where det A is a normal number and from the SVD elsewhere (singular A, or a
+    det that under/overflows), so the gradient is exact at any rank; the second
+    derivative (the Hessian, from the SVD) too. Third derivatives need an
+    invertible A (at a singular one they raise).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
