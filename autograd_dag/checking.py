@@ -486,14 +486,17 @@ def _analytic_projector(p: _Point, pos, mode, v, tangents, fname) -> Callable[[l
     and an uncomputable derivative raise _DerivativeUnusable. A missing rule stops
     the whole check.
     """
-    def derivative_of(compute, expected) -> list[np.ndarray]:
+    def guarded(compute):
         try:
-            derivative = compute()
+            return compute()
         except MissingRuleError as exc:
             raise _missing_rule_error(exc, fname) from None
         except AutogradDagError as exc:
             # The drivers refuse a rule that returns a wrong shape.
             raise _DerivativeUnusable(f"the derivative could not be computed: {exc}") from None
+
+    def derivative_of(compute, expected) -> list[np.ndarray]:
+        derivative = guarded(compute)
         got = [d.shape for d in derivative]
         if got != expected:
             raise _DerivativeUnusable(f"the derivative has shape {', '.join(map(str, got))}; expected "
@@ -501,12 +504,7 @@ def _analytic_projector(p: _Point, pos, mode, v, tangents, fname) -> Callable[[l
         return derivative
 
     if mode == "rev":
-        try:
-            f_vjp = vjp(p.f, *p.floats)[1]
-        except MissingRuleError as exc:
-            raise _missing_rule_error(exc, fname) from None
-        except AutogradDagError as exc:
-            raise _DerivativeUnusable(f"the derivative could not be computed: {exc}") from None
+        f_vjp = guarded(lambda: vjp(p.f, *p.floats)[1])
 
         def reverse(us) -> float:
             g = derivative_of(lambda: [np.asarray(f_vjp(unflatten(p.out_td, us))[pos], dtype=np.float64)],
