@@ -25,7 +25,7 @@ from .core import (Primitive, Tensor, current_scope, detect_anomaly, enable_grad
 from .errors import (AnomalyError, AutogradDagError, ChangedInPlaceError, CircuitError, CycleError, GraphError,
                      GradientCheckError, GraphFreedError, GraphvizNotFoundError, MissingRuleError,
                      NotDifferentiableError, ProgramInputError, RenderError, SerializationError, ShapeError,
-                     TracingError)
+                     TracingError, UndefinedDerivativeError)
 from .graph import Graph
 from .primitives import PRIMITIVES
 from .primitives.registry import primitive
@@ -72,6 +72,7 @@ __all__ = [
     "AutogradDagError", "ShapeError", "CycleError", "GraphError", "ProgramInputError", "GraphFreedError",
     "GradientCheckError", "AnomalyError", "NotDifferentiableError", "MissingRuleError", "RenderError",
     "GraphvizNotFoundError", "CircuitError", "SerializationError", "ChangedInPlaceError", "TracingError",
+    "UndefinedDerivativeError",
     # operations
     "add", "subtract", "multiply", "divide", "negative", "power", "exp", "log", "sqrt", "tanh",
     "logistic", "sigmoid", "relu", "softplus", "step", "sign", "abs", "maximum", "minimum",

@@ -23,7 +23,8 @@ import numpy as np
 from . import core
 from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite
 from .graph import paused_gc
-from .errors import AutogradDagError, MissingRuleError, NotDifferentiableError, TracingError, user_source, located
+from .errors import (AutogradDagError, MissingRuleError, NotDifferentiableError, TracingError,
+                     UndefinedDerivativeError, user_source, located)
 from .primitives import elementwise as ew
 from .primitives import indexing, random
 from .passes import refuse_inputs_as_constants
@@ -113,6 +114,9 @@ def rule_error(prim: Primitive, rule: str, exc: Exception, node: Tensor, record:
     A rule that runs on recorded Tensors (``record``: a derivative being
     differentiated again) but was written with numpy fails there only.
     """
+    if isinstance(exc, UndefinedDerivativeError):
+        # (raised by a primitive's check on the values: name the line that recorded the node)
+        return exc if " (at " in str(exc) else UndefinedDerivativeError(f"{exc}{located(node.source)}")
     if isinstance(exc, (Warning, FloatingPointError)) or (
             isinstance(exc, AutogradDagError) and not (record and isinstance(exc, NotDifferentiableError))):
         return exc  # warnings the user made errors, and the library's own errors, pass unchanged

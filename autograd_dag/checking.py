@@ -5,7 +5,11 @@ with central differences in float64. By default it compares random
 projections, one argument at a time (⟨u, J v⟩ numerically against
 ⟨vjp(u), v⟩ and ⟨u, jvp(v)⟩, the other arguments constants), then forward
 mode once more with every argument moving: cheap and, with probability one,
-sensitive to any wrong entry. When a projection disagrees it computes the Jacobian of that
+sensitive to any wrong entry. A second projection weights each output entry by
+its own tolerance, 1 / (atol + rtol·|(J v)_r|) (one more backward sweep in
+reverse mode, free in forward mode), so that an error confined to entries far
+smaller than the others is not lost under the large ones' tolerance.
+When a projection disagrees it computes the Jacobian of that
 argument entry by entry and reports the worst entries, so the message says
 *where* the derivative is wrong, not just that it is.
 """
@@ -340,6 +344,7 @@ class _Point:
     out_shapes: list[tuple]
     us: list[np.ndarray]   # u, one array per output leaf
     u_tree: Any            # u in the structure of f's output, as vjp takes it
+    values: list           # f's outputs at the point (their size bounds the differences' rounding)
 
 
 class _DerivativeUnusable(Exception):
@@ -451,7 +456,7 @@ def _point(f: Callable, td, leaves, float_idx, out_td, out_shapes, us) -> _Point
     """Bundle f on its float leaves with u, once per check, for the comparisons of every argument and mode."""
     floats = [leaves[k] for k in float_idx]
     return _Point(_on_floats(f, td, leaves, float_idx), floats, flatten(tuple(floats))[1], out_td,
-                  list(out_shapes), us, unflatten(out_td, us))
+                  list(out_shapes), us, unflatten(out_td, us), _evaluate(f, td, leaves))
 
 
 def _one_leaf_tangents(leaves, i, t) -> list[np.ndarray]:
@@ -461,40 +466,54 @@ def _one_leaf_tangents(leaves, i, t) -> list[np.ndarray]:
     return tangents
 
 
+def _numeric_directional(p: _Point, tangents, eps) -> list[np.ndarray]:
+    """J v by central differences (extrapolated), one array per output leaf."""
+    coarse, fine = (numerical_jvp(p.f, p.floats, tangents, step) for step in (eps, eps / 2))
+    return [_extrapolated(c, d) for c, d in zip(coarse, fine)]
+
+
 def _numeric_projection(p: _Point, tangents, eps) -> float:
     """⟨u, J v⟩ by central differences (extrapolated): the reference value both modes are compared with."""
-    coarse, fine = (numerical_jvp(p.f, p.floats, tangents, step) for step in (eps, eps / 2))
-    return sum(float(np.sum(u * _extrapolated(c, d))) for u, c, d in zip(p.us, coarse, fine))
+    return sum(float(np.sum(u * d)) for u, d in zip(p.us, _numeric_directional(p, tangents, eps)))
 
 
-def _analytic_projection(p: _Point, pos, mode, v, tangents, fname) -> float:
-    """⟨vjp(u), v⟩ or ⟨u, jvp(v)⟩ of float argument pos, from the mode's rules.
+def _analytic_projector(p: _Point, pos, mode, v, tangents, fname) -> Callable[[list], float]:
+    """us ↦ ⟨vjp(us), v⟩ or ⟨us, jvp(v)⟩ of float argument pos, from the mode's rules.
 
-    A derivative of the wrong shape could still give the right projection by
-    broadcasting, so shapes are checked first; it and an uncomputable
-    derivative raise _DerivativeUnusable. A missing rule stops the whole check.
+    The function is run forward once (the JVP once), so a second projection costs a
+    backward sweep (nothing, in forward mode). A derivative of the wrong shape could
+    still give the right projection by broadcasting, so shapes are checked first; it
+    and an uncomputable derivative raise _DerivativeUnusable. A missing rule stops
+    the whole check.
     """
-    try:
-        if mode == "rev":
-            _, f_vjp = vjp(p.f, *p.floats)
-            derivative = [np.asarray(f_vjp(p.u_tree)[pos], dtype=np.float64)]
-            expected = [np.shape(p.floats[pos])]
-        else:
-            _, tout = jvp(_of_one_leaf(p.f, p.floats, pos), (p.floats[pos],), (tangents[pos],))
-            derivative = [np.asarray(t) for t in flatten(tout)[0]]
-            expected = list(p.out_shapes)
-    except MissingRuleError as exc:
-        raise _missing_rule_error(exc, fname) from None
-    except AutogradDagError as exc:
-        # The drivers refuse a rule that returns a wrong shape.
-        raise _DerivativeUnusable(f"the derivative could not be computed: {exc}") from None
-    got = [d.shape for d in derivative]
-    if got != expected:
-        raise _DerivativeUnusable(f"the derivative has shape {', '.join(map(str, got))}; expected "
-                                  f"{', '.join(map(str, expected))}")
+    def guarded(compute):
+        try:
+            return compute()
+        except MissingRuleError as exc:
+            raise _missing_rule_error(exc, fname) from None
+        except AutogradDagError as exc:
+            # The drivers refuse a rule that returns a wrong shape.
+            raise _DerivativeUnusable(f"the derivative could not be computed: {exc}") from None
+
+    def derivative_of(compute, expected) -> list[np.ndarray]:
+        derivative = guarded(compute)
+        got = [d.shape for d in derivative]
+        if got != expected:
+            raise _DerivativeUnusable(f"the derivative has shape {', '.join(map(str, got))}; expected "
+                                      f"{', '.join(map(str, expected))}")
+        return derivative
+
     if mode == "rev":
-        return float(np.sum(derivative[0] * v))
-    return sum(float(np.sum(u * t)) for u, t in zip(p.us, derivative))
+        f_vjp = guarded(lambda: vjp(p.f, *p.floats)[1])
+
+        def reverse(us) -> float:
+            g = derivative_of(lambda: [np.asarray(f_vjp(unflatten(p.out_td, us))[pos], dtype=np.float64)],
+                              [np.shape(p.floats[pos])])
+            return float(np.sum(g[0] * v))
+        return reverse
+    tout = derivative_of(lambda: [np.asarray(t) for t in flatten(
+        jvp(_of_one_leaf(p.f, p.floats, pos), (p.floats[pos],), (tangents[pos],))[1])[0]], list(p.out_shapes))
+    return lambda us: sum(float(np.sum(u * t)) for u, t in zip(us, tout))
 
 
 def _missing_rule_error(exc: MissingRuleError, fname) -> GradientCheckError:
@@ -576,22 +595,79 @@ def _finer_projection(p: _Point, tangents, tol: _Tolerances) -> Callable[[], tup
     return _once(compute)
 
 
+def _per_entry_weights(p: _Point, jv: list[np.ndarray], tol: _Tolerances) -> list[np.ndarray]:
+    """u scaled per output entry by 1 / (atol + rtol·|(J v)_r|), each entry's own tolerance.
+
+    With u itself, an error confined to output entries far smaller than the others
+    adds u_r·err_r to ⟨u, J v⟩, below the tolerance rtol·|⟨u, J v⟩| that the large
+    entries set: a VJP wrong by 100% in an entry of size 1e-5 passed. Weighted, every
+    entry counts in units of its own tolerance, as in the entry-by-entry comparison.
+    """
+    return [np.sign(u) / (tol.atol + tol.rtol * np.abs(d)) for u, d in zip(p.us, jv)]
+
+
+def _per_entry_failure(p: _Point, project, tangents, jv, tol: _Tolerances) -> str | None:
+    """The per-entry weighted projection's report; None when it agrees (one more VJP in reverse mode).
+
+    Each correct entry's difference is within its tolerance, i.e. within 1 once weighted,
+    and in practice far within it; a weighted disagreement beyond 1 plus the weighted
+    rounding bound of the differences (3·ε·|f_r|/eps per entry) is an entry that is wrong.
+    The differences at a finer step settle a truncation error, as for the projection.
+    """
+    weights = _per_entry_weights(p, jv, tol)
+    try:
+        analytic = project(weights)
+    except _DerivativeUnusable as exc:
+        return f"    {exc}"
+
+    size = sum(float(np.sum(np.abs(w) * np.abs(np.asarray(o, dtype=np.float64))))
+               for w, o in zip(weights, p.values))
+
+    def weighted(directional) -> float:
+        return sum(float(np.sum(w * d)) for w, d in zip(weights, directional))
+
+    numeric = weighted(jv)
+    allowed = 1.0 + 3 * np.finfo(np.float64).eps * size / tol.eps
+    if abs(analytic - numeric) <= allowed:
+        return None
+    if np.isfinite(analytic) and np.isfinite(numeric):
+        # Believed only where its own rounding is a tenth of the disagreement it settles.
+        finer_step = tol.eps * FINER_STEP
+        finer_rounding = 3 * np.finfo(np.float64).eps * size / finer_step
+        if (finer_rounding <= 0.1 * abs(analytic - numeric) and abs(
+                analytic - weighted(_numeric_directional(p, tangents, finer_step))) <= 1.0 + finer_rounding):
+            return None
+    return (f"    per-entry projection (each output entry's weight 1 / (atol + rtol·|(J v)_r|), its own "
+            f"tolerance): analytic {analytic: .6e}, numeric {numeric: .6e}, difference "
+            f"{abs(analytic - numeric):.2e} > {allowed:.2e} allowed: a derivative entry far smaller than the "
+            f"others is wrong (the plain projection, dominated by the large entries, agrees)")
+
+
 def _mode_failure(p: _Point, pos, mode, v, tangents, numeric, tol: _Tolerances, full, fname,
-                  finer: Callable[[], tuple[float, float]]) -> str | None:
+                  finer: Callable[[], tuple[float, float]], jv: list[np.ndarray]) -> str | None:
     """The report on float argument pos in one mode; None when it agrees with finite differences."""
     try:
-        analytic = _analytic_projection(p, pos, mode, v, tangents, fname)
+        project = _analytic_projector(p, pos, mode, v, tangents, fname)
+        analytic = project(p.us)
     except _DerivativeUnusable as exc:
         return f"    {exc}"
     bad, line = _projection_line(analytic, numeric, tol)
     if bad and not full and _agrees_at_a_finer_step(analytic, numeric, finer, tol):
         return None
+    weak = None
+    if not bad and not full:
+        weak = _per_entry_failure(p, project, tangents, jv, tol)
+        if weak is None:
+            return None
+        bad, line = True, weak
     if not (bad or full):
         return None
     lines = [line]
     # Entry-by-entry Jacobians cost one evaluation per entry: only small ones are compared.
     if sum(_size(s) for s in p.out_shapes) * np.size(p.floats[pos]) <= MAX_REPORT_ENTRIES:
         entries_bad, entry_lines = _jacobian_lines(p, pos, mode, tol)
+        if weak is not None and not entries_bad:
+            return None   # every entry agrees after all: the weighted sum of small differences misled
         if bad and not entries_bad:
             # The entries are computed with unit cotangents (tangents); a rule that ignores
             # or squares them gets every entry right and only the random projection wrong,
@@ -707,10 +783,11 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
         v = rng.standard_normal(x.shape) * _step_scale(x)
         vs.append(v)
         tangents = _one_leaf_tangents(p.floats, pos, v)
-        numeric = _numeric_projection(p, tangents, tol.eps)
+        jv = _numeric_directional(p, tangents, tol.eps)
+        numeric = sum(float(np.sum(u * d)) for u, d in zip(p.us, jv))
         finer = _finer_projection(p, tangents, tol)
         for mode in modes:
-            failure = _mode_failure(p, pos, mode, v, tangents, numeric, tol, full, fname, finer)
+            failure = _mode_failure(p, pos, mode, v, tangents, numeric, tol, full, fname, finer, jv)
             if failure:
                 failures.append(f"  {_describe_arg(names, paths[i], leaves[i])}, "
                                 f"{_MODE_LABELS[mode]}: {_PROJECTIONS[mode]}:\n{failure}")

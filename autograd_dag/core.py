@@ -24,7 +24,7 @@ import numpy as np
 
 from .graph import paused_gc, reachable
 from .errors import (AnomalyError, AutogradDagError, NotDifferentiableError, ShapeError, TracingError,
-                     site_of, user_source, located)
+                     UndefinedDerivativeError, site_of, user_source, located)
 
 # Module globals rather than thread-locals: they are read on every operation,
 # and a global lookup is the cheapest read Python has.
@@ -547,8 +547,8 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
         else:
             try:
                 return prim.impl(*args, **params)
-            except (Warning, FloatingPointError):
-                raise
+            except (Warning, FloatingPointError, UndefinedDerivativeError):
+                raise  # (the sweep names the line of the node being differentiated)
             except Exception as exc:
                 raise operation_error(prim, [as_array(a) for a in args], params, exc) from None
     for a in args:
@@ -565,7 +565,9 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
     except AutogradDagError as exc:
         if " (at " in str(exc):
             raise
-        raise type(exc)(f"{exc}{located(user_source())}") from None
+        # A derivative rule's check names the forward node's line (the sweep's attribution).
+        source = _source_override if isinstance(exc, UndefinedDerivativeError) and _source_override else None
+        raise type(exc)(f"{exc}{located(source or user_source())}") from None
     except (Warning, FloatingPointError):
         raise  # the user asked for warnings as errors (np.seterr / -W error): keep them
     except Exception as exc:  # numpy's own error: translate, never leak it raw

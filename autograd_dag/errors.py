@@ -133,6 +133,15 @@ class NotDifferentiableError(AutogradDagError, TypeError):
     """A derivative was requested through an operation that has none."""
 
 
+class UndefinedDerivativeError(NotDifferentiableError):
+    """The operation has a derivative, but not at these values (say QR of a rank-deficient matrix).
+
+    Raised when the derivative is evaluated (eagerly, or by a program recorded on
+    other values), rather than a silent wrong number; the message names the
+    operation, the values that fail and the line that recorded the operation.
+    """
+
+
 class TracingError(AutogradDagError, TypeError):
     """Code traced into a reusable program (``jit``, ``trace``, ``vmap``) read an input's numbers.
 

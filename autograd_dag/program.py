@@ -21,7 +21,8 @@ import numpy as np
 from . import core
 from .core import (Primitive, Tensor, _recording_as, apply, as_array, attributed_to, check_operand_count,
                    operation_error)
-from .errors import AutogradDagError, ProgramInputError, TracingError, user_source, located
+from .errors import (AutogradDagError, ProgramInputError, TracingError, UndefinedDerivativeError, user_source,
+                     located)
 from .execution import buffer_of, disposable, plan_steps
 from .graph import Graph, paused_gc
 from .passes import common_subexpressions, refuse_inputs_as_constants
@@ -526,6 +527,10 @@ class Program:
                     values[p] = None
         except (Warning, FloatingPointError):
             raise  # warnings turned into errors by the user stay theirs
+        except UndefinedDerivativeError as exc:   # a check on the values: keep its kind and words
+            node = self.nodes[step[0]]
+            raise UndefinedDerivativeError(f"program '{self.name}': node %{node.index}: {exc}"
+                                           f"{located(node.source)}") from None
         except Exception as exc:
             node = self.nodes[step[0]]
             args = [as_array(values[p]) for p in node.parents]

@@ -91,6 +91,28 @@ def _det_ref(a):
 
 for shape in [(3, 3), (2, 3, 3), (1, 1)]:
     CASES.append(Case("det", LF.det, _normal(shape), _det_ref, id=f"det-{shape}"))
+
+
+def _cofactor_ref(a):
+    """Signed minors, one determinant of an (n-1)x(n-1) submatrix each."""
+    n = a.shape[-1]
+    c = np.empty_like(a)
+    for i in range(n):
+        for j in range(n):
+            minor = np.delete(np.delete(a, i, -2), j, -1)
+            c[..., i, j] = (-1) ** (i + j) * (np.linalg.det(minor) if n > 1 else 1.0)
+    return c
+
+
+for shape in [(3, 3), (2, 4, 4), (1, 1)]:   # det's derivative (at singular matrices: test_silent_grads.py)
+    CASES.append(Case("cofactor", lambda a: ad.core.apply(ad.PRIMITIVES["cofactor"], a), _normal(shape),
+                      _cofactor_ref, id=f"cofactor-{shape}"))
+CASES.append(Case("cofactor_derivative", lambda a, t: ad.core.apply(ad.PRIMITIVES["cofactor_derivative"], a, t),
+                  _normal((2, 3, 3), (2, 3, 3)),
+                  lambda a, t: np.stack([sum(t[b].ravel()[k] * ((_cofactor_ref(a[b] + 1e-4 * np.eye(9)[k].reshape(3, 3))
+                                                                 - _cofactor_ref(a[b] - 1e-4 * np.eye(9)[k].reshape(3, 3)))
+                                                                / 2e-4) for k in range(9)) for b in range(2)]),
+                  id="cofactor_derivative"))
 CASES.append(Case("logabsdet", lambda a: LF.slogdet(a)[1], _normal((2, 3, 3)),
                   lambda a: np.log(np.abs(_det_ref(a))), id="logabsdet-batched"))
 CASES.append(Case("logabsdet", lambda a: LF.slogdet(a)[1], _normal((4, 4)),
@@ -174,6 +196,12 @@ CASES.append(Case("svd", lambda a: LF.svd(a, compute_uv=False), _normal((3, 4)),
 CASES.append(Case("svd", lambda a: LF.svd(a)[1], _normal((3, 4)),     # full_matrices=True: value only
                   lambda a: _svd_ref(a)[9:12], wrt=(), id="svd-full-matrices-value"))
 
+# The 1/s of svd's non-square factor terms (refusals at s = 0: tests/test_silent_grads.py).
+CASES.append(Case("svd_reciprocal",
+                  lambda s, proj: ad.core.apply(ad.PRIMITIVES["svd_reciprocal"], s, proj, rule="VJP"),
+                  lambda rng: (rng.uniform(0.5, 2.0, (2, 3)), rng.standard_normal((2, 4, 3))),
+                  lambda s, proj: 1.0 / s, wrt=(0,), id="svd_reciprocal"))
+
 # ------------------------------------------------------------------------- qr
 
 
@@ -206,6 +234,10 @@ def _qr_ref(a):
 for shape in [(3, 3), (4, 2), (2, 4), (2, 3, 2)]:
     CASES.append(Case("qr", _qr_fixed, _normal(shape), _qr_ref, id=f"qr-{shape}"))
 CASES.append(Case("qr", lambda a: _qr_fixed(a, "complete"), _normal((2, 3)), _qr_ref, id="qr-complete-wide"))
+# The rules' rank check (identity on a full-rank triangular factor; refusals: tests/test_silent_grads.py).
+CASES.append(Case("qr_full_rank", lambda r: ad.core.apply(ad.PRIMITIVES["qr_full_rank"], r),
+                  lambda rng: (np.triu(rng.standard_normal((2, 3, 3))) + 3.0 * np.eye(3),), lambda r: r,
+                  id="qr_full_rank"))
 
 # ----------------------------------------------------------------------- pinv
 

@@ -102,6 +102,29 @@ CASES += [
     Case("cumprod", lambda x: x.cumprod(0), _normal((3, 2)), _cumprod_ref(0), id="cumprod-method"),
 ]
 
+
+
+def _scan_ref(axis, reverse):
+    """y_i = b_i + a_i y_{i-1} (y_{i+1} if reverse) along ``axis``, one step at a time."""
+    def ref(a, b):
+        a, b = np.moveaxis(a, axis, -1), np.moveaxis(b, axis, -1)
+        order = range(a.shape[-1] - 1, -1, -1) if reverse else range(a.shape[-1])
+        y, previous = np.zeros_like(b), np.zeros(b.shape[:-1])
+        for i in order:
+            y[..., i] = previous = b[..., i] + a[..., i] * previous
+        return np.moveaxis(y, -1, axis)
+    return ref
+
+
+# (cumprod's derivative) The three-pass formula on normal values; doubling where a has zeros.
+CASES += [
+    Case("linear_scan", lambda a, b: apply(ad.PRIMITIVES["linear_scan"], a, b, axis=1, reverse=False),
+         _normal((2, 5), (2, 5)), _scan_ref(1, False), id="linear_scan"),
+    Case("linear_scan", lambda a, b: apply(ad.PRIMITIVES["linear_scan"], a, b, axis=0, reverse=True),
+         lambda rng: (np.array([[0.5, 0.0], [0.0, -1.2], [2.0, 0.0], [1.1, 0.3]]), rng.standard_normal((4, 2))),
+         _scan_ref(0, True), id="linear_scan-zeros_reverse"),
+]
+
 # --------------------------------------------------------------- prod
 for shape, axis, keepdims in [((5,), None, False), ((3, 4), 1, False), ((3, 4), 0, True),
                               ((2, 3, 4), (0, 2), False), ((2, 3, 4), (2, 1), True), ((0, 3), 0, False),

@@ -30,6 +30,11 @@ UNSUPPORTED: dict[str, str] = {
     "eigh": "ONNX has no eigendecomposition operator",
     "svd": "ONNX has no singular value decomposition operator",
     "qr": "ONNX has no QR factorisation operator",
+    "cofactor_derivative": "ONNX has no SVD operator (det's second derivative)",
+    "cofactor": "ONNX has no matrix inverse nor SVD operator (the cofactor matrix is det's derivative)",
+    "linear_scan": "ONNX's Scan would loop in the graph (it is cumprod's derivative, chosen by the values)",
+    "svd_reciprocal": "svd's derivative, which ONNX cannot raise (nor has it svd)",
+    "qr_full_rank": "the rank check of qr's derivative, which ONNX cannot raise (nor has it qr)",
     "pinv": "ONNX has no pseudo-inverse operator",
     "dropout_mask": "ONNX's random operators take their seed as an attribute, not an input (export the "
                     "model in eval mode: dropout is then the identity)",

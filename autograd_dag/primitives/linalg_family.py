@@ -33,11 +33,16 @@ Conventions, documented where they matter:
   rule can recover the limit.
 * ``svd`` likewise needs distinct, non-zero singular values for the factor
   derivatives; the singular values alone (``compute_uv=False``, ``norm``) are
-  differentiable wherever they are distinct. ``full_matrices=True`` on a
+  differentiable wherever they are distinct. Of a non-square matrix with a
+  singular value 0 to working precision (<= max(m, n)·eps·s_max), the extra
+  factor column is not unique: a VJP that uses it raises
+  :class:`UndefinedDerivativeError`, and the JVP gives NaN in that column. ``full_matrices=True`` on a
   non-square matrix has non-unique extra columns: its value is computed, its
   derivative raises :class:`NotDifferentiableError`.
 * ``qr`` (mode 'reduced', 'r', or 'complete' for a wide or square matrix) needs
-  a full-rank leading square block.
+  a full-rank leading square block: where it is rank-deficient to working
+  precision (min |r_ii| <= k·eps·‖R_kk‖_F, R_kk the k×k block, k = min(m, n)) the
+  derivative raises :class:`UndefinedDerivativeError`, as Q is not unique there.
 * ``pinv``'s derivative is the constant-rank formula (Golub & Pereyra) with numpy's
   tolerance; an explicit ``rcond`` goes through ``svd``.
 """
@@ -50,7 +55,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import Tensor, apply, parameter, traced
-from ..errors import NotDifferentiableError, ShapeError
+from ..errors import NotDifferentiableError, ShapeError, UndefinedDerivativeError
 from .elementwise import (abs, add, astype, divide, equal, greater, multiply, negative, not_equal, sqrt,
                           subtract, where)
 from .indexing import concatenate, getitem, stack
@@ -321,13 +326,118 @@ class _Aval:
 # ------------------------------------------------------------------ det
 
 
+def _cofactor_by_svd(a):
+    """Cofactors of a stack (..., n, n) from A = U S Vᵀ: det(U) det(Vᵀ) U diag(Π_{j≠i} s_j) Vᵀ."""
+    u, s, vh = np.linalg.svd(a)
+    ones = np.ones(s.shape[:-1] + (1,), s.dtype)
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], -1), -1)       # Π_{j<i} s_j
+    after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], -1), -1)[..., ::-1]   # Π_{j>i} s_j
+    sign = np.linalg.det(u) * np.linalg.det(vh)
+    return sign[..., None, None] * ((u * (before * after)[..., None, :]) @ vh)
+
+
+def _cofactor_impl(a):
+    # det(A)·A⁻ᵀ where det is a normal number (accurate even near singular: the errors of
+    # the two factors cancel); the SVD formula where A is singular (inv raises) or det
+    # under/overflows (diag(1e-170, 1e-170, 1e-5): det underflows to 0, cofactor 1e-175).
+    a = np.asarray(a, dtype=_float_dtype(a.dtype))
+    n = a.shape[-1]
+    flat = a.reshape((-1, n, n))
+    if flat.size == 0:
+        return np.zeros_like(a)
+    det = np.linalg.det(flat)
+    normal = np.isfinite(det) & (np.abs(det) >= np.finfo(a.dtype).tiny)
+    cof = np.empty_like(flat)
+    if normal.any():
+        cof[normal] = det[normal][:, None, None] * np.swapaxes(np.linalg.inv(flat[normal]), -1, -2)
+    if not normal.all():
+        cof[~normal] = _cofactor_by_svd(flat[~normal])
+    return cof.reshape(a.shape)
+
+
+def _cofactor_derivative_impl(a, t):
+    # d cof(A)[T], the Hessian of det applied to T, from A = U S Vᵀ: cof(U M Vᵀ) =
+    # det(U) det(V) U cof(M) Vᵀ, and at M = S diagonal, with E = Uᵀ T V and
+    # P_ij = Π_{l≠i,j} s_l: d cof(S)[E]_ii = Σ_{k≠i} P_ik E_kk, d cof(S)[E]_ij = -P_ij E_ji.
+    # Exact at any rank (a polynomial's derivative), where det·(...)/det or A⁻¹ lose
+    # digits as A nears singular (1% off at a gap of 1e-14).
+    dtype = _float_dtype(np.result_type(a.dtype, t.dtype))
+    a, t = a.astype(dtype), t.astype(dtype)
+    n = a.shape[-1]
+    if a.size == 0 or n == 0:
+        return np.zeros(np.broadcast_shapes(a.shape, t.shape), dtype)
+    u, s, vh = np.linalg.svd(a)
+    e = np.swapaxes(u, -1, -2) @ t @ np.swapaxes(vh, -1, -2)
+    eye = np.eye(n, dtype=bool)
+    rows = np.where(eye, 1.0, s[..., None, :]).astype(dtype)                # row i: s with s_i as 1
+    ones = np.ones(rows.shape[:-1] + (1,), dtype)
+    before = np.cumprod(np.concatenate([ones, rows[..., :-1]], -1), -1)
+    after = np.cumprod(np.concatenate([ones, rows[..., :0:-1]], -1), -1)[..., ::-1]
+    pairs = np.where(eye, 0.0, before * after)                              # P_ij, 0 on the diagonal
+    diagonal = np.einsum("...ik,...k->...i", pairs, np.diagonal(e, axis1=-2, axis2=-1))
+    d = diagonal[..., None] * eye - pairs * np.swapaxes(e, -1, -2)
+    sign = np.linalg.det(u) * np.linalg.det(vh)
+    return (sign[..., None, None] * (u @ d @ vh)).astype(dtype)
+
+
+def _cofactor_derivative_vjp(ct, out, a, t):
+    # In t: the Hessian is symmetric, so the transpose of T ↦ H[T] is itself. In a: the
+    # third derivative, from H[T] = tr(A⁻¹T) C - C Tᵀ A⁻ᵀ (C = cof A), where A is invertible.
+    inv_a = inv(a)
+    c = apply(COFACTOR, a)
+    inv_t = _T(inv_a)
+    batch = tuple(a.shape[:-2]) + (1, 1)
+    trace = reshape(sum(multiply(inv_t, t), (-2, -1)), batch)                 # tr(A⁻¹ T)
+    g_dot_c = reshape(sum(multiply(ct, c), (-2, -1)), batch)
+    ga = negative(multiply(g_dot_c, _T(matmul(inv_a, matmul(t, inv_a)))))
+    ga = add(ga, multiply(trace, _cofactor_derivative(a, ct)))
+    ga = subtract(ga, _cofactor_derivative(a, matmul(ct, matmul(inv_a, t))))
+    ga = add(ga, matmul(inv_t, matmul(_T(ct), matmul(c, matmul(_T(t), inv_t)))))
+    return ga, _cofactor_derivative(a, ct)
+
+
+def _cofactor_derivative_jvp(tangents, out, a, t):
+    ta, tt = tangents
+    result = None if tt is None else _cofactor_derivative(a, tt)
+    if ta is not None:
+        inv_a = inv(a)
+        c = apply(COFACTOR, a)
+        inv_t = _T(inv_a)
+        batch = tuple(a.shape[:-2]) + (1, 1)
+        trace = reshape(sum(multiply(inv_t, t), (-2, -1)), batch)
+        d_trace = negative(reshape(sum(multiply(_T(matmul(inv_a, matmul(ta, inv_a))), t), (-2, -1)), batch))
+        h = _cofactor_derivative(a, ta)
+        term = add(multiply(d_trace, c), multiply(trace, h))
+        term = subtract(term, matmul(h, matmul(_T(t), inv_t)))
+        term = add(term, matmul(c, matmul(_T(t), matmul(inv_t, matmul(_T(ta), inv_t)))))
+        result = term if result is None else add(result, term)
+    return result
+
+
+COFACTOR_DERIVATIVE = defprim("cofactor_derivative", _cofactor_derivative_impl, vjp=_cofactor_derivative_vjp,
+                              jvp=_cofactor_derivative_jvp,
+                              shape=lambda a, t: (tuple(np.broadcast_shapes(a.shape, t.shape)),
+                                                  _float_dtype(np.result_type(a.dtype, t.dtype))),
+                              batch=_stacked_batch)
+
+
+def _cofactor_derivative(a, t):
+    """The Hessian of det at a applied to t (both (..., n, n)): d cof(a)[t]."""
+    return apply(COFACTOR_DERIVATIVE, a, t)
+
+
+COFACTOR = defprim("cofactor", _cofactor_impl,
+                   vjp=lambda ct, out, a: (_cofactor_derivative(a, ct),),   # (a Hessian: symmetric)
+                   jvp=lambda t, out, a: _cofactor_derivative(a, t[0]),
+                   shape=_square_rule("cofactor"), batch=_stacked_batch)
+
+
 def _det_vjp(ct, out, a):
-    scale = reshape(multiply(ct, out), tuple(out.shape) + (1, 1))
-    return (multiply(scale, _T(inv(a))),)
+    return (multiply(reshape(ct, tuple(out.shape) + (1, 1)), apply(COFACTOR, a)),)
 
 
 def _det_jvp(t, out, a):
-    return multiply(out, sum(multiply(_T(inv(a)), t[0]), (-2, -1)))
+    return sum(multiply(apply(COFACTOR, a), t[0]), (-2, -1))
 
 
 def _det_rule(a):
@@ -342,8 +452,11 @@ DET = defprim("det", lambda a: np.asarray(np.linalg.det(a)), vjp=_det_vjp, jvp=_
 def det(a) -> Tensor:
     """The determinant (batched), as ``np.linalg.det``.
 
-    Shapes: (..., n, n) -> (...). Derivative: d det A = det A · tr(A⁻¹ dA), so
-    it is defined where A is invertible (at a singular A the derivative raises).
+    Shapes: (..., n, n) -> (...). Derivative: the cofactor matrix, det A · A⁻ᵀ
+    where det A is a normal number and from the SVD elsewhere (singular A, or a
+    det that under/overflows), so the gradient is exact at any rank; the second
+    derivative (the Hessian, from the SVD) too. Third derivatives need an
+    invertible A (at a singular one they raise).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -562,6 +675,49 @@ def _svd_check(m, n, full_matrices):
             f"unique, so they have no derivative; use full_matrices=False")
 
 
+def _svd_reciprocal_impl(s, proj, *, rule):
+    # 1/s_i, for the terms (I - u uᵀ) g diag(1/s) of a non-square matrix's factors. At a
+    # singular value that is 0 to working precision (numpy's matrix_rank tolerance) that
+    # factor's column is not unique (any unit vector of a complement of dimension >= 2),
+    # so it has no derivative: where the projected g of that column is nonzero, the VJP
+    # refuses, and the JVP (which cannot tell whether u or vh is used at all: svdvals
+    # runs through it too) gives NaN in that column; where it is zero, the term is 0.
+    dtype = _float_dtype(np.result_type(s.dtype, proj.dtype))
+    s = s.astype(dtype)
+    eps = np.finfo(dtype).eps
+    tol = builtins.max(proj.shape[-2:]) * eps * np.max(s, axis=-1, initial=0.0, keepdims=True)
+    zero = s <= tol
+    column = np.sqrt(np.sum(np.square(proj), axis=-2))
+    used = zero & (column > 0)
+    with np.errstate(divide="ignore"):
+        inverse = np.where(zero, 0.0, 1.0 / np.where(zero, 1.0, s))
+    if used.any():
+        if rule == "VJP":
+            at = tuple(int(i) for i in np.argwhere(used)[0])
+            raise UndefinedDerivativeError(
+                f"svd: the derivative of a non-square matrix's U or Vh needs non-zero singular values. "
+                f"Actual: singular value {at[-1]} is {float(s[at]):.3g} <= max(m, n)·eps·s_max = "
+                f"{float(np.broadcast_to(tol, s.shape)[at]):.3g} (index {at} of S of shape {fmt(s.shape)}), "
+                f"and the loss uses that singular vector: it is not unique at a rank-deficient matrix. The "
+                f"singular values alone (svdvals, norm) stay differentiable there")
+        inverse = np.where(used, np.nan, inverse)
+    return inverse.astype(dtype)
+
+
+SVD_RECIPROCAL = defprim(
+    "svd_reciprocal", _svd_reciprocal_impl,
+    vjp=lambda ct, out, s, proj, *, rule: (negative(multiply(ct, multiply(out, out))), None),
+    jvp=lambda t, out, s, proj, *, rule: None if t[0] is None else negative(multiply(t[0], multiply(out, out))),
+    shape=lambda s, proj, *, rule: (tuple(s.shape), _float_dtype(np.result_type(s.dtype, proj.dtype))),
+    nondiff=(1,), batch=_stacked_batch)
+
+
+def _svd_reciprocal(s, proj, rule):
+    """1/s as a row (..., 1, k), refusing (VJP) or NaN (JVP) where s is 0 and ``proj`` uses it."""
+    inverse = apply(SVD_RECIPROCAL, s, proj, rule=rule)
+    return reshape(inverse, tuple(s.shape[:-1]) + (1, s.shape[-1]))
+
+
 def _svd_vjp(ct, out, a, *, full_matrices):
     m, n = a.shape[-2:]
     _svd_check(m, n, full_matrices)
@@ -578,13 +734,12 @@ def _svd_vjp(ct, out, a, *, full_matrices):
     inner = add(inner, _diag_matrix(gs))
     inner = add(inner, multiply(s_col, multiply(f, subtract(vtgv, _T(vtgv)))))
     ga = matmul(u, matmul(inner, vh))
-    inv_s = reshape(_safe_reciprocal(s), tuple(s.shape[:-1]) + (1, k))
     if m > k:   # (I - u uᵀ) gu diag(1/s) vᵀ
         proj = subtract(gu, matmul(u, utgu))
-        ga = add(ga, matmul(multiply(proj, inv_s), vh))
+        ga = add(ga, matmul(multiply(proj, _svd_reciprocal(s, proj, "VJP")), vh))
     if n > k:   # u diag(1/s) gvᵀ (I - v vᵀ)
         proj = subtract(gv, matmul(v, vtgv))
-        ga = add(ga, matmul(multiply(u, inv_s), _T(proj)))
+        ga = add(ga, matmul(multiply(u, _svd_reciprocal(s, proj, "VJP")), _T(proj)))
     return (ga,)
 
 
@@ -603,12 +758,12 @@ def _svd_jvp(t, out, a, *, full_matrices):
     ds = _diag_part(p)
     du = matmul(u, multiply(f, add(multiply(p, s_row), multiply(s_col, _T(p)))))
     dv = matmul(v, multiply(f, add(multiply(s_col, p), multiply(_T(p), s_row))))
-    inv_s = reshape(_safe_reciprocal(s), tuple(s.shape[:-1]) + (1, k))
     if m > k:
-        du = add(du, multiply(subtract(dav, matmul(u, p)), inv_s))
+        proj = subtract(dav, matmul(u, p))
+        du = add(du, multiply(proj, _svd_reciprocal(s, proj, "JVP")))
     if n > k:
-        datu = matmul(_T(da), u)
-        dv = add(dv, multiply(subtract(datu, matmul(v, _T(p))), inv_s))
+        proj = subtract(matmul(_T(da), u), matmul(v, _T(p)))
+        dv = add(dv, multiply(proj, _svd_reciprocal(s, proj, "JVP")))
     return _pack([du, ds, _T(dv)], tuple(out.shape[:-1]))
 
 
@@ -684,8 +839,39 @@ def _copyltu(x):
     return add(add(strict, _T(strict)), multiply(x, _eye(n, x.dtype)))
 
 
+def _qr_full_rank_impl(r):
+    """r (..., k, k), upper triangular, itself if it has full rank to working precision; else raise."""
+    # A triangular block's smallest |r_ii| bounds its smallest singular value from above:
+    # at or below k·eps·‖R‖_F (numpy's matrix_rank tolerance, in the Frobenius norm) it is
+    # rank-deficient to working precision, Q is not a continuous function of A there, and
+    # the solves with R in the rules would return rounding noise scaled by 1/r_ii instead
+    # of raising. (Checked in a primitive, so that a program recorded on full-rank values
+    # refuses too.)
+    k = r.shape[-1]
+    if r.size == 0:
+        return r
+    smallest = np.min(np.abs(np.diagonal(r, axis1=-2, axis2=-1)), axis=-1)
+    tol = k * np.finfo(r.dtype).eps * np.sqrt(np.sum(np.square(r), axis=(-2, -1)))
+    deficient = smallest <= tol
+    if deficient.any():
+        at = np.argwhere(deficient)[0] if deficient.ndim else ()
+        where = f" (matrix {tuple(int(i) for i in at)} of the stack)" if len(at) else ""
+        raise UndefinedDerivativeError(
+            f"qr: the derivative of A = QR needs A's leading {k}x{k} block of full rank (R's diagonal "
+            f"away from 0). Actual: min |R_ii| = {float(smallest[tuple(at)]):.3g} <= k·eps·‖R_kk‖_F "
+            f"= {float(tol[tuple(at)]):.3g}{where}, R_kk of shape {fmt(r.shape)}: Q is not unique at a "
+            f"rank-deficient A, so neither factor has a derivative there")
+    return r
+
+
+QR_FULL_RANK = defprim("qr_full_rank", _qr_full_rank_impl,
+                       vjp=lambda ct, out, r: (ct,), jvp=lambda t, out, r: t[0],
+                       shape=lambda r: (tuple(r.shape), r.dtype), batch=_stacked_batch)
+
+
 def _qr_tall_vjp(q, r, gq, gr):
     """Ā for A = QR with A (m, n), m >= n (Walter & Lehmann; arXiv 2009.10071)."""
+    r = apply(QR_FULL_RANK, r)
     mm = subtract(matmul(r, _T(gr)), matmul(_T(gq), q))
     b = add(gq, matmul(q, _copyltu(mm)))
     return _T(solve(r, _T(b)))                 # b R⁻ᵀ
@@ -694,6 +880,7 @@ def _qr_tall_vjp(q, r, gq, gr):
 def _qr_tall_jvp(q, r, da):
     """(dQ, dR) for A = QR with A (m, n), m >= n."""
     n = r.shape[-1]
+    r = apply(QR_FULL_RANK, r)   # (the square R of a tall or square A; U of a wide one)
     dar = _T(solve(_T(r), _T(da)))             # dA R⁻¹
     c = matmul(_T(q), dar)
     low = multiply(c, _tril_mask(n, -1, c.dtype))
@@ -747,7 +934,9 @@ def qr(a, mode: str = "reduced"):
     q (..., m, k), r (..., k, n), k = min(m, n); 'r' returns r alone;
     'complete' is accepted where it equals 'reduced' (m <= n). One primitive
     computes both factors (packed). Differentiable where the leading k×k block
-    of a has full rank (r's diagonal is non-zero).
+    of a has full rank (r's diagonal is non-zero); at a rank-deficient block the
+    derivative raises :class:`UndefinedDerivativeError` (as PyTorch and JAX
+    leave it undefined).
 
     Example:
         >>> import numpy as np, autograd_dag as ad

@@ -12,11 +12,16 @@ Conventions, fixed and tested exactly:
 * Products and zeros: the derivative of ``prod`` is the product of the other
   entries, computed with exclusive cumulative products (no division), so one
   zero and two zeros in a slice give the exact gradient (second derivatives
-  too). ``cumprod``'s rules divide by the nonzero entries and treat the first
-  zero of a slice separately: first derivatives are exact with any number of
-  zeros, second derivatives with at most one zero per slice. (A sweep that
-  records nothing, on a slice without zeros, divides instead: the same
-  derivative, several times faster.)
+  too). ``cumprod``'s rules divide nothing either: the derivative is the
+  recurrence x̄_j = P_j T_j, T_j = ct_j + x_{j+1} T_{j+1} (P_j the product of
+  the entries before j), one ``linear_scan`` primitive that picks, on the
+  values each time it runs, three numpy passes (while the running products are
+  normal numbers) or an exact doubling scan. So zeros (any number, second
+  derivatives too) and running products that underflow to 0 or overflow give
+  the exact derivative (short of a product of up to half a slice overflowing
+  against a tiny nonzero term, where the doubling gives inf). (A sweep that records
+  nothing divides out / x_k directly while every output is a normal number:
+  the same derivative, several times faster. ``prod`` likewise.)
 * ``norm`` at 0: the 2-norm's gradient at x = 0 is 0 (a subgradient), the
   1-norm's is 0 there too (|x|'(0) = 0), and the ∞-norm's splits evenly among
   the tied largest |x_i| (as ``max``). ``std`` of a constant slice likewise has
@@ -49,7 +54,7 @@ from ..core import Tensor, apply
 from ..errors import AutogradDagError, ShapeError
 from .elementwise import abs, add, astype, divide, equal, multiply, not_equal, power, subtract, where
 from .indexing import concatenate, getitem
-from .mathfuncs import _safe_denominator, isnan
+from .mathfuncs import _safe_denominator, isinf, isnan
 from .reductions import _argmax_batch, _float_dtype, _kept, _ndim, max, mean, min, one_hot_position
 from .batch import materialize, shift_axis
 from .registry import defprim
@@ -101,45 +106,140 @@ def cumsum(x, axis=None) -> Tensor:
 # ----------------------------------------------------------------- cumprod
 
 
-def _cumprod_masks(x, axis, reverse):
-    """(is_zero, x with zeros as 1, the first zero's indicator, zeros-so-far == 1) along the scan."""
-    zero = equal(x, 0.0)
-    dtype = _float_dtype(x.dtype)
-    z = astype(zero, dtype)
-    once = astype(equal(_cumsum(z, axis, reverse), 1.0), dtype)
-    return zero, where(zero, 1.0, x), multiply(z, once), once
+def _bare_representable(out) -> bool:
+    """Whether ``out`` is a plain array (a sweep that records nothing) of normal, finite numbers.
 
-
-def _bare_without_zeros(x) -> bool:
-    """Whether x is a plain array (a sweep that records nothing) with no zero entry.
-
-    Only then may a rule choose its formula by the values: a recorded rule
-    becomes part of a program that will run on other values.
+    Only then may a rule divide a product by one of its factors: a zero (an entry
+    0, or a product underflowed), a subnormal (a product that lost its digits) or
+    an infinity in ``out`` makes out / x_k differ from the product of the others.
+    A recorded rule becomes part of a program that will run on other values, so it
+    never chooses its formula by the values.
     """
-    return type(x) is np.ndarray and x.dtype.kind in "fc" and not (x == 0).any()
+    if type(out) is not np.ndarray or out.dtype.kind != "f":
+        return False
+    magnitude = np.abs(out)
+    return bool((magnitude >= np.finfo(out.dtype).tiny).all() and (magnitude <= np.finfo(out.dtype).max).all())
+
+
+def _shifted(x, axis, reverse, fill):
+    """x moved one place along ``axis`` (towards the end, or the start if ``reverse``), ``fill`` entering."""
+    n = x.shape[axis]
+    if n == 0:
+        return x
+    lead = (slice(None),) * axis
+    edge = broadcast_to(np.asarray(fill, x.dtype), x.shape[:axis] + (1,) + x.shape[axis + 1:])
+    if reverse:
+        return concatenate([getitem(x, lead + (slice(1, n),)), edge], axis)
+    return concatenate([edge, getitem(x, lead + (slice(0, n - 1),))], axis)
+
+
+def _times_keeping_zeros(p, y):
+    """p·y, and 0 where y is 0 even if p overflowed to ±inf (inf·0 would be NaN).
+
+    Only p's infinities facing a zero are replaced, so the derivative with respect
+    to y stays p wherever p is finite (second derivatives through masked cotangents).
+    """
+    return multiply(where(isinf(p), where(equal(y, 0.0), 0.0, p), p), y)
+
+
+def _scan_doubling(a, b):
+    """y_i = b_i + a_i y_{i-1} along the last axis by doubling (Hillis–Steele), in numpy.
+
+    After the step of span d, y_i sums the b_k of the 2d entries ending at i, each
+    times the a_l between k and i, and a_i holds the product of those a. log2(n)
+    whole-array steps of multiplications and additions: no division, so zeros and
+    under/overflowed products stay exact (an overflowed window facing a 0 adds 0).
+    """
+    y, window = b.copy(), a.copy()
+    n, span = a.shape[-1], 1
+    while span < n:
+        factor = window[..., span:]
+        factor = np.where(np.isinf(factor) & (y[..., :-span] == 0), 0.0, factor)
+        y[..., span:] = y[..., span:] + factor * y[..., :-span]
+        window[..., span:] = window[..., span:] * window[..., :-span]
+        span *= 2
+    return y
+
+
+def _linear_scan_impl(a, b, *, axis, reverse):
+    dtype = np.result_type(a.dtype, b.dtype, np.float16)
+    a, b = np.moveaxis(a.astype(dtype), axis, -1), np.moveaxis(b.astype(dtype), axis, -1)
+    if reverse:
+        a, b = a[..., ::-1], b[..., ::-1]
+    if a.shape[-1] == 0:
+        return np.moveaxis(b.copy(), -1, axis)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        # y_i = C_i Σ_{k<=i} b_k / C_k with C the running product of a (a_0 unused): three
+        # numpy passes, exact while every C_k is a normal number; else doubling.
+        running = np.cumprod(np.concatenate([np.ones_like(a[..., :1]), a[..., 1:]], -1), -1)
+        magnitude = np.abs(running)
+        if (magnitude >= np.finfo(dtype).tiny).all() and (magnitude <= np.finfo(dtype).max).all():
+            y = running * np.cumsum(b / running, -1)
+        else:
+            y = _scan_doubling(a, b)
+    if reverse:
+        y = y[..., ::-1]
+    return np.ascontiguousarray(np.moveaxis(y, -1, axis))
+
+
+def _linear_scan_vjp(ct, out, a, b, *, axis, reverse):
+    # The transpose runs the other way with the coefficients moved one place:
+    # λ_j = ȳ_j + a_{j+1} λ_{j+1}; then b̄ = λ and ā_i = λ_i y_{i-1}.
+    lam = _linear_scan(_shifted(a, axis, not reverse, 0.0), ct, axis, not reverse)
+    return multiply(lam, _shifted(out, axis, reverse, 0.0)), lam
+
+
+def _linear_scan_jvp(t, out, a, b, *, axis, reverse):
+    # dy_i = a_i dy_{i-1} + (da_i y_{i-1} + db_i): the same recurrence.
+    ta, tb = t
+    source = tb
+    if ta is not None:
+        term = multiply(ta, _shifted(out, axis, reverse, 0.0))
+        source = term if source is None else add(source, term)
+    return _linear_scan(a, source, axis, reverse)
+
+
+def _linear_scan_rule(a, b, *, axis, reverse):
+    if tuple(a.shape) != tuple(b.shape):
+        raise ShapeError(f"linear_scan: Expect: coefficients a and terms b of one shape. "
+                         f"Actual: a {fmt(a.shape)}, b {fmt(b.shape)}")
+    return tuple(a.shape), np.result_type(a.dtype, b.dtype, np.float16)
+
+
+def _linear_scan_batch(prim, args, batched, *, axis, reverse):
+    size = builtins.next(x.shape[0] for x, flag in zip(args, batched) if flag)
+    a, b = (x if flag else materialize(x, size) for x, flag in zip(args, batched))
+    return apply(prim, a, b, axis=axis + 1, reverse=reverse)
+
+
+LINEAR_SCAN = defprim("linear_scan", _linear_scan_impl, vjp=_linear_scan_vjp, jvp=_linear_scan_jvp,
+                      shape=_linear_scan_rule, batch=_linear_scan_batch)
+
+
+def _linear_scan(a, b, axis, reverse):
+    """y with y_i = b_i + a_i y_{i-1} along ``axis`` (y_{i+1} if ``reverse``; 0 before the first).
+
+    One primitive (``linear_scan``), so that the choice between the three-pass formula
+    and the exact doubling is made on the values each time it runs, in a program too.
+    Shapes: a, b (*s) -> (*s).
+    """
+    return apply(LINEAR_SCAN, a, b, axis=axis, reverse=reverse)
 
 
 def _cumprod_vjp(ct, out, x, *, axis, reverse):
-    if _bare_without_zeros(x):
+    if _bare_representable(out):
         return (divide(_cumsum(multiply(ct, out), axis, not reverse), x),)
-    # Nonzero x_k: ∂out_i/∂x_k = out_i / x_k. The first zero of a slice: ∂out_i/∂x_k
-    # is the product of the other entries, the scan of x with that zero as 1,
-    # while it is the only zero so far. Zeros after the first: 0.
-    zero, nonzero_x, first, once = _cumprod_masks(x, axis, reverse)
-    elsewhere = divide(_cumsum(multiply(ct, out), axis, not reverse), nonzero_x)
-    others = _cumprod(nonzero_x, axis, reverse)
-    at_first_zero = sum(multiply(multiply(ct, others), once), axis, keepdims=True)
-    return (where(zero, multiply(at_first_zero, first), elsewhere),)
+    # ∂out_i/∂x_j is the product of x_k, k <= i, k != j: x̄_j = P_j T_j with P_j the product of
+    # the entries before j and T_j = ct_j + x_{j+1} T_{j+1} (the other way round if reverse).
+    before = _exclusive(x, axis, reverse)
+    return (_times_keeping_zeros(before, _linear_scan(_shifted(x, axis, not reverse, 0.0), ct, axis, not reverse)),)
 
 
 def _cumprod_jvp(t, out, x, *, axis, reverse):
-    if _bare_without_zeros(x):
+    if _bare_representable(out):
         return multiply(out, _cumsum(divide(t[0], x), axis, reverse))
-    zero, nonzero_x, first, once = _cumprod_masks(x, axis, reverse)
-    from_nonzero = multiply(out, _cumsum(divide(where(zero, 0.0, t[0]), nonzero_x), axis, reverse))
-    t_first = sum(multiply(t[0], first), axis, keepdims=True)
-    from_first_zero = multiply(multiply(_cumprod(nonzero_x, axis, reverse), once), t_first)
-    return add(from_nonzero, from_first_zero)
+    # d out_i = x_i d out_{i-1} + t_i P_i, P_i the product of the entries before i.
+    return _linear_scan(x, _times_keeping_zeros(_exclusive(x, axis, reverse), t[0]), axis, reverse)
 
 
 CUMPROD = defprim(
@@ -154,7 +254,7 @@ def _cumprod(x, axis, reverse=False):
 def cumprod(x, axis=None) -> Tensor:
     """Cumulative product along ``axis`` (None: of the flattened tensor), as ``np.cumprod``.
 
-    Zeros are handled exactly: see the module notes.
+    Zeros and under/overflowed running products are differentiated exactly: see the module notes.
     Shapes: (*s) -> (*s), or (size,) for ``axis=None``.
     Example: ``ad.cumprod(ad.Tensor([1., 2., 3.])).value`` is ``[1., 2., 6.]``.
     """
@@ -181,9 +281,7 @@ def _others_product(x, axis, out, keepdims):
     """∏_{j≠i} x_j along the reduced axes, for each i (no division: exact with zeros)."""
     if builtins.any(x.shape[a] == 0 for a in axis):
         return broadcast_to(np.ones((), x.dtype), x.shape)
-    if _bare_without_zeros(x) and _bare_without_zeros(out) and np.isfinite(out).all():
-        # Dividing the product by each entry is exact only while the product is neither
-        # underflowed to 0 nor overflowed to inf (then 0/x or inf/x, not the others' product).
+    if _bare_representable(out):
         return divide(_kept(out, x.shape, axis, keepdims), x)
     if len(axis) == 1:
         a = axis[0]
@@ -685,7 +783,18 @@ def _nan_extremum(name, fn, fill):
             return fn(x, axes, keepdims)
         nan = isnan(x)
         # NaN loses every comparison as ∓inf; a slice of NaN only is NaN again, as numpy's (which warns).
-        return where(all(nan, axes, keepdims), math.nan, fn(where(nan, fill, x), axes, keepdims))
+        extremum = fn(where(nan, fill, x), axes, True)
+        # Where the numbers of a slice are all ∓inf, the filled NaN entries tie with them and took
+        # shares of the derivative that were then dropped ([-inf, nan, -inf]: 1/3 to each -inf,
+        # not 1/2). There the mean of the numbers (∓inf too) splits it among the numbers only.
+        numbers_all_fill = equal(extremum, fill)
+        tied_numbers = equal(where(numbers_all_fill, x, 0.0), fill)      # (NaN equals nothing)
+        count = sum(astype(tied_numbers, extremum.dtype), axes, True)
+        mean_of_numbers = divide(sum(where(tied_numbers, x, 0.0), axes, True), _safe_denominator(count))
+        value = where(numbers_all_fill, mean_of_numbers, extremum)
+        if not keepdims:
+            value = reshape(value, reduced_shape(_shape(x), axes, False))
+        return where(all(nan, axes, keepdims), math.nan, value)
     reduce.__name__ = name
     return reduce
 
@@ -693,7 +802,8 @@ def _nan_extremum(name, fn, fill):
 nanmax = _nan_extremum("nanmax", max, -math.inf)
 nanmax.__doc__ = """The maximum over ``axis`` ignoring NaN entries, as ``np.nanmax``.
 
-    Ties among numbers share the derivative evenly (as ``max``); NaN entries get 0.
+    Ties among numbers share the derivative evenly (as ``max``, and as ``torch.amax`` of
+    the slice without its NaN: [-inf, nan, -inf] gives 1/2 to each -inf); NaN entries get 0.
     An all-NaN slice gives NaN (numpy warns); an empty axis raises ShapeError (numpy raises).
     Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
 
@@ -707,7 +817,7 @@ nanmax.__doc__ = """The maximum over ``axis`` ignoring NaN entries, as ``np.nanm
 nanmin = _nan_extremum("nanmin", min, math.inf)
 nanmin.__doc__ = """The minimum over ``axis`` ignoring NaN entries, as ``np.nanmin``.
 
-    Ties among numbers share the derivative evenly (as ``min``); NaN entries get 0.
+    Ties among numbers share the derivative evenly (as ``min``, +inf ties beside NaN too); NaN entries get 0.
     An all-NaN slice gives NaN (numpy warns); an empty axis raises ShapeError (numpy raises).
     Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
 
