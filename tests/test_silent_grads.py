@@ -291,56 +291,6 @@ def test_check_grads_per_entry_check_raises_no_false_alarm_over_a_wide_dynamic_r
     ad.check_grads(lambda t: t - ad.sin(t), (x * 1e-3,))
     ad.check_grads(lambda t: ad.cumprod(t * 0.1, axis=1), (np.abs(x) * 0.5 + 0.2,), order=2)
 
-# --------------------------------------------- nanmax / nanmin with ∓inf and NaN
-
-
-def _amax_of_numbers_grad(row, largest=True):
-    """The derivative of the max (min) of the row's numbers (NaN removed): ties share it evenly,
-    the NaN entries get 0; torch.amax's convention on the NaN-removed slice."""
-    numbers = ~np.isnan(row)
-    extremum = (np.max if largest else np.min)(row[numbers])
-    tied = numbers & (row == extremum)
-    return np.where(tied, 1.0 / tied.sum(), 0.0)
-
-
-_INF_AND_NAN_ROWS = np.array([
-    [-np.inf, np.nan, -np.inf, np.nan],      # numbers all -inf: the two -inf share 1/2 each
-    [-np.inf, np.nan, 1.0, 1.0],             # an ordinary tie among numbers
-    [np.nan, -np.inf, np.nan, np.nan],       # one number, -inf: it gets it all
-    [np.inf, np.nan, np.inf, 2.0],           # (for nanmin: +inf rows mirror the -inf ones)
-])
-
-
-@pytest.mark.parametrize("largest", [True, False], ids=["nanmax", "nanmin"])
-def test_nanmax_nanmin_split_the_derivative_among_the_numbers_only(largest):
-    # NaN entries were filled with ∓inf, then tied with a ∓inf extremum and took shares of the
-    # derivative that were dropped: [-inf, nan, -inf, nan] gave 1/4 to each -inf, not 1/2.
-    rows = _INF_AND_NAN_ROWS if largest else -_INF_AND_NAN_ROWS
-    op = ad.nanmax if largest else ad.nanmin
-    expected = np.stack([_amax_of_numbers_grad(r, largest) for r in rows])
-    np.testing.assert_array_equal(op(ad.Tensor(rows), axis=1).value, (np.nanmax if largest else np.nanmin)(rows, 1))
-    weights = np.array([1.0, 2.0, 3.0, 4.0])      # (a cotangent: the sum of ∓inf rows would be NaN)
-    pulled = ad.jit(lambda t, w: ad.vjp(lambda a: op(a, axis=1), t)[1](w)[0])
-    for g in [ad.vjp(lambda t: op(t, axis=1), rows)[1](weights)[0], pulled(rows, weights)]:
-        np.testing.assert_array_equal(g, expected * weights[:, None])
-    _, d = ad.jvp(lambda t: op(t, axis=1), (rows,), (np.ones_like(rows),))
-    np.testing.assert_array_equal(d, np.ones(4))
-    # keepdims and axis=None (the whole array: the two +inf (-inf) of the last row win)
-    np.testing.assert_array_equal(ad.vjp(lambda t: op(t, axis=1, keepdims=True), rows)[1](np.ones((4, 1)))[0],
-                                  expected)
-    whole = np.where(rows == (np.inf if largest else -np.inf), 0.5, 0.0)
-    np.testing.assert_array_equal(ad.grad(lambda t: op(t))(rows), whole)
-
-
-def test_nanmax_split_matches_pytorch_amax_of_the_numbers():
-    torch = pytest.importorskip("torch")
-    for row in _INF_AND_NAN_ROWS:
-        t = torch.tensor(row[~np.isnan(row)], requires_grad=True)
-        torch.amax(t).backward()
-        expected = np.zeros(4)
-        expected[~np.isnan(row)] = t.grad.numpy()
-        np.testing.assert_array_equal(ad.grad(ad.nanmax)(row), expected)
-
 # ------------------------------------------------ svd factors at a rank-deficient matrix
 
 

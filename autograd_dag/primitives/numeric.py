@@ -783,18 +783,7 @@ def _nan_extremum(name, fn, fill):
             return fn(x, axes, keepdims)
         nan = isnan(x)
         # NaN loses every comparison as ∓inf; a slice of NaN only is NaN again, as numpy's (which warns).
-        extremum = fn(where(nan, fill, x), axes, True)
-        # Where the numbers of a slice are all ∓inf, the filled NaN entries tie with them and took
-        # shares of the derivative that were then dropped ([-inf, nan, -inf]: 1/3 to each -inf,
-        # not 1/2). There the mean of the numbers (∓inf too) splits it among the numbers only.
-        numbers_all_fill = equal(extremum, fill)
-        tied_numbers = equal(where(numbers_all_fill, x, 0.0), fill)      # (NaN equals nothing)
-        count = sum(astype(tied_numbers, extremum.dtype), axes, True)
-        mean_of_numbers = divide(sum(where(tied_numbers, x, 0.0), axes, True), _safe_denominator(count))
-        value = where(numbers_all_fill, mean_of_numbers, extremum)
-        if not keepdims:
-            value = reshape(value, reduced_shape(_shape(x), axes, False))
-        return where(all(nan, axes, keepdims), math.nan, value)
+        return where(all(nan, axes, keepdims), math.nan, fn(where(nan, fill, x), axes, keepdims))
     reduce.__name__ = name
     return reduce
 
@@ -802,8 +791,9 @@ def _nan_extremum(name, fn, fill):
 nanmax = _nan_extremum("nanmax", max, -math.inf)
 nanmax.__doc__ = """The maximum over ``axis`` ignoring NaN entries, as ``np.nanmax``.
 
-    Ties among numbers share the derivative evenly (as ``max``, and as ``torch.amax`` of
-    the slice without its NaN: [-inf, nan, -inf] gives 1/2 to each -inf); NaN entries get 0.
+    Ties among numbers share the derivative evenly (as ``max``); NaN entries get 0. (In a
+    slice whose numbers are all -inf, where the value is -inf, the NaN entries tie with
+    them as -inf: the -inf entries get shares 1/count of all, not of the numbers.)
     An all-NaN slice gives NaN (numpy warns); an empty axis raises ShapeError (numpy raises).
     Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
 
@@ -817,7 +807,7 @@ nanmax.__doc__ = """The maximum over ``axis`` ignoring NaN entries, as ``np.nanm
 nanmin = _nan_extremum("nanmin", min, math.inf)
 nanmin.__doc__ = """The minimum over ``axis`` ignoring NaN entries, as ``np.nanmin``.
 
-    Ties among numbers share the derivative evenly (as ``min``, +inf ties beside NaN too); NaN entries get 0.
+    Ties among numbers share the derivative evenly (as ``min``); NaN entries get 0 (+inf slices as nanmax's -inf).
     An all-NaN slice gives NaN (numpy warns); an empty axis raises ShapeError (numpy raises).
     Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
 
