@@ -1,0 +1,164 @@
+"""Red-team of the renderer: every picture says exactly what the program is.
+
+The pictures are read back *independently of the renderer*: Graphviz's own
+``dot -Tjson`` layout is parsed (node names, HTML labels reduced to text,
+edges by endpoint names, attributes) and compared with the program itself
+(its nodes, parents in order, outputs), never with the renderer's scene.
+"""
+
+from __future__ import annotations
+
+import html as html_module
+import json
+import re
+import shutil
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import autograd_dag as ad
+from autograd_dag.program import NodeKind
+from tests.test_properties import resolve, run  # the repository's random-program generator
+
+pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot")
+
+
+def label_text(label: str) -> str:
+    """An HTML-like label as the text a reader sees: line breaks kept, tags dropped, entities decoded."""
+    text = re.sub(r"<BR\s*/?>", "\n", label, flags=re.I)
+    text = re.sub(r"<[^>]*>", "", text)
+    return html_module.unescape(text).replace("\\\\", "\\")
+
+
+def read_picture(graph) -> dict:
+    """What Graphviz laid out: {"nodes": {name: {"text", attrs...}}, "edges": [(tail, head, text)], "clusters"}."""
+    laid_out = json.loads(graph.pipe(format="json"))
+    objects = laid_out.get("objects", [])
+    by_gvid, nodes, clusters = {}, {}, {}
+    for obj in objects:
+        if "nodes" in obj or str(obj.get("name", "")).startswith("cluster"):
+            clusters[obj["name"]] = {"text": label_text(obj.get("label", "")),
+                                     "members": [objects[i]["name"] for i in obj.get("nodes", ())]}
+            continue
+        by_gvid[obj["_gvid"]] = obj["name"]
+        assert obj["name"] not in nodes, f"node {obj['name']} drawn twice"
+        nodes[obj["name"]] = dict(obj, text=label_text(obj.get("label", "")))
+    edges = [(by_gvid[e["tail"]], by_gvid[e["head"]], label_text(e.get("label", "")))
+             for e in laid_out.get("edges", [])]
+    return {"nodes": nodes, "edges": edges, "clusters": clusters}
+
+
+def program_value_text(value) -> str:
+    """A constant's value as a reader expects it written (independent of the renderer's formatter)."""
+    v = np.asarray(value)
+    return f"array[{','.join(map(str, v.shape))}]" if v.size != 1 else None
+
+
+def check_dag_picture(program, pic) -> None:
+    """Every program node drawn once as ``n{k}`` with its op/name/type, every parent reference one edge."""
+    nodes, outputs = pic["nodes"], set(program.outputs)
+    drawn = {name for name in nodes if name != "legend"}
+    assert drawn == {f"n{k}" for k in range(len(program.nodes))}
+    for node in program.nodes:
+        k, text = node.index, nodes[f"n{node.index}"]["text"]
+        lines = text.split("\n")
+        assert lines[-1] == f"%{k} {np.dtype(node.dtype)}[{','.join(map(str, node.shape))}]", text
+        if node.op is NodeKind.INPUT:
+            assert lines[0] == (node.name or f"x{k}")
+        elif node.op is NodeKind.PARAMETER:
+            assert lines[0] == (node.name or "parameter")
+        elif node.op is NodeKind.CONSTANT:
+            expected = program_value_text(node.value)
+            if expected is not None:
+                assert lines[0] == expected
+        else:
+            assert lines[0] == str(node.op), text
+            if node.name:
+                assert node.name in lines, text
+        is_output = nodes[f"n{k}"].get("peripheries") == "2"
+        assert is_output == (k in outputs), f"%{k}: output marking {is_output}, program says {k in outputs}"
+    expected = Counter((f"n{p}", f"n{node.index}") for node in program.nodes for p in node.parents)
+    assert Counter((a, b) for a, b, _ in pic["edges"]) == expected
+    ordered = {"subtract", "divide", "matmul", "power"}
+    for node in program.nodes:
+        if node.op in ordered:
+            a, b = node.parents
+            into = Counter((s, t) for s, d, t in pic["edges"] if d == f"n{node.index}")
+            assert into == Counter([(f"n{a}", "a"), (f"n{b}", "b")]), (node.op, into)
+
+
+def check_bipartite_picture(program, pic) -> None:
+    """Variables ``v{k}`` and functions ``f{k}`` alternate; f_k's inputs are its parents, its output v_k."""
+    nodes = pic["nodes"]
+    roots = {n.index for n in program.nodes if not n.parents}
+    drawn = {name for name in nodes if name != "legend"}
+    assert drawn == ({f"v{k}" for k in range(len(program.nodes))}
+                     | {f"f{k}" for k in range(len(program.nodes)) if k not in roots})
+    for a, b, _ in pic["edges"]:
+        assert a[0] != b[0], f"edge {a} -> {b} joins two {'variables' if a[0] == 'v' else 'functions'}"
+    expected = Counter([(f"f{k}", f"v{k}") for k in range(len(program.nodes)) if k not in roots]
+                       + [(f"v{p}", f"f{n.index}") for n in program.nodes for p in n.parents])
+    assert Counter((a, b) for a, b, _ in pic["edges"]) == expected
+    for node in program.nodes:
+        if node.parents:
+            assert nodes[f"f{node.index}"]["text"].split("\n")[0] == str(node.op)
+        is_output = nodes[f"v{node.index}"].get("peripheries") == "2"
+        assert is_output == (node.index in set(program.outputs))
+
+
+def _recipe_program(recipe, grad: bool):
+    recipe = resolve(recipe, np.linspace(-1, 1, 6).reshape(2, 3), np.array([0.3, -0.7, 1.1]))
+    def f(x, y):
+        out = run(recipe, x, y)
+        return ad.sum(out) if grad else (out, out * 2.0)
+    program = ad.trace(f, np.linspace(-1, 1, 6).reshape(2, 3), np.array([0.3, -0.7, 1.1]))
+    return ad.grad_program(program) if grad else program
+
+
+@settings(max_examples=25, deadline=None, database=None)
+@given(recipe=st.lists(st.tuples(st.sampled_from(["add", "multiply", "subtract", "tanh", "sum_keepdims",
+                                                  "reshape_transpose", "matmul", "maximum"]),
+                                 st.integers(0, 63), st.integers(0, 63), st.integers(0, 1)),
+                       min_size=1, max_size=6),
+       view=st.sampled_from(["dag", "bipartite"]), grad=st.booleans())
+def test_random_programs_are_drawn_node_for_node_and_edge_for_edge(recipe, view, grad):
+    program = _recipe_program(recipe, grad)
+    pic = read_picture(ad.render(program, view=view, inline_constants=False, long_edges="keep", max_nodes=None))
+    (check_dag_picture if view == "dag" else check_bipartite_picture)(program, pic)
+
+
+def _blocks(first, second, inline_constants=True):
+    """Two sibling scopes that apply ``first(x)`` then ``second(x)``, drawn collapsed at depth 0."""
+    def f(x):
+        with ad.name_scope("layer0"):
+            x = first(x)
+        with ad.name_scope("layer1"):
+            x = second(x)
+        return x
+    program = ad.trace(f, np.linspace(0.5, 1.5, 5))
+    return read_picture(ad.render(program, depth=0, inline_constants=inline_constants))
+
+
+def _group_titles(pic) -> list[str]:
+    return sorted(n["text"].split("\n")[0] for name, n in pic["nodes"].items() if name.startswith("g"))
+
+
+def test_identical_blocks_fold_and_say_how_many():
+    pic = _blocks(lambda x: ad.tanh(x * 2.0), lambda x: ad.tanh(x * 2.0))
+    assert _group_titles(pic) == ["layer × 2"]
+
+
+@pytest.mark.parametrize("first, second, inline", [
+    # an array constant differing in its values (same shape and dtype)
+    (lambda x: x + np.arange(5.0), lambda x: x + np.arange(5.0)[::-1].copy(), True),
+    # scalar constants that differ beyond the digits a label shows
+    (lambda x: x * 1.0, lambda x: x * 1.0000001, True),
+    # scalar constants drawn as nodes of their own
+    (lambda x: x * 2.0, lambda x: x * 3.0, False),
+], ids=["array-constant", "scalar-beyond-label-digits", "constants-as-nodes"])
+def test_blocks_differing_in_a_constant_never_fold(first, second, inline):
+    pic = _blocks(first, second, inline)
+    assert _group_titles(pic) == ["layer0", "layer1"]
