@@ -162,3 +162,30 @@ def test_identical_blocks_fold_and_say_how_many():
 def test_blocks_differing_in_a_constant_never_fold(first, second, inline):
     pic = _blocks(first, second, inline)
     assert _group_titles(pic) == ["layer0", "layer1"]
+
+
+def _scoped_loss(x, w):
+    with ad.name_scope("layer0"):
+        h = ad.tanh(x * w)
+    with ad.name_scope("loss"):
+        return ad.sum(h * h)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["program", "gradient"])
+@pytest.mark.parametrize("view", ["dag", "bipartite"])
+def test_outputs_inside_collapsed_scopes_are_still_marked(view, grad):
+    program = ad.trace(_scoped_loss, np.linspace(-1, 1, 3), np.full(3, 0.5))
+    if grad:
+        def g(x, w):  # the gradient computed inside a scope too
+            with ad.name_scope("backward"):
+                return ad.grad(_scoped_loss, argnums=(0, 1))(x, w)
+        program = ad.trace(g, np.linspace(-1, 1, 3), np.full(3, 0.5))
+    assert all(program.nodes[k].scope for k in program.outputs)  # every output is inside a scope
+    pic = read_picture(ad.render(program, view=view, depth=0))
+    marked = [name for name, n in pic["nodes"].items() if n.get("peripheries") == "2"]
+    assert marked, "no node of the picture is marked as an output"
+    for k in program.outputs:
+        # The marked node standing for output k names it (%k), as every drawn node names its program nodes.
+        assert any(re.search(rf"%{k}\b", pic["nodes"][name]["text"]) for name in marked), (k, marked)
+    legend = pic["nodes"]["legend"]["text"]
+    assert "output" in legend
