@@ -99,6 +99,10 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
         g.edge(edge.src, edge.dst, **attrs)
     if legend:
         present = {n.role for n in scene.nodes}
+        outputs = set(program.outputs)
+        if any(n.role == "group" and outputs.intersection(n.members) for n in scene.nodes):
+            # a collapsed scope holding an output wears the output's double border
+            present.add("gradient" if program.kind in ("gradient", "gradient_circuit") else "output")
         roles = [r for r in _ROLE_ORDER if r in present and r in ROLE_COLORS]
         ops = None
         if color_by == "op":

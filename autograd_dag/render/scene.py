@@ -257,7 +257,13 @@ class Labeller:
             parts.append(src)
         return plain("  ".join(parts))
 
-    def group_label(self, gi: int) -> str:
+    def group_outputs(self, gi: int) -> list[int]:
+        """The program outputs inside group ``gi``, ascending."""
+        return [k for k in self.grouping.groups[gi].members if k in self.outputs]
+
+    def group_label(self, gi: int, mark_outputs: bool = False) -> str:
+        """Title, op and parameter counts, in/out types; with ``mark_outputs`` the program outputs it holds
+        (the DAG view, where no node of their own is drawn for them)."""
         grouping, program = self.grouping, self.program
         group = grouping.groups[gi]
         lines = [f"<B>{html(group.title, 40)}</B>"]
@@ -278,6 +284,11 @@ class Labeller:
             lines.append(small(html("in: " + ins, 70)))
         if outs:
             lines.append(small(html("out: " + outs, 70)))
+        held = self.group_outputs(gi) if mark_outputs else []
+        if held:
+            what = "gradient" if self.program.kind in ("gradient", "gradient_circuit") else "output"
+            listed = ", ".join(f"%{k}" for k in held[:6]) + (", \u2026" if len(held) > 6 else "")
+            lines.append(small(html(f"{what}{'s' * (len(held) > 1)}: {listed}", 70), "#222222"))
         return "<" + "<BR/>".join(lines) + ">"
 
     def group_tooltip(self, gi: int) -> str:
