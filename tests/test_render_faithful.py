@@ -189,3 +189,27 @@ def test_outputs_inside_collapsed_scopes_are_still_marked(view, grad):
         assert any(re.search(rf"%{k}\b", pic["nodes"][name]["text"]) for name in marked), (k, marked)
     legend = pic["nodes"]["legend"]["text"]
     assert "output" in legend
+
+
+LONG_NAMES = ["transformer.encoder.layers.11.self_attn.out_proj.weight",
+              "transformer.encoder.layers.11.self_attn.out_proj.bias"]
+
+
+@pytest.mark.parametrize("view", ["dag", "bipartite"])
+def test_long_parameter_and_scope_names_are_shown_whole(view):
+    # Two names alike in their first 40 characters must still read differently (and whole).
+    w = ad.Tensor(np.ones((3, 3)), requires_grad=True, name=LONG_NAMES[0])
+    b = ad.Tensor(np.zeros(3), requires_grad=True, name=LONG_NAMES[1])
+    scope = "a_rather_long_scope_name_for_the_output_projection_block"
+
+    def f(x):
+        with ad.name_scope(scope):
+            y = x @ w + b
+        y.name = "output_projection_of_the_last_encoder_layer_before_the_head"
+        return y
+    program = ad.trace(f, np.ones(3))
+    pic = read_picture(ad.render(program, view=view))
+    texts = [n["text"].replace("\n", "") for n in pic["nodes"].values()]
+    for name in LONG_NAMES + ["output_projection_of_the_last_encoder_layer_before_the_head"]:
+        assert any(name in t for t in texts), (name, texts)
+    assert [c["text"].replace("\n", "") for c in pic["clusters"].values()] == [scope]
