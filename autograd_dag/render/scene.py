@@ -13,7 +13,7 @@ import numpy as np
 
 from ..program import NodeKind, Program
 from .axes import axes_shape_str
-from .labels import html, plain, shape_str, small, source_str, type_str, value_str, params_str
+from .labels import html, name_html, plain, shape_str, small, source_str, type_str, value_str, params_str
 from .collapse import Grouping
 
 
@@ -184,14 +184,14 @@ class Labeller:
         """The bold first line of a root (its name or value) or of a function (op and inlined constants)."""
         node = self.program.nodes[k]
         if node.op is NodeKind.INPUT:
-            return f"<B>{html(node.name or f'x{k}', 40)}</B>"
+            return f"<B>{name_html(node.name or f'x{k}')}</B>"
         if node.op is NodeKind.PARAMETER:
-            return f"<B>{html(node.name or 'parameter', 40)}</B>"
+            return f"<B>{name_html(node.name or 'parameter')}</B>"
         if node.op is NodeKind.CONSTANT:
             text = f"<B>{html(value_str(node.value), 40)}</B>"
-            return text + (f"<BR/><I>{html(node.name, 40)}</I>" if node.name else "")
+            return text + (f"<BR/><I>{name_html(node.name)}</I>" if node.name else "")
         if self.program.kind == "graph":  # a hand-built Graph: its vertices are the labels
-            return f"<B>{html(node.name, 40)}</B>"
+            return f"<B>{name_html(node.name)}</B>"
         inlined = self.grouping.inlined
         op = (CIRCUIT_GATES.get(node.op, node.op) if self.program.kind in ("circuit", "gradient_circuit")
               else node.op)
@@ -199,7 +199,7 @@ class Labeller:
         if any(p in inlined for p in node.parents):
             args = [value_str(self.program.nodes[p].value) if p in inlined else "\u00b7"
                     for p in node.parents]
-            text += html("(" + ", ".join(args) + ")", 40)
+            text += name_html("(" + ", ".join(args) + ")")  # wrapped, never cut: a value would be lost
         return text
 
     def params(self, k: int) -> str:
@@ -223,7 +223,7 @@ class Labeller:
     def name(self, k: int) -> str:
         node = self.program.nodes[k]
         if node.name and node.prim is not None:
-            return f'<FONT POINT-SIZE="10"><I>{html(node.name, 40)}</I></FONT>'
+            return f'<FONT POINT-SIZE="10"><I>{name_html(node.name)}</I></FONT>'
         return ""
 
     def short(self, k: int) -> str:
@@ -234,7 +234,7 @@ class Labeller:
         """The bold line of function f_k's box in the bipartite view."""
         node = self.program.nodes[k]
         if self.program.kind == "graph" and node.op is NodeKind.VERTEX:
-            return f"<B>f</B><SUB>{html(node.name, 40)}</SUB>"
+            return f"<B>f</B><SUB>{name_html(node.name)}</SUB>"
         if self.program.kind == "graph":  # a vertex naming a primitive
             return f"<B>{html(node.op, 40)}</B>"
         return self.title(k)
@@ -266,7 +266,7 @@ class Labeller:
         (the DAG view, where no node of their own is drawn for them)."""
         grouping, program = self.grouping, self.program
         group = grouping.groups[gi]
-        lines = [f"<B>{html(group.title, 40)}</B>"]
+        lines = [f"<B>{name_html(group.title)}</B>"]
         ops = sum(1 for k in group.members if program.nodes[k].parents)
         params = [k for k in group.members if program.nodes[k].op is NodeKind.PARAMETER]
         # Folded blocks are identical (that is why they fold) and the in/out types
