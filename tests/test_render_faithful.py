@@ -48,7 +48,9 @@ def read_picture(graph) -> dict:
         nodes[obj["name"]] = dict(obj, text=label_text(obj.get("label", "")))
     edges = [(by_gvid[e["tail"]], by_gvid[e["head"]], label_text(e.get("label", "")))
              for e in laid_out.get("edges", [])]
-    return {"nodes": nodes, "edges": edges, "clusters": clusters}
+    bold_edges = [(by_gvid[e["tail"]], by_gvid[e["head"]]) for e in laid_out.get("edges", [])
+                  if e.get("penwidth") == "2.5"]
+    return {"nodes": nodes, "edges": edges, "clusters": clusters, "bold_edges": bold_edges}
 
 
 def program_value_text(value) -> str:
@@ -213,3 +215,59 @@ def test_long_parameter_and_scope_names_are_shown_whole(view):
     for name in LONG_NAMES + ["output_projection_of_the_last_encoder_layer_before_the_head"]:
         assert any(name in t for t in texts), (name, texts)
     assert [c["text"].replace("\n", "") for c in pic["clusters"].values()] == [scope]
+
+
+def _reachable(program, start: int, forward: bool) -> set[int]:
+    """Nodes reachable from ``start`` along edges (or against them), by breadth-first search."""
+    children: dict[int, list[int]] = {}
+    for node in program.nodes:
+        for p in node.parents:
+            children.setdefault(p, []).append(node.index)
+    seen, frontier = {start}, [start]
+    while frontier:
+        k = frontier.pop()
+        for nxt in (children.get(k, []) if forward else program.nodes[k].parents):
+            if nxt not in seen:
+                seen.add(nxt)
+                frontier.append(nxt)
+    return seen
+
+
+@settings(max_examples=20, deadline=None, database=None)
+@given(recipe=st.lists(st.tuples(st.sampled_from(["add", "multiply", "subtract", "tanh", "sum_keepdims"]),
+                                 st.integers(0, 63), st.integers(0, 63), st.integers(0, 1)),
+                       min_size=1, max_size=6),
+       data=st.data())
+def test_highlight_path_bolds_exactly_the_nodes_on_some_path(recipe, data):
+    program = _recipe_program(recipe, grad=False)
+    src = data.draw(st.integers(0, len(program.nodes) - 1))
+    dst = data.draw(st.integers(0, len(program.nodes) - 1))
+    on_path = _reachable(program, src, True) & _reachable(program, dst, False)
+    if not on_path:
+        with pytest.raises(ad.RenderError):
+            ad.highlight_path(program, src, dst)
+        return
+    path = ad.highlight_path(program, src, dst)
+    assert path == sorted(on_path)
+    pic = read_picture(ad.render(program, highlight=path, inline_constants=False, long_edges="keep"))
+    bold = {int(name[1:]) for name, n in pic["nodes"].items() if n.get("penwidth") == "2.5"}
+    assert bold == on_path
+    expected = Counter((f"n{p}", f"n{n.index}") for n in program.nodes if n.index in on_path
+                       for p in n.parents if p in on_path)
+    assert Counter(pic["bold_edges"]) == expected
+
+
+def test_highlight_path_from_a_name_shared_by_several_nodes_starts_at_each():
+    # Two branches each naming their result "h": paths from "h" start at either of them.
+    def f(x, y):
+        a = ad.tanh(x)
+        a.name = "h"
+        b = ad.exp(y)
+        b.name = "h"
+        return a * b
+    program = ad.trace(f, np.ones(2), np.ones(2))
+    named = [n.index for n in program.nodes if n.name == "h"]
+    assert len(named) == 2
+    out = program.outputs[0]
+    expected = set().union(*(_reachable(program, s, True) for s in named)) & _reachable(program, out, False)
+    assert ad.highlight_path(program, "h", out) == sorted(expected)
