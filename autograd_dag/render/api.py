@@ -137,8 +137,9 @@ def highlight_path(obj, src, dst) -> list[int]:
     """The nodes on every path from ``src`` to ``dst``: pass them as ``render(..., highlight=)``.
 
     Takes a Program (or output Tensor) and two nodes, each a node index or a
-    node name; returns the ascending node indices lying on some path from
-    ``src`` to ``dst`` (both included). Raises :class:`RenderError` when there
+    node name (a name borne by several nodes stands for all of them); returns
+    the ascending node indices lying on some path from ``src`` to ``dst``
+    (both included). Raises :class:`RenderError` when there
     is no such path.
 
     Example:
@@ -148,10 +149,12 @@ def highlight_path(obj, src, dst) -> list[int]:
         [0, 2, 3]
     """
     program = as_program(obj)
-    (s,) = _resolve(program, src, "highlight_path source")[:1]
+    # A name may be shared (a loop naming its state "h" each step): every node bearing it is a
+    # source or destination, as ``highlight`` marks them all; keeping only the first hid paths.
+    sources = _resolve(program, src, "highlight_path source")
     targets = set(_resolve(program, dst, "highlight_path destination"))
-    forward = {s}
-    for node in program.nodes[s + 1:]:
+    forward = set(sources)
+    for node in program.nodes[min(sources) + 1:]:
         if any(p in forward for p in node.parents):
             forward.add(node.index)
     backward = set(targets)
@@ -160,7 +163,8 @@ def highlight_path(obj, src, dst) -> list[int]:
             backward.update(node.parents)
     path = sorted(forward & backward)
     if not path:
-        raise RenderError(f"highlight_path: no path from {src!r} (%{s}) to {dst!r} in program "
+        where = ", ".join(f"%{k}" for k in sources)
+        raise RenderError(f"highlight_path: no path from {src!r} ({where}) to {dst!r} in program "
                           f"'{program.name}'")
     return path
 
