@@ -271,3 +271,17 @@ def test_highlight_path_from_a_name_shared_by_several_nodes_starts_at_each():
     out = program.outputs[0]
     expected = set().union(*(_reachable(program, s, True) for s in named)) & _reachable(program, out, False)
     assert ad.highlight_path(program, "h", out) == sorted(expected)
+
+
+def test_a_jit_function_renders_as_the_program_it_traced():
+    W = np.arange(6.0).reshape(3, 2)
+    fast = ad.jit(lambda x, y: (ad.tanh(x @ W) - y, 2.0 / ad.exp(y)))
+    with pytest.raises(ad.RenderError, match="call it once"):
+        ad.render(fast)  # nothing traced yet: nothing to draw
+    fast(np.ones((4, 3)), np.ones((4, 2)))
+    (program, _), = fast.programs.values()
+    for view, check in (("dag", check_dag_picture), ("bipartite", check_bipartite_picture)):
+        check(program, read_picture(ad.render(fast, view=view, inline_constants=False)))
+    fast(np.ones((5, 3)), np.ones((5, 2)))  # a second signature: which one to draw must be said
+    with pytest.raises(ad.RenderError, match=r"2 programs.*\.programs"):
+        ad.render(fast)
