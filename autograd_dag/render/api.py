@@ -25,7 +25,9 @@ DEFAULT_MAX_NODES = 2500
 
 
 def as_program(obj, *, parameters_as_inputs: bool = False) -> Program:
-    """The :class:`Program` to draw for ``obj``: a Program, an output Tensor, or a tuple of them.
+    """The :class:`Program` to draw for ``obj``: a Program, an output Tensor, a tuple of them, a
+    hand-built :class:`Graph`, an arithmetic circuit, or an ``ad.jit`` function that has traced
+    one program (called on one input signature).
 
     For Tensors the recorded graph is walked back to its leaves: leaves that
     require a gradient become *parameters*, constants lifted from Python
@@ -49,12 +51,14 @@ def as_program(obj, *, parameters_as_inputs: bool = False) -> Program:
         return graph_program(obj)
     if callable(getattr(obj, "to_program", None)):
         return obj.to_program()  # an arithmetic circuit (duck-typed: render does not import circuits)
+    if callable(obj) and isinstance(getattr(obj, "programs", None), dict):
+        return _jit_program(obj)
     if isinstance(obj, Tensor):
         outputs = (obj,)
     elif isinstance(obj, (tuple, list)) and obj and all(isinstance(t, Tensor) for t in obj):
         outputs = tuple(obj)
     else:
-        raise RenderError(f"render: expected a Program, a Tensor, a tuple of Tensors or a Graph; "
+        raise RenderError(f"render: expected a Program, a Tensor, a tuple of Tensors, a Graph or a jit function; "
                           f"got {type(obj).__name__}")
     inputs: list[Tensor] = []
     parameters: list[Tensor] = []
@@ -71,6 +75,23 @@ def as_program(obj, *, parameters_as_inputs: bool = False) -> Program:
         if t.name is None:  # "x3" would read as an input
             program.nodes[len(inputs) + i].name = f"param{i}"
     return program
+
+
+def _jit_program(fn) -> Program:
+    # An ad.jit function keeps one traced program per input signature in ``.programs``
+    # ({signature: (program, output structure)}): draw it when there is exactly one.
+    name = getattr(fn, "__name__", "jit function")
+    entries = list(fn.programs.values())
+    if not entries:
+        raise RenderError(f"render: {name} has traced no program yet: call it once on example "
+                          f"arguments, then render it")
+    if len(entries) > 1:
+        signatures = "; ".join(", ".join(f"{np.dtype(d)}[{','.join(map(str, s))}]" for s, d in key[1])
+                               for key in fn.programs)
+        raise RenderError(f"render: {name} holds {len(entries)} programs, one per input signature "
+                          f"({signatures}): pick one from its .programs ({{signature: (program, "
+                          f"output structure)}}) and render that")
+    return entries[0][0]
 
 
 def graph_program(graph: Graph, name: str = "graph") -> Program:
