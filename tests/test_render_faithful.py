@@ -285,3 +285,17 @@ def test_a_jit_function_renders_as_the_program_it_traced():
     fast(np.ones((5, 3)), np.ones((5, 2)))  # a second signature: which one to draw must be said
     with pytest.raises(ad.RenderError, match=r"2 programs.*\.programs"):
         ad.render(fast)
+
+
+GRADIENT_FILL = "#f7cdd6"  # the legend's colour of "gradient (output)"
+
+
+def test_the_value_output_of_a_gradient_program_is_not_drawn_as_a_gradient():
+    program = ad.trace(lambda x: ad.sum(ad.exp(x)), np.ones(2))
+    both = ad.grad_program(program, with_value=True)  # outputs: the value, then df/dx
+    value, gradient = both.outputs
+    pic = read_picture(ad.render(both))
+    assert pic["nodes"][f"n{gradient}"]["fillcolor"] == GRADIENT_FILL
+    assert pic["nodes"][f"n{value}"]["fillcolor"] != GRADIENT_FILL
+    assert pic["nodes"][f"n{value}"].get("peripheries") == "2"  # still an output
+    assert "output" in pic["nodes"]["legend"]["text"].replace("gradient (output)", "")
