@@ -9,7 +9,7 @@ import graphviz
 from .labels import html, name_html, small
 from .layout import graph_attributes
 from .output import RenderedGraph
-from .scene import Scene
+from .scene import Scene, output_role
 from .styles import (DIM_FILL, DIM_LINE, DIM_TEXT, EDGE_COLOR, FONT, HIGHLIGHT_COLOR, ROLE_COLORS,
                      legend_label, node_attrs, op_color)
 
@@ -100,9 +100,9 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
     if legend:
         present = {n.role for n in scene.nodes}
         outputs = set(program.outputs)
-        if any(n.role == "group" and outputs.intersection(n.members) for n in scene.nodes):
-            # a collapsed scope holding an output wears the output's double border
-            present.add("gradient" if program.kind in ("gradient", "gradient_circuit") else "output")
+        for n in scene.nodes:
+            if n.role == "group":  # a collapsed scope holding an output wears the output's double border
+                present.update(output_role(program, k) for k in outputs.intersection(n.members))
         roles = [r for r in _ROLE_ORDER if r in present and r in ROLE_COLORS]
         ops = None
         if color_by == "op":

@@ -8,6 +8,7 @@ legend, emission) work on it without knowing which view made it.
 from __future__ import annotations
 
 import inspect
+import re
 
 import numpy as np
 
@@ -133,6 +134,19 @@ def operand_names(node) -> tuple | None:
     return tuple(q.name for q in params[:len(node.parents)])
 
 
+# grad_program names every derivative it returns d<f>/d<input> (a gradient circuit: df/dx); the
+# value it may return beside them (with_value=True, a circuit's f) is an output, not a gradient.
+_DERIVATIVE_NAME = re.compile(r"^d.+/d.+$", re.S)
+
+
+def output_role(program: Program, k: int) -> str:
+    """The role of output ``k``: ``"gradient"`` for a derivative a gradient program returns, else ``"output"``."""
+    if program.kind not in ("gradient", "gradient_circuit"):
+        return "output"
+    name = program.nodes[k].name
+    return "gradient" if name is not None and _DERIVATIVE_NAME.match(str(name)) else "output"
+
+
 # An arithmetic circuit's gates are drawn with the book's symbols.
 CIRCUIT_GATES = {"add": "+", "multiply": "\u00d7"}
 
@@ -170,7 +184,7 @@ class Labeller:
     def role(self, k: int) -> str:
         node = self.program.nodes[k]
         if k in self.outputs:
-            return "gradient" if self.program.kind in ("gradient", "gradient_circuit") else "output"
+            return output_role(self.program, k)
         if node.op in (NodeKind.INPUT, NodeKind.PARAMETER, NodeKind.CONSTANT):
             return node.op.value
         return "intermediate"
@@ -286,9 +300,9 @@ class Labeller:
             lines.append(small(html("out: " + outs, 70)))
         held = self.group_outputs(gi) if mark_outputs else []
         if held:
-            what = "gradient" if self.program.kind in ("gradient", "gradient_circuit") else "output"
-            listed = ", ".join(f"%{k}" for k in held[:6]) + (", \u2026" if len(held) > 6 else "")
-            lines.append(small(html(f"{what}{'s' * (len(held) > 1)}: {listed}", 70), "#222222"))
+            listed = ", ".join(f"%{k} ({output_role(program, k)})" for k in held[:6])
+            listed += ", \u2026" if len(held) > 6 else ""
+            lines.append(small(html(f"returns {listed}", 70), "#222222"))
         return "<" + "<BR/>".join(lines) + ">"
 
     def group_tooltip(self, gi: int) -> str:
