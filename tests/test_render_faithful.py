@@ -299,3 +299,36 @@ def test_the_value_output_of_a_gradient_program_is_not_drawn_as_a_gradient():
     assert pic["nodes"][f"n{value}"]["fillcolor"] != GRADIENT_FILL
     assert pic["nodes"][f"n{value}"].get("peripheries") == "2"  # still an output
     assert "output" in pic["nodes"]["legend"]["text"].replace("gradient (output)", "")
+
+
+BLOCK_KINDS = {
+    "tanh*2": lambda x: ad.tanh(x * 2.0),
+    "tanh*3": lambda x: ad.tanh(x * 3.0),
+    "tanh*2.0000001": lambda x: ad.tanh(x * 2.0000001),
+    "exp*2": lambda x: ad.exp(x * 2.0) * 0.1,
+    "+arange": lambda x: x + np.arange(4.0),
+    "+arange reversed": lambda x: x + np.arange(4.0)[::-1].copy(),
+    "sum keepdims": lambda x: x - ad.sum(x, keepdims=True),
+    "mean keepdims": lambda x: x - ad.mean(x, keepdims=True),
+}
+
+
+@settings(max_examples=30, deadline=None, database=None)
+@given(kinds=st.lists(st.sampled_from(sorted(BLOCK_KINDS)), min_size=1, max_size=7),
+       inline=st.booleans(), view=st.sampled_from(["dag", "bipartite"]))
+def test_folding_merges_exactly_the_runs_of_identical_blocks(kinds, inline, view):
+    def f(x):
+        for i, kind in enumerate(kinds):
+            with ad.name_scope(f"block{i}"):
+                x = BLOCK_KINDS[kind](x)
+        return x
+    program = ad.trace(f, np.linspace(-1, 1, 4))
+    pic = read_picture(ad.render(program, view=view, depth=0, inline_constants=inline))
+    expected, i = [], 0
+    while i < len(kinds):  # runs of consecutive equal blocks, written independently of the renderer
+        j = i
+        while j + 1 < len(kinds) and kinds[j + 1] == kinds[i]:
+            j += 1
+        expected.append(f"block × {j - i + 1}" if j > i else f"block{i}")
+        i = j + 1
+    assert _group_titles(pic) == sorted(expected)
