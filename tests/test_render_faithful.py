@@ -332,3 +332,19 @@ def test_folding_merges_exactly_the_runs_of_identical_blocks(kinds, inline, view
         expected.append(f"block × {j - i + 1}" if j > i else f"block{i}")
         i = j + 1
     assert _group_titles(pic) == sorted(expected)
+
+
+@pytest.mark.parametrize("view", ["dag", "bipartite"])
+def test_small_array_constants_show_their_values(view):
+    def f(x):
+        return (x + np.array([1.0, 2.5, -3.0])) * np.array([[0.5, 1e-8], [4.0, 7.0]])[0, :1]
+    program = ad.trace(f, np.ones(3))
+    pic = read_picture(ad.render(program, view=view))
+    texts = [n["text"] for n in pic["nodes"].values()]
+    constants = [n for n in program.nodes if n.op is NodeKind.CONSTANT and np.size(n.value) > 1]
+    assert constants
+    for node in constants:
+        # the values read back from the label, parsed as numbers, are the constant's
+        label = next(t for t in texts if re.search(rf"%{node.index}\b", t))
+        numbers = [float(s) for s in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", label.split("\n")[0])]
+        np.testing.assert_array_equal(numbers, np.ravel(node.value))
