@@ -106,6 +106,21 @@ def small(text: str, color: str = "#555555", size: int = 9) -> str:
 
 
 
+def constant_str(value, max_size: int = 8) -> str:
+    """A constant's value for its node: every element of a small array (``[1, 2.5, -3]``), else
+    ``value_str``'s ``2`` or ``array[3,4]``. Two constants of one shape then read differently.
+
+    Example:
+        >>> constant_str(np.array([[1.0, 2.5], [-3.0, 1e-8]]))
+        '[[1, 2.5], [-3, 1e-08]]'
+    """
+    v = np.asarray(value)
+    if v.size <= 1 or v.size > max_size or v.dtype.kind not in "biuf":
+        return value_str(value)
+    return np.array2string(v, separator=", ", formatter={"all": value_str}, threshold=max_size + 1,
+                           max_line_width=10 ** 6).replace("\n", "")
+
+
 def type_str(shape, dtype, show_shapes: bool = True, show_dtypes: bool = True) -> str:
     """``float64[3,4]``, ``[3,4]``, ``float64`` or ``""`` as asked."""
     return (str(np.dtype(dtype)) if show_dtypes else "") + (shape_str(shape) if show_shapes else "")

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..program import NodeKind, Program
 from .axes import axes_shape_str
-from .labels import html, name_html, plain, shape_str, small, source_str, type_str, value_str, params_str
+from .labels import constant_str, html, name_html, plain, shape_str, small, source_str, type_str, value_str, params_str
 from .collapse import Grouping
 
 
@@ -202,7 +202,7 @@ class Labeller:
         if node.op is NodeKind.PARAMETER:
             return f"<B>{name_html(node.name or 'parameter')}</B>"
         if node.op is NodeKind.CONSTANT:
-            text = f"<B>{html(value_str(node.value), 40)}</B>"
+            text = f"<B>{name_html(constant_str(node.value))}</B>"
             return text + (f"<BR/><I>{name_html(node.name)}</I>" if node.name else "")
         if self.program.kind == "graph":  # a hand-built Graph: its vertices are the labels
             return f"<B>{name_html(node.name)}</B>"
