@@ -355,3 +355,11 @@ def test_small_array_constants_show_their_values(view):
         label = next(t for t in texts if re.search(rf"%{node.index}\b", t))
         numbers = [float(s) for s in re.findall(NUMBER, label.split("\n")[0])]
         np.testing.assert_array_equal(numbers, np.ravel(node.value))
+
+
+def test_jupyter_display_of_a_program_honours_include_and_exclude():
+    program = ad.trace(lambda a, b: a / b, np.ones(2), np.ones(2))
+    svg = program._repr_mimebundle_()["image/svg+xml"]
+    assert "a / b" in svg and svg.lstrip().startswith(("<?xml", "<svg"))
+    assert "image/svg+xml" not in program._repr_mimebundle_(exclude=["image/svg+xml"])
+    assert set(program._repr_mimebundle_(include=["text/plain"])) == {"text/plain"}
