@@ -198,8 +198,9 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
            axes: dict | None = None) -> RenderedGraph:
     """Draw a program as a Graphviz digraph: ``view="dag"`` or ``"bipartite"``.
 
-    Takes a :class:`Program` (a gradient program too), an output Tensor, or a
-    tuple of output Tensors (see :func:`as_program`). Returns a
+    Takes a :class:`Program` (a gradient program too), an output Tensor, a
+    tuple of output Tensors, a hand-built :class:`Graph`, an arithmetic circuit
+    or an ``ad.jit`` function that has traced one program (see :func:`as_program`). Returns a
     :class:`RenderedGraph`, a ``graphviz.Digraph``: ``.source`` is the DOT
     text (no Graphviz needed), ``.render("out.svg")`` writes a file in the
     format of its suffix, ``.pipe("png")`` gives bytes, Jupyter shows it inline.
