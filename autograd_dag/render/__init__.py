@@ -29,9 +29,16 @@ _program_text_bundle = Program._repr_mimebundle_
 
 
 def _program_mimebundle(self, include=None, exclude=None):
-    """Jupyter display of a Program: its DAG as SVG (when ``dot`` exists) beside the text listing."""
+    """Jupyter display of a Program: its DAG as SVG (when ``dot`` exists) beside the text listing,
+    each only when ``include``/``exclude`` (MIME types, as IPython passes them) let it in."""
     bundle = _program_text_bundle(self, include, exclude)
-    if shutil.which("dot") is not None and len(self.nodes) <= 2000:
+    if include is not None:
+        bundle = {k: v for k, v in bundle.items() if k in include}
+    if exclude is not None:
+        bundle = {k: v for k, v in bundle.items() if k not in exclude}
+    # A frontend that leaves SVG out (a text-only export) must not wait for a layout.
+    wanted = (include is None or "image/svg+xml" in include) and not (exclude and "image/svg+xml" in exclude)
+    if wanted and shutil.which("dot") is not None and len(self.nodes) <= 2000:
         try:
             bundle["image/svg+xml"] = render(self).pipe(format="svg").decode("utf-8")
         except (AutogradDagError, graphviz.ExecutableNotFound, graphviz.CalledProcessError,

@@ -25,7 +25,9 @@ DEFAULT_MAX_NODES = 2500
 
 
 def as_program(obj, *, parameters_as_inputs: bool = False) -> Program:
-    """The :class:`Program` to draw for ``obj``: a Program, an output Tensor, or a tuple of them.
+    """The :class:`Program` to draw for ``obj``: a Program, an output Tensor, a tuple of them, a
+    hand-built :class:`Graph`, an arithmetic circuit, or an ``ad.jit`` function that has traced
+    one program (called on one input signature).
 
     For Tensors the recorded graph is walked back to its leaves: leaves that
     require a gradient become *parameters*, constants lifted from Python
@@ -49,12 +51,14 @@ def as_program(obj, *, parameters_as_inputs: bool = False) -> Program:
         return graph_program(obj)
     if callable(getattr(obj, "to_program", None)):
         return obj.to_program()  # an arithmetic circuit (duck-typed: render does not import circuits)
+    if callable(obj) and isinstance(getattr(obj, "programs", None), dict):
+        return _jit_program(obj)
     if isinstance(obj, Tensor):
         outputs = (obj,)
     elif isinstance(obj, (tuple, list)) and obj and all(isinstance(t, Tensor) for t in obj):
         outputs = tuple(obj)
     else:
-        raise RenderError(f"render: expected a Program, a Tensor, a tuple of Tensors or a Graph; "
+        raise RenderError(f"render: expected a Program, a Tensor, a tuple of Tensors, a Graph or a jit function; "
                           f"got {type(obj).__name__}")
     inputs: list[Tensor] = []
     parameters: list[Tensor] = []
@@ -71,6 +75,23 @@ def as_program(obj, *, parameters_as_inputs: bool = False) -> Program:
         if t.name is None:  # "x3" would read as an input
             program.nodes[len(inputs) + i].name = f"param{i}"
     return program
+
+
+def _jit_program(fn) -> Program:
+    # An ad.jit function keeps one traced program per input signature in ``.programs``
+    # ({signature: (program, output structure)}): draw it when there is exactly one.
+    name = getattr(fn, "__name__", "jit function")
+    entries = list(fn.programs.values())
+    if not entries:
+        raise RenderError(f"render: {name} has traced no program yet: call it once on example "
+                          f"arguments, then render it")
+    if len(entries) > 1:
+        signatures = "; ".join(", ".join(f"{np.dtype(d)}[{','.join(map(str, s))}]" for s, d in key[1])
+                               for key in fn.programs)
+        raise RenderError(f"render: {name} holds {len(entries)} programs, one per input signature "
+                          f"({signatures}): pick one from its .programs ({{signature: (program, "
+                          f"output structure)}}) and render that")
+    return entries[0][0]
 
 
 def graph_program(graph: Graph, name: str = "graph") -> Program:
@@ -137,8 +158,9 @@ def highlight_path(obj, src, dst) -> list[int]:
     """The nodes on every path from ``src`` to ``dst``: pass them as ``render(..., highlight=)``.
 
     Takes a Program (or output Tensor) and two nodes, each a node index or a
-    node name; returns the ascending node indices lying on some path from
-    ``src`` to ``dst`` (both included). Raises :class:`RenderError` when there
+    node name (a name borne by several nodes stands for all of them); returns
+    the ascending node indices lying on some path from ``src`` to ``dst``
+    (both included). Raises :class:`RenderError` when there
     is no such path.
 
     Example:
@@ -148,10 +170,12 @@ def highlight_path(obj, src, dst) -> list[int]:
         [0, 2, 3]
     """
     program = as_program(obj)
-    (s,) = _resolve(program, src, "highlight_path source")[:1]
+    # A name may be shared (a loop naming its state "h" each step): every node bearing it is a
+    # source or destination, as ``highlight`` marks them all; keeping only the first hid paths.
+    sources = _resolve(program, src, "highlight_path source")
     targets = set(_resolve(program, dst, "highlight_path destination"))
-    forward = {s}
-    for node in program.nodes[s + 1:]:
+    forward = set(sources)
+    for node in program.nodes[min(sources) + 1:]:
         if any(p in forward for p in node.parents):
             forward.add(node.index)
     backward = set(targets)
@@ -160,7 +184,8 @@ def highlight_path(obj, src, dst) -> list[int]:
             backward.update(node.parents)
     path = sorted(forward & backward)
     if not path:
-        raise RenderError(f"highlight_path: no path from {src!r} (%{s}) to {dst!r} in program "
+        where = ", ".join(f"%{k}" for k in sources)
+        raise RenderError(f"highlight_path: no path from {src!r} ({where}) to {dst!r} in program "
                           f"'{program.name}'")
     return path
 
@@ -173,8 +198,9 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
            axes: dict | None = None) -> RenderedGraph:
     """Draw a program as a Graphviz digraph: ``view="dag"`` or ``"bipartite"``.
 
-    Takes a :class:`Program` (a gradient program too), an output Tensor, or a
-    tuple of output Tensors (see :func:`as_program`). Returns a
+    Takes a :class:`Program` (a gradient program too), an output Tensor, a
+    tuple of output Tensors, a hand-built :class:`Graph`, an arithmetic circuit
+    or an ``ad.jit`` function that has traced one program (see :func:`as_program`). Returns a
     :class:`RenderedGraph`, a ``graphviz.Digraph``: ``.source`` is the DOT
     text (no Graphviz needed), ``.render("out.svg")`` writes a file in the
     format of its suffix, ``.pipe("png")`` gives bytes, Jupyter shows it inline.

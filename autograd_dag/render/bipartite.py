@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..program import NodeKind
 from .collapse import Grouping
-from .labels import html
+from .labels import name_html
 from .scene import Labeller, Scene, VNode, crossing_edges, join_lines
 from .styles import op_color
 
@@ -31,7 +31,7 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
         if node.op is NodeKind.CONSTANT:
             title = labeller.title(k)
         elif node.name:
-            title = labeller.title(k) if node.prim is None else f"<B>{html(node.name, 40)}</B>"
+            title = labeller.title(k) if node.prim is None else f"<B>{name_html(node.name)}</B>"
         else:
             title = ""
         scene.add_node(VNode(f"v{k}", labeller.role(k), join_lines(title, labeller.info(k)), scope,

@@ -15,12 +15,12 @@ belong to which group. The views turn it into Graphviz nodes.
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import numpy as np
 
 from ..program import NodeKind, Program
-from .labels import params_str, value_str
 
 _TRAILING_INDEX = re.compile(r"[\s_.\-]*\d+$")
 
@@ -227,9 +227,43 @@ def _base_name(name: str) -> str:
     return _TRAILING_INDEX.sub("", name) or name
 
 
+def exact_key(value) -> tuple:
+    """A hashable key that two values share only when they are equal in type, dtype, shape and every element.
+
+    Takes a constant's value or a node's params (numbers, arrays, slices, tuples,
+    lists, dicts of them); arrays enter by a digest of their bytes, so a large
+    constant costs one pass over its memory. Labels round (``1.0000001`` is drawn
+    ``1``) and summarise (``array[5]``); folding compares these keys instead, so
+    two blocks that differ anywhere never fold.
+
+    Example:
+        >>> exact_key(1.0) == exact_key(1.0000001), exact_key((0, slice(1, 3))) == exact_key((0, slice(1, 3)))
+        (False, True)
+    """
+    parts: list = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (np.ndarray, np.generic)):
+            a = np.ascontiguousarray(v)
+            data = repr(a.tolist()).encode() if a.dtype.hasobject else a.tobytes()
+            parts.append(("array", a.dtype.str, a.shape, hashlib.blake2b(data, digest_size=16).digest()))
+        elif isinstance(v, (tuple, list)):
+            parts.append((type(v).__name__, len(v)))
+            stack.extend(reversed(v))
+        elif isinstance(v, dict):
+            parts.append(("dict", tuple(map(repr, v))))
+            stack.extend(reversed(list(v.values())))
+        else:
+            parts.append((type(v).__name__, repr(v)))  # repr of a float is exact (round-trips)
+    return tuple(parts)
+
+
 def _signature(program, inlined, group: Group) -> tuple:
     # Two scopes fold when their nodes match one for one: op, type, params,
-    # wiring inside the scope, and the shapes (or inlined values) coming in.
+    # constants' values, wiring inside the scope, and the types (or inlined
+    # values) coming in. Values and params are compared exactly, never by
+    # their (rounded, summarised) label text: a fold must not hide a difference.
     pos = {k: i for i, k in enumerate(group.members)}
     depth = len(group.path)
     entries = []
@@ -240,10 +274,11 @@ def _signature(program, inlined, group: Group) -> tuple:
             if p in pos:
                 args.append(pos[p])
             elif p in inlined:
-                args.append(("c", value_str(program.nodes[p].value)))
+                args.append(("c", exact_key(program.nodes[p].value)))
             else:
-                args.append(("x", program.nodes[p].shape))
-        entries.append((node.op, node.shape, str(node.dtype), params_str(node.params, 10 ** 6),
+                args.append(("x", program.nodes[p].shape, str(program.nodes[p].dtype)))
+        value = exact_key(node.value) if node.op is NodeKind.CONSTANT else None
+        entries.append((node.op, node.shape, str(node.dtype), exact_key(node.params), value,
                         tuple(args), tuple(node.scope[depth:])))
     return (_base_name(group.path[-1][0]), tuple(entries))
 

@@ -28,8 +28,13 @@ def dag_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str | None
             if gi not in placed:
                 placed.add(gi)
                 group = grouping.groups[gi]
-                scene.add_node(VNode(f"g{gi}", "group", labeller.group_label(gi), group.parent_scope,
-                                     tuple(group.members), group.title, labeller.group_tooltip(gi)))
+                # A program output inside a collapsed scope has no node of its own here: the
+                # group carries the output's double border (and names it), or no node says it.
+                held = labeller.group_outputs(gi)
+                scene.add_node(VNode(f"g{gi}", "group", labeller.group_label(gi, mark_outputs=True),
+                                     group.parent_scope, tuple(group.members), group.title,
+                                     labeller.group_tooltip(gi),
+                                     {"peripheries": "2", "penwidth": "1.5"} if held else None))
             continue
         role = labeller.role(k)
         label = join_lines(labeller.title(k), labeller.params(k), labeller.name(k), labeller.info(k))

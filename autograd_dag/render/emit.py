@@ -6,10 +6,10 @@ import re
 
 import graphviz
 
-from .labels import html, small
+from .labels import html, name_html, small
 from .layout import graph_attributes
 from .output import RenderedGraph
-from .scene import Scene
+from .scene import Scene, output_role
 from .styles import (DIM_FILL, DIM_LINE, DIM_TEXT, EDGE_COLOR, FONT, HIGHLIGHT_COLOR, ROLE_COLORS,
                      legend_label, node_attrs, op_color)
 
@@ -29,7 +29,7 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
     heading = title if title is not None else program.name
     kind = {"gradient": "gradient program", "circuit": "arithmetic circuit", "graph": "graph",
             "gradient_circuit": "gradient circuit (f and its partial derivatives)"}.get(program.kind, "program")
-    graph_attr["label"] = (f"<<B>{html(heading, 60)}</B><BR/>"
+    graph_attr["label"] = (f"<<B>{name_html(heading, 60)}</B><BR/>"
                            + small(html(f"{kind}: {len(program.nodes)} nodes, {program.num_edges} edges, "
                                         f"{scene.view} view"))
                            + (f"<BR/>{small(html(note, 120), '#b83250')}" if note else "") + ">")
@@ -83,7 +83,7 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
             continue
         joined = container.subgraph(name=cluster_id[sub])
         c = joined.__enter__()
-        c.attr(label=f"<<B>{html(sub[-1][0], 50)}</B>>", style="dashed,rounded", color="#888888",
+        c.attr(label=f"<<B>{name_html(sub[-1][0], 50)}</B>>", style="dashed,rounded", color="#888888",
                fontcolor="#444444", fontsize="10", labeljust="l")
         add_nodes(c, sub)
         stack.append((c, iter(subclusters.get(sub, ())), joined))
@@ -99,6 +99,10 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
         g.edge(edge.src, edge.dst, **attrs)
     if legend:
         present = {n.role for n in scene.nodes}
+        outputs = set(program.outputs)
+        for n in scene.nodes:
+            if n.role == "group":  # a collapsed scope holding an output wears the output's double border
+                present.update(output_role(program, k) for k in outputs.intersection(n.members))
         roles = [r for r in _ROLE_ORDER if r in present and r in ROLE_COLORS]
         ops = None
         if color_by == "op":

@@ -49,6 +49,42 @@ def html(text, limit: int = _MAX_TEXT) -> str:
     return s.replace("\n", "<BR/>")
 
 
+_NAME_PIECE = re.compile(r"[^./_ \-]*[./_ \-]?")
+
+
+def name_html(text, width: int = 40, limit: int = 240) -> str:
+    """A user's name (parameter, node, scope) escaped for an HTML-like label, whole, wrapped at ``width``.
+
+    Names are what tell two nodes apart (``...out_proj.weight`` and
+    ``...out_proj.bias``), so they are never cut at the end: a long one is
+    broken into lines after ``.``, ``/``, ``_``, ``-`` or a space. Only a name
+    longer than ``limit`` loses its middle (``…``), keeping both ends.
+
+    Example:
+        >>> name_html("encoder.layers.11.self_attn.out_proj.weight", 24)
+        'encoder.layers.11.self_<BR/>attn.out_proj.weight'
+    """
+    s = str(text)
+    if len(s) > limit:
+        s = s[: limit // 2 - 1] + "\u2026" + s[len(s) - limit // 2:]
+    lines: list[str] = []
+    for paragraph in s.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        line = ""
+        for piece in _NAME_PIECE.findall(paragraph):
+            while len(piece) > width:  # a piece with no separator in it: cut where it must
+                if line:
+                    lines.append(line)
+                    line = ""
+                lines.append(piece[:width])
+                piece = piece[width:]
+            if line and len(line) + len(piece) > width:
+                lines.append(line)
+                line = ""
+            line += piece
+        lines.append(line)
+    return "<BR/>".join(html(line, 0) for line in lines)
+
+
 def plain(text, limit: int = 200) -> str:
     """Escape ``text`` for a quoted (non-HTML) DOT attribute such as ``tooltip``.
 
@@ -68,6 +104,21 @@ def small(text: str, color: str = "#555555", size: int = 9) -> str:
     return f'<FONT POINT-SIZE="{size}" COLOR="{color}">{text}</FONT>' if text else ""
 
 
+
+
+def constant_str(value, max_size: int = 8) -> str:
+    """A constant's value for its node: every element of a small array (``[1, 2.5, -3]``), else
+    ``value_str``'s ``2`` or ``array[3,4]``. Two constants of one shape then read differently.
+
+    Example:
+        >>> constant_str(np.array([[1.0, 2.5], [-3.0, 1e-8]]))
+        '[[1, 2.5], [-3, 1e-08]]'
+    """
+    v = np.asarray(value)
+    if v.size <= 1 or v.size > max_size or v.dtype.kind not in "biuf":
+        return value_str(value)
+    return np.array2string(v, separator=", ", formatter={"all": value_str}, threshold=max_size + 1,
+                           max_line_width=10 ** 6).replace("\n", "")
 
 
 def type_str(shape, dtype, show_shapes: bool = True, show_dtypes: bool = True) -> str:

@@ -8,12 +8,13 @@ legend, emission) work on it without knowing which view made it.
 from __future__ import annotations
 
 import inspect
+import re
 
 import numpy as np
 
 from ..program import NodeKind, Program
 from .axes import axes_shape_str
-from .labels import html, plain, shape_str, small, source_str, type_str, value_str, params_str
+from .labels import constant_str, html, name_html, plain, shape_str, small, source_str, type_str, value_str, params_str
 from .collapse import Grouping
 
 
@@ -133,6 +134,19 @@ def operand_names(node) -> tuple | None:
     return tuple(q.name for q in params[:len(node.parents)])
 
 
+# grad_program names every derivative it returns d<f>/d<input> (a gradient circuit: df/dx); the
+# value it may return beside them (with_value=True, a circuit's f) is an output, not a gradient.
+_DERIVATIVE_NAME = re.compile(r"^d.+/d.+$", re.S)
+
+
+def output_role(program: Program, k: int) -> str:
+    """The role of output ``k``: ``"gradient"`` for a derivative a gradient program returns, else ``"output"``."""
+    if program.kind not in ("gradient", "gradient_circuit"):
+        return "output"
+    name = program.nodes[k].name
+    return "gradient" if name is not None and _DERIVATIVE_NAME.match(str(name)) else "output"
+
+
 # An arithmetic circuit's gates are drawn with the book's symbols.
 CIRCUIT_GATES = {"add": "+", "multiply": "\u00d7"}
 
@@ -170,7 +184,7 @@ class Labeller:
     def role(self, k: int) -> str:
         node = self.program.nodes[k]
         if k in self.outputs:
-            return "gradient" if self.program.kind in ("gradient", "gradient_circuit") else "output"
+            return output_role(self.program, k)
         if node.op in (NodeKind.INPUT, NodeKind.PARAMETER, NodeKind.CONSTANT):
             return node.op.value
         return "intermediate"
@@ -184,14 +198,14 @@ class Labeller:
         """The bold first line of a root (its name or value) or of a function (op and inlined constants)."""
         node = self.program.nodes[k]
         if node.op is NodeKind.INPUT:
-            return f"<B>{html(node.name or f'x{k}', 40)}</B>"
+            return f"<B>{name_html(node.name or f'x{k}')}</B>"
         if node.op is NodeKind.PARAMETER:
-            return f"<B>{html(node.name or 'parameter', 40)}</B>"
+            return f"<B>{name_html(node.name or 'parameter')}</B>"
         if node.op is NodeKind.CONSTANT:
-            text = f"<B>{html(value_str(node.value), 40)}</B>"
-            return text + (f"<BR/><I>{html(node.name, 40)}</I>" if node.name else "")
+            text = f"<B>{name_html(constant_str(node.value))}</B>"
+            return text + (f"<BR/><I>{name_html(node.name)}</I>" if node.name else "")
         if self.program.kind == "graph":  # a hand-built Graph: its vertices are the labels
-            return f"<B>{html(node.name, 40)}</B>"
+            return f"<B>{name_html(node.name)}</B>"
         inlined = self.grouping.inlined
         op = (CIRCUIT_GATES.get(node.op, node.op) if self.program.kind in ("circuit", "gradient_circuit")
               else node.op)
@@ -199,7 +213,7 @@ class Labeller:
         if any(p in inlined for p in node.parents):
             args = [value_str(self.program.nodes[p].value) if p in inlined else "\u00b7"
                     for p in node.parents]
-            text += html("(" + ", ".join(args) + ")", 40)
+            text += name_html("(" + ", ".join(args) + ")")  # wrapped, never cut: a value would be lost
         return text
 
     def params(self, k: int) -> str:
@@ -223,7 +237,7 @@ class Labeller:
     def name(self, k: int) -> str:
         node = self.program.nodes[k]
         if node.name and node.prim is not None:
-            return f'<FONT POINT-SIZE="10"><I>{html(node.name, 40)}</I></FONT>'
+            return f'<FONT POINT-SIZE="10"><I>{name_html(node.name)}</I></FONT>'
         return ""
 
     def short(self, k: int) -> str:
@@ -234,7 +248,7 @@ class Labeller:
         """The bold line of function f_k's box in the bipartite view."""
         node = self.program.nodes[k]
         if self.program.kind == "graph" and node.op is NodeKind.VERTEX:
-            return f"<B>f</B><SUB>{html(node.name, 40)}</SUB>"
+            return f"<B>f</B><SUB>{name_html(node.name)}</SUB>"
         if self.program.kind == "graph":  # a vertex naming a primitive
             return f"<B>{html(node.op, 40)}</B>"
         return self.title(k)
@@ -257,10 +271,16 @@ class Labeller:
             parts.append(src)
         return plain("  ".join(parts))
 
-    def group_label(self, gi: int) -> str:
+    def group_outputs(self, gi: int) -> list[int]:
+        """The program outputs inside group ``gi``, ascending."""
+        return [k for k in self.grouping.groups[gi].members if k in self.outputs]
+
+    def group_label(self, gi: int, mark_outputs: bool = False) -> str:
+        """Title, op and parameter counts, in/out types; with ``mark_outputs`` the program outputs it holds
+        (the DAG view, where no node of their own is drawn for them)."""
         grouping, program = self.grouping, self.program
         group = grouping.groups[gi]
-        lines = [f"<B>{html(group.title, 40)}</B>"]
+        lines = [f"<B>{name_html(group.title)}</B>"]
         ops = sum(1 for k in group.members if program.nodes[k].parents)
         params = [k for k in group.members if program.nodes[k].op is NodeKind.PARAMETER]
         # Folded blocks are identical (that is why they fold) and the in/out types
@@ -278,6 +298,11 @@ class Labeller:
             lines.append(small(html("in: " + ins, 70)))
         if outs:
             lines.append(small(html("out: " + outs, 70)))
+        held = self.group_outputs(gi) if mark_outputs else []
+        if held:
+            listed = ", ".join(f"%{k} ({output_role(program, k)})" for k in held[:6])
+            listed += ", \u2026" if len(held) > 6 else ""
+            lines.append(small(html(f"returns {listed}", 70), "#222222"))
         return "<" + "<BR/>".join(lines) + ">"
 
     def group_tooltip(self, gi: int) -> str:
