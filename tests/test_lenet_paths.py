@@ -51,3 +51,27 @@ def test_relu_gradient_of_a_large_array_is_the_step_of_x():
     x.reshape(-1)[:6] = [-1.0, 2.0, -3.0, 0.0, 0.5, -0.5]   # finite: the gradient is 1 where x > 0, else 0
     g = ad.grad(lambda v: ad.sum(ad.relu(v) * 3.0))(x)
     np.testing.assert_array_equal(g, np.where(x > 0, 3.0, 0.0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conv2d_bias_gradient_is_the_cotangent_summed_per_channel(dtype):
+    from autograd_dag.primitives.conv import conv2d_bias
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((5, 2, 9, 8)).astype(dtype)
+    w = rng.standard_normal((3, 2, 3, 3)).astype(dtype)
+    b = rng.standard_normal(3).astype(dtype)
+    ct = rng.standard_normal((5, 3, 7, 6)).astype(dtype)
+    expect = ct.astype(np.float64).sum(axis=(0, 2, 3))   # the formula, in float64
+    loss = lambda b_: ad.sum(conv2d_bias(x, w, b_) * ct)
+    for g in (ad.grad(loss)(b), ad.jit(ad.grad(loss))(b)):
+        g = np.asarray(g)
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, expect, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_conv2d_bias_second_derivatives_through_the_bias_rule():
+    from autograd_dag.primitives.conv import conv2d_bias
+    rng = np.random.default_rng(2)
+    x, w, b = rng.standard_normal((2, 2, 5, 5)), rng.standard_normal((3, 2, 2, 2)), rng.standard_normal(3)
+    # Cubic in b (a product of two convolutions' outputs): the Hessian in b is not zero.
+    ad.check_grads(lambda x_, b_: ad.sum(conv2d_bias(x_, w, b_) ** 2 * conv2d_bias(x_, w, b_)), (x, b), order=2)
