@@ -129,13 +129,13 @@ class Module:
     def _naming_plan(self) -> list[tuple[Parameter, str]]:
         """(parameter, dotted name) as :meth:`named_parameters` lists them, kept between calls.
 
-        Walking the module tree on every call of the root cost 0.06 ms of a
-        LeNet training step (13 modules, 10 parameters). The plan is reused
+        Walking the module tree on every call of the root cost 0.04 ms of a
+        LeNet training step (13 modules, 10 parameters; 0.005 ms reused). The plan is reused
         while no module attribute was set or deleted since (``_structure``) and
         every list held by a module of the tree holds the same objects (a
         module appended to a list after assignment is named at the next call).
         """
-        plan = self.__dict__.get("_naming")
+        plan = self.__dict__.get("_ad_naming_plan")
         if plan is not None and plan[0] == _structure[0]:
             for held, snapshot in plan[1]:
                 if len(held) != len(snapshot) or list(map(id, held)) != list(map(id, snapshot)):
@@ -144,10 +144,11 @@ class Module:
                 return plan[2]
         named = list(self.named_parameters())
         # The snapshots hold their items: an id seen here cannot be reused by a new object.
-        lists = [(v, list(v)) for m in self.modules() for k, v in m.__dict__.items()
+        lists = [(v, list(v)) for m in self.modules() for v in m.__dict__.values()
                  if isinstance(v, list)]
-        object.__setattr__(self, "_naming", (_structure[0], lists, [(p, name) for name, p in named]))
-        return self._naming[2]
+        names = [(p, name) for name, p in named]
+        object.__setattr__(self, "_ad_naming_plan", (_structure[0], lists, names))
+        return names
 
     def _check_initialised(self) -> None:
         if "training" not in self.__dict__:
