@@ -129,3 +129,17 @@ def test_float32_lenet_first_layer_gradients_against_float64():
     assert all(g.dtype == np.float32 for g in g32)
     np.testing.assert_allclose(g32[0], weight_grad_ref(x, ct, (5, 5)), rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(g32[1], ct.sum(axis=(0, 2, 3)), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_channels_last_weight_gradient_summed_in_blocks_matches_the_loops(dtype):
+    # 5 images of 12 x 12 output pixels: 720 rows, two blocks of 256 and a last one of 208.
+    from autograd_dag.primitives.conv import _BLOCK, _channels_last, conv2d_weight_grad
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((5, 6, 14, 14)).astype(dtype)
+    g = rng.standard_normal((5, 2, 12, 12)).astype(dtype)
+    assert _channels_last(6, 3, 12) and 5 * 12 * 12 > 2 * _BLOCK and (5 * 12 * 12) % _BLOCK
+    dw = conv2d_weight_grad(x, g, (3, 3)).value
+    assert dw.dtype == dtype
+    np.testing.assert_allclose(dw, weight_grad_ref(x.astype(np.float64), g.astype(np.float64), (3, 3)),
+                               rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-4 if dtype == np.float32 else 1e-12)

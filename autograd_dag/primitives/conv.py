@@ -483,6 +483,27 @@ def conv2d_input_grad(g, w, in_hw, stride=1, padding=0) -> Tensor:
 # ----------------------------------------------------- conv2d_weight_grad
 
 
+# The inner dimension's block in _product_in_blocks.
+_BLOCK = 256
+
+
+def _product_in_blocks(a, b):
+    """a @ b for a (M, K) and b (K, N) with K long and M, N short, as a sum over blocks of K.
+
+    One BLAS call on the whole of K was slower on this shape: LeNet's second
+    weight gradient, (16, 4096) x (4096, 150), in blocks of 256 took 0.43 ms
+    in all against 0.51 (float32) and 0.74 against 0.99 (float64); blocks of 128
+    or 512 gained less.
+    """
+    k = a.shape[1]
+    if k <= 2 * _BLOCK:
+        return a @ b
+    out = a[:, :_BLOCK] @ b[:_BLOCK]
+    for start in range(_BLOCK, k, _BLOCK):
+        out += a[:, start:start + _BLOCK] @ b[start:start + _BLOCK]
+    return out
+
+
 def _weight_grad_impl(x, g, *, kernel, stride, padding):
     # A cotangent too small for the windows would otherwise be contracted silently.
     _weight_grad_rule(x, g, kernel=kernel, stride=stride, padding=padding)
@@ -491,7 +512,7 @@ def _weight_grad_impl(x, g, *, kernel, stride, padding):
     kh, kw = kernel
     if _channels_last(c, kw, wo):
         gm = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(o, n * ho * wo)
-        out = gm @ _rows(x, kernel, stride, padding)                       # (O, kh·kw·C)
+        out = _product_in_blocks(gm, _rows(x, kernel, stride, padding))    # (O, kh·kw·C)
         return np.ascontiguousarray(out.reshape(o, kh, kw, c).transpose(0, 3, 1, 2))
     hp, wp = x.shape[2] + 2 * padding[0], x.shape[3] + 2 * padding[1]
     if _flat_windows((hp, wp), kernel, stride, np.result_type(x, g)) and np.isfinite(x).all():
