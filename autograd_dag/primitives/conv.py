@@ -13,8 +13,7 @@ transpose. At ties the whole gradient goes to the FIRST maximum of the window in
 row-major order.
 
 Each convolution copies the input's windows (im2col: once channels-last, in two
-copies along longer runs channels-first, or in float32 as runs of whole rows when
-those are barely wider than the output's) and multiplies them on BLAS; with few
+copies along longer runs channels-first) and multiplies them on BLAS; with few
 channels the input gradient multiplies the cotangent by a banded kernel matrix
 instead. Python loops run over kernel positions at most, never over pixels or channels.
 """
@@ -150,73 +149,13 @@ def _rows(x, kernel, stride, padding):
     n, ho, wo, c, kh, kw = win.shape
     return win.transpose(0, 1, 2, 4, 5, 3).reshape(n * ho * wo, kh * kw * c)
 
-
-
-# The flat windows' extra columns (a row of W where the output has Wo) cost GEMM work:
-# taken up to this ratio of columns read to columns kept.
-_FLAT_WASTE = 1.25
-
-
-def _flat_windows(in_hw, kernel, stride, dtype) -> bool:
-    """Whether a channels-first convolution reads its windows as runs of whole rows (see _flat_cols).
-
-    LeNet's first layer (28 wide, Wo 24: 668 columns for 576 kept) in float32,
-    interleaved: conv2d_bias 0.35 ms against 0.41, its weight gradient 0.33
-    against 0.40; in float64, whose products cost twice as much, slower (0.80
-    against 0.74, 0.93 against 0.74). LeNet's second layer (12 wide, Wo 8: 92
-    columns for 64) was slower in float32 too, 0.45 against 0.40 and 0.90 against
-    0.49: its products grow by half.
-    """
-    if stride != (1, 1) or np.dtype(dtype).itemsize > 4:
-        return False
-    (h, w), (kh, kw) = in_hw, kernel
-    ho, wo = h - kh + 1, w - kw + 1
-    return (ho - 1) * w + wo <= _FLAT_WASTE * ho * wo
-
-
-def _flat_cols(xp, kernel):
-    """(N, C, Hp, Wp) -> (N, C·kh·kw, L), L = (Ho-1)·Wp + Wo, a view: row (c, i, j) is xp[n, c] read flat from i·Wp + j.
-
-    Column a·Wp + b (b < Wo) of row (c, i, j) is xp[n, c, a + i, b + j], the
-    window's element; the columns with b >= Wo run past a row's end into the next
-    (never past the plane: the last read is (kh-1)·Wp + kw-1 + L-1 = Hp·Wp - 1).
-    Copied, each row is one run of L elements, where _cols copies runs of Wo.
-    """
-    n, c, hp, wp = xp.shape
-    kh, kw = kernel
-    ho, wo = hp - kh + 1, wp - kw + 1
-    length = (ho - 1) * wp + wo
-    s = xp.strides
-    view = np.lib.stride_tricks.as_strided(xp, (n, c, kh, kw, length), (s[0], s[1], s[2], s[3], s[3]),
-                                           writeable=False)
-    return view.reshape(n, c * kh * kw, length), (ho, wo)
-
-
-def _rows_of_width(a, width: int, hw) -> np.ndarray:
-    """(N, O, L) read as rows of ``width`` -> the (N, O, Ho, Wo) kept, a view."""
-    (ho, wo), s = hw, a.strides
-    return np.lib.stride_tricks.as_strided(a, a.shape[:2] + (ho, wo), (s[0], s[1], width * s[2], s[2]),
-                                           writeable=False)
-
 # ----------------------------------------------------------------- conv2d
 
 
 def _conv2d_impl(x, w, *, stride, padding):
-    return np.ascontiguousarray(_conv2d_product(x, w, stride, padding))
-
-
-def _conv2d_product(x, w, stride, padding):
-    """conv2d's value: a fresh array, or a read-only view of one (the flat windows' kept columns)."""
     o, c, kh, kw = w.shape
     n = x.shape[0]
     ho, wo = (_out_size(x.shape[2 + i], w.shape[2 + i], stride[i], padding[i]) for i in range(2))
-    if not _forward_channels_last(c, kw, (ho, wo), stride) and _flat_windows(
-            (x.shape[2] + 2 * padding[0], x.shape[3] + 2 * padding[1]), (kh, kw), stride, np.result_type(x, w)):
-        xp = np.ascontiguousarray(_pad(x, padding))
-        cols, _ = _flat_cols(xp, (kh, kw))
-        # The columns past each row's Wo are products of windows that wrap around: dropped.
-        full = np.matmul(w.reshape(o, c * kh * kw), cols)
-        return _rows_of_width(full, xp.shape[3], (ho, wo))
     if _forward_channels_last(c, kw, (ho, wo), stride):
         out = _rows(x, (kh, kw), stride, padding) @ w.transpose(2, 3, 1, 0).reshape(kh * kw * c, o)
         return np.ascontiguousarray(out.reshape(n, ho, wo, o).transpose(0, 3, 1, 2))
@@ -276,10 +215,10 @@ def conv2d(x, w, stride=1, padding=0) -> Tensor:
 
 
 def _conv2d_bias_impl(x, w, b, *, stride, padding):
-    out = _conv2d_product(x, w, stride, padding)
+    out = _conv2d_impl(x, w, stride=stride, padding=padding)
     bias = b.reshape(-1, 1, 1)
-    if not out.flags.writeable or out.dtype != np.result_type(out, b):
-        return out + bias  # (a view of kept columns: the sum is the one copy out of it)
+    if out.dtype != np.result_type(out, b):
+        return out + bias
     out += bias  # into the product's own fresh array: no second array of the output's size
     return out
 
@@ -514,15 +453,6 @@ def _weight_grad_impl(x, g, *, kernel, stride, padding):
         gm = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(o, n * ho * wo)
         out = _product_in_blocks(gm, _rows(x, kernel, stride, padding))    # (O, kh·kw·C)
         return np.ascontiguousarray(out.reshape(o, kh, kw, c).transpose(0, 3, 1, 2))
-    hp, wp = x.shape[2] + 2 * padding[0], x.shape[3] + 2 * padding[1]
-    if _flat_windows((hp, wp), kernel, stride, np.result_type(x, g)) and np.isfinite(x).all():
-        # The cotangent laid out in rows of Wp, zeros in the columns past Wo: those
-        # meet the wrapped-around windows, whose elements must be finite (0·inf is NaN).
-        cols, _ = _flat_cols(np.ascontiguousarray(_pad(x, padding)), kernel)
-        gp = np.zeros((n, o, ho * wp), dtype=g.dtype)
-        gp.reshape(n, o, ho, wp)[..., :wo] = g
-        per_image = np.matmul(gp[..., :cols.shape[2]], cols.transpose(0, 2, 1))   # (N, O, C·kh·kw)
-        return per_image.sum(axis=0).reshape(o, c, kh, kw)
     cols, _ = _cols(x, kernel, stride, padding)
     per_image = np.matmul(g.reshape(n, o, ho * wo), cols.transpose(0, 2, 1))   # (N, O, C·kh·kw)
     return per_image.sum(axis=0).reshape(o, c, kh, kw)
