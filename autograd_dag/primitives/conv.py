@@ -27,6 +27,7 @@ from ..core import Tensor, apply
 from ..errors import ShapeError
 from .elementwise import add
 from .batch import batch_size, merge_batch
+from .linalg import matmul
 from .registry import defprim
 from .shapes import fmt
 from .structure import broadcast_to, reshape, transpose
@@ -230,10 +231,25 @@ def _conv2d_bias_rule(x, w, b, *, stride, padding):
     return shape, np.result_type(dtype, b.dtype)
 
 
+def _channel_sums(ct) -> Tensor:
+    """Σ ct over (N, H, W), per channel: the bias's cotangent. Shapes: (N, O, H, W) -> (O,).
+
+    Each image's planes are summed as one matrix–vector product with ones, then
+    the (N, O) sums over N: numpy's sum over the axes (0, 2, 3) of a cotangent
+    reduces along strided runs, 2x slower (LeNet's first layer, 64x6x24x24
+    float32: 0.021 ms against 0.044; its second, 64x16x8x8: 0.009 against 0.030).
+    """
+    n, o, h, w = ct.shape
+    if n * h * w == 0:
+        return sum_axes(ct, (0, 2, 3))
+    planes = reshape(ct, (n, o, h * w))
+    return sum_axes(matmul(planes, np.ones(h * w, dtype=ct.dtype)), (0,))
+
+
 _conv2d_bias_vjp = (
     lambda ct, out, x, w, b, *, stride, padding: conv2d_input_grad(ct, w, x.shape[2:], stride, padding),
     lambda ct, out, x, w, b, *, stride, padding: conv2d_weight_grad(x, ct, w.shape[2:], stride, padding),
-    lambda ct, out, x, w, b, *, stride, padding: sum_axes(ct, (0, 2, 3)))
+    lambda ct, out, x, w, b, *, stride, padding: _channel_sums(ct))
 
 
 def _conv2d_bias_jvp(t, out, x, w, b, *, stride, padding):
@@ -406,6 +422,27 @@ def conv2d_input_grad(g, w, in_hw, stride=1, padding=0) -> Tensor:
 # ----------------------------------------------------- conv2d_weight_grad
 
 
+# The inner dimension's block in _product_in_blocks.
+_BLOCK = 256
+
+
+def _product_in_blocks(a, b):
+    """a @ b for a (M, K) and b (K, N) with K long and M, N short, as a sum over blocks of K.
+
+    One BLAS call on the whole of K was slower on this shape: LeNet's second
+    weight gradient, (16, 4096) x (4096, 150), in blocks of 256 took 0.43 ms
+    in all against 0.51 (float32) and 0.74 against 0.99 (float64); blocks of 128
+    or 512 gained less.
+    """
+    k = a.shape[1]
+    if k <= 2 * _BLOCK:
+        return a @ b
+    out = a[:, :_BLOCK] @ b[:_BLOCK]
+    for start in range(_BLOCK, k, _BLOCK):
+        out += a[:, start:start + _BLOCK] @ b[start:start + _BLOCK]
+    return out
+
+
 def _weight_grad_impl(x, g, *, kernel, stride, padding):
     # A cotangent too small for the windows would otherwise be contracted silently.
     _weight_grad_rule(x, g, kernel=kernel, stride=stride, padding=padding)
@@ -414,7 +451,7 @@ def _weight_grad_impl(x, g, *, kernel, stride, padding):
     kh, kw = kernel
     if _channels_last(c, kw, wo):
         gm = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(o, n * ho * wo)
-        out = gm @ _rows(x, kernel, stride, padding)                       # (O, kh·kw·C)
+        out = _product_in_blocks(gm, _rows(x, kernel, stride, padding))    # (O, kh·kw·C)
         return np.ascontiguousarray(out.reshape(o, kh, kw, c).transpose(0, 3, 1, 2))
     cols, _ = _cols(x, kernel, stride, padding)
     per_image = np.matmul(g.reshape(n, o, ho * wo), cols.transpose(0, 2, 1))   # (N, O, C·kh·kw)
