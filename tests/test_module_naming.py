@@ -1,8 +1,8 @@
 """Parameter names given by a root module call stay right when the module tree changes between calls.
 
-``Module.__call__`` at the root names every parameter by its dotted path; the
-(parameter, name) list is kept between calls (``Module._naming_plan``), so each
-kind of change a call must see is made after a call here.
+``Module.__call__`` at the root names every parameter by its dotted path, so
+that programs and pictures show "fc3.weight"; each kind of change a call must
+see is made after a call here (guards for any cache of those names).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import numpy as np
 
 import autograd_dag as ad
 from autograd_dag import nn
-
 
 
 class _Stack(nn.Module):

@@ -27,10 +27,6 @@ __all__ = ["Parameter", "Module", "ModuleList", "Sequential", "functional_call"]
 # cannot clash with a dotted parameter name.
 _CLASS_KEY = "__module_class__"
 
-# Bumped whenever an attribute of any module is set or deleted (and around
-# functional_call's substitution): a root call's cached naming plan is stale then.
-_structure = [0]
-
 
 class Parameter(Tensor):
     """A learnable leaf: a Tensor with ``requires_grad=True`` that modules collect.
@@ -121,35 +117,11 @@ class Module:
         if self._scope_name is None:
             # The root of a call names its parameters by dotted path, so that a
             # traced or rendered program shows "fc3.weight" rather than an anonymous leaf.
-            for p, name in self._naming_plan():
+            for name, p in self.named_parameters():
                 p.name = name
             return self.forward(*args, **kwargs)
         with name_scope(self._scope_name):
             return self.forward(*args, **kwargs)
-
-    def _naming_plan(self) -> list[tuple[Parameter, str]]:
-        """(parameter, dotted name) as :meth:`named_parameters` lists them, kept between calls.
-
-        Walking the module tree on every call of the root cost 0.04 ms of a
-        LeNet training step (13 modules, 10 parameters; 0.005 ms reused). The plan is reused
-        while no module attribute was set or deleted since (``_structure``) and
-        every list held by a module of the tree holds the same objects (a
-        module appended to a list after assignment is named at the next call).
-        """
-        plan = self.__dict__.get("_ad_naming_plan")
-        if plan is not None and plan[0] == _structure[0]:
-            for held, snapshot in plan[1]:
-                if len(held) != len(snapshot) or list(map(id, held)) != list(map(id, snapshot)):
-                    break
-            else:
-                return plan[2]
-        named = list(self.named_parameters())
-        # The snapshots hold their items: an id seen here cannot be reused by a new object.
-        lists = [(v, list(v)) for m in self.modules() for v in m.__dict__.values()
-                 if isinstance(v, list)]
-        names = [(p, name) for name, p in named]
-        object.__setattr__(self, "_ad_naming_plan", (_structure[0], lists, names))
-        return names
 
     def _check_initialised(self) -> None:
         if "training" not in self.__dict__:
@@ -178,16 +150,11 @@ class Module:
                 _name_parameter(p, pname)
         old = self.__dict__.get(name)
         object.__setattr__(self, name, value)
-        _structure[0] += 1
         if old is not None and old is not value and (
                 name in self.__dict__.get("_buffers", ()) or isinstance(old, (Tensor, Module)) or _parameters_under(name, old)):
             # A parameter, buffer or layer replaced: a program ad.jit recorded
             # reads the old one's arrays by identity (as after load_state_dict).
             retrace_jit()
-
-    def __delattr__(self, name: str) -> None:
-        object.__delattr__(self, name)
-        _structure[0] += 1
 
     # ------------------------------------------------------------ discovery
 
@@ -605,7 +572,6 @@ def functional_call(module: Module, params: dict, *args, **kwargs):
                                    f"of {type(module).__name__}; give it once")
         given[pid] = (key, value)
     saved = []
-    _structure[0] += 1  # (the substitution below bypasses __setattr__)
     try:
         for pid, (_, value) in given.items():
             value = value if isinstance(value, Tensor) else Tensor(value)
@@ -622,4 +588,3 @@ def functional_call(module: Module, params: dict, *args, **kwargs):
     finally:
         for owner, attr, old in reversed(saved):
             object.__setattr__(owner, attr, old)
-        _structure[0] += 1
