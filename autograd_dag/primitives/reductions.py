@@ -543,10 +543,12 @@ def _means(x, axes):
     return np.mean(x, axis=axes, keepdims=True)
 
 
-def _layer_norm_impl(x, gamma, beta, *, axes, eps):
+def _layer_norm_impl(x, gamma, beta, *, axes, eps, out=None):
+    # ``out`` (from the program executor) is x itself when x dies here, as it does where a
+    # gradient program recomputes x̂ for γ's cotangent: x − μ is written over x (μ read first).
     dtype = _float_dtype(np.result_type(x, gamma, beta))
     x = x.astype(dtype, copy=False)
-    out = x - _means(x, axes)                      # the one array of x's size; the rest works in place
+    out = np.subtract(x, _means(x, axes), out=out)  # the one array of x's size; the rest works in place
     if axes == (-1,):  # Σ (x − μ)² per row as a batched product: no second array of x's size
         var = _row_dots(out, out, (out.ndim - 1,))
         var /= out.shape[-1]
