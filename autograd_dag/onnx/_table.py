@@ -860,6 +860,11 @@ def _linear(b, node, args):
     return b.op("Add", [product, bias], hint=_hint(node))
 
 
+@rule("linear_relu")
+def _linear_relu(b, node, args):
+    return b.op("Relu", [_linear(b, node, args)], hint=_hint(node))
+
+
 @rule("einsum")
 def _einsum(b, node, args):
     # numpy broadcasts size-1 axes (and the axes under "..."); ONNX's Einsum wants them expanded.
