@@ -53,3 +53,24 @@ CASES += [
     Case("standardize_jacobian", lambda v, x: R.standardize_jacobian(v, x), _normal((2, 3), (3,)),
          _jacobian_ref((-1,), 1e-5), id="standardize_jacobian-broadcast-v"),
 ]
+
+
+# standardized_sum: Σ over the leading axes of ct ⊙ x̂ (layer_norm's rule in γ); the reference is the formula.
+def _sum_ref(axes, eps):
+    def ref(ct, x):
+        mu = x.mean(axis=axes, keepdims=True)
+        xhat = (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=axes, keepdims=True) + eps)
+        return (ct * xhat).sum(axis=tuple(range(x.ndim - len(axes))))
+    return ref
+
+
+CASES += [
+    Case("standardized_sum", lambda ct, x: R.standardized_sum(ct, x), _normal((3, 5), (3, 5)),
+         _sum_ref((-1,), 1e-5), id="standardized_sum-(3,5)"),
+    Case("standardized_sum", lambda ct, x: R.standardized_sum(ct, x, axes=(-2, -1), eps=0.1),
+         _normal((2, 3, 4), (2, 3, 4)), _sum_ref((-2, -1), 0.1), id="standardized_sum-two-axes"),
+    Case("standardized_sum", lambda ct, x: R.standardized_sum(ct, x), _normal((5,), (5,)),
+         _sum_ref((-1,), 1e-5), id="standardized_sum-no-leading-axes"),
+    Case("standardized_sum", lambda ct, x: R.standardized_sum(ct, x), _normal((0, 4), (0, 4)),
+         _sum_ref((-1,), 1e-5), id="standardized_sum-no-rows"),
+]

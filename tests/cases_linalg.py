@@ -69,3 +69,8 @@ _e("ij,jk->ik", [(3, 0), (0, 2)], _matmul_ref)
 for sx in [(3, 4), (4,), (2, 3, 4), (2, 0, 4)]:
     CASES.append(Case("linear", lambda x, w, b: L.linear(x, w, b), _normal(sx, (5, 4), (5,)),
                       lambda x, w, b: _matmul_ref(x, w.T) + b, id=f"linear-{sx}"))
+
+# linear_relu: relu(x Wᵀ + b), one primitive (a feed-forward layer's product, bias and relu).
+for sx in [(3, 4), (4,), (2, 3, 4), (2, 0, 4)]:
+    CASES.append(Case("linear_relu", lambda x, w, b: L.linear_relu(x, w, b), _normal(sx, (5, 4), (5,)),
+                      lambda x, w, b: np.maximum(_matmul_ref(x, w.T) + b, 0.0), id=f"linear_relu-{sx}"))

@@ -188,6 +188,19 @@ def test_relu_derivative_at_zero_is_zero():
         np.testing.assert_array_equal(d, [0.0, 0.0, 1.0, 1.0])
 
 
+def test_linear_relu_derivative_at_zero_is_zero():
+    # Pre-activations -1, 0, 1e-300, 2 (x = 1, W = 0, b = them): relu'(0) = 0 as for relu itself, in x, W and b.
+    from autograd_dag.primitives.linalg import linear_relu
+    b = np.array([-1.0, 0.0, 1e-300, 2.0])
+    x, W = np.ones((1, 1)), np.zeros((4, 1))
+    gx, gW, gb = ad.grad(lambda x, W, b: ad.sum(linear_relu(x, W, b) * 3.0), argnums=(0, 1, 2))(x, W, b)
+    np.testing.assert_array_equal(gb, [0.0, 0.0, 3.0, 3.0])
+    np.testing.assert_array_equal(gW[:, 0], [0.0, 0.0, 3.0, 3.0])
+    np.testing.assert_array_equal(gx, [[0.0]])  # W = 0
+    _, t = ad.jvp(lambda b: linear_relu(x, W, b), (b,), (np.ones(4),))
+    np.testing.assert_array_equal(t, [[0.0, 0.0, 1.0, 1.0]])
+
+
 def test_step_derivative_is_zero_everywhere():
     x = np.array([-1.0, 0.0, 2.0])
     for d in both_modes_elementwise(ad.step, x):

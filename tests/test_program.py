@@ -379,6 +379,82 @@ def test_reruns_never_change_returned_arrays_inputs_or_views(monkeypatch):
         np.testing.assert_array_equal(g, g0)
 
 
+
+def _layer_norm_ce_reference(x, gamma, W, labels):
+    """Loss and gradients (x, γ, W) of mean CE(layer_norm(x)·γ @ W) in numpy, x̂ kept (no code shared)."""
+    mu = x.sum(-1, keepdims=True) / x.shape[-1]
+    c = x - mu
+    inv = 1.0 / np.sqrt((c * c).sum(-1, keepdims=True) / x.shape[-1] + 1e-5)
+    xhat = c * inv
+    h = xhat * gamma
+    z = h @ W
+    e = np.exp(z - z.max(-1, keepdims=True))
+    p = e / e.sum(-1, keepdims=True)
+    rows = np.arange(len(labels))
+    loss = np.mean(-np.log(p[rows, labels]))
+    dz = p.copy()
+    dz[rows, labels] -= 1.0
+    dz /= len(labels)
+    dh = dz @ W.T
+    dxhat = dh * gamma
+    n = x.shape[-1]
+    dx = inv * (dxhat - dxhat.sum(-1, keepdims=True) / n - xhat * (dxhat * xhat).sum(-1, keepdims=True) / n)
+    return loss, dx, (dh * xhat).sum(0, keepdims=True), h.T @ dz
+
+
+def test_gradient_program_recomputes_into_dying_operands(monkeypatch):
+    # A training step's gradient program recomputes x̂ for γ's cotangent from the LayerNorm's
+    # input (γ of shape (1, n): not the normalised shape, which standardized_sum serves), and the
+    # cross-entropy's gradient from the scores: both die there, and both results are written
+    # over them (no fresh array of their size), with the same numbers.
+    from autograd_dag import execution
+    from autograd_dag.nn import functional as F
+    from autograd_dag.primitives.reductions import layer_norm
+    monkeypatch.setattr(execution, "MIN_BYTES", 0)
+
+    def loss(x, gamma, W, labels):
+        # (x·2: the LayerNorm's input is computed, as a residual sum is; a program input is never written)
+        return F.cross_entropy(ad.matmul(layer_norm(x * 2.0, gamma, 0.0), W), labels)
+
+    rng = np.random.default_rng(3)
+    step = ad.jit(ad.value_and_grad(loss, argnums=(0, 1, 2)))
+    for _ in range(3):  # later calls reuse the plan: the same numbers each time
+        x, gamma, W = rng.standard_normal((6, 5)), rng.standard_normal((1, 5)), rng.standard_normal((5, 4))
+        labels = rng.integers(0, 4, 6)
+        kept = (x.copy(), gamma.copy(), W.copy())
+        value, (gx, ggamma, gW) = step(x, gamma, W, labels)
+        loss_ref, dx, dgamma, dW = _layer_norm_ce_reference(x * 2.0, gamma, W, labels)
+        for got, want in zip((value, gx, ggamma, gW), (loss_ref, dx * 2.0, dgamma, dW)):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13)
+        for a, b in zip((x, gamma, W), kept):
+            np.testing.assert_array_equal(a, b)     # the inputs are never written into
+    (program, _), = step.programs.values()
+    nodes, steps = program.nodes, program._plan()[1]
+    written = {nodes[k].prim.name for k, _, parents, _, _, inplace in steps
+               if inplace is not None and nodes[inplace].shape == nodes[k].shape}
+    assert {"layer_norm", "softmax_cross_entropy_grad"} <= written
+
+
+
+def test_layer_norm_gamma_cotangent_is_one_node_without_an_array_of_the_input_size():
+    # γ of the normalised shape: its cotangent Σ_rows ct ⊙ x̂ is one standardized_sum node (x̂
+    # recomputed inside), where x̂, ct ⊙ x̂ and the sum over the rows were three nodes, two of
+    # them arrays of x's size.
+    from autograd_dag.primitives.reductions import layer_norm
+    rng = np.random.default_rng(4)
+    x, gamma, beta, w = (rng.standard_normal(s) for s in ((2, 3, 5), (5,), (5,), (2, 3, 5)))
+    prog = ad.grad_program(ad.trace(lambda x, g, b: ad.sum(layer_norm(x, g, b) * w), x, gamma, beta))
+    ops = [n.op for n in prog]
+    assert "standardized_sum" in ops and "layer_norm" not in ops
+    assert not [n for n in prog if n.op == "multiply" and tuple(n.shape) == x.shape and
+                any(prog.nodes[p].op == "layer_norm" for p in n.parents)]
+    gx, ggamma, gbeta = prog(x, gamma, beta)
+    mu = x.mean(-1, keepdims=True)
+    xhat = (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(ggamma, (w * xhat).sum((0, 1)), rtol=1e-12)
+    np.testing.assert_allclose(gbeta, w.sum((0, 1)), rtol=1e-12)
+
+
 # ------------------------------------------------------------------ scale
 
 

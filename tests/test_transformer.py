@@ -139,6 +139,28 @@ def test_feedforward_and_block_match_numpy():
     np.testing.assert_allclose(block(X, mask=nn.causal_mask(5)).value, ref, rtol=1e-10, atol=1e-12)
 
 
+def test_feedforward_keeps_one_hidden_array():
+    # The recorded graph holds each node's value until backward: relu(linear(·)) held the
+    # pre-activation and the activation, two arrays of (rows, hidden); one primitive holds one.
+    ffn = nn.FeedForward(4, 7, rng=0)
+    out = ffn(RNG.normal(size=(2, 3, 4)))
+    seen, stack, hidden = set(), [out], 0
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        hidden += t.shape == (6, 7) and t.prim is not None
+        stack.extend(t.parents or ())
+    assert hidden == 1
+    p = ffn.state_dict()
+    X = RNG.normal(size=(5, 4))
+    g = ad.grad(lambda x: ad.sum(ffn(x) ** 2))(X)  # against the formula with the kept pre-activation
+    h_pre = X @ p["W1"].T + p["b1"]
+    dy = 2 * np_ffn(X, p["W1"], p["b1"], p["W2"], p["b2"])
+    np.testing.assert_allclose(g, ((dy @ p["W2"]) * (h_pre > 0)) @ p["W1"], rtol=1e-12)
+
+
 class _Call(nn.Module):
     """``call(model, *inputs)`` as a module, so functional_call can swap the model's parameters."""
 

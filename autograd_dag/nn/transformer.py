@@ -25,9 +25,9 @@ import numpy as np
 
 from ..core import Tensor, name_scope, no_grad
 from ..errors import ShapeError
-from ..primitives.elementwise import add, multiply, relu
+from ..primitives.elementwise import add, multiply
 from ..primitives.indexing import concatenate, take
-from ..primitives.linalg import linear, matmul
+from ..primitives.linalg import linear, linear_relu, matmul
 from ..primitives.reductions import softargmax
 from ..primitives.structure import reshape, transpose
 from . import init as _init
@@ -72,8 +72,8 @@ class FeedForward(Module):
             raise ShapeError(f"FeedForward(d_model={self.d_model}): Expect: input (..., {self.d_model}). "
                              f"Actual: shape {shape}")
         flat = reshape(x, (-1, self.d_model))
-        # linear: each product with its bias added in place (one array, not two).
-        h = relu(linear(flat, self.W1, self.b1))
+        # Each product with its bias added (and the first's relu applied) in place: one array each.
+        h = linear_relu(flat, self.W1, self.b1)
         return reshape(linear(h, self.W2, self.b2), shape)
 
     def extra_repr(self) -> str:

@@ -518,6 +518,21 @@ def _standardize_jacobian(b, node, args):
     return b.op("Div", [g, scale], hint=_hint(node))
 
 
+@rule("standardized_sum")
+def _standardized_sum(b, node, args):
+    # Σ over the leading axes of ct ⊙ x̂, x̂ = (x − μ)/√(σ² + ε) over the trailing axes.
+    ct, x = _all_as(b, args, node.dtype)
+    axes = b.ints(node.params["axes"])
+    d = b.op("Sub", [x, b.op("ReduceMean", [x, axes], keepdims=1)])
+    var = b.op("ReduceMean", [b.op("Mul", [d, d]), axes], keepdims=1)
+    scale = b.op("Sqrt", [b.op("Add", [var, b.scalar(node.params["eps"], node.dtype)])])
+    product = b.op("Mul", [ct, b.op("Div", [d, scale])])
+    leading = list(range(x.ndim - len(node.params["axes"])))
+    if not leading:
+        return b.op("Identity", [product], hint=_hint(node))
+    return b.op("ReduceSum", [product, b.ints(leading)], keepdims=0, hint=_hint(node))
+
+
 @rule("any", "all")
 def _any_all(b, node, args):
     x = args[0]
@@ -864,6 +879,11 @@ def _linear(b, node, args):
     x, w, bias = _all_as(b, args, node.dtype)
     product = b.op("MatMul", [x, b.op("Transpose", [w], perm=[1, 0])])
     return b.op("Add", [product, bias], hint=_hint(node))
+
+
+@rule("linear_relu")
+def _linear_relu(b, node, args):
+    return b.op("Relu", [_linear(b, node, args)], hint=_hint(node))
 
 
 @rule("einsum")

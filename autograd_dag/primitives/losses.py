@@ -64,11 +64,13 @@ def _ce_impl(z, idx):
         return (np.log(_row_sums(e, (e.ndim - 1,))) - picked)[..., 0]
 
 
-def _ce_grad_impl(ct, z, loss, idx):
+def _ce_grad_impl(ct, z, loss, idx, *, out=None):
+    # ``out`` (from the program executor) is z itself when the scores die here, as they do in a
+    # training step's gradient program: z − c is written over them (the shift is read first).
     _check("softmax_cross_entropy_grad", z.shape, idx)
     col = _column(idx)
     dtype = np.result_type(ct.dtype, loss.dtype, _float_dtype(z.dtype))
-    g, _ = _shifted(z, (-1,), 1.0)             # the one array of z's size: z − c
+    g, _ = _shifted(z, (-1,), 1.0, out=out)    # the one array of z's size: z − c
     g = g.astype(dtype, copy=False)
     log_sum = loss[..., None] + np.take_along_axis(g, col, -1)
     if not np.all(np.isfinite(log_sum)):

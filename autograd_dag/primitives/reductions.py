@@ -543,10 +543,12 @@ def _means(x, axes):
     return np.mean(x, axis=axes, keepdims=True)
 
 
-def _layer_norm_impl(x, gamma, beta, *, axes, eps):
+def _layer_norm_impl(x, gamma, beta, *, axes, eps, out=None):
+    # ``out`` (from the program executor) is x itself when x dies here, as it does where a
+    # gradient program recomputes x̂ for γ's cotangent: x − μ is written over x (μ read first).
     dtype = _float_dtype(np.result_type(x, gamma, beta))
     x = x.astype(dtype, copy=False)
-    out = x - _means(x, axes)                      # the one array of x's size; the rest works in place
+    out = np.subtract(x, _means(x, axes), out=out)  # the one array of x's size; the rest works in place
     if axes == (-1,):  # Σ (x − μ)² per row as a batched product: no second array of x's size
         var = _row_dots(out, out, (out.ndim - 1,))
         var /= out.shape[-1]
@@ -667,6 +669,87 @@ def standardize_jacobian(v, x, axes=-1, eps: float = 1e-5) -> Tensor:
         _ndim(v), _ndim(x))), eps=float(parameter(eps, "standardize_jacobian's eps")))
 
 
+def _standardized_sum_impl(ct, x, *, axes, eps):
+    # Σ over x's leading axes of ct ⊙ x̂ with x̂ = (x − μ)·s, s = 1/√(σ² + ε) per row: one array of x's
+    # size (c = x − μ, then ct ⊙ c in place) and the rows weighted by s in one matrix–vector product,
+    # where x̂ itself, ct ⊙ x̂ and a sum over the leading axes took three arrays and a pass more.
+    dtype = _float_dtype(np.result_type(ct, x))
+    x = x.astype(dtype, copy=False)
+    k = len(axes)
+    c = np.subtract(x, _means(x, axes), dtype=dtype)
+    if axes == (-1,):
+        var = _row_dots(c, c, (c.ndim - 1,))
+        var /= c.shape[-1]
+    else:
+        var = np.mean(np.square(c), axis=axes, keepdims=True)
+    var += eps
+    s = np.sqrt(var, out=var)
+    np.divide(1.0, s, out=s)
+    c *= ct
+    inner = x.shape[x.ndim - k:]
+    rows = math.prod(x.shape[:x.ndim - k])
+    return np.matmul(s.reshape(rows), c.reshape(rows, math.prod(inner))).reshape(inner)
+
+
+def _leading_axes(x, axes) -> tuple[int, ...]:
+    return tuple(range(x.ndim - len(axes)))
+
+
+def _standardized_sum_vjp(w, out, ct, x, *, axes, eps):
+    # Linear in ct: the cotangent of ct is w ⊙ x̂ (w broadcast over the rows); in x it is Jᵀ(ct ⊙ w)
+    # with J = ∂x̂/∂x symmetric.
+    return (multiply(w, _xhat(x, axes, eps)),
+            apply(STANDARDIZE_JACOBIAN, multiply(ct, w), x, axes=axes, eps=eps))
+
+
+def _standardized_sum_jvp(t, out, ct, x, *, axes, eps):
+    tct, tx = t
+    total = None if tct is None else apply(STANDARDIZED_SUM, tct, x, axes=axes, eps=eps)
+    if tx is not None:
+        d = sum(multiply(ct, apply(STANDARDIZE_JACOBIAN, tx, x, axes=axes, eps=eps)), _leading_axes(x, axes))
+        total = d if total is None else add(total, d)
+    return total
+
+
+def _standardized_sum_rule(ct, x, *, axes, eps):
+    if tuple(ct.shape) != tuple(x.shape) or x.ndim < len(axes):
+        raise ShapeError(f"standardized_sum: Expect: a cotangent of the input's shape, with at least "
+                         f"{len(axes)} axes. Actual: ct {fmt(ct.shape)}, x {fmt(x.shape)}")
+    return tuple(x.shape[x.ndim - len(axes):]), _float_dtype(np.result_type(ct.dtype, x.dtype))
+
+
+def _standardized_sum_batch(prim, args, batched, *, axes, eps):
+    # The batch axis is one more leading axis, which must not be summed: the composed form, per example.
+    size = next(a.shape[0] for a, b in zip(args, batched) if b)
+    ct, x = (a if b else materialize(a, size) for a, b in zip(args, batched))
+    return sum(multiply(ct, _xhat(x, axes, eps)), tuple(range(1, x.ndim - len(axes))))
+
+
+# Σ over the leading axes of ct ⊙ x̂, x̂ standardised over the trailing ``axes``: layer_norm's VJP in γ
+# (of the normalised shape), x̂ recomputed inside.
+STANDARDIZED_SUM = defprim(
+    "standardized_sum", _standardized_sum_impl, vjp=_standardized_sum_vjp, jvp=_standardized_sum_jvp,
+    shape=_standardized_sum_rule, batch=_standardized_sum_batch)
+
+
+def standardized_sum(ct, x, axes=-1, eps: float = 1e-5) -> Tensor:
+    """Σ over x's leading axes of ct ⊙ x̂, x̂ = (x − μ)/√(σ² + ε) standardised over x's trailing ``axes``.
+
+    The cotangent of :func:`layer_norm`'s γ (of the standardised shape), as one
+    primitive that recomputes x̂ inside and keeps no array of x's size.
+    Shapes: ct and x (..., *n) -> (*n).
+    Example: ``standardized_sum(np.ones((2, 2)), np.array([[1., 3.], [0., 2.]]), eps=0.0).value`` is ``[-2., 2.]``.
+    """
+    return apply(STANDARDIZED_SUM, ct, x, axes=_trailing_axes("standardized_sum", axes, builtins.max(
+        _ndim(ct), _ndim(x))), eps=float(parameter(eps, "standardized_sum's eps")))
+
+
+def _layer_norm_vjp_gamma(ct, out, x, gamma, beta, *, axes, eps):
+    if tuple(ct.shape) == tuple(x.shape) and tuple(gamma.shape) == tuple(x.shape[x.ndim - len(axes):]):
+        return apply(STANDARDIZED_SUM, ct, x, axes=axes, eps=eps)
+    return sum_to_shape(multiply(ct, _xhat(x, axes, eps)), gamma.shape)
+
+
 def _xhat(x, axes, eps):
     """x̂ = (x − μ)/√(σ² + ε) as one layer_norm node (γ = 1, β = 0 of x's dtype: float32 stays float32)."""
     dtype = _float_dtype(x.dtype)
@@ -709,7 +792,7 @@ def _layer_norm_rule(x, gamma, beta, *, axes, eps):
 LAYER_NORM = defprim(
     "layer_norm", _layer_norm_impl,
     vjp=(_layer_norm_vjp_x,
-         lambda ct, out, x, gamma, beta, *, axes, eps: sum_to_shape(multiply(ct, _xhat(x, axes, eps)), gamma.shape),
+         _layer_norm_vjp_gamma,
          lambda ct, out, x, gamma, beta, *, axes, eps: sum_to_shape(ct, beta.shape)),
     jvp=_layer_norm_jvp, shape=_layer_norm_rule, batch=elementwise_batch)
 
