@@ -21,7 +21,7 @@ products alone, the floor under every row (timed, not checked).  Timings are int
 with ``gc.collect()`` and a short pause outside the timed region; the table shows the median,
 the inter-quartile range and the minimum, and the ratio of medians to the numpy row (to
 micrograd for the scalar MLP).  numpy's BLAS, torch and XLA run on ONE thread by default
-(``--threads``): on a shared machine a two-thread OpenBLAS measured 100x slower on these
+(``--threads``), the process pinned to one CPU (XLA's thread flags alone left it two): on a shared machine a two-thread OpenBLAS measured 100x slower on these
 products, its threads spinning for each other.  ``peak MiB`` is the
 tracemalloc high-water mark of one step (numpy reports its buffers to tracemalloc; not
 available for torch and jax; for jit, counting the arrays its executor keeps between calls),
@@ -112,6 +112,21 @@ def limit_threads(n: int):
     except ImportError:
         return contextlib.nullcontext()
     return threadpool_limits(limits=n, user_api="blas")
+
+
+def pin_to_one_cpu() -> int | None:
+    """Run this process on one CPU only (Linux); returns it, or None where affinity cannot be set.
+
+    Thread settings alone do not keep every peer on one core: jax 0.10's XLA
+    ran a 256x784 @ 784x512 product in 1.66 ms of wall time and 2.64 ms of CPU
+    time with ``--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1``
+    (2.05 ms and 2.05 ms pinned, numpy's own 2.06 ms), so its row was measured on two cores.
+    """
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    cpu = max(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpu})
+    return cpu
 
 
 # ------------------------------------------------------------ helpers
@@ -858,6 +873,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--threads", type=int, default=1,
                     help="BLAS threads for numpy, and torch/XLA threads (default 1; 0: leave numpy's as is)")
     args = ap.parse_args(argv)
+    args.cpu = pin_to_one_cpu() if args.threads == 1 else None
     if args.threads:
         with limit_threads(args.threads):
             return run(args)
@@ -872,7 +888,8 @@ def run(args) -> dict:
     print(f"{time.strftime('%Y-%m-%d %H:%M')}, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"Python {platform.python_version()}, numpy {np.__version__}, BLAS threads {threads}"
           + (f", torch {peers['torch'].__version__} ({threads} threads)" if "torch" in peers else "")
-          + (f", jax {peers['jax'].__version__}" if "jax" in peers else ""))
+          + (f", jax {peers['jax'].__version__}" if "jax" in peers else "")
+          + (f"; every row pinned to CPU {args.cpu}" if args.cpu is not None else ""))
     print(f"median of {repeat} interleaved rounds (ms), IQR; × = median / numpy's median"
           + ("; glibc heap kept (--keep-heap)" if kept else "") + "\n")
     report: dict = {}
