@@ -19,7 +19,7 @@ import numpy as np
 from ..core import Tensor, name_scope, tracer_of
 from ..errors import ShapeError
 from ..primitives.elementwise import add, cos, multiply, sin, where
-from ..primitives.indexing import checked_mask
+from ..primitives.indexing import checked_mask, dead_rows_error
 from ..primitives.linalg import matmul
 from ..primitives.reductions import masked_softargmax, softargmax
 from ..primitives.structure import reshape, swapaxes, transpose
@@ -144,14 +144,7 @@ def _check_rows(mask, scores_shape: tuple) -> None:
     if not np.any(np.all(np.isneginf(np.atleast_1d(value)), axis=-1)):
         return
     full = np.broadcast_to(value, full_shape)
-    dead = np.all(np.isneginf(full), axis=-1)
-    where_ = tuple(int(i) for i in np.argwhere(dead)[0])
-    lead, row = where_[:-1], where_[-1]
-    at = f" of batch index {lead}" if lead else ""
-    raise ShapeError(f"attention: query row {row}{at} has every key masked (all -inf): softargmax over an "
-                     f"empty set of keys has no distribution (it would be NaN). Actual: "
-                     f"{int(np.sum(dead))} such row(s) for scores of shape {scores_shape}; let each query "
-                     f"see at least one key")
+    raise dead_rows_error("attention", np.all(np.isneginf(full), axis=-1), f"for scores of shape {scores_shape}")
 
 
 def attention(Q, K, V, mask=None, scale: float | None = None, return_weights: bool = False):

@@ -493,14 +493,19 @@ def _norm(b, node, args):
                 hint=_hint(node))
 
 
+def _standardized(b, node, x):
+    """(x − μ, √(σ² + ε), the axes) over the trailing axes of layer norm's ``node``, as the primitives compute them."""
+    axes = b.ints(node.params["axes"])
+    d = b.op("Sub", [x, b.op("ReduceMean", [x, axes], keepdims=1)])
+    var = b.op("ReduceMean", [b.op("Mul", [d, d]), axes], keepdims=1)
+    return d, b.op("Sqrt", [b.op("Add", [var, b.scalar(node.params["eps"], node.dtype)])]), axes
+
+
 @rule("layer_norm")
 def _layer_norm(b, node, args):
     # (x − μ) / √(σ² + ε) · γ + β over the trailing axes, as the primitive computes it.
     x, gamma, beta = (b.cast(a, node.dtype) for a in args)
-    axes = b.ints(node.params["axes"])
-    d = b.op("Sub", [x, b.op("ReduceMean", [x, axes], keepdims=1)])
-    var = b.op("ReduceMean", [b.op("Mul", [d, d]), axes], keepdims=1)
-    scale = b.op("Sqrt", [b.op("Add", [var, b.scalar(node.params["eps"], node.dtype)])])
+    d, scale, _ = _standardized(b, node, x)
     return b.op("Add", [b.op("Mul", [b.op("Div", [d, scale]), gamma]), beta], hint=_hint(node))
 
 
@@ -508,10 +513,7 @@ def _layer_norm(b, node, args):
 def _standardize_jacobian(b, node, args):
     # (v − mean v − x̂·mean(v ⊙ x̂)) / √(σ² + ε), x̂ = (x − μ)/√(σ² + ε) over the trailing axes.
     v, x = _all_as(b, args, node.dtype)
-    axes = b.ints(node.params["axes"])
-    d = b.op("Sub", [x, b.op("ReduceMean", [x, axes], keepdims=1)])
-    var = b.op("ReduceMean", [b.op("Mul", [d, d]), axes], keepdims=1)
-    scale = b.op("Sqrt", [b.op("Add", [var, b.scalar(node.params["eps"], node.dtype)])])
+    d, scale, axes = _standardized(b, node, x)
     xhat = b.op("Div", [d, scale])
     dot = b.op("ReduceMean", [b.op("Mul", [v, xhat]), axes], keepdims=1)
     g = b.op("Sub", [b.op("Sub", [v, b.op("ReduceMean", [v, axes], keepdims=1)]), b.op("Mul", [xhat, dot])])
@@ -522,10 +524,7 @@ def _standardize_jacobian(b, node, args):
 def _standardized_sum(b, node, args):
     # Σ over the leading axes of ct ⊙ x̂, x̂ = (x − μ)/√(σ² + ε) over the trailing axes.
     ct, x = _all_as(b, args, node.dtype)
-    axes = b.ints(node.params["axes"])
-    d = b.op("Sub", [x, b.op("ReduceMean", [x, axes], keepdims=1)])
-    var = b.op("ReduceMean", [b.op("Mul", [d, d]), axes], keepdims=1)
-    scale = b.op("Sqrt", [b.op("Add", [var, b.scalar(node.params["eps"], node.dtype)])])
+    d, scale, _ = _standardized(b, node, x)
     product = b.op("Mul", [ct, b.op("Div", [d, scale])])
     leading = list(range(x.ndim - len(node.params["axes"])))
     if not leading:

@@ -544,16 +544,20 @@ def _dead_rows(mask: np.ndarray) -> np.ndarray:
     return np.all(removed, axis=-1)
 
 
+def dead_rows_error(name: str, dead: np.ndarray, what: str) -> ShapeError:
+    """The error for query rows with every key masked; ``dead`` marks them (…, L_q), ``what`` says in what."""
+    where_ = tuple(int(i) for i in np.argwhere(dead)[0])
+    lead, row = where_[:-1], where_[-1]
+    at = f" of batch index {lead}" if lead else ""
+    return ShapeError(f"{name}: query row {row}{at} has every key masked (all -inf or all False): softargmax "
+                      f"over an empty set of keys has no distribution (it would be NaN). Actual: "
+                      f"{int(np.sum(dead))} such row(s) {what}; let each query see at least one key")
+
+
 def _checked_mask_impl(mask, *, name):
     # A 0-d or 1-d mask is one row (broadcast to every query).
     if mask.size and np.any(dead := _dead_rows(mask if mask.ndim >= 2 else mask.reshape(1, -1))):
-        where_ = tuple(int(i) for i in np.argwhere(dead)[0])
-        lead, row = where_[:-1], where_[-1]
-        at = f" of batch index {lead}" if lead else ""
-        raise ShapeError(f"{name}: query row {row}{at} has every key masked (all -inf or all False): softargmax "
-                         f"over an empty set of keys has no distribution (it would be NaN). Actual: "
-                         f"{int(np.sum(dead))} such row(s) in a mask of shape {fmt(mask.shape)}; let each query "
-                         f"see at least one key")
+        raise dead_rows_error(name, dead, f"in a mask of shape {fmt(mask.shape)}")
     return mask
 
 
