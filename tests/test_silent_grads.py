@@ -8,6 +8,7 @@ program recorded on good values, run on bad ones) and under ``vmap``.
 """
 
 import inspect
+import math
 
 import numpy as np
 import pytest
@@ -345,3 +346,45 @@ def test_singular_values_alone_stay_differentiable_at_a_rank_deficient_matrix():
         np.testing.assert_allclose(ad.grad(lambda t: ad.sum(L.svdvals(t) ** 2))(a), 2 * a, atol=1e-12)
         _, d = ad.jvp(lambda t: ad.sum(L.svdvals(t) ** 2), (a,), (np.ones(shape),))
         np.testing.assert_allclose(d, 2 * np.sum(a), atol=1e-12)
+
+# ------------------------------------------------ the 2-norm where Σ x² under- or overflows
+
+
+def _hypot_norm(row) -> float:
+    """The 2-norm of one slice by Python's math.hypot (exact scaling, no overflow or underflow)."""
+    return math.hypot(*map(float, row))
+
+
+@pytest.mark.parametrize("dtype, scale", [(np.float64, 1e-200), (np.float64, 1e200), (np.float64, 1e-160),
+                                          (np.float32, 1e-25), (np.float32, 1e25)])
+def test_norm_and_its_gradient_where_the_sum_of_squares_under_or_overflows(dtype, scale):
+    # sqrt(Σ x²) was 0 (or inf) for entries of size 1e-200 (1e200), a normal norm, and so was
+    # the gradient x / ‖x‖: 0 instead of x / ‖x‖ (numpy and PyTorch compute the value the same way).
+    rng = np.random.default_rng(3)
+    rows = (rng.uniform(0.5, 2.0, (3, 4)) * scale).astype(dtype)
+    norms = np.array([_hypot_norm(r) for r in rows])
+    rtol = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(ad.norm(ad.Tensor(rows), axis=1).value, norms, rtol=rtol)
+    np.testing.assert_allclose(ad.jit(lambda t: ad.norm(t, axis=1))(rows), norms, rtol=rtol)
+    expected = rows.astype(np.float64) / norms[:, None]   # ∂‖x‖/∂x = x / ‖x‖, each row
+    for g in (ad.grad(lambda t: ad.norm(t, axis=1).sum())(rows),
+              ad.jit(ad.grad(lambda t: ad.norm(t, axis=1).sum()))(rows)):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, expected, rtol=1e-5 if dtype == np.float32 else 1e-13)
+    _, tangent = ad.jvp(lambda t: ad.norm(t, axis=1), (rows,), (np.ones_like(rows),))
+    np.testing.assert_allclose(tangent, expected.sum(axis=1), rtol=1e-5 if dtype == np.float32 else 1e-13)
+
+
+def test_norm_keeps_numpys_value_elsewhere_and_zero_inf_nan_slices():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((50, 7))
+    np.testing.assert_array_equal(ad.norm(ad.Tensor(x), axis=1).value, np.linalg.norm(x, axis=1))
+    np.testing.assert_array_equal(ad.norm(ad.Tensor(x)).value, np.linalg.norm(x))
+    mixed = np.array([[1e-200, 1e-200], [3.0, 4.0], [0.0, 0.0], [np.inf, 1.0], [np.nan, 1e-200]])
+    got = ad.norm(ad.Tensor(mixed), axis=1, keepdims=True).value
+    assert got.shape == (5, 1)
+    np.testing.assert_array_equal(got[1:4, 0], [5.0, 0.0, np.inf])
+    assert np.isnan(got[4, 0]) and got[0, 0] == pytest.approx(math.sqrt(2) * 1e-200, rel=1e-15)
+    # Frobenius norm of a tiny matrix, through ad.linalg.norm: gradient A / ‖A‖_F.
+    a = np.full((2, 2), 1e-200)
+    np.testing.assert_allclose(ad.grad(lambda t: ad.linalg.norm(t))(a), np.full((2, 2), 0.5), rtol=1e-14)
