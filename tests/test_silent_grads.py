@@ -7,31 +7,20 @@ a numpy formula) or asserts the refusal, in eager mode, under ``jit`` (a
 program recorded on good values, run on bad ones) and under ``vmap``.
 """
 
-import inspect
 import math
 
 import numpy as np
 import pytest
 
 import autograd_dag as ad
+from tests import helpers
+from tests.helpers import central_gradient
 
 L = ad.linalg
 
 
-def _fd_grad(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[i] += eps
-        xm[i] -= eps
-        g[i] = (f(xp) - f(xm)) / (2 * eps)
-    return g
-
-
 def _line_of(marker: str) -> int:
-    """The line number in this file of the source line containing ``marker``."""
-    lines = inspect.getsource(inspect.getmodule(_line_of)).splitlines()
-    return next(i for i, text in enumerate(lines, 1) if marker in text and "_line_of" not in text)
+    return helpers.line_of(marker, __name__)
 
 # ------------------------------------------------------------- qr, rank-deficient
 
@@ -80,7 +69,7 @@ def test_qr_of_a_rank_deficient_leading_block_refuses_its_derivative(shape):
     # A program recorded on a full-rank matrix refuses the singular one when it runs.
     compiled = ad.jit(ad.grad(_r_loss))
     good = np.random.default_rng(1).standard_normal(shape)
-    np.testing.assert_allclose(compiled(good), _fd_grad(_r_loss_np, good), atol=1e-6)
+    np.testing.assert_allclose(compiled(good), central_gradient(_r_loss_np, good), atol=1e-6)
     with pytest.raises(ad.UndefinedDerivativeError, match=f"qr.*test_silent_grads.py:{line}"):
         compiled(a)
 
@@ -89,11 +78,11 @@ def test_qr_rank_test_is_relative_to_the_norm():
     # R is homogeneous of degree 1 in A, so d/dA Σ W∘R is the same at A and at 1e-200·A;
     # a tiny but full-rank matrix keeps its derivative, a near-singular one (gap 1e-6) too.
     a = np.random.default_rng(3).standard_normal((3, 5))
-    expected = _fd_grad(_r_loss_np, a)
+    expected = central_gradient(_r_loss_np, a)
     np.testing.assert_allclose(ad.grad(_r_loss)(a * 1e-200), expected, atol=1e-6)
     near = _rank_deficient((3, 5))
     near[:, 2] += 1e-6 * np.random.default_rng(4).standard_normal(3)
-    np.testing.assert_allclose(ad.grad(_r_loss)(near), _fd_grad(_r_loss_np, near, eps=1e-9),
+    np.testing.assert_allclose(ad.grad(_r_loss)(near), central_gradient(_r_loss_np, near, eps=1e-9),
                                rtol=1e-3, atol=1e-3)
 
 # ------------------------------------------------------------- det at singular matrices
@@ -160,14 +149,14 @@ def test_det_second_derivative_is_exact_up_to_and_at_singular_matrices(gap):
     a = rng.standard_normal((3, 3))
     a[2] = a[0] + a[1] + gap * rng.standard_normal(3)
     w = np.arange(9.0).reshape(3, 3)
-    expected = _fd_grad(lambda x: float(np.sum(_cofactors(x) * w)), a, eps=1e-4)
+    expected = central_gradient(lambda x: float(np.sum(_cofactors(x) * w)), a, eps=1e-4)
     for got in [ad.grad(lambda x: ad.sum(ad.grad(L.det)(x) * w))(a),
                 ad.jvp(ad.grad(L.det), (a,), (w,))[1],
                 ad.jit(ad.grad(lambda x: ad.sum(ad.grad(L.det)(x) * w)))(a)]:
         np.testing.assert_allclose(got, expected, atol=1e-8)
     # rank 1 (n - 2): the Hessian is the signed 1x1 minors, still exact
     np.testing.assert_allclose(ad.hessian(L.det)(_SINGULAR[2]).reshape(9, 9),
-                               np.stack([_fd_grad(lambda x: float(_cofactors(x).ravel()[i]), _SINGULAR[2], eps=1e-4)
+                               np.stack([central_gradient(lambda x: float(_cofactors(x).ravel()[i]), _SINGULAR[2], eps=1e-4)
                                          .ravel() for i in range(9)]), atol=1e-8)
 
 # ------------------------------------------------------- cumprod and prod under/overflow
@@ -325,7 +314,7 @@ def test_svd_factor_derivative_at_a_rank_deficient_non_square_matrix_is_refused(
         ad.grad(_svd_u_loss)(a)
     compiled = ad.jit(ad.grad(_svd_u_loss))
     good = np.random.default_rng(2).standard_normal(shape)
-    np.testing.assert_allclose(compiled(good), _fd_grad(_svd_u_loss_np, good), atol=1e-6)
+    np.testing.assert_allclose(compiled(good), central_gradient(_svd_u_loss_np, good), atol=1e-6)
     with pytest.raises(ad.UndefinedDerivativeError, match="svd"):
         compiled(a)
     # Forward mode cannot know whether U is used (svdvals runs through the same rule): the
