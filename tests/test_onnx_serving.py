@@ -159,10 +159,12 @@ def test_cli_export_errors_name_the_export_subcommand(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("autograd-dag: error: export: no such file"), err
     src = tmp_path / "target.py"
-    src.write_text("def f():\n    return 1 / 0\n")
+    src.write_text("def f():\n    return 1 / 0\n\ndef three():\n    return 3\n")
     assert main(["export", f"{src}:g"]) == 2
     assert capsys.readouterr().err.startswith("autograd-dag: error: export: module")
     assert main(["export", f"{src}:f"]) == 2
     assert capsys.readouterr().err.startswith("autograd-dag: error: export: ")
+    assert main(["export", f"{src}:three"]) == 2
+    assert capsys.readouterr().err.startswith("autograd-dag: error: export: expected a Program")
     assert main(["render", f"{src}:g"]) == 2
     assert capsys.readouterr().err.startswith("autograd-dag: error: render: module")
