@@ -138,6 +138,25 @@ def test_a_constant_that_varies_along_a_dynamic_axis_is_refused():
         ad.onnx.export(f, np.ones((4, 3)), dynamic_axes={"x": {0: "batch"}})
 
 
+def test_a_size_the_function_derives_from_the_batch_is_refused_not_baked():
+    # Each would export "fine" at the traced batch and compute wrong values at another one.
+    cases = [(lambda x: x[: x.shape[0] // 2], "not a multiple of 'batch'"),          # a rounded slice end
+             (lambda x: x.sum() / x.shape[0], "writes a size of the axis as a constant"),  # 1/B as a number
+             (lambda x: x[0] if x.shape[0] > 5 else ad.sum(x, axis=0), "not the same program")]
+    for f, message in cases:
+        with pytest.raises(OnnxExportError, match=message):
+            ad.onnx.export(f, np.ones((4, 3)), dynamic_axes={"x": {0: "batch"}})
+
+
+def test_torch_style_list_of_axes_and_a_shared_axis_name():
+    w = np.random.default_rng(0).standard_normal((3, 3))
+    exported = ad.onnx.export(lambda x, y: x @ w + y, np.ones((4, 3)), np.ones((4, 3)),
+                              dynamic_axes={"x": [0], "y": {0: "x_dynamic_axes_1"}})
+    assert _dims(exported.graph.input[0]) == ["x_dynamic_axes_1", 3]
+    x, y = np.random.default_rng(1).standard_normal((2, 6, 3))
+    np.testing.assert_allclose(ad.onnx.run(exported, x, y)[0], x @ w + y, rtol=RTOL64)
+
+
 def test_dynamic_axes_name_unknown_inputs_and_axes_clearly():
     with pytest.raises(OnnxExportError, match=r"'y'.*inputs.*x"):
         ad.onnx.export(lambda x: x * 2.0, np.ones((4, 3)), dynamic_axes={"y": {0: "batch"}})
