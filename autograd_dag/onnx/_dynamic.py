@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..core import Tensor
 from ..program import Program, trace
 from ._build import SymDim
 from ._errors import OnnxExportError
@@ -27,8 +28,13 @@ _RETRACE: "weakref.WeakKeyDictionary[Program, tuple[Callable[..., Program], tupl
 
 def remember_retrace(program: Program, retrace: Callable[..., Program], example_args) -> Program:
     """Record how to trace ``program`` again (``retrace(*args)``) and its example arguments; returns it."""
-    _RETRACE[program] = (retrace, tuple(np.asarray(a) for a in example_args))
+    _RETRACE[program] = (retrace, _arrays(example_args))
     return program
+
+
+def _arrays(args) -> tuple:
+    # A Tensor's numbers (np.asarray of one that requires a gradient is refused while recording).
+    return tuple(a.value if isinstance(a, Tensor) else np.asarray(a) for a in args)
 
 
 def _input_names(program: Program) -> list[str]:
@@ -83,7 +89,7 @@ def _retrace_of(program_or_fn, example_args, program: Program, name):
                 f"arguments instead, ad.onnx.export(fn, *example_args, dynamic_axes=...) (or a program made by "
                 f"ad.onnx.forward_program / training_step_program)")
         return _RETRACE[program_or_fn]
-    return (lambda *args: trace(program_or_fn, *args, name=name)), tuple(np.asarray(a) for a in example_args)
+    return (lambda *args: trace(program_or_fn, *args, name=name)), _arrays(example_args)
 
 
 def _resized(args: tuple, uses, size: int) -> tuple:
