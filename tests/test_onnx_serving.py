@@ -108,6 +108,23 @@ def test_transformer_lm_exported_at_batch_2_serves_batch_3_and_1():
                                    atol=1e-12)
 
 
+@pytest.mark.parametrize("kind", ["lenet", "gru"])
+def test_convolutions_and_recurrences_exported_at_one_batch_serve_another(kind):
+    rng = np.random.default_rng(0)
+    if kind == "lenet":   # conv, pooling and flattening reshapes of (N, C, H, W)
+        model = nn.LeNet(in_channels=1, image_size=8, num_classes=10, channels=(4, 8), kernel_sizes=(3, 3),
+                         paddings=(1, 1), pools=(2, 2), hidden=16, rng=0)
+        example, other = rng.standard_normal((4, 1, 8, 8)), rng.standard_normal((3, 1, 8, 8))
+    else:                 # a recurrence over time from an initial state per sequence
+        model = nn.RNN(nn.GRUCell(3, 4, rng=0))
+        example, other = rng.standard_normal((5, 6, 3)), rng.standard_normal((2, 6, 3))
+    exported = ad.onnx.export(ad.onnx.forward_program(model, example), dynamic_axes={"input": {0: "batch"}})
+    model.eval()
+    with ad.no_grad():
+        expected = model(ad.Tensor(other)).value
+    np.testing.assert_allclose(ad.onnx.run(exported, other)[0], expected, rtol=RTOL64, atol=1e-12)
+
+
 def test_a_constant_shaped_by_the_batch_follows_it():
     w = np.random.default_rng(0).standard_normal((3, 4))
 
