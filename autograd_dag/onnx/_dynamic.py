@@ -7,7 +7,7 @@ written into the model as the input's runtime size (``Shape``) instead of a
 constant. What a rule turns into constants of its own is checked the same way:
 the models written from the two traces must be the same graph; one that is not
 names the rule whose constants depend on the size, and nothing is exported.
-Nothing is evaluated: two traces and two translations are compared.
+The model itself is never run: two traces and their two translations are compared.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def _same_structure(base: Program, other: Program, sym: str, sizes: tuple[int, i
                              f"{a.op}{list(a.parents)} {a.dtype}{list(a.shape)}")
 
 
-def _symbolic_shapes(base: Program, others: dict, base_sizes: dict, new_sizes: dict) -> list[dict]:
+def _symbolic_shapes(base: Program, others: dict, base_sizes: dict, new_sizes: dict) -> list[list[tuple]]:
     """For each program traced (the base, then one per symbol), node k's shape with SymDim sizes."""
     factors: list[list[tuple]] = []   # per node, per axis: (k, symbols) or None for a fixed size
     for node in base.nodes:
@@ -140,15 +140,10 @@ def _symbolic_shapes(base: Program, others: dict, base_sizes: dict, new_sizes: d
             per_axis.append((size // product, tuple(follows)) if follows else None)
         factors.append(per_axis)
 
-    def shapes_of(program: Program, sizes: dict) -> list:
-        out = []
-        for node, per_axis in zip(program.nodes, factors):
-            out.append(tuple(SymDim(d, *f) if f is not None else d for d, f in zip(node.shape, per_axis)))
-        return out
-    result = [shapes_of(base, base_sizes)]
-    for sym, prog in others.items():
-        result.append(shapes_of(prog, {**base_sizes, sym: new_sizes[sym]}))
-    return result
+    def shapes_of(program: Program) -> list[tuple]:
+        return [tuple(SymDim(d, *f) if f is not None else d for d, f in zip(node.shape, per_axis))
+                for node, per_axis in zip(program.nodes, factors)]
+    return [shapes_of(base)] + [shapes_of(prog) for prog in others.values()]
 
 
 def first_difference(base, other) -> str:
