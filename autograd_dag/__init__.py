@@ -45,7 +45,7 @@ from .primitives.random import random_seed
 from .primitives.reductions import argmax, logsumexp, max, mean, min, softargmax, softmax, var
 from .primitives.structure import (broadcast_to, expand_dims, reshape, squeeze, sum, sum_to_shape,
                                    swapaxes, transpose)
-from .primitives.arrays import (arange, array_split, diagonal, dot, eye, flip, full, full_like,
+from .primitives.arrays import (arange, array_split, constant, diagonal, dot, eye, flip, full, full_like,
                                linspace, ones, ones_like, outer, pad, repeat, roll, split, tensordot,
                                tile, tril, triu, zeros, zeros_like)
 from .primitives.mathfuncs import (arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, around,
@@ -102,7 +102,7 @@ __all__ += [
     "take_along_axis", "put_along_axis_add", "median", "nansum", "nanmean", "nanmax", "nanmin",
     "pad", "flip", "roll", "tile", "repeat", "split", "diagonal", "triu", "tril",
     "array_split", "outer", "dot", "tensordot", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
-    "arange", "linspace", "eye",
+    "arange", "linspace", "eye", "constant",
 ]
 from . import circuits, graph_algorithms, linalg, nn, optim, testing  # noqa: E402
 from . import text  # noqa: E402

@@ -33,37 +33,38 @@ from . import circuits
 from . import onnx as onnx_io
 from .autodiff import grad_program
 from .core import Tensor
-from .errors import AutogradDagError
+from .errors import AutogradDagError, RenderError
 from .program import Program
 from .render import as_program, render, save
 from .render.output import format_from_path
 from .gallery import GALLERY, build_gallery
 
 
-def load_target(target: str):
+def load_target(target: str, command: str = "render"):
     """The object named by ``MODULE:NAME`` or ``path/to/file.py:NAME``, called if it is a function.
 
     Returns what the function returns (or the object itself if it is a
     Program or Tensor). Raises :class:`AutogradDagError` with a readable
-    message when the module, the name or the call fails.
+    message, led by the subcommand's name ``command``, when the module, the
+    name or the call fails.
     """
     if ":" not in target:
-        raise AutogradDagError(f"render: expected MODULE:FUNCTION or path/to/file.py:FUNCTION, got {target!r}")
+        raise AutogradDagError(f"{command}: expected MODULE:FUNCTION or path/to/file.py:FUNCTION, got {target!r}")
     module_part, name = target.rsplit(":", 1)
     if module_part.endswith(".py") or os.sep in module_part or "/" in module_part:
         path = os.path.abspath(module_part)
         if not os.path.exists(path):
-            raise AutogradDagError(f"render: no such file {module_part!r}")
+            raise AutogradDagError(f"{command}: no such file {module_part!r}")
         spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
         if spec is None or spec.loader is None:
-            raise AutogradDagError(f"render: cannot load {module_part!r} as a Python module")
+            raise AutogradDagError(f"{command}: cannot load {module_part!r} as a Python module")
         module = importlib.util.module_from_spec(spec)
         # The file's own folder is importable from it, as when run as a script.
         sys.path.insert(0, os.path.dirname(path))
         try:
             spec.loader.exec_module(module)
         except Exception as exc:
-            raise user_code_error(f"render: running {module_part} raised", exc) from None
+            raise user_code_error(f"{command}: running {module_part} raised", exc) from None
         finally:
             sys.path.remove(os.path.dirname(path))
     else:
@@ -73,27 +74,27 @@ def load_target(target: str):
             module = importlib.import_module(module_part)
         except ModuleNotFoundError as exc:
             if exc.name is not None and module_part.startswith(exc.name):
-                raise AutogradDagError(f"render: cannot import module {module_part!r}: {exc}") from None
-            raise user_code_error(f"render: importing {module_part} raised", exc) from None
+                raise AutogradDagError(f"{command}: cannot import module {module_part!r}: {exc}") from None
+            raise user_code_error(f"{command}: importing {module_part} raised", exc) from None
         except Exception as exc:
-            raise user_code_error(f"render: importing {module_part} raised", exc) from None
+            raise user_code_error(f"{command}: importing {module_part} raised", exc) from None
     try:
         obj = getattr(module, name)
     except AttributeError:
-        raise AutogradDagError(f"render: module {module_part!r} has no attribute {name!r}") from None
+        raise AutogradDagError(f"{command}: module {module_part!r} has no attribute {name!r}") from None
     if isinstance(obj, (Program, Tensor)) or not callable(obj):
         return obj
     try:
         inspect.signature(obj).bind()
     except TypeError as exc:
-        raise AutogradDagError(f"render: {target} must be callable without arguments and build a program "
+        raise AutogradDagError(f"{command}: {target} must be callable without arguments and build a program "
                                f"(or return a Tensor): {exc}") from None
     except ValueError:  # no signature to inspect (a builtin): just call it
         pass
     try:
         return obj()
     except Exception as exc:
-        raise user_code_error(f"render: {target} raised", exc) from None
+        raise user_code_error(f"{command}: {target} raised", exc) from None
 
 
 def user_code_error(what: str, exc: BaseException) -> AutogradDagError:
@@ -123,7 +124,7 @@ def user_code_error(what: str, exc: BaseException) -> AutogradDagError:
     return AutogradDagError(f"{what} {type(exc).__name__}{': ' + message if message else ''}{at}")
 
 
-def _gradient_of(obj, target: str) -> Program:
+def _gradient_of(obj, target: str, command: str = "render") -> Program:
     """The gradient program of what ``target`` built: with respect to its parameters if it has any.
 
     A Tensor whose leaves include parameters (``Tensor(..., requires_grad=True)``)
@@ -137,7 +138,7 @@ def _gradient_of(obj, target: str) -> Program:
         program = as_program(obj, parameters_as_inputs=True)
         wrt = tuple(range(plain, len(program.inputs))) or None
     if not program.inputs:
-        raise AutogradDagError(f"render --grad: {target} has no inputs and no parameters "
+        raise AutogradDagError(f"{command} --grad: {target} has no inputs and no parameters "
                                f"(Tensor(..., requires_grad=True)) to differentiate with respect to")
     return grad_program(program, wrt)
 
@@ -190,8 +191,11 @@ def _export_command(args) -> int:
     out = args.output or f"{name}{'_grad' if args.grad else ''}.onnx"
     if not out.lower().endswith(".onnx"):
         raise AutogradDagError(f"export: the output file should end in .onnx, got {out!r}")
-    obj = load_target(args.target)
-    program = _gradient_of(obj, args.target) if args.grad else as_program(obj)
+    obj = load_target(args.target, "export")
+    try:
+        program = _gradient_of(obj, args.target, "export") if args.grad else as_program(obj)
+    except RenderError as exc:  # as_program is the renderer's: its messages start "render: "
+        raise AutogradDagError(f"export: {str(exc).removeprefix('render: ')}") from None
     model = onnx_io.export(program, path=out, opset=args.opset)
     ops = sorted({n.op_type for n in model.graph.node})
     print(f"{out}: {len(program.inputs)} input(s), {len(program.outputs)} output(s), {len(program.nodes)} "

@@ -58,11 +58,15 @@ def progress_wanted(enabled: bool) -> bool:
 
 
 def progress(iterable, desc: str, enabled: bool, total: int | None = None):
-    """A tqdm bar over ``iterable`` on a terminal (the iterable itself when disabled or not a terminal)."""
-    if not progress_wanted(enabled):
-        return iterable
+    """A tqdm bar over ``iterable``, drawn only when ``progress_wanted(enabled)``.
+
+    Always a tqdm (disabled off a terminal), so callers may use ``set_postfix``,
+    ``update`` and ``close`` without asking whether a bar is shown: a log or a
+    pipe gets no bar and no error. Example: ``for step in progress(range(10), "train", True): ...``.
+    """
     from tqdm.auto import tqdm
-    return tqdm(iterable, desc=desc, total=total, leave=True, dynamic_ncols=True)
+    return tqdm(iterable, desc=desc, total=total, leave=True, dynamic_ncols=True,
+                disable=not progress_wanted(enabled))
 
 
 def load_digits(seed: int = 0, test_fraction: float = 0.2, fast: bool = False, images: bool = True,
@@ -101,7 +105,6 @@ def accuracy(model, x: np.ndarray, y: np.ndarray, batch: int = 512) -> float:
 def train_classifier(model, opt, x_tr, y_tr, x_te, y_te, *, epochs: int, batch: int, seed: int,
                      show_progress: bool, scheduler=None, name: str = "") -> dict[str, Any]:
     """Minibatch training on cross-entropy of the model's logits; returns the per-epoch history and time."""
-    show_progress = progress_wanted(show_progress)
     rng = np.random.default_rng(seed)
     history: dict[str, Any] = {"loss": [], "train_acc": [], "test_acc": [], "lr": []}
     n = len(x_tr)
@@ -120,17 +123,15 @@ def train_classifier(model, opt, x_tr, y_tr, x_te, y_te, *, epochs: int, batch: 
             opt.step()
             total += float(loss.value) * len(idx)
             count += len(idx)
-            if show_progress:
-                bar.set_postfix(loss=f"{total / count:.4f}")
+            bar.set_postfix(loss=f"{total / count:.4f}")
         history["lr"].append(opt.lr)
         if scheduler is not None:
             scheduler.step()
         history["loss"].append(total / count)
         history["train_acc"].append(accuracy(model, x_tr, y_tr))
         history["test_acc"].append(accuracy(model, x_te, y_te))
-        if show_progress:
-            bar.set_postfix(loss=f"{total / count:.4f}", test_acc=f"{history['test_acc'][-1]:.3f}")
-            bar.close()
+        bar.set_postfix(loss=f"{total / count:.4f}", test_acc=f"{history['test_acc'][-1]:.3f}")
+        bar.close()
     history["seconds"] = time.perf_counter() - start
     return history
 

@@ -179,9 +179,8 @@ def pretrain(bert, docs, vocab, heldout, *, steps, batch, lr, max_length, seed, 
         if (step + 1) % eval_every == 0 or step + 1 == steps:
             history["eval_step"].append(step + 1)
             history["eval"].append(evaluate(bert, heldout))
-            if C.progress_wanted(show_progress):
-                e = history["eval"][-1]
-                bar.set_postfix(mlm_acc=f"{e['mlm_acc']:.3f}", nsp_acc=f"{e['nsp_acc']:.3f}")
+            e = history["eval"][-1]
+            bar.set_postfix(mlm_acc=f"{e['mlm_acc']:.3f}", nsp_acc=f"{e['nsp_acc']:.3f}")
     return history
 
 

@@ -164,7 +164,7 @@ def run(fast: bool = False, out: str = "out/char_transformer", seed: int = 0, st
             opt.step()
             sched.step()
             losses.append(float(loss.value))
-            if show_progress and step % 10 == 0:
+            if step % 10 == 0:
                 bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
         seconds = time.perf_counter() - start
         held = heldout_loss(model, test, length, max_windows=32 if fast else 256)

@@ -130,7 +130,6 @@ def clip_gradients(params, max_norm: float) -> float:
 def train(model, task: str, *, steps: int, batch: int, lengths: tuple, lr: float, seed: int,
           show_progress: bool, warmup: int = 0, label: str = "") -> dict:
     """Adam with teacher forcing, gradient clipping and a cosine schedule; returns the loss per step."""
-    show_progress = C.progress_wanted(show_progress)  # a bar only on a terminal (never into a pipe)
     rng = np.random.default_rng(seed)
     params = model.parameters()
     opt = optim.Adam(params, lr=lr)
@@ -147,7 +146,7 @@ def train(model, task: str, *, steps: int, batch: int, lengths: tuple, lr: float
         opt.step()
         schedule.step()
         losses.append(float(value.value))
-        if show_progress and len(losses) % 20 == 0:
+        if len(losses) % 20 == 0:
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
     return {"loss": losses, "seconds": time.perf_counter() - start}
 

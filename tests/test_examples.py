@@ -1,6 +1,7 @@
 """The examples' --fast modes run, train, and write their pictures."""
 
 import os
+import pkgutil
 import subprocess
 import sys
 
@@ -49,19 +50,84 @@ def test_resnet_digits_fast(tmp_path, norm):
     assert result["test_accuracy"] > 0.6
 
 
-def test_demo_entry_point_fast(tmp_path):
-    out = tmp_path / "demo"
-    # Progress bars are asked for but stderr is a pipe: nothing is written to it.
-    proc = subprocess.run([sys.executable, "-m", "examples.demo", "--fast", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == ""
-    assert "seed 0" not in proc.stdout and "The Elements of Differentiable Programming" in proc.stdout
-    assert "def f(" in proc.stdout and "def grad_f(" in proc.stdout
-    # The sequence-model section: a trained Transformer decodes with greedy and beam search.
-    assert "== 5. A sequence model" in proc.stdout and "reverse [2, 7, 1] -> greedy [" in proc.stdout
-    assert proc.stdout.rstrip().endswith(f"Output folder: {out}")
-    assert is_png(out / "lenet_digits_curves.png")
+def _example_names():
+    """Every runnable example module (examples/<name>.py, not the private helpers)."""
+    import examples
+    return sorted(m.name for m in pkgutil.iter_modules(examples.__path__) if not m.name.startswith("_"))
+
+
+def _close_stdin():
+    os.close(0)
+
+
+def run_logged(module, args, folder, timeout=300):
+    """``python -m module args`` as CI and a user's log run it: stdout and stderr to files, stdin closed.
+
+    Returns (return code, stdout text, stderr text).
+    """
+    stdout, stderr = folder / "stdout.log", folder / "stderr.log"
+    with open(stdout, "w") as out, open(stderr, "w") as err:
+        proc = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, stdin=None, stdout=out,
+                              stderr=err, preexec_fn=_close_stdin, timeout=timeout)
+    return proc.returncode, stdout.read_text(), stderr.read_text()
+
+
+# What each fast run's log must say (beyond a clean exit): its summary line.
+LOGGED_SUMMARY = {
+    "bert": "total ",
+    "char_transformer": "held-out cross-entropy (nats/char): TransformerLM",
+    "demo": "Output folder: ",
+    "lenet_digits": "test accuracy ",
+    "named_seed000": "training the named Transformer: loss ",
+    "onnx_digits": "predictions agree on ",
+    "resnet_digits": "test accuracy ",
+    "rnn_pooling": "| max |",
+    "seq2seq_digits": "greedy exact match",
+    "two_moons": "decision boundaries: ",
+    "word_vectors": "skip-gram",
+}
+
+
+def test_every_example_has_a_logged_fast_run_check():
+    assert sorted(LOGGED_SUMMARY) == _example_names()
+
+
+@pytest.mark.parametrize("name", _example_names())
+def test_fast_mode_runs_with_output_logged_to_files(tmp_path, name):
+    """Progress bars are asked for (the default) but stderr is a file: the run neither fails nor writes bars."""
+    out = tmp_path / "out"
+    code, stdout, stderr = run_logged(f"examples.{name}", ["--fast", "--out", str(out)], tmp_path)
+    assert code == 0, stderr[-3000:]
+    assert stderr == ""
+    assert LOGGED_SUMMARY[name] in stdout, stdout[-3000:]
+    written = [p for p in out.rglob("*") if p.is_file()]
+    assert written and all(p.stat().st_size > 0 for p in written), written
+    if name == "demo":
+        assert "seed 0" not in stdout and "The Elements of Differentiable Programming" in stdout
+        assert "def f(" in stdout and "def grad_f(" in stdout
+        # The sequence-model section: a trained Transformer decodes with greedy and beam search.
+        assert "== 5. A sequence model" in stdout and "reverse [2, 7, 1] -> greedy [" in stdout
+        assert stdout.rstrip().endswith(f"Output folder: {out}")
+        assert is_png(out / "lenet_digits_curves.png")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_progress_off_a_terminal_still_supports_what_callers_use(monkeypatch, enabled):
+    """Off a terminal (a log, a pipe) the bar draws nothing but still iterates, takes postfixes and closes."""
+    import io
+    from examples import _common as C
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    bar = C.progress(range(4), "steps", enabled, total=4)
+    seen = []
+    for i in bar:
+        seen.append(i)
+        bar.set_postfix(loss=f"{i:.3f}")
+        bar.set_description("steps")
+    bar.update(0)
+    bar.close()
+    assert seen == [0, 1, 2, 3]
+    assert err.getvalue() == ""
 
 
 def test_word_vectors_fast(tmp_path):

@@ -390,6 +390,9 @@ def test_onnx_digits_example_fast(tmp_path):
     result = onnx_digits.run(fast=True, out=str(tmp_path), show_progress=False, verbose=False)
     assert result["test_accuracy"] > 0.6 and result["onnx_accuracy"] > 0.6
     assert result["prediction_agreement"] == 1.0
+    # Every test image is served, the last partial batch too (the model's batch axis is dynamic).
+    from examples import _common as C
+    assert result["images"] == len(C.load_digits(seed=0, fast=True, images=False)[3]) == 200
     assert result["max_probability_difference"] < 1e-5
     assert result["train_step_max_relative_difference"] < 1e-5
     assert all(onnx.load(p).graph.node for p in result["paths"])

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..core import Tensor, no_grad, tracer_of
 from ..errors import ShapeError, TracingError
+from ..primitives.arrays import constant
 from ..primitives.elementwise import add, divide, multiply, sqrt, subtract
 from ..primitives.reductions import layer_norm, mean
 from ..primitives.structure import reshape
@@ -98,8 +99,9 @@ class BatchNorm(Module):
                                    f"batch only; call it on the whole batch, or use eval() under vmap")
             self._update_running(mu.value.reshape(-1), var.value.reshape(-1), count)
         else:
-            mu = Tensor(self.running_mean.reshape(feature_shape), name="running_mean")
-            var = Tensor(self.running_var.reshape(feature_shape), name="running_var")
+            # Buffers of the module: constants of the picture and of an exported model, not inputs.
+            mu = constant(self.running_mean.reshape(feature_shape), name="running_mean")
+            var = constant(self.running_var.reshape(feature_shape), name="running_var")
             out = divide(subtract(x, mu), sqrt(add(var, self.eps)))
         if self.gamma is not None:
             out = add(multiply(out, reshape(self.gamma, feature_shape)), reshape(self.beta, feature_shape))

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..core import Tensor, name_scope, no_grad
 from ..errors import ShapeError
+from ..primitives.arrays import constant
 from ..primitives.elementwise import add, multiply
 from ..primitives.indexing import concatenate, take
 from ..primitives.linalg import linear, linear_relu, matmul
@@ -312,7 +313,8 @@ def _embed(E: Parameter, ids, one_hot, scale: float, positions) -> Tensor:
             w = take(E, ids if isinstance(ids, Tensor) else Tensor(ids, name="tokens"), axis=0)
         else:
             w = matmul(one_hot, E)
-        P = Tensor(positional_encoding(positions, E.shape[1], dtype=E.dtype), name="P")
+        # A table of the model's, not the user's data: a constant of the picture and of ONNX.
+        P = constant(positional_encoding(positions, E.shape[1], dtype=E.dtype), name="P")
         return add(multiply(w, float(scale)), P)
 
 

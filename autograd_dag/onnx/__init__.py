@@ -19,6 +19,9 @@ Example (needs onnx; not run as a doctest)::
     model = ad.onnx.export(prog, path="softmax.onnx")
     ad.onnx.run(model, np.ones((2, 5)))          # [array of shape (2, 5)]
     ad.onnx.load("softmax.onnx")(np.ones((2, 5)))  # the same values, on numpy
+    served = ad.onnx.export(lambda x: ad.softmax(x * 2.0), np.zeros((2, 5)),
+                            dynamic_axes={"x": {0: "batch"}})
+    ad.onnx.run(served, np.ones((7, 5)))         # any batch: [array of shape (7, 5)]
 """
 
 from ._export import (DEFAULT_OPSET, OnnxExportError, UnsupportedPrimitiveError, export, supported_primitives,

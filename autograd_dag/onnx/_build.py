@@ -37,6 +37,32 @@ def sanitize(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_./:\-]", "_", str(name)) or "v"
 
 
+class SymDim(int):
+    """A size that follows dynamic axes: ``k`` times the product of the named ``symbols``.
+
+    It is the int it was at the example (so rules compute with it as with any
+    size); :meth:`Builder.ints` writes it as the product of the inputs' runtime
+    sizes instead of a constant. Arithmetic on it gives plain ints: a rule that
+    derives a constant from it is caught by the export's comparison at two sizes.
+    """
+
+    k: int
+    symbols: tuple
+
+    def __new__(cls, value: int, k: int, symbols: tuple):
+        obj = int.__new__(cls, value)
+        obj.k, obj.symbols = k, tuple(symbols)
+        return obj
+
+    @property
+    def label(self) -> str:
+        """The dimension's name in the model: ``batch``, ``batch*time``, ``4*batch``."""
+        return "*".join(([str(self.k)] if self.k != 1 else []) + list(self.symbols))
+
+    def __repr__(self) -> str:
+        return f"{int(self)}<{self.label}>"
+
+
 class Builder:
     """Collects ONNX nodes and initializers with unique names."""
 
@@ -48,6 +74,9 @@ class Builder:
         self.used: set[str] = set()
         self.prefix = "t"
         self._consts: dict = {}
+        # Dynamic axes: symbol -> (graph input name, axis) its runtime size is read from.
+        self.dims: dict[str, tuple[str, int]] = {}
+        self._dim_values: dict = {}
 
     def fresh(self, hint: str) -> str:
         base = sanitize(hint)
@@ -91,7 +120,40 @@ class Builder:
         return out
 
     def ints(self, values) -> str:
-        return self.const(np.asarray(list(values), dtype=np.int64), "ints")
+        """A 1-D int64 tensor of ``values``: a constant, or computed from the inputs' sizes where an
+        entry is a :class:`SymDim` (a shape that follows a dynamic axis)."""
+        values = list(values)
+        if not any(isinstance(v, SymDim) for v in values):
+            return self.const(np.asarray(values, dtype=np.int64), "ints")
+        pieces, run = [], []
+        for v in values:
+            if isinstance(v, SymDim):
+                if run:
+                    pieces.append(self.const(np.asarray(run, dtype=np.int64), "ints"))
+                    run = []
+                pieces.append(self._dim_value(v))
+            else:
+                run.append(int(v))
+        if run:
+            pieces.append(self.const(np.asarray(run, dtype=np.int64), "ints"))
+        return pieces[0] if len(pieces) == 1 else self.op("Concat", pieces, axis=0, hint="shape")
+
+    def _dim_value(self, dim: SymDim) -> str:
+        """[k · Π sizes of the symbols] as a 1-D int64 tensor, written once per distinct size."""
+        key = (dim.k, dim.symbols)
+        if key not in self._dim_values:
+            out = None
+            for sym in dim.symbols:
+                if sym not in self._dim_values:
+                    source, axis = self.dims[sym]
+                    self._dim_values[sym] = self.op("Shape", [source], start=axis, end=axis + 1, hint=sym)
+                out = self._dim_values[sym] if out is None else self.op("Mul", [out, self._dim_values[sym]],
+                                                                         hint=dim.label)
+            if dim.k != 1:
+                out = self.op("Mul", [out, self.const(np.asarray([dim.k], dtype=np.int64), "ints")],
+                              hint=dim.label)
+            self._dim_values[key] = out
+        return self._dim_values[key]
 
     def scalar(self, value, dtype) -> str:
         return self.const(np.asarray(value, dtype=dtype), "scalar")

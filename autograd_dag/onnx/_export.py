@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 from importlib import metadata
@@ -9,28 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AutogradDagError
 from ..primitives.registry import PRIMITIVES
 from ..program import Program, trace
-from ._build import Builder, Value, sanitize
+from ._build import Builder, SymDim, Value, sanitize
+from ._dynamic import dynamic_plan, first_difference
+from ._errors import OnnxExportError, UnsupportedPrimitiveError
 from ._table import RULES, UNSUPPORTED
 
 # The opset the exporter writes by default: ONNX Runtime 1.17+ runs it, and
 # every operator the table uses has its current definition there.
 DEFAULT_OPSET = 21
 MIN_OPSET = 18  # reductions take their axes as an input from opset 18 on
-
-
-class OnnxExportError(AutogradDagError):
-    """A program cannot be written as ONNX (an unsupported primitive, dtype or opset)."""
-
-
-class UnsupportedPrimitiveError(OnnxExportError):
-    """The program uses primitives without an ONNX mapping; ``missing`` lists them."""
-
-    def __init__(self, message: str, missing: list[str]):
-        super().__init__(message)
-        self.missing = list(missing)
 
 
 def require_onnx():
@@ -102,6 +92,12 @@ def as_program(program_or_fn, example_args, name=None) -> Program:
 
 def to_model(program: Program, *, opset: int = DEFAULT_OPSET, doc: str = "") -> Any:
     """Translate ``program`` into an ONNX ModelProto (nothing is written, nothing is evaluated)."""
+    return build_model(program, opset=opset, doc=doc)
+
+
+def build_model(program: Program, *, opset: int = DEFAULT_OPSET, doc: str = "", shapes=None, dims=None) -> Any:
+    """:func:`to_model`, with dynamic axes: ``shapes[k]`` is node k's shape with :class:`SymDim` sizes
+    and ``dims`` maps each symbol to (input position, axis) its runtime size is read from."""
     onnx = require_onnx()
     if not MIN_OPSET <= opset <= onnx.defs.onnx_opset_version():
         raise OnnxExportError(f"onnx.export: opset {opset} is not available; use {MIN_OPSET}.."
@@ -112,24 +108,33 @@ def to_model(program: Program, *, opset: int = DEFAULT_OPSET, doc: str = "") -> 
     b = Builder(onnx)
     values: dict[int, Value] = {}
     graph_inputs = []
+    nodes = program.nodes
+    if shapes is not None:
+        nodes = [copy.copy(n) for n in nodes]
+        for n in nodes:
+            n.shape = shapes[n.index]
     # Program names first, so that intermediates never take them.
     out_names = {}
     for pos, k in enumerate(program.outputs):
-        node = program.nodes[k]
+        node = nodes[k]
         base = node.name if node.name and k not in program.inputs else (
             "output" if len(program.outputs) == 1 else f"output_{pos}")
         out_names[pos] = b.fresh(base)
     for pos, k in enumerate(program.inputs):
-        node = program.nodes[k]
+        node = nodes[k]
         name = b.fresh(node.name or f"input_{pos}")
         values[k] = Value(name, node.shape, node.dtype)
-        graph_inputs.append(helper.make_tensor_value_info(name, b.tensor_type(node.dtype), list(node.shape)))
-    for node in program.nodes:
+        graph_inputs.append(helper.make_tensor_value_info(name, b.tensor_type(node.dtype), _dims(node.shape)))
+    b.dims = {sym: (values[program.inputs[pos]].name, axis) for sym, (pos, axis) in (dims or {}).items()}
+    for node in nodes:
         if node.index in values:
             continue
         if node.prim is None:
             value = np.asarray(node.value, dtype=node.dtype)
-            name = b.const(value, name=b.fresh(node.name or f"const_{node.index}"))
+            if any(isinstance(d, SymDim) for d in node.shape):
+                name = _expanded_constant(b, node, value)
+            else:
+                name = b.const(value, name=b.fresh(node.name or f"const_{node.index}"))
             values[node.index] = Value(name, node.shape, node.dtype)
             continue
         b.prefix = f"{node.op}{node.index}"
@@ -138,16 +143,42 @@ def to_model(program: Program, *, opset: int = DEFAULT_OPSET, doc: str = "") -> 
         values[node.index] = Value(out, node.shape, node.dtype)
     graph_outputs = []
     for pos, k in enumerate(program.outputs):
-        node = program.nodes[k]
+        node = nodes[k]
         name = out_names[pos]
         b.op("Identity", [values[k]], outputs=[name])
-        graph_outputs.append(helper.make_tensor_value_info(name, b.tensor_type(node.dtype), list(node.shape)))
+        graph_outputs.append(helper.make_tensor_value_info(name, b.tensor_type(node.dtype), _dims(node.shape)))
     graph = helper.make_graph(b.nodes, sanitize(program.name), graph_inputs, graph_outputs, b.initializers,
                               doc_string=doc)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="autograd_dag", producer_version=_version())
     model.ir_version = min(model.ir_version, 10)  # what ONNX Runtime 1.17+ reads
     return model
+
+
+def _dims(shape) -> list:
+    """A value's shape for the model's signature: dynamic sizes by name (``dim_param``)."""
+    return [d.label if isinstance(d, SymDim) else int(d) for d in shape]
+
+
+def _expanded_constant(b: Builder, node, value: np.ndarray) -> str:
+    """A constant whose shape follows dynamic axes: one slice of it, expanded to the runtime shape.
+
+    Only a constant that repeats along those axes (an initial state of zeros,
+    a broadcast row) has a value at another size; any other is refused.
+    """
+    axes = tuple(a for a, d in enumerate(node.shape) if isinstance(d, SymDim))
+    row = value[tuple(slice(0, 1) if a in axes else slice(None) for a in range(value.ndim))]
+    if not np.array_equal(np.broadcast_to(row, value.shape), value, equal_nan=value.dtype.kind in "fc"):
+        a = next(a for a in axes if not np.array_equal(
+            np.broadcast_to(value.take([0], axis=a), value.shape), value, equal_nan=value.dtype.kind in "fc"))
+        dim = node.shape[a]
+        sources = ", ".join(f"'{sym}' (axis {b.dims[sym][1]} of '{b.dims[sym][0]}')" for sym in dim.symbols)
+        raise OnnxExportError(
+            f"onnx.export: constant '{node.name or f'%{node.index}'}' (shape {tuple(int(d) for d in node.shape)}) "
+            f"varies along its axis {a}, whose size follows the dynamic axis {sources}: its values at the "
+            f"example's size say nothing of another size. Compute it from the inputs, or leave that axis fixed")
+    name = b.const(row, name=b.fresh(f"{node.name or f'const_{node.index}'}_row"))
+    return b.op("Expand", [name, b.ints(node.shape)], hint=node.name or f"const_{node.index}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -159,7 +190,7 @@ def _version() -> str:
 
 
 def export(program_or_fn, *example_args, path: str | os.PathLike | None = None, opset: int = DEFAULT_OPSET,
-           name: str | None = None, check: bool = True):
+           name: str | None = None, check: bool = True, dynamic_axes: dict | None = None):
     """A :class:`Program` (or a function traced on example arguments) as an ONNX ``ModelProto``.
 
     Every primitive is written with standard ONNX operators (one mapping table,
@@ -171,15 +202,30 @@ def export(program_or_fn, *example_args, path: str | os.PathLike | None = None, 
     Shapes: the model's inputs and outputs have the program's shapes and dtypes
     (float32 and float64 both; integer and bool inputs too).
 
+    ``dynamic_axes`` (as ``torch.onnx.export`` takes it: ``{"x": {0: "batch"}}``,
+    or ``{"x": [0]}``) makes those input axes, and every size inside the model
+    that follows them (Reshape targets, outputs, constants repeated along the
+    batch), the input's runtime size: a model traced at batch 8 serves batch 3.
+    It traces the function again with each axis 2n + 1 long to find them, so it
+    needs the function and its example arguments (or a program made by
+    :func:`forward_program` / :func:`training_step_program`); a program whose
+    operations or constants change with the size raises :class:`OnnxExportError`.
+
     Example (needs the ``onnx`` package; not run as a doctest)::
 
         import numpy as np, autograd_dag as ad
         model = ad.onnx.export(lambda x, w: ad.tanh(x @ w), np.ones((2, 3)), np.ones((3, 4)))
         [i.name for i in model.graph.input]   # ['x', 'w']
+        served = ad.onnx.export(lambda x, w: ad.tanh(x @ w), np.ones((8, 3)), np.ones((3, 4)),
+                                dynamic_axes={"x": {0: "batch"}})
+        ad.onnx.run(served, np.ones((3, 3)), np.ones((3, 4)))[0].shape   # (3, 4)
     """
     onnx = require_onnx()
     program = as_program(program_or_fn, example_args, name)
-    model = to_model(program, opset=opset)
+    if dynamic_axes:
+        model = _dynamic_model(program_or_fn, example_args, program, dynamic_axes, opset, name)
+    else:
+        model = to_model(program, opset=opset)
     if check:
         try:
             onnx.checker.check_model(model, full_check=True)
@@ -190,4 +236,19 @@ def export(program_or_fn, *example_args, path: str | os.PathLike | None = None, 
         tmp = f"{os.fspath(path)}.partial"
         onnx.save(model, tmp)
         os.replace(tmp, path)  # a failure leaves no half-written file at path
+    return model
+
+
+def _dynamic_model(program_or_fn, example_args, program: Program, dynamic_axes, opset: int, name):
+    """The model with ``dynamic_axes``; the translations of the traces at two sizes must be one graph."""
+    dims, shapes, others = dynamic_plan(program_or_fn, example_args, program, dynamic_axes, name)
+    model = build_model(program, opset=opset, shapes=shapes, dims=dims)
+    for sym, sizes, other, other_shapes in others:
+        again = build_model(other, opset=opset, shapes=other_shapes, dims=dims)
+        if again.graph != model.graph:
+            raise OnnxExportError(
+                f"onnx.export: with '{sym}' dynamic, the models written at '{sym}' = {sizes[0]} and {sizes[1]} "
+                f"differ in {first_difference(model, again)}: that rule writes a size of the axis as a constant, "
+                f"so the model would compute wrong values at another size; leave '{sym}' fixed (or export one "
+                f"model per size)")
     return model

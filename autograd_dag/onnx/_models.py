@@ -9,6 +9,7 @@ import numpy as np
 from ..autodiff import grad_program
 from ..nn.module import Module, functional_call
 from ..program import Program, trace
+from ._dynamic import remember_retrace
 
 
 def forward_program(model: Module, *example_inputs, method: str | None = None) -> Program:
@@ -33,7 +34,8 @@ def forward_program(model: Module, *example_inputs, method: str | None = None) -
         model.train(was_training)
     for pos, k in enumerate(prog.inputs):
         prog.nodes[k].name = "input" if len(prog.inputs) == 1 else f"input_{pos}"
-    return prog
+    # export(prog, dynamic_axes=...) traces the model again at another size.
+    return remember_retrace(prog, lambda *xs: forward_program(model, *xs, method=method), example_inputs)
 
 
 def training_step_program(model: Module, loss: Callable, *example_batch) -> Program:
@@ -66,4 +68,5 @@ def training_step_program(model: Module, loss: Callable, *example_batch) -> Prog
     loss_node = result.nodes[result.outputs[0]]
     if loss_node.name is None:
         loss_node.name = "loss"
-    return result
+    return remember_retrace(result, lambda *args: training_step_program(model, loss, *args[:n_batch]),
+                            tuple(example_batch) + tuple(np.asarray(p.value) for _, p in named))

@@ -441,6 +441,29 @@ def _dtype(dtype, default=np.float64):
     return np.dtype(default if dtype is None else dtype)
 
 
+def constant(value, name: str | None = None, dtype=None) -> Tensor:
+    """A leaf that programs hold as a *constant*, not as an input: a module's buffer, a fixed table.
+
+    ``Tensor(value)`` is an input of the program extracted from recorded
+    Tensors (``ad.render``, ``autograd-dag export``): it is the user's data.
+    An array the library (or a layer) makes on its own, such as the
+    positional-encoding table or BatchNorm's running statistics, belongs to
+    the model: drawn as a constant and written into an ONNX model as an
+    initializer. Like any leaf that does not require a gradient, no
+    derivative flows to it. Shapes: any -> the same.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> from autograd_dag.render import as_program
+        >>> x = ad.Tensor(np.ones(2), name="x")
+        >>> [(str(n.op), n.name) for n in as_program(x + ad.constant(np.arange(2.0), name="P")).nodes]
+        [('input', 'x'), ('constant', 'P'), ('add', None)]
+    """
+    t = Tensor(value if dtype is None else np.asarray(value, dtype=dtype), name=name)
+    t.source = None  # what marks a lifted constant: extraction keeps leaves with a source line as inputs
+    return t
+
+
 def zeros(shape, dtype=None, requires_grad: bool = False) -> Tensor:
     """A Tensor of zeros (float64 by default). Shapes: () -> shape.
 
