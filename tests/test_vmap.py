@@ -37,6 +37,13 @@ def _batch(args, seed):
     return [np.stack([a * s for s in scales]) for a in args]
 
 
+def _drawn_batch(case):
+    """B argument sets the case draws with B seeds, stacked (its shapes do not depend on the seed)."""
+    sets = [make_args(case, seed) for seed in range(B)]
+    assert all(np.shape(a) == np.shape(b) for s in sets for a, b in zip(s, sets[0])), case_id(case)
+    return [np.stack([np.asarray(s[i]) for s in sets]) for i in range(len(sets[0]))]
+
+
 def _loop(fn, batched, in_axes):
     outs = []
     for b in range(B):
@@ -65,11 +72,13 @@ def _check_no_loop(record, case, in_axes=(0,)):
 @pytest.mark.parametrize("case", ALL_CASES, ids=[case_id(c) for c in ALL_CASES])
 def test_vmap_equals_a_loop_over_the_batch(case):
     g, wrt_args = closure(case, make_args(case))
-    if not wrt_args:
-        pytest.skip("no float argument to batch")
-    if any(a.size == 0 for a in wrt_args):
-        pytest.skip("empty operand")
-    batched = _batch(wrt_args, 0)
+    if wrt_args:
+        batched = _batch(wrt_args, 0)
+    else:
+        # No differentiable argument (indices, masks, comparisons): every argument is batched,
+        # the examples drawn by the case itself with B seeds.
+        g, wrt_args = case.fn, make_args(case)
+        batched = _drawn_batch(case)
     for in_axes in _axes_choices(len(wrt_args)):
         call = [a if ax == 0 else w for a, w, ax in zip(batched, wrt_args, in_axes)]
         expected = _loop(g, call, in_axes)
@@ -85,7 +94,7 @@ def test_vmap_equals_a_loop_over_the_batch(case):
 @pytest.mark.parametrize("case", ALL_CASES, ids=[case_id(c) for c in ALL_CASES])
 def test_vmap_of_grad_equals_a_loop_over_the_batch(case):
     g, wrt_args = closure(case, make_args(case))
-    if not wrt_args or any(a.size == 0 for a in wrt_args):
+    if not wrt_args:
         pytest.skip("nothing to differentiate")
     with ad.no_grad():
         probe = g(*[ad.Tensor(a) for a in wrt_args])
