@@ -139,8 +139,8 @@ FIXED_ON_I24_CRASHES: dict[str, str] = {
     "qr-(2, 4)": f"qr: {_RANK_DEFICIENT}",
     "qr-(2, 3, 2)": f"qr: {_RANK_DEFICIENT}",
     "qr-complete-wide": f"qr: {_RANK_DEFICIENT}",
-    "inv-tensorinv": "inv of the placeholder (2, 2, 2, 2) reshaped to (4, 4): singular",
-    "solve-tensorsolve": "solve with the placeholder (2, 2, 2, 2) reshaped to (4, 4): singular",
+    "inv-tensorinv": "inv of the placeholder of shape (4, 2, 2) reshaped to (4, 4): singular",
+    "solve-tensorsolve": "solve with the placeholder of shape (2, 2, 4) reshaped to (4, 4): singular",
 }
 
 
