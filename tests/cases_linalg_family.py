@@ -423,6 +423,9 @@ CASES += [
          lambda a, b, c: (a @ b) @ c, id="matmul-multi_dot"),
     Case("divide", lambda a: LF.cond(a), _normal((3, 3)),
          lambda a: _singular_values(a)[0] / _singular_values(a)[-1], id="divide-cond"),
+    # Non-square: through svd's 1/s terms (jacobian and hessian raised a ShapeError, issue 24).
+    Case("divide", lambda a: LF.cond(a, -2), _normal((2, 3)),
+         lambda a: _singular_values(a)[-1] / _singular_values(a)[0], id="divide-cond-minus-2-wide"),
     Case("inv", lambda a: LF.cond(a, 1), _well_conditioned(3, 3),
          lambda a: np.max(np.sum(np.abs(a), 0)) * np.max(np.sum(np.abs(_inv_ref(a)), 0)), id="inv-cond-1"),
     Case("getitem", lambda a: LF.diagonal(a, -1), _normal((2, 3, 3)),

@@ -53,3 +53,19 @@ def central_gradient(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
         xm[i] -= eps
         g[i] = (f(xp) - f(xm)) / (2 * eps)
     return g
+
+
+def central_jacobian(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """∂f/∂x of a numpy function by central differences, shaped f(x).shape + x.shape (the independent reference).
+
+    Column by column: one pair of evaluations per entry of x.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    out_shape = np.shape(f(x))
+    J = np.zeros(out_shape + x.shape)
+    for i in np.ndindex(x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[i] += eps
+        xm[i] -= eps
+        J[(Ellipsis,) + i] = (np.asarray(f(xp), dtype=np.float64) - np.asarray(f(xm), dtype=np.float64)) / (2 * eps)
+    return J

@@ -18,6 +18,7 @@ import pytest
 import autograd_dag as ad
 from autograd_dag import batching
 from tests.test_primitives_table import ALL_CASES, case_id, closure, make_args
+from tests import helpers
 
 B = 3
 # Rules that loop by design: a convolution with per-example weights (batched w, or the
@@ -34,6 +35,13 @@ def _batch(args, seed):
     rng = np.random.default_rng(seed)
     scales = 1.0 + 0.05 * rng.uniform(-1.0, 1.0, B)
     return [np.stack([a * s for s in scales]) for a in args]
+
+
+def _drawn_batch(case):
+    """B argument sets the case draws with B seeds, stacked (its shapes do not depend on the seed)."""
+    sets = [make_args(case, seed) for seed in range(B)]
+    assert all(np.shape(a) == np.shape(b) for s in sets for a, b in zip(s, sets[0])), case_id(case)
+    return [np.stack([np.asarray(s[i]) for s in sets]) for i in range(len(sets[0]))]
 
 
 def _loop(fn, batched, in_axes):
@@ -64,11 +72,13 @@ def _check_no_loop(record, case, in_axes=(0,)):
 @pytest.mark.parametrize("case", ALL_CASES, ids=[case_id(c) for c in ALL_CASES])
 def test_vmap_equals_a_loop_over_the_batch(case):
     g, wrt_args = closure(case, make_args(case))
-    if not wrt_args:
-        pytest.skip("no float argument to batch")
-    if any(a.size == 0 for a in wrt_args):
-        pytest.skip("empty operand")
-    batched = _batch(wrt_args, 0)
+    if wrt_args:
+        batched = _batch(wrt_args, 0)
+    else:
+        # No differentiable argument (indices, masks, comparisons): every argument is batched,
+        # the examples drawn by the case itself with B seeds.
+        g, wrt_args = case.fn, make_args(case)
+        batched = _drawn_batch(case)
     for in_axes in _axes_choices(len(wrt_args)):
         call = [a if ax == 0 else w for a, w, ax in zip(batched, wrt_args, in_axes)]
         expected = _loop(g, call, in_axes)
@@ -84,7 +94,7 @@ def test_vmap_equals_a_loop_over_the_batch(case):
 @pytest.mark.parametrize("case", ALL_CASES, ids=[case_id(c) for c in ALL_CASES])
 def test_vmap_of_grad_equals_a_loop_over_the_batch(case):
     g, wrt_args = closure(case, make_args(case))
-    if not wrt_args or any(a.size == 0 for a in wrt_args):
+    if not wrt_args:
         pytest.skip("nothing to differentiate")
     with ad.no_grad():
         probe = g(*[ad.Tensor(a) for a in wrt_args])
@@ -279,3 +289,64 @@ def test_vmap_of_hvp_gives_numbers_as_hvp_does():
     assert isinstance(out, ad.Tensor) and out.requires_grad
     out.sum().backward()
     np.testing.assert_allclose(w.grad.value, 6 * x, rtol=1e-12)
+
+
+def _eager(f):
+    """f on numbers, run eagerly without recording: the unbatched function the references loop over."""
+    def run(x):
+        with ad.no_grad():
+            return np.asarray(f(ad.Tensor(x)).value)
+    return run
+
+
+def test_max_pool2d_of_examples_with_two_axes_batches_the_batch_not_the_rows():
+    # The rule folded the batch into the first axis as conv2d's N, but pooling maps over every
+    # axis before (H, W): an example of shape (1, 5) became rows of one (3·1, 5) image, and the
+    # split back was a ShapeError (reshape of (2, 2) to (3, 1, 2)). Likewise its VJP and JVP.
+    xs = np.random.default_rng(0).standard_normal((3, 1, 5))
+    pool = lambda a: ad.max_pool2d(a, (1, 3), stride=(2, 2))  # noqa: E731
+    got = ad.vmap(pool)(xs)
+    np.testing.assert_array_equal(got, np.stack([_eager(pool)(x) for x in xs]))   # maxima: copied values
+    w = np.array([[2.0, -1.0]])
+    loss = lambda a: ad.sum(pool(a) * w)  # noqa: E731
+    per_example = np.stack([helpers.central_gradient(lambda x: float(np.sum(_eager(pool)(x) * w)), x)
+                            for x in xs])
+    # Central differences of a piecewise-linear function away from ties: exact up to rounding of x ± eps.
+    np.testing.assert_allclose(ad.vmap(ad.grad(loss))(xs), per_example, rtol=1e-7, atol=1e-7)
+    x = xs[0]
+    np.testing.assert_allclose(ad.jacobian(pool)(x), helpers.central_jacobian(_eager(pool), x),
+                               rtol=1e-7, atol=1e-7)
+    # Stacks of examples with one and two leading axes, and the gradient's own rules batched.
+    for shape in [(3, 2, 4, 5), (3, 2, 1, 4, 5)]:
+        xs = np.random.default_rng(1).standard_normal(shape)
+        np.testing.assert_array_equal(ad.vmap(pool)(xs), np.stack([_eager(pool)(x) for x in xs]))
+        g = lambda a: ad.grad(lambda b: ad.sum(pool(b) ** 2))(a)  # noqa: E731
+        np.testing.assert_allclose(ad.vmap(g)(xs), np.stack([g(x) for x in xs]), rtol=1e-14)
+        np.testing.assert_allclose(ad.jacobian(g)(xs[0]), helpers.central_jacobian(g, xs[0]),
+                                   rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("f", [
+    lambda a: ad.linalg.svd(a, full_matrices=False)[0],
+    lambda a: ad.linalg.svd(a, full_matrices=False)[2],
+    lambda a: ad.linalg.cond(a, -2),
+    lambda a: ad.linalg.cond(a, 2),
+    lambda a: ad.linalg.norm(a, -2),
+    lambda a: ad.linalg.norm(a, 2),
+], ids=["svd-u", "svd-vh", "cond-minus-2", "cond-2", "norm-minus-2", "norm-2"])
+@pytest.mark.parametrize("shape", [(2, 3), (3, 2)])
+def test_jacobian_and_hessian_through_the_svd_of_a_non_square_matrix(f, shape):
+    # The VJP's 1/s (svd_reciprocal) of s shared by the batch of unit cotangents and a batched
+    # projection came back unbatched: jacobian raised a ShapeError (reshape of (2,) to (2, 1, 2)).
+    A = np.random.default_rng(2).standard_normal(shape)
+    J = ad.jacobian(f)(A)
+    # Central differences of smooth functions (distinct singular values): O(eps²) truncation.
+    np.testing.assert_allclose(J, helpers.central_jacobian(_eager(f), A), rtol=1e-6, atol=1e-7)
+    if J.ndim == A.ndim:   # scalar functions: the Hessian against differences of the gradient
+        g = ad.grad(f)
+        np.testing.assert_allclose(ad.hessian(f)(A), helpers.central_jacobian(g, A), rtol=1e-6, atol=1e-6)
+    # And the unit cotangents one by one, the loop the batched VJP replaces.
+    out, f_vjp = ad.vjp(f, A)
+    basis = np.eye(np.size(out)).reshape((np.size(out),) + np.shape(out))
+    np.testing.assert_allclose(J.reshape(basis.shape[:1] + A.shape), np.stack([f_vjp(e)[0] for e in basis]),
+                               rtol=1e-12, atol=1e-14)

@@ -57,6 +57,21 @@ def elementwise(prim: Primitive, args, batched, **params):
     return apply(prim, *lifted, **params)
 
 
+def leading_axes(prim: Primitive, args, batched, **params):
+    """The rule of a primitive that maps over every leading axis its operands share (pooling, stacked linear algebra).
+
+    The batch axis is one more such axis: an operand shared by the batch is
+    repeated along it (a broadcast view), so that every operand carries it.
+    Not a fold into the first axis (:func:`merge_batch`): an example of
+    max_pool2d may be a bare (H, W). Shapes: operands (B, *s_i) or (*s_i) ->
+    (B, *the example's result shape).
+    Example: ``max_pool2d_scatter``'s cotangents batched, its input x shared
+    (the Jacobian of max_pool2d): x becomes (B, *x.shape) and the rule is one call.
+    """
+    size = batch_size(args, batched)
+    return apply(prim, *[a if b else materialize(a, size) for a, b in zip(args, batched)], **params)
+
+
 def shift_axis(name: str = "axis"):
     """The rule of a one-operand primitive whose ``name`` parameter (int, tuple or None) counts axes."""
     def rule(prim: Primitive, args, batched, **params):

@@ -26,7 +26,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ..core import Tensor, apply
 from ..errors import ShapeError
 from .elementwise import add
-from .batch import batch_size, merge_batch
+from .batch import batch_size, leading_axes, merge_batch
 from .linalg import matmul
 from .registry import defprim
 from .shapes import fmt
@@ -626,17 +626,17 @@ MAX_POOL2D = defprim(
     "max_pool2d", _max_pool_impl,
     vjp=lambda ct, out, x, *, window, stride: (max_pool2d_scatter(ct, x, window, stride),),
     jvp=lambda t, out, x, *, window, stride: max_pool2d_gather(t[0], x, window, stride),
-    shape=_max_pool_rule, batch=merge_batch(0))
+    shape=_max_pool_rule, batch=leading_axes)
 MAX_POOL2D_SCATTER = defprim(
     "max_pool2d_scatter", _scatter_impl,
     vjp=lambda c, out, ct, x, *, window, stride: (max_pool2d_gather(c, x, window, stride), None),
     jvp=lambda t, out, ct, x, *, window, stride: max_pool2d_scatter(t[0], x, window, stride),
-    shape=_scatter_rule, nondiff=(1,), batch=merge_batch(0, 1))
+    shape=_scatter_rule, nondiff=(1,), batch=leading_axes)
 MAX_POOL2D_GATHER = defprim(
     "max_pool2d_gather", _gather_impl,
     vjp=lambda c, out, cv, x, *, window, stride: (max_pool2d_scatter(c, x, window, stride), None),
     jvp=lambda t, out, cv, x, *, window, stride: max_pool2d_gather(t[0], x, window, stride),
-    shape=_gather_rule, nondiff=(1,), batch=merge_batch(0, 1))
+    shape=_gather_rule, nondiff=(1,), batch=leading_axes)
 
 
 def _pool_params(name: str, window, stride) -> dict:

@@ -62,7 +62,7 @@ from .indexing import concatenate, getitem, stack
 from .linalg import matmul
 from .numeric import _inexact, norm as vector_or_frobenius_norm
 from .reductions import max, min
-from .batch import lift_rank
+from .batch import leading_axes, lift_rank
 from .registry import defprim
 from .shapes import fmt, normalize_axis
 from .structure import broadcast_to, reshape, sum, sum_to_shape, swapaxes, transpose
@@ -105,11 +105,6 @@ def _require_matrix(name: str, shape, square: bool = False) -> None:
                          f"Actual: shape {fmt(shape)}")
     if square and shape[-1] != shape[-2]:
         raise ShapeError(f"{name}: Expect: square matrices (..., n, n). Actual: shape {fmt(shape)}")
-
-
-def _stacked_batch(prim, args, batched, **params):
-    """Batching rule of a one-operand primitive that numpy already maps over leading axes."""
-    return apply(prim, *args, **params)
 
 
 def _float_dtype(dtype):
@@ -212,7 +207,7 @@ INV = defprim(
     "inv", _inv_impl,
     vjp=lambda ct, out, a: (negative(matmul(_T(out), matmul(ct, _T(out)))),),
     jvp=lambda t, out, a: negative(matmul(out, matmul(t[0], out))),
-    shape=_square_rule("inv"), batch=_stacked_batch)
+    shape=_square_rule("inv"), batch=leading_axes)
 
 
 def inv(a) -> Tensor:
@@ -418,7 +413,7 @@ COFACTOR_DERIVATIVE = defprim("cofactor_derivative", _cofactor_derivative_impl, 
                               jvp=_cofactor_derivative_jvp,
                               shape=lambda a, t: (tuple(np.broadcast_shapes(a.shape, t.shape)),
                                                   _float_dtype(np.result_type(a.dtype, t.dtype))),
-                              batch=_stacked_batch)
+                              batch=leading_axes)
 
 
 def _cofactor_derivative(a, t):
@@ -429,7 +424,7 @@ def _cofactor_derivative(a, t):
 COFACTOR = defprim("cofactor", _cofactor_impl,
                    vjp=lambda ct, out, a: (_cofactor_derivative(a, ct),),   # (a Hessian: symmetric)
                    jvp=lambda t, out, a: _cofactor_derivative(a, t[0]),
-                   shape=_square_rule("cofactor"), batch=_stacked_batch)
+                   shape=_square_rule("cofactor"), batch=leading_axes)
 
 
 def _det_vjp(ct, out, a):
@@ -446,7 +441,7 @@ def _det_rule(a):
 
 
 DET = defprim("det", lambda a: np.asarray(np.linalg.det(a)), vjp=_det_vjp, jvp=_det_jvp, shape=_det_rule,
-              batch=_stacked_batch)
+              batch=leading_axes)
 
 
 def det(a) -> Tensor:
@@ -479,11 +474,11 @@ def _logabsdet_jvp(t, out, a):
 
 LOGABSDET = defprim("logabsdet", lambda a: np.asarray(np.linalg.slogdet(a)[1]),
                     vjp=_logabsdet_vjp, jvp=_logabsdet_jvp, shape=_det_rule,
-                    batch=_stacked_batch)
+                    batch=leading_axes)
 SLOGDET_SIGN = defprim("slogdet_sign", lambda a: np.asarray(np.linalg.slogdet(a)[0]),
                        vjp=lambda ct, out, a: (None,), jvp=lambda t, out, a: None,
                        shape=_det_rule, nondiff=(0,),
-                       batch=_stacked_batch)
+                       batch=leading_axes)
 
 
 def slogdet(a) -> SlogdetResult:
@@ -539,7 +534,7 @@ def _cholesky_jvp(t, out, a):
 
 CHOLESKY = defprim("cholesky", _cholesky_impl, vjp=_cholesky_vjp, jvp=_cholesky_jvp,
                    shape=_square_rule("cholesky"),
-                   batch=_stacked_batch)
+                   batch=leading_axes)
 
 
 def cholesky(a, upper: bool = False) -> Tensor:
@@ -608,7 +603,7 @@ def _eigh_jvp(t, out, a):
 
 
 EIGH = defprim("eigh", _eigh_impl, vjp=_eigh_vjp, jvp=_eigh_jvp, shape=_eigh_rule,
-               batch=_stacked_batch)
+               batch=leading_axes)
 
 
 def eigh(a, UPLO: str = "L") -> EighResult:
@@ -709,7 +704,7 @@ SVD_RECIPROCAL = defprim(
     vjp=lambda ct, out, s, proj, *, rule: (negative(multiply(ct, multiply(out, out))), None),
     jvp=lambda t, out, s, proj, *, rule: None if t[0] is None else negative(multiply(t[0], multiply(out, out))),
     shape=lambda s, proj, *, rule: (tuple(s.shape), _float_dtype(np.result_type(s.dtype, proj.dtype))),
-    nondiff=(1,), batch=_stacked_batch)
+    nondiff=(1,), batch=leading_axes)
 
 
 def _svd_reciprocal(s, proj, rule):
@@ -768,7 +763,7 @@ def _svd_jvp(t, out, a, *, full_matrices):
 
 
 SVD = defprim("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, shape=_svd_rule,
-              batch=_stacked_batch)
+              batch=leading_axes)
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
@@ -866,7 +861,7 @@ def _qr_full_rank_impl(r):
 
 QR_FULL_RANK = defprim("qr_full_rank", _qr_full_rank_impl,
                        vjp=lambda ct, out, r: (ct,), jvp=lambda t, out, r: t[0],
-                       shape=lambda r: (tuple(r.shape), r.dtype), batch=_stacked_batch)
+                       shape=lambda r: (tuple(r.shape), r.dtype), batch=leading_axes)
 
 
 def _qr_tall_vjp(q, r, gq, gr):
@@ -923,7 +918,7 @@ def _qr_jvp(t, out, a):
 
 
 QR = defprim("qr", _qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, shape=_qr_rule,
-             batch=_stacked_batch)
+             batch=leading_axes)
 
 
 def qr(a, mode: str = "reduced"):
@@ -990,7 +985,7 @@ def _pinv_jvp(t, out, a):
 # numpy's own tolerance (rcond=None) drops only singular values that are zero to
 # rounding: the rank is constant nearby and the Golub–Pereyra formula is exact.
 PINV = defprim("pinv", np.linalg.pinv, vjp=_pinv_vjp, jvp=_pinv_jvp, shape=_pinv_rule,
-              batch=_stacked_batch)
+              batch=leading_axes)
 
 
 def _truncated_pinv(a, rcond):
