@@ -142,10 +142,10 @@ NET = ["enc.weight", "enc.bias", "scale", "blocks.0.weight", "blocks.0.bias", "b
 def test_user_methods_name_attributes_lists_and_dicts_by_path():
     net, x = _Net(), np.ones((4, 2))
     # A module in a dict is a sub-module: its parameters are trained and saved like the others.
-    assert [n for n, _ in net.named_parameters()] == ["enc.weight", "enc.bias", "blocks.0.weight",
+    assert [n for n, _ in net.named_parameters()] == ["scale", "enc.weight", "enc.bias", "blocks.0.weight",
                                                       "blocks.0.bias", "blocks.1.weight", "blocks.1.bias",
                                                       "heads.cls.weight", "heads.cls.bias", "heads.reg.weight",
-                                                      "heads.reg.bias", "scale"]
+                                                      "heads.reg.bias"]
     assert "heads.reg.bias" in net.state_dict()
     assert sorted(_parameter_names(net.classify(x))) == sorted(NET)
     assert sorted(_parameter_names(net.encode(x))) == sorted(NET[:7])
@@ -246,3 +246,58 @@ def test_transformer_classifier_encode_names_every_parameter_by_path():
     out = model.encode(np.array([[2, 6, 7]]))[0]
     names = _parameter_names(out)
     assert names == _expected(model, out) and "encoder.block.0.ffn.W1" in names and "cls" in names
+
+
+def test_a_module_in_a_dict_is_trained_and_substituted_like_the_others():
+    net, x = _Net(), np.random.default_rng(0).standard_normal((4, 2))
+    W = np.random.default_rng(1).standard_normal((2, 3))
+    # The same network in numpy, with heads["cls"].weight replaced by W.
+    h = (x @ net.enc.weight.value.T + net.enc.bias.value) * net.scale.value
+    for block in net.blocks:
+        h = np.tanh(h @ block.weight.value.T + block.bias.value)
+    reg = net.heads["reg"]
+    expected = (h @ W.T + net.heads["cls"].bias.value).sum() + (h @ reg.weight.value.T + reg.bias.value).sum()
+    got = nn.functional_call(net, {"heads.cls.weight": W}, x)
+    np.testing.assert_allclose(got.value, expected, rtol=1e-12)   # (sums of products in another order)
+    assert isinstance(net.heads["cls"].weight, nn.Parameter)      # restored
+    net(x).backward()
+    # d/d b_reg of sum(h W_reg^T + b_reg) is the number of rows.
+    np.testing.assert_array_equal(net.heads["reg"].bias.grad, [4.0])
+
+
+def test_a_failing_method_leaves_no_naming_or_scope_behind():
+    net = _Net()
+    try:
+        net.classify(np.ones((4, 5)))                    # wrong width: Linear refuses it
+    except ad.AutogradDagError:
+        pass
+    else:
+        raise AssertionError("expected a ShapeError")
+    assert ad.current_scope() == ()
+    m = nn.MLP([3, 4, 2], rng=0)
+    assert sorted(_parameter_names(m.logits(np.zeros((1, 3))))) == sorted(MLP_NAMES)
+
+
+class _Teacher(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(3, 2, rng=7)
+
+    def distill(self, x, student):
+        return self.head(x) - student.classify(x[:, :2])     # a module that is not a sub-module
+
+
+def test_a_module_passed_in_is_named_from_itself_and_the_callers_by_their_path():
+    teacher, student = _Teacher(), _Net()
+    out = teacher.distill(np.ones((4, 3)), student)
+    assert sorted(_parameter_names(out)) == sorted(NET + ["head.weight", "head.bias"])
+
+
+def test_trace_of_a_method_and_forward_called_directly_name_by_path():
+    m, x = nn.MLP([3, 4, 2], rng=0), np.zeros((1, 3))
+    program = ad.trace(lambda x: m.predict_proba(x), x)
+    assert sorted(n.name for n in program.nodes if n.op is ad.NodeKind.PARAMETER) == sorted(MLP_NAMES)
+    seq = nn.Sequential(nn.Linear(3, 4, rng=0), nn.ReLU(), nn.Linear(4, 2, rng=1))
+    out = seq.forward(x)
+    assert sorted(_parameter_names(out)) == ["0.bias", "0.weight", "2.bias", "2.weight"]
+    assert "<B>Linear0</B>" in ad.render(out).source
