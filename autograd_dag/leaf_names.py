@@ -43,7 +43,11 @@ class NamedScope(tuple):
 
 
 def leaf_name(leaf, scope) -> str | None:
-    """The name of ``leaf`` as a node recorded in ``scope`` read it: the scope's name for it, else ``leaf.name``."""
+    """The name of ``leaf`` as a node recorded in ``scope`` read it: the scope's name for it, else ``leaf.name``.
+
+    ``leaf`` is a Tensor of any shape; ``scope`` a node's scope (a plain tuple carries no names).
+    Example: ``leaf_name(w, ("net",))`` is ``w.name``; see :class:`NamedScope` for one that carries names.
+    """
     if type(scope) is NamedScope:
         hit = scope.names.get(id(leaf))
         if hit is not None and hit[0] is leaf:

@@ -105,11 +105,14 @@ class _Naming:
 _naming: _Naming | None = None
 
 
-def _as_root(module: "Module", fn, args, kwargs):
-    """Run ``fn(module, *args, **kwargs)`` as the user's call: names from ``module`` in force inside.
+def _enter(module: "Module") -> tuple:
+    """Start the user's call of a method of ``module``: names from ``module`` in force until :func:`_leave`.
 
     A module outside the tree of the call already running (one passed as an
     argument, say) is named from itself; a parameter both reach keeps the outer path.
+    Returns what ``_leave`` restores. (Not a context manager, nor a function
+    running the method: every operation recorded inside looks up its user's
+    line through the frames in between.)
     """
     global _naming
     module._check_initialised()
@@ -129,15 +132,14 @@ def _as_root(module: "Module", fn, args, kwargs):
     source, scope = attribution()
     previous = attribute(source, NamedScope(scope, names))
     _naming = _Naming(labels, names)
-    try:
-        return fn(module, *args, **kwargs)
-    finally:
-        _naming = outer
-        attribute(*previous)
+    return outer, previous
 
 
-def _forward(module: "Module", *args, **kwargs):
-    return module.forward(*args, **kwargs)
+def _leave(entered: tuple) -> None:
+    """End the call :func:`_enter` started (also when it raised)."""
+    global _naming
+    _naming, previous = entered
+    attribute(*previous)
 
 
 def _names_parameters(fn):
@@ -147,9 +149,13 @@ def _names_parameters(fn):
         naming = _naming
         if naming is not None and id(self) in naming.labels:
             return fn(self, *args, **kwargs)
-        return _as_root(self, fn, args, kwargs)
+        entered = _enter(self)
+        try:
+            return fn(self, *args, **kwargs)
+        finally:
+            _leave(entered)
 
-    method._names_parameters = True
+    method._plain = fn   # for Module.__call__, which names already: one frame less under every operation
     return method
 
 
@@ -190,7 +196,7 @@ class Module:
         for name, value in list(vars(cls).items()):
             if (name == "forward" or not (name.startswith("_") or name in _MODULE_API)) \
                     and inspect.isfunction(value) and not inspect.isgeneratorfunction(value) \
-                    and not getattr(value, "_names_parameters", False):
+                    and not hasattr(value, "_plain"):
                 setattr(cls, name, _names_parameters(value))
 
     # -------------------------------------------------------------- calling
@@ -199,18 +205,26 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
+        forward = type(self).forward
+        # Every operation recorded looks up its user's line through the frames
+        # in between: forward's naming wrapper (see __init_subclass__) is skipped.
+        forward = getattr(forward, "_plain", forward)
         naming = _naming
         if naming is None or id(self) not in naming.labels:
             # The user's call: the parameters are named by their path from here (fc3.weight),
             # whatever was called before (a sub-module alone, or this module inside another).
-            return _as_root(self, _forward, args, kwargs)
+            entered = _enter(self)
+            try:
+                return forward(self, *args, **kwargs)
+            finally:
+                _leave(entered)
         label = naming.labels[id(self)]
         if label is None:
-            return self.forward(*args, **kwargs)
+            return forward(self, *args, **kwargs)
         source, scope = attribution()   # (as ad.name_scope, without a generator per call)
         previous = attribute(source, scope + (label,))
         try:
-            return self.forward(*args, **kwargs)
+            return forward(self, *args, **kwargs)
         finally:
             attribute(*previous)
 
