@@ -1,8 +1,11 @@
-"""Parameter names given by a root module call stay right when the module tree changes between calls.
+"""Parameters named by their path from the module the user called, on every method, and frozen per graph.
 
-``Module.__call__`` at the root names every parameter by its dotted path, so
-that programs and pictures show "fc3.weight"; each kind of change a call must
-see is made after a call here (guards for any cache of those names).
+The user's call of any method of a module (``model(x)``, ``model.logits(x)``,
+a subclass's own method) names every parameter by its dotted path from that
+module, so that programs and pictures show "fc3.weight" and draw each layer as
+a cluster; a graph keeps the names it was recorded under. The first tests make
+each kind of change to the module tree after a call (guards for any cache of
+those names).
 """
 
 from __future__ import annotations
@@ -301,3 +304,13 @@ def test_trace_of_a_method_and_forward_called_directly_name_by_path():
     out = seq.forward(x)
     assert sorted(_parameter_names(out)) == ["0.bias", "0.weight", "2.bias", "2.weight"]
     assert "<B>Linear0</B>" in ad.render(out).source
+
+
+def test_parameters_drawn_as_inputs_keep_the_names_of_the_record():
+    from autograd_dag.render import as_program
+    lm, x = nn.MLP([3, 4, 2], rng=0), np.zeros((1, 3))
+    before = lm.logits(x)
+    _Wrap(lm).logits(x)                                  # renames the parameters themselves
+    assert lm.layers[0].weight.name == "inner.layers.0.weight"
+    program = as_program(before, parameters_as_inputs=True)
+    assert sorted(program.nodes[k].name for k in program.inputs) == sorted(MLP_NAMES)
