@@ -25,6 +25,7 @@ from .errors import (AutogradDagError, ProgramInputError, TracingError, Undefine
                      located)
 from .execution import buffer_of, disposable, plan_steps
 from .graph import Graph, paused_gc
+from .leaf_names import leaf_name
 from .passes import common_subexpressions, refuse_inputs_as_constants
 from .tracing import outer_traced_leaf, program_input, record, topological_nodes
 from .tree import flatten, leaf_paths, structure_key, unflatten
@@ -54,24 +55,27 @@ class NodeKind(enum.Enum):
 
 
 
-def _recorded_order(walk: list[Tensor], inputs: dict) -> list[Tensor]:
+def _recorded_order(walk: list[Tensor], inputs: dict) -> tuple[list[Tensor], dict]:
     """The Tensors of ``walk`` (a topological order) in the order they were recorded, each leaf before its first reader.
 
     Nodes made by operations from the oldest (their serials count down from −1,
     each below its parents'); a leaf (whose serial is not an order) just before the first node that
     reads it, as the depth-first walk places it; ``inputs`` (ids) are numbered
-    apart and left out.
+    apart and left out. Also returns ``{id(leaf or input): scope of its first reader}``,
+    where a module call left the names its parameters had then (see :mod:`.leaf_names`).
     """
-    order, placed = [], set(inputs)  # placed: the leaves
+    order, readers = [], {}
     append = order.append
     for t in sorted([t for t in walk if t.parents and id(t) not in inputs], key=_serial, reverse=True):
         for p in t.parents:
-            if not p.parents and id(p) not in placed:
-                placed.add(id(p))
-                append(p)
+            if not p.parents and id(p) not in readers:
+                readers[id(p)] = t.scope
+                if id(p) not in inputs:
+                    append(p)
         append(t)
-    order.extend(t for t in walk if not t.parents and id(t) not in placed)  # leaves no node reads (outputs)
-    return order
+    # Leaves no node reads (outputs).
+    order.extend(t for t in walk if not t.parents and id(t) not in readers and id(t) not in inputs)
+    return order, readers
 
 
 class ProgramNode:
@@ -243,7 +247,11 @@ class Program:
             # product last), each operand then read long after it was made: 10 % slower on the Transformer.
             walk = topological_nodes(outputs, stop=set(index), what="Program.from_outputs")
             append = nodes.append
-            for t in _recorded_order(walk, index):
+            order, readers = _recorded_order(walk, index)
+            for k, t in enumerate(inputs):
+                if t.prim is None and id(t) in readers:   # (a parameter given as an input)
+                    nodes[k].name = leaf_name(t, readers[id(t)]) or nodes[k].name
+            for t in order:
                 tid = id(t)
                 if tid in index:
                     continue
@@ -255,7 +263,8 @@ class Program:
                 k = index[tid] = len(nodes)
                 if prim is None or not parents:
                     op = NodeKind.PARAMETER if t.requires_grad else NodeKind.CONSTANT
-                    append(ProgramNode(k, op, None, (), None, t.shape, t.dtype, name=t.name,
+                    append(ProgramNode(k, op, None, (), None, t.shape, t.dtype,
+                                       name=leaf_name(t, readers.get(id(t))),
                                        source=t.source, scope=t.scope, value=t.value))
                 else:
                     append(ProgramNode(k, prim.name, prim, tuple([index[id(p)] for p in parents]),

@@ -18,7 +18,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "autograd_dag"
 LAYERS = [
     "errors", "tree",
     "graph", "graph_algorithms",  # the DAG core, then the book's other questions about DAGs
-    "core", "inlined", "primitives", "tracing", "execution", "passes", "program",
+    "core", "inlined", "primitives", "tracing", "execution", "passes",
+    "leaf_names",  # the names a module call gives its parameters, read by program
+    "program",
     "autodiff", "operators",  # the one place Tensor gets methods from above (backward too)
     "batching", "checking", "testing", "linalg", "text",
     "circuits", "render", "named", "nn", "optim", "onnx",

@@ -42,7 +42,7 @@ from .embedding import Embedding, check_ids
 from .layers import Classifier, Dropout, Linear
 from .module import Module, Parameter
 from .norm import LayerNorm
-from .transformer import TransformerEncoder, _name_scopes
+from .transformer import TransformerEncoder
 
 __all__ = ["CLS_POSITIONS", "insert_cls", "TransformerClassifier", "BERT", "BERTLoss", "MLMHead",
            "BERTClassifier"]
@@ -164,7 +164,6 @@ class TransformerClassifier(Classifier):
         self.cls = Parameter(rng.standard_normal(self.d_model).astype(dtype))
         self.encoder = TransformerEncoder(self.d_model, heads, hidden, layers, eps=eps, rng=rng, dtype=dtype)
         self.output = Linear(self.d_model, self.num_classes, rng=rng, dtype=dtype)
-        _name_scopes(self)
 
     def encode(self, tokens, padding_mask=None) -> tuple[Tensor, np.ndarray]:
         """The encoder output with the classification token and that token's index per row.
@@ -299,7 +298,6 @@ class BERT(Module):
         self.mlm_head = MLMHead(self.d_model, self.vocab_size, eps=eps, rng=rng, dtype=dtype)
         self.pooler = Linear(self.d_model, self.d_model, rng=rng, dtype=dtype)
         self.nsp_head = Linear(self.d_model, 2, rng=rng, dtype=dtype)
-        _name_scopes(self)
 
     # ------------------------------------------------------------ encoder
 
@@ -424,7 +422,6 @@ class BERTClassifier(Classifier):
         self.bert = bert
         self.num_classes = int(num_classes)
         self.output = Linear(bert.d_model, self.num_classes, rng=rng, dtype=bert.token_embedding.weight.dtype)
-        _name_scopes(self)
 
     def forward(self, tokens, segments=None, padding_mask=None) -> Tensor:
         hidden = self.bert.hidden_states(tokens, segments, padding_mask)

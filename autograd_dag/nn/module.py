@@ -1,14 +1,24 @@
 """Modules: parameters found by attribute, train/eval, state dicts and .npz files.
 
 A :class:`Module` is a callable object whose :class:`Parameter` attributes
-(and the parameters of its sub-module attributes, also inside lists) are its
-learnable parameters, as in PyTorch. Calling a module runs its ``forward``
-inside ``ad.name_scope(<attribute name>)``, so a traced model renders with one
-cluster per layer.
+(and the parameters of its sub-module attributes, also inside lists, tuples and
+dicts) are its learnable parameters, as in PyTorch. A sub-module's call runs its
+``forward`` inside ``ad.name_scope(<attribute name>)``, so a traced model renders
+with one cluster per layer.
+
+Naming: the first method of a module the user calls (``model(x)``,
+``model.logits(x)``, any public method of a subclass) names every parameter
+by its path from that module (``layers.0.weight``) and labels every
+sub-module's scope, whichever method and however deep the sub-modules are
+then reached. The names go with the scope of every node recorded in the call
+(:mod:`autograd_dag.leaf_names`), so a graph is drawn with the names it was
+recorded under, even after the module is wrapped in another.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import zipfile
 from collections import OrderedDict
@@ -17,8 +27,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..core import Tensor, changed_in_place, name_scope
+from ..core import Tensor, attribute, attribution, changed_in_place
 from ..errors import AutogradDagError, SerializationError
+from ..leaf_names import NamedScope
 from ..program import retrace_jit
 
 __all__ = ["Parameter", "Module", "ModuleList", "Sequential", "functional_call"]
@@ -61,16 +72,91 @@ def _name_parameter(p: "Parameter", path: str) -> None:
         p.name = path
 
 
+def _items(value) -> list:
+    """(key, item) of a list, tuple or dict attribute (where sub-modules and parameters are looked for); else []."""
+    if isinstance(value, (list, tuple)):
+        return list(enumerate(value))
+    if isinstance(value, dict):
+        return list(value.items())
+    return []
+
+
 def _parameters_under(name: str, value) -> list[tuple[str, "Parameter"]]:
-    """(dotted path, parameter) for the parameters held in attribute ``name`` (a module or a list)."""
+    """(dotted path, parameter) for the parameters held in attribute ``name`` (a module, list, tuple or dict)."""
     if isinstance(value, Parameter):
         return [(name, value)]
     if isinstance(value, Module):
         return [(f"{name}.{pname}", p) for pname, p in value.named_parameters()]
-    if isinstance(value, (list, tuple)):
-        return [found for i, item in enumerate(value) for found in _parameters_under(f"{name}.{i}", item)
-                if isinstance(item, (Module, Parameter))]
-    return []
+    return [found for key, item in _items(value) if isinstance(item, (Module, Parameter))
+            for found in _parameters_under(f"{name}.{key}", item)]
+
+
+class _Naming:
+    """The naming of one outermost module call: each module's scope label, each parameter's path."""
+
+    __slots__ = ("labels", "names")
+
+    def __init__(self, labels: dict, names: dict):
+        self.labels = labels  # id(module) -> its scope label (None: the module called)
+        self.names = names    # id(parameter) -> (parameter, dotted path), as NamedScope wants it
+
+
+# The naming in force while a module method runs (None outside any).
+_naming: _Naming | None = None
+
+
+def _enter(module: "Module") -> tuple:
+    """Start the user's call of a method of ``module``: names from ``module`` in force until :func:`_leave`.
+
+    A module outside the tree of the call already running (one passed as an
+    argument, say) is named from itself; a parameter both reach keeps the outer path.
+    Returns what ``_leave`` restores. (Not a context manager, nor a function
+    running the method: every operation recorded inside looks up its user's
+    line through the frames in between.)
+    """
+    global _naming
+    module._check_initialised()
+    outer = _naming
+    labels: dict[int, str | None] = {}
+    names: dict[int, tuple] = {}
+    for mname, own, m, slots in module._walk():
+        labels[id(m)] = _scope_label(own, m) if own else None
+        for pname, _, _, p in slots:
+            if id(p) not in names:
+                names[id(p)] = (p, f"{mname}.{pname}" if mname else pname)
+    for pid, (p, path) in names.items():
+        if outer is None or pid not in outer.names:
+            p.name = path  # the current name (repr, messages); pictures read the scope's
+    if outer is not None:
+        names.update(outer.names)
+    source, scope = attribution()
+    previous = attribute(source, NamedScope(scope, names))
+    _naming = _Naming(labels, names)
+    return outer, previous
+
+
+def _leave(entered: tuple) -> None:
+    """End the call :func:`_enter` started (also when it raised)."""
+    global _naming
+    _naming, previous = entered
+    attribute(*previous)
+
+
+def _names_parameters(fn):
+    """``fn``, a public method of a Module subclass, entered as the user's call when no call of its tree runs."""
+    @functools.wraps(fn)
+    def method(self, *args, **kwargs):
+        naming = _naming
+        if naming is not None and id(self) in naming.labels:
+            return fn(self, *args, **kwargs)
+        entered = _enter(self)
+        try:
+            return fn(self, *args, **kwargs)
+        finally:
+            _leave(entered)
+
+    method._plain = fn   # for Module.__call__, which names already: one frame less under every operation
+    return method
 
 
 class Module:
@@ -101,7 +187,17 @@ class Module:
     def __init__(self):
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_buffers", [])
-        object.__setattr__(self, "_scope_name", None)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # Every public method a subclass defines (logits, encode, loss, a user's own) may
+        # be the user's entry, so each names parameters as a call does. Generators
+        # record after the method returns: left as they are.
+        for name, value in list(vars(cls).items()):
+            if (name == "forward" or not (name.startswith("_") or name in _MODULE_API)) \
+                    and inspect.isfunction(value) and not inspect.isgeneratorfunction(value) \
+                    and not hasattr(value, "_plain"):
+                setattr(cls, name, _names_parameters(value))
 
     # -------------------------------------------------------------- calling
 
@@ -109,19 +205,28 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
-        self._check_initialised()
-        # Names are refreshed here, not only in __setattr__, so that modules
-        # appended to a list after assignment are still named.
-        for name, child in self._named_children():
-            object.__setattr__(child, "_scope_name", _scope_label(name, child))
-        if self._scope_name is None:
-            # The root of a call names its parameters by dotted path, so that a
-            # traced or rendered program shows "fc3.weight" rather than an anonymous leaf.
-            for name, p in self.named_parameters():
-                p.name = name
-            return self.forward(*args, **kwargs)
-        with name_scope(self._scope_name):
-            return self.forward(*args, **kwargs)
+        forward = type(self).forward
+        # Every operation recorded looks up its user's line through the frames
+        # in between: forward's naming wrapper (see __init_subclass__) is skipped.
+        forward = getattr(forward, "_plain", forward)
+        naming = _naming
+        if naming is None or id(self) not in naming.labels:
+            # The user's call: the parameters are named by their path from here (fc3.weight),
+            # whatever was called before (a sub-module alone, or this module inside another).
+            entered = _enter(self)
+            try:
+                return forward(self, *args, **kwargs)
+            finally:
+                _leave(entered)
+        label = naming.labels[id(self)]
+        if label is None:
+            return forward(self, *args, **kwargs)
+        source, scope = attribution()   # (as ad.name_scope, without a generator per call)
+        previous = attribute(source, scope + (label,))
+        try:
+            return forward(self, *args, **kwargs)
+        finally:
+            attribute(*previous)
 
     def _check_initialised(self) -> None:
         if "training" not in self.__dict__:
@@ -138,14 +243,12 @@ class Module:
             raise AutogradDagError(f"{type(self).__name__}.{name} is a parameter: assign an nn.Parameter "
                                    f"(or None), not a {type(value).__name__}; to change its numbers in place "
                                    f"write {name}.value[...] = ...")
-        if isinstance(value, Module):
-            object.__setattr__(value, "_scope_name", _scope_label(name, value))
         # Parameters are named by their attribute path as soon as they are
-        # registered (``conv1.weight``), so that a program recorded through any
-        # method, not only __call__, draws them by name. A name the user gave is kept.
+        # registered (``conv1.weight``), so that one read outside any method of a
+        # module is drawn by name too. A name the user gave is kept.
         if isinstance(value, Parameter) and value.name is None:
             value.name = name
-        elif isinstance(value, (Module, list, tuple)):
+        elif isinstance(value, (Module, list, tuple, dict)):
             for pname, p in _parameters_under(name, value):
                 _name_parameter(p, pname)
         old = self.__dict__.get(name)
@@ -158,24 +261,29 @@ class Module:
 
     # ------------------------------------------------------------ discovery
 
-    def _named_children(self) -> Iterator[tuple[str, "Module"]]:
-        for name, value in self.__dict__.items():
-            if isinstance(value, Module):
-                yield name, value
-            elif isinstance(value, (list, tuple)):
-                for i, item in enumerate(value):
-                    if isinstance(item, Module):
-                        yield f"{name}.{i}", item
-
-    def _parameter_slots(self) -> Iterator[tuple[str, str, int | None, Parameter]]:
-        """(name, attribute, list index or None, parameter) for each parameter held by this module itself."""
-        for attr, value in list(self.__dict__.items()):
+    def _members(self) -> tuple[list[tuple[str, "Module"]], list[tuple[str, str, Any, Parameter]]]:
+        """The direct sub-modules [(name, module)] and the parameters held by this module itself
+        [(name, attribute, list index or dict key or None, parameter)], in attribute order (one pass)."""
+        children, slots = [], []
+        for attr, value in self.__dict__.items():
             if isinstance(value, Parameter):
-                yield attr, attr, None, value
-            elif isinstance(value, (list, tuple)):
-                for i, item in enumerate(value):
-                    if isinstance(item, Parameter):
-                        yield f"{attr}.{i}", attr, i, item
+                slots.append((attr, attr, None, value))
+            elif isinstance(value, Module):
+                children.append((attr, value))
+            elif isinstance(value, (list, tuple, dict)):
+                for key, item in _items(value):
+                    if isinstance(item, Module):
+                        children.append((f"{attr}.{key}", item))
+                    elif isinstance(item, Parameter):
+                        slots.append((f"{attr}.{key}", attr, key, item))
+        return children, slots
+
+    def _named_children(self) -> Iterator[tuple[str, "Module"]]:
+        return iter(self._members()[0])
+
+    def _parameter_slots(self) -> Iterator[tuple[str, str, Any, Parameter]]:
+        """(name, attribute, list index or dict key or None, parameter) for each parameter held by this module itself."""
+        return iter(self._members()[1])
 
     def named_children(self) -> Iterator[tuple[str, "Module"]]:
         """(name, module) for each direct sub-module, in attribute order."""
@@ -188,16 +296,22 @@ class Module:
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
         """(dotted name, module) for this module ('' for itself) and every descendant, once each."""
+        for name, _, m, _ in self._walk(prefix):
+            yield name, m
+
+    def _walk(self, prefix: str = "") -> Iterator[tuple[str, str, "Module", list]]:
+        """(dotted name, name in its parent ('' for self), module, its parameter slots), depth first,
+        each module once (at its first path)."""
         seen: set[int] = set()
-        stack = [(prefix, self)]
+        stack = [(prefix, "", self)]
         while stack:
-            name, m = stack.pop()
+            name, own, m = stack.pop()
             if id(m) in seen:
                 continue
             seen.add(id(m))
-            yield name, m
-            kids = [(f"{name}.{n}" if name else n, c) for n, c in m._named_children()]
-            stack.extend(reversed(kids))
+            children, slots = m._members()
+            yield name, own, m, slots
+            stack.extend(reversed([(f"{name}.{n}" if name else n, n, c) for n, c in children]))
 
     def modules(self) -> Iterator["Module"]:
         """This module and every descendant."""
@@ -217,9 +331,9 @@ class Module:
     def _parameters_by_module(self) -> Iterator[tuple[str, "Module", list[tuple[str, Parameter]]]]:
         """(dotted module name, module, [(dotted name, parameter)]) per module; a shared parameter only at its first."""
         seen: set[int] = set()
-        for mname, m in self.named_modules():
+        for mname, _, m, slots in self._walk():
             named = []
-            for pname, _, _, p in m._parameter_slots():
+            for pname, _, _, p in slots:
                 if id(p) not in seen:
                     seen.add(id(p))
                     named.append((f"{mname}.{pname}" if mname else pname, p))
@@ -471,6 +585,11 @@ class Module:
         return "\n".join(lines) + "\n)"
 
 
+# Module's own methods (parameters, state_dict, train, ...) record nothing: a subclass's
+# override of one is not an entry that names parameters (and the naming calls some of them).
+_MODULE_API = frozenset(name for name in vars(Module) if name != "forward") | {"append"}
+
+
 def _scope_label(name: str, module: Module) -> str:
     # A bare index ("0" inside Sequential) says nothing in a rendering: name the class too.
     return f"{type(module).__name__}{name}" if name.isdigit() else name
@@ -496,9 +615,9 @@ class ModuleList(Module):
         self._items.append(module)
         return self
 
-    def _named_children(self):
-        for i, m in enumerate(self._items):
-            yield str(i), m
+    def _members(self):
+        _, slots = super()._members()   # (parameters set as attributes of the list itself)
+        return [(str(i), m) for i, m in enumerate(self._items)], slots
 
     def __getitem__(self, i):
         return self._items[i]
@@ -580,6 +699,8 @@ def functional_call(module: Module, params: dict, *args, **kwargs):
                 saved.append((owner, attr, old))
                 if i is None:
                     object.__setattr__(owner, attr, value)
+                elif isinstance(old, dict):
+                    object.__setattr__(owner, attr, {**old, i: value})
                 else:
                     seq = list(old)
                     seq[i] = value

@@ -35,7 +35,7 @@ from . import init as _init
 from .attention import MultiHeadAttention, additive_scores, causal_mask, positional_encoding
 from .embedding import check_ids
 from .layers import Dropout, Linear
-from .module import Module, Parameter, _scope_label
+from .module import Module, Parameter
 from .norm import LayerNorm
 
 __all__ = ["FeedForward", "TransformerBlock", "TransformerEncoder", "TransformerDecoderBlock",
@@ -177,7 +177,6 @@ class TransformerEncoder(Module):
         self.d_model = int(d_model)
         self.block = [TransformerBlock(d_model, heads, hidden, d_key, d_val, bias, eps, dropout=dropout, rng=rng,
                                        dtype=dtype) for _ in range(int(layers))]
-        _name_scopes(self)
 
     # Keyword-only: PyTorch's TransformerEncoder(src, mask) takes an (L, L) attention mask in this
     # position, which read as a (batch, L) padding mask (True = real) gave other outputs silently when B = L.
@@ -252,27 +251,11 @@ class TransformerDecoder(Module):
         rng = _init.as_generator(rng)
         self.block = [TransformerDecoderBlock(d_model, heads, hidden, d_key, d_val, bias, eps, rng=rng,
                                               dtype=dtype) for _ in range(int(layers))]
-        _name_scopes(self)
 
     def forward(self, x, memory, *, memory_mask=None):  # keyword-only, as TransformerDecoderBlock's
         for block in self.block:
             x = block(x, memory, memory_mask=memory_mask)
         return x
-
-
-def _name_scopes(module: Module) -> None:
-    """Name sub-modules' scopes and parameters now, not only on ``module(...)``.
-
-    ``Module.__call__`` names the children of the module being called; the
-    models here are also entered through other methods (``logits``,
-    ``encode``, ``step``), and blocks held in a list must still render as
-    ``block.0``, ``block.1``, ... clusters.
-    """
-    for _, m in module.named_modules():
-        for name, child in m.named_children():
-            object.__setattr__(child, "_scope_name", _scope_label(name, child))
-    for name, p in module.named_parameters():
-        p.name = name
 
 
 class DecoderState(NamedTuple):
@@ -380,7 +363,6 @@ class TransformerLM(Module):
                            .astype(dtype))
         self.block = [TransformerBlock(self.d_model, self.heads, self.hidden, d_key, d_val, False, eps,
                                        dropout=dropout, rng=rng, dtype=dtype) for _ in range(int(layers))]
-        _name_scopes(self)
 
     def hidden_states(self, tokens, return_weights: bool = False):
         """X^L (and, with ``return_weights``, each block's attention weights (B, heads, L, L)).
@@ -481,7 +463,6 @@ class Transformer(Module):
         self.decoder = TransformerDecoder(d_model, heads, hidden, decoder_layers, bias=bias, eps=eps, rng=rng,
                                           dtype=dtype)
         self.output = Linear(d_model, target_vocab, rng=rng, dtype=dtype)
-        _name_scopes(self)
 
     def _embed(self, E, tokens, name, positions=None):
         ids, one_hot = _token_input(name, tokens, E.shape[0])
