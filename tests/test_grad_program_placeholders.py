@@ -1,0 +1,104 @@
+"""grad_program records on placeholder values: checks on values belong to the program's calls.
+
+``ad.grad_program`` has no values of the user's to record on, so it records
+on placeholders (``autodiff.placeholder``). A program whose linear algebra
+reaches a matrix that the placeholders make singular or rank-deficient (a
+slice, a product of the inputs, a stack of rectangular matrices) could not be
+differentiated at all, though its gradient exists at the user's values
+(issue 24, item 10). Each case here is checked against ``ad.grad`` and
+against central differences of the numpy function, and a singular real
+input must still raise the library's error when the program runs.
+"""
+
+import numpy as np
+import pytest
+
+import autograd_dag as ad
+from tests.helpers import central_gradient
+
+RNG = np.random.default_rng(24)
+R = RNG.standard_normal((2, 3))          # placeholders: ones, so R @ R.T and slices of R are singular
+V = RNG.standard_normal(2)
+S = RNG.standard_normal((2, 4, 3))       # placeholder ones: rank 1 in every matrix of the stack
+W = RNG.standard_normal((2, 3, 4))
+
+# name: (ad function, numpy function of the same arguments, arguments)
+CASES = {
+    "inv of a product": (lambda x: ad.sum(ad.linalg.inv(x @ x.T)),
+                         lambda x: np.sum(np.linalg.inv(x @ x.T)), (R,)),
+    "inv of a slice": (lambda x: ad.sum(ad.linalg.inv(x[:, :2]) ** 2),
+                       lambda x: np.sum(np.linalg.inv(x[:, :2]) ** 2), (R,)),
+    "solve with a product": (lambda x, v: ad.sum(ad.linalg.solve(x @ x.T, v)),
+                             lambda x, v: np.sum(np.linalg.solve(x @ x.T, v)), (R, V)),
+    "solve with a slice": (lambda x, v: ad.sum(ad.linalg.solve(x[:, 1:], v) ** 2),
+                           lambda x, v: np.sum(np.linalg.solve(x[:, 1:], v) ** 2), (R, V)),
+    "slogdet of a product": (lambda x: ad.linalg.slogdet(x @ x.T)[1],
+                             lambda x: np.linalg.slogdet(x @ x.T)[1], (R,)),
+    "slogdet of a slice": (lambda x: ad.linalg.slogdet(x[:, 1:])[1],
+                           lambda x: np.linalg.slogdet(x[:, 1:])[1], (R,)),
+    "matrix_power -2 of a product": (lambda x: ad.sum(ad.linalg.matrix_power(x @ x.T, -2)),
+                                     lambda x: np.sum(np.linalg.matrix_power(x @ x.T, -2)), (R,)),
+    "matrix_power -1 of a slice": (lambda x: ad.sum(ad.linalg.matrix_power(x[:, :2], -1)),
+                                   lambda x: np.sum(np.linalg.matrix_power(x[:, :2], -1)), (R,)),
+    "cholesky of a product": (lambda x: ad.sum(ad.linalg.cholesky(x @ x.T)),
+                              lambda x: np.sum(np.linalg.cholesky(x @ x.T)), (R,)),
+    "qr's R of a stack": (lambda s: ad.sum(ad.linalg.qr(s)[1] ** 2 * np.arange(9.0).reshape(3, 3)),
+                          lambda s: np.sum(np.linalg.qr(s)[1] ** 2 * np.arange(9.0).reshape(3, 3)), (S,)),
+    "qr's Q of a stack": (lambda s: ad.sum(ad.linalg.qr(s)[0] ** 3),
+                          lambda s: np.sum(np.linalg.qr(s)[0] ** 3), (S,)),
+    "svd's U of a tall stack": (lambda s: ad.sum(ad.linalg.svd(s, full_matrices=False)[0] ** 4),
+                                lambda s: np.sum(np.linalg.svd(s, full_matrices=False)[0] ** 4), (S,)),
+    "svd's Vh of a wide stack": (lambda s: ad.sum(ad.linalg.svd(s, full_matrices=False)[2] ** 4),
+                                 lambda s: np.sum(np.linalg.svd(s, full_matrices=False)[2] ** 4), (W,)),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_grad_program_of_linear_algebra_singular_at_the_placeholders(name):
+    f, f_np, args = CASES[name]
+    argnums = tuple(range(len(args)))
+    gprog = ad.grad_program(ad.trace(f, *args))          # raised ShapeError / UndefinedDerivativeError
+    got = gprog(*args)
+    got = got if isinstance(got, tuple) else (got,)
+    expected = ad.grad(f, argnums=argnums)(*args)
+    for i, (g, e) in enumerate(zip(got, expected)):
+        # The two paths run the same rules in a different order (common subexpressions removed,
+        # BLAS products regrouped): equal to rounding, not bit for bit.
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+        # Independent: central differences of the numpy function (error O(eps²) + rounding/eps).
+        numeric = central_gradient(lambda x: f_np(*args[:i], x, *args[i + 1:]), args[i])
+        np.testing.assert_allclose(g, numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_a_singular_matrix_at_the_users_values_still_raises_when_the_gradient_program_runs():
+    gprog = ad.grad_program(ad.trace(lambda x: ad.sum(ad.linalg.inv(x[:, :2])), R))
+    singular = np.array([[1.0, 2.0, 0.0], [2.0, 4.0, 0.0]])
+    with pytest.raises(ad.ShapeError, match=r"inv: Expect: invertible matrices. Actual: a singular matrix"):
+        gprog(singular)
+    gprog = ad.grad_program(ad.trace(lambda x, v: ad.sum(ad.linalg.solve(x @ x.T, v)), R, V))
+    with pytest.raises(ad.ShapeError, match=r"solve: .*singular matrix a"):
+        gprog(singular, V)
+    gprog = ad.grad_program(ad.trace(lambda x: ad.sum(ad.linalg.cholesky(x @ x.T)), R))
+    with pytest.raises(ad.ShapeError, match=r"cholesky: .*not positive definite"):
+        gprog(singular)
+    gprog = ad.grad_program(ad.trace(CASES["qr's Q of a stack"][0], S))
+    with pytest.raises(ad.UndefinedDerivativeError, match=r"qr: the derivative of A = QR needs .* full rank"):
+        gprog(np.ones_like(S))
+    gprog = ad.grad_program(ad.trace(CASES["svd's U of a tall stack"][0], S))
+    with pytest.raises(ad.UndefinedDerivativeError, match=r"svd: the derivative of a non-square .* non-zero singular"):
+        gprog(np.ones_like(S))
+    # ... and a call at regular values after that one gives the gradient.
+    np.testing.assert_allclose(gprog(S), ad.grad(CASES["svd's U of a tall stack"][0])(S), rtol=1e-10, atol=1e-12)
+
+
+def test_a_dead_attention_row_at_the_placeholders_is_checked_on_each_call():
+    # The mask x > 1.5 is all False at the placeholder ones: checked_mask refused it while recording.
+    def f(x):
+        mask = x > 1.5
+        q = x[:, :, None]                        # (2, 3, 1): three queries and keys per example
+        return ad.sum(ad.nn.attention(q, q, q, mask=mask[:, None, :]))
+    x = np.array([[0.5, 2.0, 3.0], [2.5, 0.1, 1.7]])
+    gprog = ad.grad_program(ad.trace(f, x))
+    np.testing.assert_allclose(gprog(x), ad.grad(f)(x), rtol=1e-10, atol=1e-12)
+    with pytest.raises(ad.ShapeError, match=r"every key masked"):
+        gprog(np.zeros_like(x))
