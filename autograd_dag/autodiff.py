@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import core
-from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite
+from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite, standing_in
 from .graph import paused_gc
 from .errors import (AutogradDagError, MissingRuleError, NotDifferentiableError, TracingError,
                      UndefinedDerivativeError, user_source, located)
@@ -688,13 +688,26 @@ def placeholder(shape: tuple, dtype) -> np.ndarray:
 
     Ones, plus n on the diagonal of square trailing float matrices: the rules
     of det, inv, solve and cholesky refuse singular or indefinite matrices,
-    and a diagonally dominant one is neither.
+    and a diagonally dominant one is neither. Where a program's operations make
+    a singular or rank-deficient matrix of them anyway (x @ x.T of a 2×3 x),
+    ``grad_program`` records that operation's check without running it.
     """
     dtype = np.dtype(dtype)
     value = np.ones(shape, dtype=dtype)
     if len(shape) >= 2 and shape[-1] == shape[-2] and dtype.kind == "f":
         value = value + shape[-1] * np.eye(shape[-1], dtype=dtype)
     return value
+
+
+def _stand_in(prim: Primitive, args, params: dict) -> np.ndarray | None:
+    """A placeholder of ``prim``'s output for operands whose values its implementation refused, or None."""
+    if prim.shape is None:
+        return None
+    try:
+        shape, dtype = prim.shape(*args, **params)
+    except Exception:
+        return None  # (the operands themselves are wrong: apply raises the implementation's error)
+    return placeholder(shape, dtype)
 
 
 def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Program:
@@ -739,8 +752,10 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     inputs = [Tensor(placeholder(program.nodes[k].shape, program.nodes[k].dtype), name=program.nodes[k].name)
               for k in program.inputs]
     # The inputs are placeholders: only the recorded structure matters, so
-    # numpy's warnings about their values (log 0, 0/0) mean nothing here.
-    with _recording_as(True), np.errstate(all="ignore"):
+    # numpy's warnings about their values (log 0, 0/0) mean nothing here, and a check
+    # that refuses them (inv of the singular x @ x.T of ones) is recorded, not run:
+    # it runs on every call's values.
+    with _recording_as(True), standing_in(_stand_in), np.errstate(all="ignore"):
         out = program(*inputs)
         if isinstance(out, tuple):  # a program returning a 1-tuple
             (out,) = out

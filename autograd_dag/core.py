@@ -38,6 +38,8 @@ _bare = False
 # While a derivative rule records (create_graph), its nodes are attributed to
 # the forward node being differentiated: its source line and its name scope.
 _source_override: tuple[str, int] | None = None
+# Set by standing_in (grad_program's recording on placeholders): what apply gives for a refused value.
+_stand_in: Callable | None = None
 
 
 # How many primitives were made without a VJP rule (only users' can be): while
@@ -562,16 +564,10 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
             value = prim.impl(args[0].value, args[1].value, **params)
         else:
             value = prim.impl(*[a.value for a in args], **params)
-    except AutogradDagError as exc:
-        if " (at " in str(exc):
-            raise
-        # A derivative rule's check names the forward node's line (the sweep's attribution).
-        source = _source_override if isinstance(exc, UndefinedDerivativeError) and _source_override else None
-        raise type(exc)(f"{exc}{located(source or user_source())}") from None
-    except (Warning, FloatingPointError):
-        raise  # the user asked for warnings as errors (np.seterr / -W error): keep them
-    except Exception as exc:  # numpy's own error: translate, never leak it raw
-        raise operation_error(prim, args, params, exc) from None
+    except Exception as exc:
+        value = None if _stand_in is None else _stand_in(prim, args, params)
+        if value is None:
+            raise failure(prim, args, params, exc) from None
     if type(value) is not np.ndarray:
         value = np.asarray(value)  # numpy returns scalars for 0-d results; .value is always an ndarray
     out = _new_tensor(Tensor)
@@ -605,6 +601,36 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
                 check_finite(a, f"input {a.name!r}" if a.name else "a constant input", consumer=out)
         check_finite(out, "forward value")
     return out
+
+
+def failure(prim: Primitive, args, params: dict, exc: Exception) -> Exception:
+    """The exception :func:`apply` raises for ``prim``'s implementation having raised ``exc`` on ``args``."""
+    if isinstance(exc, AutogradDagError):
+        if " (at " in str(exc):
+            return exc
+        # A derivative rule's check names the forward node's line (the sweep's attribution).
+        source = _source_override if isinstance(exc, UndefinedDerivativeError) and _source_override else None
+        return type(exc)(f"{exc}{located(source or user_source())}")
+    if isinstance(exc, (Warning, FloatingPointError)):
+        return exc  # the user asked for warnings as errors (np.seterr / -W error): keep them
+    return operation_error(prim, args, params, exc)  # numpy's own error: translate, never leak it raw
+
+
+@contextlib.contextmanager
+def standing_in(make: Callable):
+    """Context manager: a primitive whose implementation raises gives ``make(prim, tensors, params)`` instead.
+
+    For recording on placeholder values (``grad_program``): a check on values
+    (a singular matrix, a masked-out row) that refuses the placeholders is a
+    node of the recorded program all the same, and runs on every call's
+    values. ``make`` returns an array of the output's shape, or None to raise.
+    """
+    global _stand_in
+    previous, _stand_in = _stand_in, make
+    try:
+        yield
+    finally:
+        _stand_in = previous
 
 
 def check_operand_count(prim: Primitive, args, params: dict) -> None:
