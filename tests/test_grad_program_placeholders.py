@@ -102,3 +102,39 @@ def test_a_dead_attention_row_at_the_placeholders_is_checked_on_each_call():
     np.testing.assert_allclose(gprog(x), ad.grad(f)(x), rtol=1e-10, atol=1e-12)
     with pytest.raises(ad.ShapeError, match=r"every key masked"):
         gprog(np.zeros_like(x))
+
+
+def test_grad_program_of_something_not_a_program_is_refused_clearly():
+    # ad.grad_program(None) raised AttributeError: 'NoneType' object has no attribute 'outputs'.
+    with pytest.raises(ad.AutogradDagError, match=r"grad_program: expected a Program .*got NoneType"):
+        ad.grad_program(None)
+    with pytest.raises(ad.AutogradDagError, match=r"grad_program: expected a Program .*got function.*ad.grad"):
+        ad.grad_program(lambda x: ad.sum(x))
+    prog = ad.trace(lambda x: ad.sum(x * x), np.ones(3))
+    with pytest.raises(ad.AutogradDagError, match=r"grad_program: wrt='x' .*input position"):
+        ad.grad_program(prog, wrt="x")
+
+
+def test_grad_program_holds_integer_inputs_fixed_as_grad_does():
+    # The default differentiated every input, so token ids got a zero "gradient" of float dtype.
+    def f(w, ids):
+        return ad.sum(ad.tanh(ad.take(w, ids, 0)))
+    w, ids = RNG.standard_normal((4, 2)), np.array([1, 3, 3])
+    prog = ad.trace(f, w, ids)
+    gprog = ad.grad_program(prog)
+    assert [gprog.nodes[k].name for k in gprog.outputs] == [f"d{prog.name}/dw"]
+    expected = np.zeros_like(w)                      # d/dw Σ tanh(w[ids]), rows counted with repeats
+    np.add.at(expected, ids, 1 - np.tanh(w[ids]) ** 2)
+    np.testing.assert_allclose(gprog(w, ids), expected, rtol=1e-14)   # (one array, as ad.grad(f)(w, ids))
+    np.testing.assert_allclose(gprog(w, ids), ad.grad(f)(w, ids), rtol=1e-14)
+    value, g = ad.grad_program(prog, with_value=True)(w, ids)
+    np.testing.assert_allclose(value, np.sum(np.tanh(w[ids])), rtol=1e-14)
+    np.testing.assert_allclose(g, expected, rtol=1e-14)
+    # Asked for by position, an integer input is refused as grad(f, argnums=1) refuses it.
+    with pytest.raises(ad.NotDifferentiableError, match=r"grad_program: input 1 \('ids'\) has dtype int64"):
+        ad.grad_program(prog, wrt=1)
+    with pytest.raises(ad.NotDifferentiableError, match=r"grad_program: input 1 \('ids'\) has dtype int64"):
+        ad.grad_program(prog, wrt=(0, 1))
+    only_ids = ad.trace(lambda ids: ad.sum(ad.take(np.arange(4.0), ids, 0)), ids)
+    with pytest.raises(ad.NotDifferentiableError, match=r"grad_program: .* no floating-point input"):
+        ad.grad_program(only_ids)
