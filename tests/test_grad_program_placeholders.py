@@ -111,7 +111,7 @@ def test_grad_program_of_something_not_a_program_is_refused_clearly():
     with pytest.raises(ad.AutogradDagError, match=r"grad_program: expected a Program .*got function.*ad.grad"):
         ad.grad_program(lambda x: ad.sum(x))
     prog = ad.trace(lambda x: ad.sum(x * x), np.ones(3))
-    with pytest.raises(ad.AutogradDagError, match=r"grad_program: wrt='x' .*input position"):
+    with pytest.raises(ad.AutogradDagError, match=r"grad_program: wrt='x'; expected an input position"):
         ad.grad_program(prog, wrt="x")
 
 
