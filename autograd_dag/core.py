@@ -261,12 +261,14 @@ class Tensor:
         # range(t), a list index, a count: Python asks for an integer. Under jit or trace the
         # value is the program's input, so concrete() refuses it, saying why (without this,
         # Python's bare "'Tensor' object cannot be interpreted as an integer").
+        # As numpy's: only a 0-d integer array is an integer. Of shape (1,) it is an index array,
+        # and the TypeError lets numpy read it as one (a[t] keeps the axis a[np.array([2])] keeps).
         value = concrete(self, "an integer (range(n), an index)")
-        if value.dtype.kind not in "iu" or value.size != 1:
+        if value.dtype.kind not in "iu" or value.ndim != 0:
             raise TypeError(f"a Tensor of dtype {value.dtype} and shape {self.shape} cannot be used as an "
-                            f"integer (range(n), an index): only a one-element integer Tensor can"
-                            f"{located(user_source())}")
-        return int(value.reshape(()))
+                            f"integer (range(n), an index): only a 0-d integer Tensor can, as numpy's "
+                            f"only 0-d integer arrays{located(user_source())}")
+        return int(value)
 
     def _one_element(self, what: str) -> "Tensor":
         # numpy's own refusal ("only 0-dimensional arrays can be converted") names
