@@ -138,3 +138,14 @@ def test_grad_program_holds_integer_inputs_fixed_as_grad_does():
     only_ids = ad.trace(lambda ids: ad.sum(ad.take(np.arange(4.0), ids, 0)), ids)
     with pytest.raises(ad.NotDifferentiableError, match=r"grad_program: .* no floating-point input"):
         ad.grad_program(only_ids)
+
+
+def test_an_index_out_of_range_at_the_placeholders_is_checked_on_each_call():
+    # An integer placeholder (1) is out of range for a table of one row: take refused it while recording.
+    def f(w, ids):
+        return ad.sum(ad.tanh(ad.take(w, ids, 0)))
+    w, ids = np.array([[0.3, 0.7]]), np.array([0, 0])
+    gprog = ad.grad_program(ad.trace(f, w, ids))
+    np.testing.assert_allclose(gprog(w, ids), 2 * (1 - np.tanh(w) ** 2), rtol=1e-14)
+    with pytest.raises(ad.ShapeError, match=r"take: index 3 is out of range for a table of size 1"):
+        gprog(w, np.array([0, 3]))
