@@ -14,6 +14,7 @@ freed as soon as it has been consumed.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 from heapq import heappop, heappush
 from typing import Any, Callable, Sequence
@@ -21,7 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import core
-from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite, standing_in
+from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite
 from .graph import paused_gc
 from .errors import (AutogradDagError, MissingRuleError, NotDifferentiableError, TracingError,
                      UndefinedDerivativeError, user_source, located)
@@ -699,6 +700,21 @@ def placeholder(shape: tuple, dtype) -> np.ndarray:
     return value
 
 
+@contextlib.contextmanager
+def _standing_in():
+    """Inside: an operation whose implementation raises on its operands records with :func:`_stand_in`'s value.
+
+    For recording on placeholders: a check on values (a singular matrix, a
+    masked-out row, an index out of range) that refuses the placeholders is a
+    node of the recorded program all the same, and runs on every call's values.
+    """
+    previous, core._stand_in = core._stand_in, _stand_in
+    try:
+        yield
+    finally:
+        core._stand_in = previous
+
+
 def _stand_in(prim: Primitive, args, params: dict) -> np.ndarray | None:
     """A placeholder of ``prim``'s output for operands whose values its implementation refused, or None."""
     if prim.shape is None:
@@ -789,7 +805,7 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     # numpy's warnings about their values (log 0, 0/0) mean nothing here, and a check
     # that refuses them (inv of the singular x @ x.T of ones) is recorded, not run:
     # it runs on every call's values.
-    with _recording_as(True), standing_in(_stand_in), np.errstate(all="ignore"):
+    with _recording_as(True), _standing_in(), np.errstate(all="ignore"):
         out = program(*inputs)
         if isinstance(out, tuple):  # a program returning a 1-tuple
             (out,) = out

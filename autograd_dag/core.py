@@ -38,7 +38,8 @@ _bare = False
 # While a derivative rule records (create_graph), its nodes are attributed to
 # the forward node being differentiated: its source line and its name scope.
 _source_override: tuple[str, int] | None = None
-# Set by standing_in (grad_program's recording on placeholders): what apply gives for a refused value.
+# While grad_program records on placeholders: make(prim, tensors, params) -> the array apply gives
+# for an operation whose implementation raised on them, or None to raise (autodiff._standing_in).
 _stand_in: Callable | None = None
 
 
@@ -616,23 +617,6 @@ def failure(prim: Primitive, args, params: dict, exc: Exception) -> Exception:
     if isinstance(exc, (Warning, FloatingPointError)):
         return exc  # the user asked for warnings as errors (np.seterr / -W error): keep them
     return operation_error(prim, args, params, exc)  # numpy's own error: translate, never leak it raw
-
-
-@contextlib.contextmanager
-def standing_in(make: Callable):
-    """Context manager: a primitive whose implementation raises gives ``make(prim, tensors, params)`` instead.
-
-    For recording on placeholder values (``grad_program``): a check on values
-    (a singular matrix, a masked-out row) that refuses the placeholders is a
-    node of the recorded program all the same, and runs on every call's
-    values. ``make`` returns an array of the output's shape, or None to raise.
-    """
-    global _stand_in
-    previous, _stand_in = _stand_in, make
-    try:
-        yield
-    finally:
-        _stand_in = previous
 
 
 def check_operand_count(prim: Primitive, args, params: dict) -> None:
