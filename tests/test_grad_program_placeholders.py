@@ -149,3 +149,15 @@ def test_an_index_out_of_range_at_the_placeholders_is_checked_on_each_call():
     np.testing.assert_allclose(gprog(w, ids), 2 * (1 - np.tanh(w) ** 2), rtol=1e-14)
     with pytest.raises(ad.ShapeError, match=r"take: index 3 is out of range for a table of size 1"):
         gprog(w, np.array([0, 3]))
+
+
+def test_named_grad_program_names_the_gradients_of_the_floating_inputs_it_returns():
+    # With integer inputs held fixed, the named wrapper paired the outputs with every input
+    # in turn: dX took the integer input's (missing) names.
+    from autograd_dag import named as N
+    X = N.NamedTensor(RNG.standard_normal((2, 3)), "seq layer")
+    counts = N.NamedTensor(np.array([2, 3, 4]), "layer")
+    prog = N.trace(lambda n, X: (X * n).nsum(("seq", "layer")), counts, X)
+    gprog = N.grad_program(prog)
+    assert [N.program_axes(gprog).get(k) for k in gprog.outputs] == [("seq", "layer")]
+    np.testing.assert_array_equal(gprog(counts.value, X.value), np.broadcast_to(counts.value, (2, 3)))
