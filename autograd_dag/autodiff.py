@@ -726,8 +726,14 @@ def _stand_in(prim: Primitive, args, params: dict) -> np.ndarray | None:
     return placeholder(shape, dtype)
 
 
-def _wrt_positions(program: Program, wrt, single: bool) -> tuple[int, ...]:
-    """The input positions ``grad_program`` differentiates: ``wrt``'s, or every floating-point input."""
+def _single_position(wrt) -> bool:
+    return isinstance(wrt, (int, np.integer)) and not isinstance(wrt, bool)
+
+
+def grad_program_positions(program: Program, wrt) -> tuple[int, ...]:
+    """The input positions ``grad_program(program, wrt)`` differentiates, in its outputs' order: ``wrt``'s,
+    or every floating-point input (refusing an integer one, or a ``wrt`` that is not positions)."""
+    single = _single_position(wrt)
     n_in = len(program.inputs)
     nodes = [program.nodes[k] for k in program.inputs]
     if wrt is None:
@@ -797,8 +803,8 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     if n_in == 0:
         raise AutogradDagError(f"grad_program: program '{program.name}' has no inputs and no parameters "
                                f"to differentiate with respect to")
-    single = isinstance(wrt, (int, np.integer)) and not isinstance(wrt, bool)
-    positions = _wrt_positions(program, wrt, single)
+    single = _single_position(wrt)
+    positions = grad_program_positions(program, wrt)
     inputs = [Tensor(placeholder(program.nodes[k].shape, program.nodes[k].dtype), name=program.nodes[k].name)
               for k in program.inputs]
     # The inputs are placeholders: only the recorded structure matters, so
