@@ -14,6 +14,7 @@ freed as soon as it has been consumed.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 from heapq import heappop, heappush
 from typing import Any, Callable, Sequence
@@ -688,7 +689,9 @@ def placeholder(shape: tuple, dtype) -> np.ndarray:
 
     Ones, plus n on the diagonal of square trailing float matrices: the rules
     of det, inv, solve and cholesky refuse singular or indefinite matrices,
-    and a diagonally dominant one is neither.
+    and a diagonally dominant one is neither. Where a program's operations make
+    a singular or rank-deficient matrix of them anyway (x @ x.T of a 2×3 x),
+    ``grad_program`` records that operation's check without running it.
     """
     dtype = np.dtype(dtype)
     value = np.ones(shape, dtype=dtype)
@@ -697,10 +700,74 @@ def placeholder(shape: tuple, dtype) -> np.ndarray:
     return value
 
 
+@contextlib.contextmanager
+def _standing_in():
+    """Inside: an operation whose implementation raises on its operands records with :func:`_stand_in`'s value.
+
+    For recording on placeholders: a check on values (a singular matrix, a
+    masked-out row, an index out of range) that refuses the placeholders is a
+    node of the recorded program all the same, and runs on every call's values.
+    """
+    previous, core._stand_in = core._stand_in, _stand_in
+    try:
+        yield
+    finally:
+        core._stand_in = previous
+
+
+def _stand_in(prim: Primitive, args, params: dict) -> np.ndarray | None:
+    """A placeholder of ``prim``'s output for operands whose values its implementation refused, or None."""
+    if prim.shape is None:
+        return None
+    try:
+        shape, dtype = prim.shape(*args, **params)
+    except Exception:
+        return None  # (the operands themselves are wrong: apply raises the implementation's error)
+    return placeholder(shape, dtype)
+
+
+def _single_position(wrt) -> bool:
+    return isinstance(wrt, (int, np.integer)) and not isinstance(wrt, bool)
+
+
+def grad_program_positions(program: Program, wrt) -> tuple[int, ...]:
+    """The input positions ``grad_program(program, wrt)`` differentiates, in its outputs' order: ``wrt``'s,
+    or every floating-point input (refusing an integer one, or a ``wrt`` that is not positions)."""
+    single = _single_position(wrt)
+    n_in = len(program.inputs)
+    nodes = [program.nodes[k] for k in program.inputs]
+    if wrt is None:
+        positions = tuple(p for p, node in enumerate(nodes) if np.dtype(node.dtype).kind == "f")
+        if not positions:
+            raise NotDifferentiableError(
+                f"grad_program: program '{program.name}' has no floating-point input (dtypes "
+                f"{', '.join(str(n.dtype) for n in nodes)}): integer inputs are indices, without a gradient")
+        return positions
+    if single:
+        positions = (int(wrt),)
+    elif isinstance(wrt, (tuple, list)) and all(isinstance(p, (int, np.integer)) and not isinstance(p, bool)
+                                                for p in wrt):
+        positions = tuple(int(p) for p in wrt)
+    else:
+        raise AutogradDagError(f"grad_program: wrt={wrt!r}; expected an input position (an int) or a "
+                               f"tuple of them, or None for every floating-point input")
+    for p in positions:
+        if not 0 <= p < n_in:
+            raise AutogradDagError(f"grad_program: wrt={wrt!r} but the program has {n_in} input(s)")
+        if np.dtype(nodes[p].dtype).kind != "f":
+            raise NotDifferentiableError(
+                f"grad_program: input {p} ('{nodes[p].name}') has dtype {nodes[p].dtype}, so it has no "
+                f"gradient (an index): leave it out of wrt, or make it float (x.astype(float)) before tracing")
+    return positions
+
+
 def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Program:
     """The program computing the gradient of a scalar ``program`` w.r.t. inputs ``wrt``.
 
-    ``wrt`` is an input position or a tuple of them (default: all inputs).
+    ``wrt`` is an input position or a tuple of them (default: every floating-point
+    input; integer and boolean inputs, such as token ids, are held fixed: they stay
+    inputs of the gradient program without a gradient, and naming one in ``wrt``
+    raises :class:`NotDifferentiableError`, as ``ad.grad`` does for its ``argnums``).
     A program without inputs whose leaves are parameters (a model's loss
     built from ``Tensor(..., requires_grad=True)``) is differentiated with
     respect to its parameters, which become the gradient program's inputs.
@@ -719,6 +786,11 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
         >>> gprog(np.array([1.0, 2.0, 3.0]))
         array([2., 4., 6.])
     """
+    if not isinstance(program, Program):
+        hint = ("ad.grad(f) differentiates a Python function, or record it first with ad.trace(f, *args)"
+                if callable(program) else "ad.trace(f, *args) records one")
+        raise AutogradDagError(f"grad_program: expected a Program (a recorded scalar function); got "
+                               f"{type(program).__name__}: {hint}")
     if len(program.outputs) != 1:
         raise AutogradDagError(f"grad_program: the program has {len(program.outputs)} outputs; "
                                f"the gradient needs a single scalar output")
@@ -731,16 +803,15 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     if n_in == 0:
         raise AutogradDagError(f"grad_program: program '{program.name}' has no inputs and no parameters "
                                f"to differentiate with respect to")
-    single = isinstance(wrt, int)
-    positions = tuple(range(n_in)) if wrt is None else ((wrt,) if single else tuple(wrt))
-    for p in positions:
-        if not 0 <= p < n_in:
-            raise AutogradDagError(f"grad_program: wrt={wrt!r} but the program has {n_in} input(s)")
+    single = _single_position(wrt)
+    positions = grad_program_positions(program, wrt)
     inputs = [Tensor(placeholder(program.nodes[k].shape, program.nodes[k].dtype), name=program.nodes[k].name)
               for k in program.inputs]
     # The inputs are placeholders: only the recorded structure matters, so
-    # numpy's warnings about their values (log 0, 0/0) mean nothing here.
-    with _recording_as(True), np.errstate(all="ignore"):
+    # numpy's warnings about their values (log 0, 0/0) mean nothing here, and a check
+    # that refuses them (inv of the singular x @ x.T of ones) is recorded, not run:
+    # it runs on every call's values.
+    with _recording_as(True), _standing_in(), np.errstate(all="ignore"):
         out = program(*inputs)
         if isinstance(out, tuple):  # a program returning a 1-tuple
             (out,) = out
@@ -766,7 +837,7 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
                                   name=f"grad_{program.name}", kind="gradient")
     # A rule that read its operands' numbers would leave the placeholders' in the program.
     refuse_inputs_as_constants(result, inputs, "grad_program")
-    result.single_output = len(outs) == 1 and not with_value and (single or n_in == 1)
+    result.single_output = len(outs) == 1 and not with_value and (single or wrt is None)
     # Rules recompute forward values they need (cos's VJP makes its own sin(x)): each once, as
     # the book's reverse mode reuses them, so the program runs and renders without repeats.
     return result.without_common_subexpressions()

@@ -38,6 +38,9 @@ _bare = False
 # While a derivative rule records (create_graph), its nodes are attributed to
 # the forward node being differentiated: its source line and its name scope.
 _source_override: tuple[str, int] | None = None
+# While grad_program records on placeholders: make(prim, tensors, params) -> the array apply gives
+# for an operation whose implementation raised on them, or None to raise (autodiff._standing_in).
+_stand_in: Callable | None = None
 
 
 # How many primitives were made without a VJP rule (only users' can be): while
@@ -259,12 +262,14 @@ class Tensor:
         # range(t), a list index, a count: Python asks for an integer. Under jit or trace the
         # value is the program's input, so concrete() refuses it, saying why (without this,
         # Python's bare "'Tensor' object cannot be interpreted as an integer").
+        # As numpy's: only a 0-d integer array is an integer. Of shape (1,) it is an index array,
+        # and the TypeError lets numpy read it as one (a[t] keeps the axis a[np.array([2])] keeps).
         value = concrete(self, "an integer (range(n), an index)")
-        if value.dtype.kind not in "iu" or value.size != 1:
+        if value.dtype.kind not in "iu" or value.ndim != 0:
             raise TypeError(f"a Tensor of dtype {value.dtype} and shape {self.shape} cannot be used as an "
-                            f"integer (range(n), an index): only a one-element integer Tensor can"
-                            f"{located(user_source())}")
-        return int(value.reshape(()))
+                            f"integer (range(n), an index): only a 0-d integer Tensor can, as numpy's "
+                            f"only 0-d integer arrays{located(user_source())}")
+        return int(value)
 
     def _one_element(self, what: str) -> "Tensor":
         # numpy's own refusal ("only 0-dimensional arrays can be converted") names
@@ -562,16 +567,10 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
             value = prim.impl(args[0].value, args[1].value, **params)
         else:
             value = prim.impl(*[a.value for a in args], **params)
-    except AutogradDagError as exc:
-        if " (at " in str(exc):
-            raise
-        # A derivative rule's check names the forward node's line (the sweep's attribution).
-        source = _source_override if isinstance(exc, UndefinedDerivativeError) and _source_override else None
-        raise type(exc)(f"{exc}{located(source or user_source())}") from None
-    except (Warning, FloatingPointError):
-        raise  # the user asked for warnings as errors (np.seterr / -W error): keep them
-    except Exception as exc:  # numpy's own error: translate, never leak it raw
-        raise operation_error(prim, args, params, exc) from None
+    except Exception as exc:
+        value = None if _stand_in is None else _stand_in(prim, args, params)
+        if value is None:
+            raise failure(prim, args, params, exc) from None
     if type(value) is not np.ndarray:
         value = np.asarray(value)  # numpy returns scalars for 0-d results; .value is always an ndarray
     out = _new_tensor(Tensor)
@@ -605,6 +604,19 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
                 check_finite(a, f"input {a.name!r}" if a.name else "a constant input", consumer=out)
         check_finite(out, "forward value")
     return out
+
+
+def failure(prim: Primitive, args, params: dict, exc: Exception) -> Exception:
+    """The exception :func:`apply` raises for ``prim``'s implementation having raised ``exc`` on ``args``."""
+    if isinstance(exc, AutogradDagError):
+        if " (at " in str(exc):
+            return exc
+        # A derivative rule's check names the forward node's line (the sweep's attribution).
+        source = _source_override if isinstance(exc, UndefinedDerivativeError) and _source_override else None
+        return type(exc)(f"{exc}{located(source or user_source())}")
+    if isinstance(exc, (Warning, FloatingPointError)):
+        return exc  # the user asked for warnings as errors (np.seterr / -W error): keep them
+    return operation_error(prim, args, params, exc)  # numpy's own error: translate, never leak it raw
 
 
 def check_operand_count(prim: Primitive, args, params: dict) -> None:

@@ -363,7 +363,11 @@ def test_a_traced_int_used_as_a_count_is_a_tracing_error(transform):
 
 def test_an_integer_tensor_outside_a_trace_is_an_integer():
     assert list(range(ad.Tensor(np.int64(3)))) == [0, 1, 2]
-    assert [10, 20, 30][ad.Tensor(np.array([1]))] == 20
+    assert [10, 20, 30][ad.Tensor(np.array(1))] == 20
+    # Of shape (1,) it is an index array, not an integer: numpy's [10, 20, 30][np.array([1])] raises too
+    # (issue 24: ndarray[Tensor(np.array([2]))] dropped the axis numpy keeps).
+    with pytest.raises(TypeError):
+        [10, 20, 30][ad.Tensor(np.array([1]))]
     with pytest.raises(TypeError):
         range(ad.Tensor(2.0))
 

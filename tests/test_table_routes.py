@@ -12,11 +12,6 @@ arguments held fixed by the table's closure:
   probability one);
 - the gradient program recorded by ``grad_program`` from a trace of that loss,
   run on the case's values, equals ``grad`` of the loss.
-
-Cases whose gradient program cannot be recorded on placeholder values (linear
-algebra the placeholders make singular, and the like) are listed in
-``FIXED_ON_I24_CRASHES`` as strict expected failures: the fix is on branch
-i24-crashes, and when it lands they pass, turn red here, and leave the list.
 """
 
 from __future__ import annotations
@@ -128,31 +123,7 @@ def test_hessian_equals_central_differences_of_the_gradient(case):
 
 # -------------------------------------------------------- grad_program
 
-# Cases whose gradient program cannot be recorded on placeholder values: grad_program records on
-# ones (+ n on the diagonal of square matrices), which make the VJP's value checks refuse here.
-_RANK_DEFICIENT = "the placeholder of a non-square matrix or a stack is rank deficient, and the VJP refuses"
-FIXED_ON_I24_CRASHES: dict[str, str] = {
-    "svd-(4, 2)": f"svd: {_RANK_DEFICIENT}",
-    "svd-(2, 4)": f"svd: {_RANK_DEFICIENT}",
-    "svd-(2, 3, 2)": f"svd: {_RANK_DEFICIENT}",
-    "qr-(4, 2)": f"qr: {_RANK_DEFICIENT}",
-    "qr-(2, 4)": f"qr: {_RANK_DEFICIENT}",
-    "qr-(2, 3, 2)": f"qr: {_RANK_DEFICIENT}",
-    "qr-complete-wide": f"qr: {_RANK_DEFICIENT}",
-    "inv-tensorinv": "inv of the placeholder of shape (4, 2, 2) reshaped to (4, 4): singular",
-    "solve-tensorsolve": "solve with the placeholder of shape (2, 2, 4) reshaped to (4, 4): singular",
-}
-
-
-def _xfail_on_i24_crashes(cases):
-    assert set(FIXED_ON_I24_CRASHES) <= {case_id(c) for c in cases}, "a listed case left the table"
-    return [pytest.param(c, id=case_id(c), marks=pytest.mark.xfail(
-                strict=True, reason=f"fixed on branch i24-crashes: {FIXED_ON_I24_CRASHES[case_id(c)]}"))
-            if case_id(c) in FIXED_ON_I24_CRASHES else pytest.param(c, id=case_id(c))
-            for c in cases]
-
-
-@pytest.mark.parametrize("case", _xfail_on_i24_crashes(GRAD_CASES))
+@pytest.mark.parametrize("case", GRAD_CASES, ids=[case_id(c) for c in GRAD_CASES])
 def test_grad_program_run_on_the_case_values_equals_grad(case):
     g, wrt_args, probe = _differentiable(case)
     loss = _weighted_loss(g, probe.shape)

@@ -290,7 +290,7 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     if not program.inputs or len(gradient.inputs) != len(program.inputs):
         return gradient
     named_inputs = [axes.get(k) for k in program.inputs]
-    positions = range(len(program.inputs)) if wrt is None else ((wrt,) if isinstance(wrt, int) else tuple(wrt))
+    positions = _autodiff.grad_program_positions(program, wrt)
     found: dict[int, tuple[str, ...]] = {}
     outputs = list(gradient.outputs[1:] if with_value else gradient.outputs)
     for k, names in zip(gradient.inputs, named_inputs):

@@ -91,7 +91,11 @@ def log_softargmax(x, axis: int = -1, gamma: float = 1.0) -> Tensor:
     """
     # Shifted by the maximum first (log softargmax does not depend on it): x − lse(x) rounds lse at
     # x's magnitude, 5e-4 at |x| ~ 1e4 in float32, where (x − m) − lse(x − m) keeps 3e-7 (as PyTorch).
-    shifted = subtract(x, stop_gradient(_max(x, axis, keepdims=True)))
+    shape = _shape(x)
+    if shape and shape[axis] == 0:
+        shifted = x   # an empty axis has no maximum to shift by, and nothing to shift (as softargmax)
+    else:
+        shifted = subtract(x, stop_gradient(_max(x, axis, keepdims=True)))
     out = subtract(shifted, _logsumexp(shifted, axis, keepdims=True, gamma=gamma))
     return out if gamma == 1.0 else multiply(out, 1.0 / gamma)
 

@@ -50,6 +50,7 @@ Conventions, documented where they matter:
 from __future__ import annotations
 
 import builtins
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -60,7 +61,8 @@ from .elementwise import (abs, add, astype, divide, equal, greater, multiply, ne
                           subtract, where)
 from .indexing import concatenate, getitem, stack
 from .linalg import matmul
-from .numeric import _inexact, norm as vector_or_frobenius_norm
+from .mathfuncs import isnan
+from .numeric import _inexact, any as any_along, norm as vector_or_frobenius_norm
 from .reductions import max, min
 from .batch import leading_axes, lift_rank
 from .registry import defprim
@@ -196,18 +198,42 @@ def _core_size(shape, batch) -> int:
 # ------------------------------------------------------------------ inv
 
 
-def _inv_impl(a):
+def _inv_impl(a, *, singular: str = "raise"):
     try:
         return np.linalg.inv(a)
     except np.linalg.LinAlgError:
-        raise _linalg_error("inv", "invertible matrices", "a singular matrix", a.shape) from None
+        if singular == "raise":
+            raise _linalg_error("inv", "invertible matrices", "a singular matrix", a.shape) from None
+    # singular="nan" (cond's): NaN for each singular matrix of the stack, as numpy.linalg.cond's inverse.
+    n = a.shape[-1]
+    flat = a.reshape((-1, n, n))
+    out = np.empty(flat.shape, _float_dtype(a.dtype))
+    for i, m in enumerate(flat):
+        try:
+            out[i] = np.linalg.inv(m)
+        except np.linalg.LinAlgError:
+            out[i] = np.nan
+    return out.reshape(a.shape)
 
 
-INV = defprim(
-    "inv", _inv_impl,
-    vjp=lambda ct, out, a: (negative(matmul(_T(out), matmul(ct, _T(out)))),),
-    jvp=lambda t, out, a: negative(matmul(out, matmul(t[0], out))),
-    shape=_square_rule("inv"), batch=leading_axes)
+def _inverse_read(out, singular: str = "raise"):
+    # A singular matrix's NaN inverse (singular="nan") has no derivative; read as 0, so that its
+    # NaN does not reach the cotangents of the other matrices of a stack (cond(a)[1] of a stack
+    # whose matrix 0 is singular: a NaN gradient for matrix 0 where it is 0).
+    return out if singular == "raise" else where(isnan(out), 0.0, out)
+
+
+def _inv_vjp(ct, out, a, **params):
+    out = _inverse_read(out, **params)
+    return (negative(matmul(_T(out), matmul(ct, _T(out)))),)
+
+
+def _inv_jvp(t, out, a, **params):
+    out = _inverse_read(out, **params)
+    return negative(matmul(out, matmul(t[0], out)))
+
+
+INV = defprim("inv", _inv_impl, vjp=_inv_vjp, jvp=_inv_jvp, shape=_square_rule("inv"), batch=leading_axes)
 
 
 def inv(a) -> Tensor:
@@ -337,9 +363,9 @@ def _cofactor_impl(a):
     # under/overflows (diag(1e-170, 1e-170, 1e-5): det underflows to 0, cofactor 1e-175).
     a = np.asarray(a, dtype=_float_dtype(a.dtype))
     n = a.shape[-1]
+    if a.size == 0:
+        return np.zeros_like(a)   # (before the reshape: -1 is undetermined for 0×0 matrices)
     flat = a.reshape((-1, n, n))
-    if flat.size == 0:
-        return np.zeros_like(a)
     det = np.linalg.det(flat)
     normal = np.isfinite(det) & (np.abs(det) >= np.finfo(a.dtype).tiny)
     cof = np.empty_like(flat)
@@ -1256,19 +1282,39 @@ def cond(x, p=None) -> Tensor:
     """The condition number (batched), as ``np.linalg.cond``.
 
     p None/2: largest / smallest singular value; -2: the reverse; otherwise
-    norm(x, p) · norm(inv(x), p). Shapes: (..., m, n) -> (...).
+    norm(x, p) · norm(inv(x), p) of square matrices. As numpy, a singular matrix
+    has cond inf (for p='nuc' too, where numpy raises "SVD did not converge"
+    from the inverse it could not form), and one holding a NaN has NaN; empty
+    matrices are refused. Shapes: (..., m, n) -> (...).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
         >>> float(ad.linalg.cond(ad.Tensor([[2.0, 0.0], [0.0, 0.5]])).value)
         4.0
     """
-    _require_matrix("cond", _shape_of(x))
-    if p is None or (not isinstance(p, str) and p in (2, -2)):
-        s = svdvals(x)
-        big, small = max(s, -1), min(s, -1)
-        return divide(big, small) if p != -2 else divide(small, big)
-    return multiply(norm(x, p, axis=(-2, -1)), norm(inv(x), p, axis=(-2, -1)))
+    shape = _shape_of(x)
+    _require_matrix("cond", shape)
+    if shape[-1] * shape[-2] == 0 and int(np.prod(shape)) == 0:
+        raise ShapeError(f"cond: Expect: non-empty matrices (numpy: not defined on empty arrays). "
+                         f"Actual: shape {fmt(shape)}")
+    # As numpy's: a singular matrix (0/0 for the zero matrix's ratio; an inverse that does not
+    # exist, not an error) has cond inf, unless the matrix itself holds a NaN (then NaN).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if p is None or (not isinstance(p, str) and p in (2, -2)):
+            s = svdvals(x)
+            big, small = max(s, -1), min(s, -1)
+            num, den = (big, small) if p != -2 else (small, big)
+            zero = equal(den, 0.0)
+            # (the denominator of a singular matrix replaced: 0 · 1/0 in the quotient's VJP was NaN)
+            return where(zero, math.inf, divide(num, where(zero, 1.0, den)))
+        _require_matrix("cond", shape, square=True)
+        inverse = apply(INV, x, singular="nan")
+        singular = any_along(isnan(inverse), (-2, -1))
+        # The singular ones' NaN inverse is kept out of the norm (numpy's 'nuc' raised on it,
+        # "SVD did not converge") and out of the regular ones' gradient.
+        inverse = where(reshape(singular, tuple(singular.shape) + (1, 1)), 0.0, inverse)
+        r = multiply(norm(x, p, axis=(-2, -1)), norm(inverse, p, axis=(-2, -1)))
+        return where(singular, where(any_along(isnan(x), (-2, -1)), math.nan, math.inf), r)
 
 
 def diagonal(x, offset: int = 0) -> Tensor:

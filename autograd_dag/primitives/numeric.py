@@ -348,7 +348,7 @@ def _rescaled_norm(x, squares, axis, keepdims):
     keep numpy's value to the last bit, and a slice of zeros, or with an inf or
     NaN, keeps its 0, inf or NaN.
     """
-    m = np.max(np.abs(x), axis=axis, keepdims=True)
+    m = np.max(np.abs(x), axis=axis, keepdims=True, initial=0.0)   # (an empty slice: 0, kept as it is)
     usable = np.isfinite(m) & (m > 0)
     scale = np.where(usable, m, 1.0).astype(x.dtype)
     with np.errstate(over="ignore", under="ignore"):
@@ -427,6 +427,8 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
     if isinstance(ord, str):
         raise ShapeError(f"norm: Expect: a numeric order for a vector norm. Actual: ord={ord!r}")
     if ord == math.inf:
+        if _count(x, axes) == 0:
+            return sum(abs(x), axes, keepdims)   # numpy 2: the largest of no |x_i| is 0 (-inf has no such value)
         return max(abs(x), axes, keepdims)
     if ord == -math.inf:
         return min(abs(x), axes, keepdims)
