@@ -757,3 +757,19 @@ def test_topological_orders_are_every_valid_permutation_in_lexicographic_order()
         valid.sort(key=lambda p: [position[v] for v in p])
         assert list(topological_orders(g)) == valid
         assert list(topological_orders(g, limit=2)) == valid[:2]
+
+
+def test_leaves_are_the_books_vertices_without_children_on_graph_and_program():
+    # Seed 001 §4.1.2: "vertices without parents are called roots and vertices without children are
+    # called leaves". One name for it (the former `sinks` is gone); Tensor.is_leaf keeps PyTorch's
+    # meaning (made by no operation), which is a root of the program, not a leaf.
+    g = Graph.from_edges([(0, 1), (0, 2), (1, 3)])
+    assert g.leaves() == [2, 3] and g.roots() == [0]
+    assert not hasattr(g, "sinks")
+    x = ad.Tensor(np.ones(2), requires_grad=True)
+    y = ad.tanh(x)
+    z = ad.sum(y * 2.0)
+    prog = ad.Program.from_outputs((x,), (z, ad.exp(x)))
+    assert sorted(prog.leaves()) == sorted(k for k in range(len(prog)) if not prog.children(k))
+    assert len(prog.leaves()) == 2 and not hasattr(prog, "sinks")
+    assert x.is_leaf and not z.is_leaf and prog.roots() == [0]
