@@ -116,7 +116,7 @@ def max(x, axis: int = -1, keepdims: bool = False, gamma: float = 0.0) -> Tensor
     Example: ``max(ad.Tensor([1., 3.])).value`` is ``3.0``.
     """
     if gamma == 0:
-        return _max(x, axis, keepdims)
+        return _max(x, axis, keepdims=keepdims)
     return _logsumexp(x, axis, keepdims, gamma)
 
 
