@@ -491,6 +491,9 @@ def test_render_refuses_a_suffix_it_cannot_write_and_writes_a_known_one_as_named
     graph.render(str(tmp_path / "b.png"), cleanup=True)
     assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.png", "out.svg"]
+    graph.render(str(tmp_path / "c.svg"), engine="neato")  # a graphviz option: still an SVG at the name
+    ET.parse(tmp_path / "c.svg")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.png", "c.svg", "out.svg"]
     # graphviz's own form, a source name with format=, is left as graphviz does it
     graph.render("src", directory=str(tmp_path), format="svg", cleanup=True)
     ET.parse(tmp_path / "src.svg")
