@@ -40,7 +40,10 @@ METHODS_DOCUMENTED = {
     "all": ["axis", "dtype", "out", "keepdims"],
 }
 # Named like numpy's, but not numpy's function: said in its docstring.
-NOT_NUMPYS = {"trace"}  # ad.trace(f, *args) records a Program; numpy's trace is ad.linalg.trace / Tensor.trace
+NOT_NUMPYS = {
+    ("ad", "trace"),  # ad.trace(f, *args) records a Program; numpy's trace is ad.linalg.trace / Tensor.trace
+    ("ad.nn.functional", "identity"),  # the identity activation, not np.identity(n), the identity matrix
+}
 
 
 def numpy_positionals(fn):
@@ -68,12 +71,12 @@ def mismatches(ours_fn, theirs, drop_self=False):
 
 def named_after_numpy():
     seen = []
-    for prefix, module in (("ad", ad), ("ad.linalg", ad.linalg)):
+    for prefix, module in (("ad", ad), ("ad.linalg", ad.linalg), ("ad.nn.functional", ad.nn.functional)):
         for name in sorted(module.__all__):
             fn = getattr(module, name)
-            if isinstance(fn, type) or not callable(fn) or name in NOT_NUMPYS and module is ad:
+            if isinstance(fn, type) or not callable(fn) or (prefix, name) in NOT_NUMPYS:
                 continue
-            npm = np if module is ad else np.linalg
+            npm = np.linalg if module is ad.linalg else np
             target = next((getattr(m, name) for m in (npm, np.linalg, np.fft) if hasattr(m, name)), None)
             if target is not None:
                 seen.append((f"{prefix}.{name}", fn, name, target))

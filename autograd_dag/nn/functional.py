@@ -99,7 +99,7 @@ def log_softargmax(x, axis: int = -1, gamma: float = 1.0) -> Tensor:
 log_softmax = log_softargmax
 
 
-def argmax(x, axis: int = -1) -> Tensor:
+def argmax(x, /, axis: int = -1) -> Tensor:
     """One-hot position of the maximum along ``axis`` (ties: first index); no gradient flows.
 
     Shapes: (*s) -> (*s).
@@ -108,7 +108,7 @@ def argmax(x, axis: int = -1) -> Tensor:
     return _argmax(x, axis)
 
 
-def max(x, axis: int = -1, keepdims: bool = False, gamma: float = 0.0) -> Tensor:  # noqa: A001
+def max(x, /, axis: int = -1, *, keepdims: bool = False, gamma: float = 0.0) -> Tensor:  # noqa: A001
     """Maximum over ``axis`` with temperature γ: the hard max for γ = 0, else lse_γ (a soft max).
 
     max(u) ≤ lse_γ(u) ≤ max(u) + γ·log M (§4.4.2), so γ → 0 recovers the max.
