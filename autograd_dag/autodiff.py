@@ -553,10 +553,16 @@ def vjp(f: Callable, *args, has_aux: bool = False) -> tuple:
 
 
 def select_arguments(args: tuple, argnums):
-    single = isinstance(argnums, int)
-    nums = (argnums,) if single else tuple(argnums)
+    """``(single, nums)`` for ``argnums``, an int or a tuple (or list) of ints, as JAX takes them."""
+    def is_int(n):
+        return isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
+    single = is_int(argnums)
+    if not single and not (isinstance(argnums, (tuple, list)) and all(is_int(n) for n in argnums)):
+        raise AutogradDagError(f"argnums must be an int or a tuple of ints; got {argnums!r}"
+                               f"{located(user_source())}")
+    nums = (int(argnums),) if single else tuple(int(n) for n in argnums)
     for n in nums:
-        if not isinstance(n, int) or not -len(args) <= n < len(args):
+        if not -len(args) <= n < len(args):
             raise AutogradDagError(f"argnums={argnums!r} but the function got {len(args)} argument(s)")
     if len({n % len(args) for n in nums}) != len(nums):
         raise AutogradDagError(f"argnums={argnums!r} names an argument twice")

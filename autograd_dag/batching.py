@@ -204,48 +204,58 @@ def _apply_batched(prim: Primitive, operands, flags, params) -> Tensor:
 # ---------------------------------------------- Jacobians on vmap
 
 
-def jacobian(f: Callable, argnums: int = 0) -> Callable:
-    """The Jacobian function of ``f`` w.r.t. one argument: ``vmap`` of its VJP over the unit cotangents.
+def jacobian(f: Callable, argnums=0) -> Callable:
+    """The Jacobian function of ``f``: ``vmap`` of its VJP over the unit cotangents.
 
     One forward pass, then one batched reverse pass whose batch is the
     output's entries (rather than one reverse pass per entry).
-    Shapes: out.shape + arg.shape.
+    ``argnums`` is an int or, as in JAX, a tuple of ints: then the result is
+    the tuple of the Jacobians w.r.t. those arguments (from the same passes).
+    Shapes: out.shape + arg.shape (a tuple of those for a tuple of argnums).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
         >>> ad.jacobian(lambda x: x * x)(np.array([1.0, 2.0]))
         array([[2., 0.],
                [0., 4.]])
+        >>> [j.shape for j in ad.jacobian(lambda x, y: x * y[0], argnums=(0, 1))(np.ones(2), np.ones(3))]
+        [(2, 2), (2, 3)]
     """
     def wrapped(*args):
-        select_arguments(args, argnums)
-        n = argnums % len(args)
+        single, nums = select_arguments(args, argnums)
+        nums = tuple(n % len(args) for n in nums)
 
-        def f_of(x):
+        def f_of(*chosen):
             rebuilt = list(args)
-            rebuilt[n] = x
+            for n, x in zip(nums, chosen):
+                rebuilt[n] = x
             return f(*rebuilt)
-        out, f_vjp = vjp(f_of, args[n])
+        out, f_vjp = vjp(f_of, *(args[n] for n in nums))
         nested = isinstance(out, Tensor)
         out_value = out.value if nested else np.asarray(out)
-        x_shape = np.shape(args[n].value if isinstance(args[n], Tensor) else args[n])
+        x_shapes = [np.shape(args[n].value if isinstance(args[n], Tensor) else args[n]) for n in nums]
         size = out_value.size
         if size == 0:
-            zeros = np.zeros(out_value.shape + x_shape, dtype=out_value.dtype)
-            return Tensor(zeros) if nested else zeros
-        basis = np.eye(size, dtype=out_value.dtype).reshape((size,) + out_value.shape)
-        # On numbers, the VJP reads its recording's own input, a fresh leaf requiring a gradient:
-        # not a parameter whose gradient the rows must carry (the Jacobian is numbers, as grad's
-        # result). On a Tensor (nested) the rows are recorded, as grad's are, so that backward()
-        # reaches the Tensor through them (before: J was numbers and its derivative was dropped).
-        rows = _vmap(lambda ct: f_vjp(ct)[0], 0, 0, keep_leaves=nested)(basis)
-        shape = out_value.shape + x_shape
-        return structure.reshape(rows, shape) if isinstance(rows, Tensor) else rows.reshape(shape)
+            zeros = [np.zeros(out_value.shape + s, dtype=out_value.dtype) for s in x_shapes]
+            jacobians = [Tensor(z) if nested else z for z in zeros]
+        else:
+            basis = np.eye(size, dtype=out_value.dtype).reshape((size,) + out_value.shape)
+            # On numbers, the VJP reads its recording's own input, a fresh leaf requiring a gradient:
+            # not a parameter whose gradient the rows must carry (the Jacobian is numbers, as grad's
+            # result). On a Tensor (nested) the rows are recorded, as grad's are, so that backward()
+            # reaches the Tensor through them (before: J was numbers and its derivative was dropped).
+            rows = _vmap(lambda ct: tuple(f_vjp(ct)), 0, 0, keep_leaves=nested)(basis)
+            jacobians = [structure.reshape(r, out_value.shape + s) if isinstance(r, Tensor)
+                         else r.reshape(out_value.shape + s) for r, s in zip(rows, x_shapes)]
+        return jacobians[0] if single else tuple(jacobians)
     return wrapped
 
 
-def hessian(f: Callable, argnums: int = 0) -> Callable:
+def hessian(f: Callable, argnums=0) -> Callable:
     """The Hessian of a scalar ``f``: the Jacobian of its gradient. Shapes: arg.shape * 2.
+
+    For a tuple of argnums the result is nested as JAX's: ``H[i][j]`` is
+    ∂²f/∂x_i∂x_j, of shape arg_i.shape + arg_j.shape.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -253,4 +263,11 @@ def hessian(f: Callable, argnums: int = 0) -> Callable:
         array([[ 6.,  0.],
                [ 0., 12.]])
     """
-    return jacobian(grad(f, argnums), argnums)
+    if not isinstance(argnums, (tuple, list)):
+        return jacobian(grad(f, argnums), argnums)
+
+    def wrapped(*args):
+        _, nums = select_arguments(args, argnums)
+        # one Jacobian (over every chosen argument) of each gradient component
+        return tuple(jacobian(lambda *a, n=n: grad(f, n)(*a), nums)(*args) for n in nums)
+    return wrapped

@@ -220,6 +220,9 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
+        """No operation made it (PyTorch's leaf, a program's root; ``Graph.leaves()`` are the book's: no children).
+
+        Example: ``Tensor(1.0).is_leaf`` is True, ``(Tensor(1.0) * 2).is_leaf`` False."""
         return self.prim is None
 
     def __len__(self) -> int:

@@ -168,7 +168,7 @@ class Graph:
     >>> g.add_edge("y", "z")
     >>> g
     Graph(3 vertices, 2 edges)
-    >>> g.parents("z"), g.children("x"), g.roots(), g.sinks()
+    >>> g.parents("z"), g.children("x"), g.roots(), g.leaves()
     (['y'], ['y'], ['x'], ['z'])
     """
 
@@ -488,13 +488,13 @@ class Graph:
         """
         return [v for v, p in self._parents.items() if not p]
 
-    def sinks(self) -> list:
-        """Vertices without children (the program's outputs), in insertion order.
+    def leaves(self) -> list:
+        """Vertices without children (the program's outputs), in insertion order: the book's leaves.
 
-        (Not "leaves": a leaf is a Tensor no operation made, as in PyTorch, and
-        an item of a nested argument, as in JAX; here it would be an output.)
+        (Not :attr:`Tensor.is_leaf <autograd_dag.Tensor.is_leaf>`, which keeps
+        PyTorch's meaning, a Tensor no operation made: a root of the program.)
 
-        >>> Graph.from_edges([(0, 1), (0, 2)]).sinks()
+        >>> Graph.from_edges([(0, 1), (0, 2)]).leaves()
         [1, 2]
         """
         return [v for v, c in self._children.items() if not c]

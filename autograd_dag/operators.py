@@ -92,7 +92,7 @@ def _reduction_method(fn):
     # ndarray.sum, .mean and .prod: (axis, dtype, out, keepdims), as numpy orders them.
     def method(self, axis=None, dtype=None, out=None, keepdims=False, **unused):
         _refuse(fn.__name__, out, unused)
-        return _as_dtype(fn(_in_dtype(self, dtype), axis, keepdims), dtype)
+        return _as_dtype(fn(_in_dtype(self, dtype), axis, keepdims=keepdims), dtype)
     method.__name__ = fn.__name__
     return method
 
@@ -102,7 +102,7 @@ def _extremum_method(fn):
     # so t.max(0, None, True) keeps the axis (it read True as out= before).
     def method(self, axis=None, out=None, keepdims=False, **unused):
         _refuse(fn.__name__, out, unused)
-        return fn(self, axis, keepdims)
+        return fn(self, axis, keepdims=keepdims)
     method.__name__ = fn.__name__
     return method
 
@@ -391,14 +391,14 @@ def _np_pad(array, pad_width, mode="constant", **kwargs):
     if unknown:
         raise AutogradDagError(f"np.pad on a Tensor: {', '.join(sorted(unknown))} not supported with "
                                f"mode={mode!r}{located(user_source())}")
-    return arrays.pad(array, pad_width, mode, kwargs.get("constant_values", 0.0),
-                      kwargs.get("reflect_type", "even"))
+    return arrays.pad(array, pad_width, mode, constant_values=kwargs.get("constant_values", 0.0),
+                      reflect_type=kwargs.get("reflect_type", "even"))
 
 
 def _np_median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     # overwrite_input only lets numpy scribble on a; a Tensor is never changed, so it is moot.
     _refuse("np.median", out)
-    return numeric.median(a, axis, keepdims)
+    return numeric.median(a, axis, keepdims=keepdims)
 
 
 def _np_nan_reduction(name, fn, takes_dtype):
@@ -409,7 +409,7 @@ def _np_nan_reduction(name, fn, takes_dtype):
         given = dict(zip(names, args), **kwargs)
         dtype, out, keepdims = given.pop("dtype", None), given.pop("out", None), given.pop("keepdims", False)
         _refuse(f"np.{name}", out, given)
-        return _as_dtype(fn(_in_dtype(_as_tensor(a), dtype), axis, keepdims), dtype)
+        return _as_dtype(fn(_in_dtype(_as_tensor(a), dtype), axis, keepdims=keepdims), dtype)
     return call
 
 

@@ -333,7 +333,7 @@ class Program:
                         f"{exc}") from None
                 out.name = str(v)
                 tensors[v] = out
-        outs = graph.sinks() if outputs is None else list(outputs)
+        outs = graph.leaves() if outputs is None else list(outputs)
         # One leaf (by default) gives a program returning one array, as trace() does.
         result = tensors[outs[0]] if outputs is None and len(outs) == 1 else tuple(tensors[v] for v in outs)
         return cls.from_outputs(tuple(tensors[v] for v in inputs), result, name=name)
@@ -412,8 +412,8 @@ class Program:
         """Nodes without parents: inputs, constants and parameters."""
         return [n.index for n in self.nodes if not n.parents]
 
-    def sinks(self) -> list[int]:
-        """Nodes without children."""
+    def leaves(self) -> list[int]:
+        """Nodes without children (the book's leaves; not ``Tensor.is_leaf``, PyTorch's word for a root)."""
         return [n.index for n in self.nodes if not self.children(n.index)]
 
     def to_graph(self) -> Graph:

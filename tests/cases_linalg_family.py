@@ -317,7 +317,7 @@ CASES.append(Case("inv", lambda a: LF.matrix_power(a, -2), _well_conditioned(3, 
 CASES.append(Case("add", lambda a: LF.matrix_power(a, 0), _normal((3, 3)), _power_ref(0), wrt=(),
                   id="add-matrix_power-0"))     # the identity: derivative zero (tests/test_linalg.py)
 for k in [0, 1, -2]:
-    CASES.append(Case("getitem", lambda a, k=k: LF.trace(a, k), _normal((2, 3, 4)),
+    CASES.append(Case("getitem", lambda a, k=k: LF.trace(a, offset=k), _normal((2, 3, 4)),
                       lambda a, k=k: np.trace(a, k, axis1=-2, axis2=-1), id=f"getitem-trace-offset-{k}"))
 
 # ---------------------------------------- einsum: diagonals, interleaved form
@@ -428,7 +428,7 @@ CASES += [
          lambda a: _singular_values(a)[-1] / _singular_values(a)[0], id="divide-cond-minus-2-wide"),
     Case("inv", lambda a: LF.cond(a, 1), _well_conditioned(3, 3),
          lambda a: np.max(np.sum(np.abs(a), 0)) * np.max(np.sum(np.abs(_inv_ref(a)), 0)), id="inv-cond-1"),
-    Case("getitem", lambda a: LF.diagonal(a, -1), _normal((2, 3, 3)),
+    Case("getitem", lambda a: LF.diagonal(a, offset=-1), _normal((2, 3, 3)),
          lambda a: np.stack([np.diag(m, -1) for m in a]), id="getitem-linalg-diagonal"),
     Case("transpose", LF.matrix_transpose, _normal((2, 3, 4)), lambda a: np.transpose(a, (0, 2, 1)),
          id="transpose-matrix_transpose"),

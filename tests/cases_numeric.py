@@ -129,7 +129,7 @@ CASES += [
 for shape, axis, keepdims in [((5,), None, False), ((3, 4), 1, False), ((3, 4), 0, True),
                               ((2, 3, 4), (0, 2), False), ((2, 3, 4), (2, 1), True), ((0, 3), 0, False),
                               ((4, 1), -1, False)]:
-    CASES.append(Case("prod", lambda x, a=axis, k=keepdims: ad.prod(x, a, k), _normal(shape),
+    CASES.append(Case("prod", lambda x, a=axis, k=keepdims: ad.prod(x, a, keepdims=k), _normal(shape),
                       _prod_ref(axis, keepdims), id=f"prod-{shape}-ax{axis}-k{int(keepdims)}"))
 CASES += [
     Case("prod", ad.prod, _fixed([1.5, 0.0, -2.0, 0.7]), _prod_ref(None), id="prod-one_zero"),
@@ -338,7 +338,7 @@ def _zero_one(*shape):
 
 CASES += [
     Case("any", ad.any, _zero_one(3, 4), lambda x: np.array(max(x.reshape(-1)) != 0), wrt=(), id="any-all_axes"),
-    Case("any", lambda x: ad.any(x, 1, True), _zero_one(3, 4),
+    Case("any", lambda x: ad.any(x, 1, keepdims=True), _zero_one(3, 4),
          lambda x: np.array([[max(r) != 0] for r in x]), wrt=(), id="any-axis1"),
     Case("all", ad.all, _zero_one(3, 4), lambda x: np.array(min(abs(x.reshape(-1))) != 0), wrt=(), id="all-all_axes"),
     Case("all", lambda x: x.all(axis=0), _zero_one(3, 4),

@@ -80,12 +80,12 @@ CASES = []
 for shape, axis, keepdims in [((3, 4), None, False), ((3, 4), 0, False), ((3, 4), -1, True),
                               ((2, 3, 4), (0, 2), False), ((2, 3, 4), (-1, 0), True),
                               ((4, 1), 1, False), ((0, 3), 1, False), ((5,), 0, True), ((), None, False)]:
-    CASES.append(Case("mean", lambda x, a=axis, k=keepdims: R.mean(x, a, k), _normal(shape),
+    CASES.append(Case("mean", lambda x, a=axis, k=keepdims: R.mean(x, a, keepdims=k), _normal(shape),
                       _mean_ref(axis, keepdims), id=f"mean-{shape}-ax{axis}-k{int(keepdims)}"))
 
 # ------------------------------------------------------- var (composite)
 for shape, axis, keepdims in [((3, 4), None, False), ((3, 4), -1, True), ((2, 3, 4), (0, 2), False)]:
-    CASES.append(Case("mean", lambda x, a=axis, k=keepdims: R.var(x, a, k), _normal(shape),
+    CASES.append(Case("mean", lambda x, a=axis, k=keepdims: R.var(x, a, keepdims=k), _normal(shape),
                       _var_ref(axis, keepdims), id=f"var-{shape}-ax{axis}-k{int(keepdims)}"))
 
 # ------------------------------------------------------------- max / min
@@ -93,7 +93,7 @@ for name, fn, ref in [("max", R.max, _max_ref), ("min", R.min, _min_ref)]:
     for shape, axis, keepdims in [((3, 4), None, False), ((3, 4), 1, False), ((3, 4), 0, True),
                                   ((2, 3, 4), (0, 2), False), ((2, 3, 4), -1, True),
                                   ((4, 1), -1, False), ((0, 3), 1, False), ((6,), None, True)]:
-        CASES.append(Case(name, lambda x, a=axis, k=keepdims, f=fn: f(x, a, k), _normal(shape),
+        CASES.append(Case(name, lambda x, a=axis, k=keepdims, f=fn: f(x, a, keepdims=k), _normal(shape),
                           ref(axis, keepdims), id=f"{name}-{shape}-ax{axis}-k{int(keepdims)}"))
 
 # ------------------------------------------------------------- logsumexp

@@ -99,7 +99,7 @@ for shape, axis, keepdims in [((3, 4), None, False), ((3, 4), 0, False), ((3, 4)
                               ((2, 3, 4), (0, 2), False), ((2, 3, 4), (-1, 0), True), ((4, 1), 1, False),
                               ((5,), 0, True), ((), None, False), ((0, 3), 0, False), ((0, 3), 1, True),
                               ((2, 3), (), False)]:
-    CASES.append(Case("sum", lambda x, a=axis, k=keepdims: ad.sum(x, a, k), _normal(shape),
+    CASES.append(Case("sum", lambda x, a=axis, k=keepdims: ad.sum(x, a, keepdims=k), _normal(shape),
                       _sum_ref(axis, keepdims), id=f"sum-{shape}-ax{axis}-k{int(keepdims)}"))
 CASES += [
     Case("sum", lambda x: x.sum(axis=1), _normal((2, 3)), _sum_ref(1, False), id="sum-method"),

@@ -24,7 +24,7 @@ def _case(shape, axis, label):
     weights = [1.0 + 0.25 * i for i in range(n)]
 
     def fn(x):
-        slices = unstack(x, axis)
+        slices = unstack(x, axis=axis)
         return stack([multiply(slices[j], w) for j, w in zip(order, weights)], axis=0)
 
     def ref(x):

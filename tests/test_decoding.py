@@ -94,7 +94,8 @@ def test_beam_width_one_is_greedy_on_random_step_functions():
         table = Table(5, seed=seed)
         for eos in (EOS, None):
             g = decoding.greedy(table, (), bos=BOS, eos=eos, max_len=8)
-            assert decoding.beam_search(table, (), bos=BOS, eos=eos, max_len=8, width=1) == g
+            # length_penalty=0: with a per-token average a runner-up kept beside a finished one may win
+            assert decoding.beam_search(table, (), bos=BOS, eos=eos, max_len=8, width=1, length_penalty=0.0) == g
 
 
 def test_beam_width_one_is_greedy_on_a_random_encoder_decoder():
@@ -109,7 +110,8 @@ def test_beam_width_one_is_greedy_on_a_random_encoder_decoder():
         source = rng.normal(size=(rng.integers(1, 6), 4))
         state = model.start_state(source)
         g = decoding.greedy(model.step, state, bos=model.bos, eos=model.eos, max_len=12)
-        assert decoding.beam_search(model.step, state, bos=model.bos, eos=model.eos, max_len=12, width=1) == g
+        assert decoding.beam_search(model.step, state, bos=model.bos, eos=model.eos, max_len=12, width=1,
+                                    length_penalty=0.0) == g
         assert model.generate(source, max_len=12) == g
         lengths.append(len(g))
     assert min(lengths) < 12 and max(lengths) == 12  # both endings occur
@@ -251,3 +253,111 @@ def test_sliding_context_agrees_with_the_model_while_the_window_is_not_full():
         decoding.SlidingContext(lm, window=4, keep=5)
     with pytest.raises(ad.AutogradDagError, match="no room"):
         bounded.start_state(np.arange(16) % 7)
+
+
+# ------------------------------------------------- beam search against references written here
+
+
+def test_beam_search_keeps_width_live_hypotheses_when_eos_ranks_among_a_hypothesis_best():
+    # Step 1: eos (.40), [1] (.35), [2] (.25). eos finishes [] (score log .40); the beam of 2 must
+    # still hold [1] and [2]. Step 2: [2] + eos has p .25 over 2 tokens: score log .25 / 2 = -0.693,
+    # better than [] (-0.916) and [1, 1] (log(.35 * .33) / 3 = -0.720). Taking each hypothesis's
+    # top `width` tokens before setting eos aside dropped [2] and returned [1, 1].
+    table = {(): [.40, .35, .25, 0.], (1,): [.01, .33, .33, .33], (2,): [1., 0, 0, 0]}
+
+    def step(prefix, tok):
+        prefix = prefix if tok == 4 else prefix + (tok,)
+        return np.log(np.array(table.get(prefix, [1., 0, 0, 0])) + 1e-300), prefix
+
+    assert decoding.beam_search(step, (), bos=4, eos=0, max_len=3, width=2) == [2]
+
+
+class RandomTable:
+    """Random next-token distributions per prefix (peaked Dirichlet draws, some exact zeros), vocab V, eos 0."""
+
+    def __init__(self, V, seed):
+        self.V, self.seed, self.cache = V, seed, {}
+
+    def logprobs(self, prefix):
+        if prefix not in self.cache:
+            rng = np.random.default_rng([self.seed, len(prefix)] + list(prefix))
+            p = rng.dirichlet(np.full(self.V, 0.7))
+            p[rng.random(self.V) < 0.15] = 0.0
+            p = p / p.sum() if p.sum() > 0 else np.full(self.V, 1 / self.V)
+            with np.errstate(divide="ignore"):
+                self.cache[prefix] = np.log(p)
+        return self.cache[prefix]
+
+    def step(self, prefix, token):
+        prefix = prefix if token == BOS else prefix + (token,)
+        # finite logits: -inf would make every candidate after it a NaN-free but meaningless tie
+        return np.maximum(self.logprobs(prefix), -700.0), prefix
+
+    def logp(self, seq):
+        total, prefix = 0.0, ()
+        for t in seq:
+            total += np_log_softmax(np.maximum(self.logprobs(prefix), -700.0))[t]
+            prefix = prefix + (t,)
+        return total
+
+
+def reference_beam(table, max_len, width, length_penalty):
+    """The documented algorithm, written plainly: every live hypothesis × every token, ranked by summed
+    log-probability (ties: hypothesis, then token); eos candidates among the first `width` finish; the
+    first `width` other candidates are the next beam; after max_len the live ones compete unfinished.
+    Returns (tokens, score) of the best finished one (ties: the first finished)."""
+    live, finished = [((), 0.0)], []
+    for length in range(1, max_len + 1):
+        cands = []
+        for order, (seq, logp) in enumerate(live):
+            lp = np_log_softmax(np.maximum(table.logprobs(seq), -700.0))
+            cands += [(logp + lp[t], order, t, seq) for t in range(table.V)]
+        cands.sort(key=lambda c: (-c[0], c[1], c[2]))
+        for logp, _, t, seq in cands[:width]:
+            if t == EOS:
+                finished.append((list(seq), logp / length ** length_penalty))
+        live = [(seq + (t,), logp) for logp, _, t, seq in cands if t != EOS][:width]
+    finished += [(list(seq), logp / max(len(seq), 1) ** length_penalty) for seq, logp in live]
+    best = max(s for _, s in finished)
+    return next((seq, s) for seq, s in finished if s == best)
+
+
+def exhaustive(table, max_len, length_penalty):
+    """Every sequence of non-eos tokens of length < max_len followed by eos, and every one of max_len tokens."""
+    best, best_score = None, -np.inf
+    for n in range(max_len + 1):
+        for seq in itertools.product(range(1, table.V), repeat=n):
+            if n < max_len:
+                score = table.logp(seq + (EOS,)) / (n + 1) ** length_penalty
+            else:
+                score = table.logp(seq) / max(n, 1) ** length_penalty
+            if score > best_score:
+                best, best_score = list(seq), score
+    return best, best_score
+
+
+@pytest.mark.parametrize("length_penalty", [0.0, 0.6, 1.0])
+def test_beam_search_is_the_documented_algorithm_on_random_tables(length_penalty):
+    """Against reference_beam for widths below the vocabulary, and exhaustive search for a beam wide
+    enough to hold every sequence. Scores are compared within 1e-12: the reference's log-softmax and
+    the library's round differently (a few ulps of values near 1)."""
+    narrow = 0
+    for seed in range(120):
+        rng = np.random.default_rng(seed)
+        V, max_len = int(rng.integers(2, 6)), int(rng.integers(1, 5))
+        table = RandomTable(V, seed)
+        for width in (1, 2, 3):
+            tokens, score = reference_beam(table, max_len, width, length_penalty)
+            got = decoding.beam_search(table.step, (), bos=BOS, eos=EOS, max_len=max_len, width=width,
+                                       length_penalty=length_penalty)
+            assert got == tokens, (seed, V, max_len, width)
+            narrow += width < V
+        n_sequences = sum((V - 1) ** n for n in range(max_len + 1))
+        tokens, score = exhaustive(table, max_len, length_penalty)
+        got = decoding.beam_search(table.step, (), bos=BOS, eos=EOS, max_len=max_len, width=n_sequences,
+                                   length_penalty=length_penalty)
+        assert got == tokens, (seed, V, max_len)
+        got_len = len(got) if len(got) == max_len else len(got) + 1
+        assert abs(table.logp(got + ([] if len(got) == max_len else [EOS])) / max(got_len, 1) ** length_penalty
+                   - score) < 1e-12
+    assert narrow > 100

@@ -98,7 +98,7 @@ def test_computation_chain_is_a_chain_with_a_total_order():
     assert is_chain(g)
     assert g.topological_order() == [0, 1, 2, 3]
     assert list(topological_orders(g)) == [(0, 1, 2, 3)]
-    assert g.roots() == [0] and g.sinks() == [3]
+    assert g.roots() == [0] and g.leaves() == [3]
     # total order: any two vertices are linked by a path one way
     for a, b in itertools.combinations(range(4), 2):
         assert g.has_path(a, b) and not g.has_path(b, a)
@@ -157,7 +157,7 @@ def test_book_dag_structure():
     assert g.children(0) == [1, 2]
     assert g.children(4) == []
     assert g.roots() == [0]
-    assert g.sinks() == [4]
+    assert g.leaves() == [4]
     assert g.ancestors(3) == {0, 1, 2}
     assert g.ancestors(0) == set()
     assert g.descendants(1) == {3, 4}
@@ -187,7 +187,7 @@ def test_parents_and_children_keep_insertion_order():
     assert g.parents("out") == ["z", "a", "m"]
     assert g.children("z") == ["out", "b"]
     assert g.roots() == ["z", "a", "m"]
-    assert g.sinks() == ["out", "b"]
+    assert g.leaves() == ["out", "b"]
 
 
 def test_returned_lists_are_copies():
@@ -398,7 +398,7 @@ def test_bipartite_form_of_the_book_dag():
     assert b.parents(("s", 3)) == [("f", 3)]
     assert b.children(("s", 0)) == [("f", 1), ("f", 2)]
     assert b.roots() == [("s", 0)]
-    assert b.sinks() == [("s", 4)]
+    assert b.leaves() == [("s", 4)]
     for i, j in b.edges:
         assert i[0] != j[0]  # bipartite: edges only join different kinds
     assert [k for kind, k in b.topological_order() if kind == VARIABLE] == [0, 1, 2, 3, 4]
@@ -486,7 +486,7 @@ def test_random_dag_orders_respect_every_edge(dag):
         for b in g.vertices:
             assert g.has_path(a, b) == (b in closure[a])
     assert g.roots() == [v for v in g.vertices if not g.parents(v)]
-    assert g.sinks() == [v for v in g.vertices if not g.children(v)]
+    assert g.leaves() == [v for v in g.vertices if not g.children(v)]
 
 
 @settings(max_examples=150, deadline=None)
@@ -757,3 +757,19 @@ def test_topological_orders_are_every_valid_permutation_in_lexicographic_order()
         valid.sort(key=lambda p: [position[v] for v in p])
         assert list(topological_orders(g)) == valid
         assert list(topological_orders(g, limit=2)) == valid[:2]
+
+
+def test_leaves_are_the_books_vertices_without_children_on_graph_and_program():
+    # Seed 001 §4.1.2: "vertices without parents are called roots and vertices without children are
+    # called leaves". One name for it (the former `sinks` is gone); Tensor.is_leaf keeps PyTorch's
+    # meaning (made by no operation), which is a root of the program, not a leaf.
+    g = Graph.from_edges([(0, 1), (0, 2), (1, 3)])
+    assert g.leaves() == [2, 3] and g.roots() == [0]
+    assert not hasattr(g, "sinks")
+    x = ad.Tensor(np.ones(2), requires_grad=True)
+    y = ad.tanh(x)
+    z = ad.sum(y * 2.0)
+    prog = ad.Program.from_outputs((x,), (z, ad.exp(x)))
+    assert sorted(prog.leaves()) == sorted(k for k in range(len(prog)) if not prog.children(k))
+    assert len(prog.leaves()) == 2 and not hasattr(prog, "sinks")
+    assert x.is_leaf and not z.is_leaf and prog.roots()[0] == 0  # the input x (then the constant 2)

@@ -945,3 +945,14 @@ def test_evaluating_restores_mixed_modes_even_after_an_error():
             assert not any(m.training for m in model.modules())
             raise ZeroDivisionError
     assert [m.training for m in model.modules()] == [True, True, True, False]
+
+
+def test_save_to_a_directory_is_refused_and_writes_nothing(tmp_path):
+    # model.save("runs") with runs/ a directory wrote runs.npz beside it; "runs/" wrote runs/.npz.
+    (tmp_path / "runs").mkdir()
+    model = nn.Linear(2, 3, rng=0)
+    for path in (tmp_path / "runs", str(tmp_path / "runs") + os.sep):
+        with pytest.raises(ad.SerializationError, match=r"is a directory.*runs.*model\.npz"):
+            model.save(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"] and not list((tmp_path / "runs").iterdir())
+    assert model.save(tmp_path / "runs" / "model") == str(tmp_path / "runs" / "model.npz")

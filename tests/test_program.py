@@ -39,7 +39,7 @@ def test_computation_chain():
     assert [n.op for n in prog] == [NodeKind.INPUT, "tanh", "exp", "sqrt", "log"]
     assert [prog.parents(k) for k in range(5)] == [(), (0,), (1,), (2,), (3,)]
     assert is_chain(prog.to_graph())
-    assert prog.roots() == [0] and prog.sinks() == [4] and len(prog) == 5 and prog.num_edges == 4
+    assert prog.roots() == [0] and prog.leaves() == [4] and len(prog) == 5 and prog.num_edges == 4
     x = np.array([-1.0, 0.5, 2.0])
     np.testing.assert_allclose(prog(x), np.tanh(x) / 2, rtol=1e-15)  # log √(e^t) = t/2
 
@@ -53,7 +53,7 @@ def test_dag_program_with_two_topological_orders():
                               outputs=[4])
     assert [n.op for n in prog] == [NodeKind.INPUT, "exp", "tanh", "multiply", "negative"]
     assert prog.parents(3) == (1, 2) and prog.children(0) == [1, 2]
-    assert prog.roots() == [0] and prog.sinks() == [4] and prog.num_edges == 5
+    assert prog.roots() == [0] and prog.leaves() == [4] and prog.num_edges == 5
     x = np.array([0.3, -1.2])
     (out,) = prog(x)
     np.testing.assert_allclose(out, -np.exp(x) * np.tanh(x), rtol=1e-15)
@@ -186,7 +186,7 @@ def test_from_outputs_and_graph_queries():
     k_mul, k_exp, k_par, k_add, k_sum = (ops.index(o) for o in ["multiply", "exp", "parameter", "add", "sum"])
     assert prog.parents(k_mul) == (0, 1) and prog.parents(k_add) == (k_exp, k_par)
     assert prog.children(k_mul) == sorted([k_exp, k_sum])
-    assert prog.roots() == [0, 1, k_par] and sorted(prog.sinks()) == sorted([k_add, k_sum])
+    assert prog.roots() == [0, 1, k_par] and sorted(prog.leaves()) == sorted([k_add, k_sum])
     assert len(prog) == 7 and prog.num_edges == 2 + 1 + 2 + 1
     assert prog.outputs == (k_add, k_sum)
     np.testing.assert_allclose(prog(np.ones(2), np.ones(2))[0], np.exp(1.0) + 0.5)

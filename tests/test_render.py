@@ -475,3 +475,25 @@ def test_render_of_deeply_nested_scopes_neither_recurses_nor_leaves_cyclic_garba
     assert re.search(r"subgraph cluster_149 \{", source)
     # nested: every cluster's closing brace comes after the innermost one's
     assert source.index("cluster_149") > source.index("cluster_0")
+
+
+def test_render_refuses_a_suffix_it_cannot_write_and_writes_a_known_one_as_named(tmp_path):
+    # render("out.xyz") wrote out.xyz (the DOT source) and out.xyz.pdf without a word; and a known
+    # suffix with directory= or cleanup= went to graphviz, which wrote out.svg as DOT and out.svg.pdf.
+    graph = ad.render(book_program())
+    for name in ("out.xyz", "out"):
+        with pytest.raises(ad.RenderError, match=r"\.svg.*\.png.*\.pdf") as info:
+            graph.render(str(tmp_path / name))
+        assert repr(str(tmp_path / name)) in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+    assert graph.render("out.svg", directory=str(tmp_path), cleanup=True) == str(tmp_path / "out.svg")
+    ET.parse(tmp_path / "out.svg")  # an SVG, not DOT
+    graph.render(str(tmp_path / "b.png"), cleanup=True)
+    assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.png", "out.svg"]
+    graph.render(str(tmp_path / "c.svg"), engine="neato")  # a graphviz option: still an SVG at the name
+    ET.parse(tmp_path / "c.svg")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.png", "c.svg", "out.svg"]
+    # graphviz's own form, a source name with format=, is left as graphviz does it
+    graph.render("src", directory=str(tmp_path), format="svg", cleanup=True)
+    ET.parse(tmp_path / "src.svg")

@@ -34,7 +34,7 @@ def test_unstack_gives_the_slices_in_order(n, requires_grad):
 
 def test_unstack_of_an_array_and_inside_no_grad():
     x = np.arange(6.0).reshape(3, 2)
-    assert [s.value.tolist() for s in ad.unstack(x, -1)] == [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]
+    assert [s.value.tolist() for s in ad.unstack(x, axis=-1)] == [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]
     with ad.no_grad():
         t = ad.Tensor(np.ones((40, 2)), requires_grad=True)
         # Nothing is recorded: the slices are cut straight from x (40 getitem views, no tree).

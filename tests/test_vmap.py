@@ -350,3 +350,37 @@ def test_jacobian_and_hessian_through_the_svd_of_a_non_square_matrix(f, shape):
     basis = np.eye(np.size(out)).reshape((np.size(out),) + np.shape(out))
     np.testing.assert_allclose(J.reshape(basis.shape[:1] + A.shape), np.stack([f_vjp(e)[0] for e in basis]),
                                rtol=1e-12, atol=1e-14)
+
+
+def test_jacobian_and_hessian_take_a_tuple_of_argnums_as_jax_does():
+    # ad.jacobian(f, argnums=(0, 1)) raised a raw TypeError (argnums % len(args)).
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal(3), rng.standard_normal(2)
+    A = rng.standard_normal((2, 3))
+    f = lambda x, y: ad.tanh(A @ x) * y  # noqa: E731
+    jx, jy = ad.jacobian(f, argnums=(0, 1))(x, y)
+    # independent: J_x = diag(y (1 - tanh²(Ax))) A, J_y = diag(tanh(Ax)); same ops, rounding only
+    np.testing.assert_allclose(jx, (y * (1 - np.tanh(A @ x) ** 2))[:, None] * A, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(jy, np.diag(np.tanh(A @ x)), rtol=1e-13, atol=1e-15)
+    (only,) = ad.jacobian(f, argnums=(1,))(x, y)
+    np.testing.assert_allclose(only, jy, rtol=1e-13, atol=1e-15)
+    # negative argnums count from the end, as an int argnum does
+    np.testing.assert_allclose(ad.jacobian(f, argnums=(-1,))(x, y)[0], jy, rtol=1e-13, atol=1e-15)
+
+    g = lambda x, y: ad.sum(x ** 2 * y[0] + x * y[1] ** 3)  # noqa: E731
+    (hxx, hxy), (hyx, hyy) = ad.hessian(g, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(hxx, 2 * y[0] * np.eye(3), rtol=1e-13)
+    np.testing.assert_allclose(hxy, np.stack([2 * x, 3 * y[1] ** 2 * np.ones(3)], axis=1), rtol=1e-13)
+    np.testing.assert_allclose(hyx, hxy.T, rtol=1e-13)
+    np.testing.assert_allclose(hyy, np.array([[0, 0], [0, 6 * y[1] * x.sum()]]), rtol=1e-13, atol=1e-15)
+    gx, gy = ad.grad(g, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(gx, 2 * x * y[0] + y[1] ** 3, rtol=1e-13)
+    value, (gx2, gy2) = ad.value_and_grad(g, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(gy2, [np.sum(x ** 2), 3 * y[1] ** 2 * np.sum(x)], rtol=1e-13)
+
+
+@pytest.mark.parametrize("fn", [ad.grad, ad.value_and_grad, ad.jacobian, ad.hessian])
+@pytest.mark.parametrize("argnums", [1.5, "0", True, (0, 0.5), None])
+def test_argnums_that_is_not_an_int_or_a_tuple_of_ints_is_refused_by_name(fn, argnums):
+    with pytest.raises(ad.AutogradDagError, match=r"argnums must be an int or a tuple of ints"):
+        fn(lambda x, y: ad.sum(x * y), argnums=argnums)(np.ones(2), np.ones(2))

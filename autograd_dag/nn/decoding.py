@@ -93,8 +93,9 @@ def beam_search(step, state, *, bos: int, eos: int | None, max_len: int, width: 
 
     At each step every live hypothesis is extended by every token; the
     candidates are ranked by their summed log-probability and read in that
-    order: among the first ``width``, one ending in eos is finished; the others
-    refill the beam up to ``width`` live hypotheses. The answer is the
+    order: among the first ``width``, one ending in eos is finished; the others,
+    read on past the first ``width`` if need be, refill the beam to ``width``
+    live hypotheses. The answer is the
     finished hypothesis with the highest score
 
         score = Σ log p(token) / length ** length_penalty,
@@ -108,7 +109,9 @@ def beam_search(step, state, *, bos: int, eos: int | None, max_len: int, width: 
     live ones count as finished. (Stopping as soon as ``width`` hypotheses have
     finished, as some implementations do, lets early short ones end the search
     before a likelier, longer one can finish: worse answers than greedy's.)
-    With ``width=1`` this is exactly :func:`greedy`.
+    With ``width=1`` and ``length_penalty=0`` this is exactly :func:`greedy`
+    (with a length penalty the runner-up of a step whose best is eos goes on,
+    and may end with a better average).
     Returns the tokens without bos and without eos.
 
     Example:
@@ -137,12 +140,13 @@ def beam_search(step, state, *, bos: int, eos: int | None, max_len: int, width: 
         candidates = []
         for order, (logp, tokens, st, last) in enumerate(live):
             logits, new_state = _call("beam_search", step, st, last)
-            logprobs = log_softargmax(logits)
-            # Only the best `width` tokens of a hypothesis can enter a beam of `width`; ranked by the
-            # logits themselves (ties: lowest id), exactly as greedy's argmax.
-            best = np.argsort(-np.asarray(logits, dtype=np.float64), kind="stable")[:width]
+            values = logp + log_softargmax(logits)
+            # A beam of `width` takes at most `width` candidates of one hypothesis besides eos, so its
+            # best `width + 1` tokens suffice; ranked by the same values as the merge below (ties:
+            # lowest id), so that rounding cannot order a hypothesis's tokens two ways.
+            best = np.argsort(-values, kind="stable")[:width + 1]
             for token in best:
-                candidates.append((logp + float(logprobs[token]), order, int(token), tokens, new_state))
+                candidates.append((float(values[token]), order, int(token), tokens, new_state))
         # Stable ranking: higher log-probability first, ties by hypothesis then token (as greedy's argmax).
         candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
         next_live = []

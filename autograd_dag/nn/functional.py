@@ -103,7 +103,7 @@ def log_softargmax(x, axis: int = -1, gamma: float = 1.0) -> Tensor:
 log_softmax = log_softargmax
 
 
-def argmax(x, axis: int = -1) -> Tensor:
+def argmax(x, /, axis: int = -1) -> Tensor:
     """One-hot position of the maximum along ``axis`` (ties: first index); no gradient flows.
 
     Shapes: (*s) -> (*s).
@@ -112,7 +112,7 @@ def argmax(x, axis: int = -1) -> Tensor:
     return _argmax(x, axis)
 
 
-def max(x, axis: int = -1, keepdims: bool = False, gamma: float = 0.0) -> Tensor:  # noqa: A001
+def max(x, /, axis: int = -1, *, keepdims: bool = False, gamma: float = 0.0) -> Tensor:  # noqa: A001
     """Maximum over ``axis`` with temperature γ: the hard max for γ = 0, else lse_γ (a soft max).
 
     max(u) ≤ lse_γ(u) ≤ max(u) + γ·log M (§4.4.2), so γ → 0 recovers the max.
@@ -120,7 +120,7 @@ def max(x, axis: int = -1, keepdims: bool = False, gamma: float = 0.0) -> Tensor
     Example: ``max(ad.Tensor([1., 3.])).value`` is ``3.0``.
     """
     if gamma == 0:
-        return _max(x, axis, keepdims)
+        return _max(x, axis, keepdims=keepdims)
     return _logsumexp(x, axis, keepdims, gamma)
 
 

@@ -179,7 +179,7 @@ class Max(Activation):
         self.axis, self.gamma, self.keepdims = axis, gamma, keepdims
 
     def forward(self, x):
-        return F.max(x, self.axis, self.keepdims, self.gamma)
+        return F.max(x, self.axis, keepdims=self.keepdims, gamma=self.gamma)
 
     def extra_repr(self) -> str:
         return f"axis={self.axis}, gamma={self.gamma}"

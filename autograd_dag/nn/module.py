@@ -28,7 +28,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..core import Tensor, attribute, attribution, changed_in_place
-from ..errors import AutogradDagError, SerializationError
+from ..errors import AutogradDagError, SerializationError, located, user_source
 from ..leaf_names import NamedScope
 from ..program import retrace_jit
 
@@ -502,9 +502,15 @@ class Module:
 
         ``.npz`` is appended when missing (as numpy does). The file holds only
         numeric arrays (and the class name), so it is read without pickle.
+        A directory (an existing one, or a path ending in a separator) is
+        refused: name the file, e.g. ``runs/model.npz``.
         Example: ``model.save("out/lenet.npz")``.
         """
         path = os.fspath(path)
+        if os.path.isdir(path) or path.endswith((os.sep, "/")):
+            # numpy would write runs.npz beside the directory runs/ (or runs/.npz for "runs/")
+            raise SerializationError(f"save: '{path}' is a directory; give a file name in it, e.g. "
+                                     f"'{os.path.join(path, 'model.npz')}'{located(user_source())}")
         if not path.endswith(".npz"):
             path += ".npz"
         folder = os.path.dirname(path)

@@ -109,7 +109,7 @@ def atleast_3d(*arys):
     return out[0] if len(out) == 1 else out
 
 
-def ravel(x) -> Tensor:
+def ravel(x, /) -> Tensor:
     """The entries of x as a vector, in row-major order (a reshape). Shapes: (*s) -> (prod(s),).
 
     Example:
@@ -285,7 +285,7 @@ def _moved_last(x, axis: int, name: str):
     return transpose(x, order)
 
 
-def linalg_cross(x1, x2, axis: int = -1) -> Tensor:
+def linalg_cross(x1, x2, *, axis: int = -1) -> Tensor:
     """Cross product of 3-vectors along ``axis``, as ``np.linalg.cross`` (numpy 2).
 
     Unlike :func:`cross` (``np.cross``), 2-vectors are refused, as numpy refuses them.
@@ -478,7 +478,7 @@ def rollaxis(a, axis: int, start: int = 0) -> Tensor:
 # ------------------------------------------------------------- splitting
 
 
-def hsplit(x, indices_or_sections) -> list:
+def hsplit(x, /, indices_or_sections) -> list:
     """x cut along its second axis (the first for 1-D), as ``np.hsplit``; an int must divide the length.
 
     Example:
@@ -489,7 +489,7 @@ def hsplit(x, indices_or_sections) -> list:
     return split(x, indices_or_sections, 0 if len(_shape(x)) == 1 else 1)
 
 
-def vsplit(x, indices_or_sections) -> list:
+def vsplit(x, /, indices_or_sections) -> list:
     """x cut along its first axis (at least 2-D), as ``np.vsplit``; an int must divide the length.
 
     Example:
@@ -502,7 +502,7 @@ def vsplit(x, indices_or_sections) -> list:
     return split(x, indices_or_sections, 0)
 
 
-def dsplit(x, indices_or_sections) -> list:
+def dsplit(x, /, indices_or_sections) -> list:
     """x cut along its third axis (at least 3-D), as ``np.dsplit``; an int must divide the length.
 
     Example:

@@ -90,7 +90,7 @@ def _pad_source(n: int, before: int, after: int, mode: str) -> np.ndarray:
 _PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
 
 
-def pad(x, pad_width, mode: str = "constant", constant_values=0.0, reflect_type: str = "even") -> Tensor:
+def pad(x, /, pad_width, mode: str = "constant", *, constant_values=0.0, reflect_type: str = "even") -> Tensor:
     """x padded as ``np.pad`` does, in modes 'constant', 'edge', 'reflect', 'symmetric' and 'wrap'.
 
     ``pad_width`` is as numpy's: an int, a pair (before, after), or one pair per
@@ -158,7 +158,7 @@ FLIP = defprim(
     shape=lambda x, *, axis: (tuple(x.shape), x.dtype), batch=shift_axis())
 
 
-def flip(x, axis=None) -> Tensor:
+def flip(x, /, axis=None) -> Tensor:
     """x with the order of entries reversed along ``axis`` (None: every axis), as ``np.flip``.
 
     Shapes: (*s) -> (*s). Example: ``ad.flip(ad.Tensor([1., 2., 3.])).value`` is ``[3., 2., 1.]``.
@@ -193,7 +193,7 @@ ROLL = defprim(
     shape=lambda x, *, shift, axis: (tuple(x.shape), x.dtype), batch=_roll_batch)
 
 
-def roll(x, shift, axis=None) -> Tensor:
+def roll(x, /, shift, axis=None) -> Tensor:
     """Entries shifted cyclically by ``shift`` along ``axis`` (None: the flattened order), as ``np.roll``.
 
     ``shift`` and ``axis`` may be tuples of equal length. Shapes: (*s) -> (*s).
@@ -218,7 +218,7 @@ def roll(x, shift, axis=None) -> Tensor:
 # ------------------------------------------------------------ tile, repeat
 
 
-def tile(x, reps) -> Tensor:
+def tile(x, /, reps) -> Tensor:
     """x repeated ``reps`` times along each axis, as ``np.tile`` (reshape, broadcast_to, reshape).
 
     Shapes: (*s) -> s times reps (both padded with leading 1s to equal length).
@@ -238,7 +238,7 @@ def tile(x, reps) -> Tensor:
     return reshape(out, tuple(r * s for r, s in zip(reps, shape)))
 
 
-def repeat(x, repeats, axis=None) -> Tensor:
+def repeat(x, /, repeats, axis=None) -> Tensor:
     """Each entry repeated ``repeats`` times along ``axis`` (None: the flattened tensor), as ``np.repeat``.
 
     ``repeats`` is an int or one count per entry along the axis (then a gather).
@@ -266,7 +266,7 @@ def repeat(x, repeats, axis=None) -> Tensor:
 # ------------------------------------------------------------------ split
 
 
-def split(x, indices_or_sections, axis: int = 0) -> list[Tensor]:
+def split(x, /, indices_or_sections, axis: int = 0) -> list[Tensor]:
     """x cut into pieces along ``axis`` (slices), as ``np.split``.
 
     An int k cuts into k equal pieces (the length must divide); a list of
@@ -291,7 +291,7 @@ def split(x, indices_or_sections, axis: int = 0) -> list[Tensor]:
     return [getitem(x, lead + (slice(a, b),)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def array_split(x, indices_or_sections, axis: int = 0) -> list[Tensor]:
+def array_split(x, /, indices_or_sections, axis: int = 0) -> list[Tensor]:
     """As :func:`split`, but k sections need not divide the length (the first n % k pieces are one longer).
 
     Shapes: (..., n, ...) -> a list of (..., n_i, ...).
@@ -311,7 +311,7 @@ def array_split(x, indices_or_sections, axis: int = 0) -> list[Tensor]:
 # -------------------------------------------------- diagonal, trace, triu, tril
 
 
-def diagonal(x, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+def diagonal(x, /, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
     """The diagonal of ``x`` in the plane (axis1, axis2), shifted by ``offset``, as ``np.diagonal``.
 
     A gather (getitem with integer arrays) whose transpose scatters back.
@@ -351,7 +351,7 @@ def _triangle(name, x, k, upper):
     return where(~keep if upper else keep, x, np.zeros((), x.dtype if hasattr(x, "dtype") else np.float64))
 
 
-def triu(x, k: int = 0) -> Tensor:
+def triu(x, /, k: int = 0) -> Tensor:
     """x with the entries below the k-th diagonal set to 0 (last two axes), as ``np.triu``.
 
     Shapes: (..., m, n) -> (..., m, n); a vector (n,) gives (n, n), as numpy.
@@ -360,7 +360,7 @@ def triu(x, k: int = 0) -> Tensor:
     return _triangle("triu", x, k, True)
 
 
-def tril(x, k: int = 0) -> Tensor:
+def tril(x, /, k: int = 0) -> Tensor:
     """x with the entries above the k-th diagonal set to 0 (last two axes), as ``np.tril``.
 
     Shapes: (..., m, n) -> (..., m, n); a vector (n,) gives (n, n), as numpy.
@@ -464,7 +464,7 @@ def constant(value, name: str | None = None, dtype=None) -> Tensor:
     return t
 
 
-def zeros(shape, dtype=None, requires_grad: bool = False) -> Tensor:
+def zeros(shape, dtype=None, *, requires_grad: bool = False) -> Tensor:
     """A Tensor of zeros (float64 by default). Shapes: () -> shape.
 
     Example: ``ad.zeros((2, 3)).shape == (2, 3)``.
@@ -472,7 +472,7 @@ def zeros(shape, dtype=None, requires_grad: bool = False) -> Tensor:
     return Tensor(np.zeros(shape, _dtype(dtype)), requires_grad=requires_grad)
 
 
-def ones(shape, dtype=None, requires_grad: bool = False) -> Tensor:
+def ones(shape, dtype=None, *, requires_grad: bool = False) -> Tensor:
     """A Tensor of ones (float64 by default). Shapes: () -> shape.
 
     Example: ``ad.ones(3).value`` is ``[1., 1., 1.]``.
@@ -480,7 +480,7 @@ def ones(shape, dtype=None, requires_grad: bool = False) -> Tensor:
     return Tensor(np.ones(shape, _dtype(dtype)), requires_grad=requires_grad)
 
 
-def full(shape, fill_value, dtype=None, requires_grad: bool = False) -> Tensor:
+def full(shape, fill_value, dtype=None, *, requires_grad: bool = False) -> Tensor:
     """A Tensor of ``shape`` filled with ``fill_value`` (float64 for a Python number). Shapes: () -> shape.
 
     Example: ``ad.full(2, 7.).value`` is ``[7., 7.]``.
@@ -511,7 +511,7 @@ def _like_shape_dtype(x, dtype):
     return v.shape, (v.dtype if dtype is None else np.dtype(dtype))
 
 
-def zeros_like(x, dtype=None, requires_grad: bool = False) -> Tensor:
+def zeros_like(x, /, dtype=None, *, requires_grad: bool = False) -> Tensor:
     """A Tensor of zeros with x's shape and dtype (a constant: no derivative). Shapes: (*s) -> (*s).
 
     Example: ``ad.zeros_like(ad.Tensor([1., 2.])).value`` is ``[0., 0.]``.
@@ -520,7 +520,7 @@ def zeros_like(x, dtype=None, requires_grad: bool = False) -> Tensor:
     return Tensor(np.zeros(shape, dt), requires_grad=requires_grad)
 
 
-def ones_like(x, dtype=None, requires_grad: bool = False) -> Tensor:
+def ones_like(x, /, dtype=None, *, requires_grad: bool = False) -> Tensor:
     """A Tensor of ones with x's shape and dtype (a constant: no derivative). Shapes: (*s) -> (*s).
 
     Example: ``ad.ones_like(ad.Tensor([1., 2.])).value`` is ``[1., 1.]``.
@@ -529,7 +529,7 @@ def ones_like(x, dtype=None, requires_grad: bool = False) -> Tensor:
     return Tensor(np.ones(shape, dt), requires_grad=requires_grad)
 
 
-def full_like(x, fill_value, dtype=None, requires_grad: bool = False) -> Tensor:
+def full_like(x, /, fill_value, dtype=None, *, requires_grad: bool = False) -> Tensor:
     """A Tensor filled with ``fill_value``, with x's shape and dtype (a constant). Shapes: (*s) -> (*s).
 
     Example: ``ad.full_like(ad.Tensor([1., 2.]), 5.).value`` is ``[5., 5.]``.
@@ -550,7 +550,7 @@ def arange(start, stop=None, step=None, dtype=None) -> Tensor:
     return Tensor(np.arange(*args, dtype=dtype))
 
 
-def linspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None) -> Tensor:
+def linspace(start, stop, num: int = 50, endpoint: bool = True, *, dtype=None) -> Tensor:
     """``num`` evenly spaced values from start to stop, as ``np.linspace``. Shapes: -> (num,).
 
     Example: ``ad.linspace(0., 1., 3).value`` is ``[0., .5, 1.]``.

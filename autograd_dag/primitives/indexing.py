@@ -360,7 +360,7 @@ def concatenate(xs, axis: int | None = 0) -> Tensor:
     return apply(CONCATENATE, *xs, axis=normalize_axis("concatenate", axis, ndim))
 
 
-def stack(xs, axis: int = 0) -> Tensor:
+def stack(xs, /, axis: int = 0) -> Tensor:
     """Join equally shaped tensors along a new axis, as ``np.stack``.
 
     Recorded as one reshape per operand and a concatenate, so it needs no rules
@@ -379,7 +379,7 @@ def stack(xs, axis: int = 0) -> Tensor:
     new_shape = shapes[0][:ax] + (1,) + shapes[0][ax:]
     return concatenate([reshape(x, new_shape) for x in xs], ax)
 
-def unstack(x, axis: int = 0) -> list:
+def unstack(x, *, axis: int = 0) -> list:
     """Split ``x`` into its slices along ``axis``, as a list: the inverse of :func:`stack`.
 
     ``unstack(x, axis)[i]`` is ``x[(:,) * axis + (i,)]``, recorded with ``getitem``
@@ -463,7 +463,7 @@ TAKE = defprim(
         buffer, (slice(None),) * axis + (indices,), ct))
 
 
-def take(table, indices, axis: int = 0) -> Tensor:
+def take(table, /, indices, axis: int = 0) -> Tensor:
     """Gather the entries ``indices`` of ``table`` along ``axis`` (an embedding lookup).
 
     ``indices`` is an integer input of the program (no derivative); negative

@@ -563,7 +563,7 @@ CHOLESKY = defprim("cholesky", _cholesky_impl, vjp=_cholesky_vjp, jvp=_cholesky_
                    batch=leading_axes)
 
 
-def cholesky(a, upper: bool = False) -> Tensor:
+def cholesky(a, *, upper: bool = False) -> Tensor:
     """The lower Cholesky factor L of a symmetric positive-definite matrix (a = L Lᵀ), batched.
 
     ``upper=True`` returns the upper factor U = Lᵀ (numpy 2's keyword).
@@ -1171,7 +1171,7 @@ def matrix_power(a, n: int) -> Tensor:
     return result
 
 
-def trace(x, offset: int = 0, dtype=None) -> Tensor:
+def trace(x, *, offset: int = 0, dtype=None) -> Tensor:
     """Sum of the diagonal of the last two axes (batched), as ``np.linalg.trace``.
 
     ``offset`` picks a diagonal above (> 0) or below (< 0) the main one.
@@ -1217,7 +1217,7 @@ def eigvalsh(a, UPLO: str = "L") -> Tensor:
     return eigh(a, UPLO)[0]
 
 
-def matrix_norm(x, keepdims: bool = False, ord="fro") -> Tensor:  # noqa: A002 - numpy's name
+def matrix_norm(x, *, keepdims: bool = False, ord="fro") -> Tensor:  # noqa: A002 - numpy's name
     """The matrix norm of the last two axes (batched), as ``np.linalg.matrix_norm``: :func:`norm` with axis (-2, -1).
 
     Example:
@@ -1228,7 +1228,7 @@ def matrix_norm(x, keepdims: bool = False, ord="fro") -> Tensor:  # noqa: A002 -
     return norm(x, ord, axis=(-2, -1), keepdims=keepdims)
 
 
-def vector_norm(x, axis=None, keepdims: bool = False, ord=2) -> Tensor:  # noqa: A002 - numpy's name
+def vector_norm(x, *, axis=None, keepdims: bool = False, ord=2) -> Tensor:  # noqa: A002 - numpy's name
     """The vector norm over ``axis`` (all entries when None, any ndim), as ``np.linalg.vector_norm``.
 
     Example:
@@ -1317,7 +1317,7 @@ def cond(x, p=None) -> Tensor:
         return where(singular, where(any_along(isnan(x), (-2, -1)), math.nan, math.inf), r)
 
 
-def diagonal(x, offset: int = 0) -> Tensor:
+def diagonal(x, *, offset: int = 0) -> Tensor:
     """The ``offset`` diagonal of the last two axes (batched), as ``np.linalg.diagonal`` (a getitem).
 
     Shapes: (..., m, n) -> (..., d).
@@ -1343,7 +1343,7 @@ def matrix_transpose(x) -> Tensor:
     return _T(x)
 
 
-def vecdot(x1, x2, axis: int = -1) -> Tensor:
+def vecdot(x1, x2, *, axis: int = -1) -> Tensor:
     """The dot product of vectors along ``axis``, broadcasting the rest, as ``np.linalg.vecdot`` (real).
 
     Shapes: (..., n), (..., n) -> (...).

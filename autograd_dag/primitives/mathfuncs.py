@@ -319,7 +319,7 @@ def trunc(x) -> Tensor:
     return apply(TRUNC, x)
 
 
-def round(x, decimals: int = 0) -> Tensor:  # noqa: A001 - numpy's name
+def round(x, /, decimals: int = 0) -> Tensor:  # noqa: A001 - numpy's name
     """x rounded to ``decimals`` places (halves to even, as numpy); derivative 0 everywhere.
 
     Shapes: (*s) -> (*s). Example: ``ad.round(ad.Tensor([0.5, 1.5, 2.26]), 1).value`` is ``[0.5, 1.5, 2.3]``.
@@ -581,7 +581,7 @@ CLIP = defprim("clip", np.clip, vjp=(_clip_vjp_x, _clip_vjp_lo, _clip_vjp_hi), j
                shape=_rule("clip", np.clip), batch=elementwise_batch)
 
 
-def clip(x, a_min=None, a_max=None) -> Tensor:
+def clip(x, /, a_min=None, a_max=None) -> Tensor:
     """x limited to [a_min, a_max] elementwise (None: no bound); bounds may be Tensors.
 
     The derivative goes to x where a_min <= x <= a_max (bounds included), to
@@ -673,7 +673,7 @@ def _real_only(name, x):
     return x if isinstance(x, Tensor) else Tensor(x)
 
 
-def real(x) -> Tensor:
+def real(x, /) -> Tensor:
     """The real part of a real Tensor: x itself (complex Tensors are refused). Shapes: (*s) -> (*s).
 
     Example: ``ad.real(t) is t`` for a real Tensor ``t``.
@@ -681,7 +681,7 @@ def real(x) -> Tensor:
     return _real_only("real", x)
 
 
-def imag(x) -> Tensor:
+def imag(x, /) -> Tensor:
     """The imaginary part of a real Tensor: a constant of zeros (complex Tensors are refused).
 
     Shapes: (*s) -> (*s). Example: ``ad.imag(ad.Tensor([1., 2.])).value`` is ``[0., 0.]``.

@@ -92,7 +92,7 @@ def _cumsum(x, axis, reverse=False):
     return apply(CUMSUM, x, axis=axis, reverse=reverse)
 
 
-def cumsum(x, axis=None) -> Tensor:
+def cumsum(x, /, axis=None) -> Tensor:
     """Cumulative sum along ``axis`` (None: of the flattened tensor), as ``np.cumsum``.
 
     Its VJP is the cumulative sum in the other direction.
@@ -254,7 +254,7 @@ def _cumprod(x, axis, reverse=False):
     return apply(CUMPROD, x, axis=axis, reverse=reverse)
 
 
-def cumprod(x, axis=None) -> Tensor:
+def cumprod(x, /, axis=None) -> Tensor:
     """Cumulative product along ``axis`` (None: of the flattened tensor), as ``np.cumprod``.
 
     Zeros and under/overflowed running products are differentiated exactly: see the module notes.
@@ -304,7 +304,7 @@ def _prod_vjp(ct, out, x, *, axis, keepdims):
 
 
 def _prod_jvp(t, out, x, *, axis, keepdims):
-    return sum(multiply(t[0], _others_product(x, axis, out, keepdims)), axis, keepdims)
+    return sum(multiply(t[0], _others_product(x, axis, out, keepdims)), axis, keepdims=keepdims)
 
 
 def _prod_rule(x, *, axis, keepdims):
@@ -315,7 +315,7 @@ PROD = defprim("prod", lambda x, *, axis, keepdims: np.prod(x, axis=axis, keepdi
                vjp=_prod_vjp, jvp=_prod_jvp, shape=_prod_rule, batch=shift_axis())
 
 
-def prod(x, axis=None, keepdims: bool = False) -> Tensor:
+def prod(x, /, axis=None, *, keepdims: bool = False) -> Tensor:
     """Product over ``axis`` (None: all axes; int or tuple); the product of nothing is 1.
 
     The gradient of entry i is the product of the others (exact with zeros:
@@ -364,7 +364,7 @@ def _norm_vjp(ct, out, x, *, axis, keepdims):
 
 
 def _norm_jvp(t, out, x, *, axis, keepdims):
-    return divide(sum(multiply(t[0], x), axis, keepdims), _safe_denominator(out))
+    return divide(sum(multiply(t[0], x), axis, keepdims=keepdims), _safe_denominator(out))
 
 
 NORM = defprim("norm", _norm_impl, vjp=_norm_vjp, jvp=_norm_jvp,
@@ -428,16 +428,16 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
         raise ShapeError(f"norm: Expect: a numeric order for a vector norm. Actual: ord={ord!r}")
     if ord == math.inf:
         if _count(x, axes) == 0:
-            return sum(abs(x), axes, keepdims)   # numpy 2: the largest of no |x_i| is 0 (-inf has no such value)
-        return max(abs(x), axes, keepdims)
+            return sum(abs(x), axes, keepdims=keepdims)   # numpy 2: the largest of no |x_i| is 0 (-inf has no such value)
+        return max(abs(x), axes, keepdims=keepdims)
     if ord == -math.inf:
-        return min(abs(x), axes, keepdims)
+        return min(abs(x), axes, keepdims=keepdims)
     if ord == 0:
-        return sum(astype(not_equal(x, 0.0), _float_dtype(x.dtype)), axes, keepdims)
+        return sum(astype(not_equal(x, 0.0), _float_dtype(x.dtype)), axes, keepdims=keepdims)
     if ord == 1:
-        return sum(abs(x), axes, keepdims)
+        return sum(abs(x), axes, keepdims=keepdims)
     p = float(ord)
-    total = sum(power(abs(x), p), axes, keepdims)
+    total = sum(power(abs(x), p), axes, keepdims=keepdims)
     # A zero slice: norm 0 with gradient 0 (a subgradient, as the 2-norm's); total**(1/p)
     # has an infinite derivative at 0, and ∞ · 0 from |x|**p gave NaN.
     zero = equal(total, 0.0)
@@ -451,7 +451,7 @@ def _count(x, axes) -> int:
     return int(np.prod([shape[a] for a in axes], dtype=np.int64))
 
 
-def std(x, axis=None, ddof: int = 0, keepdims: bool = False) -> Tensor:
+def std(x, /, axis=None, *, ddof: int = 0, keepdims: bool = False) -> Tensor:
     """Standard deviation over ``axis``: √(Σ (x - mean)² / (N - ddof)), as ``np.std``.
 
     A composite: the 2-norm of the centred entries (so a constant slice has
@@ -468,7 +468,7 @@ def std(x, axis=None, ddof: int = 0, keepdims: bool = False) -> Tensor:
 # ------------------------------------------------------------------- diff
 
 
-def diff(x, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tensor:
+def diff(x, /, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tensor:
     """The n-th forward difference along ``axis``, as ``np.diff`` (a composite of slices and subtract).
 
     Shapes: (..., m, ...) -> (..., m - n, ...) (plus the ``prepend``/``append`` lengths).
@@ -550,7 +550,7 @@ TAKE_ALONG_AXIS = defprim(
     nondiff=(1,), batch=_along_axis_batch)
 
 
-def take_along_axis(x, indices, axis: int) -> Tensor:
+def take_along_axis(x, /, indices, axis: int) -> Tensor:
     """Pick entries of ``x`` along ``axis`` at ``indices`` (integer, no derivative), as ``np.take_along_axis``.
 
     Shapes: x (*s), indices with as many dimensions, broadcasting off ``axis`` ->
@@ -613,7 +613,7 @@ ARGSORT = defprim(
     shape=lambda x, *, axis: (tuple(x.shape), np.dtype(np.intp)), nondiff=(0,), batch=shift_axis())
 
 
-def argsort(x, axis=-1) -> Tensor:
+def argsort(x, /, axis=-1) -> Tensor:
     """The indices that sort ``x`` along ``axis`` (stable: ties keep their order); no derivative.
 
     ``axis=None`` sorts the flattened tensor. Shapes: (*s) -> (*s) of integers.
@@ -638,7 +638,7 @@ SORT = defprim(
     shape=lambda x, *, axis: (tuple(x.shape), x.dtype), batch=shift_axis())
 
 
-def sort(x, axis=-1) -> Tensor:
+def sort(x, /, axis=-1) -> Tensor:
     """x sorted along ``axis`` (None: flattened), as ``np.sort``; the gradient follows the permutation.
 
     Tied entries keep their order (a stable sort), so each gets the derivative
@@ -666,7 +666,7 @@ ARGMIN = defprim("argmin", _argmin_impl, vjp=lambda ct, out, x, *, axis: (None,)
                  jvp=lambda t, out, x, *, axis: None, shape=_argmin_rule, nondiff=(0,), batch=_argmax_batch)
 
 
-def argmin(x, axis=-1) -> Tensor:
+def argmin(x, /, axis=-1) -> Tensor:
     """One-hot encoding of the position of the minimum along ``axis``, as :func:`argmax`.
 
     Ties go to the first index; ``axis=None`` takes the minimum of all entries.
@@ -693,7 +693,7 @@ ANY = _boolean_reduction("any", np.any)
 ALL = _boolean_reduction("all", np.all)
 
 
-def any(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
+def any(x, /, axis=None, *, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
     """Whether any entry is nonzero over ``axis`` (bool, no derivative).
 
     Shapes: (*s) -> s without the reduced axes. Example: ``ad.any(ad.Tensor([0., 2.])).value`` is ``True``.
@@ -701,7 +701,7 @@ def any(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's
     return apply(ANY, x, axis=normalize_axes("any", axis, _ndim(x)), keepdims=bool(keepdims))
 
 
-def all(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
+def all(x, /, axis=None, *, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
     """Whether every entry is nonzero over ``axis`` (bool, no derivative).
 
     Shapes: (*s) -> s without the reduced axes. Example: ``ad.all(ad.Tensor([0., 2.])).value`` is ``False``.
@@ -723,7 +723,7 @@ def _is_inexact(x) -> bool:
     return np.issubdtype(x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype, np.inexact)
 
 
-def median(x, axis=None, keepdims: bool = False) -> Tensor:
+def median(x, /, axis=None, *, keepdims: bool = False) -> Tensor:
     """The median over ``axis`` (None: all axes; int or tuple), as ``np.median``.
 
     A composite: the reduced axes are moved last and merged, the slices sorted,
@@ -749,7 +749,7 @@ def median(x, axis=None, keepdims: bool = False) -> Tensor:
     out_shape = _kept_shape(shape, axes) if keepdims else reduced_shape(shape, axes, False)
     n = _count(x, axes)
     if n == 0:
-        return mean(x, axes, keepdims)
+        return mean(x, axes, keepdims=keepdims)
     rest = [a for a in range(len(shape)) if a not in axes]
     order = tuple(rest) + axes
     moved = x if order == tuple(range(len(shape))) else transpose(x, order)
@@ -764,7 +764,7 @@ def median(x, axis=None, keepdims: bool = False) -> Tensor:
     return reshape(mid, out_shape)
 
 
-def nansum(x, axis=None, keepdims: bool = False) -> Tensor:
+def nansum(x, /, axis=None, *, keepdims: bool = False) -> Tensor:
     """The sum over ``axis`` with NaN entries counted as 0, as ``np.nansum``.
 
     The derivative is 1 at every number and 0 at NaN entries. An all-NaN slice
@@ -779,10 +779,10 @@ def nansum(x, axis=None, keepdims: bool = False) -> Tensor:
     """
     if _is_inexact(x):
         x = where(isnan(x), 0.0, x)
-    return sum(x, normalize_axes("nansum", axis, len(_shape(x))), keepdims)
+    return sum(x, normalize_axes("nansum", axis, len(_shape(x))), keepdims=keepdims)
 
 
-def nanmean(x, axis=None, keepdims: bool = False) -> Tensor:
+def nanmean(x, /, axis=None, *, keepdims: bool = False) -> Tensor:
     """The mean of the entries that are not NaN over ``axis``, as ``np.nanmean``.
 
     nansum / (number of non-NaN entries): the derivative is 1/count at each
@@ -795,24 +795,24 @@ def nanmean(x, axis=None, keepdims: bool = False) -> Tensor:
         array([1., 3.])
     """
     if not _is_inexact(x):
-        return mean(x, normalize_axes("nanmean", axis, len(_shape(x))), keepdims)
+        return mean(x, normalize_axes("nanmean", axis, len(_shape(x))), keepdims=keepdims)
     axes = normalize_axes("nanmean", axis, len(_shape(x)))
     nan = isnan(x)
     count = sum(astype(equal(nan, False), x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype), axes,
-                keepdims)
+                keepdims=keepdims)
     empty = equal(count, 0.0)
     # An all-NaN slice is NaN, by a where rather than 0/0: its derivative (to NaN entries only) stays 0.
-    return where(empty, math.nan, divide(sum(where(nan, 0.0, x), axes, keepdims), where(empty, 1.0, count)))
+    return where(empty, math.nan, divide(sum(where(nan, 0.0, x), axes, keepdims=keepdims), where(empty, 1.0, count)))
 
 
 def _nan_extremum(name, fn, fill):
-    def reduce(x, axis=None, keepdims: bool = False) -> Tensor:
+    def reduce(x, /, axis=None, *, keepdims: bool = False) -> Tensor:
         axes = normalize_axes(name, axis, len(_shape(x)))
         if not _is_inexact(x):
-            return fn(x, axes, keepdims)
+            return fn(x, axes, keepdims=keepdims)
         nan = isnan(x)
         # NaN loses every comparison as ∓inf; a slice of NaN only is NaN again, as numpy's (which warns).
-        return where(all(nan, axes, keepdims), math.nan, fn(where(nan, fill, x), axes, keepdims))
+        return where(all(nan, axes, keepdims=keepdims), math.nan, fn(where(nan, fill, x), axes, keepdims=keepdims))
     reduce.__name__ = name
     return reduce
 

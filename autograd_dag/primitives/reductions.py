@@ -89,12 +89,12 @@ def _mean_vjp(ct, out, x, *, axis, keepdims):
 
 MEAN = defprim(
     "mean", _mean_impl, vjp=_mean_vjp,
-    jvp=lambda t, out, x, *, axis, keepdims: multiply(sum(t[0], axis, keepdims),
+    jvp=lambda t, out, x, *, axis, keepdims: multiply(sum(t[0], axis, keepdims=keepdims),
                                                      _mean_scale(x.shape, axis)),
     shape=_reduction_rule("mean"), batch=shift_axis())
 
 
-def mean(x, axis=None, keepdims: bool = False) -> Tensor:
+def mean(x, /, axis=None, *, keepdims: bool = False) -> Tensor:
     """Arithmetic mean over ``axis`` (None: all axes; int or tuple).
 
     Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
@@ -104,7 +104,7 @@ def mean(x, axis=None, keepdims: bool = False) -> Tensor:
     return apply(MEAN, x, axis=normalize_axes("mean", axis, _ndim(x)), keepdims=bool(keepdims))
 
 
-def var(x, axis=None, keepdims: bool = False, ddof: int = 0) -> Tensor:
+def var(x, /, axis=None, *, keepdims: bool = False, ddof: int = 0) -> Tensor:
     """Variance over ``axis``: Σ (x - mean)² / (N - ddof), as ``np.var`` (population variance by default).
 
     A composite of mean, subtract and multiply, so it records several nodes.
@@ -112,7 +112,7 @@ def var(x, axis=None, keepdims: bool = False, ddof: int = 0) -> Tensor:
     Example: ``ad.var(ad.Tensor([1., 3.])).value`` is ``1.0``; with ``ddof=1`` it is ``2.0``.
     """
     centred = subtract(x, mean(x, axis, keepdims=True))
-    out = mean(multiply(centred, centred), axis, keepdims)
+    out = mean(multiply(centred, centred), axis, keepdims=keepdims)
     if ddof:
         shape = np.shape(x.value if isinstance(x, Tensor) else x)
         n = int(np.prod([shape[a] for a in normalize_axes("var", axis, len(shape))], dtype=np.int64))
@@ -139,7 +139,7 @@ def _extremum_vjp(ct, out, x, *, axis, keepdims):
 
 def _extremum_jvp(t, out, x, *, axis, keepdims):
     w = _extremum_weights(x, out, axis, keepdims)
-    return sum(multiply(t[0], w), axis, keepdims)
+    return sum(multiply(t[0], w), axis, keepdims=keepdims)
 
 
 MAX = defprim("max", lambda x, *, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
@@ -150,7 +150,7 @@ MIN = defprim("min", lambda x, *, axis, keepdims: np.min(x, axis=axis, keepdims=
               batch=shift_axis())
 
 
-def max(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
+def max(x, /, axis=None, *, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
     """Maximum over ``axis`` (max pooling, §4.4.2); ties share the gradient evenly.
 
     Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``);
@@ -160,7 +160,7 @@ def max(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's
     return apply(MAX, x, axis=normalize_axes("max", axis, _ndim(x)), keepdims=bool(keepdims))
 
 
-def min(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
+def min(x, /, axis=None, *, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
     """Minimum over ``axis``; ties share the gradient evenly.
 
     Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``);
@@ -255,7 +255,7 @@ def _lse_gradient(out, x, axis, keepdims, gamma):
     # that error scales a whole slice by one factor exp(δ) (|δ| ≤ 2 log M), and dividing by
     # the slice's sum removes it — unnormalized, [1e6, 1e6] at γ = 1e-10 gave [1, 1]. An all
     # −inf slice sums to 0: divided by the smallest normal number it stays 0.
-    total = sum(e, axis, True)
+    total = sum(e, axis, keepdims=True)
     return divide(e, maximum(total, float(np.finfo(_float_dtype(out.dtype)).tiny)))
 
 
@@ -264,7 +264,7 @@ def _lse_vjp(ct, out, x, *, axis, keepdims, gamma):
 
 
 def _lse_jvp(t, out, x, *, axis, keepdims, gamma):
-    return sum(multiply(t[0], _lse_gradient(out, x, axis, keepdims, gamma)), axis, keepdims)
+    return sum(multiply(t[0], _lse_gradient(out, x, axis, keepdims, gamma)), axis, keepdims=keepdims)
 
 
 def _lse_rule(x, *, axis, keepdims, gamma):
@@ -519,7 +519,7 @@ ARGMAX = defprim("argmax", _argmax_impl, vjp=lambda ct, out, x, *, axis: (None,)
                  jvp=lambda t, out, x, *, axis: None, shape=_argmax_rule, nondiff=(0,), batch=_argmax_batch)
 
 
-def argmax(x, axis=-1) -> Tensor:
+def argmax(x, /, axis=-1) -> Tensor:
     """One-hot encoding of the position of the maximum along ``axis`` (§4.4.4).
 
     Ties go to the first index; ``axis=None`` takes the maximum of all entries.

@@ -87,7 +87,7 @@ def reshape(x, shape) -> Tensor:
     return apply(RESHAPE, x, shape=shape)
 
 
-def expand_dims(x, axis) -> Tensor:
+def expand_dims(x, /, axis) -> Tensor:
     """Insert size-1 axes at ``axis`` (an int or a tuple, positions in the result, as numpy's) (a reshape).
 
     Shapes: (*s) -> s with a 1 at each of the positions.
@@ -100,7 +100,7 @@ def expand_dims(x, axis) -> Tensor:
     return reshape(x, tuple(1 if i in positions else next(rest) for i in range(len(shape) + count)))
 
 
-def squeeze(x, axis=None) -> Tensor:
+def squeeze(x, /, axis=None) -> Tensor:
     """Remove size-1 axes (all, or those named) (a reshape). Shapes: (*s) -> s without them.
 
     Example: ``ad.squeeze(ad.Tensor(np.ones((2, 1, 3)))).shape == (2, 3)``.
@@ -139,7 +139,7 @@ def _inverse(axes: tuple) -> tuple:
     return tuple(inverse)
 
 
-def transpose(x, axes=None) -> Tensor:
+def transpose(x, /, axes=None) -> Tensor:
     """Permute the axes (reverse them by default), as ``np.transpose``.
 
     Shapes: (d0, ..., dn) -> (d_axes[0], ...). Example: ``ad.transpose(m).shape == m.shape[::-1]``.
@@ -151,13 +151,13 @@ def transpose(x, axes=None) -> Tensor:
     return apply(TRANSPOSE, x, axes=axes)
 
 
-def swapaxes(x, a: int, b: int) -> Tensor:
+def swapaxes(x, /, axis1: int, axis2: int) -> Tensor:
     """Exchange two axes (a transpose). Shapes: (..., da, ..., db, ...) -> (..., db, ..., da, ...).
 
     Example: ``ad.swapaxes(ad.Tensor(np.ones((2, 3, 4))), 0, 2).shape == (4, 3, 2)``.
     """
     ndim = np.ndim(x.value if isinstance(x, Tensor) else x)
-    a, b = normalize_axis("swapaxes", a, ndim), normalize_axis("swapaxes", b, ndim)
+    a, b = normalize_axis("swapaxes", axis1, ndim), normalize_axis("swapaxes", axis2, ndim)
     axes = list(range(ndim))
     axes[a], axes[b] = axes[b], axes[a]
     return apply(TRANSPOSE, x, axes=tuple(axes))  # a permutation already: no checks
@@ -190,7 +190,7 @@ BROADCAST_TO = defprim(
     shape=_broadcast_to_rule, batch=_broadcast_to_batch)
 
 
-def broadcast_to(x, shape) -> Tensor:
+def broadcast_to(x, /, shape) -> Tensor:
     """``x`` broadcast to ``shape`` (numpy rules). Shapes: (*s) -> shape.
 
     The value is a read-only numpy view: no copy is made.
@@ -217,13 +217,13 @@ def _sum_vjp(ct, out, x, *, axis, keepdims):
 SUM = defprim(
     "sum", lambda x, *, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
     vjp=_sum_vjp,
-    jvp=lambda t, out, x, *, axis, keepdims: sum(t[0], axis, keepdims),
+    jvp=lambda t, out, x, *, axis, keepdims: sum(t[0], axis, keepdims=keepdims),
     shape=_sum_rule,
     batch=lambda prim, args, batched, *, axis, keepdims: apply(
         prim, args[0], axis=tuple(a + 1 for a in axis), keepdims=keepdims))
 
 
-def sum(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
+def sum(x, /, axis=None, *, keepdims: bool = False) -> Tensor:  # noqa: A001 - numpy's name
     """Sum over ``axis`` (None: all axes; int or tuple).
 
     Shapes: (*s) -> s without the summed axes (kept as 1 with ``keepdims``).

@@ -120,7 +120,7 @@ def graph_program(graph: Graph, name: str = "graph") -> Program:
         op = NodeKind.INPUT if not parents else (head if isinstance(head, str) and head in PRIMITIVES
                                                   else NodeKind.VERTEX)
         nodes.append(ProgramNode(k, op, None, parents, None, (), "float64", name=label))
-    leaves = [index[v] for v in graph.sinks()]
+    leaves = [index[v] for v in graph.leaves()]
     return Program(nodes, [k for k, n in enumerate(nodes) if not n.parents], leaves, name=name, kind="graph")
 
 

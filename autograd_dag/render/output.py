@@ -15,7 +15,7 @@ import warnings
 
 import graphviz
 
-from ..errors import GraphvizNotFoundError, RenderError
+from ..errors import GraphvizNotFoundError, RenderError, located, user_source
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -136,16 +136,32 @@ class RenderedGraph(graphviz.Digraph):
 
     def render(self, filename=None, directory=None, view=False, cleanup=False, format=None, *args,
                outfile=None, **kwargs):
-        """Write the picture: ``render("out.svg")`` infers the format from the suffix.
+        """Write the picture: ``render("out.svg")`` writes ``out.svg`` in the format of its suffix.
 
-        With other ``graphviz`` arguments (``directory``, ``view``, ...) it
-        behaves like ``graphviz.Digraph.render``. Returns the path written.
+        ``directory`` is joined in front; ``view`` opens the file; no DOT source
+        is left beside it. A name whose suffix is not a format (``out.xyz``, ``out``)
+        is refused, naming the formats, unless ``format=`` is given: then, as
+        ``graphviz.Digraph.render``, the source goes to ``filename`` and the
+        picture to ``filename.format``. Returns the path written.
+        Example: ``ad.render(program).render("out.svg")``.
         """
-        if (filename is not None and directory is None and not view and not cleanup and not args
-                and outfile is None and not kwargs
-                and os.path.splitext(os.fspath(filename))[1].lstrip(".").lower()
-                in SOURCE_FORMATS + IMAGE_FORMATS):
-            return save(self, filename, format=format)
+        suffix = None if filename is None else os.path.splitext(os.fspath(filename))[1].lstrip(".").lower()
+        if suffix is not None and suffix not in SOURCE_FORMATS + IMAGE_FORMATS and format is None:
+            # graphviz would write the source to this name and the picture to name.pdf, silently
+            raise RenderError(f"render: cannot tell the format of {os.fspath(filename)!r}: give it one of the "
+                              f"suffixes {', '.join('.' + f for f in IMAGE_FORMATS + SOURCE_FORMATS)}, or "
+                              f"pass format= (graphviz's form: the source to the name, the picture to "
+                              f"name.format){located(user_source())}")
+        if suffix in SOURCE_FORMATS + IMAGE_FORMATS and not args and outfile is None and not kwargs:
+            path = save(self, os.path.join(os.fspath(directory), os.fspath(filename)) if directory else filename,
+                        format=format)
+            if view:
+                graphviz.view(path)
+            return path
+        if suffix in IMAGE_FORMATS and outfile is None:
+            # graphviz's own options (engine=, renderer=, ...): still the picture at the name, no source left
+            outfile = os.path.join(os.fspath(directory), os.fspath(filename)) if directory else filename
+            filename, directory, cleanup = None, None, True
         require_dot(kwargs.get("engine") or self.engine)
         try:
             # Keywords only: graphviz deprecates passing these positionally.
