@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import autograd_dag as ad
-from tests.helpers import central_gradient
+from tests.helpers import central_gradient, line_of
 from tests.test_primitives_table import ALL_CASES, case_id, make_args, wrt_positions
 
 
@@ -52,6 +52,33 @@ def test_a_numpy_operand_on_either_side_of_a_binary_op(op, numpy_side):
     reference = central_gradient(lambda v: np.sin(npf(a0, v) if numpy_side == "left" else npf(v, a0)).sum(), w0)
     # Central differences with a step of 1e-6: about 1e-9 of truncation and rounding.
     np.testing.assert_allclose(w.grad.value, reference, rtol=1e-6, atol=1e-8)
+
+
+_VIEWS = {
+    "reshape": lambda a: ad.reshape(ad.reshape(a, (3, 2)), (2, 3)),
+    "transpose": lambda a: ad.transpose(ad.transpose(a)),
+    "slice": lambda a: ad.getitem(a, (slice(None), slice(None))),
+    "expand_dims, squeeze": lambda a: ad.squeeze(ad.expand_dims(a, 0), 0),
+    "swapaxes": lambda a: ad.swapaxes(ad.swapaxes(a, 0, 1), 0, 1),
+    "ravel": lambda a: ad.reshape(ad.ravel(a), (2, 3)),
+    "flip": lambda a: ad.flip(ad.flip(a, 0), 0),
+    "broadcast_to": lambda a: ad.broadcast_to(a[:1], (2, 3)),
+}
+
+
+@pytest.mark.parametrize("view", list(_VIEWS), ids=list(_VIEWS))
+def test_a_view_of_a_numpy_array_made_by_an_operation_is_not_the_users_array(view):
+    # ad.reshape(x, s) is a constant whose value numpy makes a view of x: a later
+    # x[...] = 5 reached the product's VJP through it (it is no ndarray operand there).
+    a0 = np.arange(6.0).reshape(2, 3) + 1
+    w0 = np.full((3, 2), 0.3)
+    a = a0.copy()
+    w = ad.Tensor(w0.copy(), requires_grad=True)
+    loss = ad.sum(ad.tanh(_VIEWS[view](a) @ w))
+    a[...] = -7
+    loss.backward()
+    v0 = a0[:1].repeat(2, axis=0) if view == "broadcast_to" else a0
+    np.testing.assert_allclose(w.grad.value, _tanh_layer_grad(v0, w0), rtol=1e-13)
 
 
 def test_python_operators_with_an_ndarray_on_the_left():
@@ -197,3 +224,30 @@ def test_changing_a_numpy_operand_after_recording_leaves_the_gradient(case, j):
         # The same computation run twice on the same numbers: equal up to BLAS's
         # choice of kernel for the (unchanged) shapes, so a few ulps at most.
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
+
+
+# ------------------------------------------- a Tensor's own array: the user stamps a change made by hand
+
+
+def test_a_change_to_a_tensors_array_made_by_hand_is_refused_once_stamped():
+    # A Tensor shares its array (t.value, the ndarray it was made from) and no copy is made on
+    # record; ad.changed_in_place(t) after a change by hand refuses graphs recorded before it,
+    # as an optimizer's step does.
+    a = np.array([0.5, 1.0])
+    w = ad.Tensor(a, requires_grad=True, name="w")
+    loss = ad.sum(ad.sin(w))  # ad.changed_in_place refuses this line
+    a[...] = 5.0
+    ad.changed_in_place(w)
+    with pytest.raises(ad.ChangedInPlaceError,
+                       match=r"backward: 'w' \(shape \(2,\)\) was changed in place .*ad\.changed_in_place.*"
+                             rf"after 'sin' \(at .*test_changed_inputs\.py:{line_of('refuses this line', __name__)}\)"):
+        loss.backward()
+    assert w.grad is None
+    ad.sum(ad.sin(w)).backward()  # recorded after the change: its gradient is at the new values
+    np.testing.assert_allclose(w.grad.value, np.cos([5.0, 5.0]), rtol=1e-15)
+
+
+def test_changed_in_place_refuses_a_computed_tensor():
+    y = ad.exp(ad.Tensor(np.ones(2), requires_grad=True))
+    with pytest.raises(ad.AutogradDagError, match=r"changed_in_place: only a leaf .* computed by 'exp'"):
+        ad.changed_in_place(y)
