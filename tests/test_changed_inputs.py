@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import autograd_dag as ad
+from autograd_dag.primitives.reductions import masked_softargmax
 from tests.helpers import central_gradient, line_of
 from tests.test_primitives_table import ALL_CASES, case_id, make_args, wrt_positions
 
@@ -92,13 +93,17 @@ def test_python_operators_with_an_ndarray_on_the_left():
     np.testing.assert_allclose(w.grad.value, 2 * a0 * np.array([0.5, -1.0, 2.0]), rtol=1e-15)
 
 
-def test_a_numpy_operand_of_an_op_whose_vjp_reads_only_its_shape_is_not_copied():
-    # add's VJP reads its operands' shapes only: a copy there would cost memory for nothing.
+@pytest.mark.parametrize("op, position", [
+    (lambda w, a: ad.add(w, a), 1), (lambda w, a: ad.subtract(a, w), 0),
+    (lambda w, a: ad.where(a > 0, w, a), 2),
+    (lambda w, a: masked_softargmax(w, a), 1)], ids=["add", "subtract", "where", "masked_softargmax"])
+def test_a_numpy_operand_that_the_rules_read_only_by_shape_is_not_copied(op, position):
+    # Their derivative rules read these operands' shapes only (Primitive.reads): a copy
+    # would cost memory for nothing (an attention mask on every call).
     a = np.ones(4)
     w = ad.Tensor(np.zeros(4), requires_grad=True)
-    total, product = ad.add(w, a), ad.multiply(w, a)
-    assert total.parents[1].value is a
-    assert product.parents[1].value is not a
+    assert op(w, a).parents[position].value is a
+    assert ad.multiply(w, a).parents[1].value is not a
 
 
 def test_nothing_is_copied_when_no_gradient_will_flow():

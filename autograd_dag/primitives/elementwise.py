@@ -525,7 +525,7 @@ def _where_rule(cond, x, y):
 
 
 WHERE = defprim("where", np.where, vjp=_where_vjp, jvp=_where_jvp, shape=_where_rule, nondiff=(0,),
-                batch=elementwise_batch)
+                batch=elementwise_batch, reads=(0,))
 
 
 def where(cond, x, y) -> Tensor:
