@@ -20,8 +20,8 @@ from .autodiff import (backward, checkpoint, grad, grad_program, hvp, jvp, value
                        zero_grad)
 from .batching import hessian, jacobian, vmap
 from .checking import check_grads, numerical_grad, numerical_jvp
-from .core import (Primitive, Tensor, current_scope, detect_anomaly, enable_grad, is_recording,
-                   name_scope, no_grad)
+from .core import (Primitive, Tensor, changed_in_place, current_scope, detect_anomaly, enable_grad,
+                   is_recording, name_scope, no_grad)
 from .errors import (AnomalyError, AutogradDagError, ChangedInPlaceError, CircuitError, CycleError, GraphError,
                      GradientCheckError, GraphFreedError, GraphvizNotFoundError, MissingRuleError,
                      NotDifferentiableError, ProgramInputError, RenderError, SerializationError, ShapeError,
@@ -65,7 +65,7 @@ __all__ = [
     "no_grad", "enable_grad", "is_recording", "name_scope", "current_scope", "detect_anomaly",
     # differentiation
     "vjp", "grad", "value_and_grad", "jvp", "jacobian", "hessian", "hvp", "grad_program",
-    "backward", "zero_grad", "checkpoint", "random_seed", "primitive", "vmap",
+    "backward", "zero_grad", "changed_in_place", "checkpoint", "random_seed", "primitive", "vmap",
     # verification
     "check_grads", "numerical_grad", "numerical_jvp",
     # errors

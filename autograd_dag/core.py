@@ -69,13 +69,16 @@ class Primitive:
     Calling a primitive applies it: ``exp_prim(x)`` records a node like ``ad.exp(x)``.
     """
 
-    __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "batch", "vjp_into")
+    __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "batch", "vjp_into", "reads")
 
     def __init__(self, name: str, impl: Callable, *, vjp: Callable | tuple | None = None,
                  jvp: Callable | None = None, shape: Callable | None = None,
                  nondiff: tuple[int, ...] = (), batch: Callable | None = None,
-                 vjp_into: Callable | None = None):
+                 vjp_into: Callable | None = None, reads: tuple[int, ...] | None = None):
         self.name = name
+        # The inputs whose numbers the derivative rules read (None: all); an ndarray
+        # operand elsewhere (b in x + b) is not copied when a node is recorded (_lift).
+        self.reads = reads
         self.impl = impl
         # ``vjp`` may also be a tuple with one rule per input (each returning
         # that input's cotangent, or None): the reverse sweep then calls only
@@ -447,7 +450,24 @@ def changed_in_place(t: Tensor) -> None:
     which no node can have otherwise, and the reverse sweep refuses it (it
     would differentiate with the new value where it computed with the old
     one, as PyTorch's version counters refuse it). Nodes recorded after are unaffected.
+    Optimizers and ``load_state_dict`` call it; call it after changing ``t.value``
+    (or the array ``t`` was made from) yourself. Shapes: any.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> w = ad.Tensor(np.ones(2), requires_grad=True, name="w")
+        >>> loss = ad.sum(ad.sin(w))
+        >>> w.value[...] = 5.0
+        >>> ad.changed_in_place(w)
+        >>> loss.backward()
+        Traceback (most recent call last):
+        ...
+        autograd_dag.errors.ChangedInPlaceError: backward: 'w' (shape (2,)) was changed in place ...
     """
+    if t.prim is not None:
+        raise AutogradDagError(f"changed_in_place: only a leaf (an input, a parameter) is stamped; t was "
+                               f"computed by '{t.prim.name}': record it again from the changed leaves"
+                               f"{located(user_source())}")
     global _last_change
     t.serial = _last_change = next(_serials)
 
@@ -476,8 +496,41 @@ def _leaf(value: np.ndarray) -> Tensor:
 _PY_NUMBERS = (float, int, bool)
 
 
-def _lift(args: tuple) -> tuple[Tensor, ...]:
+def _kept(array: np.ndarray, prim: Primitive | None, position: int) -> np.ndarray:
+    """``array``, an operand of a node that will be differentiated, as the node keeps it.
+
+    A copy when ``prim``'s derivative rules read it: the user may change the
+    array in place before ``backward()`` (``x[...] = 5``), and the gradient
+    must be the one at the numbers the forward pass used. Not copied: inside
+    ``no_grad``, while jit/trace/vmap record a program (its constants are read
+    by identity on every call, its derivative computed in the same call), and
+    read-only arrays (a broadcast view would be materialized to its full size).
+    """
+    if (not _recording or _program_inputs or (prim is not None and prim.reads is not None
+                                               and position not in prim.reads)
+            or not array.flags.writeable):
+        return array
+    return array.copy()
+
+
+def _unshared(value: np.ndarray, operands: tuple) -> np.ndarray:
+    """``value``, or a copy if it is a view of one of the ndarray ``operands`` (reshape, a slice).
+
+    The view would be a constant operand of later nodes (``ad.reshape(x, s) @ w``),
+    which _kept never sees: it is not an ndarray there.
+    """
+    if _recording and not _program_inputs:
+        for a in operands:
+            if isinstance(a, np.ndarray) and a.flags.writeable and np.may_share_memory(value, a):
+                return value.copy()
+    return value
+
+
+def _lift(args: tuple, prim: Primitive | None = None) -> tuple[Tensor, ...]:
     """Turn the non-Tensor arguments of an operation into constant leaves.
+
+    An ndarray beside a Tensor requiring a gradient is copied if ``prim``'s
+    derivative rules read it (:func:`_kept`).
 
     A Python number is weak, as numpy 2 treats it: it takes the dtype numpy's
     promotion gives it beside the other operands, so that ``x32 * 2.0`` stays
@@ -491,20 +544,22 @@ def _lift(args: tuple) -> tuple[Tensor, ...]:
         a, b = args
         if type(a) is Tensor:
             if type(b) is np.ndarray:
-                return a, _leaf(b)
+                return a, _leaf(_kept(b, prim, 1) if a.requires_grad else b)
             if type(b) in _PY_NUMBERS:
                 dtype = a.value.dtype
                 return a, _leaf(np.array(b, dtype=dtype) if dtype.kind in "fc" else _weak(b, (dtype,)))
         elif type(b) is Tensor:
             if type(a) is np.ndarray:
-                return _leaf(a), b
+                return _leaf(_kept(a, prim, 0) if b.requires_grad else a), b
             if type(a) in _PY_NUMBERS:
                 dtype = b.value.dtype
                 return _leaf(np.array(a, dtype=dtype) if dtype.kind in "fc" else _weak(a, (dtype,))), b
     # Beside floating operands (and booleans, which never change a float), a number takes
     # their promoted float dtype; an integer operand leaves the choice to numpy's rule.
-    float_dtype, integer = None, False
+    float_dtype, integer, differentiated = None, False, False
     for a in args:
+        if isinstance(a, Tensor) and a.requires_grad:
+            differentiated = True
         if isinstance(a, (Tensor, np.ndarray)):
             kind = a.dtype.kind
             if kind in "fc":
@@ -512,9 +567,11 @@ def _lift(args: tuple) -> tuple[Tensor, ...]:
             elif kind != "b":
                 integer = True
     out: list[Tensor] = []
-    for a in args:
+    for position, a in enumerate(args):
         if isinstance(a, Tensor):
             out.append(a)
+        elif differentiated and isinstance(a, np.ndarray):
+            out.append(_leaf(_kept(a, prim, position)))
         elif isinstance(a, (bool, int, float)) and not isinstance(a, np.generic):
             out.append(_leaf(np.asarray(a, dtype=float_dtype) if float_dtype is not None and not integer else
                              _weak(a, tuple(v.dtype for v in args if isinstance(v, (Tensor, np.ndarray))))))
@@ -559,9 +616,10 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
                 raise  # (the sweep names the line of the node being differentiated)
             except Exception as exc:
                 raise operation_error(prim, [as_array(a) for a in args], params, exc) from None
+    raw = None
     for a in args:
         if type(a) is not Tensor:
-            args = _lift(args)
+            raw, args = args, _lift(args, prim)
             break
     try:
         if len(args) == 1:
@@ -576,6 +634,8 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
             raise failure(prim, args, params, exc) from None
     if type(value) is not np.ndarray:
         value = np.asarray(value)  # numpy returns scalars for 0-d results; .value is always an ndarray
+    elif raw is not None and value.base is not None:
+        value = _unshared(value, raw)
     out = _new_tensor(Tensor)
     out.value = value
     out.prim = prim

@@ -80,7 +80,7 @@ def operation(prim: Primitive) -> Callable[[Callable], Callable]:
             if core._anomaly or core._source_override is not None:
                 return f(x, y)
             if type(x) is not Tensor or type(y) is not Tensor:
-                x, y = _lift((x, y))
+                x, y = _lift((x, y), prim)
             try:
                 value = impl(x.value, y.value)
             except Exception:

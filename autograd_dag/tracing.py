@@ -272,7 +272,7 @@ def changed_since_recorded(p: Tensor, t: Tensor, what: str) -> ChangedInPlaceErr
     """The error for a node ``t`` recorded before its input ``p`` was changed in place (core.changed_in_place)."""
     subject = f"'{p.name}' (shape {p.shape})" if p.name else f"a leaf of shape {p.shape}"
     return ChangedInPlaceError(
-        f"{what}: {subject} was changed in place (an optimizer's step(), load_state_dict) "
+        f"{what}: {subject} was changed in place (an optimizer's step(), load_state_dict, ad.changed_in_place) "
         f"after '{t.prim.name}'{located(t.source)} was recorded with its old value, so this graph "
         f"cannot be differentiated any more; record the forward pass again after the change (or call "
         f"backward() before step())")

@@ -61,9 +61,9 @@ def _float_or_float64(dtype):
     return dtype if dtype.kind in "fc" else np.float64
 
 
-def _elementwise(name, impl, vjp, jvp, dtype_of=None):
+def _elementwise(name, impl, vjp, jvp, dtype_of=None, reads=None):
     shape = broadcast(name) if dtype_of is None else _typed(name, dtype_of)
-    return defprim(name, impl, vjp=vjp, jvp=jvp, shape=shape, batch=elementwise_batch)
+    return defprim(name, impl, vjp=vjp, jvp=jvp, shape=shape, batch=elementwise_batch, reads=reads)
 
 
 def _neg_or_none(t):
@@ -74,10 +74,10 @@ def _neg_or_none(t):
 
 ADD = _elementwise("add", np.add,
               (lambda ct, out, x, y: _unb(ct, x), lambda ct, out, x, y: _unb(ct, y)),
-              lambda t, out, x, y: _tangent_sum(out, t[0], t[1]))
+              lambda t, out, x, y: _tangent_sum(out, t[0], t[1]), reads=())
 SUBTRACT = _elementwise("subtract", np.subtract,
                    (lambda ct, out, x, y: _unb(ct, x), lambda ct, out, x, y: _unb(negative(ct), y)),
-                   lambda t, out, x, y: _tangent_sum(out, t[0], _neg_or_none(t[1])))
+                   lambda t, out, x, y: _tangent_sum(out, t[0], _neg_or_none(t[1])), reads=())
 MULTIPLY = _elementwise(
     "multiply", np.multiply,
     (lambda ct, out, x, y: _unb(multiply(ct, y), x), lambda ct, out, x, y: _unb(multiply(ct, x), y)),
@@ -525,7 +525,7 @@ def _where_rule(cond, x, y):
 
 
 WHERE = defprim("where", np.where, vjp=_where_vjp, jvp=_where_jvp, shape=_where_rule, nondiff=(0,),
-                batch=elementwise_batch)
+                batch=elementwise_batch, reads=(0,))
 
 
 def where(cond, x, y) -> Tensor:

@@ -333,7 +333,7 @@ def _concatenate_batch(prim, args, batched, *, axis):
 CONCATENATE = defprim(
     "concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis),
     vjp=_concatenate_vjp, jvp=_concatenate_jvp, shape=_concatenate_rule,
-    batch=_concatenate_batch)
+    batch=_concatenate_batch, reads=())  # (shapes only: an ndarray block is not copied on record)
 
 
 def _ndim_of(x) -> int:

@@ -464,7 +464,8 @@ def _masked_softargmax_batch(prim, args, batched, *, axis, scale):
 
 MASKED_SOFTARGMAX = defprim(
     "masked_softargmax", _masked_softargmax_impl, vjp=(_masked_softargmax_vjp_x, _masked_softargmax_vjp_mask),
-    jvp=_masked_softargmax_jvp, shape=_masked_softargmax_rule, batch=_masked_softargmax_batch)
+    jvp=_masked_softargmax_jvp, shape=_masked_softargmax_rule, batch=_masked_softargmax_batch,
+    reads=())  # (the rules read the output: an attention mask is not copied per call)
 
 
 def masked_softargmax(x, mask, axis=-1, scale: float = 1.0) -> Tensor:
