@@ -29,6 +29,9 @@ variants=(
   "numpy without AVX-512|NPY_DISABLE_CPU_FEATURES=${no_avx512% }"
   "numpy without AVX2, FMA3, AVX-512|NPY_DISABLE_CPU_FEATURES=${no_avx2% }"
   "an AMD EPYC without AVX-512: both of the above|OPENBLAS_CORETYPE=Haswell|NPY_DISABLE_CPU_FEATURES=${no_avx512% }"
+  # A threaded dot or gemv splits its sum between threads: another thread count adds in another order
+  # (OpenBLAS caps the count at the cores this machine has, so only fewer threads can be tried).
+  "OpenBLAS on one thread|OPENBLAS_NUM_THREADS=1"
 )
 
 status=0
@@ -46,11 +49,11 @@ except ImportError:
     from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__
 try:
     import threadpoolctl   # scikit-learn brings it (make test installs the examples extra)
-    blas = [i.get("architecture") for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+    blas = [(i.get("architecture"), i["num_threads"]) for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
 except ImportError:
     blas = "unknown (pip install threadpoolctl)"
 print("   numpy", np.__version__, "| SIMD targets on:", [f for f in __cpu_dispatch__ if __cpu_features__.get(f)],
-      "| OpenBLAS kernel:", blas)'
+      "| OpenBLAS kernel, threads:", blas)'
   out=$(env "${settings[@]}" "$PY" -m pytest -p no:cacheprovider "$@" 2>&1)
   rc=$?
   echo "$out" | grep -E "^(FAILED|ERROR) " | sed 's/^/   /'
