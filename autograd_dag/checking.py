@@ -443,6 +443,8 @@ def _checked_outputs(f: Callable, td, leaves, fname, loose: bool) -> tuple[Any, 
                 f"Compute f in float64 (an operation or a primitive's implementation casts down), or pass "
                 f"atol= and rtol= explicitly if you accept loose tolerances")
     for k, (a, b) in enumerate(zip(out_vals, _evaluate(f, td, leaves))):
+        # Bit for bit on purpose: the same code on the same numbers rounds the same way on any
+        # CPU, so a difference is randomness inside f, not rounding.
         if not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
             raise GradientCheckError(
                 f"check_grads({fname}): f gives different values at the same point (output leaf {k}, "

@@ -1,7 +1,9 @@
 """Time the renderer: DOT generation and Graphviz layout (``dot -Tsvg``), both views.
 
 Run: ``python benchmarks/bench_render.py`` (add ``--quick`` for the small
-cases only). Prints one row per program and view. The target (issue 4) is
+cases only). Prints the date and versions (numpy, Graphviz), then one row per program and
+view: wall time of DOT generation and of ``dot -Tsvg``, and the CPU time ``dot``
+used (the figure to compare on a shared machine). The target (issue 4) is
 ≤ 5 s for any program with default settings; Graphviz's own defaults took
 13 s (DAG) and 97 s (bipartite) on a 1,000-op program.
 
@@ -17,8 +19,11 @@ Cases:
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import random
+import resource
+import subprocess
 import sys
 import time
 import warnings
@@ -73,15 +78,32 @@ def cases(quick: bool):
         yield "nn.LeNet", as_program(F.cross_entropy(model(x), np.array([0, 1])))
 
 
+def _children_cpu() -> float:
+    """CPU seconds used so far by finished child processes (the ``dot`` runs): unlike wall time, not
+    inflated when other work shares the machine's cores."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def versions() -> str:
+    """The date and the versions the figures depend on, printed above the table (the README quotes them)."""
+    dot = subprocess.run(["dot", "-V"], capture_output=True, text=True).stderr.strip()
+    return (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, Python {sys.version.split()[0]}, "
+            f"numpy {np.__version__}, {dot}, load average {os.getloadavg()[0]:.1f}")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small cases only")
     parser.add_argument("--baseline", action="store_true",
                         help="also time Graphviz's default settings (no layout limits, no references; "
                              "60 s timeout per layout)")
+    parser.add_argument("--timeout", type=float, default=600,
+                        help="seconds of wall time allowed per layout (a loaded machine stretches it; default 600)")
     args = parser.parse_args(argv)
+    print(versions())
     print(f"{'program':<16}{'ops':>6} {'view':<10}{'gv nodes':>9}{'gv edges':>9}{'DOT (s)':>9}{'dot -Tsvg (s)':>15}"
-          + (f"{'defaults (s)':>14}" if args.baseline else ""))
+          f"{'dot CPU (s)':>13}" + (f"{'defaults (s)':>14}" if args.baseline else ""))
     for name, program in cases(args.quick):
         ops = sum(1 for n in program.nodes if n.parents)
         for view in ("dag", "bipartite"):
@@ -90,12 +112,14 @@ def main(argv=None) -> None:
                 warnings.simplefilter("ignore")
                 graph = render(program, view)
             source = graph.source
+            cpu = _children_cpu()
             t1 = time.perf_counter()
-            layout(source, "svg", timeout=120)
+            layout(source, "svg", timeout=args.timeout)
             t2 = time.perf_counter()
+            cpu = _children_cpu() - cpu
             nodes = sum(1 for line in graph.body if "[" in line and "->" not in line and "\tgraph" not in line)
             edges = sum(1 for line in graph.body if "->" in line)
-            row = f"{name:<16}{ops:>6} {view:<10}{nodes:>9}{edges:>9}{t1 - t0:>9.3f}{t2 - t1:>15.2f}"
+            row = f"{name:<16}{ops:>6} {view:<10}{nodes:>9}{edges:>9}{t1 - t0:>9.3f}{t2 - t1:>15.2f}{cpu:>13.2f}"
             if args.baseline:
                 naive = render(program, view, long_edges="keep", max_nodes=None)
                 for key in ("nslimit", "nslimit1", "mclimit", "searchsize", "remincross", "newrank"):

@@ -69,3 +69,15 @@ def central_jacobian(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
         xm[i] -= eps
         J[(Ellipsis,) + i] = (np.asarray(f(xp), dtype=np.float64) - np.asarray(f(xm), dtype=np.float64)) / (2 * eps)
     return J
+
+
+def reordered_sum_rtol(n_terms: int, dtype=np.float64) -> float:
+    """Relative tolerance between two sums of the same ``n_terms`` nonnegative numbers added in different orders.
+
+    numpy's pairwise sum, a BLAS dot and a SIMD reduction add in orders that depend on
+    the code path and on the CPU's kernels. Each order is within (n - 1)·u·Σ|x| of the
+    exact sum (Higham, *Accuracy and Stability of Numerical Algorithms*, §4.2; u = eps/2),
+    so two orders differ by at most (n - 1)·eps relative for nonnegative terms. For terms
+    of both signs, multiply by Σ|x| and use it as an absolute tolerance.
+    """
+    return max(n_terms - 1, 1) * float(np.finfo(dtype).eps)

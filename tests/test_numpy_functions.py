@@ -191,8 +191,10 @@ def test_argmin_one_hot_first_tie_and_no_derivative():
 
 
 def test_logarithms_exact_at_powers_and_square_is_one_node():
-    assert float(ad.log10(ad.Tensor(1000.0)).value) == 3.0
-    assert float(ad.log2(ad.Tensor(8.0)).value) == 3.0
+    # numpy's log10 and log2, not log(x) / log(10) (2.9999999999999996 at 1000): the same function
+    # on the same number gives the same bits, while a libm is only promised within an ulp of 3.
+    assert float(ad.log10(ad.Tensor(1000.0)).value) == float(np.log10(np.float64(1000.0))) == pytest.approx(3.0)
+    assert float(ad.log2(ad.Tensor(8.0)).value) == float(np.log2(np.float64(8.0))) == pytest.approx(3.0)
     y = ad.square(ad.Tensor([3.0], requires_grad=True))
     assert y.prim.name == "square" and y.parents[0].prim is None
 
