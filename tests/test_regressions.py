@@ -117,3 +117,17 @@ def test_a_reductions_dtype_casts_the_entries_before_accumulating_as_numpy_does(
     g = ad.grad(lambda x: np.sum(x * x, dtype=np.float32))(a)
     assert g.dtype == np.float64
     np.testing.assert_allclose(g, 2 * a, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int64, np.uint8, np.float32, np.float64, np.complex64])
+@pytest.mark.parametrize("exponent", [2, 2.0, 3, 3.0, 0.5, 1, 0])
+def test_a_static_power_has_numpys_dtype_eager_and_traced(dtype, exponent):
+    # bool ** 2.0 gave int8 (np.square's dtype for bool), numpy's float64: the square fast path
+    # is numpy's for an integer 2 or a float array only. The traced program's abstract dtype too.
+    x = np.array([0, 1, 1], dtype=dtype)
+    expected = x ** exponent
+    got = ad.Tensor(x) ** exponent
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got.value, expected)   # small integers and 0.5 powers of 0 and 1: exact
+    traced = ad.trace(lambda t: t ** exponent, x)
+    assert traced.nodes[-1].dtype == expected.dtype

@@ -147,10 +147,20 @@ def negative(x) -> Tensor:
 
 def _power_impl(x, y=None, *, exponent=None):
     if exponent is not None:
-        # x ** 2 on an ndarray is np.square, whose dtype differs from np.power's for a bool x
-        # (int8, not int64): the Tensor gives what numpy's own x ** 2 gives.
-        return np.square(x) if exponent == 2 else np.power(x, exponent)
+        # ndarray ** 2 is np.square for an integer 2 or a float array, and np.square's dtype
+        # differs from np.power's for a bool x (int8 where bool ** 2.0 is float64): the Tensor
+        # gives what numpy's own x ** exponent gives.
+        square = exponent == 2 and (type(exponent) is int or x.dtype.kind in "fc")
+        return np.square(x) if square else np.power(x, exponent)
     return np.power(x, y)
+
+
+def _power_rule(x, y=None, *, exponent=None):
+    if exponent is None:
+        return broadcast("power")(x, y)
+    # The static exponent's dtype is the implementation's own on an empty array (bool ** 2 is
+    # int8, bool ** 2.0 float64, float32 ** 2.0 float32): one rule, not a second table.
+    return tuple(x.shape), _power_impl(np.empty(0, x.dtype), exponent=exponent).dtype
 
 
 def _static_power_derivative(x, exponent):
@@ -199,7 +209,7 @@ def _safe_log(x):
     return where(positive, log(where(positive, x, 1.0)), 0.0)
 
 
-POWER = defprim("power", _power_impl, vjp=_power_vjp, jvp=_power_jvp, shape=broadcast("power"),
+POWER = defprim("power", _power_impl, vjp=_power_vjp, jvp=_power_jvp, shape=_power_rule,
                 batch=elementwise_batch)
 
 
