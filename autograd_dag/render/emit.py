@@ -19,8 +19,11 @@ _ROLE_ORDER = ("input", "parameter", "constant", "function", "intermediate", "ou
 
 def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, legend: bool = True,
          color_by: str = "role", title: str | None = None, timeout: float | None = None,
-         extra_graph_attrs: dict | None = None, note: str | None = None) -> RenderedGraph:
-    """Build the Graphviz digraph of ``scene``; deterministic for a given program and options."""
+         extra_graph_attrs: dict | None = None, note: str | None = None,
+         legend_rows: list[str] = ()) -> RenderedGraph:
+    """Build the Graphviz digraph of ``scene``; deterministic for a given program and options.
+
+    ``legend_rows``: further rows of the legend (an overlay's colour bar)."""
     program = scene.program
     graph_attr = {"rankdir": rankdir, "fontname": FONT, "fontsize": "12", "labelloc": "t",
                   "newrank": "true"}
@@ -114,7 +117,8 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
                     seen[op] = op_color(op)
             ops = list(seen.items())
         g.node("legend", label=legend_label(scene.view, roles, ops,
-                                            None if highlight is None else _highlight_text(program, highlight)),
+                                            None if highlight is None else _highlight_text(program, highlight),
+                                            legend_rows),
                shape="plaintext", margin="0")
     return g
 
