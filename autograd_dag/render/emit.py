@@ -10,7 +10,7 @@ from .labels import html, name_html, small
 from .layout import graph_attributes
 from .output import RenderedGraph
 from .scene import Scene, output_role
-from .styles import (DIM_FILL, DIM_LINE, DIM_TEXT, EDGE_COLOR, FONT, HIGHLIGHT_COLOR, ROLE_COLORS,
+from .styles import (DIM_FILL, DIM_LINE, DIM_TEXT, EDGE_COLOR, FONT, HIGHLIGHT_COLOR, NEUTRAL_FILL, ROLE_COLORS,
                      legend_label, node_attrs, op_color)
 
 _ROLE_ORDER = ("input", "parameter", "constant", "function", "intermediate", "output", "gradient",
@@ -118,7 +118,7 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
             ops = list(seen.items())
         g.node("legend", label=legend_label(scene.view, roles, ops,
                                             None if highlight is None else _highlight_text(program, highlight),
-                                            legend_rows),
+                                            legend_rows, role_fill=NEUTRAL_FILL if legend_rows else None),
                shape="plaintext", margin="0")
     return g
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import RenderError
 from ..program import Program, ProgramNode
+from .labels import html, small
 from .scene import Scene
 from .styles import NEUTRAL_FILL, OUTLINE_COLOR, colorbar_rows, is_dark, sequential_color
 
@@ -48,6 +49,10 @@ class Overlay(Mapping):
         (``"function"``, its box: time spent computing it).
       * ``unit``: ``"B"`` (bytes) and ``"s"`` (seconds) print the colour
         bar's ticks in readable units; any other text is appended.
+      * ``limits``: ``(low, high)``, the numbers at the two ends of the scale
+        (default: the lowest and highest drawn). Give two pictures the same
+        limits to compare them; numbers outside are drawn at the nearer end.
+      * ``numbers``: also print each node's number in its label (default True).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -60,7 +65,8 @@ class Overlay(Mapping):
 
     def __init__(self, values: Mapping, *, label: str = "overlay", scale: str = "auto",
                  aggregate: str = "max", outline=(), outline_text: str | None = None,
-                 target: str = "value", unit: str = ""):
+                 target: str = "value", unit: str = "", limits: tuple | None = None,
+                 numbers: bool = True):
         if isinstance(values, Overlay):
             values = values._values
         if not isinstance(values, Mapping):
@@ -72,6 +78,18 @@ class Overlay(Mapping):
             raise RenderError(f"Overlay: aggregate must be one of {tuple(AGGREGATES)}, got {aggregate!r}")
         if target not in TARGETS:
             raise RenderError(f"Overlay: target must be one of {TARGETS}, got {target!r}")
+        if limits is not None:
+            try:
+                low, high = (float(x) for x in limits)
+            except (TypeError, ValueError):
+                raise RenderError(f"Overlay: limits must be two numbers (low, high), got {limits!r}") from None
+            if not (math.isfinite(low) and math.isfinite(high) and low < high):
+                raise RenderError(f"Overlay: limits must be finite with low < high, got {limits!r}")
+            if scale == "log" and low <= 0:
+                raise RenderError(f"Overlay: a log scale needs positive limits, got {limits!r}")
+            limits = (low, high)
+        self.limits = limits
+        self.numbers = bool(numbers)
         self._values = dict(values)
         self.label = str(label)
         self.scale = scale
@@ -80,6 +98,17 @@ class Overlay(Mapping):
         self.outline_text = outline_text
         self.target = target
         self.unit = unit
+
+    def with_options(self, **options) -> "Overlay":
+        """The same numbers with some options changed (``limits=``, ``scale=``...).
+
+        Example: ``ad.overlays.gradient_norms(p, x).with_options(limits=(1e-6, 1.0))``.
+        """
+        current = dict(label=self.label, scale=self.scale, aggregate=self.aggregate, outline=self.outline,
+                       outline_text=self.outline_text, target=self.target, unit=self.unit, limits=self.limits,
+                       numbers=self.numbers)
+        current.update(options)
+        return Overlay(self._values, **current)
 
     def __getitem__(self, key):
         return self._values[key]
@@ -186,13 +215,21 @@ def paint(scene: Scene, overlay: Overlay, values: dict[int, float], outlined: se
             if lo <= 0:
                 notes.append(f"{sum(x <= 0 for x in numbers)} numbers <= 0 drawn at the low end")
             lo = min(positive)
+    if overlay.limits is not None:
+        low, high = overlay.limits
+        if any(x < low or x > high for x in numbers):
+            notes.append(f"numbers outside [{_number_text(low, overlay.unit)}, "
+                         f"{_number_text(high, overlay.unit)}] drawn at the nearer end")
+        lo, hi = low, high
+        log = overlay.scale == "log" or (overlay.scale == "auto" and low > 0 and high / low >= AUTO_LOG_RATIO)
+        numbers = numbers or [lo]
 
     def position(x: float) -> float:
         if hi == lo:
             return 0.5
         if log:
-            return (math.log10(max(x, lo)) - math.log10(lo)) / (math.log10(hi) - math.log10(lo))
-        return (x - lo) / (hi - lo)
+            return (math.log10(min(max(x, lo), hi)) - math.log10(lo)) / (math.log10(hi) - math.log10(lo))
+        return min(max((x - lo) / (hi - lo), 0.0), 1.0)
 
     for node, number in drawn:
         attrs = node.attrs
@@ -201,11 +238,17 @@ def paint(scene: Scene, overlay: Overlay, values: dict[int, float], outlined: se
         else:
             fill = sequential_color(position(number))
             attrs["fillcolor"] = fill
+            text = _number_text(number, overlay.unit)
+            node.tooltip = (node.tooltip + "  " if node.tooltip else "") + f"{overlay.label}: {text}"
+            if overlay.numbers and node.label.startswith("<") and node.label.endswith(">"):
+                prefix = f"{overlay.aggregate} " if node.role == "group" else ""
+                node.label = node.label[:-1] + "<BR/>" + small(html(prefix + text), "#000000", 10) + ">"
+            # The label's grey small text reads poorly on mid-scale colours: white on dark fills, near black else.
             if is_dark(fill):
                 attrs["fontcolor"] = "#ffffff"
-                node.label = _FONT_COLOR.sub('COLOR="#dddddd"', node.label)
-            node.tooltip = (node.tooltip + "  " if node.tooltip else "") + \
-                f"{overlay.label}: {_number_text(number, overlay.unit)}"
+                node.label = _FONT_COLOR.sub('COLOR="#e4e4e4"', node.label)
+            else:
+                node.label = _FONT_COLOR.sub('COLOR="#1a1a1a"', node.label)
         if outlined.intersection(node.members) and not (
                 bipartite and node.role == "function" and overlay.target == "value"):
             attrs.update(color=OUTLINE_COLOR, penwidth="4")

@@ -107,17 +107,21 @@ def node_attrs(role: str, view: str, fill: str | None = None) -> dict:
 
 
 def legend_label(view: str, roles: list[str], ops: list[tuple[str, str]] | None = None,
-                 highlighted: str | None = None, extra_rows: list[str] = ()) -> str:
+                 highlighted: str | None = None, extra_rows: list[str] = (),
+                 role_fill: str | None = None) -> str:
     """The HTML-like label of the legend node: one row per role drawn (and per op colour).
 
     ``highlighted``: what the highlighted nodes are, when some are (a row then
     explains the bold outline and the dimmed rest). ``extra_rows``: further
     two-column rows at the end (an overlay's colour bar, :func:`colorbar_rows`).
+    ``role_fill``: one fill for every role's swatch (an overlay owns the fills;
+    roles keep their borders and shapes).
     """
     rows = ['<TR><TD COLSPAN="2"><B>legend</B></TD></TR>']
     shapes = DAG_SHAPES if view == "dag" else BIPARTITE_SHAPES
     for role in roles:
         fill, line = ROLE_COLORS[role]
+        fill = role_fill or fill
         rows.append(f'<TR><TD BGCOLOR="{fill}" COLOR="{line}" BORDER="1" WIDTH="18"> </TD>'
                     f'<TD ALIGN="LEFT">{html(ROLE_TEXT[role])} '
                     f'<FONT POINT-SIZE="8" COLOR="#777777">({shapes[role]})</FONT></TD></TR>')
