@@ -77,6 +77,7 @@ LOGGED_SUMMARY = {
     "bert": "total ",
     "char_transformer": "held-out cross-entropy (nats/char): TransformerLM",
     "demo": "Output folder: ",
+    "gradient_flow": "gradient norm at the first block / at the last: plain ",
     "lenet_digits": "test accuracy ",
     "named_seed000": "training the named Transformer: loss ",
     "onnx_digits": "predictions agree on ",
@@ -128,6 +129,18 @@ def test_progress_off_a_terminal_still_supports_what_callers_use(monkeypatch, en
     bar.close()
     assert seen == [0, 1, 2, 3]
     assert err.getvalue() == ""
+
+
+def test_gradient_flow_fast_shows_the_gradient_vanishing_through_the_plain_mlp_only(tmp_path):
+    from examples import gradient_flow
+    result = gradient_flow.run(fast=True, out=str(tmp_path), show_progress=False, verbose=False)
+    assert len(result["pictures"]) == 2 and all(is_png(p) for p in result["pictures"])
+    plain, residual = result["results"]["plain"]["blocks"], result["results"]["residual"]["blocks"]
+    assert len(plain) == len(residual) == 12
+    # Sigmoid's slope is at most 1/4: through 11 plain blocks the norm falls by far more than 1e3;
+    # the skip connections carry it back to the first residual block nearly whole.
+    assert plain[0] < 1e-3 * plain[-1]
+    assert residual[0] > 0.3 * residual[-1]
 
 
 def test_word_vectors_fast(tmp_path):

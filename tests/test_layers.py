@@ -23,7 +23,9 @@ LAYERS = [
     "program",
     "autodiff", "operators",  # the one place Tensor gets methods from above (backward too)
     "batching", "checking", "testing", "linalg", "text",
-    "circuits", "render", "named", "nn", "optim", "onnx",
+    "circuits", "render",
+    "overlays",  # passes that run a program for render(overlay=): the renderer only reads their numbers
+    "named", "nn", "optim", "onnx",
     "__init__",  # the public namespace
     "gallery", "cli",
 ]

@@ -18,6 +18,7 @@ from .dag import dag_scene
 from .emit import emit
 from .layout import add_references
 from .output import DEFAULT_TIMEOUT, RenderedGraph, save
+from .overlay import as_overlay, paint, resolve as resolve_overlay
 from .scene import Labeller
 
 VIEWS = ("dag", "bipartite")
@@ -195,7 +196,7 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
            color_by: str = "role", legend: bool = True, max_nodes: int | None = DEFAULT_MAX_NODES,
            fold: bool = True, inline_constants: bool = True, long_edges: str = "auto",
            timeout: float | None = DEFAULT_TIMEOUT, title: str | None = None,
-           axes: dict | None = None) -> RenderedGraph:
+           axes: dict | None = None, overlay=None) -> RenderedGraph:
     """Draw a program as a Graphviz digraph: ``view="dag"`` or ``"bipartite"``.
 
     Takes a :class:`Program` (a gradient program too), an output Tensor, a
@@ -222,6 +223,13 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
       * ``axes``: ``{node index: axis names}``, drawn as ``seq:5 × layer:8``
         instead of ``[5,8]``; by default the names a named-tensor program
         carries (see :mod:`autograd_dag.named` and :mod:`.axes`).
+      * ``overlay``: a number per node (an :class:`~autograd_dag.render.overlay.Overlay`
+        or a mapping ``{node index, name or ProgramNode: number}``) drawn as
+        each node's fill on a sequential colour scale, with a colour bar in the
+        legend; nodes without a number are drawn neutral, a collapsed box by
+        an aggregate of its members. :mod:`autograd_dag.overlays` computes
+        them by running the program: ``gradient_norms``, ``value_stats``,
+        ``nonfinite``, ``saved_bytes`` and ``ad.profile``.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -254,6 +262,12 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
         show_shapes = show_dtypes = inline_constants = False
         color_by = "op"
     chosen = _highlight_set(program, highlight)
+    if overlay is not None:
+        overlay = as_overlay(overlay)
+        if color_by == "op" and program.kind not in ("circuit", "gradient_circuit"):
+            raise RenderError("render: color_by='op' and overlay both colour the nodes' fill: pass one of them")
+        overlay_values, outlined = resolve_overlay(program, overlay, _resolve)
+        color_by = "role"
     grouping = group_nodes(program, depth, fold=fold, inline_constants=inline_constants)
     note = None
     if depth is None and max_nodes is not None:
@@ -266,8 +280,9 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
     scene = make(grouping, labeller, edge_labels=edge_labels, color_by=color_by)
     if long_edges == "auto":
         add_references(scene)
+    rows = paint(scene, overlay, overlay_values, outlined) if overlay is not None else ()
     return emit(scene, rankdir=rankdir, highlight=chosen, legend=legend, color_by=color_by, title=title,
-                timeout=timeout, note=note)
+                timeout=timeout, note=note, legend_rows=rows)
 
 
 def _auto_collapse(program, grouping, view, count, max_nodes, fold, inline_constants):

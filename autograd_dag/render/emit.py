@@ -10,7 +10,7 @@ from .labels import html, name_html, small
 from .layout import graph_attributes
 from .output import RenderedGraph
 from .scene import Scene, output_role
-from .styles import (DIM_FILL, DIM_LINE, DIM_TEXT, EDGE_COLOR, FONT, HIGHLIGHT_COLOR, ROLE_COLORS,
+from .styles import (DIM_FILL, DIM_LINE, DIM_TEXT, EDGE_COLOR, FONT, HIGHLIGHT_COLOR, NEUTRAL_FILL, ROLE_COLORS,
                      legend_label, node_attrs, op_color)
 
 _ROLE_ORDER = ("input", "parameter", "constant", "function", "intermediate", "output", "gradient",
@@ -19,8 +19,11 @@ _ROLE_ORDER = ("input", "parameter", "constant", "function", "intermediate", "ou
 
 def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, legend: bool = True,
          color_by: str = "role", title: str | None = None, timeout: float | None = None,
-         extra_graph_attrs: dict | None = None, note: str | None = None) -> RenderedGraph:
-    """Build the Graphviz digraph of ``scene``; deterministic for a given program and options."""
+         extra_graph_attrs: dict | None = None, note: str | None = None,
+         legend_rows: list[str] = ()) -> RenderedGraph:
+    """Build the Graphviz digraph of ``scene``; deterministic for a given program and options.
+
+    ``legend_rows``: further rows of the legend (an overlay's colour bar)."""
     program = scene.program
     graph_attr = {"rankdir": rankdir, "fontname": FONT, "fontsize": "12", "labelloc": "t",
                   "newrank": "true"}
@@ -114,7 +117,8 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
                     seen[op] = op_color(op)
             ops = list(seen.items())
         g.node("legend", label=legend_label(scene.view, roles, ops,
-                                            None if highlight is None else _highlight_text(program, highlight)),
+                                            None if highlight is None else _highlight_text(program, highlight),
+                                            legend_rows, role_fill=NEUTRAL_FILL if legend_rows else None),
                shape="plaintext", margin="0")
     return g
 

@@ -107,16 +107,21 @@ def node_attrs(role: str, view: str, fill: str | None = None) -> dict:
 
 
 def legend_label(view: str, roles: list[str], ops: list[tuple[str, str]] | None = None,
-                 highlighted: str | None = None) -> str:
+                 highlighted: str | None = None, extra_rows: list[str] = (),
+                 role_fill: str | None = None) -> str:
     """The HTML-like label of the legend node: one row per role drawn (and per op colour).
 
     ``highlighted``: what the highlighted nodes are, when some are (a row then
-    explains the bold outline and the dimmed rest).
+    explains the bold outline and the dimmed rest). ``extra_rows``: further
+    two-column rows at the end (an overlay's colour bar, :func:`colorbar_rows`).
+    ``role_fill``: one fill for every role's swatch (an overlay owns the fills;
+    roles keep their borders and shapes).
     """
     rows = ['<TR><TD COLSPAN="2"><B>legend</B></TD></TR>']
     shapes = DAG_SHAPES if view == "dag" else BIPARTITE_SHAPES
     for role in roles:
         fill, line = ROLE_COLORS[role]
+        fill = role_fill or fill
         rows.append(f'<TR><TD BGCOLOR="{fill}" COLOR="{line}" BORDER="1" WIDTH="18"> </TD>'
                     f'<TD ALIGN="LEFT">{html(ROLE_TEXT[role])} '
                     f'<FONT POINT-SIZE="8" COLOR="#777777">({shapes[role]})</FONT></TD></TR>')
@@ -126,5 +131,74 @@ def legend_label(view: str, roles: list[str], ops: list[tuple[str, str]] | None 
     if highlighted is not None:
         rows.append(f'<TR><TD BGCOLOR="#ffffff" COLOR="{HIGHLIGHT_COLOR}" BORDER="2" WIDTH="18"> </TD>'
                     f'<TD ALIGN="LEFT">{html(highlighted, 90)}</TD></TR>')
+    rows.extend(extra_rows)
     return ('<<TABLE BORDER="1" COLOR="#999999" CELLBORDER="0" CELLSPACING="3" CELLPADDING="2">'
             + "".join(rows) + "</TABLE>>")
+
+
+# ---------------------------------------------------------------- overlays
+
+# matplotlib's viridis sampled at 17 evenly spaced points: perceptually uniform, ordered in
+# lightness (so the order of the numbers survives greyscale print) and readable by the colour-blind.
+VIRIDIS = ("#440154", "#48186a", "#472d7b", "#424086", "#3b528b", "#33638d", "#2c728e", "#26828e",
+           "#21918c", "#1fa088", "#28ae80", "#3fbc73", "#5ec962", "#84d44b", "#addc30", "#d8e219",
+           "#fde725")
+# A node with no number on an overlaid picture: light and colourless, outside the scale.
+NEUTRAL_FILL = "#f4f4f4"
+OUTLINE_COLOR = "#ff2a00"
+
+
+def _rgb(color: str) -> tuple[int, int, int]:
+    return int(color[1:3], 16), int(color[3:5], 16), int(color[5:7], 16)
+
+
+def sequential_color(t: float) -> str:
+    """The colour at ``t`` in [0, 1] of the overlay scale (viridis: dark purple at 0, yellow at 1).
+
+    Linear interpolation between the 17 samples in sRGB; ``t`` is clipped to [0, 1].
+
+    Example:
+        >>> sequential_color(0.0), sequential_color(1.0)
+        ('#440154', '#fde725')
+    """
+    t = min(max(float(t), 0.0), 1.0) * (len(VIRIDIS) - 1)
+    i = min(int(t), len(VIRIDIS) - 2)
+    f = t - i
+    a, b = _rgb(VIRIDIS[i]), _rgb(VIRIDIS[i + 1])
+    return "#" + "".join(f"{round(x + (y - x) * f):02x}" for x, y in zip(a, b))
+
+
+def is_dark(color: str) -> bool:
+    """Whether black text would be hard to read on ``color`` (relative luminance below 0.3)."""
+    def linear(c: int) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = map(linear, _rgb(color))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.3
+
+
+def colorbar_rows(title: str, ticks: list[str], *, cells: int = 12, notes: list[str] = (),
+                  outline: str | None = None) -> list[str]:
+    """Legend rows of an overlay: its title, a colour bar of ``cells`` cells with ``ticks`` under it
+    (evenly spaced, first at the low end), a neutral swatch for nodes without a number, ``notes``
+    (already plain text) and, with ``outline``, a row explaining the outlined nodes."""
+    bar = "".join(f'<TD BGCOLOR="{sequential_color(i / (cells - 1))}" WIDTH="14" HEIGHT="14"> </TD>'
+                  for i in range(cells))
+    span, extra = divmod(cells, len(ticks))
+    labels = []
+    for i, tick in enumerate(ticks):
+        align = "LEFT" if i == 0 else "RIGHT" if i == len(ticks) - 1 else "CENTER"
+        width = span + (extra if i == len(ticks) - 1 else 0)
+        labels.append(f'<TD COLSPAN="{width}" ALIGN="{align}"><FONT POINT-SIZE="9">{html(tick, 20)}</FONT></TD>')
+    table = ('<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">'
+             f'<TR>{bar}</TR><TR>{"".join(labels)}</TR></TABLE>')
+    rows = [f'<TR><TD COLSPAN="2" ALIGN="LEFT"><B>{html(title, 80)}</B></TD></TR>',
+            f'<TR><TD COLSPAN="2">{table}</TD></TR>',
+            f'<TR><TD BGCOLOR="{NEUTRAL_FILL}" BORDER="1" WIDTH="18"> </TD>'
+            f'<TD ALIGN="LEFT">no value</TD></TR>']
+    rows += [f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="9">{html(note, 90)}</FONT></TD></TR>'
+             for note in notes]
+    if outline is not None:
+        rows.append(f'<TR><TD BGCOLOR="#ffffff" COLOR="{OUTLINE_COLOR}" BORDER="3" WIDTH="18"> </TD>'
+                    f'<TD ALIGN="LEFT">{html(outline, 90)}</TD></TR>')
+    return rows
