@@ -151,3 +151,45 @@ def test_dot_lays_out_programs_of_thousands_of_nodes_in_seconds():
             width, height = png_size(graph.pipe("png"))
             assert time.perf_counter() - t0 < 20
             assert max(width, height) <= 4000, (prog.name, view, width, height)
+
+
+def test_folding_across_other_siblings_never_draws_a_cycle():
+    from autograd_dag.render.collapse import group_nodes
+
+    def chained(x):
+        with ad.name_scope("a0"):
+            x = ad.tanh(x)
+        with ad.name_scope("b"):
+            x = ad.exp(x) * 3.0
+        with ad.name_scope("a1"):
+            x = ad.tanh(x)
+        return ad.sum(x)
+
+    def parallel(x):
+        with ad.name_scope("a0"):
+            y = ad.tanh(x)
+        with ad.name_scope("b"):
+            z = ad.exp(x) * 3.0
+        with ad.name_scope("a1"):
+            w = ad.tanh(x)
+        return ad.sum(y + z + w)
+
+    # a0 -> b -> a1: one box for a0 and a1 would feed b and be fed by it.
+    titles = [g.title for g in group_nodes(ad.trace(chained, np.ones(2)), 0, fold_across=True).groups]
+    assert titles == ["a0", "b", "a1"]
+    titles = [g.title for g in group_nodes(ad.trace(parallel, np.ones(2)), 0, fold_across=True).groups]
+    assert titles == ["a × 2", "b"]
+    # Without fold_across (explicit depth=), only neighbouring siblings fold, as before.
+    titles = [g.title for g in group_nodes(ad.trace(parallel, np.ones(2)), 0).groups]
+    assert titles == ["a0", "b", "a1"]
+
+
+def test_the_command_line_takes_the_budget(tmp_path, capsys):
+    from autograd_dag.cli import main
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert main(["render", "autograd_dag.gallery:chain_program", "-o", str(tmp_path / "a.dot")]) == 0
+        assert main(["render", "autograd_dag.gallery:chain_program", "--max-nodes", "0",
+                     "-o", str(tmp_path / "b.dot")]) == 0
+    assert len(boxes((tmp_path / "a.dot").read_text())) <= 200
+    assert len(boxes((tmp_path / "b.dot").read_text())) > 1000   # every node of the 1,201

@@ -5,7 +5,9 @@ seconds. :func:`budget_grouping` draws a program in at most ``budget`` Graphviz
 nodes (not counting the legend and long-edge reference stubs):
 
 1. every top-level name scope starts collapsed (repeated blocks fold into
-   ``block × 40``); inputs used by one scope only go inside it, as parameters do;
+   ``block × 40``, even with other pieces of scope between them); a gradient
+   program's backward pass is put in a scope of its own (:func:`backward_pass`),
+   so that its blocks fold too;
 2. collapsed scopes are opened, biggest first, while the picture stays within
    the budget: identical siblings (same base name, same size) open together or
    not at all, so a stack is never drawn half open; a lone big scope opens;
@@ -14,7 +16,10 @@ nodes (not counting the legend and long-edge reference stubs):
    each cluster's loose nodes are cut into contiguous chunks of the program's
    topological order, each drawn as one group box (``ops %120–%239``) with
    its boundary edges. Chunks of a topological order never form a cycle among
-   themselves.
+   themselves;
+4. boxes side by side (fed by the same boxes, feeding the same boxes) in a
+   crowded cluster are pooled into one (``160 inputs``), or the picture grows
+   wide instead of tall.
 
 Every group box names how many program nodes it holds (see
 :meth:`~autograd_dag.render.scene.Labeller.group_label`), so nothing is lost.
@@ -30,9 +35,10 @@ from ..program import NodeKind, Program
 from .collapse import Group, Grouping, _base_name, adopted_scopes, group_nodes
 from .scene import crossing_edges
 
-# 200 boxes: a picture of that many boxes, laid out top to bottom, stays within
-# about 4,000 px on its long side with text at 100 % zoom, and dot lays it out in
-# well under a second (benchmarks/render_scale.py measures both).
+# 200 boxes: the largest hand-sized programs of the gallery (BERT's 163 boxes, an unrolled
+# GRU's 145 in the bipartite view) are still drawn in full, and dot lays out 200 boxes in
+# well under a second. Large programs collapse far below it: benchmarks/render_scale.py
+# draws a 40-block Transformer's gradient program in 33 boxes (61 bipartite), 1,869 x 1,915 px.
 DEFAULT_BUDGET = 200
 
 # Opening scopes costs one grouping pass per trial (30 ms at 4,500 nodes): at most this many.
@@ -61,8 +67,7 @@ def budget_grouping(program: Program, view: str, budget: int, *, fold: bool = Tr
 
     Takes a :class:`Program`, ``view`` ("dag" or "bipartite") and ``budget`` >= 1;
     returns a :class:`Grouping` whose ``count_nodes(view)`` is at most ``budget``
-    unless the program's inputs alone exceed it (inputs used by several scopes
-    are always drawn).
+    unless one chunk per cluster is still too many (a budget of a few boxes).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
