@@ -179,8 +179,9 @@ def _render_command(args) -> int:
         program = _gradient_of(obj, args.target)
     else:
         program = as_program(obj)
+    budget = {} if args.max_nodes is None else {"max_nodes": args.max_nodes or None}
     graph = render(program, args.view, depth=args.depth, rankdir=args.rankdir, legend=not args.no_legend,
-                   color_by=args.color_by)
+                   color_by=args.color_by, **budget)
     save(graph, out, format=args.format)
     print(out)
     return 0
@@ -258,6 +259,13 @@ def _gallery_command(args) -> int:
 FORMATS = ("svg", "png", "pdf", "dot")
 
 
+def _box_count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0 (most boxes in the picture; 0 draws "
+                                         f"every node), got {text!r}")
+    return int(text)
+
+
 def _depth(text: str) -> int:
     try:
         value = int(text)
@@ -280,6 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--grad", action="store_true", help="draw the gradient program instead")
     r.add_argument("--depth", type=_depth, default=None,
                    help="collapse name scopes nested deeper than this (0 collapses every scope)")
+    r.add_argument("--max-nodes", type=_box_count, default=None,
+                   help="most boxes in the picture (default 200: larger programs collapse per branch); "
+                        "0 draws every node")
     r.add_argument("--rankdir", choices=("TB", "LR"), default="TB")
     r.add_argument("--color-by", choices=("role", "op"), default="role")
     r.add_argument("--no-legend", action="store_true")

@@ -305,7 +305,7 @@ def test_long_edges_become_references_above_the_budget():
     assert replaced > 0 and len(scene.edges) == edges
     assert sum(n.role == "reference" for n in scene.nodes) == replaced
     # W, U and b feed every step: by default their edges become references too.
-    assert re.search(r"\br\d+ -> n\d+ \[style=dashed\]", ad.render(program, legend=False).source)
+    assert re.search(r"\br\d+ -> n\d+ \[style=dashed\]", ad.render(program, legend=False, max_nodes=None).source)
     small = ad.render(book_program(), legend=False)  # small programs keep every edge
     assert not re.search(r"\br\d+ -> ", small.source) and "style=dashed" not in small.source
 

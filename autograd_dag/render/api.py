@@ -13,16 +13,17 @@ from ..primitives.registry import PRIMITIVES
 from ..program import NodeKind, Program, ProgramNode
 from .axes import program_axes
 from .bipartite import bipartite_scene
+from .budget import DEFAULT_BUDGET, budget_grouping
 from .collapse import group_nodes, max_scope_depth
 from .dag import dag_scene
 from .emit import emit
-from .layout import add_references
+from .layout import SMALL_GRAPH, add_references
 from .output import DEFAULT_TIMEOUT, RenderedGraph, save
 from .overlay import as_overlay, paint, resolve as resolve_overlay
 from .scene import Labeller
 
 VIEWS = ("dag", "bipartite")
-DEFAULT_MAX_NODES = 2500
+DEFAULT_MAX_NODES = DEFAULT_BUDGET
 
 
 def as_program(obj, *, parameters_as_inputs: bool = False) -> Program:
@@ -210,8 +211,11 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
       * ``depth``: collapse name scopes nested deeper than ``depth`` into one
         node showing their input and output shapes; identical sibling scopes
         fold into ``name × N`` (``fold=False`` keeps them apart).
-      * ``max_nodes``: above this many drawn nodes, collapse scopes
-        automatically (with a warning); ``None`` never does.
+      * ``max_nodes``: the node budget of the picture (default 200). Above it,
+        scopes are collapsed automatically (with a warning), the depth chosen
+        per branch of the scope tree so the budget holds; a program without
+        scopes is cut into chunks of its topological order (see
+        :mod:`autograd_dag.render.budget`). ``None`` draws every node.
       * ``inline_constants``: scalar constants go into their consumers' labels.
       * ``highlight``: node indices or names drawn bold, the rest dimmed (see
         :func:`highlight_path`).
@@ -273,39 +277,31 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
     if depth is None and max_nodes is not None:
         count = grouping.count_nodes(view)
         if count > max_nodes:
-            grouping, note = _auto_collapse(program, grouping, view, count, max_nodes, fold, inline_constants)
+            grouping, note = _auto_collapse(program, view, count, max_nodes, fold, inline_constants)
     labeller = Labeller(program, grouping, show_shapes, show_dtypes,
                         program_axes(program) if axes is None else axes)
     make = dag_scene if view == "dag" else bipartite_scene
     scene = make(grouping, labeller, edge_labels=edge_labels, color_by=color_by)
-    if long_edges == "auto":
+    if long_edges == "auto" and len(scene.nodes) > SMALL_GRAPH:
+        # A picture within the budget lays out in a second with every edge (render_scale.py):
+        # stubs would only add boxes to it.
         add_references(scene)
     rows = paint(scene, overlay, overlay_values, outlined) if overlay is not None else ()
     return emit(scene, rankdir=rankdir, highlight=chosen, legend=legend, color_by=color_by, title=title,
                 timeout=timeout, note=note, legend_rows=rows)
 
 
-def _auto_collapse(program, grouping, view, count, max_nodes, fold, inline_constants):
-    deepest = max_scope_depth(program)
-    best = None
-    for d in range(deepest - 1, -1, -1):
-        candidate = group_nodes(program, d, fold=fold, inline_constants=inline_constants)
-        n = candidate.count_nodes(view)
-        best = (d, candidate, n)
-        if n <= max_nodes:
-            break
-    if best is None:
-        warnings.warn(f"render: program '{program.name}' draws {count} nodes in the {view} view, more than "
-                      f"max_nodes={max_nodes}, and uses no name_scope to collapse: layout may be slow. "
-                      f"Record it inside ad.name_scope(...) blocks to group it, or pass max_nodes=None "
-                      f"to silence this.", stacklevel=3)
-        return grouping, None
-    d, candidate, n = best
+def _auto_collapse(program, view, count, max_nodes, fold, inline_constants):
+    grouping = budget_grouping(program, view, max_nodes, fold=fold, inline_constants=inline_constants)
+    n = grouping.count_nodes(view)
+    how = ("uses no name_scope: its nodes were grouped into chunks of its topological order"
+           if max_scope_depth(program) == 0 else
+           "name scopes were collapsed, the depth chosen per branch")
     warnings.warn(f"render: program '{program.name}' draws {count} nodes in the {view} view, more than "
-                  f"max_nodes={max_nodes}; name scopes deeper than depth={d} were collapsed ({n} nodes). "
-                  f"Pass depth= to choose, or max_nodes=None to draw every node.", stacklevel=3)
-    return candidate, (f"collapsed automatically to depth={d}: {count} nodes are more than "
-                       f"max_nodes={max_nodes}")
+                  f"max_nodes={max_nodes}; it {how} ({n} nodes). Pass depth= to choose, a larger max_nodes=, "
+                  f"or max_nodes=None to draw every node.", stacklevel=3)
+    return grouping, (f"collapsed automatically: {count} nodes are more than max_nodes={max_nodes} "
+                      f"({n} drawn; each box says how many it holds)")
 
 
 def render_to(obj, path, *, format: str | None = None, **options) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..program import NodeKind
 from .collapse import Grouping
-from .labels import name_html
+from .labels import html, name_html, small
 from .scene import Labeller, Scene, VNode, crossing_edges, join_lines
 from .styles import op_color
 
@@ -24,6 +24,9 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
     scene = Scene(program, grouping, "bipartite")
     owner = grouping.owner
     group_outputs = {gi: set(grouping.group_outputs(gi)) for gi in range(len(grouping.groups))}
+    # A group with many outputs (a chunk of an unscoped program) draws them as one variable node.
+    limit = grouping.merge_outputs_above
+    pooled = {gi for gi, outs in group_outputs.items() if limit is not None and len(outs) > limit}
     placed: set[int] = set()
 
     def variable(k: int, scope: tuple) -> None:
@@ -48,7 +51,15 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
                 placed.add(gi)
                 scene.add_node(VNode(f"g{gi}", "group", labeller.group_label(gi), group.parent_scope,
                                      tuple(group.members), group.title, labeller.group_tooltip(gi)))
-            if k in group_outputs[gi]:
+                if gi in pooled:
+                    outs = sorted(group_outputs[gi])
+                    listed = ", ".join(f"%{o}" for o in outs[:4]) + ", \u2026"
+                    label = "<" + small(html(f"{len(outs)} values: {listed}", 60)) + ">"
+                    role = "output" if any(o in labeller.outputs for o in outs) else "intermediate"
+                    scene.add_node(VNode(f"w{gi}", role, label, group.parent_scope, tuple(outs),
+                                         f"{len(outs)} values of {group.title}", labeller.group_tooltip(gi)))
+                    scene.add_edge(f"g{gi}", f"w{gi}", (outs[0], outs[0]), None, merge=False)
+            if k in group_outputs[gi] and gi not in pooled:
                 variable(k, group.parent_scope)
                 scene.add_edge(f"g{gi}", f"v{k}", (k, k), None, merge=False)
             continue
@@ -64,6 +75,9 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
             variable(k, scope)
     for p, j, i in crossing_edges(grouping):
         dst = f"g{owner[j]}" if owner[j] is not None else f"f{j}"
+        if owner[p] in pooled:
+            scene.add_edge(f"w{owner[p]}", dst, (p, j), None, merge=True)
+            continue
         if owner[j] is None:
             edge_label = labeller.edge_label(p, j, i, edge_labels == "shape")
         else:

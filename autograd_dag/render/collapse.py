@@ -59,13 +59,35 @@ class Grouping:
     """
 
     def __init__(self, program: Program, inlined: frozenset, owner: list, groups: list[Group],
-                 depth: int | None, scopes: list[tuple]):
+                 depth: int | None, scopes: list[tuple], opened: set | None = None):
         self.program = program
         self.scopes = scopes
         self.inlined = inlined
         self.owner = owner
         self.groups = groups
         self.depth = depth
+        # Scope instance paths drawn open (as clusters) when the collapse depth is chosen per
+        # branch (see render.budget); every other scope is collapsed. None: ``depth`` decides.
+        self.opened = opened
+        # In the bipartite view, a group with more outputs than this draws one variable node for
+        # all of them (a partition of an unscoped program can have dozens); None: one per output.
+        self.merge_outputs_above: int | None = None
+
+    def cluster_of(self, k: int) -> tuple:
+        """The cluster path node k is drawn in: its scope, cut where the first collapsed scope begins."""
+        scope = self.scopes[k]
+        if self.opened is not None:
+            i = 0
+            while i < len(scope) and scope[:i + 1] in self.opened:
+                i += 1
+            return scope[:i]
+        return scope if self.depth is None else scope[:self.depth]
+
+    def output_variables(self, gi: int) -> int:
+        """How many variable nodes the bipartite view draws for group ``gi``'s outputs."""
+        n = len(self.group_outputs(gi))
+        limit = self.merge_outputs_above
+        return 1 if limit is not None and n > limit else n
 
     def drawn(self, k: int) -> bool:
         """Whether node k is drawn as its own node (not inlined, not in a group)."""
@@ -92,7 +114,7 @@ class Grouping:
             return sum(1 for k in range(len(program.nodes)) if self.drawn(k)) + len(self.groups)
         n = sum(1 if not program.nodes[k].parents else 2
                 for k in range(len(program.nodes)) if self.drawn(k))
-        return n + sum(1 + len(self.group_outputs(gi)) for gi in range(len(self.groups)))
+        return n + sum(1 + self.output_variables(gi) for gi in range(len(self.groups)))
 
 
 def inlinable_constants(program: Program) -> frozenset:
@@ -103,7 +125,7 @@ def inlinable_constants(program: Program) -> frozenset:
                      and n.index not in outputs and program.children(n.index))
 
 
-def scope_instances(program: Program) -> list[tuple]:
+def scope_instances(program: Program, names: list[tuple] | None = None) -> list[tuple]:
     """Each node's scope as a path of *instances* ``((name, first_node), ...)``.
 
     A scope entered several times (a module called three times opens
@@ -111,10 +133,13 @@ def scope_instances(program: Program) -> list[tuple]:
     each level, the nodes sharing a scope are split into the weakly connected
     pieces that the edges inside that scope form. Each piece is named after its
     scope and numbered by its first node, so the result is deterministic.
+    ``names[k]`` replaces node k's scope names when given.
     """
     nodes = program.nodes
+    if names is None:
+        names = [n.scope for n in nodes]
     paths: list[tuple] = [() for _ in nodes]
-    for level in range(1, max_scope_depth(program) + 1):
+    for level in range(1, max((len(s) for s in names), default=0) + 1):
         parent: dict = {}
 
         def find(k):
@@ -125,8 +150,8 @@ def scope_instances(program: Program) -> list[tuple]:
 
         key = {}
         for node in nodes:
-            if len(node.scope) >= level:
-                key[node.index] = (paths[node.index], node.scope[level - 1])
+            if len(names[node.index]) >= level:
+                key[node.index] = (paths[node.index], names[node.index][level - 1])
                 parent[node.index] = node.index
         for node in nodes:
             j = node.index
@@ -138,7 +163,7 @@ def scope_instances(program: Program) -> list[tuple]:
                     if a != b:
                         parent[max(a, b)] = min(a, b)
         for k in key:
-            paths[k] = paths[k] + ((nodes[k].scope[level - 1], find(k)),)
+            paths[k] = paths[k] + ((names[k][level - 1], find(k)),)
     return paths
 
 
@@ -148,11 +173,17 @@ def max_scope_depth(program: Program) -> int:
 
 
 def group_nodes(program: Program, depth: int | None = None, *, fold: bool = True,
-                inline_constants: bool = True) -> Grouping:
+                inline_constants: bool = True, opened: set | None = None,
+                scopes: list[tuple] | None = None, fold_across: bool = False) -> Grouping:
     """Inline scalar constants, collapse scopes deeper than ``depth`` and fold repeats.
 
     Takes a :class:`Program`; returns a :class:`Grouping`. ``depth=None``
-    collapses nothing; ``depth=0`` collapses every top-level scope.
+    collapses nothing; ``depth=0`` collapses every top-level scope. ``opened``
+    (a set of scope instance paths, see :func:`scope_instances`) chooses per
+    branch instead: a scope is drawn open when it and every scope around it
+    are in ``opened``, else collapsed. ``scopes`` passes the paths already
+    computed (with parameters adopted into their layer's scope) to save a pass.
+    ``fold_across``: identical siblings fold even when other siblings lie between them.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -169,16 +200,30 @@ def group_nodes(program: Program, depth: int | None = None, *, fold: bool = True
     inlined = inlinable_constants(program) if inline_constants else frozenset()
     owner: list[int | None] = [None] * len(nodes)
     groups: list[Group] = []
-    scopes = scope_instances(program)
-    _adopt_roots(program, scopes)
-    if depth is not None:
-        if depth < 0:
+    if scopes is None:
+        scopes = adopted_scopes(program)
+    if opened is not None:
+        depth = None
+    if depth is not None or opened is not None:
+        if depth is not None and depth < 0:
             depth = 0
         by_path: dict[tuple, int] = {}
         for node in nodes:
-            if node.index in inlined or node.op is NodeKind.INPUT or len(node.scope) <= depth:
+            if node.index in inlined or node.op is NodeKind.INPUT:
                 continue
-            path = scopes[node.index][: depth + 1]
+            if opened is None:
+                if len(node.scope) <= depth:
+                    continue
+                cut = depth + 1
+            else:
+                if not node.parents:
+                    continue  # parameters and constants go with the scope using them (_absorb_roots)
+                scope, cut = scopes[node.index], 1
+                while cut <= len(scope) and scope[:cut] in opened:
+                    cut += 1
+                if cut > len(scope):
+                    continue
+            path = scopes[node.index][:cut]
             gi = by_path.get(path)
             if gi is None:
                 gi = by_path[path] = len(groups)
@@ -187,8 +232,16 @@ def group_nodes(program: Program, depth: int | None = None, *, fold: bool = True
             owner[node.index] = gi
         _absorb_roots(program, inlined, owner, groups)
         if fold and len(groups) > 1:
-            groups = _fold(program, inlined, owner, groups)
-    return Grouping(program, inlined, owner, groups, depth, scopes)
+            groups = _fold(program, inlined, owner, groups, fold_across)
+    return Grouping(program, inlined, owner, groups, depth, scopes, opened)
+
+
+def adopted_scopes(program: Program, names: list[tuple] | None = None) -> list[tuple]:
+    """:func:`scope_instances` (of ``names``), with each parameter or constant used by one scope instance
+    moved into it."""
+    scopes = scope_instances(program, names)
+    _adopt_roots(program, scopes)
+    return scopes
 
 
 def _adopt_roots(program, scopes: list[tuple]) -> None:
@@ -348,28 +401,58 @@ class _RunWalk:
         return True
 
 
-def _fold(program, inlined, owner, groups: list[Group]) -> list[Group]:
+def _fold(program, inlined, owner, groups: list[Group], across: bool = False) -> list[Group]:
     signatures = [_signature(program, inlined, g) for g in groups]
     by_parent: dict[tuple, list[int]] = {}
     for gi, g in enumerate(groups):
         by_parent.setdefault(g.parent_scope, []).append(gi)
     merged_into = list(range(len(groups)))
     for siblings in by_parent.values():
+        if across:
+            ids: dict[tuple, int] = {}
+            same: dict[int, list[int]] = {}
+            place: dict[int, int] = {}
+            for gi in siblings:
+                kin = same.setdefault(ids.setdefault(signatures[gi], len(ids)), [])
+                place[gi] = len(kin)
+                kin.append(gi)
+            used: set[int] = set()
         i = 0
         while i < len(siblings):
+            if across and siblings[i] in used:
+                i += 1
+                continue
             run = [siblings[i]]
             members = set(groups[siblings[i]].members)
             walk = None
             j = i + 1
-            while j < len(siblings) and signatures[siblings[j]] == signatures[run[0]]:
+            # ``across``: the next sibling of the same signature, wherever it is (the 40 backward
+            # halves of a block stack are interleaved with small pieces of the same scopes).
+            if across:
+                kin = same[ids[signatures[run[0]]]]
+                later = iter(kin[place[run[0]] + 1:])
+            while True:
+                if across:
+                    nxt = next(later, None)
+                    if nxt is None:
+                        break
+                    if nxt in used:
+                        continue
+                elif j < len(siblings) and signatures[siblings[j]] == signatures[run[0]]:
+                    nxt = siblings[j]
+                else:
+                    break
                 if walk is None:
                     walk = _RunWalk(program, owner, groups, members)
-                new = set(groups[siblings[j]].members)
+                new = set(groups[nxt].members)
                 if not walk.add(new):
                     break
-                run.append(siblings[j])
+                run.append(nxt)
                 members |= new          # in place: a new set per step was O(N²) again
                 j += 1
+            if across:
+                used.update(run)
+                j = i + 1
             if len(run) > 1:
                 first = groups[run[0]]
                 first.members = sorted(members)

@@ -13,6 +13,30 @@ in either view (``bench_render.py --baseline``). Two measures bring any program 
   connector in a circuit diagram;
 * the iteration limits ``nslimit``/``nslimit1``/``mclimit`` are lowered for
   large graphs (small ones keep Graphviz's best quality).
+
+Since the node budget (:mod:`.budget`) a default picture has at most 200 boxes, and
+these settings no longer decide its time: ``benchmarks/render_scale.py --settings``
+(Graphviz 2.43) lays out every default picture of its cases (16 to 61 boxes) in
+0.02-0.06 s under Graphviz's defaults and under each setting alone, so pictures up
+to ``SMALL_GRAPH`` keep Graphviz's defaults. They matter when every node is drawn
+(``max_nodes=None``) or one depth is forced; one setting at a time, ``dot -Tsvg``:
+
+=======================  ================  ================  =====================
+setting                  random, 6,610 gv  random bipartite  40-block grad depth=1
+                         nodes (flat DAG)  12,247 gv nodes   1,265 gv nodes (DAG)
+=======================  ================  ================  =====================
+defaults of 2.43         > 30 s            > 30 s            > 30 s
+nslimit=0.2 alone        8.7 s             16.2 s            27.2 s
+mclimit, searchsize,     > 30 s each       > 30 s each       > 30 s each
+splines=line/ortho,
+newrank=false,
+remincross=false alone
+the limits below         4.6 s             15.3 s            26.8 s
+=======================  ================  ================  =====================
+
+Only the network-simplex limit matters; the others together with it gain a little
+more, which is why they are kept. On the last graph dot 2.43 then dies of a
+segmentation fault (signal 11 after 25 s): the budget, not a setting, is the cure.
 """
 
 from __future__ import annotations

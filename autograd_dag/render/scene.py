@@ -291,7 +291,8 @@ class Labeller:
             size = sum(int(_size(program.nodes[k].shape)) for k in params)
             summary += (f", {len(params)} params ({size:,} values)" if n == 1 else
                         f", {len(params) // n} params ({size // n:,} values) each")
-        lines.append(small(html(summary)))
+        # How many program nodes the box stands for: the boxes of a picture add up to the program.
+        lines.append(small(html(f"{len(group.members):,} nodes: {summary}")))
         ins = self._types(grouping.group_inputs(gi))
         outs = self._types(grouping.group_outputs(gi))
         if ins:
@@ -324,9 +325,7 @@ class Labeller:
 
     def scope_of(self, k: int) -> tuple:
         """The cluster path node k is drawn in (cut at the collapse depth)."""
-        scope = self.grouping.scopes[k]
-        depth = self.grouping.depth
-        return scope if depth is None else scope[:depth]
+        return self.grouping.cluster_of(k)
 
 
 def _size(shape) -> int:
