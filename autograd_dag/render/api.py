@@ -18,8 +18,8 @@ from .bipartite import bipartite_scene
 from .budget import DEFAULT_BUDGET, budget_grouping
 from .collapse import group_nodes, max_scope_depth
 from .dag import dag_scene
-from .drill import (Page, Site, add_parent_link, link_groups, mark_boundary, page_file, scope_addresses,
-                    scope_names, scope_program, write_index)
+from .drill import (Page, Site, add_parent_link, link_groups, mark_boundary, page_file, part_program,
+                    scope_addresses, scope_names, scope_program, write_index)
 from .emit import emit
 from .layout import SMALL_GRAPH, add_references
 from .output import DEFAULT_TIMEOUT, RenderedGraph, save
@@ -260,9 +260,10 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
 
 def _draw(obj, view, *, depth, highlight, rankdir, show_shapes, show_dtypes, edge_labels, color_by, legend,
           max_nodes, fold, inline_constants, long_edges, timeout, title, axes, overlay, scope,
-          decorate=None, names=None) -> RenderedGraph:
+          decorate=None, names=None, prepared=None) -> RenderedGraph:
     # render's body; ``decorate(scene, sub)`` changes the scene before it becomes DOT (render_site's links;
-    # ``sub`` is the ScopeProgram drawn, or None), ``names``: scope_names(program), computed once per site.
+    # ``sub`` is the ScopeProgram drawn, or None), ``names``: scope_names(program), computed once per site;
+    # ``prepared``: the ScopeProgram to draw (a site's page of a part that is no scope).
     if view not in VIEWS:
         raise RenderError(f"render: view must be one of {VIEWS}, got {view!r}")
     if rankdir not in ("TB", "LR", "BT", "RL"):
@@ -280,11 +281,11 @@ def _draw(obj, view, *, depth, highlight, rankdir, show_shapes, show_dtypes, edg
         depth = int(depth)
     program = as_program(obj)
     sub = numbers = None
-    if scope is not None:
+    if scope is not None or prepared is not None:
         if overlay is not None:
             raise RenderError("render: overlay= with scope= is not supported yet: draw the scope or the overlay")
         chosen_whole = _highlight_set(program, highlight)
-        sub = scope_program(program, scope, names)
+        sub = prepared if prepared is not None else scope_program(program, scope, names)
         program, numbers = sub.program, sub.numbers
         if chosen_whole is not None:
             where = {k: i for i, k in enumerate(numbers)}
@@ -309,6 +310,10 @@ def _draw(obj, view, *, depth, highlight, rankdir, show_shapes, show_dtypes, edg
         count = grouping.count_nodes(view)
         if count > max_nodes:
             grouping, note = _auto_collapse(program, view, count, max_nodes, fold, inline_constants)
+    if numbers is not None:
+        for group in grouping.groups:   # chunks are titled by their first and last node: the program's numbers
+            if group.title.startswith("ops %"):
+                group.title = f"ops %{numbers[group.members[0]]}\u2013%{numbers[group.members[-1]]}"
     labeller = Labeller(program, grouping, show_shapes, show_dtypes,
                         program_axes(program) if axes is None else axes, numbers)
     make = dag_scene if view == "dag" else bipartite_scene
@@ -406,12 +411,14 @@ def render_site(obj, directory, *, view: str = "both", max_nodes: int = DEFAULT_
         address = queue[head]
         head += 1
         page = pages[address]
+        prepared = _page_program(program, page, names, addresses)
         for v in views:
             found: list[str] = []
 
             def decorate(scene, sub, address=address, v=v, found=found, page=page):
                 page_names = names if sub is None else [n.scope for n in sub.program.nodes]
-                found.extend(link_groups(scene, address, page_names, v, addresses))
+                found.extend(link_groups(scene, page.scope_address, page_names, v, addresses,
+                                         None if sub is None else sub.numbers))
                 if page.parent is not None:
                     add_parent_link(scene, page.parent, v)
 
@@ -424,20 +431,35 @@ def render_site(obj, directory, *, view: str = "both", max_nodes: int = DEFAULT_
                               max_nodes=max_nodes, fold=options.get("fold", True),
                               inline_constants=options.get("inline_constants", True),
                               long_edges=options.get("long_edges", "auto"), timeout=timeout,
-                              title=None, axes=None, overlay=None, scope=address or None,
-                              decorate=decorate, names=names)
+                              title=None, axes=None, overlay=None, scope=None,
+                              decorate=decorate, names=names, prepared=prepared)
             path = os.path.join(directory, page_file(address, v))
             save(graph, path, format="svg")
             page.files[v] = os.path.basename(path)
             page.boxes[v] = _count_boxes(graph.source)
-            for child in found:
+            for child, members in found:
                 if child not in pages:
-                    pages[child] = Page(child, address)
+                    pages[child] = Page(child, address, members)
                     page.children.append(child)
                     queue.append(child)
     ordered = [pages[a] for a in queue]
     index = write_index(directory, program.name, ordered, views)
     return Site(directory, index, ordered)
+
+
+def _page_program(program, page, names, addresses):
+    """The ScopeProgram a site page draws (None for the whole program); sets ``page.scope_address``, the
+    scope the page's nodes are inside (a part's is its page's), which its boxes' addresses extend."""
+    if page.members is None:
+        page.scope_address = page.scope
+        return None if not page.scope else scope_program(program, page.scope, names)
+    around = page.scope.rsplit("/", 1)[0]
+    while "/" in around:
+        around = around.rsplit("/", 1)[0]
+    page.scope_address = around
+    tuples = addresses.get(around, set())
+    cut = {k: max([len(t) for t in tuples if names[k][:len(t)] == t], default=0) for k in page.members}
+    return part_program(program, page.members, names, cut, page.scope)
 
 
 def _count_boxes(source: str) -> int:

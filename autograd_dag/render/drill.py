@@ -110,12 +110,19 @@ def scope_program(program: Program, scope: str, names: list[tuple] | None = None
     """
     tuples, names = resolve_scope(program, scope, names)
     members = scope_members(names, tuples)
+    depth = {k: max(len(t) for t in tuples if names[k][:len(t)] == t) for k in members}
+    return part_program(program, members, names, depth, scope)
+
+
+def part_program(program: Program, members: list[int], names: list[tuple], cut: dict, label: str) -> ScopeProgram:
+    """Nodes ``members`` of ``program`` as a program of their own (see :func:`scope_program`):
+    node k's scope names lose their first ``cut[k]``; ``label`` names the part."""
     inside = set(members)
     outputs = set(program.outputs)
     entering = sorted({p for k in members for p in program.nodes[k].parents if p not in inside})
     numbers = sorted(inside.union(entering))
     new_index = {k: i for i, k in enumerate(numbers)}
-    depth = {k: max(len(t) for t in tuples if names[k][:len(t)] == t) for k in members}
+    depth = cut
     nodes = []
     leaving = []
     for i, k in enumerate(numbers):
@@ -133,8 +140,8 @@ def scope_program(program: Program, scope: str, names: list[tuple] | None = None
             leaving.append(i)
     inputs = [new_index[k] for k in entering]
     # kind "program": the scope's nodes are already split from the backward pass by their names.
-    sub = Program(nodes, inputs, leaving, name=f"{program.name}: {scope}", kind="program")
-    return ScopeProgram(sub, numbers, frozenset(inputs), frozenset(leaving), scope)
+    sub = Program(nodes, inputs, leaving, name=f"{program.name}: {label}", kind="program")
+    return ScopeProgram(sub, numbers, frozenset(inputs), frozenset(leaving), label)
 
 
 def mark_boundary(scene: Scene, sp: ScopeProgram) -> None:
@@ -167,11 +174,14 @@ class Page:
     """One page of a site: ``scope`` (``""`` for the whole program), ``parent`` (``None`` at the top),
     ``files`` and ``boxes`` (Graphviz nodes drawn, not counting the legend) per view."""
 
-    __slots__ = ("scope", "parent", "files", "boxes", "children")
+    __slots__ = ("scope", "parent", "files", "boxes", "children", "members", "scope_address")
 
-    def __init__(self, scope: str, parent: str | None):
+    def __init__(self, scope: str, parent: str | None, members: list[int] | None = None):
         self.scope = scope
         self.parent = parent
+        # A page of a box standing for no scope (``block.0/ops %6–%8``): its nodes' numbers.
+        self.members = members
+        self.scope_address = scope
         self.files: dict[str, str] = {}
         self.boxes: dict[str, int] = {}
         self.children: list[str] = []
@@ -193,29 +203,36 @@ class Site:
         return f"<Site {self.index}: {len(self.pages)} pages>"
 
 
-def link_groups(scene: Scene, address: str, page_names: list[tuple], view: str, all_addresses) -> list[str]:
-    """Give every box of ``scene`` standing for a scope a link to that scope's page; returns their addresses.
+def link_groups(scene: Scene, address: str, page_names: list[tuple], view: str, all_addresses,
+                numbers: list[int] | None = None) -> list[tuple]:
+    """Give every box of ``scene`` holding operations a link to its own page; returns ``(address, members)``
+    of the pages linked (``members``: original node numbers of a part, None for a scope).
 
-    ``page_names[k]``: node k's scope names relative to the page (the page's program's indices).
-    A folded box (``block × 40``) links to its first block's page. Boxes that stand for no
-    scope (chunks of a topological order, pooled parallel boxes) get no link.
+    ``page_names[k]``: node k's scope names relative to the page (the page's program's indices);
+    ``numbers[k]``: node k's number in the whole program. A folded box (``block × 40``) links to
+    its first block's page. A box standing for no scope (a chunk of a topological order, pooled
+    parallel boxes) links to a page of its own nodes, ``<page>/<box title>``; boxes of roots
+    only (``320 inputs``) have no inside to draw and get no link.
     """
     grouping = scene.grouping
+    program = grouping.program
     found = []
     for node in scene.nodes:
         if node.role != "group" or not node.id.startswith("g"):
             continue
         group = grouping.groups[int(node.id[1:])]
         rel = tuple(name for name, _ in group.path)
-        if not any(page_names[m][:len(rel)] == rel for m in group.members):
-            continue
         full = ".".join(((address,) if address else ()) + rel)
-        if full not in all_addresses:
-            continue
+        members = None
+        if not any(page_names[m][:len(rel)] == rel for m in group.members) or full not in all_addresses:
+            if not any(program.nodes[m].parents for m in group.members):
+                continue
+            full = f"{address}/{group.title}"
+            members = [m if numbers is None else numbers[m] for m in group.members]
         node.attrs["URL"] = page_file(full, view)
         more = f" (the first of {group.count} folded)" if group.count > 1 else ""
         node.tooltip = f"open {full}{more}: {node.tooltip}"
-        found.append(full)
+        found.append((full, members))
     return found
 
 
