@@ -202,3 +202,36 @@ def test_the_site_of_a_10_block_gradient_program_within_the_goals(tmp_path):
     seconds = time.perf_counter() - t0
     check_site(site)
     assert seconds < 15, seconds   # 0.6 s on an idle 2-core machine: a generous bound for a loaded one
+
+
+MODEL = '''
+import numpy as np
+import autograd_dag as ad
+
+def stack():
+    x = ad.Tensor(np.ones(3), name="x")
+    w = ad.Tensor(np.full(3, 0.5), requires_grad=True, name="w")
+    for i in range(12):
+        with ad.name_scope(f"layer{i}"):
+            with ad.name_scope("inner"):
+                x = ad.tanh(x * w) + x
+    return ad.sum(x)
+'''
+
+
+@needs_dot
+def test_the_command_line_writes_a_site_and_a_scope_picture(tmp_path, capsys):
+    from autograd_dag.cli import main
+    model = tmp_path / "model.py"
+    model.write_text(MODEL)
+    out = tmp_path / "site"
+    assert main(["render", f"{model}:stack", "--grad", "--site", str(out), "--max-nodes", "20"]) == 0
+    assert capsys.readouterr().out.strip() == str(out / "index.html")
+    index = (out / "index.html").read_text()
+    assert "scope-layer0.dag.svg" in index and "scope-layer0.bipartite.svg" in index
+    assert main(["render", f"{model}:stack", "--grad", "--scope", "backward pass.layer3.inner",
+                 "-o", str(tmp_path / "s.dot")]) == 0
+    assert "shape=invhouse" in (tmp_path / "s.dot").read_text()
+    assert main(["render", f"{model}:stack", "--scope", "layer3.iner", "-o", str(tmp_path / "t.dot")]) == 2
+    assert "layer3.inner" in capsys.readouterr().err
+    assert main(["render", f"{model}:stack", "--site", str(out), "-o", "x.svg"]) == 2
