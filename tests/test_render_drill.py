@@ -235,3 +235,41 @@ def test_the_command_line_writes_a_site_and_a_scope_picture(tmp_path, capsys):
     assert main(["render", f"{model}:stack", "--scope", "layer3.iner", "-o", str(tmp_path / "t.dot")]) == 2
     assert "layer3.inner" in capsys.readouterr().err
     assert main(["render", f"{model}:stack", "--site", str(out), "-o", "x.svg"]) == 2
+
+
+def boundary_values(source):
+    """How many values the boundary-input boxes of a DOT source stand for (a pooled box: its node count)."""
+    total = 0
+    for ident, attrs in NODE.findall(source):
+        if "shape=invhouse" in attrs:
+            m = re.search(r"([\d,]+) nodes: 0 ops", attrs)
+            total += int(m.group(1).replace(",", "")) if m and ident.startswith("g") else 1
+    return total
+
+
+def test_pooled_boundary_inputs_still_stand_for_every_value_entering(lm2):
+    forward, _ = lm2
+    members = under(forward, ("block.0",))
+    entering = {p for k in members for p in forward.nodes[k].parents if p not in members}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        source = ad.render(forward, scope="block.0", max_nodes=12).source
+    assert len(NODE.findall(source)) <= 12
+    assert boundary_values(source) == len(entering)
+
+
+def test_the_boundary_inputs_of_a_chunked_scope_are_all_drawn_as_such():
+    # Each value entering feeds its own node: no two are parallel; the budget cuts them into chunks.
+    def f(*xs):
+        y = xs[0]
+        with ad.name_scope("s"):
+            for x in xs[1:]:
+                y = ad.tanh(y * x)
+        return y
+    program = ad.trace(f, *[np.ones(2)] * 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        source = ad.render(program, scope="s", max_nodes=20).source
+    assert len(NODE.findall(source)) <= 20
+    assert boundary_values(source) == 30
+    assert "f: s</B>" in source   # the picture is titled by the scope

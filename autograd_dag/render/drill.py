@@ -129,9 +129,9 @@ def part_program(program: Program, members: list[int], names: list[tuple], cut: 
         old = program.nodes[k]
         if k not in inside:
             where = ".".join(names[k])
-            label = old.name or (str(old.op) if old.parents else old.op.value)
+            what = old.name or (str(old.op) if old.parents else old.op.value)
             nodes.append(ProgramNode(i, NodeKind.INPUT, None, (), None, old.shape, old.dtype,
-                                     name=f"{label} (from {where or 'outside'})", source=old.source))
+                                     name=f"{what} (from {where or 'outside'})", source=old.source))
             continue
         nodes.append(ProgramNode(i, old.op, old.prim, tuple(new_index[p] for p in old.parents), old.params,
                                  old.shape, old.dtype, name=old.name, source=old.source,
@@ -147,7 +147,10 @@ def part_program(program: Program, members: list[int], names: list[tuple], cut: 
 def mark_boundary(scene: Scene, sp: ScopeProgram) -> None:
     """Draw a scope picture's boundary inputs and outputs in their own style (and legend rows)."""
     for node in scene.nodes:
-        if node.role == "input" and set(node.members) <= sp.boundary_inputs:
+        # A box of values entering (the budget pools roots fed to the same boxes: "4 inputs").
+        if node.role == "group" and set(node.members) <= sp.boundary_inputs:
+            node.role = "boundary input"
+        elif node.role == "input" and set(node.members) <= sp.boundary_inputs:
             node.role = "boundary input"
         elif node.role in ("output", "gradient") and sp.boundary_outputs.intersection(node.members):
             node.role = "boundary output"
