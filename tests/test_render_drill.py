@@ -273,3 +273,19 @@ def test_the_boundary_inputs_of_a_chunked_scope_are_all_drawn_as_such():
     assert len(NODE.findall(source)) <= 20
     assert boundary_values(source) == 30
     assert "f: s</B>" in source   # the picture is titled by the scope
+
+
+def test_an_overlay_and_a_highlight_name_the_whole_programs_nodes_in_a_scope_picture(lm2):
+    from autograd_dag.render.styles import OUTLINE_COLOR, HIGHLIGHT_COLOR
+    forward, _ = lm2
+    members = sorted(under(forward, ("block.1", "ffn")))
+    target = members[len(members) // 2]
+    overlay = ad.Overlay({k: float(k + 1) for k in range(len(forward.nodes))}, outline=[target], label="k+1")
+    source = ad.render(forward, scope="block.1.ffn", max_nodes=None, inline_constants=False,
+                       overlay=overlay).source
+    outlined = [k for k, attrs in drawn(source).values() if OUTLINE_COLOR in attrs]
+    assert outlined == [target]
+    source = ad.render(forward, scope="block.1.ffn", max_nodes=None, inline_constants=False,
+                       highlight=[target]).source
+    bold = [k for k, attrs in drawn(source).values() if HIGHLIGHT_COLOR in attrs]
+    assert bold == [target]

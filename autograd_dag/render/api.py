@@ -242,8 +242,8 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
         scopes joined by ``.``; a gradient program's backward pass is the scope
         ``"backward pass"``, so ``"backward pass.block.3"``), the budget applying
         inside it; values entering it and leaving it are drawn as boundary inputs
-        and outputs. An unknown scope raises :class:`RenderError` naming the
-        nearest ones. :func:`render_site` writes a linked picture of every scope.
+        and outputs; ``highlight`` and ``overlay`` name the whole program's nodes.
+        An unknown scope raises :class:`RenderError` naming the nearest ones. :func:`render_site` writes a linked picture of every scope.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -280,16 +280,23 @@ def _draw(obj, view, *, depth, highlight, rankdir, show_shapes, show_dtypes, edg
                               f"scopes to show), got {depth!r}")
         depth = int(depth)
     program = as_program(obj)
-    sub = numbers = None
+    sub = numbers = scoped_overlay = None
     if scope is not None or prepared is not None:
-        if overlay is not None:
-            raise RenderError("render: overlay= with scope= is not supported yet: draw the scope or the overlay")
+        # Highlight and overlay name nodes of the whole program: resolved there, then carried to the
+        # scope's program (a boundary input stands for the outside value, so it takes its number).
         chosen_whole = _highlight_set(program, highlight)
+        if overlay is not None:
+            overlay = as_overlay(overlay)
+            scoped_overlay = resolve_overlay(program, overlay, _resolve)
         sub = prepared if prepared is not None else scope_program(program, scope, names)
         program, numbers = sub.program, sub.numbers
+        where = {k: i for i, k in enumerate(numbers)}
         if chosen_whole is not None:
-            where = {k: i for i, k in enumerate(numbers)}
             highlight = sorted(where[k] for k in chosen_whole if k in where)
+        if scoped_overlay is not None:
+            values, outlined = scoped_overlay
+            scoped_overlay = ({where[k]: x for k, x in values.items() if k in where},
+                              {where[k] for k in outlined if k in where})
     if program.kind == "graph":
         show_shapes = show_dtypes = False
     if program.kind in ("circuit", "gradient_circuit"):
@@ -302,7 +309,8 @@ def _draw(obj, view, *, depth, highlight, rankdir, show_shapes, show_dtypes, edg
         overlay = as_overlay(overlay)
         if color_by == "op" and program.kind not in ("circuit", "gradient_circuit"):
             raise RenderError("render: color_by='op' and overlay both colour the nodes' fill: pass one of them")
-        overlay_values, outlined = resolve_overlay(program, overlay, _resolve)
+        overlay_values, outlined = (resolve_overlay(program, overlay, _resolve) if scoped_overlay is None
+                                    else scoped_overlay)
         color_by = "role"
     grouping = group_nodes(program, depth, fold=fold, inline_constants=inline_constants)
     note = None
