@@ -374,7 +374,8 @@ def render_site(obj, directory, *, view: str = "both", max_nodes: int = DEFAULT_
 
     Takes what :func:`render` takes, a directory (created if missing) and
     ``view`` ("dag", "bipartite" or "both"). The first page draws the whole
-    program within ``max_nodes`` boxes; every box standing for a collapsed scope
+    program within ``max_nodes`` boxes (each page below it adds one, the link
+    back up); every box standing for a collapsed scope
     (on it or on any page found from it) gets a page of its own drawing that
     scope's inside (``render(obj, scope=...)``, the budget applying inside it),
     and links to it (a folded ``block × 40`` to its first block's page). Each
@@ -392,7 +393,7 @@ def render_site(obj, directory, *, view: str = "both", max_nodes: int = DEFAULT_
         ...         with ad.name_scope(f"layer{i}"):
         ...             x = ad.tanh(x * 2.0) + x
         ...     return ad.sum(x)
-        >>> site = ad.render_site(ad.trace(f, np.ones(2)), tempfile.mkdtemp(), max_nodes=3,
+        >>> site = ad.render_site(ad.trace(f, np.ones(2)), tempfile.mkdtemp(), max_nodes=4,
         ...                       view="dag")  # doctest: +SKIP
         >>> [p.scope for p in site.pages]  # doctest: +SKIP
         ['', 'layer0']
