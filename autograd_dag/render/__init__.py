@@ -5,7 +5,8 @@
 program. Modules: :mod:`.labels` (escaping, label text), :mod:`.styles`
 (roles, colours, legend), :mod:`.collapse` (constant inlining, scope
 collapse, folding repeats), :mod:`.dag` and :mod:`.bipartite` (the views),
-:mod:`.layout` (keeping Graphviz fast), :mod:`.emit` (DOT), :mod:`.output`
+:mod:`.layout` (keeping Graphviz fast), :mod:`.drill` (one scope's picture, linked sites),
+:mod:`.emit` (DOT), :mod:`.output`
 (files, ``dot`` checks). The gallery in ``viz/`` is built by ``autograd_dag.gallery``.
 
 Example:

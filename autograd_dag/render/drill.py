@@ -122,7 +122,6 @@ def part_program(program: Program, members: list[int], names: list[tuple], cut: 
     entering = sorted({p for k in members for p in program.nodes[k].parents if p not in inside})
     numbers = sorted(inside.union(entering))
     new_index = {k: i for i, k in enumerate(numbers)}
-    depth = cut
     nodes = []
     leaving = []
     for i, k in enumerate(numbers):
@@ -135,7 +134,7 @@ def part_program(program: Program, members: list[int], names: list[tuple], cut: 
             continue
         nodes.append(ProgramNode(i, old.op, old.prim, tuple(new_index[p] for p in old.parents), old.params,
                                  old.shape, old.dtype, name=old.name, source=old.source,
-                                 scope=names[k][depth[k]:], value=old.value))
+                                 scope=names[k][cut[k]:], value=old.value))
         if k in outputs or any(c not in inside for c in program.children(k)):
             leaving.append(i)
     inputs = [new_index[k] for k in entering]
