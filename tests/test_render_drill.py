@@ -291,3 +291,24 @@ def test_an_overlay_and_a_highlight_name_the_whole_programs_nodes_in_a_scope_pic
                        highlight=[target]).source
     bold = [k for k, attrs in drawn(source).values() if HIGHLIGHT_COLOR in attrs]
     assert bold == [target]
+
+
+@needs_dot
+def test_a_site_of_scopes_named_with_slashes_and_chunks_inside_them(tmp_path):
+    def f(*xs):
+        y = xs[0]
+        with ad.name_scope("a/b"):
+            for x in xs[1:]:
+                with ad.name_scope("c"):
+                    y = ad.tanh(y * x)
+        return y
+    program = ad.trace(f, *[np.ones(2)] * 40)
+    site = ad.render_site(program, tmp_path, max_nodes=25)
+    check_site(site)
+    scopes = [p.scope for p in site.pages]
+    # "c × 39" opens scope a/b.c (every instance of the name: 39 steps), cut into chunks named in it.
+    assert scopes[1] == "a/b.c"
+    chunks = [p for p in site.pages[2:]]
+    assert chunks and all(p.scope.startswith("a/b.c/ops %") for p in chunks), scopes
+    files = [f for p in site.pages for f in p.files.values()]
+    assert len(set(files)) == len(files)

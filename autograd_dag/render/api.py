@@ -448,7 +448,8 @@ def render_site(obj, directory, *, view: str = "both", max_nodes: int = DEFAULT_
             page.boxes[v] = _count_boxes(graph.source)
             for child, members in found:
                 if child not in pages:
-                    pages[child] = Page(child, address, members)
+                    # A part lies in the scope of the page showing it; a scope's page is its own.
+                    pages[child] = Page(child, address, members, page.scope_address if members else None)
                     page.children.append(child)
                     queue.append(child)
     ordered = [pages[a] for a in queue]
@@ -457,16 +458,11 @@ def render_site(obj, directory, *, view: str = "both", max_nodes: int = DEFAULT_
 
 
 def _page_program(program, page, names, addresses):
-    """The ScopeProgram a site page draws (None for the whole program); sets ``page.scope_address``, the
-    scope the page's nodes are inside (a part's is its page's), which its boxes' addresses extend."""
+    """The ScopeProgram a site page draws: None for the whole program, the scope's, or a part's (a box
+    standing for no scope: its nodes, their scope names relative to the scope the part lies in)."""
     if page.members is None:
-        page.scope_address = page.scope
         return None if not page.scope else scope_program(program, page.scope, names)
-    around = page.scope.rsplit("/", 1)[0]
-    while "/" in around:
-        around = around.rsplit("/", 1)[0]
-    page.scope_address = around
-    tuples = addresses.get(around, set())
+    tuples = addresses.get(page.scope_address, set())
     cut = {k: max([len(t) for t in tuples if names[k][:len(t)] == t], default=0) for k in page.members}
     return part_program(program, page.members, names, cut, page.scope)
 

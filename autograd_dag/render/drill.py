@@ -178,12 +178,14 @@ class Page:
 
     __slots__ = ("scope", "parent", "files", "boxes", "children", "members", "scope_address")
 
-    def __init__(self, scope: str, parent: str | None, members: list[int] | None = None):
+    def __init__(self, scope: str, parent: str | None, members: list[int] | None = None,
+                 scope_address: str | None = None):
         self.scope = scope
         self.parent = parent
-        # A page of a box standing for no scope (``block.0/ops %6–%8``): its nodes' numbers.
+        # A page of a box standing for no scope (``block.0/ops %6–%8``): its nodes' numbers, and the
+        # scope it lies in (``block.0``), which the addresses of the scope boxes drawn on it extend.
         self.members = members
-        self.scope_address = scope
+        self.scope_address = scope if scope_address is None else scope_address
         self.files: dict[str, str] = {}
         self.boxes: dict[str, int] = {}
         self.children: list[str] = []
@@ -213,7 +215,7 @@ def link_groups(scene: Scene, address: str, page_names: list[tuple], view: str, 
     ``page_names[k]``: node k's scope names relative to the page (the page's program's indices);
     ``numbers[k]``: node k's number in the whole program. A folded box (``block × 40``) links to
     its first block's page. A box standing for no scope (a chunk of a topological order, pooled
-    parallel boxes) links to a page of its own nodes, ``<page>/<box title>``; boxes of roots
+    parallel boxes) links to a page of its own nodes, ``<scope it lies in>/<box title>``; boxes of roots
     only (``320 inputs``) have no inside to draw and get no link.
     """
     grouping = scene.grouping
@@ -229,7 +231,8 @@ def link_groups(scene: Scene, address: str, page_names: list[tuple], view: str, 
         if not any(page_names[m][:len(rel)] == rel for m in group.members) or full not in all_addresses:
             if not any(program.nodes[m].parents for m in group.members):
                 continue
-            full = f"{address}/{group.title}"
+            cluster = tuple(name for name, _ in group.parent_scope)
+            full = ".".join(((address,) if address else ()) + cluster) + "/" + group.title
             members = [m if numbers is None else numbers[m] for m in group.members]
         node.attrs["URL"] = page_file(full, view)
         more = f" (the first of {group.count} folded)" if group.count > 1 else ""
