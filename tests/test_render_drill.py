@@ -312,3 +312,14 @@ def test_a_site_of_scopes_named_with_slashes_and_chunks_inside_them(tmp_path):
     assert chunks and all(p.scope.startswith("a/b.c/ops %") for p in chunks), scopes
     files = [f for p in site.pages for f in p.files.values()]
     assert len(set(files)) == len(files)
+
+
+@needs_dot
+def test_a_site_of_a_hand_built_graph_labels_its_parts_by_vertex(tmp_path):
+    edges = [(f"v{i // 2}", f"v{i}") for i in range(1, 80)] + [(f"v{i - 1}", f"v{i}") for i in range(1, 80)]
+    site = ad.render_site(ad.Graph.from_edges(edges), tmp_path, max_nodes=20)
+    check_site(site)
+    assert len(site.pages) > 1
+    part = open(tmp_path / site.pages[1].files["dag"], encoding="utf-8").read()
+    # A part keeps the graph's kind: vertices are named, never drawn as an op called "vertex".
+    assert re.search(r">v\d+<", part) and ">vertex<" not in part

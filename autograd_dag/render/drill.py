@@ -138,8 +138,11 @@ def part_program(program: Program, members: list[int], names: list[tuple], cut: 
         if k in outputs or any(c not in inside for c in program.children(k)):
             leaving.append(i)
     inputs = [new_index[k] for k in entering]
-    # kind "program": the scope's nodes are already split from the backward pass by their names.
-    sub = Program(nodes, inputs, leaving, name=f"{program.name}: {label}", kind="program")
+    # A gradient program's part is drawn as a plain program: its nodes are already split from the
+    # backward pass by their names (the budget would look for the backward pass again inside it).
+    # Other kinds (a hand-built graph, a circuit) keep theirs: they decide the labels.
+    kind = "program" if program.kind == "gradient" else program.kind
+    sub = Program(nodes, inputs, leaving, name=f"{program.name}: {label}", kind=kind)
     return ScopeProgram(sub, numbers, frozenset(inputs), frozenset(leaving), label)
 
 
