@@ -3,6 +3,8 @@
     autograd-dag render MODULE:FUNCTION [--view dag|bipartite] [--grad] [--depth K] [-o out.svg]
     autograd-dag render path/to/file.py:FUNCTION ...
     autograd-dag render model.onnx [-o model.svg]      (an ONNX model, imported as a program)
+    autograd-dag render ... --scope block.3.attention  (one scope's inside)
+    autograd-dag render ... --site out/model/          (a linked SVG per scope and an index.html)
     autograd-dag export MODULE:FUNCTION [--grad] [-o model.onnx] [--opset N]
     autograd-dag circuit "(x + y) * (x + y) + 3*x" [-o circuit.svg] [--view dag|bipartite]
     autograd-dag circuit --families
@@ -35,7 +37,7 @@ from .autodiff import grad_program
 from .core import Tensor
 from .errors import AutogradDagError, RenderError
 from .program import Program
-from .render import as_program, render, save
+from .render import as_program, render, render_site, save
 from .render.output import format_from_path
 from .gallery import GALLERY, build_gallery
 
@@ -163,12 +165,17 @@ def _is_onnx_file(target: str) -> bool:
 
 
 def _render_command(args) -> int:
+    if args.site is not None and (args.output is not None or args.format is not None or args.depth is not None
+                                  or args.scope is not None):
+        raise AutogradDagError("render: --site writes one picture per scope: it takes no -o, --format, "
+                               "--depth or --scope")
+    view = args.view or "dag"
     if _is_onnx_file(args.target):
         name = os.path.splitext(os.path.basename(args.target))[0]
     else:
         name = args.target.rsplit(':', 1)[-1]
-    stem = f"{name}{'_grad' if args.grad else ''}_{args.view}"
-    out = _output_path(args, stem)
+    stem = f"{name}{'_grad' if args.grad else ''}_{view}"
+    out = _output_path(args, None if args.site is not None else stem)
     if _is_onnx_file(args.target):
         if not os.path.exists(args.target):
             raise AutogradDagError(f"render: no such file {args.target!r}")
@@ -180,7 +187,14 @@ def _render_command(args) -> int:
     else:
         program = as_program(obj)
     budget = {} if args.max_nodes is None else {"max_nodes": args.max_nodes or None}
-    graph = render(program, args.view, depth=args.depth, rankdir=args.rankdir, legend=not args.no_legend,
+    if args.site is not None:
+        if args.max_nodes == 0:
+            raise AutogradDagError("render: --site needs a budget per page: --max-nodes 0 draws every node")
+        site = render_site(program, args.site, view=args.view or "both", rankdir=args.rankdir,
+                           legend=not args.no_legend, color_by=args.color_by, **budget)
+        print(site.index)
+        return 0
+    graph = render(program, view, scope=args.scope, depth=args.depth, rankdir=args.rankdir, legend=not args.no_legend,
                    color_by=args.color_by, **budget)
     save(graph, out, format=args.format)
     print(out)
@@ -284,13 +298,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("render", help="draw the program built by MODULE:FUNCTION (or an ONNX model)")
     r.add_argument("target", help="MODULE:FUNCTION, path/to/file.py:FUNCTION or model.onnx")
-    r.add_argument("--view", choices=("dag", "bipartite"), default="dag")
+    r.add_argument("--view", choices=("dag", "bipartite"), default=None,
+                   help="default: dag (with --site: both)")
     r.add_argument("--grad", action="store_true", help="draw the gradient program instead")
     r.add_argument("--depth", type=_depth, default=None,
                    help="collapse name scopes nested deeper than this (0 collapses every scope)")
     r.add_argument("--max-nodes", type=_box_count, default=None,
                    help="most boxes in the picture (default 200: larger programs collapse per branch); "
                         "0 draws every node")
+    r.add_argument("--scope", default=None,
+                   help="draw one scope's inside, e.g. block.3.attention (a gradient program's backward "
+                        "pass: 'backward pass.block.3')")
+    r.add_argument("--site", metavar="DIR", default=None,
+                   help="write a drill-down site: one SVG per collapsed scope, linked, and DIR/index.html")
     r.add_argument("--rankdir", choices=("TB", "LR"), default="TB")
     r.add_argument("--color-by", choices=("role", "op"), default="role")
     r.add_argument("--no-legend", action="store_true")

@@ -241,6 +241,16 @@ def bert_program() -> Program:
     return as_program(loss)
 
 
+@gallery_source
+def transformer_gradient() -> Program:
+    """The gradient program of :func:`transformer_program`'s model with respect to its parameters."""
+    model = nn.TransformerLM(vocab_size=12, d_model=8, heads=2, hidden=16, layers=2, rng=0)
+    tokens = np.array([[1, 5, 2, 7, 3], [4, 4, 9, 0, 11]])
+    loss = nn.functional.cross_entropy(model.logits(tokens[:, :-1]), tokens[:, 1:])
+    loss.name = "loss"
+    return grad_program(as_program(loss, parameters_as_inputs=True))
+
+
 GALLERY: list[Entry] = [
     Entry("book", "f(x1, x2) = x2 e^x1 sqrt(x1 + x2 e^x1), Fig. 4.3 of the book", book_program),
     Entry("book_grad", "its gradient program (reverse mode)", book_gradient),
@@ -262,6 +272,9 @@ GALLERY: list[Entry] = [
     Entry("named_transformer", "the same TransformerLM in named form (ad.named.seed000, one line per seed "
           "equation): nodes and edges show axis names with sizes", named_transformer_program, views=("dag",),
           options={"edge_labels": "shape"}),
+    Entry("transformer_drill", "drill-down: the derivative of block 1's attention alone, one scope of the "
+          "TransformerLM's gradient program; values entering and leaving it marked", transformer_gradient,
+          views=("dag",), options={"scope": "backward pass.block.1.attention"}),
     Entry("bert", "nn.BERT pretraining loss (MLM + NSP): clusters for the embeddings, each encoder block "
           "and each head (MLM with tied output embeddings, pooler, NSP)", bert_program, views=("dag",)),
     Entry("rnn", "nn.SequenceToVector: a GRU cell unrolled 3 steps (one cluster per step), mean pooling, "

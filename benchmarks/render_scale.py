@@ -3,7 +3,9 @@
 Run: ``python benchmarks/render_scale.py`` (``--settings`` also times ``dot`` on each
 case's DOT with other layout attributes; ``--max-nodes N`` changes the budget,
 ``--max-nodes 0`` draws every node, ``--depth 1`` collapses one depth for the whole
-program as the renderer did before the budget; ``--only NAME`` picks cases).
+program as the renderer did before the budget; ``--only NAME`` picks cases; ``--site DIR``
+instead writes each case's drill-down site, ``ad.render_site``, into ``DIR/<case>/`` and
+prints its pages, most boxes on a page and seconds).
 Cases (issue 25): a 40-block ``nn.TransformerLM``'s forward program and gradient
 program (with respect to its parameters, ~4,500 nodes), and a random 5,639-node
 program without scopes (``bench_render.random_program``). Prints one row per case and view:
@@ -81,7 +83,10 @@ def main(argv=None) -> None:
     parser.add_argument("--only", default=None, help="cases whose name contains this")
     parser.add_argument("--settings", action="store_true", help="also time dot under other layout settings")
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--site", default=None, help="write each case's drill-down site under this directory")
     args = parser.parse_args(argv)
+    if args.site is not None:
+        return sites(args)
     options = {} if args.max_nodes is None else {"max_nodes": args.max_nodes or None}
     if args.depth is not None:
         options["depth"] = args.depth
@@ -116,6 +121,23 @@ def main(argv=None) -> None:
                     s, _ = run_dot(g.source, args.timeout)
                     print(f"{'':<33}{label:<24}{'> %.0f' % args.timeout if s is None else '%.2f' % s:>14}",
                           flush=True)
+
+
+def sites(args) -> None:
+    version = subprocess.run(["dot", "-V"], capture_output=True, text=True).stderr.strip()
+    print(version)
+    print(f"{'program':<15}{'nodes':>7}{'pages':>7}{'SVG files':>10}{'most boxes':>11}{'seconds':>9}")
+    for name, program in cases():
+        if args.only and args.only not in name:
+            continue
+        budget = {} if args.max_nodes is None else {"max_nodes": args.max_nodes}
+        t0 = time.perf_counter()
+        site = ad.render_site(program, os.path.join(args.site, name), **budget)
+        seconds = time.perf_counter() - t0
+        most = max(n for page in site.pages for n in page.boxes.values())
+        files = sum(len(page.files) for page in site.pages)
+        print(f"{name:<15}{len(program.nodes):>7}{len(site.pages):>7}{files:>10}{most:>11}{seconds:>9.2f}",
+              flush=True)
 
 
 if __name__ == "__main__":

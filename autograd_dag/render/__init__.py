@@ -5,7 +5,8 @@
 program. Modules: :mod:`.labels` (escaping, label text), :mod:`.styles`
 (roles, colours, legend), :mod:`.collapse` (constant inlining, scope
 collapse, folding repeats), :mod:`.dag` and :mod:`.bipartite` (the views),
-:mod:`.layout` (keeping Graphviz fast), :mod:`.emit` (DOT), :mod:`.output`
+:mod:`.layout` (keeping Graphviz fast), :mod:`.drill` (one scope's picture, linked sites),
+:mod:`.emit` (DOT), :mod:`.output`
 (files, ``dot`` checks). The gallery in ``viz/`` is built by ``autograd_dag.gallery``.
 
 Example:
@@ -22,7 +23,7 @@ import graphviz
 
 from ..errors import AutogradDagError
 from ..program import Program
-from .api import as_program, highlight_path, render, render_to
+from .api import as_program, highlight_path, render, render_site, render_to
 from .output import RenderedGraph, save
 
 _program_text_bundle = Program._repr_mimebundle_
@@ -49,4 +50,4 @@ def _program_mimebundle(self, include=None, exclude=None):
 
 Program._repr_mimebundle_ = _program_mimebundle
 
-__all__ = ["render", "render_to", "highlight_path", "as_program", "RenderedGraph", "save"]
+__all__ = ["render", "render_to", "render_site", "highlight_path", "as_program", "RenderedGraph", "save"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import warnings
 
 import numpy as np
@@ -16,6 +18,8 @@ from .bipartite import bipartite_scene
 from .budget import DEFAULT_BUDGET, budget_grouping
 from .collapse import group_nodes, max_scope_depth
 from .dag import dag_scene
+from .drill import (Page, Site, add_parent_link, link_groups, mark_boundary, page_file, part_program,
+                    scope_addresses, scope_names, scope_program, write_index)
 from .emit import emit
 from .layout import SMALL_GRAPH, add_references
 from .output import DEFAULT_TIMEOUT, RenderedGraph, save
@@ -197,7 +201,7 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
            color_by: str = "role", legend: bool = True, max_nodes: int | None = DEFAULT_MAX_NODES,
            fold: bool = True, inline_constants: bool = True, long_edges: str = "auto",
            timeout: float | None = DEFAULT_TIMEOUT, title: str | None = None,
-           axes: dict | None = None, overlay=None) -> RenderedGraph:
+           axes: dict | None = None, overlay=None, scope: str | None = None) -> RenderedGraph:
     """Draw a program as a Graphviz digraph: ``view="dag"`` or ``"bipartite"``.
 
     Takes a :class:`Program` (a gradient program too), an output Tensor, a
@@ -234,6 +238,12 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
         an aggregate of its members. :mod:`autograd_dag.overlays` computes
         them by running the program: ``gradient_norms``, ``value_stats``,
         ``nonfinite``, ``saved_bytes`` and ``ad.profile``.
+      * ``scope``: draw one scope's inside (``"block.3.attention"``: the name
+        scopes joined by ``.``; a gradient program's backward pass is the scope
+        ``"backward pass"``, so ``"backward pass.block.3"``), the budget applying
+        inside it; values entering it and leaving it are drawn as boundary inputs
+        and outputs; ``highlight`` and ``overlay`` name the whole program's nodes.
+        An unknown scope raises :class:`RenderError` naming the nearest ones. :func:`render_site` writes a linked picture of every scope.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -242,6 +252,18 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
         >>> "f2 -> v2" in g.source
         True
     """
+    return _draw(obj, view, depth=depth, highlight=highlight, rankdir=rankdir, show_shapes=show_shapes,
+                 show_dtypes=show_dtypes, edge_labels=edge_labels, color_by=color_by, legend=legend,
+                 max_nodes=max_nodes, fold=fold, inline_constants=inline_constants, long_edges=long_edges,
+                 timeout=timeout, title=title, axes=axes, overlay=overlay, scope=scope)
+
+
+def _draw(obj, view, *, depth, highlight, rankdir, show_shapes, show_dtypes, edge_labels, color_by, legend,
+          max_nodes, fold, inline_constants, long_edges, timeout, title, axes, overlay, scope,
+          decorate=None, names=None, prepared=None) -> RenderedGraph:
+    # render's body; ``decorate(scene, sub)`` changes the scene before it becomes DOT (render_site's links;
+    # ``sub`` is the ScopeProgram drawn, or None), ``names``: scope_names(program), computed once per site;
+    # ``prepared``: the ScopeProgram to draw (a site's page of a part that is no scope).
     if view not in VIEWS:
         raise RenderError(f"render: view must be one of {VIEWS}, got {view!r}")
     if rankdir not in ("TB", "LR", "BT", "RL"):
@@ -258,6 +280,23 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
                               f"scopes to show), got {depth!r}")
         depth = int(depth)
     program = as_program(obj)
+    sub = numbers = scoped_overlay = None
+    if scope is not None or prepared is not None:
+        # Highlight and overlay name nodes of the whole program: resolved there, then carried to the
+        # scope's program (a boundary input stands for the outside value, so it takes its number).
+        chosen_whole = _highlight_set(program, highlight)
+        if overlay is not None:
+            overlay = as_overlay(overlay)
+            scoped_overlay = resolve_overlay(program, overlay, _resolve)
+        sub = prepared if prepared is not None else scope_program(program, scope, names)
+        program, numbers = sub.program, sub.numbers
+        where = {k: i for i, k in enumerate(numbers)}
+        if chosen_whole is not None:
+            highlight = sorted(where[k] for k in chosen_whole if k in where)
+        if scoped_overlay is not None:
+            values, outlined = scoped_overlay
+            scoped_overlay = ({where[k]: x for k, x in values.items() if k in where},
+                              {where[k] for k in outlined if k in where})
     if program.kind == "graph":
         show_shapes = show_dtypes = False
     if program.kind in ("circuit", "gradient_circuit"):
@@ -270,7 +309,8 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
         overlay = as_overlay(overlay)
         if color_by == "op" and program.kind not in ("circuit", "gradient_circuit"):
             raise RenderError("render: color_by='op' and overlay both colour the nodes' fill: pass one of them")
-        overlay_values, outlined = resolve_overlay(program, overlay, _resolve)
+        overlay_values, outlined = (resolve_overlay(program, overlay, _resolve) if scoped_overlay is None
+                                    else scoped_overlay)
         color_by = "role"
     grouping = group_nodes(program, depth, fold=fold, inline_constants=inline_constants)
     note = None
@@ -278,10 +318,18 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
         count = grouping.count_nodes(view)
         if count > max_nodes:
             grouping, note = _auto_collapse(program, view, count, max_nodes, fold, inline_constants)
+    if numbers is not None:
+        for group in grouping.groups:   # chunks are titled by their first and last node: the program's numbers
+            if group.title.startswith("ops %"):
+                group.title = f"ops %{numbers[group.members[0]]}\u2013%{numbers[group.members[-1]]}"
     labeller = Labeller(program, grouping, show_shapes, show_dtypes,
-                        program_axes(program) if axes is None else axes)
+                        program_axes(program) if axes is None else axes, numbers)
     make = dag_scene if view == "dag" else bipartite_scene
     scene = make(grouping, labeller, edge_labels=edge_labels, color_by=color_by)
+    if sub is not None:
+        mark_boundary(scene, sub)
+    if decorate is not None:
+        decorate(scene, sub)
     if long_edges == "auto" and len(scene.nodes) > SMALL_GRAPH:
         # A picture within the budget lays out in a second with every edge (render_scale.py):
         # stubs would only add boxes to it.
@@ -299,7 +347,7 @@ def _auto_collapse(program, view, count, max_nodes, fold, inline_constants):
            "name scopes were collapsed, the depth chosen per branch")
     warnings.warn(f"render: program '{program.name}' draws {count} nodes in the {view} view, more than "
                   f"max_nodes={max_nodes}; it {how} ({n} nodes). Pass depth= to choose, a larger max_nodes=, "
-                  f"or max_nodes=None to draw every node.", stacklevel=3)
+                  f"or max_nodes=None to draw every node.", stacklevel=4)
     return grouping, (f"collapsed automatically: {count} nodes are more than max_nodes={max_nodes} "
                       f"({n} drawn; each box says how many it holds)")
 
@@ -320,4 +368,109 @@ def render_to(obj, path, *, format: str | None = None, **options) -> str:
     return save(graph, path, format=format)
 
 
-__all__ = ["render", "render_to", "highlight_path", "as_program", "RenderedGraph", "save"]
+def render_site(obj, directory, *, view: str = "both", max_nodes: int = DEFAULT_MAX_NODES,
+                timeout: float | None = DEFAULT_TIMEOUT, **options) -> Site:
+    """Write a drill-down site of ``obj``: one SVG per scope, collapsed boxes linking to their scope's page.
+
+    Takes what :func:`render` takes, a directory (created if missing) and
+    ``view`` ("dag", "bipartite" or "both"). The first page draws the whole
+    program within ``max_nodes`` boxes (each page below it adds one, the link
+    back up); every box standing for a collapsed scope
+    (on it or on any page found from it) gets a page of its own drawing that
+    scope's inside (``render(obj, scope=...)``, the budget applying inside it),
+    and links to it (a folded ``block × 40`` to its first block's page). Each
+    page has a box linking back to the page of the scope around it, and
+    ``index.html`` lists the pages as a tree. File names are
+    :func:`~autograd_dag.render.drill.page_file` of the scope address (only
+    letters, digits and ``_.-``; a short hash keeps names that needed
+    replacements apart). Other ``options`` go to :func:`render`. Returns a
+    :class:`~autograd_dag.render.drill.Site`.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad, tempfile
+        >>> def f(x):
+        ...     for i in range(3):
+        ...         with ad.name_scope(f"layer{i}"):
+        ...             x = ad.tanh(x * 2.0) + x
+        ...     return ad.sum(x)
+        >>> site = ad.render_site(ad.trace(f, np.ones(2)), tempfile.mkdtemp(), max_nodes=4,
+        ...                       view="dag")  # doctest: +SKIP
+        >>> [p.scope for p in site.pages]  # doctest: +SKIP
+        ['', 'layer0']
+    """
+    if view not in VIEWS + ("both",):
+        raise RenderError(f"render_site: view must be 'dag', 'bipartite' or 'both', got {view!r}")
+    if max_nodes is None or max_nodes < 1:
+        raise RenderError(f"render_site: max_nodes must be a whole number >= 1 (the budget of each page), "
+                          f"got {max_nodes!r}")
+    unknown = set(options) - {"rankdir", "show_shapes", "show_dtypes", "edge_labels", "color_by", "legend",
+                              "fold", "inline_constants", "long_edges"}
+    if unknown:
+        raise RenderError(f"render_site: unknown options {sorted(unknown)}")
+    views = VIEWS if view == "both" else (view,)
+    program = as_program(obj)
+    names = scope_names(program)
+    addresses = scope_addresses(names)
+    directory = os.fspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    pages = {"": Page("", None)}
+    queue = [""]
+    head = 0
+    while head < len(queue):
+        address = queue[head]
+        head += 1
+        page = pages[address]
+        prepared = _page_program(program, page, names, addresses)
+        for v in views:
+            found: list[str] = []
+
+            def decorate(scene, sub, address=address, v=v, found=found, page=page):
+                page_names = names if sub is None else [n.scope for n in sub.program.nodes]
+                found.extend(link_groups(scene, page.scope_address, page_names, v, addresses,
+                                         None if sub is None else sub.numbers))
+                if page.parent is not None:
+                    add_parent_link(scene, page.parent, v)
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # each page says on itself that it was collapsed
+                graph = _draw(program, v, depth=None, highlight=None, rankdir=options.get("rankdir", "TB"),
+                              show_shapes=options.get("show_shapes", True),
+                              show_dtypes=options.get("show_dtypes", True), edge_labels=options.get("edge_labels"),
+                              color_by=options.get("color_by", "role"), legend=options.get("legend", True),
+                              max_nodes=max_nodes, fold=options.get("fold", True),
+                              inline_constants=options.get("inline_constants", True),
+                              long_edges=options.get("long_edges", "auto"), timeout=timeout,
+                              title=None, axes=None, overlay=None, scope=None,
+                              decorate=decorate, names=names, prepared=prepared)
+            path = os.path.join(directory, page_file(address, v))
+            save(graph, path, format="svg")
+            page.files[v] = os.path.basename(path)
+            page.boxes[v] = _count_boxes(graph.source)
+            for child, members in found:
+                if child not in pages:
+                    # A part lies in the scope of the page showing it; a scope's page is its own.
+                    pages[child] = Page(child, address, members, page.scope_address if members else None)
+                    page.children.append(child)
+                    queue.append(child)
+    ordered = [pages[a] for a in queue]
+    index = write_index(directory, program.name, ordered, views)
+    return Site(directory, index, ordered)
+
+
+def _page_program(program, page, names, addresses):
+    """The ScopeProgram a site page draws: None for the whole program, the scope's, or a part's (a box
+    standing for no scope: its nodes, their scope names relative to the scope the part lies in)."""
+    if page.members is None:
+        return None if not page.scope else scope_program(program, page.scope, names)
+    tuples = addresses.get(page.scope_address, set())
+    cut = {k: max([len(t) for t in tuples if names[k][:len(t)] == t], default=0) for k in page.members}
+    return part_program(program, page.members, names, cut, page.scope)
+
+
+def _count_boxes(source: str) -> int:
+    """Graphviz nodes in DOT ``source`` other than the legend: lines opening a node statement."""
+    return sum(1 for line in source.splitlines()
+               if re.match(r"\s*[A-Za-z_][A-Za-z0-9_]* \[", line) and not re.match(r"\s*(legend|graph|node|edge) \[", line))
+
+
+__all__ = ["render", "render_to", "render_site", "highlight_path", "as_program", "RenderedGraph", "save"]

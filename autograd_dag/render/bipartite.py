@@ -53,7 +53,7 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
                                      tuple(group.members), group.title, labeller.group_tooltip(gi)))
                 if gi in pooled:
                     outs = sorted(group_outputs[gi])
-                    listed = ", ".join(f"%{o}" for o in outs[:4]) + ", \u2026"
+                    listed = ", ".join(f"%{labeller.number(o)}" for o in outs[:4]) + ", \u2026"
                     label = "<" + small(html(f"{len(outs)} values: {listed}", 60)) + ">"
                     role = "output" if any(o in labeller.outputs for o in outs) else "intermediate"
                     scene.add_node(VNode(f"w{gi}", role, label, group.parent_scope, tuple(outs),

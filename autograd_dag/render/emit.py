@@ -13,8 +13,8 @@ from .scene import Scene, output_role
 from .styles import (DIM_FILL, DIM_LINE, DIM_TEXT, EDGE_COLOR, FONT, HIGHLIGHT_COLOR, NEUTRAL_FILL, ROLE_COLORS,
                      legend_label, node_attrs, op_color)
 
-_ROLE_ORDER = ("input", "parameter", "constant", "function", "intermediate", "output", "gradient",
-               "group", "reference")
+_ROLE_ORDER = ("input", "boundary input", "parameter", "constant", "function", "intermediate", "output", "gradient",
+               "boundary output", "group", "reference")
 
 
 def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, legend: bool = True,

@@ -155,8 +155,11 @@ class Labeller:
     """Label text of program nodes and groups, shared by both views."""
 
     def __init__(self, program: Program, grouping: Grouping, show_shapes: bool, show_dtypes: bool,
-                 axes: dict | None = None):
+                 axes: dict | None = None, numbers: list[int] | None = None):
         self.program = program
+        # The node numbers labels show: a scope's picture (render(scope=)) draws a program of its
+        # own but keeps the numbers of the program it was cut from, so %k reads the same in both.
+        self.numbers = numbers
         self.grouping = grouping
         self.show_shapes = show_shapes
         self.show_dtypes = show_dtypes
@@ -189,10 +192,14 @@ class Labeller:
             return node.op.value
         return "intermediate"
 
+    def number(self, k: int) -> int:
+        """The number node k is labelled with (``%k``)."""
+        return k if self.numbers is None else self.numbers[k]
+
     def info(self, k: int) -> str:
         """``%3 float64[3,4]`` in small grey text."""
         t = self._type(k, self.show_shapes, self.show_dtypes)
-        return small(html(f"%{k} {t}".rstrip()))
+        return small(html(f"%{self.number(k)} {t}".rstrip()))
 
     def title(self, k: int) -> str:
         """The bold first line of a root (its name or value) or of a function (op and inlined constants)."""
@@ -242,7 +249,7 @@ class Labeller:
 
     def short(self, k: int) -> str:
         node = self.program.nodes[k]
-        return f"%{k} {node.name or node.op}"
+        return f"%{self.number(k)} {node.name or node.op}"
 
     def function_title(self, k: int) -> str:
         """The bold line of function f_k's box in the bipartite view."""
@@ -258,9 +265,9 @@ class Labeller:
         if self.program.kind == "graph":
             parents = ", ".join(str(self.program.nodes[p].name) for p in node.parents)
             return plain(f"%{k} {node.name}" + (f" <- {parents}" if parents else ""))
-        parts = [f"%{k} = {node.op}"]
+        parts = [f"%{self.number(k)} = {node.op}"]
         if node.parents:
-            parts[0] += "(" + ", ".join(f"%{p}" for p in node.parents) + ")"
+            parts[0] += "(" + ", ".join(f"%{self.number(p)}" for p in node.parents) + ")"
         parts.append(f"{node.dtype}{list(node.shape)}")
         if node.name:
             parts.append(str(node.name))
@@ -301,7 +308,7 @@ class Labeller:
             lines.append(small(html("out: " + outs, 70)))
         held = self.group_outputs(gi) if mark_outputs else []
         if held:
-            listed = ", ".join(f"%{k} ({output_role(program, k)})" for k in held[:6])
+            listed = ", ".join(f"%{self.number(k)} ({output_role(program, k)})" for k in held[:6])
             listed += ", \u2026" if len(held) > 6 else ""
             lines.append(small(html(f"returns {listed}", 70), "#222222"))
         return "<" + "<BR/>".join(lines) + ">"
@@ -311,7 +318,8 @@ class Labeller:
         path = "/".join(name for name, _ in group.path)
         if group.count > 1:
             path += f"..{group.last_name} ({group.count} folded)"
-        return plain(f"{path}: {len(group.members)} nodes, %{group.members[0]}..%{group.members[-1]}")
+        return plain(f"{path}: {len(group.members)} nodes, "
+                     f"%{self.number(group.members[0])}..%{self.number(group.members[-1])}")
 
     def _types(self, ks: list[int]) -> str:
         seen: list[str] = []

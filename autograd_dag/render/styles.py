@@ -27,6 +27,10 @@ ROLE_COLORS = {
     "group": ("#e6def7", "#6b46c1"),
     "function": ("#f4f4f4", "#444444"),
     "reference": ("#ffffff", "#999999"),
+    # A scope's picture (render(scope=)): values crossing its boundary, and the way back up.
+    "boundary input": ("#fff3b0", "#8a6d00"),
+    "boundary output": ("#fff3b0", "#8a6d00"),
+    "parent link": ("#ffffff", "#1a56db"),
 }
 
 ROLE_TEXT = {
@@ -39,6 +43,9 @@ ROLE_TEXT = {
     "group": "collapsed scope",
     "function": "function",
     "reference": "reference to a far node",
+    "boundary input": "boundary input (from outside the scope)",
+    "boundary output": "boundary output (used outside the scope)",
+    "parent link": "link to the scope around",
 }
 
 # Shapes in the DAG view, where one node is both f_k and s_k (seed 001 §4.1.3).
@@ -51,6 +58,9 @@ DAG_SHAPES = {
     "gradient": "box",
     "group": "box3d",
     "reference": "plaintext",
+    "boundary input": "invhouse",
+    "boundary output": "house",
+    "parent link": "box",
 }
 
 # Shapes in the bipartite view: every variable an ellipse, every function a box.
@@ -64,6 +74,9 @@ BIPARTITE_SHAPES = {
     "function": "box",
     "group": "box3d",
     "reference": "plaintext",
+    "boundary input": "invhouse",
+    "boundary output": "house",
+    "parent link": "box",
 }
 
 # Qualitative palette for color_by="op" (light fills, black text stays readable).
@@ -100,7 +113,11 @@ def node_attrs(role: str, view: str, fill: str | None = None) -> dict:
     if shape == "box" and role != "function":
         style.append("rounded")
     attrs["style"] = ",".join(style)
-    if role in ("output", "gradient"):
+    if role == "boundary input" or role == "boundary output":
+        attrs["style"] = "filled,bold"
+    if role == "parent link":
+        attrs.update(style="rounded,dashed", fontcolor=line)
+    if role in ("output", "gradient", "boundary output"):
         attrs["peripheries"] = "2"
         attrs["penwidth"] = "1.5"
     return attrs
