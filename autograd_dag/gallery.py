@@ -15,7 +15,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from . import circuits, named, nn, text
+from . import circuits, named, nn, overlays, text
 from .autodiff import grad_program
 from .core import Tensor, name_scope
 from .primitives.elementwise import exp, sqrt, tanh
@@ -281,8 +281,7 @@ def deep_mlp_program() -> Program:
 
 def deep_mlp_gradient_norms(program: Program):
     """The overlay of :func:`deep_mlp_program`: the norm of the loss's gradient at every node, one backward pass."""
-    from .overlays import gradient_norms
-    return gradient_norms(program, _deep_mlp_batch()[0])
+    return overlays.gradient_norms(program, _deep_mlp_batch()[0])
 
 
 def render_options(entry: Entry, program: Program) -> dict:
