@@ -15,7 +15,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from . import circuits, named, nn, text
+from . import circuits, named, nn, overlays, text
 from .autodiff import grad_program
 from .core import Tensor, name_scope
 from .primitives.elementwise import exp, sqrt, tanh
@@ -251,6 +251,52 @@ def transformer_gradient() -> Program:
     return grad_program(as_program(loss, parameters_as_inputs=True))
 
 
+
+@gallery_source
+def lm40_gradient() -> Program:
+    """The gradient program of a 40-block ``nn.TransformerLM`` (the benchmarks' large model, ~4,500 nodes)."""
+    model = nn.TransformerLM(vocab_size=12, d_model=8, heads=2, hidden=16, layers=40, rng=0)
+    tokens = np.array([[1, 5, 2, 7, 3], [4, 4, 9, 0, 11]])
+    loss = nn.functional.cross_entropy(model.logits(tokens[:, :-1]), tokens[:, 1:])
+    loss.name = "loss"
+    return grad_program(as_program(loss, parameters_as_inputs=True))
+
+
+def _deep_mlp_batch():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(16, 8)), np.arange(16) % 4
+
+
+@gallery_source
+def deep_mlp_program() -> Program:
+    """A plain MLP of 10 sigmoid blocks of width 8 (untrained, seeded) with cross-entropy on a batch of 16."""
+    x, y = _deep_mlp_batch()
+    model = nn.Sequential(nn.Linear(8, 8, rng=0),
+                          *[nn.Sequential(nn.Linear(8, 8, rng=1 + i), nn.Sigmoid()) for i in range(10)],
+                          nn.Linear(8, 4, rng=11))
+    loss = nn.functional.cross_entropy(model(Tensor(x, name="x")), y)
+    loss.name = "loss"
+    return as_program(loss)
+
+
+def deep_mlp_gradient_norms(program: Program):
+    """The overlay of :func:`deep_mlp_program`: the norm of the loss's gradient at every node, one backward pass."""
+    return overlays.gradient_norms(program, _deep_mlp_batch()[0])
+
+
+def render_options(entry: Entry, program: Program) -> dict:
+    """The keywords ``render`` gets for ``entry``'s built ``program``: its options, an ``overlay`` given as a
+    function of the program (numbers from running it) replaced by that function's result.
+
+    Example:
+        >>> e = GALLERY[-1]
+        >>> type(render_options(e, e.build())["overlay"]).__name__
+        'Overlay'
+    """
+    overlay = entry.options.get("overlay")
+    return {**entry.options, "overlay": overlay(program)} if callable(overlay) else dict(entry.options)
+
+
 GALLERY: list[Entry] = [
     Entry("book", "f(x1, x2) = x2 e^x1 sqrt(x1 + x2 e^x1), Fig. 4.3 of the book", book_program),
     Entry("book_grad", "its gradient program (reverse mode)", book_gradient),
@@ -280,6 +326,12 @@ GALLERY: list[Entry] = [
     Entry("rnn", "nn.SequenceToVector: a GRU cell unrolled 3 steps (one cluster per step), mean pooling, "
                  "cross-entropy", rnn_program),
     Entry("chain_1000", "1,000-op unrolled recurrence (layout-speed test case)", chain_program),
+    Entry("lm40_grad", "a large model at the default node budget: the gradient program of a 40-block "
+          "nn.TransformerLM (~4,500 nodes), its 40 blocks folded", lm40_gradient),
+    Entry("deep_mlp_grad_norms", "overlay: the gradient norm of every node of a 10-block sigmoid MLP "
+          "(ad.overlays.gradient_norms, one batch; each block's box shows the largest inside it): the "
+          "gradient shrinks block by block towards the input", deep_mlp_program, views=("dag",),
+          options={"depth": 0, "fold": False, "overlay": deep_mlp_gradient_norms}),
 ]
 
 
@@ -305,7 +357,7 @@ def build_gallery(out_dir: str = "viz", only=None, *, verbose: bool = False) -> 
         program = entry.build()
         for view in entry.views:
             t0 = time.perf_counter()
-            graph = render(program, view, **entry.options)
+            graph = render(program, view, **render_options(entry, program))
             stem = os.path.join(out_dir, f"{entry.name}_{view}")
             written.append(save(graph, stem + ".dot"))
             written.append(save(graph, stem + ".svg"))
@@ -330,6 +382,7 @@ def gallery_readme() -> str:
     for entry in GALLERY:
         files = ", ".join(f"[{entry.name}_{v}.svg]({entry.name}_{v}.svg) ([dot]({entry.name}_{v}.dot))"
                           for v in entry.views)
-        options = ", ".join(f"{k}={v!r}" for k, v in entry.options.items())
+        options = ", ".join(f"{k}={v.__name__ + '(program)' if callable(v) else repr(v)}"
+                            for k, v in entry.options.items())
         lines.append(f"| `{entry.name}` | {entry.title}{f' (`{options}`)' if options else ''} | {files} |")
     return "\n".join(lines) + "\n"

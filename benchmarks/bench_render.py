@@ -1,19 +1,23 @@
-"""Time the renderer: DOT generation and Graphviz layout (``dot -Tsvg``), both views.
+"""Time the default render (the node budget), both views, SVG and PNG: DOT build and Graphviz layout.
 
 Run: ``python benchmarks/bench_render.py`` (add ``--quick`` for the small
-cases only). Prints the date and versions (numpy, Graphviz), then one row per program and
-view: wall time of DOT generation and of ``dot -Tsvg``, and the CPU time ``dot``
-used (the figure to compare on a shared machine). The target (issue 4) is
-≤ 5 s for any program with default settings; Graphviz's own defaults took
-13 s (DAG) and 97 s (bipartite) on a 1,000-op program.
+cases only). Prints the date, load average and versions (numpy, Graphviz), then one row per
+program and view: boxes drawn (Graphviz nodes), wall time of building the DOT, of
+``dot -Tsvg`` and of ``dot -Tpng``, the CPU time both ``dot`` runs used (the figure to
+compare on a shared machine) and the image's size in pixels (the PNG's; the SVG's at
+96 dpi, as a browser shows it at 100 %, when no PNG could be written). The targets
+(issue 25): <= 5 s per view for a 40-block TransformerLM's gradient program and a
+5,000-node random program, <= 15 s for a 10^5-node program.
 
-Cases:
-  * ``random_100`` / ``random_1000``: random programs whose output sums many
-    intermediates (long edges everywhere: the worst case for ``dot``);
-  * ``chain_1000``: the gallery's unrolled recurrence (shared weights);
-  * ``grad_chain_500``: the gradient program of a 500-op recurrence (its
-    backward half reuses forward values: long edges, ~1,100 ops);
-  * ``mlp`` and, when the layer library has them, ``nn.LeNet``.
+Cases (issue 25, item 5):
+  * ``random_100`` and ``mlp`` (``--quick``);
+  * ``random_943`` and ``grad_random_943``: a random program of 943 ops whose output
+    sums many intermediates (long edges everywhere: the worst case for ``dot``) and its
+    gradient program;
+  * ``random_5639``: a ~5,000-node random program without scopes;
+  * ``lm40_forward`` / ``lm40_gradient``: a 40-block ``nn.TransformerLM``'s loss and its
+    gradient program (``render_scale.transformer_programs``);
+  * ``random_10^5``: a random program of about 100,000 nodes.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ import argparse
 import datetime
 import os
 import random
+import re
 import resource
+import struct
 import subprocess
 import sys
 import time
@@ -31,10 +37,11 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import autograd_dag as ad  # noqa: E402
-from autograd_dag.render import as_program, render  # noqa: E402
-from autograd_dag.gallery import chain_program, mlp_program  # noqa: E402
+from autograd_dag.render import render  # noqa: E402
+from autograd_dag.gallery import mlp_program  # noqa: E402
 from autograd_dag.render.output import layout  # noqa: E402
 
 
@@ -60,22 +67,21 @@ def random_program(n_ops: int, seed: int = 0, window: int = 30, every: int = 5) 
 
 
 def cases(quick: bool):
+    """(name, program) pairs, built one at a time (the 10^5-node program takes seconds to trace)."""
     yield "random_100", random_program(100)
     yield "mlp", mlp_program()
     if quick:
         return
-    yield "random_1000", random_program(1000)
-    yield "chain_1000", chain_program(1000)
-    yield "grad_chain_500", ad.grad_program(chain_program(500))
-    try:
-        from autograd_dag import nn
-        from autograd_dag.nn import functional as F
-        model = nn.LeNet(rng=0) if hasattr(nn, "LeNet") else None
-    except Exception:  # the layer library is optional for this benchmark
-        model = None
-    if model is not None:
-        x = ad.Tensor(np.zeros((2, 1, 28, 28)), name="images")
-        yield "nn.LeNet", as_program(F.cross_entropy(model(x), np.array([0, 1])))
+    # render_scale imports random_program from here: imported late, not at the top, to avoid a cycle
+    from render_scale import transformer_programs
+    program = random_program(1000)
+    yield "random_943", program
+    yield "grad_random_943", ad.grad_program(program)
+    yield "random_5639", random_program(5674)
+    forward, gradient = transformer_programs(40)
+    yield "lm40_forward", forward
+    yield "lm40_gradient", gradient
+    yield "random_10^5", random_program(100_000)
 
 
 def _children_cpu() -> float:
@@ -92,9 +98,28 @@ def versions() -> str:
             f"numpy {np.__version__}, {dot}, load average {os.getloadavg()[0]:.1f}")
 
 
+def drawn(graph) -> tuple[int, int]:
+    """Boxes (Graphviz nodes) and edges in a rendered ``graph``'s DOT body."""
+    nodes = sum(1 for line in graph.body if "[" in line and "->" not in line and "\tgraph" not in line
+                and not line.lstrip().startswith(("label=", "style=", "color=", "fontcolor=", "fontsize=")))
+    return nodes, sum(1 for line in graph.body if "->" in line)
+
+
+def svg_pixels(svg: bytes):
+    """(width, height) of an SVG at 96 dpi (a browser at 100 %), or None."""
+    m = re.search(rb'<svg width="([0-9.]+)pt" height="([0-9.]+)pt"', svg)
+    return (round(float(m.group(1)) * 96 / 72), round(float(m.group(2)) * 96 / 72)) if m else None
+
+
+def png_pixels(png: bytes):
+    """(width, height) from a PNG's IHDR chunk."""
+    return struct.unpack(">II", png[16:24])
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small cases only")
+    parser.add_argument("--only", default=None, help="cases whose name contains this")
     parser.add_argument("--baseline", action="store_true",
                         help="also time Graphviz's default settings (no layout limits, no references; "
                              "60 s timeout per layout)")
@@ -102,10 +127,11 @@ def main(argv=None) -> None:
                         help="seconds of wall time allowed per layout (a loaded machine stretches it; default 600)")
     args = parser.parse_args(argv)
     print(versions())
-    print(f"{'program':<16}{'ops':>6} {'view':<10}{'gv nodes':>9}{'gv edges':>9}{'DOT (s)':>9}{'dot -Tsvg (s)':>15}"
-          f"{'dot CPU (s)':>13}" + (f"{'defaults (s)':>14}" if args.baseline else ""))
+    print(f"{'program':<16}{'nodes':>7} {'view':<10}{'boxes':>6}{'edges':>6}{'DOT (s)':>8}{'svg (s)':>8}"
+          f"{'png (s)':>8}{'dot CPU (s)':>12}{'pixels':>12}" + (f"{'defaults (s)':>14}" if args.baseline else ""))
     for name, program in cases(args.quick):
-        ops = sum(1 for n in program.nodes if n.parents)
+        if args.only and args.only not in name:
+            continue
         for view in ("dag", "bipartite"):
             t0 = time.perf_counter()
             with warnings.catch_warnings():
@@ -114,12 +140,19 @@ def main(argv=None) -> None:
             source = graph.source
             cpu = _children_cpu()
             t1 = time.perf_counter()
-            layout(source, "svg", timeout=args.timeout)
+            svg = layout(source, "svg", timeout=args.timeout)
             t2 = time.perf_counter()
+            try:
+                size = png_pixels(layout(source, "png", timeout=args.timeout))
+            except ad.RenderError:  # too large for a legible bitmap: report the SVG's size, starred
+                size = svg_pixels(svg)
+                size = None if size is None else (f"{size[0]}x{size[1]}*",)
+            t3 = time.perf_counter()
             cpu = _children_cpu() - cpu
-            nodes = sum(1 for line in graph.body if "[" in line and "->" not in line and "\tgraph" not in line)
-            edges = sum(1 for line in graph.body if "->" in line)
-            row = f"{name:<16}{ops:>6} {view:<10}{nodes:>9}{edges:>9}{t1 - t0:>9.3f}{t2 - t1:>15.2f}{cpu:>13.2f}"
+            nodes, edges = drawn(graph)
+            px = "" if size is None else size[0] if len(size) == 1 else f"{size[0]}x{size[1]}"
+            row = (f"{name:<16}{len(program.nodes):>7} {view:<10}{nodes:>6}{edges:>6}{t1 - t0:>8.2f}{t2 - t1:>8.2f}"
+                   f"{t3 - t2:>8.2f}{cpu:>12.2f}{px:>12}")
             if args.baseline:
                 naive = render(program, view, long_edges="keep", max_nodes=None)
                 for key in ("nslimit", "nslimit1", "mclimit", "searchsize", "remincross", "newrank"):

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import autograd_dag as ad  # noqa: E402
 from autograd_dag import nn  # noqa: E402
 from autograd_dag.render import as_program, render  # noqa: E402
-from bench_render import random_program  # noqa: E402
+from bench_render import drawn, random_program  # noqa: E402
 
 SETTINGS = {
     "defaults of 2.43": {},
@@ -104,9 +104,7 @@ def main(argv=None) -> None:
                 graph = render(program, view, **options)
             source = graph.source
             t1 = time.perf_counter()
-            nodes = sum(1 for line in graph.body if "[" in line and "->" not in line and "\tgraph" not in line
-                        and not line.lstrip().startswith(("label=", "style=", "color=", "fontcolor=", "fontsize=")))
-            edges = sum(1 for line in graph.body if "->" in line)
+            nodes, edges = drawn(graph)
             seconds, size = run_dot(source, args.timeout)
             shown = f"> {args.timeout:.0f}" if seconds is None else f"{seconds:.2f}"
             px = "" if size is None else f"{size[0]}x{size[1]}"
