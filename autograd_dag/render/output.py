@@ -178,7 +178,7 @@ class RenderedGraph(graphviz.Digraph):
                                                                                    os.fspath(filename))
         if path is not None and os.fspath(path).lower().endswith(".html") and hasattr(self, "html_view"):
             return self.html_view().save(path)
-        return super().save(filename, directory, skip_existing=skip_existing)
+        return super().save(filename, directory=directory, skip_existing=skip_existing)
 
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
         # Jupyter must not show a traceback for a missing dot: text instead.
