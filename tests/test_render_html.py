@@ -76,8 +76,13 @@ def test_the_node_data_is_the_programs(lm, page):
         assert row["shape"] == list(node.shape)
         assert row["dtype"] == node.dtype.name
         assert row["scope"] == scope_of(node)
-        assert row["source"] == ("" if node.source is None else str(node.source))
+        if node.source is None:
+            assert row["source"] == ""
+        else:
+            file, line = node.source
+            assert row["source"] == f"{file}:{line}" and line > 0
         assert row["primitive"] == (node.op.value if node.prim is None else str(node.op))
+    assert sum(1 for n in lm.nodes if n.source is not None) > len(lm.nodes) // 2
     assert set(data["pages"]) == set(page_files(page))
     # A scope's page draws that scope's nodes and the values entering it (their parents), nothing else.
     for file, info in data["pages"].items():

@@ -152,8 +152,17 @@ def node_data(program) -> list[dict]:
     for node, scope in zip(program.nodes, names):
         rows.append({"name": node.name or "", "primitive": str(node.op.value if node.prim is None else node.op),
                      "shape": [int(d) for d in node.shape], "dtype": str(node.dtype),
-                     "scope": ".".join(scope), "source": "" if node.source is None else str(node.source)})
+                     "scope": ".".join(scope), "source": _where(node.source)})
     return rows
+
+
+def _where(source) -> str:
+    """``file:line`` of a recorded source location (``(file, line)``), ``""`` when none was recorded."""
+    if source is None:
+        return ""
+    if isinstance(source, tuple) and len(source) == 2:
+        return f"{source[0]}:{source[1]}"
+    return str(source)
 
 
 def _strip_svg(svg: str) -> str:
