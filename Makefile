@@ -35,6 +35,7 @@ $(STAMP): pyproject.toml $(VENV)/pyvenv.cfg
 
 setup: $(STAMP)
 	@bash scripts/ensure_dot.sh
+	@bash scripts/ensure_browser.sh
 
 test: setup
 	$(VPY) -m pytest -n 2 tests

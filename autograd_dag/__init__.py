@@ -88,7 +88,7 @@ __all__ = [
     "hsplit", "vsplit", "dsplit", "select", "partition",
     "linalg",
     # rendering
-    "render", "render_to", "render_site", "highlight_path", "Overlay", "overlays", "profile",
+    "render", "render_to", "render_site", "render_html", "highlight_path", "Overlay", "overlays", "profile",
 ]
 # numpy's everyday functions (``ad.trace`` stays the program tracer: the matrix
 # trace is ``np.trace(t)``, ``t.trace()`` or ``ad.primitives.arrays.trace``).
@@ -108,7 +108,7 @@ from . import circuits, graph_algorithms, linalg, nn, optim, testing  # noqa: E4
 from . import text  # noqa: E402
 from . import onnx  # noqa: E402  (export and import; the onnx package itself is optional)
 from . import named  # noqa: E402
-from .render import highlight_path, render, render_site, render_to  # noqa: E402
+from .render import highlight_path, render, render_html, render_site, render_to  # noqa: E402
 from .render.overlay import Overlay  # noqa: E402
 from . import overlays  # noqa: E402  (passes computing a number per node, for render(overlay=))
 from .overlays import profile  # noqa: E402

@@ -23,7 +23,7 @@ import graphviz
 
 from ..errors import AutogradDagError
 from ..program import Program
-from .api import as_program, highlight_path, render, render_site, render_to
+from .api import as_program, highlight_path, render, render_html, render_site, render_to
 from .output import RenderedGraph, save
 
 _program_text_bundle = Program._repr_mimebundle_
@@ -50,4 +50,4 @@ def _program_mimebundle(self, include=None, exclude=None):
 
 Program._repr_mimebundle_ = _program_mimebundle
 
-__all__ = ["render", "render_to", "render_site", "highlight_path", "as_program", "RenderedGraph", "save"]
+__all__ = ["render", "render_to", "render_site", "render_html", "highlight_path", "as_program", "RenderedGraph", "save"]

@@ -22,6 +22,7 @@ from .drill import (Page, Site, add_parent_link, link_groups, mark_boundary, pag
                     scope_addresses, scope_names, scope_program, write_index)
 from .emit import emit
 from .layout import SMALL_GRAPH, add_references
+from .html_view import HtmlView, build_html
 from .output import DEFAULT_TIMEOUT, RenderedGraph, save
 from .overlay import as_overlay, paint, resolve as resolve_overlay
 from .scene import Labeller
@@ -252,10 +253,16 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
         >>> "f2 -> v2" in g.source
         True
     """
-    return _draw(obj, view, depth=depth, highlight=highlight, rankdir=rankdir, show_shapes=show_shapes,
-                 show_dtypes=show_dtypes, edge_labels=edge_labels, color_by=color_by, legend=legend,
-                 max_nodes=max_nodes, fold=fold, inline_constants=inline_constants, long_edges=long_edges,
-                 timeout=timeout, title=title, axes=axes, overlay=overlay, scope=scope)
+    graph = _draw(obj, view, depth=depth, highlight=highlight, rankdir=rankdir, show_shapes=show_shapes,
+                  show_dtypes=show_dtypes, edge_labels=edge_labels, color_by=color_by, legend=legend,
+                  max_nodes=max_nodes, fold=fold, inline_constants=inline_constants, long_edges=long_edges,
+                  timeout=timeout, title=title, axes=axes, overlay=overlay, scope=scope)
+    # .save("x.html") draws the interactive view of the whole program (render_html), with this budget.
+    graph.html_view = lambda: render_html(obj, max_nodes=max_nodes or DEFAULT_MAX_NODES, timeout=timeout,
+                                          rankdir=rankdir, show_shapes=show_shapes, show_dtypes=show_dtypes,
+                                          color_by=color_by, legend=legend, fold=fold,
+                                          inline_constants=inline_constants)
+    return graph
 
 
 def _draw(obj, view, *, depth, highlight, rankdir, show_shapes, show_dtypes, edge_labels, color_by, legend,
@@ -364,6 +371,8 @@ def render_to(obj, path, *, format: str | None = None, **options) -> str:
         >>> ad.render_to(ad.trace(ad.exp, np.ones(2)), out) == out
         True
     """
+    if (format or os.path.splitext(os.fspath(path))[1].lstrip(".")).lower() == "html":
+        return render_html(obj, **options).save(path)
     graph = render(obj, **options)
     return save(graph, path, format=format)
 
@@ -409,10 +418,24 @@ def render_site(obj, directory, *, view: str = "both", max_nodes: int = DEFAULT_
         raise RenderError(f"render_site: unknown options {sorted(unknown)}")
     views = VIEWS if view == "both" else (view,)
     program = as_program(obj)
-    names = scope_names(program)
-    addresses = scope_addresses(names)
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
+
+    def write(page, v, graph, boxes):
+        save(graph, os.path.join(directory, page.files[v]), format="svg")
+
+    ordered = site_pages(program, views, max_nodes, timeout, options, write)
+    index = write_index(directory, program.name, ordered, views)
+    return Site(directory, index, ordered)
+
+
+def site_pages(program, views, max_nodes, timeout, options, keep) -> list:
+    """Walk a drill-down site of ``program`` (see :func:`render_site`) without writing anything:
+    ``keep(page, view, graph, boxes)`` receives each page's :class:`RenderedGraph` (``page.files[view]``
+    is its file name, the links' target) and ``boxes``, ``{DOT node name: whole-program node numbers}``
+    of its boxes; returns the :class:`~autograd_dag.render.drill.Page` list, top first."""
+    names = scope_names(program)
+    addresses = scope_addresses(names)
     pages = {"": Page("", None)}
     queue = [""]
     head = 0
@@ -423,11 +446,14 @@ def render_site(obj, directory, *, view: str = "both", max_nodes: int = DEFAULT_
         prepared = _page_program(program, page, names, addresses)
         for v in views:
             found: list[str] = []
+            boxes: dict = {}
 
-            def decorate(scene, sub, address=address, v=v, found=found, page=page):
+            def decorate(scene, sub, address=address, v=v, found=found, page=page, boxes=boxes):
                 page_names = names if sub is None else [n.scope for n in sub.program.nodes]
                 found.extend(link_groups(scene, page.scope_address, page_names, v, addresses,
                                          None if sub is None else sub.numbers))
+                for node in scene.nodes:
+                    boxes[node.id] = [m if sub is None else sub.numbers[m] for m in node.members]
                 if page.parent is not None:
                     add_parent_link(scene, page.parent, v)
 
@@ -442,19 +468,56 @@ def render_site(obj, directory, *, view: str = "both", max_nodes: int = DEFAULT_
                               long_edges=options.get("long_edges", "auto"), timeout=timeout,
                               title=None, axes=None, overlay=None, scope=None,
                               decorate=decorate, names=names, prepared=prepared)
-            path = os.path.join(directory, page_file(address, v))
-            save(graph, path, format="svg")
-            page.files[v] = os.path.basename(path)
+            page.files[v] = page_file(address, v)
             page.boxes[v] = _count_boxes(graph.source)
+            keep(page, v, graph, boxes)
             for child, members in found:
                 if child not in pages:
                     # A part lies in the scope of the page showing it; a scope's page is its own.
                     pages[child] = Page(child, address, members, page.scope_address if members else None)
                     page.children.append(child)
                     queue.append(child)
-    ordered = [pages[a] for a in queue]
-    index = write_index(directory, program.name, ordered, views)
-    return Site(directory, index, ordered)
+    return [pages[a] for a in queue]
+
+
+def render_html(obj, *, max_nodes: int = DEFAULT_MAX_NODES, timeout: float | None = DEFAULT_TIMEOUT,
+                **options):
+    """An interactive drill-down view of ``obj`` in one self-contained HTML page; returns an
+    :class:`~autograd_dag.render.html_view.HtmlView` (``.save("model.html")``; Jupyter shows it inline).
+
+    The pages are :func:`render_site`'s (dag view, ``max_nodes`` boxes per page, each
+    laid out by ``dot`` here and embedded as SVG; nothing is fetched: no network, no CDN).
+    In the page: click a collapsed box to show its inside, the ``\u2191`` box to go back; type a
+    node's or parameter's name (or ``%k``) in the search box to show the page drawing it with its
+    box outlined; click any box to list its nodes' primitive, shape, dtype, scope and source line.
+    Other ``options`` as for :func:`render_site`. ``render_to(obj, "model.html")`` writes it too.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> def f(x):
+        ...     with ad.name_scope("layer"):
+        ...         return ad.sum(ad.exp(x))
+        >>> view = ad.render_html(ad.trace(f, np.ones(2)))  # doctest: +SKIP
+        >>> view.save("model.html")  # doctest: +SKIP
+        'model.html'
+    """
+    if max_nodes is None or max_nodes < 1:
+        raise RenderError(f"render_html: max_nodes must be a whole number >= 1 (the budget of each page), "
+                          f"got {max_nodes!r}")
+    unknown = set(options) - {"rankdir", "show_shapes", "show_dtypes", "edge_labels", "color_by", "legend",
+                              "fold", "inline_constants", "long_edges"}
+    if unknown:
+        raise RenderError(f"render_html: unknown options {sorted(unknown)}")
+    program = as_program(obj)
+    svgs: dict = {}
+    boxes: dict = {}
+
+    def keep(page, v, graph, page_boxes):
+        svgs[page.files[v]] = graph.pipe("svg", encoding="utf-8")
+        boxes[page.files[v]] = page_boxes
+
+    pages = site_pages(program, ("dag",), max_nodes, timeout, options, keep)
+    return HtmlView(build_html(program, pages, svgs, boxes, "dag"), pages, program.name)
 
 
 def _page_program(program, page, names, addresses):
@@ -473,4 +536,4 @@ def _count_boxes(source: str) -> int:
                if re.match(r"\s*[A-Za-z_][A-Za-z0-9_]* \[", line) and not re.match(r"\s*(legend|graph|node|edge) \[", line))
 
 
-__all__ = ["render", "render_to", "render_site", "highlight_path", "as_program", "RenderedGraph", "save"]
+__all__ = ["render", "render_to", "render_site", "render_html", "highlight_path", "as_program", "RenderedGraph", "save"]

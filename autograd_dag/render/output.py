@@ -171,6 +171,15 @@ class RenderedGraph(graphviz.Digraph):
         except graphviz.ExecutableNotFound:
             raise GraphvizNotFoundError(INSTALL_HINT) from None
 
+    def save(self, filename=None, directory=None, *, skip_existing=False):
+        """``save("model.html")`` writes the interactive view (:func:`~autograd_dag.render.api.render_html`)
+        of the program drawn; any other name, as ``graphviz``, the DOT source. Returns the path."""
+        path = filename if directory is None or filename is None else os.path.join(os.fspath(directory),
+                                                                                   os.fspath(filename))
+        if path is not None and os.fspath(path).lower().endswith(".html") and hasattr(self, "html_view"):
+            return self.html_view().save(path)
+        return super().save(filename, directory=directory, skip_existing=skip_existing)
+
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
         # Jupyter must not show a traceback for a missing dot: text instead.
         if shutil.which(self.engine) is None:
