@@ -377,6 +377,20 @@ def render_to(obj, path, *, format: str | None = None, **options) -> str:
     return save(graph, path, format=format)
 
 
+_PAGE_OPTIONS = {"rankdir", "show_shapes", "show_dtypes", "edge_labels", "color_by", "legend",
+                 "fold", "inline_constants", "long_edges"}
+
+
+def _check_pages_options(caller: str, max_nodes, options: dict) -> None:
+    """Refuse a page budget below 1 and options a page of render_site / render_html cannot take."""
+    if max_nodes is None or max_nodes < 1:
+        raise RenderError(f"{caller}: max_nodes must be a whole number >= 1 (the budget of each page), "
+                          f"got {max_nodes!r}")
+    unknown = set(options) - _PAGE_OPTIONS
+    if unknown:
+        raise RenderError(f"{caller}: unknown options {sorted(unknown)}")
+
+
 def render_site(obj, directory, *, view: str = "both", max_nodes: int = DEFAULT_MAX_NODES,
                 timeout: float | None = DEFAULT_TIMEOUT, **options) -> Site:
     """Write a drill-down site of ``obj``: one SVG per scope, collapsed boxes linking to their scope's page.
@@ -409,13 +423,7 @@ def render_site(obj, directory, *, view: str = "both", max_nodes: int = DEFAULT_
     """
     if view not in VIEWS + ("both",):
         raise RenderError(f"render_site: view must be 'dag', 'bipartite' or 'both', got {view!r}")
-    if max_nodes is None or max_nodes < 1:
-        raise RenderError(f"render_site: max_nodes must be a whole number >= 1 (the budget of each page), "
-                          f"got {max_nodes!r}")
-    unknown = set(options) - {"rankdir", "show_shapes", "show_dtypes", "edge_labels", "color_by", "legend",
-                              "fold", "inline_constants", "long_edges"}
-    if unknown:
-        raise RenderError(f"render_site: unknown options {sorted(unknown)}")
+    _check_pages_options("render_site", max_nodes, options)
     views = VIEWS if view == "both" else (view,)
     program = as_program(obj)
     directory = os.fspath(directory)
@@ -501,13 +509,7 @@ def render_html(obj, *, max_nodes: int = DEFAULT_MAX_NODES, timeout: float | Non
         >>> view.save("model.html")  # doctest: +SKIP
         'model.html'
     """
-    if max_nodes is None or max_nodes < 1:
-        raise RenderError(f"render_html: max_nodes must be a whole number >= 1 (the budget of each page), "
-                          f"got {max_nodes!r}")
-    unknown = set(options) - {"rankdir", "show_shapes", "show_dtypes", "edge_labels", "color_by", "legend",
-                              "fold", "inline_constants", "long_edges"}
-    if unknown:
-        raise RenderError(f"render_html: unknown options {sorted(unknown)}")
+    _check_pages_options("render_html", max_nodes, options)
     program = as_program(obj)
     svgs: dict = {}
     boxes: dict = {}
