@@ -15,7 +15,7 @@ import numpy as np
 
 import autograd_dag as ad
 from autograd_dag.primitives import arrangement
-from autograd_dag.primitives import linalg_family as LF
+from autograd_dag.primitives import linalg as LF
 from tests.cases import Case
 
 CASES = []

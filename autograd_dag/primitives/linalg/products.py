@@ -1,25 +1,31 @@
-"""Linear algebra primitives: matmul and einsum.
+"""Products: the linear and bilinear primitives of linear algebra, and the composites made of them.
 
-Both are multilinear, so their VJPs and JVPs are matmuls and einsums of the
-cotangent or tangents with the other operands; un-broadcasting of batch
-dimensions goes through :func:`sum_to_shape`, as for every broadcasting
-primitive.
+Primitives: ``matmul``, ``linear`` (x Wᵀ + b, a layer's product and bias as one
+node) and ``einsum``. All are multilinear, so their VJPs and JVPs are matmuls
+and einsums of the cotangent or tangents with the other operands;
+un-broadcasting of batch dimensions goes through :func:`sum_to_shape`, as for
+every broadcasting primitive. Composites of them and of views of a matrix's
+entries (numpy.linalg's names): ``multi_dot``, ``vecdot``, ``outer``,
+``trace``, ``diagonal``, ``matrix_transpose``.
 """
 
 from __future__ import annotations
 
+import builtins
 import math
 import string
 
 import numpy as np
 
-from ..core import Tensor, apply
-from ..errors import ShapeError
-from .elementwise import add, greater, multiply, relu
-from .batch import batch_size, lift_rank, materialize
-from .registry import defprim
-from .shapes import fmt
-from .structure import broadcast_to, reshape, sum_to_shape, swapaxes, transpose
+from ...core import Tensor, apply
+from ...errors import ShapeError
+from ..elementwise import add, astype, greater, multiply, relu
+from ..indexing import getitem
+from ..batch import batch_size, lift_rank, materialize
+from ..registry import defprim
+from ..shapes import fmt
+from ..structure import broadcast_to, reshape, sum, sum_to_shape, swapaxes, transpose
+from .base import _require_matrix, _shape_of, _T
 
 # ----------------------------------------------------------------- matmul
 
@@ -498,3 +504,114 @@ def einsum(subscripts, *operands, optimize=False) -> Tensor:
         raise ShapeError("einsum: Expect: at least one operand. Actual: none")
     spec = _parse_einsum(subscripts, shapes)
     return apply(EINSUM, *operands, subscripts=spec)
+
+# ------------------------------------------- products and views of matrices, as composites
+
+
+def multi_dot(arrays) -> Tensor:
+    """The product of a chain of matrices, as ``np.linalg.multi_dot`` (a chain of matmuls, left to right).
+
+    The first array may be 1-D (a row vector) and the last 1-D (a column vector).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.multi_dot([ad.Tensor(np.eye(2)), ad.Tensor([[1.0], [2.0]]), ad.Tensor([[3.0]])]).value
+        array([[3.],
+               [6.]])
+    """
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ShapeError(f"multi_dot: Expect: at least two arrays. Actual: {len(arrays)}")
+    # As numpy: only the first and the last may be vectors; a vector in the middle, or a
+    # stack of matrices, would make a different product.
+    for i, x in enumerate(arrays):
+        nd = len(_shape_of(x))
+        if nd != 2 and not (nd == 1 and i in (0, len(arrays) - 1)):
+            raise ShapeError(f"multi_dot: Expect: 2-D arrays (the first and last may be 1-D). "
+                             f"Actual: array {i} of shape {fmt(_shape_of(x))}")
+    out = arrays[0]
+    for nxt in arrays[1:]:
+        out = matmul(out, nxt)
+    return out
+
+def trace(x, *, offset: int = 0, dtype=None) -> Tensor:
+    """Sum of the diagonal of the last two axes (batched), as ``np.linalg.trace``.
+
+    ``offset`` picks a diagonal above (> 0) or below (< 0) the main one.
+    A composite: the diagonal is gathered with ``getitem``, then summed.
+    Shapes: (..., m, n) -> (...).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> float(ad.linalg.trace(ad.Tensor([[1.0, 2.0], [3.0, 4.0]])).value)
+        5.0
+    """
+    shape = _shape_of(x)
+    _require_matrix("trace", shape)
+    out = sum(_diagonal(x, offset), -1)
+    return out if dtype is None else astype(out, dtype)
+
+
+def _diagonal(x, offset: int = 0) -> Tensor:
+    """The ``offset`` diagonal of the last two axes: (..., m, n) -> (..., d), a getitem."""
+    m, n = _shape_of(x)[-2:]
+    offset = int(offset)
+    rows = np.arange(builtins.max(0, -offset), m)
+    cols = rows + offset
+    keep = (cols >= 0) & (cols < n)
+    return getitem(x, (Ellipsis, rows[keep], cols[keep]))
+
+def diagonal(x, *, offset: int = 0) -> Tensor:
+    """The ``offset`` diagonal of the last two axes (batched), as ``np.linalg.diagonal`` (a getitem).
+
+    Shapes: (..., m, n) -> (..., d).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.diagonal(ad.Tensor([[1.0, 2.0], [3.0, 4.0]])).value
+        array([1., 4.])
+    """
+    _require_matrix("diagonal", _shape_of(x))
+    return _diagonal(x, offset)
+
+
+def matrix_transpose(x) -> Tensor:
+    """The last two axes exchanged (batched), as ``np.linalg.matrix_transpose``.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.matrix_transpose(ad.Tensor(np.zeros((4, 2, 3)))).shape
+        (4, 3, 2)
+    """
+    _require_matrix("matrix_transpose", _shape_of(x))
+    return _T(x)
+
+
+def vecdot(x1, x2, *, axis: int = -1) -> Tensor:
+    """The dot product of vectors along ``axis``, broadcasting the rest, as ``np.linalg.vecdot`` (real).
+
+    Shapes: (..., n), (..., n) -> (...).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> float(ad.linalg.vecdot(ad.Tensor([1.0, 2.0]), ad.Tensor([3.0, 4.0])).value)
+        11.0
+    """
+    return sum(multiply(x1, x2), axis)
+
+
+def outer(x1, x2) -> Tensor:
+    """The outer product of two vectors, as ``np.linalg.outer`` (a broadcast multiply).
+
+    Shapes: (m,), (n,) -> (m, n).
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> ad.linalg.outer(ad.Tensor([1.0, 2.0]), ad.Tensor([3.0, 4.0])).value
+        array([[3., 4.],
+               [6., 8.]])
+    """
+    s1, s2 = _shape_of(x1), _shape_of(x2)
+    if len(s1) != 1 or len(s2) != 1:
+        raise ShapeError(f"outer: Expect: two vectors. Actual: shapes {fmt(s1)} and {fmt(s2)}")
+    return multiply(reshape(x1, s1 + (1,)), reshape(x2, (1,) + s2))
