@@ -3,8 +3,8 @@
 Primitives: ``cumsum``, ``cumprod`` (each with a ``reverse`` direction, so
 that each is the other direction's transpose), ``prod``, ``norm`` (the 2-norm
 over any axes), ``sort``, ``argsort``, ``take_along_axis`` and its transpose
-``put_along_axis_add``, ``argmin``, ``any`` and ``all``. ``std``, the other
-vector norms, ``diff``, ``median`` and the NaN-ignoring ``nansum``, ``nanmean``,
+``put_along_axis_add``, ``any`` and ``all`` (``argmin`` is with ``argmax``, in
+:mod:`.fused`). ``std``, the other vector norms, ``diff``, ``median`` and the NaN-ignoring ``nansum``, ``nanmean``,
 ``nanmax`` and ``nanmin`` are composites of primitives (exact, and as fast).
 
 Conventions, fixed and tested exactly:
@@ -29,7 +29,7 @@ Conventions, fixed and tested exactly:
 * ``sort``: the gradient goes back through the permutation that sorts x
   (stable: tied entries keep their order, so the first of equal entries gets
   the first sorted slot's derivative).
-* ``argmin``, ``argsort``, ``any`` and ``all`` have no derivative.
+* ``argsort``, ``any`` and ``all`` have no derivative.
 
 Example:
     >>> import numpy as np, autograd_dag as ad
@@ -55,7 +55,7 @@ from ..errors import AutogradDagError, ShapeError
 from .elementwise import abs, add, astype, divide, equal, multiply, not_equal, power, subtract, where
 from .indexing import concatenate, getitem
 from .mathfuncs import _safe_denominator, isinf, isnan
-from .reductions import _argmax_batch, _float_dtype, _kept, _ndim, max, mean, min, one_hot_position
+from .reductions import _float_dtype, _kept, _ndim, max, mean, min
 from .batch import materialize, shift_axis
 from .registry import defprim
 from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape
@@ -649,34 +649,6 @@ def sort(x, /, axis=-1) -> Tensor:
     if axis is None:
         return apply(SORT, _flat(x), axis=0)
     return apply(SORT, x, axis=normalize_axis("sort", axis, _ndim(x)))
-
-# ------------------------------------------------------------------ argmin
-
-
-_argmin_impl = one_hot_position(np.argmin)
-
-
-def _argmin_rule(x, *, axis):
-    if (x.size == 0) if axis is None else (x.shape[axis] == 0):
-        raise ShapeError(f"argmin: Expect: a non-empty axis. Actual: shape {fmt(x.shape)}, axis {axis}")
-    return tuple(x.shape), _float_dtype(x.dtype)
-
-
-ARGMIN = defprim("argmin", _argmin_impl, vjp=lambda ct, out, x, *, axis: (None,),
-                 jvp=lambda t, out, x, *, axis: None, shape=_argmin_rule, nondiff=(0,), batch=_argmax_batch)
-
-
-def argmin(x, /, axis=-1) -> Tensor:
-    """One-hot encoding of the position of the minimum along ``axis``, as :func:`argmax`.
-
-    Ties go to the first index; ``axis=None`` takes the minimum of all entries.
-    No derivative. Shapes: (*s) -> (*s), a float array of 0s and 1s.
-    Example: ``ad.argmin(ad.Tensor([3., 1., 1.])).value`` is ``[0., 1., 0.]``.
-    """
-    ndim = _ndim(x)
-    if axis is not None or ndim == 1:
-        axis = normalize_axis("argmin", 0 if axis is None else axis, ndim)
-    return apply(ARGMIN, x, axis=axis)
 
 # -------------------------------------------------------------- any, all
 

@@ -25,8 +25,8 @@ names from here; every function is batched over leading axes like numpy's.
 """
 
 from .base import EighResult, QRResult, SlogdetResult, SVDResult
-from .products import (EINSUM, LINEAR, LINEAR_RELU, MATMUL, diagonal, einsum, linear, linear_relu, matmul,
-                       matrix_transpose, multi_dot, outer, trace, vecdot)
+from .products import (EINSUM, LINEAR, MATMUL, diagonal, einsum, linear, matmul, matrix_transpose, multi_dot,
+                       outer, trace, vecdot)
 from .solves import (COFACTOR, COFACTOR_DERIVATIVE, DET, INV, LOGABSDET, SLOGDET_SIGN, SOLVE, det, inv,
                      matrix_power, slogdet, solve, tensorinv, tensorsolve)
 from .decompositions import (CHOLESKY, EIGH, PINV, QR, QR_FULL_RANK, SVD, SVD_RECIPROCAL, cholesky, eigh,
@@ -38,5 +38,5 @@ __all__ = ["matmul", "linear", "einsum", "multi_dot", "vecdot", "outer", "trace"
            "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv", "lstsq",
            "norm", "matrix_norm", "vector_norm", "cond",
            "EighResult", "SVDResult", "QRResult", "SlogdetResult",
-           "linear_relu", "MATMUL", "LINEAR", "LINEAR_RELU", "EINSUM", "INV", "SOLVE", "DET", "COFACTOR", "COFACTOR_DERIVATIVE", "LOGABSDET",
+           "MATMUL", "LINEAR", "EINSUM", "INV", "SOLVE", "DET", "COFACTOR", "COFACTOR_DERIVATIVE", "LOGABSDET",
            "SLOGDET_SIGN", "CHOLESKY", "EIGH", "SVD", "SVD_RECIPROCAL", "QR", "QR_FULL_RANK", "PINV"]

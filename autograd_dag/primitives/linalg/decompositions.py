@@ -1,4 +1,4 @@
-"""Decompositions: ``cholesky``, ``eigh`` (``eigvalsh``), ``svd`` (``svdvals``), ``qr``; ``pinv`` and ``lstsq``, made from the SVD.
+"""Decompositions: cholesky, eigh (eigvalsh), svd (svdvals), qr; pinv and lstsq, made from the SVD.
 
 Every function is batched over leading axes, as numpy's: an operand of shape
 (..., m, n) is a stack of matrices.

@@ -1,4 +1,4 @@
-"""Norms: the one ``norm`` (``ad.norm`` and ``ad.linalg.norm``, every ``ord`` of numpy's), ``matrix_norm``, ``vector_norm``, ``cond``.
+"""Norms: the one ``norm`` (``ad.norm`` and ``ad.linalg.norm``), ``matrix_norm``, ``vector_norm``, ``cond``.
 
 Composites of recorded primitives: the 2-norm and the Frobenius norm are the
 ``norm`` primitive (a reduction, in :mod:`..numeric`), the other vector norms

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...core import Tensor, apply
 from ...errors import ShapeError
-from ..elementwise import add, astype, greater, multiply, relu
+from ..elementwise import add, astype, multiply
 from ..indexing import getitem
 from ..batch import batch_size, lift_rank, materialize
 from ..registry import defprim
@@ -232,49 +232,6 @@ def linear(x, w, b) -> Tensor:
     Example: ``ad.primitives.linalg.linear(np.ones((2, 3)), np.ones((4, 3)), np.zeros(4)).shape`` is ``(2, 4)``.
     """
     return apply(LINEAR, x, w, b)
-
-# ----------------------------------------------------------------- linear_relu
-
-
-def _linear_relu_impl(x, w, b):
-    out = _linear_impl(x, w, b)
-    # relu in place in the product's own array: the pre-activation is never kept (in the eager
-    # mode relu(linear(·)) kept both, the FFN's two largest arrays of the step).
-    return np.maximum(out, out.dtype.type(0), out=out)
-
-
-def _linear_relu_vjp(ct, out, x, w, b):
-    # One rule for the three inputs: the masked cotangent (relu'(0) = 0, the mask read from the
-    # output, as relu's own rule reads it) is made once and feeds the linear map's three rules.
-    # (Per-input rules would each mask the cotangent again in the eager sweep.)
-    g = multiply(ct, greater(out, 0.0))
-    return _linear_vjp_x(g, None, x, w, b), _linear_vjp_w(g, None, x, w, b), sum_to_shape(g, b.shape)
-
-
-def _linear_relu_jvp(t, out, x, w, b):
-    return multiply(_linear_jvp(t, out, x, w, b), greater(out, 0.0))
-
-
-def _linear_relu_batch(prim, args, batched):
-    return relu(_linear_batch(LINEAR, args, batched))
-
-
-LINEAR_RELU = defprim("linear_relu", _linear_relu_impl, vjp=_linear_relu_vjp, jvp=_linear_relu_jvp,
-                      shape=_linear_rule, batch=_linear_relu_batch)
-
-
-def linear_relu(x, w, b) -> Tensor:
-    """relu(x Wᵀ + b), as one primitive: a feed-forward layer's product, bias and activation.
-
-    One array of the output's size (the bias added and relu applied in place in
-    the product), where ``relu(linear(x, W, b))`` keeps the pre-activation too;
-    relu'(0) = 0, the mask read from the output. Its one VJP rule masks the
-    cotangent once for x, W and b (all three are computed: meant for hidden
-    layers, whose input needs its cotangent).
-    Shapes: x (..., in), W (out, in), b (out,) -> (..., out).
-    Example: ``linear_relu(np.ones((1, 3)), -np.ones((4, 3)), np.arange(4.) + 2).value`` is ``[[0., 0., 1., 2.]]``.
-    """
-    return apply(LINEAR_RELU, x, w, b)
 
 # ----------------------------------------------------------------- einsum
 

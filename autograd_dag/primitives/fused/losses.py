@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import Tensor, apply
-from ..errors import ShapeError
-from .batch import materialize
-from .elementwise import add, multiply, subtract
-from .numeric import _check_along, take_along_axis
-from .reductions import _float_dtype, _row_sums, _shifted, _softargmax_jacobian, softargmax
-from .registry import defprim
-from .shapes import fmt
-from .structure import reshape, sum
+from ...core import Tensor, apply
+from ...errors import ShapeError
+from ..batch import materialize
+from ..elementwise import add, multiply, subtract
+from ..numeric import _check_along, take_along_axis
+from ..reductions import _float_dtype
+from ..registry import defprim
+from ..shapes import fmt
+from ..structure import reshape, sum
+from .softmax import _row_sums, _shifted, _softargmax_jacobian, softargmax
 
 
 def _check(name: str, z_shape, idx) -> None:
