@@ -14,25 +14,26 @@ import numpy as np
 
 from ...core import Tensor, apply
 from ...errors import ShapeError
-from ..elementwise import abs, divide, equal, multiply, sqrt, where
+from ..elementwise import abs, astype, divide, equal, multiply, not_equal, power, sqrt, where
 from ..indexing import stack
 from ..mathfuncs import isnan
-from ..numeric import _inexact, any as any_along, norm as vector_or_frobenius_norm
-from ..reductions import max, min
-from ..shapes import fmt, normalize_axis
+from ..numeric import NORM, _count, any as any_along
+from ..reductions import _float_dtype, _ndim, max, min
+from ..shapes import fmt, normalize_axes, normalize_axis
 from ..structure import reshape, sum, transpose
 from .base import _require_matrix, _shape_of
 from .solves import INV
 from .decompositions import svdvals
 
 
-# ----------------------------------------- composites: norm, matrix_power, trace
+# ------------------------------------------------------------------- norm
 
 
 def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A002 - numpy's name
     """Vector and matrix norms with every ``ord`` of ``np.linalg.norm`` (batched over other axes).
 
-    A composite of recorded primitives. Vector (1-D, or an int ``axis``):
+    The one norm: ``ad.norm``, ``ad.linalg.norm`` and ``np.linalg.norm`` on a
+    Tensor are this function. A composite of recorded primitives. Vector (1-D, or an int ``axis``):
     ord None/2 (Euclidean), inf, -inf, 0 (count of non-zeros, no derivative),
     1, and any other p: (Σ|x|^p)^(1/p). Matrix (2-D with ``axis=None``, or a
     2-tuple ``axis``): None/'fro' (Frobenius), 'nuc' (sum of singular values),
@@ -49,6 +50,8 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
         5.0
         >>> float(ad.linalg.norm(ad.Tensor([[1.0, -2.0], [3.0, 4.0]]), 1).value)
         6.0
+        >>> ad.grad(ad.norm)(np.array([3.0, 4.0]))
+        array([0.6, 0.8])
     """
     if isinstance(x, (list, tuple)) and any(isinstance(v, Tensor) for v in x):
         x = stack(list(x))      # numpy would convert the list, losing the derivatives
@@ -58,8 +61,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
     matrix_axes = (tuple(range(nd)) if axis is None and nd == 2 and ord is not None
                    else tuple(axis) if isinstance(axis, (tuple, list)) and len(axis) == 2 else None)
     if matrix_axes is None or ord in (None, "fro"):
-        # Vector norms and the Frobenius norm: one implementation, ad.norm's.
-        return vector_or_frobenius_norm(x, ord, axis, keepdims)
+        return _vector_or_frobenius_norm(x, ord, axis, keepdims)
     axes = tuple(normalize_axis("norm", a, nd) for a in matrix_axes)
     if axes[0] == axes[1]:
         raise ShapeError(f"norm: Expect: two different axes for a matrix norm. Actual: axis={axis!r}")
@@ -67,6 +69,69 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
     if keepdims:
         out = reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
     return out
+
+
+def _inexact(x):
+    """x with integer and boolean entries as float64, as ``np.linalg.norm`` converts them.
+
+    |x|, x**p and their sums in the operand's own integer type wrap (|-128| is
+    -128 in int8), so a norm computed there is silently wrong.
+    """
+    dtype = x.dtype if isinstance(x, (Tensor, np.ndarray)) else np.asarray(x).dtype
+    return x if dtype.kind in "fc" else astype(x, np.float64)
+
+
+def _vector_or_frobenius_norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A002
+    """Vector norms (ord 2, 1, ∞, -∞, 0 or any p) and the Frobenius norm: :func:`norm` but its other matrix norms.
+
+    ``axis=None``: the 2-norm of all entries (``ord`` None), or for a matrix
+    ``ord='fro'``; an int ``axis``: vector norms along it; a pair of axes: the
+    Frobenius norm (``ord`` None or 'fro'). The 2-norm and the Frobenius norm
+    are the ``norm`` primitive; the others sums and maxima of |x|.
+    Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
+    """
+    x = _inexact(x)
+    ndim = _ndim(x)
+    if axis is None:
+        if ord is None or (ord == "fro" and ndim == 2):
+            axes = tuple(range(ndim))
+        elif ndim == 1:
+            axes = (0,)
+        elif ndim == 2:
+            axes = (0, 1)
+        else:
+            raise ShapeError(f"norm: Expect: a vector or a matrix for ord={ord!r} with axis=None. "
+                             f"Actual: {ndim} dimensions")
+    else:
+        axes = normalize_axes("norm", axis, ndim)
+        if len(axes) not in (1, 2) or (len(axes) == 2 and not isinstance(axis, (tuple, list))):
+            raise ShapeError(f"norm: Expect: one axis (vector norm) or two (matrix norm). Actual: {axis!r}")
+    keepdims = bool(keepdims)
+    matrix = len(axes) == 2 if axis is not None else (ord is not None and ndim == 2)
+    if matrix:
+        # The Frobenius norm does not depend on the order of the two axes. (The other matrix
+        # orders went to _matrix_norm in norm.)
+        return apply(NORM, x, axis=axes, keepdims=keepdims)
+    if ord is None or ord == 2:
+        return apply(NORM, x, axis=axes, keepdims=keepdims)
+    if isinstance(ord, str):
+        raise ShapeError(f"norm: Expect: a numeric order for a vector norm. Actual: ord={ord!r}")
+    if ord == math.inf:
+        if _count(x, axes) == 0:
+            return sum(abs(x), axes, keepdims=keepdims)   # numpy 2: the largest of no |x_i| is 0 (-inf has no such value)
+        return max(abs(x), axes, keepdims=keepdims)
+    if ord == -math.inf:
+        return min(abs(x), axes, keepdims=keepdims)
+    if ord == 0:
+        return sum(astype(not_equal(x, 0.0), _float_dtype(x.dtype)), axes, keepdims=keepdims)
+    if ord == 1:
+        return sum(abs(x), axes, keepdims=keepdims)
+    p = float(ord)
+    total = sum(power(abs(x), p), axes, keepdims=keepdims)
+    # A zero slice: norm 0 with gradient 0 (a subgradient, as the 2-norm's); total**(1/p)
+    # has an infinite derivative at 0, and ∞ · 0 from |x|**p gave NaN.
+    zero = equal(total, 0.0)
+    return where(zero, 0.0, power(where(zero, 1.0, total), 1.0 / p))
 
 
 def _matrix_norm(x, ord, axes, nd):
