@@ -11,6 +11,7 @@ import gc
 import numpy as np
 import pytest
 
+import autograd_dag as ad
 from autograd_dag.core import Tensor
 from autograd_dag.errors import NotDifferentiableError, ShapeError
 from autograd_dag.primitives import linalg as L
@@ -233,7 +234,10 @@ def test_argmax_one_hot_ties_to_first_index_zero_derivative():
     np.testing.assert_array_equal(F.argmax(x, axis=0).value, [[0, 0, 1], [1, 1, 0]])
     assert out.prim.nondiff == (0,)
     assert _vjp(out, np.ones((2, 3))) == (None,)
-    assert _jvp(out, np.ones((2, 3))) is None
+    # No JVP rule (x is nondiff: forward mode never pushes a tangent to it); its tangent is zero.
+    assert out.prim.jvp is None
+    _, tangent = ad.jvp(lambda t: F.argmax(t), (x.value,), (np.ones((2, 3)),))
+    np.testing.assert_array_equal(tangent, np.zeros((2, 3)))
     # The one-hot vector is a vertex of the simplex: argmax is the limit of softargmax_γ.
     np.testing.assert_allclose(F.softargmax(Tensor([1.0, 3.0, 2.0]), gamma=1e-3).value,
                                F.argmax(Tensor([1.0, 3.0, 2.0])).value, atol=1e-12)

@@ -368,6 +368,7 @@ def _norm_jvp(t, out, x, *, axis, keepdims):
     return divide(sum(multiply(t[0], x), axis, keepdims=keepdims), _safe_denominator(out))
 
 
+# Hand-written pair: x/‖x‖ from the output and 0 at x = 0 (a subgradient), where sqrt(Σx²) gives 0/0.
 NORM = defprim("norm", _norm_impl, vjp=_norm_vjp, jvp=_norm_jvp,
                shape=lambda x, *, axis, keepdims: (reduced_shape(x.shape, axis, keepdims),
                                                     _float_dtype(x.dtype)), batch=shift_axis())
@@ -538,7 +539,7 @@ def _argsort_impl(x, *, axis):
 
 
 ARGSORT = defprim(
-    "argsort", _argsort_impl, vjp=lambda ct, out, x, *, axis: (None,), jvp=lambda t, out, x, *, axis: None,
+    "argsort", _argsort_impl, vjp=lambda ct, out, x, *, axis: (None,),  # (no JVP: x is nondiff)
     shape=lambda x, *, axis: (tuple(x.shape), np.dtype(np.intp)), nondiff=(0,), batch=shift_axis())
 
 
@@ -559,6 +560,7 @@ def _sort_vjp(ct, out, x, *, axis):
                   unique=True),)
 
 
+# Hand-written pair: argsort(x) gathers the tangent and scatters the cotangent; sort is not linear in x.
 SORT = defprim(
     # The sorted values do not depend on stability (numpy's default sort is faster); the
     # permutation of the rules does, and argsort is stable.

@@ -140,6 +140,7 @@ def _standardize_jacobian_rule(v, x, *, axes, eps):
 _broadcast_standardize_jacobian = broadcast("standardize_jacobian")
 
 
+# Hand-written pair: linear in v, not in x; closed forms with x̂ recomputed, one array of v's size each.
 # J v for J = ∂x̂/∂x, x̂ = (x − μ)/√(σ² + ε) over the trailing ``axes``: layer_norm's VJP and JVP in
 # x. One primitive (x̂ recomputed inside, one array of v's size) instead of seventeen nodes.
 STANDARDIZE_JACOBIAN = defprim(
@@ -217,6 +218,7 @@ def _standardized_sum_batch(prim, args, batched, *, axes, eps):
     return sum(multiply(ct, _xhat(x, axes, eps)), tuple(range(1, x.ndim - len(axes))))
 
 
+# Hand-written pair: linear in ct, not in x; closed forms with x̂ recomputed.
 # Σ over the leading axes of ct ⊙ x̂, x̂ standardised over the trailing ``axes``: layer_norm's VJP in γ
 # (of the normalised shape), x̂ recomputed inside.
 STANDARDIZED_SUM = defprim(
@@ -281,6 +283,7 @@ def _layer_norm_rule(x, gamma, beta, *, axes, eps):
     return shape, _float_dtype(np.result_type(x.dtype, gamma.dtype, beta.dtype))
 
 
+# Hand-written pair: standardize_jacobian and standardized_sum, one node and one array each, not 17 nodes.
 LAYER_NORM = defprim(
     "layer_norm", _layer_norm_impl,
     vjp=(_layer_norm_vjp_x,

@@ -139,6 +139,7 @@ def _lse_rule(x, *, axis, keepdims, gamma):
     return reduced_shape(x.shape, axis, keepdims), _float_dtype(x.dtype)
 
 
+# Hand-written pair: the gradient exp(x − out) from the output: stable, no shifted exponentials kept.
 LOGSUMEXP = defprim("logsumexp", _lse_impl, vjp=_lse_vjp, jvp=_lse_jvp, shape=_lse_rule, batch=shift_axis())
 
 
@@ -214,6 +215,7 @@ def _jacobian_batch(prim, args, batched, *, axis, scale):
 _jacobian_rule = broadcast("softargmax_jacobian")  # v and y broadcast together, as an elementwise product
 
 
+# Hand-written pair: linear in v, not in y; closed forms, one array of v's size each.
 # J v for J = scale·(diag(y) − y yᵀ) along ``axis``: softargmax's Jacobian (symmetric) at its output y,
 # the VJP and the JVP of softargmax, masked_softargmax and the cross-entropy's backward primitive.
 # One primitive: one array of v's size instead of four.
@@ -241,6 +243,7 @@ def softargmax_jacobian(v, y, axis=-1, scale: float = 1.0) -> Tensor:
         _ndim(v), _ndim(y))), scale=float(parameter(scale, "softargmax_jacobian's scale")))
 
 
+# Hand-written pair: one softargmax_jacobian node (symmetric Jacobian) from the output: one array, not four.
 SOFTARGMAX = defprim(
     "softargmax", _softargmax_impl,
     vjp=lambda ct, out, x, *, axis, gamma: (_softargmax_jacobian(ct, out, axis, gamma),),
@@ -330,6 +333,7 @@ def _masked_softargmax_batch(prim, args, batched, *, axis, scale):
     return apply(prim, x, mask, axis=tuple(a + 1 for a in axis), scale=scale)
 
 
+# Hand-written pair: softargmax_jacobian from the output, as softargmax's; the mask's cotangent the same, summed.
 MASKED_SOFTARGMAX = defprim(
     "masked_softargmax", _masked_softargmax_impl, vjp=(_masked_softargmax_vjp_x, _masked_softargmax_vjp_mask),
     jvp=_masked_softargmax_jvp, shape=_masked_softargmax_rule, batch=_masked_softargmax_batch,
@@ -384,8 +388,10 @@ def _argmax_batch(prim, args, batched, *, axis):
     return reshape(apply(prim, flat, axis=1), x.shape)
 
 
+# No JVP (nor for argmin, argsort, slogdet_sign, dropout_mask): every input is nondiff, so forward
+# mode never pushes a tangent here.
 ARGMAX = defprim("argmax", _argmax_impl, vjp=lambda ct, out, x, *, axis: (None,),
-                 jvp=lambda t, out, x, *, axis: None, shape=_argmax_rule, nondiff=(0,), batch=_argmax_batch)
+                 shape=_argmax_rule, nondiff=(0,), batch=_argmax_batch)
 
 
 def argmax(x, /, axis=-1) -> Tensor:
@@ -415,7 +421,7 @@ def _argmin_rule(x, *, axis):
 
 
 ARGMIN = defprim("argmin", _argmin_impl, vjp=lambda ct, out, x, *, axis: (None,),
-                 jvp=lambda t, out, x, *, axis: None, shape=_argmin_rule, nondiff=(0,), batch=_argmax_batch)
+                 shape=_argmin_rule, nondiff=(0,), batch=_argmax_batch)
 
 
 def argmin(x, /, axis=-1) -> Tensor:

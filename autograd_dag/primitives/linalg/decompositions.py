@@ -99,6 +99,7 @@ def _cholesky_jvp(t, out, a):
     return matmul(out, _phi(inner))
 
 
+# Hand-written pair: LAPACK's cholesky has no composite to derive from; closed forms in L and two solves.
 CHOLESKY = defprim("cholesky", _cholesky_impl, vjp=_cholesky_vjp, jvp=_cholesky_jvp,
                    shape=_square_rule("cholesky"),
                    batch=leading_axes)
@@ -169,6 +170,7 @@ def _eigh_jvp(t, out, a):
     return _pack([dw, dv], tuple(out.shape[:-1]))
 
 
+# Hand-written pair: LAPACK's eigh has no composite to derive from; closed forms in the factors, O(n³).
 EIGH = defprim("eigh", _eigh_impl, vjp=_eigh_vjp, jvp=_eigh_jvp, shape=_eigh_rule,
                batch=leading_axes)
 
@@ -280,6 +282,7 @@ def _svd_reciprocal_impl(s, proj, *, rule):
     return inverse.astype(dtype)
 
 
+# Hand-written pair: 1/s that refuses a used zero singular value; rules −ct·out² on s only (proj is nondiff).
 SVD_RECIPROCAL = defprim(
     "svd_reciprocal", _svd_reciprocal_impl,
     vjp=lambda ct, out, s, proj, *, rule: (negative(multiply(ct, multiply(out, out))), None),
@@ -343,6 +346,7 @@ def _svd_jvp(t, out, a, *, full_matrices):
     return _pack([du, ds, _T(dv)], tuple(out.shape[:-1]))
 
 
+# Hand-written pair: LAPACK's svd has no composite to derive from; closed forms in the factors, O(mn·k).
 SVD = defprim("svd", _svd_impl, vjp=_svd_vjp, jvp=_svd_jvp, shape=_svd_rule,
               batch=leading_axes)
 
@@ -440,6 +444,7 @@ def _qr_full_rank_impl(r):
     return r
 
 
+# Hand-written pair: the identity, but a derived JVP (the primitive on the tangent) checks the tangent's rank.
 QR_FULL_RANK = defprim("qr_full_rank", _qr_full_rank_impl,
                        vjp=lambda ct, out, r: (ct,), jvp=lambda t, out, r: t[0],
                        shape=lambda r: (tuple(r.shape), r.dtype), batch=leading_axes)
@@ -498,6 +503,7 @@ def _qr_jvp(t, out, a):
     return _pack([dq, concatenate([du, dv], -1)], batch)
 
 
+# Hand-written pair: LAPACK's qr has no composite to derive from; closed forms in Q, R and a triangular solve.
 QR = defprim("qr", _qr_impl, vjp=_qr_vjp, jvp=_qr_jvp, shape=_qr_rule,
              batch=leading_axes)
 
@@ -565,6 +571,7 @@ def _pinv_jvp(t, out, a):
 
 # numpy's own tolerance (rcond=None) drops only singular values that are zero to
 # rounding: the rank is constant nearby and the Golub–Pereyra formula is exact.
+# Hand-written pair: no composite to derive from (an SVD inside numpy); Golub–Pereyra's closed form in A⁺, matmuls.
 PINV = defprim("pinv", np.linalg.pinv, vjp=_pinv_vjp, jvp=_pinv_jvp, shape=_pinv_rule,
               batch=leading_axes)
 

@@ -66,7 +66,7 @@ def _matrices(ct, a, b):
 # (a 2-D W against a (B, T, k) x) gets its cotangent from ONE product over
 # the flattened batch, not a batched product summed afterwards (2.3x slower,
 # see DESIGN.md, Performance).
-def _matmul_vjp_a(ct, out, a, b):
+def _matmul_vjp_a(ct, a, b):
     ct2, a2, b2 = _matrices(ct, a, b)
     bm = _as_matrix(b, b2)
     if len(b2) == 2 and len(a2) > 2 and tuple(a2[:-2]) == tuple(ct2.shape[:-2]):
@@ -92,7 +92,7 @@ def _inner_products(a, ct):
     return matmul(swapaxes(a, -1, -2), ct)
 
 
-def _matmul_vjp_b(ct, out, a, b):
+def _matmul_vjp_b(ct, a, b):
     ct2, a2, b2 = _matrices(ct, a, b)
     am = _as_matrix(a, a2)
     if len(b2) == 2 and len(a2) > 2 and tuple(a2[:-2]) == tuple(ct2.shape[:-2]):
@@ -104,14 +104,6 @@ def _matmul_vjp_b(ct, out, a, b):
     else:
         db = sum_to_shape(matmul(swapaxes(am, -1, -2), ct2), b2)
     return _as_matrix(db, b.shape)
-
-
-def _matmul_jvp(t, out, a, b):
-    ta, tb = t
-    terms = [matmul(ta, b) if ta is not None else None, matmul(a, tb) if tb is not None else None]
-    terms = [term for term in terms if term is not None]
-    total = terms[0] if len(terms) == 1 else add(terms[0], terms[1])
-    return broadcast_to(total, out.shape)
 
 
 def _matmul_batch(prim, args, batched):
@@ -143,8 +135,9 @@ def _matmul_impl(a, b):
     return np.matmul(a, b)
 
 
-MATMUL = defprim("matmul", _matmul_impl, vjp=(_matmul_vjp_a, _matmul_vjp_b), jvp=_matmul_jvp, shape=_matmul_rule,
-                 batch=_matmul_batch)
+# Bilinear: the transpose in each operand states the derivative once (JVP ṫa @ b + a @ ṫb).
+MATMUL = defprim("matmul", _matmul_impl, transpose=(_matmul_vjp_a, _matmul_vjp_b), bilinear=True,
+                 shape=_matmul_rule, batch=_matmul_batch)
 
 
 def matmul(a, b) -> Tensor:
@@ -217,6 +210,7 @@ def _linear_batch(prim, args, batched):
     return reshape(y, (size, y.shape[-1])) if vector else y
 
 
+# Hand-written pair: affine (bilinear in x, W plus b): neither declaration fits; the JVP is two products and b.
 LINEAR = defprim("linear", _linear_impl, vjp=(_linear_vjp_x, _linear_vjp_w, lambda ct, out, x, w, b: sum_to_shape(
                  ct, b.shape)), jvp=_linear_jvp, shape=_linear_rule, batch=_linear_batch)
 
@@ -367,7 +361,7 @@ def _unused_letters(*texts) -> list[str]:
     return [c for c in string.ascii_letters if c not in used]
 
 
-def _einsum_vjp(ct, out, *operands, subscripts):
+def _einsum_transpose(ct, *operands, subscripts):
     terms, rhs = _split(subscripts)
     grads = []
     for i, x in enumerate(operands):
@@ -417,18 +411,6 @@ def _onto_diagonal(g, kept, term, shape, dtype, subscripts):
     return apply(EINSUM, g, *consts, subscripts=",".join(specs) + "->" + "".join(out_letters))
 
 
-def _einsum_jvp(tangents, out, *operands, subscripts):
-    total = None
-    for i, t in enumerate(tangents):
-        if t is None:
-            continue
-        args = list(operands)
-        args[i] = t
-        term = apply(EINSUM, *args, subscripts=subscripts)
-        total = term if total is None else add(total, term)
-    return broadcast_to(total, out.shape)
-
-
 def _einsum_batch(prim, args, batched, *, subscripts):
     # The batch axis gets a letter of its own, leading in every batched term and in the output.
     letter = next(c for c in string.ascii_letters if c not in subscripts)
@@ -437,8 +419,9 @@ def _einsum_batch(prim, args, batched, *, subscripts):
     return apply(prim, *args, subscripts=",".join(terms) + "->" + letter + out)
 
 
+# Linear in each operand (multilinear): the transposes state the derivative once (JVP Σᵢ einsum with ṫᵢ).
 EINSUM = defprim("einsum", lambda *ops, subscripts: np.einsum(subscripts, *ops),
-                 vjp=_einsum_vjp, jvp=_einsum_jvp, shape=_einsum_rule, batch=_einsum_batch)
+                 transpose=_einsum_transpose, bilinear=True, shape=_einsum_rule, batch=_einsum_batch)
 
 
 def einsum(subscripts, *operands, optimize=False) -> Tensor:

@@ -70,6 +70,7 @@ def _inv_jvp(t, out, a, **params):
     return negative(matmul(out, matmul(t[0], out)))
 
 
+# Hand-written pair: nonlinear; both rules reuse the output A⁻¹ (two matmuls), no second inversion.
 INV = defprim("inv", _inv_impl, vjp=_inv_vjp, jvp=_inv_jvp, shape=_square_rule("inv"), batch=leading_axes)
 
 
@@ -154,6 +155,7 @@ def _solve_batch(prim, args, batched):
     return reshape(out, tuple(out.shape[:-1])) if vector else out
 
 
+# Hand-written pair: linear in b only; both reuse x and one more solve, never A⁻¹ (stable for ill-conditioned a).
 SOLVE = defprim("solve", _solve_impl, vjp=_solve_vjp, jvp=_solve_jvp, shape=_solve_rule, batch=_solve_batch)
 
 
@@ -264,6 +266,7 @@ def _cofactor_derivative_jvp(tangents, out, a, t):
     return result
 
 
+# Hand-written pair: linear in t only; the rules are det's third derivative, in closed form through A⁻¹.
 COFACTOR_DERIVATIVE = defprim("cofactor_derivative", _cofactor_derivative_impl, vjp=_cofactor_derivative_vjp,
                               jvp=_cofactor_derivative_jvp,
                               shape=lambda a, t: (tuple(np.broadcast_shapes(a.shape, t.shape)),
@@ -276,6 +279,7 @@ def _cofactor_derivative(a, t):
     return apply(COFACTOR_DERIVATIVE, a, t)
 
 
+# Hand-written pair: det's Hessian from the SVD, exact at any rank; det·A⁻ᵀ terms lose digits near singular A.
 COFACTOR = defprim("cofactor", _cofactor_impl,
                    vjp=lambda ct, out, a: (_cofactor_derivative(a, ct),),   # (a Hessian: symmetric)
                    jvp=lambda t, out, a: _cofactor_derivative(a, t[0]),
@@ -295,6 +299,7 @@ def _det_rule(a):
     return tuple(a.shape[:-2]), _float_dtype(a.dtype)
 
 
+# Hand-written pair: the cofactor primitive, exact at singular A, where det(A)·A⁻ᵀ from the output is 0·inf.
 DET = defprim("det", lambda a: np.asarray(np.linalg.det(a)), vjp=_det_vjp, jvp=_det_jvp, shape=_det_rule,
               batch=leading_axes)
 
@@ -327,11 +332,12 @@ def _logabsdet_jvp(t, out, a):
     return sum(multiply(_T(inv(a)), t[0]), (-2, -1))
 
 
+# Hand-written pair: the closed form A⁻ᵀ (one inverse); LAPACK's LU has no recorded composite to derive from.
 LOGABSDET = defprim("logabsdet", lambda a: np.asarray(np.linalg.slogdet(a)[1]),
                     vjp=_logabsdet_vjp, jvp=_logabsdet_jvp, shape=_det_rule,
                     batch=leading_axes)
 SLOGDET_SIGN = defprim("slogdet_sign", lambda a: np.asarray(np.linalg.slogdet(a)[0]),
-                       vjp=lambda ct, out, a: (None,), jvp=lambda t, out, a: None,
+                       vjp=lambda ct, out, a: (None,),  # (no JVP: a is nondiff)
                        shape=_det_rule, nondiff=(0,),
                        batch=leading_axes)
 
