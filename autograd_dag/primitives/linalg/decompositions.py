@@ -206,6 +206,7 @@ def eigh(a, UPLO: str = "L") -> EighResult:
     n = shape[-1]
     return EighResult(*_eigh_parts(apply(EIGH, a), n))
 
+
 def eigvalsh(a, UPLO: str = "L") -> Tensor:
     """The eigenvalues (ascending) of a symmetric matrix, batched, as ``np.linalg.eigvalsh``.
 
@@ -419,8 +420,8 @@ def _copyltu(x):
     return add(add(strict, _T(strict)), multiply(x, _eye(n, x.dtype)))
 
 
-def _qr_full_rank_impl(r):
-    """r (..., k, k), upper triangular, itself if it has full rank to working precision; else raise."""
+def _qr_full_rank_impl(x, r):
+    """x itself where r (..., k, k), upper triangular, has full rank to working precision; else raise."""
     # A triangular block's smallest |r_ii| bounds its smallest singular value from above:
     # at or below k·eps·‖R‖_F (numpy's matrix_rank tolerance, in the Frobenius norm) it is
     # rank-deficient to working precision, Q is not a continuous function of A there, and
@@ -429,7 +430,7 @@ def _qr_full_rank_impl(r):
     # refuses too.)
     k = r.shape[-1]
     if r.size == 0:
-        return r
+        return x
     smallest = np.min(np.abs(np.diagonal(r, axis1=-2, axis2=-1)), axis=-1)
     tol = k * np.finfo(r.dtype).eps * np.sqrt(np.sum(np.square(r), axis=(-2, -1)))
     deficient = smallest <= tol
@@ -441,18 +442,19 @@ def _qr_full_rank_impl(r):
             f"away from 0). Actual: min |R_ii| = {float(smallest[tuple(at)]):.3g} <= k·eps·‖R_kk‖_F "
             f"= {float(tol[tuple(at)]):.3g}{where}, R_kk of shape {fmt(r.shape)}: Q is not unique at a "
             f"rank-deficient A, so neither factor has a derivative there")
-    return r
+    return x
 
 
-# Hand-written pair: the identity, but a derived JVP (the primitive on the tangent) checks the tangent's rank.
+# The identity in x, checking r (nondiff): linear, declared by its transpose (itself), so the derived JVP
+# checks r as the VJP does.
 QR_FULL_RANK = defprim("qr_full_rank", _qr_full_rank_impl,
-                       vjp=lambda ct, out, r: (ct,), jvp=lambda t, out, r: t[0],
-                       shape=lambda r: (tuple(r.shape), r.dtype), batch=leading_axes)
+                       transpose=(lambda ct, x, r: apply(QR_FULL_RANK, ct, r), None), nondiff=(1,),
+                       shape=lambda x, r: (tuple(x.shape), x.dtype), batch=leading_axes)
 
 
 def _qr_tall_vjp(q, r, gq, gr):
     """Ā for A = QR with A (m, n), m >= n (Walter & Lehmann; arXiv 2009.10071)."""
-    r = apply(QR_FULL_RANK, r)
+    r = apply(QR_FULL_RANK, r, r)
     mm = subtract(matmul(r, _T(gr)), matmul(_T(gq), q))
     b = add(gq, matmul(q, _copyltu(mm)))
     return _T(solve(r, _T(b)))                 # b R⁻ᵀ
@@ -461,7 +463,7 @@ def _qr_tall_vjp(q, r, gq, gr):
 def _qr_tall_jvp(q, r, da):
     """(dQ, dR) for A = QR with A (m, n), m >= n."""
     n = r.shape[-1]
-    r = apply(QR_FULL_RANK, r)   # (the square R of a tall or square A; U of a wide one)
+    r = apply(QR_FULL_RANK, r, r)   # (the square R of a tall or square A; U of a wide one)
     dar = _T(solve(_T(r), _T(da)))             # dA R⁻¹
     c = matmul(_T(q), dar)
     low = multiply(c, _tril_mask(n, -1, c.dtype))
@@ -620,6 +622,7 @@ def pinv(a, rcond=None, hermitian: bool = False) -> Tensor:
     if rcond is None or 0 in shape[-2:]:
         return apply(PINV, a)
     return _truncated_pinv(a, float(parameter(rcond, "pinv's rcond")))
+
 
 def lstsq(a, b, rcond=None):
     """The least-squares solution of a x = b, as ``np.linalg.lstsq``: ``(x, residuals, rank, s)``.

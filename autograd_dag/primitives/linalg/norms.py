@@ -163,6 +163,7 @@ def _matrix_norm(x, ord, axes, nd):
 def _reduced(x, axes):
     return tuple(d for i, d in enumerate(_shape_of(x)) if i not in axes)
 
+
 def matrix_norm(x, *, keepdims: bool = False, ord="fro") -> Tensor:  # noqa: A002 - numpy's name
     """The matrix norm of the last two axes (batched), as ``np.linalg.matrix_norm``: :func:`norm` with axis (-2, -1).
 
@@ -195,6 +196,7 @@ def vector_norm(x, *, axis=None, keepdims: bool = False, ord=2) -> Tensor:  # no
             out = reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
         return out
     return norm(x, ord, axis=axis if not isinstance(axis, (tuple, list)) else axis[0], keepdims=keepdims)
+
 
 def cond(x, p=None) -> Tensor:
     """The condition number (batched), as ``np.linalg.cond``.

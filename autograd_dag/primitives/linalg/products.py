@@ -474,6 +474,7 @@ def multi_dot(arrays) -> Tensor:
         out = matmul(out, nxt)
     return out
 
+
 def trace(x, *, offset: int = 0, dtype=None) -> Tensor:
     """Sum of the diagonal of the last two axes (batched), as ``np.linalg.trace``.
 
@@ -500,6 +501,7 @@ def _diagonal(x, offset: int = 0) -> Tensor:
     cols = rows + offset
     keep = (cols >= 0) & (cols < n)
     return getitem(x, (Ellipsis, rows[keep], cols[keep]))
+
 
 def diagonal(x, *, offset: int = 0) -> Tensor:
     """The ``offset`` diagonal of the last two axes (batched), as ``np.linalg.diagonal`` (a getitem).

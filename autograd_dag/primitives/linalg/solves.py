@@ -361,6 +361,7 @@ def slogdet(a) -> SlogdetResult:
     _require_matrix("slogdet", _shape_of(a), square=True)
     return SlogdetResult(apply(SLOGDET_SIGN, a), apply(LOGABSDET, a))
 
+
 def matrix_power(a, n: int) -> Tensor:
     """a raised to the integer power n by repeated squaring (batched), as ``np.linalg.matrix_power``.
 
@@ -394,6 +395,7 @@ def matrix_power(a, n: int) -> Tensor:
         if n:
             base = matmul(base, base)
     return result
+
 
 def tensorinv(a, ind: int = 2) -> Tensor:
     """The inverse of a tensor for ``tensordot`` over its first ``ind`` axes, as ``np.linalg.tensorinv``.
