@@ -2,10 +2,11 @@
 
 What goes where, by the kind of derivative rule:
 
-* :mod:`.products` — the linear and bilinear primitives (``matmul``,
-  ``linear``, ``einsum``) and the composites made of products and views of a
-  matrix (``multi_dot``, ``vecdot``, ``outer``, ``trace``, ``diagonal``,
-  ``matrix_transpose``).
+* :mod:`.products` — the bilinear primitives, each declared by its transpose
+  in every operand so that the JVP follows (``matmul``, ``einsum``), the
+  affine ``linear`` (x Wᵀ + b, its own pair), and the composites made of
+  products and views of a matrix (``multi_dot``, ``vecdot``, ``outer``,
+  ``trace``, ``diagonal``, ``matrix_transpose``).
 * :mod:`.solves` — solves, inverses and determinants (``solve``, ``inv``,
   ``det``, ``slogdet``) and their composites (``matrix_power``,
   ``tensorinv``, ``tensorsolve``): structured primitives whose VJP and JVP are

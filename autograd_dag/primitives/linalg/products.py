@@ -1,8 +1,10 @@
 """Products: the linear and bilinear primitives of linear algebra, and the composites made of them.
 
 Primitives: ``matmul``, ``linear`` (x Wᵀ + b, a layer's product and bias as one
-node) and ``einsum``. All are multilinear, so their VJPs and JVPs are matmuls
-and einsums of the cotangent or tangents with the other operands;
+node) and ``einsum``. matmul and einsum are multilinear: each declares its
+transpose in every operand (``bilinear=True``), its JVP follows; linear is
+affine and states its pair. Their VJPs and JVPs are matmuls and einsums of
+the cotangent or tangents with the other operands;
 un-broadcasting of batch dimensions goes through :func:`sum_to_shape`, as for
 every broadcasting primitive. Composites of them and of views of a matrix's
 entries (numpy.linalg's names): ``multi_dot``, ``vecdot``, ``outer``,
