@@ -42,7 +42,9 @@ from .primitives.indexing import (checked_indices, concatenate, getitem, index_a
                                   unstack)
 from .primitives.linalg import einsum, matmul
 from .primitives.random import random_seed
-from .primitives.reductions import argmax, logsumexp, max, mean, min, softargmax, softmax, var
+from .primitives.fused import argmax, argmin, logsumexp, softargmax, softmax
+from .primitives.linalg import norm
+from .primitives.reductions import max, mean, min, var
 from .primitives.structure import (broadcast_to, expand_dims, reshape, squeeze, sum, sum_to_shape,
                                    swapaxes, transpose)
 from .primitives.arrays import (arange, array_split, constant, diagonal, dot, eye, flip, full, full_like,
@@ -53,8 +55,8 @@ from .primitives.mathfuncs import (arccos, arccosh, arcsin, arcsinh, arctan, arc
                                    floor, fmax, fmin, fmod, hypot, imag, isfinite, isinf, isnan, log1p, log2,
                                    log10, logaddexp, logaddexp2, mod, nan_to_num, rad2deg, radians, real,
                                    reciprocal, remainder, rint, round, sinc, sinh, square, tan, trunc)
-from .primitives.numeric import (all, any, argmin, argsort, cumprod, cumsum, diff, median, nanmax, nanmean,
-                                 nanmin, nansum, norm, prod, put_along_axis_add, sort, std, take_along_axis)
+from .primitives.numeric import (all, any, argsort, cumprod, cumsum, diff, median, nanmax, nanmean,
+                                 nanmin, nansum, prod, put_along_axis_add, sort, std, take_along_axis)
 from .program import NodeKind, Program, ProgramNode, jit, trace
 
 __version__ = "0.1.0"

@@ -369,6 +369,9 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                         cts[pid] = total
                         if type(total) is np.ndarray:  # (a 0-d sum comes back a numpy scalar)
                             owned.add(pid)
+                # A node's tuple of cotangents, left standing through the nodes whose rules come
+                # per input (vjp_parts), kept every one alive: 2 MB more at the Transformer's step.
+                grads = None
                 if record:
                     core.attribute(*outer)
                 if not retain_graph:

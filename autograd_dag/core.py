@@ -64,18 +64,22 @@ class Primitive:
     ``shape(*avals, **params) -> (shape, dtype)`` is the abstract rule; it is
     consulted to explain a failed operation and to check a program without
     running it. ``nondiff`` lists the positions of inputs that carry no
-    derivative (integer indices, boolean masks).
+    derivative (integer indices, boolean masks). ``transpose``, ``bilinear``: what a linear
+    primitive's rules were derived from (``primitives.registry.linear_rules``), else None, False.
 
     Calling a primitive applies it: ``exp_prim(x)`` records a node like ``ad.exp(x)``.
     """
 
-    __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "batch", "vjp_into", "reads")
+    __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "batch", "vjp_into", "reads",
+                 "transpose", "bilinear")
 
     def __init__(self, name: str, impl: Callable, *, vjp: Callable | tuple | None = None,
                  jvp: Callable | None = None, shape: Callable | None = None,
                  nondiff: tuple[int, ...] = (), batch: Callable | None = None,
-                 vjp_into: Callable | None = None, reads: tuple[int, ...] | None = None):
+                 vjp_into: Callable | None = None, reads: tuple[int, ...] | None = None,
+                 transpose: Callable | tuple | None = None, bilinear: bool = False):
         self.name = name
+        self.transpose, self.bilinear = transpose, bilinear
         # The inputs whose numbers the derivative rules read (None: all); an ndarray
         # operand elsewhere (b in x + b) is not copied when a node is recorded (_lift).
         self.reads = reads

@@ -20,7 +20,7 @@ from .autodiff import grad_program
 from .core import Tensor, name_scope
 from .primitives.elementwise import exp, sqrt, tanh
 from .primitives.linalg import matmul
-from .primitives.reductions import logsumexp, mean
+from .primitives import fused, reductions
 from .primitives.structure import sum as ad_sum
 from .program import Program, trace
 from .render import as_program, render, save
@@ -96,7 +96,7 @@ def mlp_program(widths=(4, 16, 16, 16, 3), batch: int = 8) -> Program:
                 if i < len(params) - 1:
                     x = tanh(x)
         with name_scope("loss"):
-            return mean(logsumexp(x, axis=-1) - ad_sum(x * labels, axis=-1))
+            return reductions.mean(fused.logsumexp(x, axis=-1) - ad_sum(x * labels, axis=-1))
     return trace(mlp, rng.normal(size=(batch, widths[0])))
 
 

@@ -1,9 +1,9 @@
 """``ad.linalg``: the numpy.linalg functions users differentiate, on Tensors.
 
-Each is batched over leading axes like numpy's and has its VJP and JVP (see
-:mod:`autograd_dag.primitives.linalg_family` for the design of the
-decompositions with several outputs); ``np.linalg.<name>`` on a Tensor
-dispatches here.
+Each is batched over leading axes like numpy's and has its VJP and JVP (the code
+is in :mod:`autograd_dag.primitives.linalg`, the one home of linear algebra;
+its docstring says what is where); ``np.linalg.<name>`` on a Tensor dispatches
+here.
 
 Example:
     >>> import numpy as np, autograd_dag as ad
@@ -13,12 +13,11 @@ Example:
            [-1.,  2.]])
 """
 
-from .primitives.linalg import matmul
 from .primitives.arrangement import linalg_cross as cross
-from .primitives.linalg_family import (EighResult, QRResult, SlogdetResult, SVDResult, cholesky, cond, det, diagonal, eigh, eigvalsh, inv, lstsq,
-                                       matrix_norm, matrix_power, matrix_transpose, multi_dot, norm, outer,
-                                       pinv, qr, slogdet, solve, svd, svdvals, tensorinv, tensorsolve, trace,
-                                       vecdot, vector_norm)
+from .primitives.linalg import (EighResult, QRResult, SlogdetResult, SVDResult, cholesky, cond, det, diagonal, eigh,
+                                eigvalsh, inv, lstsq, matmul, matrix_norm, matrix_power, matrix_transpose, multi_dot,
+                                norm, outer, pinv, qr, slogdet, solve, svd, svdvals, tensorinv, tensorsolve, trace,
+                                vecdot, vector_norm)
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv",
            "norm", "matrix_norm", "vector_norm", "matrix_power", "trace", "diagonal", "matmul", "multi_dot",

@@ -16,7 +16,7 @@ from .autodiff import backward
 from .core import Tensor
 from .errors import AutogradDagError, NotDifferentiableError, user_source, located
 from .primitives import elementwise as ew
-from .primitives import (arrangement, arrays, indexing, linalg, linalg_family, mathfuncs, numeric,
+from .primitives import (arrangement, arrays, indexing, linalg, mathfuncs, numeric,
                          reductions, structure)
 
 
@@ -279,11 +279,11 @@ NUMPY_FUNCTIONS = {
     np.take: lambda a, indices, axis=None: indexing.take(
         a if axis is not None else structure.reshape(a, (-1,)), indices, 0 if axis is None else axis),
     # numpy.linalg (ad.linalg)
-    np.linalg.solve: linalg_family.solve, np.linalg.inv: linalg_family.inv,
-    np.linalg.det: linalg_family.det, np.linalg.slogdet: linalg_family.slogdet,
-    np.linalg.cholesky: linalg_family.cholesky, np.linalg.eigh: linalg_family.eigh,
-    np.linalg.svd: linalg_family.svd, np.linalg.qr: linalg_family.qr, np.linalg.pinv: linalg_family.pinv,
-    np.linalg.norm: linalg_family.norm, np.linalg.matrix_power: linalg_family.matrix_power,
+    np.linalg.solve: linalg.solve, np.linalg.inv: linalg.inv,
+    np.linalg.det: linalg.det, np.linalg.slogdet: linalg.slogdet,
+    np.linalg.cholesky: linalg.cholesky, np.linalg.eigh: linalg.eigh,
+    np.linalg.svd: linalg.svd, np.linalg.qr: linalg.qr, np.linalg.pinv: linalg.pinv,
+    np.linalg.norm: linalg.norm, np.linalg.matrix_power: linalg.matrix_power,
     np.linalg.matmul: linalg.matmul,
     # joining and rearranging (composites of the primitives above)
     np.hstack: lambda tup, **kw: _stack_kwargs("np.hstack", kw) or arrangement.hstack(tup),
@@ -301,16 +301,16 @@ NUMPY_FUNCTIONS = {
     np.partition: lambda a, kth, axis=-1, kind="introselect", order=None: arrangement.partition(a, kth, axis),
 }
 NUMPY_FUNCTIONS.update({
-    np.linalg.eigvalsh: linalg_family.eigvalsh, np.linalg.multi_dot: linalg_family.multi_dot,
-    np.linalg.cond: linalg_family.cond, np.linalg.tensorinv: linalg_family.tensorinv,
-    np.linalg.tensorsolve: linalg_family.tensorsolve,
-    np.linalg.lstsq: lambda a, b, rcond=None: linalg_family.lstsq(a, b, rcond),
+    np.linalg.eigvalsh: linalg.eigvalsh, np.linalg.multi_dot: linalg.multi_dot,
+    np.linalg.cond: linalg.cond, np.linalg.tensorinv: linalg.tensorinv,
+    np.linalg.tensorsolve: linalg.tensorsolve,
+    np.linalg.lstsq: lambda a, b, rcond=None: linalg.lstsq(a, b, rcond),
 })
 # numpy 2 additions to numpy.linalg.
 for _name in ("trace", "svdvals", "matrix_norm", "vector_norm", "diagonal", "matrix_transpose", "vecdot",
               "outer"):
     if hasattr(np.linalg, _name):
-        NUMPY_FUNCTIONS[getattr(np.linalg, _name)] = getattr(linalg_family, _name)
+        NUMPY_FUNCTIONS[getattr(np.linalg, _name)] = getattr(linalg, _name)
 if hasattr(np.linalg, "cross"):
     NUMPY_FUNCTIONS[np.linalg.cross] = arrangement.linalg_cross
 

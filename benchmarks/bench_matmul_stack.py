@@ -15,7 +15,7 @@ import timeit
 
 import numpy as np
 
-from autograd_dag.primitives.linalg import _matmul_impl
+from autograd_dag.primitives.linalg.products import _matmul_impl
 
 
 def best_ms(f, repeat: int) -> float:

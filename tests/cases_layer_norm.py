@@ -7,7 +7,7 @@ over the trailing axes, never the code under test.
 import numpy as np
 
 from tests.cases import Case
-from autograd_dag.primitives import reductions as R
+from autograd_dag.primitives import fused as R
 
 
 def _ref(axes, eps):

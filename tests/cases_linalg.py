@@ -7,6 +7,7 @@ np.einsum), so they do not share code with the primitives under test.
 import numpy as np
 
 from tests.cases import Case
+from autograd_dag.primitives import fused as F
 from autograd_dag.primitives import linalg as L
 
 
@@ -72,5 +73,5 @@ for sx in [(3, 4), (4,), (2, 3, 4), (2, 0, 4)]:
 
 # linear_relu: relu(x Wᵀ + b), one primitive (a feed-forward layer's product, bias and relu).
 for sx in [(3, 4), (4,), (2, 3, 4), (2, 0, 4)]:
-    CASES.append(Case("linear_relu", lambda x, w, b: L.linear_relu(x, w, b), _normal(sx, (5, 4), (5,)),
+    CASES.append(Case("linear_relu", lambda x, w, b: F.linear_relu(x, w, b), _normal(sx, (5, 4), (5,)),
                       lambda x, w, b: np.maximum(_matmul_ref(x, w.T) + b, 0.0), id=f"linear_relu-{sx}"))

@@ -15,7 +15,7 @@ import numpy as np
 
 import autograd_dag as ad
 from autograd_dag.primitives import arrangement
-from autograd_dag.primitives import linalg_family as LF
+from autograd_dag.primitives import linalg as LF
 from tests.cases import Case
 
 CASES = []
@@ -235,7 +235,7 @@ for shape in [(3, 3), (4, 2), (2, 4), (2, 3, 2)]:
     CASES.append(Case("qr", _qr_fixed, _normal(shape), _qr_ref, id=f"qr-{shape}"))
 CASES.append(Case("qr", lambda a: _qr_fixed(a, "complete"), _normal((2, 3)), _qr_ref, id="qr-complete-wide"))
 # The rules' rank check (identity on a full-rank triangular factor; refusals: tests/test_silent_grads.py).
-CASES.append(Case("qr_full_rank", lambda r: ad.core.apply(ad.PRIMITIVES["qr_full_rank"], r),
+CASES.append(Case("qr_full_rank", lambda r: ad.core.apply(ad.PRIMITIVES["qr_full_rank"], r, r),
                   lambda rng: (np.triu(rng.standard_normal((2, 3, 3))) + 3.0 * np.eye(3),), lambda r: r,
                   id="qr_full_rank"))
 

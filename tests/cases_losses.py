@@ -7,7 +7,7 @@ and (softargmax(z) − onehot(t))·ct for the backward primitive; never the code
 import numpy as np
 
 from tests.cases import Case
-from autograd_dag.primitives import losses as L
+from autograd_dag.primitives import fused as L
 
 IDX = np.array([[2, 0, 4], [1, 1, 3]])        # rows (2, 3), 5 classes
 IDX_1D = np.array([0, 2])

@@ -7,6 +7,7 @@ extrema, exp/log for the soft ones), never the code under test.
 import numpy as np
 
 from tests.cases import Case
+from autograd_dag.primitives import fused as F
 from autograd_dag.primitives import reductions as R
 
 
@@ -101,7 +102,7 @@ for shape, axis, keepdims, gamma in [((5,), -1, False, 1.0), ((3, 4), -1, False,
                                      ((3, 4), 0, True, 0.5), ((3, 4), None, False, 3.0),
                                      ((2, 3, 4), (0, 2), False, 0.1), ((2, 3, 4), -2, True, 2.0),
                                      ((4, 1), -1, False, 1.0), ((0, 3), 1, False, 1.0)]:
-    CASES.append(Case("logsumexp", lambda x, a=axis, k=keepdims, g=gamma: R.logsumexp(x, a, k, g),
+    CASES.append(Case("logsumexp", lambda x, a=axis, k=keepdims, g=gamma: F.logsumexp(x, a, k, g),
                       _normal(shape), _lse_ref(axis, keepdims, gamma),
                       id=f"logsumexp-{shape}-ax{axis}-k{int(keepdims)}-g{gamma}"))
 
@@ -109,32 +110,32 @@ for shape, axis, keepdims, gamma in [((5,), -1, False, 1.0), ((3, 4), -1, False,
 for shape, axis, gamma in [((5,), -1, 1.0), ((3, 4), -1, 1.0), ((3, 4), 0, 0.5), ((3, 4), 1, 4.0),
                            ((2, 3, 4), (0, 2), 1.0), ((2, 3, 4), -2, 0.2), ((4, 1), -1, 1.0),
                            ((0, 3), 1, 1.0)]:
-    CASES.append(Case("softargmax", lambda x, a=axis, g=gamma: R.softargmax(x, a, g), _normal(shape),
+    CASES.append(Case("softargmax", lambda x, a=axis, g=gamma: F.softargmax(x, a, g), _normal(shape),
                       _softargmax_ref(axis, gamma), id=f"softargmax-{shape}-ax{axis}-g{gamma}"))
-CASES.append(Case("softargmax", lambda x: R.softmax(x), _normal((2, 3)), _softargmax_ref(),
+CASES.append(Case("softargmax", lambda x: F.softmax(x), _normal((2, 3)), _softargmax_ref(),
                   id="softmax-alias"))
 
 # ---------------------------------------------------------------- argmax
 # Random normal entries have no ties; the derivative is zero (checked by
 # finite differences: wrt=(0,) perturbs x, and the output must not move).
-CASES.append(Case("argmax", lambda x: R.argmax(x), _normal((3, 5)), _argmax_ref_last, wrt=(0,),
+CASES.append(Case("argmax", lambda x: F.argmax(x), _normal((3, 5)), _argmax_ref_last, wrt=(0,),
                   id="argmax-(3,5)-ax-1"))
-CASES.append(Case("argmax", lambda x: R.argmax(x, 0), _normal((4, 2)),
+CASES.append(Case("argmax", lambda x: F.argmax(x, 0), _normal((4, 2)),
                   lambda x: _argmax_ref_last(x.T).T, wrt=(0,), id="argmax-(4,2)-ax0"))
-CASES.append(Case("argmax", lambda x: R.argmax(x, None), _normal((2, 3)),
+CASES.append(Case("argmax", lambda x: F.argmax(x, None), _normal((2, 3)),
                   lambda x: np.eye(x.size)[np.argmax(x)].reshape(x.shape), wrt=(0,),
                   id="argmax-(2,3)-axNone"))
 
 # masked_softargmax: softargmax(scale·x + mask), attention's weights; a causal mask (constant, with
 # −inf) and a finite mask that is differentiated too.
-CASES.append(Case("masked_softargmax", lambda x: R.masked_softargmax(x, CAUSAL, -1, 0.5), _normal((2, 4, 4)),
+CASES.append(Case("masked_softargmax", lambda x: F.masked_softargmax(x, CAUSAL, -1, 0.5), _normal((2, 4, 4)),
                   _masked_softargmax_ref(0.5, CAUSAL), id="masked_softargmax-causal"))
-CASES.append(Case("masked_softargmax", lambda x, m: R.masked_softargmax(x, m, -1, 2.0), _normal((3, 2, 5), (2, 5)),
+CASES.append(Case("masked_softargmax", lambda x, m: F.masked_softargmax(x, m, -1, 2.0), _normal((3, 2, 5), (2, 5)),
                   _masked_softargmax_ref(2.0), id="masked_softargmax-finite-mask"))
 
 # softargmax_jacobian: scale·y⊙(v − Σ v⊙y), softargmax's derivative rules; y any array (not only a
 # softargmax output: the formula is a polynomial in v and y), over the last axis and another one.
-CASES.append(Case("softargmax_jacobian", lambda v, y: R.softargmax_jacobian(v, y, -1, 0.5), _normal((3, 4), (3, 4)),
+CASES.append(Case("softargmax_jacobian", lambda v, y: F.softargmax_jacobian(v, y, -1, 0.5), _normal((3, 4), (3, 4)),
                   lambda v, y: 0.5 * y * (v - (v * y).sum(-1, keepdims=True)), id="softargmax_jacobian-last"))
-CASES.append(Case("softargmax_jacobian", lambda v, y: R.softargmax_jacobian(v, y, 0), _normal((3, 4), (4,)),
+CASES.append(Case("softargmax_jacobian", lambda v, y: F.softargmax_jacobian(v, y, 0), _normal((3, 4), (4,)),
                   lambda v, y: y * (v - (v * y).sum(0, keepdims=True)), id="softargmax_jacobian-axis0-broadcast"))

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import autograd_dag as ad
-from autograd_dag.primitives.reductions import masked_softargmax
+from autograd_dag.primitives.fused import masked_softargmax
 from tests.helpers import central_gradient, line_of
 from tests.test_primitives_table import ALL_CASES, case_id, make_args, wrt_positions
 

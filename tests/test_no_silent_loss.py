@@ -490,7 +490,7 @@ PARAMETERS = [
     ("softmax gamma", lambda g: ad.sum(ad.softmax(V, gamma=g) * V)),
     ("nan_to_num nan", lambda g: ad.sum(ad.nan_to_num(np.array([np.nan, 1.0]), nan=g))),
     ("gradient spacing", lambda g: ad.sum(np.gradient(V * V, g))),
-    ("layer_norm eps", lambda g: ad.sum(ad.primitives.reductions.layer_norm(V, np.ones(4), V, eps=g) * V)),
+    ("layer_norm eps", lambda g: ad.sum(ad.primitives.fused.layer_norm(V, np.ones(4), V, eps=g) * V)),
 ]
 
 

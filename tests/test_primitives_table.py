@@ -190,7 +190,7 @@ def test_relu_derivative_at_zero_is_zero():
 
 def test_linear_relu_derivative_at_zero_is_zero():
     # Pre-activations -1, 0, 1e-300, 2 (x = 1, W = 0, b = them): relu'(0) = 0 as for relu itself, in x, W and b.
-    from autograd_dag.primitives.linalg import linear_relu
+    from autograd_dag.primitives.fused import linear_relu
     b = np.array([-1.0, 0.0, 1e-300, 2.0])
     x, W = np.ones((1, 1)), np.zeros((4, 1))
     gx, gW, gb = ad.grad(lambda x, W, b: ad.sum(linear_relu(x, W, b) * 3.0), argnums=(0, 1, 2))(x, W, b)

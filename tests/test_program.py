@@ -409,7 +409,7 @@ def test_gradient_program_recomputes_into_dying_operands(monkeypatch):
     # over them (no fresh array of their size), with the same numbers.
     from autograd_dag import execution
     from autograd_dag.nn import functional as F
-    from autograd_dag.primitives.reductions import layer_norm
+    from autograd_dag.primitives.fused import layer_norm
     monkeypatch.setattr(execution, "MIN_BYTES", 0)
 
     def loss(x, gamma, W, labels):
@@ -440,7 +440,7 @@ def test_layer_norm_gamma_cotangent_is_one_node_without_an_array_of_the_input_si
     # γ of the normalised shape: its cotangent Σ_rows ct ⊙ x̂ is one standardized_sum node (x̂
     # recomputed inside), where x̂, ct ⊙ x̂ and the sum over the rows were three nodes, two of
     # them arrays of x's size.
-    from autograd_dag.primitives.reductions import layer_norm
+    from autograd_dag.primitives.fused import layer_norm
     rng = np.random.default_rng(4)
     x, gamma, beta, w = (rng.standard_normal(s) for s in ((2, 3, 5), (5,), (5,), (2, 3, 5)))
     prog = ad.grad_program(ad.trace(lambda x, g, b: ad.sum(layer_norm(x, g, b) * w), x, gamma, beta))

@@ -11,9 +11,11 @@ import gc
 import numpy as np
 import pytest
 
+import autograd_dag as ad
 from autograd_dag.core import Tensor
 from autograd_dag.errors import NotDifferentiableError, ShapeError
 from autograd_dag.primitives import linalg as L
+from autograd_dag.primitives import fused as F
 from autograd_dag.primitives import reductions as R
 from autograd_dag.primitives.registry import PRIMITIVES
 
@@ -164,14 +166,14 @@ def test_max_gradient_is_a_recorded_program():
 @pytest.mark.parametrize("gamma", [1.0, 0.5, 1e-3, 10.0])
 def test_softargmax_and_logsumexp_stable_at_large_inputs(gamma):
     x = np.array([1e4, -1e4, 1e4, 0.0])
-    lse = R.logsumexp(Tensor(x), gamma=gamma)
-    p = R.softargmax(Tensor(x), gamma=gamma)
+    lse = F.logsumexp(Tensor(x), gamma=gamma)
+    p = F.softargmax(Tensor(x), gamma=gamma)
     assert np.isfinite(lse.value) and np.all(np.isfinite(p.value))
     assert float(lse.value) == pytest.approx(1e4 + gamma * np.log(2.0), rel=1e-12)
     np.testing.assert_allclose(p.value, [0.5, 0.0, 0.5, 0.0], atol=1e-300)
     assert np.all(np.isfinite(_vjp(lse, 1.0)[0].value))
     assert np.all(np.isfinite(_vjp(p, [1.0, 2.0, 3.0, 4.0])[0].value))
-    neg = R.logsumexp(Tensor(-x), gamma=gamma)
+    neg = F.logsumexp(Tensor(-x), gamma=gamma)
     assert float(neg.value) == pytest.approx(1e4 + gamma * np.log(1.0 + np.exp(-1e4 / gamma)), rel=1e-12)
 
 
@@ -180,16 +182,16 @@ def test_logsumexp_gamma_bounds(gamma):
     rng = np.random.default_rng(3)
     for m in (1, 2, 7, 50):
         u = rng.standard_normal(m) * 5
-        lse = float(R.logsumexp(Tensor(u), gamma=gamma).value)
+        lse = float(F.logsumexp(Tensor(u), gamma=gamma).value)
         assert u.max() - 1e-12 <= lse <= u.max() + gamma * np.log(m) + 1e-12
     # Equal entries reach the upper bound: lse_γ(c·1) = c + γ log M.
-    assert float(R.logsumexp(Tensor(np.full(4, 2.0)), gamma=gamma).value) == \
+    assert float(F.logsumexp(Tensor(np.full(4, 2.0)), gamma=gamma).value) == \
         pytest.approx(2.0 + gamma * np.log(4.0), rel=1e-12)
 
 
 def test_logsumexp_tends_to_max_as_gamma_shrinks():
     u = np.array([0.3, -1.0, 2.5, 2.4])
-    gaps = [float(R.logsumexp(Tensor(u), gamma=g).value) - 2.5 for g in (1.0, 0.1, 0.01)]
+    gaps = [float(F.logsumexp(Tensor(u), gamma=g).value) - 2.5 for g in (1.0, 0.1, 0.01)]
     assert gaps[0] > gaps[1] > gaps[2] > 0 and gaps[2] < 1e-3
 
 
@@ -197,45 +199,48 @@ def test_seed_identities_with_softplus_and_logistic():
     # §4.4.2: lse((u, 0)) = softplus(u); §4.4.4: softargmax((u, 0))_1 = logistic(u).
     for u in (-30.0, -1.5, 0.0, 0.7, 30.0):
         pair = Tensor([u, 0.0])
-        assert float(R.logsumexp(pair).value) == pytest.approx(np.log1p(np.exp(u)), rel=1e-12)
-        assert float(R.softargmax(pair).value[0]) == pytest.approx(1.0 / (1.0 + np.exp(-u)), rel=1e-12)
+        assert float(F.logsumexp(pair).value) == pytest.approx(np.log1p(np.exp(u)), rel=1e-12)
+        assert float(F.softargmax(pair).value[0]) == pytest.approx(1.0 / (1.0 + np.exp(-u)), rel=1e-12)
 
 
 def test_logsumexp_gradient_is_softargmax():
     x = Tensor([[0.2, -1.0, 3.0], [1.0, 1.0, 1.0]])
     for gamma in (1.0, 0.3):
-        g = _vjp(R.logsumexp(x, axis=1, gamma=gamma), [1.0, 1.0])[0].value
+        g = _vjp(F.logsumexp(x, axis=1, gamma=gamma), [1.0, 1.0])[0].value
         e = np.exp(x.value / gamma)
         np.testing.assert_allclose(g, e / e.sum(1, keepdims=True), rtol=1e-12)
 
 
 def test_softargmax_lies_in_simplex():
     x = Tensor(np.random.default_rng(4).standard_normal((3, 6)) * 20)
-    p = R.softargmax(x, axis=1).value
+    p = F.softargmax(x, axis=1).value
     assert np.all(p >= 0) and np.all(p <= 1)
     np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-14)
-    np.testing.assert_array_equal(R.softargmax(Tensor([[3.0], [-2.0]])).value, [[1.0], [1.0]])
+    np.testing.assert_array_equal(F.softargmax(Tensor([[3.0], [-2.0]])).value, [[1.0], [1.0]])
 
 
 def test_logsumexp_edge_values():
-    assert float(R.logsumexp(Tensor(np.zeros(0))).value) == -np.inf
-    assert float(R.logsumexp(Tensor([-np.inf, -np.inf])).value) == -np.inf
-    assert float(R.logsumexp(Tensor([np.inf, 0.0])).value) == np.inf
-    assert float(R.logsumexp(Tensor([-np.inf, 1.0])).value) == pytest.approx(1.0)
+    assert float(F.logsumexp(Tensor(np.zeros(0))).value) == -np.inf
+    assert float(F.logsumexp(Tensor([-np.inf, -np.inf])).value) == -np.inf
+    assert float(F.logsumexp(Tensor([np.inf, 0.0])).value) == np.inf
+    assert float(F.logsumexp(Tensor([-np.inf, 1.0])).value) == pytest.approx(1.0)
 
 
 def test_argmax_one_hot_ties_to_first_index_zero_derivative():
     x = Tensor([[1.0, 3.0, 3.0], [5.0, 5.0, 0.0]], requires_grad=True)
-    out = R.argmax(x)
+    out = F.argmax(x)
     assert out.dtype == np.float64
     np.testing.assert_array_equal(out.value, [[0, 1, 0], [1, 0, 0]])
-    np.testing.assert_array_equal(R.argmax(x, axis=0).value, [[0, 0, 1], [1, 1, 0]])
+    np.testing.assert_array_equal(F.argmax(x, axis=0).value, [[0, 0, 1], [1, 1, 0]])
     assert out.prim.nondiff == (0,)
     assert _vjp(out, np.ones((2, 3))) == (None,)
-    assert _jvp(out, np.ones((2, 3))) is None
+    # No JVP rule (x is nondiff: forward mode never pushes a tangent to it); its tangent is zero.
+    assert out.prim.jvp is None
+    _, tangent = ad.jvp(lambda t: F.argmax(t), (x.value,), (np.ones((2, 3)),))
+    np.testing.assert_array_equal(tangent, np.zeros((2, 3)))
     # The one-hot vector is a vertex of the simplex: argmax is the limit of softargmax_γ.
-    np.testing.assert_allclose(R.softargmax(Tensor([1.0, 3.0, 2.0]), gamma=1e-3).value,
-                               R.argmax(Tensor([1.0, 3.0, 2.0])).value, atol=1e-12)
+    np.testing.assert_allclose(F.softargmax(Tensor([1.0, 3.0, 2.0]), gamma=1e-3).value,
+                               F.argmax(Tensor([1.0, 3.0, 2.0])).value, atol=1e-12)
 
 
 def test_mean_and_var_values():
@@ -249,13 +254,13 @@ def test_mean_and_var_values():
 def test_static_params_are_canonical():
     x = Tensor(np.ones((2, 3, 4)))
     assert R.max(x, axis=-1).params == R.max(x, axis=2).params == {"axis": (2,), "keepdims": False}
-    assert R.logsumexp(x, axis=(-1, 0), gamma=2).params == {"axis": (0, 2), "keepdims": False, "gamma": 2.0}
-    assert R.softargmax(x).params == {"axis": (2,), "gamma": 1.0}
-    assert R.argmax(Tensor([1.0, 2.0]), axis=None).params == {"axis": 0}
+    assert F.logsumexp(x, axis=(-1, 0), gamma=2).params == {"axis": (0, 2), "keepdims": False, "gamma": 2.0}
+    assert F.softargmax(x).params == {"axis": (2,), "gamma": 1.0}
+    assert F.argmax(Tensor([1.0, 2.0]), axis=None).params == {"axis": 0}
     assert L.einsum("ij, jk", np.ones((2, 3)), np.ones((3, 4))).params == {"subscripts": "ij,jk->ik"}
 
 
-@pytest.mark.parametrize("fn", [R.logsumexp, R.softargmax])
+@pytest.mark.parametrize("fn", [F.logsumexp, F.softargmax])
 @pytest.mark.parametrize("gamma", [0.0, -1.0, float("nan"), float("inf"), "hot"])
 def test_bad_gamma_is_a_clear_error(fn, gamma):
     with pytest.raises(ShapeError, match=r"Expect: a finite temperature gamma > 0\. Actual: gamma="):
@@ -309,10 +314,10 @@ def _recorded_with(t):
     (lambda a: R.max(Tensor(np.ones((0, 3))), axis=0),
      r"max: Expect: a non-empty axis to reduce .*Actual: shape \(0, 3\)"),
     (lambda a: R.min(Tensor(np.ones((3, 0)))), r"min: Expect: a non-empty axis"),
-    (lambda a: R.argmax(Tensor(np.ones((3, 0)))), r"argmax: Expect: a non-empty axis"),
+    (lambda a: F.argmax(Tensor(np.ones((3, 0)))), r"argmax: Expect: a non-empty axis"),
     (lambda a: R.mean(a, axis=2), r"mean: axis 2 is out of range"),
-    (lambda a: R.logsumexp(a, axis=-3), r"logsumexp: axis -3 is out of range"),
-    (lambda a: R.softargmax(a, axis=(0, 0)), r"softargmax: repeated axis"),
+    (lambda a: F.logsumexp(a, axis=-3), r"logsumexp: axis -3 is out of range"),
+    (lambda a: F.softargmax(a, axis=(0, 0)), r"softargmax: repeated axis"),
 ], ids=["matmul-k", "matmul-1d", "matmul-0d", "matmul-batch", "einsum-size", "einsum-terms",
         "einsum-ndim", "einsum-outletter", "einsum-outrepeat", "einsum-char", "einsum-ellipsis",
         "einsum-arrows", "max-empty", "min-empty", "argmax-empty", "mean-axis", "lse-axis",
@@ -333,8 +338,8 @@ def test_temperature_below_one_does_not_overflow_near_the_largest_float(dtype, b
     # although lse_γ = big + γ·log 2 is a finite number (big, after rounding) and the
     # distribution is (1/2, 1/2, 0). Shifting by the max before dividing by γ keeps both.
     x = np.array([big, big, 0.0], dtype=dtype)
-    lse = R.logsumexp(Tensor(x), gamma=gamma)
-    p = R.softargmax(Tensor(x), gamma=gamma)
+    lse = F.logsumexp(Tensor(x), gamma=gamma)
+    p = F.softargmax(Tensor(x), gamma=gamma)
     assert lse.value.dtype == dtype and float(lse.value) == pytest.approx(big, rel=1e-6)
     np.testing.assert_allclose(p.value, [0.5, 0.5, 0.0], atol=1e-7)
     np.testing.assert_allclose(_vjp(lse, 1.0)[0].value, [0.5, 0.5, 0.0], atol=1e-7)
@@ -347,8 +352,8 @@ def test_logsumexp_gradient_is_softargmax_at_small_temperatures(x, gamma):
     # [1, 1] (summing to 2) instead of the tied maxima's [1/2, 1/2].
     x = np.array(x)
     expected = np.where(x == x.max(), 1.0, 0.0) / np.sum(x == x.max())  # two tied maxima, others e^-huge
-    lse = R.logsumexp(Tensor(x), gamma=gamma)
+    lse = F.logsumexp(Tensor(x), gamma=gamma)
     np.testing.assert_allclose(_vjp(lse, 1.0)[0].value, expected, atol=1e-12)
     import autograd_dag as ad
-    _, tangent = ad.jvp(lambda t: R.logsumexp(t, gamma=gamma), (x,), (np.ones_like(x),))
+    _, tangent = ad.jvp(lambda t: F.logsumexp(t, gamma=gamma), (x,), (np.ones_like(x),))
     assert float(tangent) == pytest.approx(1.0, abs=1e-12)

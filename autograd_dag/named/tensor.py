@@ -27,12 +27,12 @@ from ..primitives.conv import conv2d as _conv2d
 from ..primitives.conv import max_pool2d as _max_pool2d
 from ..primitives.indexing import getitem, take
 from ..primitives.linalg import einsum
-from ..primitives.reductions import argmax as _argmax
-from ..primitives.reductions import logsumexp as _logsumexp
+from ..primitives.fused import argmax as _argmax
+from ..primitives.fused import logsumexp as _logsumexp
+from ..primitives.fused import softargmax as _softargmax
 from ..primitives.reductions import max as _max
 from ..primitives.reductions import mean as _mean
 from ..primitives.reductions import min as _min
-from ..primitives.reductions import softargmax as _softargmax
 from ..primitives.structure import reshape, sum as _sum, transpose
 
 __all__ = ["NamedTensor", "AxisNameError", "ndot", "nsum", "nmean", "nmax", "nmin", "softmax", "softargmax",

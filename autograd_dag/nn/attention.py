@@ -21,7 +21,7 @@ from ..errors import ShapeError
 from ..primitives.elementwise import add, cos, multiply, sin, where
 from ..primitives.indexing import checked_mask, dead_rows_error
 from ..primitives.linalg import matmul
-from ..primitives.reductions import masked_softargmax, softargmax
+from ..primitives.fused import masked_softargmax, softargmax
 from ..primitives.structure import reshape, swapaxes, transpose
 from . import init as _init
 from .module import Module, Parameter

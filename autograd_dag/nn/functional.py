@@ -14,15 +14,15 @@ from ..errors import AutogradDagError, ShapeError
 from ..primitives.elementwise import (astype, divide, logistic, multiply, negative, not_equal, relu, sigmoid,
                                       softplus, step, stop_gradient, subtract, tanh, where)
 from ..primitives.indexing import checked_indices, one_hot
-from ..primitives.losses import softmax_cross_entropy
+from ..primitives.fused import argmax as _argmax
+from ..primitives.fused import layer_norm as _layer_norm
+from ..primitives.fused import logsumexp as _logsumexp
+from ..primitives.fused import softargmax as _softargmax
+from ..primitives.fused import softmax_cross_entropy
 from ..primitives.numeric import take_along_axis
 from ..primitives.random import dropout_mask, seed_for
-from ..primitives.reductions import argmax as _argmax
-from ..primitives.reductions import layer_norm as _layer_norm
-from ..primitives.reductions import logsumexp as _logsumexp
 from ..primitives.reductions import max as _max
 from ..primitives.reductions import mean as _mean
-from ..primitives.reductions import softargmax as _softargmax
 from ..primitives.structure import reshape
 from ..primitives.structure import sum as _sum
 
@@ -367,7 +367,7 @@ def cross_entropy(logits, target, reduction: str = "mean", ignore_index: int | N
     indices = _class_indices("cross_entropy", logits, target)
     if indices is not None:
         # One primitive each way (forward: lse − the picked score; backward:
-        # softargmax − one-hot, times the cotangent): see primitives/losses.py.
+        # softargmax − one-hot, times the cotangent): see primitives/fused/losses.py.
         return _reduce_kept(softmax_cross_entropy(logits, indices), keep, reduction, "cross_entropy")
     t = _target_distribution("cross_entropy", logits, target)
     # −⟨t, log softargmax(z)⟩. Writing lse(z) − ⟨t, z⟩ assumed Σt = 1: a multi-hot or mixed target

@@ -14,7 +14,8 @@ from ..core import Tensor, no_grad, tracer_of
 from ..errors import ShapeError, TracingError
 from ..primitives.arrays import constant
 from ..primitives.elementwise import add, divide, multiply, sqrt, subtract
-from ..primitives.reductions import layer_norm, mean
+from ..primitives.fused import layer_norm
+from ..primitives.reductions import mean
 from ..primitives.structure import reshape
 from . import init as _init
 from .module import Module, Parameter

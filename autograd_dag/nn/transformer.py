@@ -28,8 +28,8 @@ from ..errors import ShapeError
 from ..primitives.arrays import constant
 from ..primitives.elementwise import add, multiply
 from ..primitives.indexing import concatenate, take
-from ..primitives.linalg import linear, linear_relu, matmul
-from ..primitives.reductions import softargmax
+from ..primitives.fused import linear_relu, softargmax
+from ..primitives.linalg import linear, matmul
 from ..primitives.structure import reshape, transpose
 from . import init as _init
 from .attention import MultiHeadAttention, additive_scores, causal_mask, positional_encoding

@@ -35,7 +35,8 @@ from ..errors import AutogradDagError, ShapeError
 from ..primitives.elementwise import softplus
 from ..primitives.indexing import take
 from ..primitives.linalg import matmul
-from ..primitives.reductions import logsumexp, mean
+from ..primitives.fused import logsumexp
+from ..primitives.reductions import mean
 from ..primitives.structure import expand_dims, sum as _sum, transpose
 from . import init as _init
 from .embedding import Embedding, WordVectors, check_ids, vocabulary_words

@@ -18,7 +18,8 @@ from ..errors import AutogradDagError
 from ..primitives.registry import PRIMITIVES
 from ..program import Program
 from ..tracing import program_input
-from ..primitives import conv, elementwise as el, indexing, mathfuncs, numeric, reductions as red, structure as st
+from ..primitives import (conv, elementwise as el, fused, indexing, mathfuncs, numeric, reductions as red,
+                          structure as st)
 from ..primitives.arrays import pad
 from ..primitives.linalg import einsum, matmul
 from ._export import require_onnx
@@ -447,7 +448,7 @@ def _reduce_l2(c):
 @handles("ReduceLogSumExp")
 def _reduce_lse(c):
     x = c.arg(0)
-    return red.logsumexp(x, _axes(c, _ndim(x)), keepdims=bool(c.attr("keepdims", 1)))
+    return fused.logsumexp(x, _axes(c, _ndim(x)), keepdims=bool(c.attr("keepdims", 1)))
 
 
 @handles("Softmax", "LogSoftmax")
@@ -466,8 +467,8 @@ def _softmax(c):
 
 def _normalized(op_type, x, axis):
     if op_type == "Softmax":
-        return red.softargmax(x, axis)
-    return el.subtract(x, red.logsumexp(x, axis, keepdims=True))
+        return fused.softargmax(x, axis)
+    return el.subtract(x, fused.logsumexp(x, axis, keepdims=True))
 
 
 @handles("ArgMax", "ArgMin")
@@ -476,7 +477,7 @@ def _argmax(c):
     axis = c.attr("axis", 0) % _ndim(x)
     if c.attr("select_last_index", 0):
         raise OnnxImportError(f"onnx.load: {c.node.op_type} with select_last_index=1 is not supported")
-    hot = red.argmax(x, axis) if c.node.op_type == "ArgMax" else numeric.argmin(x, axis)
+    hot = fused.argmax(x, axis) if c.node.op_type == "ArgMax" else fused.argmin(x, axis)
     n = _shape(x)[axis]
     positions = np.arange(n, dtype=np.float64).reshape([n if i == axis else 1 for i in range(_ndim(x))])
     index = st.sum(el.multiply(hot, positions), axis, keepdims=bool(c.attr("keepdims", 1)))

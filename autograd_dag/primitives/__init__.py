@@ -1,6 +1,6 @@
 """The primitive families. Importing this package registers every built-in primitive."""
 
-from . import (arrangement, conv, elementwise, indexing, linalg, linalg_family, losses,  # noqa: F401
+from . import (arrangement, conv, elementwise, indexing, fused, linalg,  # noqa: F401
                reductions, structure)  # (registration)
 from . import arrays, mathfuncs, numeric  # noqa: F401  (registration: numpy's everyday functions)
 from . import random  # noqa: F401  (registration: dropout's mask)

@@ -28,6 +28,7 @@ from ..errors import AutogradDagError, ShapeError
 from .elementwise import astype, multiply, where
 from .indexing import concatenate, getitem, take
 from .linalg import matmul
+from .linalg.products import _diagonal
 from .reductions import _ndim
 from .batch import shift_axis
 from .registry import defprim
@@ -328,9 +329,7 @@ def diagonal(x, /, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
     perm = [a for a in range(len(shape)) if a not in (a1, a2)] + [a1, a2]
     if perm != list(range(len(shape))):
         x = transpose(x, perm)
-    rows, cols = builtins.max(-offset, 0), builtins.max(offset, 0)
-    k = builtins.max(0, builtins.min(shape[a1] - rows, shape[a2] - cols))
-    return getitem(x, (Ellipsis, np.arange(rows, rows + k), np.arange(cols, cols + k)))
+    return _diagonal(x, offset)   # (the one diagonal gather: ad.linalg.diagonal's too)
 
 
 def trace(x, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:

@@ -2,9 +2,10 @@
 
 Primitives: ``cumsum``, ``cumprod`` (each with a ``reverse`` direction, so
 that each is the other direction's transpose), ``prod``, ``norm`` (the 2-norm
-over any axes), ``sort``, ``argsort``, ``take_along_axis`` and its transpose
-``put_along_axis_add``, ``argmin``, ``any`` and ``all``. ``std``, the other
-vector norms, ``diff``, ``median`` and the NaN-ignoring ``nansum``, ``nanmean``,
+over any axes; the one ``norm`` function, every ``ord``, is in
+:mod:`.linalg.norms`), ``sort``, ``argsort``, ``take_along_axis`` and its transpose
+``put_along_axis_add``, ``any`` and ``all`` (``argmin`` is with ``argmax``, in
+:mod:`.fused`). ``std``, ``diff``, ``median`` and the NaN-ignoring ``nansum``, ``nanmean``,
 ``nanmax`` and ``nanmin`` are composites of primitives (exact, and as fast).
 
 Conventions, fixed and tested exactly:
@@ -29,7 +30,7 @@ Conventions, fixed and tested exactly:
 * ``sort``: the gradient goes back through the permutation that sorts x
   (stable: tied entries keep their order, so the first of equal entries gets
   the first sorted slot's derivative).
-* ``argmin``, ``argsort``, ``any`` and ``all`` have no derivative.
+* ``argsort``, ``any`` and ``all`` have no derivative.
 
 Example:
     >>> import numpy as np, autograd_dag as ad
@@ -51,11 +52,11 @@ import math
 import numpy as np
 
 from ..core import Tensor, apply
-from ..errors import AutogradDagError, ShapeError
-from .elementwise import abs, add, astype, divide, equal, multiply, not_equal, power, subtract, where
+from ..errors import ShapeError
+from .elementwise import add, astype, divide, equal, multiply, subtract, where
 from .indexing import concatenate, getitem
 from .mathfuncs import _safe_denominator, isinf, isnan
-from .reductions import _argmax_batch, _float_dtype, _kept, _ndim, max, mean, min, one_hot_position
+from .reductions import _float_dtype, _kept, _ndim, max, mean, min
 from .batch import materialize, shift_axis
 from .registry import defprim
 from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape
@@ -367,81 +368,10 @@ def _norm_jvp(t, out, x, *, axis, keepdims):
     return divide(sum(multiply(t[0], x), axis, keepdims=keepdims), _safe_denominator(out))
 
 
+# Hand-written pair: x/‖x‖ from the output and 0 at x = 0 (a subgradient), where sqrt(Σx²) gives 0/0.
 NORM = defprim("norm", _norm_impl, vjp=_norm_vjp, jvp=_norm_jvp,
                shape=lambda x, *, axis, keepdims: (reduced_shape(x.shape, axis, keepdims),
                                                     _float_dtype(x.dtype)), batch=shift_axis())
-
-_MATRIX_ORDS = ("nuc", 1, -1, 2, -2, math.inf, -math.inf)
-
-
-def _inexact(x):
-    """x with integer and boolean entries as float64, as ``np.linalg.norm`` converts them.
-
-    |x|, x**p and their sums in the operand's own integer type wrap (|-128| is
-    -128 in int8), so a norm computed there is silently wrong.
-    """
-    dtype = x.dtype if isinstance(x, (Tensor, np.ndarray)) else np.asarray(x).dtype
-    return x if dtype.kind in "fc" else astype(x, np.float64)
-
-
-def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A002 - numpy's name
-    """Vector norms (ord 2, 1, ∞, -∞, 0 or any p) and the Frobenius norm, as ``np.linalg.norm``.
-
-    ``axis=None``: the 2-norm of all entries (``ord`` None), or for a matrix
-    ``ord='fro'``; an int ``axis``: vector norms along it; a pair of axes: the
-    Frobenius norm (``ord`` None or 'fro'). The other matrix norms (nuc, 1, 2, ∞
-    of a matrix) are :func:`autograd_dag.linalg.norm`'s, which calls this one for the rest. Kinks: the 2-norm's and 1-norm's gradients at 0 are
-    0 (so are the other p-norms'); the ∞-norm's splits among tied largest entries; ord 0 (the count of
-    nonzeros) has no derivative.
-    Shapes: (*s) -> s without the reduced axes (kept as 1 with ``keepdims``).
-    Example: ``ad.norm(ad.Tensor([3., 4.])).value`` is ``5.0``; its gradient is ``[.6, .8]``.
-    """
-    x = _inexact(x)
-    ndim = _ndim(x)
-    if axis is None:
-        if ord is None or (ord == "fro" and ndim == 2):
-            axes = tuple(range(ndim))
-        elif ndim == 1:
-            axes = (0,)
-        elif ndim == 2:
-            axes = (0, 1)
-        else:
-            raise ShapeError(f"norm: Expect: a vector or a matrix for ord={ord!r} with axis=None. "
-                             f"Actual: {ndim} dimensions")
-    else:
-        axes = normalize_axes("norm", axis, ndim)
-        if len(axes) not in (1, 2) or (len(axes) == 2 and not isinstance(axis, (tuple, list))):
-            raise ShapeError(f"norm: Expect: one axis (vector norm) or two (matrix norm). Actual: {axis!r}")
-    keepdims = bool(keepdims)
-    matrix = len(axes) == 2 if axis is not None else (ord is not None and ndim == 2)
-    if matrix:
-        # The Frobenius norm does not depend on the order of the two axes.
-        if ord in (None, "fro"):
-            return apply(NORM, x, axis=axes, keepdims=keepdims)
-        if ord in _MATRIX_ORDS:
-            raise AutogradDagError(f"norm: the matrix norm ord={ord!r} is ad.linalg.norm's (np.linalg.norm "
-                                   f"on a Tensor calls it); ad.norm gives vector norms and the Frobenius norm")
-        raise ShapeError(f"norm: Expect: a matrix norm order in None, 'fro', 'nuc', ±1, ±2, ±inf. Actual: {ord!r}")
-    if ord is None or ord == 2:
-        return apply(NORM, x, axis=axes, keepdims=keepdims)
-    if isinstance(ord, str):
-        raise ShapeError(f"norm: Expect: a numeric order for a vector norm. Actual: ord={ord!r}")
-    if ord == math.inf:
-        if _count(x, axes) == 0:
-            return sum(abs(x), axes, keepdims=keepdims)   # numpy 2: the largest of no |x_i| is 0 (-inf has no such value)
-        return max(abs(x), axes, keepdims=keepdims)
-    if ord == -math.inf:
-        return min(abs(x), axes, keepdims=keepdims)
-    if ord == 0:
-        return sum(astype(not_equal(x, 0.0), _float_dtype(x.dtype)), axes, keepdims=keepdims)
-    if ord == 1:
-        return sum(abs(x), axes, keepdims=keepdims)
-    p = float(ord)
-    total = sum(power(abs(x), p), axes, keepdims=keepdims)
-    # A zero slice: norm 0 with gradient 0 (a subgradient, as the 2-norm's); total**(1/p)
-    # has an infinite derivative at 0, and ∞ · 0 from |x|**p gave NaN.
-    zero = equal(total, 0.0)
-    return where(zero, 0.0, power(where(zero, 1.0, total), 1.0 / p))
 
 # --------------------------------------------------------------- std, var
 
@@ -609,7 +539,7 @@ def _argsort_impl(x, *, axis):
 
 
 ARGSORT = defprim(
-    "argsort", _argsort_impl, vjp=lambda ct, out, x, *, axis: (None,), jvp=lambda t, out, x, *, axis: None,
+    "argsort", _argsort_impl, vjp=lambda ct, out, x, *, axis: (None,),  # (no JVP: x is nondiff)
     shape=lambda x, *, axis: (tuple(x.shape), np.dtype(np.intp)), nondiff=(0,), batch=shift_axis())
 
 
@@ -630,6 +560,7 @@ def _sort_vjp(ct, out, x, *, axis):
                   unique=True),)
 
 
+# Hand-written pair: argsort(x) gathers the tangent and scatters the cotangent; sort is not linear in x.
 SORT = defprim(
     # The sorted values do not depend on stability (numpy's default sort is faster); the
     # permutation of the rules does, and argsort is stable.
@@ -649,34 +580,6 @@ def sort(x, /, axis=-1) -> Tensor:
     if axis is None:
         return apply(SORT, _flat(x), axis=0)
     return apply(SORT, x, axis=normalize_axis("sort", axis, _ndim(x)))
-
-# ------------------------------------------------------------------ argmin
-
-
-_argmin_impl = one_hot_position(np.argmin)
-
-
-def _argmin_rule(x, *, axis):
-    if (x.size == 0) if axis is None else (x.shape[axis] == 0):
-        raise ShapeError(f"argmin: Expect: a non-empty axis. Actual: shape {fmt(x.shape)}, axis {axis}")
-    return tuple(x.shape), _float_dtype(x.dtype)
-
-
-ARGMIN = defprim("argmin", _argmin_impl, vjp=lambda ct, out, x, *, axis: (None,),
-                 jvp=lambda t, out, x, *, axis: None, shape=_argmin_rule, nondiff=(0,), batch=_argmax_batch)
-
-
-def argmin(x, /, axis=-1) -> Tensor:
-    """One-hot encoding of the position of the minimum along ``axis``, as :func:`argmax`.
-
-    Ties go to the first index; ``axis=None`` takes the minimum of all entries.
-    No derivative. Shapes: (*s) -> (*s), a float array of 0s and 1s.
-    Example: ``ad.argmin(ad.Tensor([3., 1., 1.])).value`` is ``[0., 1., 0.]``.
-    """
-    ndim = _ndim(x)
-    if axis is not None or ndim == 1:
-        axis = normalize_axis("argmin", 0 if axis is None else axis, ndim)
-    return apply(ARGMIN, x, axis=axis)
 
 # -------------------------------------------------------------- any, all
 

@@ -82,8 +82,7 @@ def _dropout_mask_batch(prim, args, batched, *, p, stream):
 
 DROPOUT_MASK = defprim(
     "dropout_mask", _dropout_mask_impl,
-    vjp=lambda ct, out, x, seed, *, p, stream: (None, None),
-    jvp=lambda t, out, x, seed, *, p, stream: None,
+    vjp=lambda ct, out, x, seed, *, p, stream: (None, None),  # (no JVP: both inputs are nondiff)
     shape=_dropout_mask_rule, nondiff=(0, 1), batch=_dropout_mask_batch)
 
 

@@ -3,12 +3,22 @@
 Adding a primitive means one ``defprim`` call in its family module and one
 line in the test table of its family (``tests/cases_<family>.py``, e.g.
 ``tests/cases_elementwise.py``); nothing else changes.
+
+A derivative is stated once. A *linear* primitive (reshape, getitem, sum,
+concatenate, ...) declares only its ``transpose``: its JVP is the primitive
+itself applied to the tangents and its VJP the transpose applied to the
+cotangent (JAX's ``deflinear``, HIPS autograd's ``def_linear``). A *bilinear*
+one (matmul, conv2d, ...) declares the transpose in each operand and
+``bilinear=True``: its JVP is f(ṫx, y) + f(x, ṫy) (JAX's ``defbilinear``).
+The rest give ``vjp`` and ``jvp`` by hand. See :func:`linear_rules`.
 """
 
 from __future__ import annotations
 
 import warnings
 from typing import Callable
+
+import numpy as np
 
 from ..core import Primitive, apply
 from ..errors import AutogradDagError, user_source, located
@@ -22,8 +32,13 @@ USER_PRIMITIVES: set[str] = set()
 def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, jvp: Callable | None = None,
             shape: Callable | None = None, nondiff: tuple[int, ...] = (),
             replace: bool = False, user: bool = False, batch: Callable | None = None,
-            vjp_into: Callable | None = None, reads: tuple[int, ...] | None = None) -> Primitive:
+            vjp_into: Callable | None = None, reads: tuple[int, ...] | None = None,
+            transpose: Callable | tuple | None = None, bilinear: bool = False) -> Primitive:
     """Create a :class:`Primitive`, register it under ``name`` and return it.
+
+    ``transpose`` (with ``bilinear``) declares a linear or bilinear primitive,
+    whose VJP and JVP follow from it (:func:`linear_rules`); ``jvp`` may still
+    be given to replace the derived one (an affine primitive: pad with a constant).
 
     ``user=True`` (``ad.primitive``) marks a user's primitive: defining one
     again under the same name replaces it with a warning (``replace=True``
@@ -42,17 +57,116 @@ def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, j
     elif name in PRIMITIVES and name not in USER_PRIMITIVES and user:
         raise AutogradDagError(f"ad.primitive: {name!r} is a built-in primitive and cannot be "
                                f"redefined; pick another name")
+    if transpose is not None:
+        if vjp is not None:
+            raise AutogradDagError(f"primitive {name!r}: give its transpose or its VJP, not both")
+        vjp, derived_jvp, default_reads = linear_rules(transpose, bilinear, tuple(nondiff))
+        reads = default_reads if reads is None else reads
+    elif bilinear:
+        raise AutogradDagError(f"primitive {name!r}: bilinear=True needs the transpose in each operand")
     prim = Primitive(name, impl, vjp=vjp, jvp=jvp, shape=shape, nondiff=nondiff, batch=batch,
-                     vjp_into=vjp_into, reads=reads)
+                     vjp_into=vjp_into, reads=reads, transpose=transpose, bilinear=bilinear)
+    if transpose is not None and jvp is None:
+        prim.jvp = derived_jvp(prim)
     PRIMITIVES[name] = prim
     if user:
         USER_PRIMITIVES.add(name)
     return prim
 
 
+def linear_rules(transpose: Callable | tuple, bilinear: bool, nondiff: tuple[int, ...]):
+    """The VJP, a maker of the JVP, and the ``reads`` of a primitive declared by its transpose.
+
+    ``transpose`` has the VJP's form without ``out``: a tuple with one rule per
+    input, ``rule(ct, *inputs, **params) -> that input's cotangent`` (None for
+    an input without one), or one function returning such a tuple (for a
+    variadic primitive such as concatenate). The rules see the inputs for their
+    shapes; the differentiable inputs' numbers are read by no rule, so eager
+    recording keeps no copy of them (``reads``: only the nondiff inputs, such
+    as integer indices, which choose where the entries go).
+
+    Linear (``bilinear=False``): f is linear in its differentiable inputs
+    jointly (the others are fixed: indices, the positions max pooling chose).
+    JVP: f applied to the tangents, a zero in place of a missing one, so it
+    differentiates again as f does. VJP: the transpose applied to the cotangent.
+
+    Bilinear: f is linear in each differentiable input with the others fixed
+    (matmul, conv2d). JVP: Σ_i f(..., ṫ_i, ...), the other inputs at their
+    values; VJP: the transpose in each operand, which reads the other operands
+    (``reads`` all inputs).
+
+    Shapes: ct is shaped like the output; each rule returns an input's shape.
+
+    Example (a transpose pair, each declaring the other, as sum and broadcast_to do):
+        >>> import numpy as np, autograd_dag as ad
+        >>> twice = ad.primitive("twice_doc", lambda x: np.concatenate([x, x]),
+        ...                      transpose=(lambda ct, x: fold(ct),))
+        >>> fold = ad.primitive("fold_doc", lambda y: y[:len(y) // 2] + y[len(y) // 2:],
+        ...                     transpose=(lambda ct, y: twice(ct),))
+        >>> ad.grad(lambda x: ad.sum(twice(x) * np.arange(4.0)))(np.ones(2))
+        array([2., 4.])
+        >>> ad.jvp(twice, (np.ones(2),), (np.array([1.0, 2.0]),))[1]
+        array([1., 2., 1., 2.])
+
+    A bilinear one, the outer product of two vectors:
+        >>> outer = ad.primitive("outer_doc", np.multiply.outer, bilinear=True, transpose=(
+        ...     lambda ct, a, b: ad.matmul(ct, b), lambda ct, a, b: ad.matmul(a, ct)))
+        >>> ad.grad(lambda a: ad.sum(outer(a, np.array([1.0, 2.0]))))(np.ones(3))
+        array([3., 3., 3.])
+    """
+    if isinstance(transpose, (tuple, list)):
+        vjp = tuple(None if rule is None else _from_transpose(rule) for rule in transpose)
+    else:
+        vjp = _from_transpose(transpose)
+    if bilinear:
+        return vjp, lambda prim: _bilinear_jvp(prim, nondiff), None
+    return vjp, lambda prim: _linear_jvp(prim, nondiff), nondiff
+
+
+def _from_transpose(rule: Callable) -> Callable:
+    """A VJP rule ``(ct, out, *inputs, **params)`` from a transpose rule ``(ct, *inputs, **params)``."""
+    def vjp(ct, out, *inputs, **params):
+        return rule(ct, *inputs, **params)
+    return vjp
+
+
+def _linear_jvp(prim: Primitive, nondiff: tuple[int, ...]) -> Callable:
+    """JVP of a primitive linear in its differentiable inputs: the primitive on the tangents."""
+    def jvp(tangents, out, *inputs, **params):
+        if len(inputs) == 1:
+            return apply(prim, tangents[0], **params)
+        # Indices and other nondiff inputs stay; a missing tangent is a zero of its
+        # input's shape (a zero-stride view: nothing is allocated for it).
+        args = [x if i in nondiff else t if t is not None else _zero_tangent(x, out)
+                for i, (t, x) in enumerate(zip(tangents, inputs))]
+        return apply(prim, *args, **params)
+    return jvp
+
+
+def _zero_tangent(x, out) -> np.ndarray:
+    """A zero tangent for input ``x``: a read-only zero-stride view, of x's dtype if inexact, else out's."""
+    dtype = x.dtype if x.dtype.kind in "fc" else out.dtype
+    return np.broadcast_to(np.zeros((), dtype), x.shape)
+
+
+def _bilinear_jvp(prim: Primitive, nondiff: tuple[int, ...]) -> Callable:
+    """JVP of a primitive linear in each differentiable input: Σ_i f(..., ṫ_i, ...)."""
+    def jvp(tangents, out, *inputs, **params):
+        total = None
+        for i, t in enumerate(tangents):
+            if t is None or i in nondiff:
+                continue
+            term = apply(prim, *inputs[:i], t, *inputs[i + 1:], **params)
+            # (Each term has the output's shape: no broadcasting to undo.)
+            total = term if total is None else apply(PRIMITIVES["add"], total, term)
+        return total
+    return jvp
+
+
 def primitive(name: str, impl: Callable | None = None, *, vjp: Callable | None = None,
               jvp: Callable | None = None, shape: Callable | None = None,
-              nondiff: tuple[int, ...] = (), replace: bool = False):
+              nondiff: tuple[int, ...] = (), replace: bool = False,
+              transpose: Callable | tuple | None = None, bilinear: bool = False):
     """Define a new primitive with its own rules; returns the function that applies it.
 
     ``impl(*arrays, **params)`` computes the value with numpy;
@@ -60,7 +174,9 @@ def primitive(name: str, impl: Callable | None = None, *, vjp: Callable | None =
     ``jvp(tangents, out, *inputs, **params)`` the output tangent, both with
     ad operations (so that they differentiate again: a rule written with
     numpy works at first order and is refused, with a message naming the
-    primitive, at second). Usable as a decorator:
+    primitive, at second). A linear primitive gives its ``transpose`` instead
+    of both (a bilinear one with ``bilinear=True``: see :func:`linear_rules`).
+    Usable as a decorator:
     ``@ad.primitive("cube", vjp=..., jvp=...)``. Defining a name again
     (a re-run notebook cell) replaces the earlier primitive with a warning;
     ``replace=True`` silences it. Built-in names cannot be redefined.
@@ -80,8 +196,8 @@ def primitive(name: str, impl: Callable | None = None, *, vjp: Callable | None =
     if not isinstance(name, str) or not name:
         raise AutogradDagError(f"ad.primitive: the name must be a non-empty string, got {name!r}"
                                f"{located(user_source())}")
-    for what, rule in (("vjp", vjp), ("jvp", jvp), ("shape", shape)):
-        rules = rule if what == "vjp" and isinstance(rule, (tuple, list)) else (rule,)
+    for what, rule in (("vjp", vjp), ("jvp", jvp), ("shape", shape), ("transpose", transpose)):
+        rules = rule if what in ("vjp", "transpose") and isinstance(rule, (tuple, list)) else (rule,)
         if any(r is not None and not callable(r) for r in rules):
             raise AutogradDagError(f"ad.primitive({name!r}): {what} must be a function (or None), got "
                                    f"{rule!r}{located(user_source())}")
@@ -91,7 +207,7 @@ def primitive(name: str, impl: Callable | None = None, *, vjp: Callable | None =
             raise AutogradDagError(f"ad.primitive({name!r}): the implementation must be a function, got "
                                    f"{fn!r}{located(user_source())}")
         prim = defprim(name, fn, vjp=vjp, jvp=jvp, shape=shape, nondiff=nondiff, replace=replace,
-                       user=True)
+                       user=True, transpose=transpose, bilinear=bilinear)
 
         def op(*args, **params):
             return apply(prim, *args, **params)

@@ -1,9 +1,13 @@
 """Structural primitives: identity, reshape, transpose, broadcast_to and sum.
 
-They sit together because each one's derivative is written with the others
-(the transpose of broadcasting is summing, and back), and because
-:func:`sum_to_shape` — the one un-broadcasting helper every broadcasting
-primitive uses — is built from them.
+What goes here: the linear primitives that move or add up entries without
+choosing them by index (those are in :mod:`indexing`). Each is declared by its
+transpose alone (``defprim(..., transpose=...)``: the JVP is the primitive on
+the tangent, the VJP the transpose on the cotangent, and no rule reads a
+value), and the transposes are one another: reshape and transpose are their
+own (with the inverse shape or permutation), broadcasting and summing are each
+other's. :func:`sum_to_shape`, the one un-broadcasting helper every
+broadcasting primitive uses, is built from them.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ def unary_batch(prim, args, batched, **params):
 
 
 IDENTITY = defprim(
+    # Linear, but by hand: the derived rules would record an identity node per
+    # derivative, and programs skip identity nodes (they are per-slot inputs).
     "identity", lambda x: x,
     vjp=lambda ct, out, x: (ct,),
     jvp=lambda t, out, x: t[0],
@@ -57,8 +63,7 @@ RESHAPE = defprim(
     # (the method: np.reshape's dispatch costs more than the view itself)
     "reshape", lambda x, *, shape: x.reshape(shape) if type(x) is np.ndarray else np.reshape(x, shape),
     # x.shape is a valid shape for ct's size: no checks (the eager sweep runs this for every reshape).
-    vjp=lambda ct, out, x, *, shape: (apply(RESHAPE, ct, shape=tuple(x.shape)),),
-    jvp=lambda t, out, x, *, shape: reshape(t[0], shape),
+    transpose=(lambda ct, x, *, shape: apply(RESHAPE, ct, shape=tuple(x.shape)),),
     shape=_reshape_rule,
     batch=lambda prim, args, batched, *, shape: reshape(args[0], (args[0].shape[0],) + shape))
 
@@ -125,8 +130,7 @@ def _transpose_rule(x, *, axes):
 
 TRANSPOSE = defprim(
     "transpose", lambda x, *, axes: x.transpose(axes) if type(x) is np.ndarray else np.transpose(x, axes),
-    vjp=lambda ct, out, x, *, axes: (apply(TRANSPOSE, ct, axes=_inverse(axes)),),
-    jvp=lambda t, out, x, *, axes: transpose(t[0], axes),
+    transpose=(lambda ct, x, *, axes: apply(TRANSPOSE, ct, axes=_inverse(axes)),),
     shape=_transpose_rule,
     batch=lambda prim, args, batched, *, axes: transpose(args[0], (0,) + tuple(a + 1 for a in axes)))
 
@@ -185,8 +189,7 @@ def _broadcast_to_batch(prim, args, batched, *, shape):
 
 BROADCAST_TO = defprim(
     "broadcast_to", lambda x, *, shape: np.broadcast_to(x, shape),
-    vjp=lambda ct, out, x, *, shape: (sum_to_shape(ct, x.shape),),
-    jvp=lambda t, out, x, *, shape: broadcast_to(t[0], shape),
+    transpose=(lambda ct, x, *, shape: sum_to_shape(ct, x.shape),),
     shape=_broadcast_to_rule, batch=_broadcast_to_batch)
 
 
@@ -208,16 +211,15 @@ def _sum_rule(x, *, axis, keepdims):
     return reduced_shape(x.shape, axis, keepdims), x.dtype
 
 
-def _sum_vjp(ct, out, x, *, axis, keepdims):
+def _sum_transpose(ct, x, *, axis, keepdims):
     if not keepdims:
         ct = reshape(ct, reduced_shape(x.shape, axis, True))
-    return (broadcast_to(ct, x.shape),)
+    return broadcast_to(ct, x.shape)
 
 
 SUM = defprim(
     "sum", lambda x, *, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
-    vjp=_sum_vjp,
-    jvp=lambda t, out, x, *, axis, keepdims: sum(t[0], axis, keepdims=keepdims),
+    transpose=(_sum_transpose,),
     shape=_sum_rule,
     batch=lambda prim, args, batched, *, axis, keepdims: apply(
         prim, args[0], axis=tuple(a + 1 for a in axis), keepdims=keepdims))

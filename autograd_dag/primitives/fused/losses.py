@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import Tensor, apply
-from ..errors import ShapeError
-from .batch import materialize
-from .elementwise import add, multiply, subtract
-from .numeric import _check_along, take_along_axis
-from .reductions import _float_dtype, _row_sums, _shifted, _softargmax_jacobian, softargmax
-from .registry import defprim
-from .shapes import fmt
-from .structure import reshape, sum
+from ...core import Tensor, apply
+from ...errors import ShapeError
+from ..batch import materialize
+from ..elementwise import add, multiply, subtract
+from ..numeric import _check_along, take_along_axis
+from ..reductions import _float_dtype
+from ..registry import defprim
+from ..shapes import fmt
+from ..structure import reshape, sum
+from .softmax import _row_sums, _shifted, _softargmax_jacobian, softargmax
 
 
 def _check(name: str, z_shape, idx) -> None:
@@ -143,10 +144,12 @@ def _grad_rule(ct, z, loss, idx):
     return tuple(z.shape), np.result_type(ct.dtype, loss.dtype, _float_dtype(z.dtype))
 
 
+# Hand-written pair: linear in ct, not in z; closed forms through softargmax_jacobian.
 SOFTMAX_CROSS_ENTROPY_GRAD = defprim(
     "softmax_cross_entropy_grad", _ce_grad_impl, vjp=(_grad_vjp_ct, _grad_vjp_z, None, None), jvp=_grad_jvp,
     shape=_grad_rule, nondiff=(2, 3), batch=_rows_batch)
 
+# Hand-written pair: the VJP is one softmax_cross_entropy_grad node: one array where the composite made five.
 SOFTMAX_CROSS_ENTROPY = defprim(
     "softmax_cross_entropy", _ce_impl,
     vjp=lambda ct, out, z, idx: (apply(SOFTMAX_CROSS_ENTROPY_GRAD, ct, z, out, idx), None),

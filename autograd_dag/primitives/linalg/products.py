@@ -1,25 +1,33 @@
-"""Linear algebra primitives: matmul and einsum.
+"""Products: the linear and bilinear primitives of linear algebra, and the composites made of them.
 
-Both are multilinear, so their VJPs and JVPs are matmuls and einsums of the
-cotangent or tangents with the other operands; un-broadcasting of batch
-dimensions goes through :func:`sum_to_shape`, as for every broadcasting
-primitive.
+Primitives: ``matmul``, ``linear`` (x Wᵀ + b, a layer's product and bias as one
+node) and ``einsum``. matmul and einsum are multilinear: each declares its
+transpose in every operand (``bilinear=True``), its JVP follows; linear is
+affine and states its pair. Their VJPs and JVPs are matmuls and einsums of
+the cotangent or tangents with the other operands;
+un-broadcasting of batch dimensions goes through :func:`sum_to_shape`, as for
+every broadcasting primitive. Composites of them and of views of a matrix's
+entries (numpy.linalg's names): ``multi_dot``, ``vecdot``, ``outer``,
+``trace``, ``diagonal``, ``matrix_transpose``.
 """
 
 from __future__ import annotations
 
+import builtins
 import math
 import string
 
 import numpy as np
 
-from ..core import Tensor, apply
-from ..errors import ShapeError
-from .elementwise import add, greater, multiply, relu
-from .batch import batch_size, lift_rank, materialize
-from .registry import defprim
-from .shapes import fmt
-from .structure import broadcast_to, reshape, sum_to_shape, swapaxes, transpose
+from ...core import Tensor, apply
+from ...errors import ShapeError
+from ..elementwise import add, astype, multiply
+from ..indexing import getitem
+from ..batch import batch_size, lift_rank, materialize
+from ..registry import defprim
+from ..shapes import fmt
+from ..structure import broadcast_to, reshape, sum, sum_to_shape, swapaxes, transpose
+from .base import _require_matrix, _shape_of, _T
 
 # ----------------------------------------------------------------- matmul
 
@@ -60,7 +68,7 @@ def _matrices(ct, a, b):
 # (a 2-D W against a (B, T, k) x) gets its cotangent from ONE product over
 # the flattened batch, not a batched product summed afterwards (2.3x slower,
 # see DESIGN.md, Performance).
-def _matmul_vjp_a(ct, out, a, b):
+def _matmul_vjp_a(ct, a, b):
     ct2, a2, b2 = _matrices(ct, a, b)
     bm = _as_matrix(b, b2)
     if len(b2) == 2 and len(a2) > 2 and tuple(a2[:-2]) == tuple(ct2.shape[:-2]):
@@ -86,7 +94,7 @@ def _inner_products(a, ct):
     return matmul(swapaxes(a, -1, -2), ct)
 
 
-def _matmul_vjp_b(ct, out, a, b):
+def _matmul_vjp_b(ct, a, b):
     ct2, a2, b2 = _matrices(ct, a, b)
     am = _as_matrix(a, a2)
     if len(b2) == 2 and len(a2) > 2 and tuple(a2[:-2]) == tuple(ct2.shape[:-2]):
@@ -98,14 +106,6 @@ def _matmul_vjp_b(ct, out, a, b):
     else:
         db = sum_to_shape(matmul(swapaxes(am, -1, -2), ct2), b2)
     return _as_matrix(db, b.shape)
-
-
-def _matmul_jvp(t, out, a, b):
-    ta, tb = t
-    terms = [matmul(ta, b) if ta is not None else None, matmul(a, tb) if tb is not None else None]
-    terms = [term for term in terms if term is not None]
-    total = terms[0] if len(terms) == 1 else add(terms[0], terms[1])
-    return broadcast_to(total, out.shape)
 
 
 def _matmul_batch(prim, args, batched):
@@ -137,8 +137,9 @@ def _matmul_impl(a, b):
     return np.matmul(a, b)
 
 
-MATMUL = defprim("matmul", _matmul_impl, vjp=(_matmul_vjp_a, _matmul_vjp_b), jvp=_matmul_jvp, shape=_matmul_rule,
-                 batch=_matmul_batch)
+# Bilinear: the transpose in each operand states the derivative once (JVP ṫa @ b + a @ ṫb).
+MATMUL = defprim("matmul", _matmul_impl, transpose=(_matmul_vjp_a, _matmul_vjp_b), bilinear=True,
+                 shape=_matmul_rule, batch=_matmul_batch)
 
 
 def matmul(a, b) -> Tensor:
@@ -211,6 +212,7 @@ def _linear_batch(prim, args, batched):
     return reshape(y, (size, y.shape[-1])) if vector else y
 
 
+# Hand-written pair: affine (bilinear in x, W plus b): neither declaration fits; the JVP is two products and b.
 LINEAR = defprim("linear", _linear_impl, vjp=(_linear_vjp_x, _linear_vjp_w, lambda ct, out, x, w, b: sum_to_shape(
                  ct, b.shape)), jvp=_linear_jvp, shape=_linear_rule, batch=_linear_batch)
 
@@ -226,49 +228,6 @@ def linear(x, w, b) -> Tensor:
     Example: ``ad.primitives.linalg.linear(np.ones((2, 3)), np.ones((4, 3)), np.zeros(4)).shape`` is ``(2, 4)``.
     """
     return apply(LINEAR, x, w, b)
-
-# ----------------------------------------------------------------- linear_relu
-
-
-def _linear_relu_impl(x, w, b):
-    out = _linear_impl(x, w, b)
-    # relu in place in the product's own array: the pre-activation is never kept (in the eager
-    # mode relu(linear(·)) kept both, the FFN's two largest arrays of the step).
-    return np.maximum(out, out.dtype.type(0), out=out)
-
-
-def _linear_relu_vjp(ct, out, x, w, b):
-    # One rule for the three inputs: the masked cotangent (relu'(0) = 0, the mask read from the
-    # output, as relu's own rule reads it) is made once and feeds the linear map's three rules.
-    # (Per-input rules would each mask the cotangent again in the eager sweep.)
-    g = multiply(ct, greater(out, 0.0))
-    return _linear_vjp_x(g, None, x, w, b), _linear_vjp_w(g, None, x, w, b), sum_to_shape(g, b.shape)
-
-
-def _linear_relu_jvp(t, out, x, w, b):
-    return multiply(_linear_jvp(t, out, x, w, b), greater(out, 0.0))
-
-
-def _linear_relu_batch(prim, args, batched):
-    return relu(_linear_batch(LINEAR, args, batched))
-
-
-LINEAR_RELU = defprim("linear_relu", _linear_relu_impl, vjp=_linear_relu_vjp, jvp=_linear_relu_jvp,
-                      shape=_linear_rule, batch=_linear_relu_batch)
-
-
-def linear_relu(x, w, b) -> Tensor:
-    """relu(x Wᵀ + b), as one primitive: a feed-forward layer's product, bias and activation.
-
-    One array of the output's size (the bias added and relu applied in place in
-    the product), where ``relu(linear(x, W, b))`` keeps the pre-activation too;
-    relu'(0) = 0, the mask read from the output. Its one VJP rule masks the
-    cotangent once for x, W and b (all three are computed: meant for hidden
-    layers, whose input needs its cotangent).
-    Shapes: x (..., in), W (out, in), b (out,) -> (..., out).
-    Example: ``linear_relu(np.ones((1, 3)), -np.ones((4, 3)), np.arange(4.) + 2).value`` is ``[[0., 0., 1., 2.]]``.
-    """
-    return apply(LINEAR_RELU, x, w, b)
 
 # ----------------------------------------------------------------- einsum
 
@@ -404,7 +363,7 @@ def _unused_letters(*texts) -> list[str]:
     return [c for c in string.ascii_letters if c not in used]
 
 
-def _einsum_vjp(ct, out, *operands, subscripts):
+def _einsum_transpose(ct, *operands, subscripts):
     terms, rhs = _split(subscripts)
     grads = []
     for i, x in enumerate(operands):
@@ -454,18 +413,6 @@ def _onto_diagonal(g, kept, term, shape, dtype, subscripts):
     return apply(EINSUM, g, *consts, subscripts=",".join(specs) + "->" + "".join(out_letters))
 
 
-def _einsum_jvp(tangents, out, *operands, subscripts):
-    total = None
-    for i, t in enumerate(tangents):
-        if t is None:
-            continue
-        args = list(operands)
-        args[i] = t
-        term = apply(EINSUM, *args, subscripts=subscripts)
-        total = term if total is None else add(total, term)
-    return broadcast_to(total, out.shape)
-
-
 def _einsum_batch(prim, args, batched, *, subscripts):
     # The batch axis gets a letter of its own, leading in every batched term and in the output.
     letter = next(c for c in string.ascii_letters if c not in subscripts)
@@ -474,8 +421,9 @@ def _einsum_batch(prim, args, batched, *, subscripts):
     return apply(prim, *args, subscripts=",".join(terms) + "->" + letter + out)
 
 
+# Linear in each operand (multilinear): the transposes state the derivative once (JVP Σᵢ einsum with ṫᵢ).
 EINSUM = defprim("einsum", lambda *ops, subscripts: np.einsum(subscripts, *ops),
-                 vjp=_einsum_vjp, jvp=_einsum_jvp, shape=_einsum_rule, batch=_einsum_batch)
+                 transpose=_einsum_transpose, bilinear=True, shape=_einsum_rule, batch=_einsum_batch)
 
 
 def einsum(subscripts, *operands, optimize=False) -> Tensor:
@@ -498,3 +446,116 @@ def einsum(subscripts, *operands, optimize=False) -> Tensor:
         raise ShapeError("einsum: Expect: at least one operand. Actual: none")
     spec = _parse_einsum(subscripts, shapes)
     return apply(EINSUM, *operands, subscripts=spec)
+
+# ------------------------------------------- products and views of matrices, as composites
+
+
+def multi_dot(arrays) -> Tensor:
+    """The product of a chain of matrices, as ``np.linalg.multi_dot`` (a chain of matmuls, left to right).
+
+    The first array may be 1-D (a row vector) and the last 1-D (a column vector).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.multi_dot([ad.Tensor(np.eye(2)), ad.Tensor([[1.0], [2.0]]), ad.Tensor([[3.0]])]).value
+        array([[3.],
+               [6.]])
+    """
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ShapeError(f"multi_dot: Expect: at least two arrays. Actual: {len(arrays)}")
+    # As numpy: only the first and the last may be vectors; a vector in the middle, or a
+    # stack of matrices, would make a different product.
+    for i, x in enumerate(arrays):
+        nd = len(_shape_of(x))
+        if nd != 2 and not (nd == 1 and i in (0, len(arrays) - 1)):
+            raise ShapeError(f"multi_dot: Expect: 2-D arrays (the first and last may be 1-D). "
+                             f"Actual: array {i} of shape {fmt(_shape_of(x))}")
+    out = arrays[0]
+    for nxt in arrays[1:]:
+        out = matmul(out, nxt)
+    return out
+
+
+def trace(x, *, offset: int = 0, dtype=None) -> Tensor:
+    """Sum of the diagonal of the last two axes (batched), as ``np.linalg.trace``.
+
+    ``offset`` picks a diagonal above (> 0) or below (< 0) the main one.
+    A composite: the diagonal is gathered with ``getitem``, then summed.
+    Shapes: (..., m, n) -> (...).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> float(ad.linalg.trace(ad.Tensor([[1.0, 2.0], [3.0, 4.0]])).value)
+        5.0
+    """
+    shape = _shape_of(x)
+    _require_matrix("trace", shape)
+    out = sum(_diagonal(x, offset), -1)
+    return out if dtype is None else astype(out, dtype)
+
+
+def _diagonal(x, offset: int = 0) -> Tensor:
+    """The ``offset`` diagonal of the last two axes: (..., m, n) -> (..., d), a getitem."""
+    m, n = _shape_of(x)[-2:]
+    offset = int(offset)
+    rows = np.arange(builtins.max(0, -offset), m)
+    cols = rows + offset
+    keep = (cols >= 0) & (cols < n)
+    return getitem(x, (Ellipsis, rows[keep], cols[keep]))
+
+
+def diagonal(x, *, offset: int = 0) -> Tensor:
+    """The ``offset`` diagonal of the last two axes (batched), as ``np.linalg.diagonal`` (a getitem).
+
+    Shapes: (..., m, n) -> (..., d).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.diagonal(ad.Tensor([[1.0, 2.0], [3.0, 4.0]])).value
+        array([1., 4.])
+    """
+    _require_matrix("diagonal", _shape_of(x))
+    return _diagonal(x, offset)
+
+
+def matrix_transpose(x) -> Tensor:
+    """The last two axes exchanged (batched), as ``np.linalg.matrix_transpose``.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> ad.linalg.matrix_transpose(ad.Tensor(np.zeros((4, 2, 3)))).shape
+        (4, 3, 2)
+    """
+    _require_matrix("matrix_transpose", _shape_of(x))
+    return _T(x)
+
+
+def vecdot(x1, x2, *, axis: int = -1) -> Tensor:
+    """The dot product of vectors along ``axis``, broadcasting the rest, as ``np.linalg.vecdot`` (real).
+
+    Shapes: (..., n), (..., n) -> (...).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> float(ad.linalg.vecdot(ad.Tensor([1.0, 2.0]), ad.Tensor([3.0, 4.0])).value)
+        11.0
+    """
+    return sum(multiply(x1, x2), axis)
+
+
+def outer(x1, x2) -> Tensor:
+    """The outer product of two vectors, as ``np.linalg.outer`` (a broadcast multiply).
+
+    Shapes: (m,), (n,) -> (m, n).
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> ad.linalg.outer(ad.Tensor([1.0, 2.0]), ad.Tensor([3.0, 4.0])).value
+        array([[3., 4.],
+               [6., 8.]])
+    """
+    s1, s2 = _shape_of(x1), _shape_of(x2)
+    if len(s1) != 1 or len(s2) != 1:
+        raise ShapeError(f"outer: Expect: two vectors. Actual: shapes {fmt(s1)} and {fmt(s2)}")
+    return multiply(reshape(x1, s1 + (1,)), reshape(x2, (1,) + s2))
