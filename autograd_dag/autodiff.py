@@ -29,7 +29,7 @@ from .errors import (AutogradDagError, MissingRuleError, NotDifferentiableError,
 from .primitives import elementwise as ew
 from .primitives import indexing, random
 from .passes import refuse_inputs_as_constants
-from .program import NodeKind, Program
+from .program import NodeKind, Program, ProgramKind
 from . import tracing
 from .tracing import changed_since_recorded, graph_freed, refuse_complex, slot_input, topological_nodes, values_of
 from .tree import flatten, leaves_like, unflatten
@@ -840,7 +840,7 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     if with_value:
         outs.insert(0, out)
     result = Program.from_outputs(tuple(inputs), tuple(outs),
-                                  name=f"grad_{program.name}", kind="gradient")
+                                  name=f"grad_{program.name}", kind=ProgramKind.GRADIENT)
     # A rule that read its operands' numbers would leave the placeholders' in the program.
     refuse_inputs_as_constants(result, inputs, "grad_program")
     result.single_output = len(outs) == 1 and not with_value and (single or wrt is None)

@@ -54,6 +54,37 @@ class NodeKind(enum.Enum):
         return self.value
 
 
+class ProgramKind(str, enum.Enum):
+    """What a program is, for the code that draws or titles it (``Program.kind``).
+
+    A ``str`` enum: ``program.kind == "gradient"`` and ``Program(..., kind="circuit")``
+    keep working, and an unknown kind is refused instead of drawn as a plain program.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> kind = ad.grad_program(ad.trace(lambda x: ad.sum(x * x), np.ones(2))).kind
+        >>> kind is ProgramKind.GRADIENT, kind == "gradient"
+        (True, True)
+    """
+
+    PROGRAM = "program"
+    GRADIENT = "gradient"  # made by grad_program: its outputs are gradients, drawn as such
+    CIRCUIT = "circuit"  # an arithmetic circuit: + and × gates over scalars
+    GRADIENT_CIRCUIT = "gradient_circuit"  # a circuit computing f and its partial derivatives
+    GRAPH = "graph"  # a hand-built Graph drawn as a program: vertices, no types, never run
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def of(cls, kind) -> "ProgramKind":
+        """``kind`` (a ProgramKind or its value) as a ProgramKind; AutogradDagError for anything else."""
+        try:
+            return cls(kind)
+        except ValueError:
+            raise AutogradDagError(f"Program: kind={kind!r}; expected one of "
+                                   f"{', '.join(repr(k.value) for k in cls)}") from None
+
 
 def _recorded_order(walk: list[Tensor], inputs: dict) -> tuple[list[Tensor], dict]:
     """The Tensors of ``walk`` (a topological order) in the order they were recorded, each leaf before its first reader.
@@ -187,12 +218,11 @@ class Program:
     """
 
     def __init__(self, nodes: Sequence[ProgramNode], inputs: Sequence[int], outputs: Sequence[int],
-                 *, name: str = "f", single_output: bool | None = None, kind: str = "program"):
+                 *, name: str = "f", single_output: bool | None = None, kind: ProgramKind | str = "program"):
         self.nodes = list(nodes)
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
         self.name = name
-        # "program" or "gradient": the renderer styles a gradient program's outputs.
         self.kind = kind
         self.single_output = len(self.outputs) == 1 if single_output is None else single_output
         for node in self.nodes:
@@ -205,10 +235,19 @@ class Program:
         self._steps: list | None = None
         self._constant_buffers: frozenset[int] = frozenset()  # ids of the constants' arrays (by _plan)
 
+    @property
+    def kind(self) -> ProgramKind:
+        """What the program is (a :class:`ProgramKind`); assigning its value (``"circuit"``) works too."""
+        return self._kind
+
+    @kind.setter
+    def kind(self, kind: ProgramKind | str) -> None:
+        self._kind = ProgramKind.of(kind)
+
     # ------------------------------------------------------------ building
 
     @classmethod
-    def from_outputs(cls, inputs, outputs, *, name: str = "f", kind: str = "program") -> "Program":
+    def from_outputs(cls, inputs, outputs, *, name: str = "f", kind: ProgramKind | str = "program") -> "Program":
         """The program computing ``outputs`` (Tensors) from ``inputs`` (Tensors).
 
         Leaves that are not inputs become constants (``parameter`` if they

@@ -23,6 +23,7 @@ from fractions import Fraction
 
 from autograd_dag.autodiff import grad_program
 from autograd_dag.errors import CircuitError
+from autograd_dag.program import ProgramKind
 from autograd_dag.circuits.circuit import Circuit, Wire
 from autograd_dag.circuits.simplify import simplify as _simplify
 
@@ -57,11 +58,11 @@ class GradientCircuit:
 
         >>> from autograd_dag.circuits import variables
         >>> x, y = variables("x y")
-        >>> gradient_circuit(Circuit.from_outputs(x * y)).to_program().kind
-        'gradient_circuit'
+        >>> gradient_circuit(Circuit.from_outputs(x * y)).to_program().kind == "gradient_circuit"
+        True
         """
         program = self.circuit.to_program(name)
-        program.kind = "gradient_circuit"
+        program.kind = ProgramKind.GRADIENT_CIRCUIT
         return program
 
     def __str__(self) -> str:

@@ -31,7 +31,7 @@ import heapq
 
 import numpy as np
 
-from ..program import NodeKind, Program
+from ..program import NodeKind, Program, ProgramKind
 from .collapse import Group, Grouping, _base_name, adopted_scopes, group_nodes
 from .scene import crossing_edges
 
@@ -149,7 +149,7 @@ def backward_pass(program: Program) -> set[int]:
         >>> sorted(str(g.nodes[k].op) for k in backward_pass(g))
         ['broadcast_to', 'constant', 'multiply', 'reshape']
     """
-    if program.kind != "gradient":
+    if program.kind is not ProgramKind.GRADIENT:
         return set()
     nodes = program.nodes
     outputs = set(program.outputs)

@@ -24,7 +24,7 @@ import os
 import re
 
 from ..errors import RenderError
-from ..program import NodeKind, Program, ProgramNode
+from ..program import NodeKind, Program, ProgramKind, ProgramNode
 from .budget import backward_pass
 from .scene import Scene, VNode
 
@@ -141,7 +141,7 @@ def part_program(program: Program, members: list[int], names: list[tuple], cut: 
     # A gradient program's part is drawn as a plain program: its nodes are already split from the
     # backward pass by their names (the budget would look for the backward pass again inside it).
     # Other kinds (a hand-built graph, a circuit) keep theirs: they decide the labels.
-    kind = "program" if program.kind == "gradient" else program.kind
+    kind = ProgramKind.PROGRAM if program.kind is ProgramKind.GRADIENT else program.kind
     sub = Program(nodes, inputs, leaving, name=f"{program.name}: {label}", kind=kind)
     return ScopeProgram(sub, numbers, frozenset(inputs), frozenset(leaving), label)
 
