@@ -112,16 +112,20 @@ def _recorded_order(walk: list[Tensor], inputs: dict) -> tuple[list[Tensor], dic
 class ProgramNode:
     """One node k of a program: the function f_k and its output variable s_k.
 
-    ``op`` is the primitive's name, or a :class:`NodeKind` for roots.
-    ``parents`` are node indices, all smaller than ``index``. ``value``
-    holds the array of constants and parameters.
+    ``op`` is the primitive's name, or a :class:`NodeKind` for roots (the
+    tracer's record of an input, parameter or constant). ``parents`` are node
+    indices, all smaller than ``index``. ``value`` holds the array of constants
+    and parameters. Roles ``grad_program`` records (names are only shown, never
+    read): ``gradient_of``, the position in ``inputs`` of the input whose
+    gradient this node is (None for any other node); ``in_backward_pass``, whether
+    the node is the reverse sweep's seed or computed from it.
     """
 
     __slots__ = ("index", "op", "prim", "parents", "params", "shape", "dtype", "name",
-                 "source", "scope", "value")
+                 "source", "scope", "value", "gradient_of", "in_backward_pass")
 
     def __init__(self, index, op, prim, parents, params, shape, dtype, name=None,
-                 source=None, scope=(), value=None):
+                 source=None, scope=(), value=None, gradient_of=None, in_backward_pass=False):
         self.index = index
         self.op = op
         self.prim = prim
@@ -133,6 +137,8 @@ class ProgramNode:
         self.source = source
         self.scope = scope
         self.value = value
+        self.gradient_of = gradient_of
+        self.in_backward_pass = in_backward_pass
 
     def __copy__(self) -> "ProgramNode":
         # The passes copy every node they keep: the generic copy of a slotted object
@@ -142,6 +148,7 @@ class ProgramNode:
             self.index, self.op, self.prim, self.parents, self.params, self.shape)
         new.dtype, new.name, new.source, new.scope, new.value = (
             self.dtype, self.name, self.source, self.scope, self.value)
+        new.gradient_of, new.in_backward_pass = self.gradient_of, self.in_backward_pass
         return new
 
     @property

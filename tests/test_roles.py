@@ -8,12 +8,16 @@ named (the renderer used to read both from a ``d…/d…`` name and a constant 1
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+
 import numpy as np
 import pytest
 
 import autograd_dag as ad
 from autograd_dag.circuits import Circuit, gradient_circuit, variables
-from autograd_dag.program import Program, ProgramKind
+from autograd_dag.program import NodeKind, Program, ProgramKind
+from autograd_dag.render.budget import backward_pass
+from autograd_dag.render.drill import BACKWARD_SCOPE, scope_names
 
 
 def square_sum():
@@ -43,3 +47,85 @@ def test_an_unknown_kind_is_refused_not_drawn_as_a_plain_program():
     with pytest.raises(ad.AutogradDagError, match="kind='circuits'"):
         g.kind = "circuits"
     assert g.kind is ProgramKind.PROGRAM
+
+
+# ------------------------------------------------------------ roles of nodes
+
+GRADIENT_FILL = "#f7cdd6"   # styles.py's fill of the "gradient (output)" role
+OUTPUT_FILL = "#c9efcf"     # and of a plain "output"
+
+
+def node_line(graph, k: int) -> str:
+    """The DOT statement of program node ``k`` in the DAG view."""
+    return next(line for line in graph.body if line.lstrip().startswith(f"n{k} "))
+
+
+def svg_text(graph) -> str:
+    """The text of the picture as dot lays it out (Graphviz runs for real)."""
+    root = ET.fromstring(graph.pipe(format="svg"))
+    return "\n".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
+
+
+def test_each_gradient_output_knows_which_input_it_is_the_gradient_of():
+    prog = ad.trace(lambda x, n, y: ad.sum(x * ad.exp(y)), np.ones(2), np.array([3]), np.ones(2))
+    g = ad.grad_program(prog, wrt=(2, 0))
+    assert [g.nodes[k].gradient_of for k in g.outputs] == [2, 0]
+    v = ad.grad_program(prog, with_value=True)
+    assert [v.nodes[k].gradient_of for k in v.outputs] == [None, 0, 2]   # the value is no gradient
+    assert all(n.gradient_of is None for n in prog.nodes)
+    x, y = variables("x y")
+    c = gradient_circuit(Circuit.from_outputs((x + y) * (x + y) + 3 * x)).to_program()
+    assert [c.nodes[k].gradient_of for k in c.outputs] == [None, 0, 1]
+
+
+def test_a_users_name_that_reads_like_a_derivative_does_not_make_a_gradient():
+    # The renderer took every output of a gradient program named d…/d… for a gradient.
+    def f(x):
+        loss = ad.sum(ad.exp(x))
+        loss.name = "dx/dy"
+        return loss
+    g = ad.grad_program(ad.trace(f, np.ones(3)), with_value=True)
+    value, grad = g.outputs
+    assert g.nodes[value].name == "dx/dy"
+    graph = ad.render(g)
+    assert OUTPUT_FILL in node_line(graph, value) and GRADIENT_FILL not in node_line(graph, value)
+    assert GRADIENT_FILL in node_line(graph, grad)
+
+
+def test_a_renamed_gradient_is_still_drawn_as_one():
+    g = ad.grad_program(ad.trace(lambda x, w: ad.sum(ad.tanh(x @ w)), np.ones((2, 3)), np.ones((3, 4))))
+    for k, name in zip(g.outputs, ["velocity", "x"]):
+        g.nodes[k].name = name
+    graph = ad.render(g)
+    for k in g.outputs:
+        assert GRADIENT_FILL in node_line(graph, k) and "peripheries=2" in node_line(graph, k)
+    text = svg_text(graph)
+    assert "gradient (output)" in text and "velocity" in text
+
+
+def test_the_backward_pass_is_what_the_seed_reaches_not_a_constant_one_that_looks_like_it():
+    # A forward constant 1 (x * 1.0) outside every scope reached a gradient through fewer nodes
+    # than the real seed, and was taken for it: the backward pass was one multiply.
+    g = ad.grad_program(ad.trace(lambda x: ad.sum(x * 1.0 + 1.0), np.ones(3)))
+    backward = backward_pass(g)
+    assert sorted(str(g.nodes[k].op) for k in backward) == ["broadcast_to", "constant", "multiply", "reshape"]
+    forward_one = next(k for k in g.nodes[g.outputs[0]].parents if k not in backward)
+    assert g.nodes[forward_one].op is NodeKind.CONSTANT and g.nodes[forward_one].value == 1
+    assert [g.nodes[k].in_backward_pass for k in range(len(g))] == [k in backward for k in range(len(g))]
+
+
+def test_a_gradient_program_made_inside_a_name_scope_keeps_its_backward_pass():
+    # The seed is recorded under the caller's scope; the guess wanted a seed outside every scope.
+    prog = ad.trace(lambda x: ad.sum(ad.exp(x)), np.ones(3))
+    with ad.name_scope("step"):
+        g = ad.grad_program(prog)
+    assert {str(g.nodes[k].op) for k in backward_pass(g)} == {"constant", "reshape", "broadcast_to", "multiply"}
+    assert any(s[:1] == (BACKWARD_SCOPE,) for s in scope_names(g))
+
+
+def test_roles_survive_common_subexpression_elimination_and_stay_off_other_programs():
+    g = ad.grad_program(ad.trace(lambda x: ad.sum(ad.cos(x) * ad.sin(x)), np.ones(3)))
+    again = g.without_common_subexpressions()
+    assert [again.nodes[k].gradient_of for k in again.outputs] == [0]
+    assert backward_pass(again) == backward_pass(g) != set()
+    assert backward_pass(ad.trace(lambda x: ad.sum(x * 1.0), np.ones(3))) == set()

@@ -63,6 +63,10 @@ class GradientCircuit:
         """
         program = self.circuit.to_program(name)
         program.kind = ProgramKind.GRADIENT_CIRCUIT
+        # Outputs f, ∂f/∂x1, …: one input per variable, in the same order. (A node returned as two
+        # derivatives, a folded constant 0, is the gradient of the last.)
+        for p, k in enumerate(program.outputs[1:]):
+            program.nodes[k].gradient_of = p
         return program
 
     def __str__(self) -> str:

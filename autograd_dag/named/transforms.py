@@ -290,14 +290,13 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     if not program.inputs or len(gradient.inputs) != len(program.inputs):
         return gradient
     named_inputs = [axes.get(k) for k in program.inputs]
-    positions = _autodiff.grad_program_positions(program, wrt)
     found: dict[int, tuple[str, ...]] = {}
-    outputs = list(gradient.outputs[1:] if with_value else gradient.outputs)
     for k, names in zip(gradient.inputs, named_inputs):
         if names is not None:
             found[k] = names
-    for k, i in zip(outputs, positions):
-        names = named_inputs[i]
+    for k in gradient.outputs:
+        i = gradient.nodes[k].gradient_of   # (None for the value returned beside the gradients)
+        names = None if i is None else named_inputs[i]
         if names is not None and gradient.nodes[k].shape == program.nodes[program.inputs[i]].shape:
             found.setdefault(k, names)
     attach_axes(gradient, found)

@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import heapq
 
-import numpy as np
-
-from ..program import NodeKind, Program, ProgramKind
+from ..program import Program
 from .collapse import Group, Grouping, _base_name, adopted_scopes, group_nodes
 from .scene import crossing_edges
 
@@ -132,16 +130,13 @@ def budget_grouping(program: Program, view: str, budget: int, *, fold: bool = Tr
 def backward_pass(program: Program) -> set[int]:
     """The nodes of a gradient program's backward pass: the seed ``1`` of the reverse sweep and what depends on it.
 
-    Takes a :class:`Program`; returns a set of node indices, empty unless the program's
-    kind is ``"gradient"``. The backward pass reuses the scopes of the forward pass
+    Takes a :class:`Program`; returns the indices of the nodes ``grad_program`` marked
+    ``in_backward_pass`` (empty for other programs). The backward pass reuses the scopes of the forward pass
     (the derivative of a block is recorded in the block's scope), so a block's two
     halves would be one box, with edges into it from the blocks after it (its
     gradient) and before it (its input): a cycle through the whole stack, which also
     keeps identical blocks from folding. Drawn apart (the backward half inside a
     scope of its own), a 40-block stack is ``block × 40`` forward and again backward.
-    The seed is a scalar constant 1 outside every scope; of several, the one whose
-    dependents reach the most gradients and are fewest (a forward ``1`` reaches the
-    backward pass too, through the forward values it feeds).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -149,22 +144,7 @@ def backward_pass(program: Program) -> set[int]:
         >>> sorted(str(g.nodes[k].op) for k in backward_pass(g))
         ['broadcast_to', 'constant', 'multiply', 'reshape']
     """
-    if program.kind is not ProgramKind.GRADIENT:
-        return set()
-    nodes = program.nodes
-    outputs = set(program.outputs)
-    best: tuple | None = None
-    seeds = [n.index for n in nodes if n.op is NodeKind.CONSTANT and not n.scope and n.value is not None
-             and np.size(n.value) == 1 and np.all(np.asarray(n.value) == 1)]
-    for seed in seeds[:16]:
-        reached = {seed}
-        for node in nodes[seed + 1:]:   # parents come before their children
-            if any(p in reached for p in node.parents):
-                reached.add(node.index)
-        key = (-len(reached & outputs), len(reached))
-        if best is None or key < best[0]:
-            best = (key, reached)
-    return set() if best is None or best[0][0] == 0 else best[1]
+    return {node.index for node in program.nodes if node.in_backward_pass}
 
 
 def _chunk_loose_nodes(program: Program, grouping: Grouping, view: str, budget: int, build, opened) -> Grouping:

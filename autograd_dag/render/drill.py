@@ -138,8 +138,8 @@ def part_program(program: Program, members: list[int], names: list[tuple], cut: 
         if k in outputs or any(c not in inside for c in program.children(k)):
             leaving.append(i)
     inputs = [new_index[k] for k in entering]
-    # A gradient program's part is drawn as a plain program: its nodes are already split from the
-    # backward pass by their names (the budget would look for the backward pass again inside it).
+    # A gradient program's part is drawn (and titled) as a plain program: its nodes are already split
+    # from the backward pass by their scope names, and the values leaving it are boundary outputs.
     # Other kinds (a hand-built graph, a circuit) keep theirs: they decide the labels.
     kind = ProgramKind.PROGRAM if program.kind is ProgramKind.GRADIENT else program.kind
     sub = Program(nodes, inputs, leaving, name=f"{program.name}: {label}", kind=kind)

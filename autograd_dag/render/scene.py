@@ -8,7 +8,6 @@ legend, emission) work on it without knowing which view made it.
 from __future__ import annotations
 
 import inspect
-import re
 
 import numpy as np
 
@@ -134,17 +133,14 @@ def operand_names(node) -> tuple | None:
     return tuple(q.name for q in params[:len(node.parents)])
 
 
-# grad_program names every derivative it returns d<f>/d<input> (a gradient circuit: df/dx); the
-# value it may return beside them (with_value=True, a circuit's f) is an output, not a gradient.
-_DERIVATIVE_NAME = re.compile(r"^d.+/d.+$", re.S)
-
-
 def output_role(program: Program, k: int) -> str:
-    """The role of output ``k``: ``"gradient"`` for a derivative a gradient program returns, else ``"output"``."""
-    if program.kind not in (ProgramKind.GRADIENT, ProgramKind.GRADIENT_CIRCUIT):
-        return "output"
-    name = program.nodes[k].name
-    return "gradient" if name is not None and _DERIVATIVE_NAME.match(str(name)) else "output"
+    """The role of output ``k``: ``"gradient"`` for a derivative a gradient program returns, else ``"output"``.
+
+    Read from the node's ``gradient_of``, which ``grad_program`` (and a gradient circuit) sets
+    on each derivative it returns; the value returned beside them (``with_value=True``, a
+    circuit's f) has none. Names are only shown: a user's ``dx/dy`` is no gradient.
+    """
+    return "output" if program.nodes[k].gradient_of is None else "gradient"
 
 
 # An arithmetic circuit's gates are drawn with the book's symbols.
