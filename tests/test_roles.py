@@ -8,6 +8,7 @@ named (the renderer used to read both from a ``d…/d…`` name and a constant 1
 
 from __future__ import annotations
 
+import weakref
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -129,3 +130,27 @@ def test_roles_survive_common_subexpression_elimination_and_stay_off_other_progr
     assert [again.nodes[k].gradient_of for k in again.outputs] == [0]
     assert backward_pass(again) == backward_pass(g) != set()
     assert backward_pass(ad.trace(lambda x: ad.sum(x * 1.0), np.ones(3))) == set()
+
+
+# ------------------------------------------------------- axis names, owned by named
+
+def test_axis_names_live_in_named_and_reach_the_picture_through_the_renderers_hook(monkeypatch):
+    from autograd_dag import named
+    from autograd_dag.named import transforms
+    from autograd_dag.render import axes as render_axes
+    X = named.NamedTensor(np.ones((5, 8)), "seq layer", name="X")
+    prog = named.trace(lambda X: X.softmax("layer"), X)
+    assert transforms.program_axes(prog)[0] == ("seq", "layer") and named.program_axes is transforms.program_axes
+    assert "seq:5" in ad.render(prog).source
+    # The renderer keeps no table of its own: with no source registered it draws plain shapes.
+    assert not [name for name, v in vars(render_axes).items()
+                if not name.startswith("__") and isinstance(v, (dict, weakref.WeakKeyDictionary))]
+    monkeypatch.setattr(render_axes, "_SOURCES", [])
+    assert "seq:5" not in ad.render(prog).source and "[5,8]" in ad.render(prog).source
+    # Any layer above may name axes the same way.
+    plain = ad.trace(ad.exp, np.ones((2, 3)))
+    render_axes.register_axis_names(lambda p: {0: ("row", "col"), 1: ("row", "col")} if p is plain else {})
+    render_axes.register_axis_names(transforms.program_axes)
+    render_axes.register_axis_names(transforms.program_axes)   # once is enough
+    assert len(render_axes._SOURCES) == 2
+    assert "row:2" in ad.render(plain).source and "seq:5" in ad.render(prog).source

@@ -6,14 +6,17 @@ arguments go in as their Tensors (storage order), ``f`` sees NamedTensors
 again, and what comes out — gradients, outputs — carries the names of the
 argument or output it belongs to. Nothing below this layer knows about names.
 
-:func:`trace` and :func:`program_of` attach the axis names of every node a
-NamedTensor computed to the program, for the renderer
-(``ad.render(program)`` then draws ``seq:5 × layer:8`` instead of ``[5,8]``).
+:func:`trace` and :func:`program_of` record the axis names of every node a
+NamedTensor computed in this module's table (:func:`attach_axes`,
+:func:`program_axes`), which the renderer below reads through the hook
+:func:`autograd_dag.render.axes.register_axis_names` (``ad.render(program)``
+then draws ``seq:5 × layer:8`` instead of ``[5,8]``).
 """
 
 from __future__ import annotations
 
 import inspect
+import weakref
 from typing import Callable, Sequence
 
 from .. import autodiff as _autodiff
@@ -23,11 +26,37 @@ from ..primitives.structure import IDENTITY
 from ..program import Program
 from ..program import trace as _trace
 from ..render import as_program
-from ..render.axes import attach_axes, program_axes
+from ..render.axes import register_axis_names
 from ..tree import flatten, unflatten
 from .tensor import AxisNameError, NamedTensor, _wrap, names_of
 
-__all__ = ["grad", "value_and_grad", "check_grads", "trace", "program_of", "node_axes", "grad_program"]
+__all__ = ["grad", "value_and_grad", "check_grads", "trace", "program_of", "node_axes", "grad_program",
+           "attach_axes", "program_axes"]
+
+# {program: {node index: axis names}}: the names live here, with the layer that knows them; the
+# renderer, below, reads them through the hook registered at the end of this module.
+_ATTACHED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def attach_axes(program, axes: dict) -> None:
+    """Record ``{node index: axis names}`` for ``program`` (kept as long as the program lives).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> prog = ad.trace(ad.exp, np.ones((2, 3)))
+        >>> attach_axes(prog, {0: ("seq", "layer"), 1: ("seq", "layer")})
+        >>> program_axes(prog)[1]
+        ('seq', 'layer')
+    """
+    _ATTACHED[program] = {int(k): tuple(v) for k, v in axes.items()}
+
+
+def program_axes(program) -> dict:
+    """The ``{node index: axis names}`` attached to ``program`` (empty if none)."""
+    try:
+        return _ATTACHED.get(program, {})
+    except TypeError:
+        return {}
 
 
 def _positional(x: NamedTensor, values: bool):
@@ -309,3 +338,4 @@ def _to_program(self) -> Program:
 
 
 NamedTensor.to_program = _to_program
+register_axis_names(program_axes)

@@ -13,7 +13,7 @@ from ..errors import RenderError
 from ..graph import Graph, topological_sort
 from ..primitives.registry import PRIMITIVES
 from ..program import NodeKind, Program, ProgramKind, ProgramNode
-from .axes import program_axes
+from .axes import axis_names
 from .bipartite import bipartite_scene
 from .budget import DEFAULT_BUDGET, budget_grouping
 from .collapse import group_nodes, max_scope_depth
@@ -330,7 +330,7 @@ def _draw(obj, view, *, depth, highlight, rankdir, show_shapes, show_dtypes, edg
             if group.title.startswith("ops %"):
                 group.title = f"ops %{numbers[group.members[0]]}\u2013%{numbers[group.members[-1]]}"
     labeller = Labeller(program, grouping, show_shapes, show_dtypes,
-                        program_axes(program) if axes is None else axes, numbers)
+                        axis_names(program) if axes is None else axes, numbers)
     make = dag_scene if view == "dag" else bipartite_scene
     scene = make(grouping, labeller, edge_labels=edge_labels, color_by=color_by)
     if sub is not None:
