@@ -86,6 +86,32 @@ class ProgramKind(str, enum.Enum):
                                    f"{', '.join(repr(k.value) for k in cls)}") from None
 
 
+# Views of a program for Jupyter beyond its listing, registered by the layers above that make
+# them (the renderer: its picture), so that none of them replaces a method of Program.
+_DISPLAYS: list[Callable] = []
+
+
+def register_display(display: Callable) -> None:
+    """Add a view to every Program's Jupyter display: ``display(program, wanted)`` returns ``{MIME type: data}``.
+
+    ``wanted(mime)`` says whether the frontend asked for that type (skip the work
+    otherwise); a display returns only what it can make (``{}``: nothing). The same
+    display registered twice is called once. :mod:`autograd_dag.render` registers the
+    SVG picture this way when imported.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> def markdown(program, wanted):
+        ...     return {"text/markdown": f"**{program.name}**"}
+        >>> register_display(markdown)
+        >>> ad.trace(lambda x: x * 2.0, 1.0, name="double")._repr_mimebundle_(include=["text/markdown"])
+        {'text/markdown': '**double**'}
+        >>> _DISPLAYS.remove(markdown)   # (this example's view only)
+    """
+    if display not in _DISPLAYS:
+        _DISPLAYS.append(display)
+
+
 def _recorded_order(walk: list[Tensor], inputs: dict) -> tuple[list[Tensor], dict]:
     """The Tensors of ``walk`` (a topological order) in the order they were recorded, each leaf before its first reader.
 
@@ -652,9 +678,14 @@ class Program:
                 f"{self.num_edges} edges, {len(self.outputs)} output(s)>")
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        # Jupyter shows the listing; autograd_dag.render, when imported, adds
-        # the picture (it wires itself in from above, as operators do for Tensor).
-        return {"text/plain": str(self)}
+        """Jupyter's display: the listing and each view added with :func:`register_display` (the picture),
+        only those the MIME types ``include``/``exclude`` (as IPython passes them) let in."""
+        def wanted(mime: str) -> bool:
+            return (include is None or mime in include) and not (exclude and mime in exclude)
+        bundle = {"text/plain": str(self)} if wanted("text/plain") else {}
+        for display in _DISPLAYS:
+            bundle.update((mime, data) for mime, data in display(self, wanted).items() if wanted(mime))
+        return bundle
 
 
 def _positional_names(fn: Callable, n: int) -> list[str] | None:

@@ -8,6 +8,7 @@ named (the renderer used to read both from a ``d…/d…`` name and a constant 1
 
 from __future__ import annotations
 
+import sys
 import weakref
 import xml.etree.ElementTree as ET
 
@@ -154,3 +155,29 @@ def test_axis_names_live_in_named_and_reach_the_picture_through_the_renderers_ho
     render_axes.register_axis_names(transforms.program_axes)   # once is enough
     assert len(render_axes._SOURCES) == 2
     assert "row:2" in ad.render(plain).source and "seq:5" in ad.render(prog).source
+
+
+# ------------------------------------------------ no method replaced from above
+
+def test_programs_display_is_a_method_of_its_own_that_reads_the_views_registered_with_it(monkeypatch):
+    from autograd_dag import program as program_module
+    render = sys.modules["autograd_dag.render"]   # (ad.render is the function)
+    # Defined where Program is, not assigned by the renderer.
+    assert Program._repr_mimebundle_.__module__ == "autograd_dag.program"
+    prog = ad.trace(lambda a, b: a / b, np.ones(2), np.ones(2))
+    calls = []
+
+    def counted(program, wanted):
+        calls.append(program)
+        return {"image/svg+xml": "<svg/>"} if wanted("image/svg+xml") else {}
+    monkeypatch.setattr(program_module, "_DISPLAYS", [counted])
+    assert prog._repr_mimebundle_() == {"text/plain": str(prog), "image/svg+xml": "<svg/>"}
+    assert prog._repr_mimebundle_(exclude=["image/svg+xml"]) == {"text/plain": str(prog)}
+    assert prog._repr_mimebundle_(include=["image/svg+xml"]) == {"image/svg+xml": "<svg/>"}
+    assert calls == [prog] * 3
+    monkeypatch.setattr(program_module, "_DISPLAYS", [])   # without the renderer: the listing alone
+    assert prog._repr_mimebundle_() == {"text/plain": str(prog)}
+    monkeypatch.undo()
+    assert render._picture in program_module._DISPLAYS
+    svg = prog._repr_mimebundle_(include=["image/svg+xml"])["image/svg+xml"]   # dot runs for real
+    assert ET.fromstring(svg.encode()).tag == "{http://www.w3.org/2000/svg}svg" and "a / b" in svg
