@@ -16,48 +16,18 @@ then draws ``seq:5 × layer:8`` instead of ``[5,8]``).
 from __future__ import annotations
 
 import inspect
-import weakref
 from typing import Callable, Sequence
 
 from .. import autodiff as _autodiff
 from .. import checking as _checking
 from ..core import Tensor
-from ..primitives.structure import IDENTITY
 from ..program import Program
 from ..program import trace as _trace
-from ..render import as_program
-from ..render.axes import register_axis_names
 from ..tree import flatten, unflatten
-from .tensor import AxisNameError, NamedTensor, _wrap, names_of
+from .tensor import AxisNameError, NamedTensor, _wrap, attach_axes, node_axes, program_axes, program_of
 
 __all__ = ["grad", "value_and_grad", "check_grads", "trace", "program_of", "node_axes", "grad_program",
            "attach_axes", "program_axes"]
-
-# {program: {node index: axis names}}: the names live here, with the layer that knows them; the
-# renderer, below, reads them through the hook registered at the end of this module.
-_ATTACHED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def attach_axes(program, axes: dict) -> None:
-    """Record ``{node index: axis names}`` for ``program`` (kept as long as the program lives).
-
-    Example:
-        >>> import numpy as np, autograd_dag as ad
-        >>> prog = ad.trace(ad.exp, np.ones((2, 3)))
-        >>> attach_axes(prog, {0: ("seq", "layer"), 1: ("seq", "layer")})
-        >>> program_axes(prog)[1]
-        ('seq', 'layer')
-    """
-    _ATTACHED[program] = {int(k): tuple(v) for k, v in axes.items()}
-
-
-def program_axes(program) -> dict:
-    """The ``{node index: axis names}`` attached to ``program`` (empty if none)."""
-    try:
-        return _ATTACHED.get(program, {})
-    except TypeError:
-        return {}
-
 
 def _positional(x: NamedTensor, values: bool):
     """x's Tensor, or its array when it has no history to differentiate through (or ``values``).
@@ -214,53 +184,6 @@ def check_grads(f: Callable, args: Sequence, **options) -> None:
     _checking.check_grads(positional, raw_args, **options)
 
 
-def node_axes(program: Program, outputs) -> dict[int, tuple[str, ...]]:
-    """``{node index: axis names}`` for the nodes of ``program`` computed by the Tensors behind ``outputs``.
-
-    ``outputs`` are the Tensors (or NamedTensors) the program's outputs were
-    made from. The program is matched to the recorded Tensors structurally
-    (node k's parents are Tensor t's parents, in order), so it does not depend
-    on how the program numbered its nodes.
-    """
-    axes: dict[int, tuple[str, ...]] = {}
-    stack = [(k, o.tensor if isinstance(o, NamedTensor) else o) for k, o in zip(program.outputs, outputs)]
-    seen: set[int] = set()
-    while stack:
-        k, t = stack.pop()
-        while t.prim is IDENTITY and t.parents:
-            t = t.parents[0]
-        names = names_of(t)
-        if names is not None and k not in axes and len(names) == len(program.nodes[k].shape):
-            axes[k] = names
-        if k in seen:
-            continue
-        seen.add(k)
-        node = program.nodes[k]
-        if node.prim is None or not t.parents or len(t.parents) != len(node.parents):
-            continue
-        stack.extend(zip(node.parents, t.parents))
-    return axes
-
-
-def program_of(*outputs, parameters_as_inputs: bool = False) -> Program:
-    """The program computing ``outputs`` (NamedTensors), with their axis names attached for the renderer.
-
-    Leaves are found as :func:`autograd_dag.render.as_program` finds them.
-
-    Example:
-        >>> import numpy as np
-        >>> from autograd_dag import named
-        >>> x = named.NamedTensor(np.ones((2, 3)), "seq layer", name="x")
-        >>> prog = named.program_of(named.softmax(x, "layer"))
-        >>> "seq:2 × layer:3" in named.render(prog).source.replace("&#215;", "×")
-        True
-    """
-    tensors = tuple(o.tensor if isinstance(o, NamedTensor) else o for o in outputs)
-    program = as_program(tensors[0] if len(tensors) == 1 else tensors, parameters_as_inputs=parameters_as_inputs)
-    attach_axes(program, node_axes(program, tensors))
-    return program
-
-
 def trace(f: Callable, *example_args, name: str | None = None) -> Program:
     """Record ``f`` on NamedTensor (or plain) example arguments: its Program, axis names attached.
 
@@ -330,12 +253,3 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
             found.setdefault(k, names)
     attach_axes(gradient, found)
     return gradient
-
-
-def _to_program(self) -> Program:
-    """The program computing this tensor, with axis names attached (``ad.render(X)`` draws them)."""
-    return program_of(self)
-
-
-NamedTensor.to_program = _to_program
-register_axis_names(program_axes)
