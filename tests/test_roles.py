@@ -8,6 +8,8 @@ named (the renderer used to read both from a ``d…/d…`` name and a constant 1
 
 from __future__ import annotations
 
+import ast
+import pathlib
 import sys
 import weakref
 import xml.etree.ElementTree as ET
@@ -181,3 +183,34 @@ def test_programs_display_is_a_method_of_its_own_that_reads_the_views_registered
     assert render._picture in program_module._DISPLAYS
     svg = prog._repr_mimebundle_(include=["image/svg+xml"])["image/svg+xml"]   # dot runs for real
     assert ET.fromstring(svg.encode()).tag == "{http://www.w3.org/2000/svg}svg" and "a / b" in svg
+
+
+ROOT = pathlib.Path(ad.__file__).parent
+CLASSES = {n.name for path in ROOT.rglob("*.py") for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+           if isinstance(n, ast.ClassDef)}
+
+
+def _assigned_classes(path: pathlib.Path) -> list[str]:
+    """``Class.attr = …`` and ``setattr(Class, …)`` statements in ``path`` that reach a class of another module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    own = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    found = []
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = [t.value for t in node.targets if isinstance(t, ast.Attribute)]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+              and node.args):
+            targets = [node.args[0]]
+        for t in targets:
+            if isinstance(t, ast.Name) and t.id in CLASSES and t.id not in own:
+                found.append(f"{path.name}:{node.lineno} {t.id}")
+    return found
+
+
+def test_only_operators_installs_methods_on_a_class_from_outside_its_module():
+    # (Program._repr_mimebundle_ was replaced by render, NamedTensor.to_program by named.transforms.)
+    found = [hit for path in sorted(ROOT.rglob("*.py")) if path.name != "operators.py"
+             for hit in _assigned_classes(path)]
+    assert found == []
+    assert _assigned_classes(ROOT / "operators.py")   # (the scan sees them where they are)

@@ -236,6 +236,19 @@ class NamedTensor:
     def __bool__(self) -> bool:
         return bool(self.tensor)  # raises unless there is one element, as Tensor does
 
+    def to_program(self) -> Program:
+        """The program computing this tensor, with axis names attached (``ad.render(X)`` draws them).
+
+        Shapes: the program's output has this tensor's shape (its storage order).
+
+        Example:
+            >>> import numpy as np
+            >>> X = NamedTensor(np.ones((2, 3)), "seq layer")
+            >>> len(X.softmax("layer").to_program().outputs)
+            1
+        """
+        return program_of(self)
+
     def __repr__(self) -> str:
         return f"NamedTensor({axes_str(self.names, self.tensor.shape)}, {self.dtype})"
 
@@ -918,10 +931,4 @@ def program_of(*outputs, parameters_as_inputs: bool = False) -> Program:
     return program
 
 
-def _to_program(self) -> Program:
-    """The program computing this tensor, with axis names attached (``ad.render(X)`` draws them)."""
-    return program_of(self)
-
-
-NamedTensor.to_program = _to_program
 register_axis_names(program_axes)

@@ -7,8 +7,8 @@ again, and what comes out — gradients, outputs — carries the names of the
 argument or output it belongs to. Nothing below this layer knows about names.
 
 :func:`trace` and :func:`program_of` record the axis names of every node a
-NamedTensor computed in this module's table (:func:`attach_axes`,
-:func:`program_axes`), which the renderer below reads through the hook
+NamedTensor computed in named's table (:func:`attach_axes`,
+:func:`program_axes`, in :mod:`.tensor`), which the renderer below reads through the hook
 :func:`autograd_dag.render.axes.register_axis_names` (``ad.render(program)``
 then draws ``seq:5 × layer:8`` instead of ``[5,8]``).
 """
