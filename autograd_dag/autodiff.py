@@ -29,7 +29,8 @@ from .errors import (AutogradDagError, MissingRuleError, NotDifferentiableError,
 from .primitives import elementwise as ew
 from .primitives import indexing, random
 from .passes import refuse_inputs_as_constants
-from .program import NodeKind, Program, ProgramKind
+from .kinds import ProgramKind
+from .program import NodeKind, Program
 from . import tracing
 from .tracing import changed_since_recorded, graph_freed, refuse_complex, slot_input, topological_nodes, values_of
 from .tree import flatten, leaves_like, unflatten

@@ -21,10 +21,12 @@ import numpy as np
 from . import core
 from .core import (Primitive, Tensor, _recording_as, apply, as_array, attributed_to, check_operand_count,
                    operation_error)
+from .displays import mimebundle
 from .errors import (AutogradDagError, ProgramInputError, TracingError, UndefinedDerivativeError, user_source,
                      located)
 from .execution import buffer_of, disposable, plan_steps
 from .graph import Graph, paused_gc
+from .kinds import ProgramKind
 from .leaf_names import leaf_name
 from .passes import common_subexpressions, refuse_inputs_as_constants
 from .tracing import outer_traced_leaf, program_input, record, topological_nodes
@@ -53,63 +55,6 @@ class NodeKind(enum.Enum):
     def __str__(self) -> str:
         return self.value
 
-
-class ProgramKind(str, enum.Enum):
-    """What a program is, for the code that draws or titles it (``Program.kind``).
-
-    A ``str`` enum: ``program.kind == "gradient"`` and ``Program(..., kind="circuit")``
-    keep working, and an unknown kind is refused instead of drawn as a plain program.
-
-    Example:
-        >>> import numpy as np, autograd_dag as ad
-        >>> kind = ad.grad_program(ad.trace(lambda x: ad.sum(x * x), np.ones(2))).kind
-        >>> kind is ProgramKind.GRADIENT, kind == "gradient"
-        (True, True)
-    """
-
-    PROGRAM = "program"
-    GRADIENT = "gradient"  # made by grad_program: its outputs are gradients, drawn as such
-    CIRCUIT = "circuit"  # an arithmetic circuit: + and × gates over scalars
-    GRADIENT_CIRCUIT = "gradient_circuit"  # a circuit computing f and its partial derivatives
-    GRAPH = "graph"  # a hand-built Graph drawn as a program: vertices, no types, never run
-
-    def __str__(self) -> str:
-        return self.value
-
-    @classmethod
-    def of(cls, kind) -> "ProgramKind":
-        """``kind`` (a ProgramKind or its value) as a ProgramKind; AutogradDagError for anything else."""
-        try:
-            return cls(kind)
-        except ValueError:
-            raise AutogradDagError(f"Program: kind={kind!r}; expected one of "
-                                   f"{', '.join(repr(k.value) for k in cls)}") from None
-
-
-# Views of a program for Jupyter beyond its listing, registered by the layers above that make
-# them (the renderer: its picture), so that none of them replaces a method of Program.
-_DISPLAYS: list[Callable] = []
-
-
-def register_display(display: Callable) -> None:
-    """Add a view to every Program's Jupyter display: ``display(program, wanted)`` returns ``{MIME type: data}``.
-
-    ``wanted(mime)`` says whether the frontend asked for that type (skip the work
-    otherwise); a display returns only what it can make (``{}``: nothing). The same
-    display registered twice is called once. :mod:`autograd_dag.render` registers the
-    SVG picture this way when imported.
-
-    Example:
-        >>> import autograd_dag as ad
-        >>> def markdown(program, wanted):
-        ...     return {"text/markdown": f"**{program.name}**"}
-        >>> register_display(markdown)
-        >>> ad.trace(lambda x: x * 2.0, 1.0, name="double")._repr_mimebundle_(include=["text/markdown"])
-        {'text/markdown': '**double**'}
-        >>> _DISPLAYS.remove(markdown)   # (this example's view only)
-    """
-    if display not in _DISPLAYS:
-        _DISPLAYS.append(display)
 
 
 def _recorded_order(walk: list[Tensor], inputs: dict) -> tuple[list[Tensor], dict]:
@@ -678,14 +623,8 @@ class Program:
                 f"{self.num_edges} edges, {len(self.outputs)} output(s)>")
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        """Jupyter's display: the listing and each view added with :func:`register_display` (the picture),
-        only those the MIME types ``include``/``exclude`` (as IPython passes them) let in."""
-        def wanted(mime: str) -> bool:
-            return (include is None or mime in include) and not (exclude and mime in exclude)
-        bundle = {"text/plain": str(self)} if wanted("text/plain") else {}
-        for display in _DISPLAYS:
-            bundle.update((mime, data) for mime, data in display(self, wanted).items() if wanted(mime))
-        return bundle
+        # Jupyter shows the listing and the views layers above registered (the renderer: the picture).
+        return mimebundle(self, include, exclude)
 
 
 def _positional_names(fn: Callable, n: int) -> list[str] | None:

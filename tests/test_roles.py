@@ -19,7 +19,8 @@ import pytest
 
 import autograd_dag as ad
 from autograd_dag.circuits import Circuit, gradient_circuit, variables
-from autograd_dag.program import NodeKind, Program, ProgramKind
+from autograd_dag.kinds import ProgramKind
+from autograd_dag.program import NodeKind, Program
 from autograd_dag.render.budget import backward_pass
 from autograd_dag.render.drill import BACKWARD_SCOPE, scope_names
 
@@ -162,25 +163,26 @@ def test_axis_names_live_in_named_and_reach_the_picture_through_the_renderers_ho
 # ------------------------------------------------ no method replaced from above
 
 def test_programs_display_is_a_method_of_its_own_that_reads_the_views_registered_with_it(monkeypatch):
-    from autograd_dag import program as program_module
+    from autograd_dag import displays
     render = sys.modules["autograd_dag.render"]   # (ad.render is the function)
     # Defined where Program is, not assigned by the renderer.
     assert Program._repr_mimebundle_.__module__ == "autograd_dag.program"
+    assert Program.__dict__["_repr_mimebundle_"] is Program._repr_mimebundle_
     prog = ad.trace(lambda a, b: a / b, np.ones(2), np.ones(2))
     calls = []
 
     def counted(program, wanted):
         calls.append(program)
         return {"image/svg+xml": "<svg/>"} if wanted("image/svg+xml") else {}
-    monkeypatch.setattr(program_module, "_DISPLAYS", [counted])
+    monkeypatch.setattr(displays, "_DISPLAYS", [counted])
     assert prog._repr_mimebundle_() == {"text/plain": str(prog), "image/svg+xml": "<svg/>"}
     assert prog._repr_mimebundle_(exclude=["image/svg+xml"]) == {"text/plain": str(prog)}
     assert prog._repr_mimebundle_(include=["image/svg+xml"]) == {"image/svg+xml": "<svg/>"}
     assert calls == [prog] * 3
-    monkeypatch.setattr(program_module, "_DISPLAYS", [])   # without the renderer: the listing alone
+    monkeypatch.setattr(displays, "_DISPLAYS", [])   # without the renderer: the listing alone
     assert prog._repr_mimebundle_() == {"text/plain": str(prog)}
     monkeypatch.undo()
-    assert render._picture in program_module._DISPLAYS
+    assert render._picture in displays._DISPLAYS
     svg = prog._repr_mimebundle_(include=["image/svg+xml"])["image/svg+xml"]   # dot runs for real
     assert ET.fromstring(svg.encode()).tag == "{http://www.w3.org/2000/svg}svg" and "a / b" in svg
 

@@ -32,7 +32,8 @@ from autograd_dag.errors import CircuitError, located
 from autograd_dag.graph import reachable
 from autograd_dag.primitives.elementwise import add as _program_add
 from autograd_dag.primitives.elementwise import multiply as _program_multiply
-from autograd_dag.program import NodeKind, Program, ProgramKind
+from autograd_dag.kinds import ProgramKind
+from autograd_dag.program import NodeKind, Program
 from autograd_dag.circuits.polynomial import (
     DEFAULT_MONOMIAL_LIMIT,
     Polynomial,

@@ -23,7 +23,7 @@ from fractions import Fraction
 
 from autograd_dag.autodiff import grad_program
 from autograd_dag.errors import CircuitError
-from autograd_dag.program import ProgramKind
+from autograd_dag.kinds import ProgramKind
 from autograd_dag.circuits.circuit import Circuit, Wire
 from autograd_dag.circuits.simplify import simplify as _simplify
 

@@ -22,7 +22,8 @@ import subprocess
 import graphviz
 
 from ..errors import AutogradDagError
-from ..program import Program, register_display
+from ..displays import register_display
+from ..program import Program
 from .api import as_program, highlight_path, render, render_html, render_site, render_to
 from .output import RenderedGraph, save
 

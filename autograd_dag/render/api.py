@@ -12,7 +12,8 @@ from ..core import Tensor
 from ..errors import RenderError
 from ..graph import Graph, topological_sort
 from ..primitives.registry import PRIMITIVES
-from ..program import NodeKind, Program, ProgramKind, ProgramNode
+from ..kinds import ProgramKind
+from ..program import NodeKind, Program, ProgramNode
 from .axes import axis_names
 from .bipartite import bipartite_scene
 from .budget import DEFAULT_BUDGET, budget_grouping

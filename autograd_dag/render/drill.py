@@ -24,7 +24,8 @@ import os
 import re
 
 from ..errors import RenderError
-from ..program import NodeKind, Program, ProgramKind, ProgramNode
+from ..kinds import ProgramKind
+from ..program import NodeKind, Program, ProgramNode
 from .budget import backward_pass
 from .scene import Scene, VNode
 

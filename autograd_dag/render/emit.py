@@ -6,7 +6,7 @@ import re
 
 import graphviz
 
-from ..program import ProgramKind
+from ..kinds import ProgramKind
 from .labels import html, name_html, small
 from .layout import graph_attributes
 from .output import RenderedGraph

@@ -11,7 +11,8 @@ import inspect
 
 import numpy as np
 
-from ..program import NodeKind, Program, ProgramKind
+from ..kinds import ProgramKind
+from ..program import NodeKind, Program
 from .axes import axes_shape_str
 from .labels import constant_str, html, name_html, plain, shape_str, small, source_str, type_str, value_str, params_str
 from .collapse import Grouping
