@@ -863,7 +863,7 @@ def _record_roles(program: Program, seed, positions: tuple[int, ...], with_value
         nodes[k].gradient_of = p
     reached: set[int] = set()
     for node in nodes:   # parents come before their children
-        if (node.value is seed) if node.prim is None else any(p in reached for p in node.parents):
+        if (node.value is seed) if node.prim is None else not reached.isdisjoint(node.parents):
             reached.add(node.index)
             node.in_backward_pass = True
 
