@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 import sys
 import weakref
 import xml.etree.ElementTree as ET
@@ -216,3 +217,30 @@ def test_only_operators_installs_methods_on_a_class_from_outside_its_module():
              for hit in _assigned_classes(path)]
     assert found == []
     assert _assigned_classes(ROOT / "operators.py")   # (the scan sees them where they are)
+
+
+def test_a_users_scope_titled_like_a_chunk_is_not_renumbered_as_one():
+    # A chunk of the topological order (a box the budget cuts) was told from a scope by its
+    # title starting "ops %": a user's scope of that name was retitled with node numbers.
+    def f(x):
+        with ad.name_scope("outer"):
+            with ad.name_scope("ops %1"):
+                x = ad.tanh(ad.exp(x) * 2.0)
+            x = ad.sin(x)
+        return ad.sum(x)
+    source = ad.render(ad.trace(f, np.ones(3)), scope="outer", depth=0).source
+    assert "<B>ops %1</B>" in source and "&#8211;" not in source
+
+    def g(x):
+        y = ad.exp(x)
+        with ad.name_scope("outer"):
+            for _ in range(6):
+                y = ad.sin(y) * 2.0
+        return ad.sum(y)
+    program = ad.trace(g, np.ones(2))
+    last = max(n.index for n in program.nodes if n.scope == ("outer",))
+    with pytest.warns(UserWarning, match="more than max_nodes=3"):
+        chunked = ad.render(program, scope="outer", max_nodes=3).source
+    # Real chunks of a scope's picture are titled with the whole program's node numbers.
+    titles = re.findall(r"ops %\d+&#8211;%(\d+)", chunked)
+    assert len(titles) > 1 and int(titles[-1]) == last

@@ -328,7 +328,7 @@ def _draw(obj, view, *, depth, highlight, rankdir, show_shapes, show_dtypes, edg
             grouping, note = _auto_collapse(program, view, count, max_nodes, fold, inline_constants)
     if numbers is not None:
         for group in grouping.groups:   # chunks are titled by their first and last node: the program's numbers
-            if group.title.startswith("ops %"):
+            if group.chunk:
                 group.title = f"ops %{numbers[group.members[0]]}\u2013%{numbers[group.members[-1]]}"
     labeller = Labeller(program, grouping, show_shapes, show_dtypes,
                         axis_names(program) if axes is None else axes, numbers)

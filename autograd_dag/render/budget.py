@@ -185,7 +185,7 @@ def _most_passing(program: Program, grouping: Grouping, cluster: tuple) -> int:
     """The most edges between chunks of ``cluster`` passing over one chunk (chunks in order, one rank each)."""
     owner, groups = grouping.owner, grouping.groups
     chunk = {gi: i for i, gi in enumerate(gi for gi, g in enumerate(groups)
-                                          if g.parent_scope == cluster and g.title.startswith("ops %"))}
+                                          if g.parent_scope == cluster and g.chunk)}
     pairs = set()
     for p, j, _ in crossing_edges(grouping):
         a, b = chunk.get(owner[p]), chunk.get(owner[j])
@@ -259,7 +259,7 @@ def _apply_chunks(program: Program, grouping: Grouping, view: str, loose: dict, 
             if len(members) == 1 and not program.nodes[members[0]].parents:
                 continue  # a chunk of one root says less than the root's own box
             title = f"ops %{members[0]}\u2013%{members[-1]}"
-            new.append(Group(cluster + ((title, members[0]),), list(members), title=title))
+            new.append(Group(cluster + ((title, members[0]),), list(members), title=title, chunk=True))
     return _add_groups(grouping, new)
 
 
