@@ -29,6 +29,7 @@ from .errors import (AutogradDagError, MissingRuleError, NotDifferentiableError,
 from .primitives import elementwise as ew
 from .primitives import indexing, random
 from .passes import refuse_inputs_as_constants
+from .kinds import ProgramKind
 from .program import NodeKind, Program
 from . import tracing
 from .tracing import changed_since_recorded, graph_freed, refuse_complex, slot_input, topological_nodes, values_of
@@ -824,7 +825,8 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
         out = program(*inputs)
         if isinstance(out, tuple):  # a program returning a 1-tuple
             (out,) = out
-        grads = reverse_sweep([out], [_ones_like(out)], [inputs[p] for p in positions],
+        seed = _ones_like(out)
+        grads = reverse_sweep([out], [seed], [inputs[p] for p in positions],
                               create_graph=True, retain_graph=True)
         outs = []
         taken: set[int] = set()  # ids of outs: a scan of outs per input was O(inputs²)
@@ -843,13 +845,30 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     if with_value:
         outs.insert(0, out)
     result = Program.from_outputs(tuple(inputs), tuple(outs),
-                                  name=f"grad_{program.name}", kind="gradient")
+                                  name=f"grad_{program.name}", kind=ProgramKind.GRADIENT)
     # A rule that read its operands' numbers would leave the placeholders' in the program.
     refuse_inputs_as_constants(result, inputs, "grad_program")
     result.single_output = len(outs) == 1 and not with_value and (single or wrt is None)
     # Rules recompute forward values they need (cos's VJP makes its own sin(x)): each once, as
     # the book's reverse mode reuses them, so the program runs and renders without repeats.
-    return result.without_common_subexpressions()
+    result = result.without_common_subexpressions()
+    _record_roles(result, seed.value, positions, with_value)
+    return result
+
+
+def _record_roles(program: Program, seed, positions: tuple[int, ...], with_value: bool) -> None:
+    """Write on ``program``'s nodes what ``grad_program`` made them: which output is the gradient of which
+    input (``gradient_of``), and the backward pass (``in_backward_pass``: ``seed``'s node, the cotangent
+    the reverse sweep started from, and every node computed from it), so that no reader (the renderer)
+    has to guess them from names or values. Its nodes are its own (copies made by the pass above)."""
+    nodes = program.nodes
+    for k, p in zip(program.outputs[1:] if with_value else program.outputs, positions):
+        nodes[k].gradient_of = p
+    reached: set[int] = set()
+    for node in nodes:   # parents come before their children
+        if (node.value is seed) if node.prim is None else not reached.isdisjoint(node.parents):
+            reached.add(node.index)
+            node.in_backward_pass = True
 
 # ------------------------------------------------------------ checkpoint
 

@@ -21,10 +21,12 @@ import numpy as np
 from . import core
 from .core import (Primitive, Tensor, _recording_as, apply, as_array, attributed_to, check_operand_count,
                    operation_error)
+from .displays import mimebundle
 from .errors import (AutogradDagError, ProgramInputError, TracingError, UndefinedDerivativeError, user_source,
                      located)
 from .execution import buffer_of, disposable, plan_steps
 from .graph import Graph, paused_gc
+from .kinds import ProgramKind
 from .leaf_names import leaf_name
 from .passes import common_subexpressions, refuse_inputs_as_constants
 from .tracing import outer_traced_leaf, program_input, record, topological_nodes
@@ -81,16 +83,20 @@ def _recorded_order(walk: list[Tensor], inputs: dict) -> tuple[list[Tensor], dic
 class ProgramNode:
     """One node k of a program: the function f_k and its output variable s_k.
 
-    ``op`` is the primitive's name, or a :class:`NodeKind` for roots.
-    ``parents`` are node indices, all smaller than ``index``. ``value``
-    holds the array of constants and parameters.
+    ``op`` is the primitive's name, or a :class:`NodeKind` for roots (the
+    tracer's record of an input, parameter or constant). ``parents`` are node
+    indices, all smaller than ``index``. ``value`` holds the array of constants
+    and parameters. Roles ``grad_program`` records (names are only shown, never
+    read): ``gradient_of``, the position in ``inputs`` of the input whose
+    gradient this node is (None for any other node); ``in_backward_pass``, whether
+    the node is the reverse sweep's seed or computed from it.
     """
 
     __slots__ = ("index", "op", "prim", "parents", "params", "shape", "dtype", "name",
-                 "source", "scope", "value")
+                 "source", "scope", "value", "gradient_of", "in_backward_pass")
 
     def __init__(self, index, op, prim, parents, params, shape, dtype, name=None,
-                 source=None, scope=(), value=None):
+                 source=None, scope=(), value=None, gradient_of=None, in_backward_pass=False):
         self.index = index
         self.op = op
         self.prim = prim
@@ -102,6 +108,8 @@ class ProgramNode:
         self.source = source
         self.scope = scope
         self.value = value
+        self.gradient_of = gradient_of
+        self.in_backward_pass = in_backward_pass
 
     def __copy__(self) -> "ProgramNode":
         # The passes copy every node they keep: the generic copy of a slotted object
@@ -111,6 +119,7 @@ class ProgramNode:
             self.index, self.op, self.prim, self.parents, self.params, self.shape)
         new.dtype, new.name, new.source, new.scope, new.value = (
             self.dtype, self.name, self.source, self.scope, self.value)
+        new.gradient_of, new.in_backward_pass = self.gradient_of, self.in_backward_pass
         return new
 
     @property
@@ -187,12 +196,11 @@ class Program:
     """
 
     def __init__(self, nodes: Sequence[ProgramNode], inputs: Sequence[int], outputs: Sequence[int],
-                 *, name: str = "f", single_output: bool | None = None, kind: str = "program"):
+                 *, name: str = "f", single_output: bool | None = None, kind: ProgramKind | str = "program"):
         self.nodes = list(nodes)
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
         self.name = name
-        # "program" or "gradient": the renderer styles a gradient program's outputs.
         self.kind = kind
         self.single_output = len(self.outputs) == 1 if single_output is None else single_output
         for node in self.nodes:
@@ -205,10 +213,19 @@ class Program:
         self._steps: list | None = None
         self._constant_buffers: frozenset[int] = frozenset()  # ids of the constants' arrays (by _plan)
 
+    @property
+    def kind(self) -> ProgramKind:
+        """What the program is (a :class:`ProgramKind`); assigning its value (``"circuit"``) works too."""
+        return self._kind
+
+    @kind.setter
+    def kind(self, kind: ProgramKind | str) -> None:
+        self._kind = ProgramKind.of(kind)
+
     # ------------------------------------------------------------ building
 
     @classmethod
-    def from_outputs(cls, inputs, outputs, *, name: str = "f", kind: str = "program") -> "Program":
+    def from_outputs(cls, inputs, outputs, *, name: str = "f", kind: ProgramKind | str = "program") -> "Program":
         """The program computing ``outputs`` (Tensors) from ``inputs`` (Tensors).
 
         Leaves that are not inputs become constants (``parameter`` if they
@@ -606,9 +623,8 @@ class Program:
                 f"{self.num_edges} edges, {len(self.outputs)} output(s)>")
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        # Jupyter shows the listing; autograd_dag.render, when imported, adds
-        # the picture (it wires itself in from above, as operators do for Tensor).
-        return {"text/plain": str(self)}
+        # Jupyter shows the listing and the views layers above registered (the renderer: the picture).
+        return mimebundle(self, include, exclude)
 
 
 def _positional_names(fn: Callable, n: int) -> list[str] | None:

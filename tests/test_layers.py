@@ -20,6 +20,7 @@ LAYERS = [
     "graph", "graph_algorithms",  # the DAG core, then the book's other questions about DAGs
     "core", "inlined", "primitives", "tracing", "execution", "passes",
     "leaf_names",  # the names a module call gives its parameters, read by program
+    "kinds", "displays",  # what a program is (ProgramKind); the views layers above add to its Jupyter display
     "program",
     "autodiff", "operators",  # the one place Tensor gets methods from above (backward too)
     "batching", "checking", "testing", "linalg", "text",

@@ -32,6 +32,7 @@ from autograd_dag.errors import CircuitError, located
 from autograd_dag.graph import reachable
 from autograd_dag.primitives.elementwise import add as _program_add
 from autograd_dag.primitives.elementwise import multiply as _program_multiply
+from autograd_dag.kinds import ProgramKind
 from autograd_dag.program import NodeKind, Program
 from autograd_dag.circuits.polynomial import (
     DEFAULT_MONOMIAL_LIMIT,
@@ -556,7 +557,7 @@ class Circuit:
             if t.prim is not None and t.name is None:
                 t.name = oname
         # kind "circuit" tells the renderer to draw + and × gates, not tensor ops.
-        program = Program.from_outputs(inputs, outputs, name=name, kind="circuit")
+        program = Program.from_outputs(inputs, outputs, name=name, kind=ProgramKind.CIRCUIT)
         program.single_output = len(outputs) == 1
         return program
 

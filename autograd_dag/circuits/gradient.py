@@ -23,6 +23,7 @@ from fractions import Fraction
 
 from autograd_dag.autodiff import grad_program
 from autograd_dag.errors import CircuitError
+from autograd_dag.kinds import ProgramKind
 from autograd_dag.circuits.circuit import Circuit, Wire
 from autograd_dag.circuits.simplify import simplify as _simplify
 
@@ -57,11 +58,15 @@ class GradientCircuit:
 
         >>> from autograd_dag.circuits import variables
         >>> x, y = variables("x y")
-        >>> gradient_circuit(Circuit.from_outputs(x * y)).to_program().kind
-        'gradient_circuit'
+        >>> gradient_circuit(Circuit.from_outputs(x * y)).to_program().kind == "gradient_circuit"
+        True
         """
         program = self.circuit.to_program(name)
-        program.kind = "gradient_circuit"
+        program.kind = ProgramKind.GRADIENT_CIRCUIT
+        # Outputs f, ∂f/∂x1, …: one input per variable, in the same order. (A node returned as two
+        # derivatives, a folded constant 0, is the gradient of the last.)
+        for p, k in enumerate(program.outputs[1:]):
+            program.nodes[k].gradient_of = p
         return program
 
     def __str__(self) -> str:

@@ -23,12 +23,12 @@ Example:
 """
 
 from ..render import render as _render
-from ..render.axes import program_axes
 from .tensor import (AxisNameError, NamedTensor, abs, add, argmax, axes_str, conv2d, cos, divide, exp, flatten,
                      log, logistic, logsumexp, max_pool2d, maximum, minimum, multiply, names_of, ndot, negative,
                      nmax, nmean, nmin, nsum, power, relu, sigmoid, sin, softargmax, softmax, softplus, split,
                      sqrt, standardize, subtract, tanh, unroll, where)
-from .transforms import check_grads, grad, grad_program, node_axes, program_of, trace, value_and_grad
+from .transforms import (check_grads, grad, grad_program, node_axes, program_axes, program_of, trace,
+                         value_and_grad)
 
 
 def render(obj, view: str = "dag", **options):

@@ -33,7 +33,10 @@ from ..primitives.fused import softargmax as _softargmax
 from ..primitives.reductions import max as _max
 from ..primitives.reductions import mean as _mean
 from ..primitives.reductions import min as _min
-from ..primitives.structure import reshape, sum as _sum, transpose
+from ..primitives.structure import IDENTITY, reshape, sum as _sum, transpose
+from ..program import Program
+from ..render import as_program
+from ..render.axes import register_axis_names
 
 __all__ = ["NamedTensor", "AxisNameError", "ndot", "nsum", "nmean", "nmax", "nmin", "softmax", "softargmax",
            "logsumexp", "argmax", "standardize", "flatten", "split", "unroll", "conv2d", "max_pool2d",
@@ -232,6 +235,19 @@ class NamedTensor:
 
     def __bool__(self) -> bool:
         return bool(self.tensor)  # raises unless there is one element, as Tensor does
+
+    def to_program(self) -> Program:
+        """The program computing this tensor, with axis names attached (``ad.render(X)`` draws them).
+
+        Shapes: the program's output has this tensor's shape (its storage order).
+
+        Example:
+            >>> import numpy as np
+            >>> X = NamedTensor(np.ones((2, 3)), "seq layer")
+            >>> len(X.softmax("layer").to_program().outputs)
+            1
+        """
+        return program_of(self)
 
     def __repr__(self) -> str:
         return f"NamedTensor({axes_str(self.names, self.tensor.shape)}, {self.dtype})"
@@ -838,3 +854,81 @@ NamedTensor.min = nmin
 NamedTensor.ndot = ndot
 NamedTensor.softargmax = softmax
 del _f
+
+
+# ------------------------------------------------- programs of named tensors
+
+# {program: {node index: axis names}}: the names live here, with the layer that knows them; the
+# renderer, below, reads them through the hook registered at the end of this module.
+_ATTACHED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def attach_axes(program, axes: dict) -> None:
+    """Record ``{node index: axis names}`` for ``program`` (kept as long as the program lives).
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> prog = ad.trace(ad.exp, np.ones((2, 3)))
+        >>> attach_axes(prog, {0: ("seq", "layer"), 1: ("seq", "layer")})
+        >>> program_axes(prog)[1]
+        ('seq', 'layer')
+    """
+    _ATTACHED[program] = {int(k): tuple(v) for k, v in axes.items()}
+
+
+def program_axes(program) -> dict:
+    """The ``{node index: axis names}`` attached to ``program`` (empty if none)."""
+    try:
+        return _ATTACHED.get(program, {})
+    except TypeError:
+        return {}
+
+
+def node_axes(program: Program, outputs) -> dict[int, tuple[str, ...]]:
+    """``{node index: axis names}`` for the nodes of ``program`` computed by the Tensors behind ``outputs``.
+
+    ``outputs`` are the Tensors (or NamedTensors) the program's outputs were
+    made from. The program is matched to the recorded Tensors structurally
+    (node k's parents are Tensor t's parents, in order), so it does not depend
+    on how the program numbered its nodes.
+    """
+    axes: dict[int, tuple[str, ...]] = {}
+    stack = [(k, o.tensor if isinstance(o, NamedTensor) else o) for k, o in zip(program.outputs, outputs)]
+    seen: set[int] = set()
+    while stack:
+        k, t = stack.pop()
+        while t.prim is IDENTITY and t.parents:
+            t = t.parents[0]
+        names = names_of(t)
+        if names is not None and k not in axes and len(names) == len(program.nodes[k].shape):
+            axes[k] = names
+        if k in seen:
+            continue
+        seen.add(k)
+        node = program.nodes[k]
+        if node.prim is None or not t.parents or len(t.parents) != len(node.parents):
+            continue
+        stack.extend(zip(node.parents, t.parents))
+    return axes
+
+
+def program_of(*outputs, parameters_as_inputs: bool = False) -> Program:
+    """The program computing ``outputs`` (NamedTensors), with their axis names attached for the renderer.
+
+    Leaves are found as :func:`autograd_dag.render.as_program` finds them.
+
+    Example:
+        >>> import numpy as np
+        >>> from autograd_dag import named
+        >>> x = named.NamedTensor(np.ones((2, 3)), "seq layer", name="x")
+        >>> prog = named.program_of(named.softmax(x, "layer"))
+        >>> "seq:2 × layer:3" in named.render(prog).source.replace("&#215;", "×")
+        True
+    """
+    tensors = tuple(o.tensor if isinstance(o, NamedTensor) else o for o in outputs)
+    program = as_program(tensors[0] if len(tensors) == 1 else tensors, parameters_as_inputs=parameters_as_inputs)
+    attach_axes(program, node_axes(program, tensors))
+    return program
+
+
+register_axis_names(program_axes)

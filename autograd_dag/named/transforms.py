@@ -6,9 +6,11 @@ arguments go in as their Tensors (storage order), ``f`` sees NamedTensors
 again, and what comes out — gradients, outputs — carries the names of the
 argument or output it belongs to. Nothing below this layer knows about names.
 
-:func:`trace` and :func:`program_of` attach the axis names of every node a
-NamedTensor computed to the program, for the renderer
-(``ad.render(program)`` then draws ``seq:5 × layer:8`` instead of ``[5,8]``).
+:func:`trace` and :func:`program_of` record the axis names of every node a
+NamedTensor computed in named's table (:func:`attach_axes`,
+:func:`program_axes`, in :mod:`.tensor`), which the renderer below reads through the hook
+:func:`autograd_dag.render.axes.register_axis_names` (``ad.render(program)``
+then draws ``seq:5 × layer:8`` instead of ``[5,8]``).
 """
 
 from __future__ import annotations
@@ -19,16 +21,13 @@ from typing import Callable, Sequence
 from .. import autodiff as _autodiff
 from .. import checking as _checking
 from ..core import Tensor
-from ..primitives.structure import IDENTITY
 from ..program import Program
 from ..program import trace as _trace
-from ..render import as_program
-from ..render.axes import attach_axes, program_axes
 from ..tree import flatten, unflatten
-from .tensor import AxisNameError, NamedTensor, _wrap, names_of
+from .tensor import AxisNameError, NamedTensor, _wrap, attach_axes, node_axes, program_axes, program_of
 
-__all__ = ["grad", "value_and_grad", "check_grads", "trace", "program_of", "node_axes", "grad_program"]
-
+__all__ = ["grad", "value_and_grad", "check_grads", "trace", "program_of", "node_axes", "grad_program",
+           "attach_axes", "program_axes"]
 
 def _positional(x: NamedTensor, values: bool):
     """x's Tensor, or its array when it has no history to differentiate through (or ``values``).
@@ -185,53 +184,6 @@ def check_grads(f: Callable, args: Sequence, **options) -> None:
     _checking.check_grads(positional, raw_args, **options)
 
 
-def node_axes(program: Program, outputs) -> dict[int, tuple[str, ...]]:
-    """``{node index: axis names}`` for the nodes of ``program`` computed by the Tensors behind ``outputs``.
-
-    ``outputs`` are the Tensors (or NamedTensors) the program's outputs were
-    made from. The program is matched to the recorded Tensors structurally
-    (node k's parents are Tensor t's parents, in order), so it does not depend
-    on how the program numbered its nodes.
-    """
-    axes: dict[int, tuple[str, ...]] = {}
-    stack = [(k, o.tensor if isinstance(o, NamedTensor) else o) for k, o in zip(program.outputs, outputs)]
-    seen: set[int] = set()
-    while stack:
-        k, t = stack.pop()
-        while t.prim is IDENTITY and t.parents:
-            t = t.parents[0]
-        names = names_of(t)
-        if names is not None and k not in axes and len(names) == len(program.nodes[k].shape):
-            axes[k] = names
-        if k in seen:
-            continue
-        seen.add(k)
-        node = program.nodes[k]
-        if node.prim is None or not t.parents or len(t.parents) != len(node.parents):
-            continue
-        stack.extend(zip(node.parents, t.parents))
-    return axes
-
-
-def program_of(*outputs, parameters_as_inputs: bool = False) -> Program:
-    """The program computing ``outputs`` (NamedTensors), with their axis names attached for the renderer.
-
-    Leaves are found as :func:`autograd_dag.render.as_program` finds them.
-
-    Example:
-        >>> import numpy as np
-        >>> from autograd_dag import named
-        >>> x = named.NamedTensor(np.ones((2, 3)), "seq layer", name="x")
-        >>> prog = named.program_of(named.softmax(x, "layer"))
-        >>> "seq:2 × layer:3" in named.render(prog).source.replace("&#215;", "×")
-        True
-    """
-    tensors = tuple(o.tensor if isinstance(o, NamedTensor) else o for o in outputs)
-    program = as_program(tensors[0] if len(tensors) == 1 else tensors, parameters_as_inputs=parameters_as_inputs)
-    attach_axes(program, node_axes(program, tensors))
-    return program
-
-
 def trace(f: Callable, *example_args, name: str | None = None) -> Program:
     """Record ``f`` on NamedTensor (or plain) example arguments: its Program, axis names attached.
 
@@ -290,23 +242,14 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
     if not program.inputs or len(gradient.inputs) != len(program.inputs):
         return gradient
     named_inputs = [axes.get(k) for k in program.inputs]
-    positions = _autodiff.grad_program_positions(program, wrt)
     found: dict[int, tuple[str, ...]] = {}
-    outputs = list(gradient.outputs[1:] if with_value else gradient.outputs)
     for k, names in zip(gradient.inputs, named_inputs):
         if names is not None:
             found[k] = names
-    for k, i in zip(outputs, positions):
-        names = named_inputs[i]
+    for k in gradient.outputs:
+        i = gradient.nodes[k].gradient_of   # (None for the value returned beside the gradients)
+        names = None if i is None else named_inputs[i]
         if names is not None and gradient.nodes[k].shape == program.nodes[program.inputs[i]].shape:
             found.setdefault(k, names)
     attach_axes(gradient, found)
     return gradient
-
-
-def _to_program(self) -> Program:
-    """The program computing this tensor, with axis names attached (``ad.render(X)`` draws them)."""
-    return program_of(self)
-
-
-NamedTensor.to_program = _to_program

@@ -22,32 +22,25 @@ import subprocess
 import graphviz
 
 from ..errors import AutogradDagError
+from ..displays import register_display
 from ..program import Program
 from .api import as_program, highlight_path, render, render_html, render_site, render_to
 from .output import RenderedGraph, save
 
-_program_text_bundle = Program._repr_mimebundle_
 
-
-def _program_mimebundle(self, include=None, exclude=None):
-    """Jupyter display of a Program: its DAG as SVG (when ``dot`` exists) beside the text listing,
-    each only when ``include``/``exclude`` (MIME types, as IPython passes them) let it in."""
-    bundle = _program_text_bundle(self, include, exclude)
-    if include is not None:
-        bundle = {k: v for k, v in bundle.items() if k in include}
-    if exclude is not None:
-        bundle = {k: v for k, v in bundle.items() if k not in exclude}
+def _picture(program: Program, wanted) -> dict:
+    """A Program's Jupyter view beside its listing: its DAG as SVG, when ``dot`` exists (registered with
+    :func:`~autograd_dag.program.register_display`)."""
     # A frontend that leaves SVG out (a text-only export) must not wait for a layout.
-    wanted = (include is None or "image/svg+xml" in include) and not (exclude and "image/svg+xml" in exclude)
-    if wanted and shutil.which("dot") is not None and len(self.nodes) <= 2000:
-        try:
-            bundle["image/svg+xml"] = render(self).pipe(format="svg").decode("utf-8")
-        except (AutogradDagError, graphviz.ExecutableNotFound, graphviz.CalledProcessError,
-                subprocess.TimeoutExpired, OSError):
-            pass  # the display falls back to the text listing
-    return bundle
+    if not wanted("image/svg+xml") or shutil.which("dot") is None or len(program.nodes) > 2000:
+        return {}
+    try:
+        return {"image/svg+xml": render(program).pipe(format="svg").decode("utf-8")}
+    except (AutogradDagError, graphviz.ExecutableNotFound, graphviz.CalledProcessError,
+            subprocess.TimeoutExpired, OSError):
+        return {}  # the display falls back to the text listing
 
 
-Program._repr_mimebundle_ = _program_mimebundle
+register_display(_picture)
 
 __all__ = ["render", "render_to", "render_site", "render_html", "highlight_path", "as_program", "RenderedGraph", "save"]

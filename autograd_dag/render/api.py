@@ -12,8 +12,9 @@ from ..core import Tensor
 from ..errors import RenderError
 from ..graph import Graph, topological_sort
 from ..primitives.registry import PRIMITIVES
+from ..kinds import ProgramKind
 from ..program import NodeKind, Program, ProgramNode
-from .axes import program_axes
+from .axes import axis_names
 from .bipartite import bipartite_scene
 from .budget import DEFAULT_BUDGET, budget_grouping
 from .collapse import group_nodes, max_scope_depth
@@ -25,7 +26,7 @@ from .layout import SMALL_GRAPH, add_references
 from .html_view import HtmlView, build_html
 from .output import DEFAULT_TIMEOUT, RenderedGraph, save
 from .overlay import as_overlay, paint, resolve as resolve_overlay
-from .scene import Labeller
+from .scene import CIRCUIT_KINDS, Labeller
 
 VIEWS = ("dag", "bipartite")
 DEFAULT_MAX_NODES = DEFAULT_BUDGET
@@ -128,7 +129,7 @@ def graph_program(graph: Graph, name: str = "graph") -> Program:
                                                   else NodeKind.VERTEX)
         nodes.append(ProgramNode(k, op, None, parents, None, (), "float64", name=label))
     leaves = [index[v] for v in graph.leaves()]
-    return Program(nodes, [k for k, n in enumerate(nodes) if not n.parents], leaves, name=name, kind="graph")
+    return Program(nodes, [k for k, n in enumerate(nodes) if not n.parents], leaves, name=name, kind=ProgramKind.GRAPH)
 
 
 def _resolve(program: Program, spec, what: str) -> list[int]:
@@ -304,9 +305,9 @@ def _draw(obj, view, *, depth, highlight, rankdir, show_shapes, show_dtypes, edg
             values, outlined = scoped_overlay
             scoped_overlay = ({where[k]: x for k, x in values.items() if k in where},
                               {where[k] for k in outlined if k in where})
-    if program.kind == "graph":
+    if program.kind is ProgramKind.GRAPH:
         show_shapes = show_dtypes = False
-    if program.kind in ("circuit", "gradient_circuit"):
+    if program.kind in CIRCUIT_KINDS:
         # Circuits are over scalars: types say nothing, gates are told apart by
         # colour, and constants are roots of the DAG (seed 001 §4.1.4).
         show_shapes = show_dtypes = inline_constants = False
@@ -314,7 +315,7 @@ def _draw(obj, view, *, depth, highlight, rankdir, show_shapes, show_dtypes, edg
     chosen = _highlight_set(program, highlight)
     if overlay is not None:
         overlay = as_overlay(overlay)
-        if color_by == "op" and program.kind not in ("circuit", "gradient_circuit"):
+        if color_by == "op" and program.kind not in CIRCUIT_KINDS:
             raise RenderError("render: color_by='op' and overlay both colour the nodes' fill: pass one of them")
         overlay_values, outlined = (resolve_overlay(program, overlay, _resolve) if scoped_overlay is None
                                     else scoped_overlay)
@@ -327,10 +328,10 @@ def _draw(obj, view, *, depth, highlight, rankdir, show_shapes, show_dtypes, edg
             grouping, note = _auto_collapse(program, view, count, max_nodes, fold, inline_constants)
     if numbers is not None:
         for group in grouping.groups:   # chunks are titled by their first and last node: the program's numbers
-            if group.title.startswith("ops %"):
+            if group.chunk:
                 group.title = f"ops %{numbers[group.members[0]]}\u2013%{numbers[group.members[-1]]}"
     labeller = Labeller(program, grouping, show_shapes, show_dtypes,
-                        program_axes(program) if axes is None else axes, numbers)
+                        axis_names(program) if axes is None else axes, numbers)
     make = dag_scene if view == "dag" else bipartite_scene
     scene = make(grouping, labeller, edge_labels=edge_labels, color_by=color_by)
     if sub is not None:

@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import heapq
 
-import numpy as np
-
-from ..program import NodeKind, Program
+from ..program import Program
 from .collapse import Group, Grouping, _base_name, adopted_scopes, group_nodes
 from .scene import crossing_edges
 
@@ -132,16 +130,13 @@ def budget_grouping(program: Program, view: str, budget: int, *, fold: bool = Tr
 def backward_pass(program: Program) -> set[int]:
     """The nodes of a gradient program's backward pass: the seed ``1`` of the reverse sweep and what depends on it.
 
-    Takes a :class:`Program`; returns a set of node indices, empty unless the program's
-    kind is ``"gradient"``. The backward pass reuses the scopes of the forward pass
+    Takes a :class:`Program`; returns the indices of the nodes ``grad_program`` marked
+    ``in_backward_pass`` (empty for other programs). The backward pass reuses the scopes of the forward pass
     (the derivative of a block is recorded in the block's scope), so a block's two
     halves would be one box, with edges into it from the blocks after it (its
     gradient) and before it (its input): a cycle through the whole stack, which also
     keeps identical blocks from folding. Drawn apart (the backward half inside a
     scope of its own), a 40-block stack is ``block × 40`` forward and again backward.
-    The seed is a scalar constant 1 outside every scope; of several, the one whose
-    dependents reach the most gradients and are fewest (a forward ``1`` reaches the
-    backward pass too, through the forward values it feeds).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -149,22 +144,7 @@ def backward_pass(program: Program) -> set[int]:
         >>> sorted(str(g.nodes[k].op) for k in backward_pass(g))
         ['broadcast_to', 'constant', 'multiply', 'reshape']
     """
-    if program.kind != "gradient":
-        return set()
-    nodes = program.nodes
-    outputs = set(program.outputs)
-    best: tuple | None = None
-    seeds = [n.index for n in nodes if n.op is NodeKind.CONSTANT and not n.scope and n.value is not None
-             and np.size(n.value) == 1 and np.all(np.asarray(n.value) == 1)]
-    for seed in seeds[:16]:
-        reached = {seed}
-        for node in nodes[seed + 1:]:   # parents come before their children
-            if any(p in reached for p in node.parents):
-                reached.add(node.index)
-        key = (-len(reached & outputs), len(reached))
-        if best is None or key < best[0]:
-            best = (key, reached)
-    return set() if best is None or best[0][0] == 0 else best[1]
+    return {node.index for node in program.nodes if node.in_backward_pass}
 
 
 def _chunk_loose_nodes(program: Program, grouping: Grouping, view: str, budget: int, build, opened) -> Grouping:
@@ -205,7 +185,7 @@ def _most_passing(program: Program, grouping: Grouping, cluster: tuple) -> int:
     """The most edges between chunks of ``cluster`` passing over one chunk (chunks in order, one rank each)."""
     owner, groups = grouping.owner, grouping.groups
     chunk = {gi: i for i, gi in enumerate(gi for gi, g in enumerate(groups)
-                                          if g.parent_scope == cluster and g.title.startswith("ops %"))}
+                                          if g.parent_scope == cluster and g.chunk)}
     pairs = set()
     for p, j, _ in crossing_edges(grouping):
         a, b = chunk.get(owner[p]), chunk.get(owner[j])
@@ -279,7 +259,7 @@ def _apply_chunks(program: Program, grouping: Grouping, view: str, loose: dict, 
             if len(members) == 1 and not program.nodes[members[0]].parents:
                 continue  # a chunk of one root says less than the root's own box
             title = f"ops %{members[0]}\u2013%{members[-1]}"
-            new.append(Group(cluster + ((title, members[0]),), list(members), title=title))
+            new.append(Group(cluster + ((title, members[0]),), list(members), title=title, chunk=True))
     return _add_groups(grouping, new)
 
 

@@ -30,15 +30,18 @@ class Group:
 
     ``path`` is the scope tuple (``("encoder", "layer0")``), ``members`` the
     program node indices inside, ascending; the group is drawn in the cluster
-    of ``path[:-1]``.
+    of ``path[:-1]``. ``chunk``: a contiguous run of the topological order the
+    budget cut (titled ``ops %120–%239``), not a scope.
     """
 
-    __slots__ = ("path", "members", "count", "title", "last_name")
+    __slots__ = ("path", "members", "count", "title", "last_name", "chunk")
 
-    def __init__(self, path: tuple, members: list[int], count: int = 1, title: str | None = None):
+    def __init__(self, path: tuple, members: list[int], count: int = 1, title: str | None = None,
+                 chunk: bool = False):
         self.path = path
         self.members = members
         self.count = count
+        self.chunk = chunk
         self.title = title if title is not None else path[-1][0]
         self.last_name = path[-1][0]  # of the last scope folded into it (its own when count == 1)
 

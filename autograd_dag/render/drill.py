@@ -24,6 +24,7 @@ import os
 import re
 
 from ..errors import RenderError
+from ..kinds import ProgramKind
 from ..program import NodeKind, Program, ProgramNode
 from .budget import backward_pass
 from .scene import Scene, VNode
@@ -138,10 +139,10 @@ def part_program(program: Program, members: list[int], names: list[tuple], cut: 
         if k in outputs or any(c not in inside for c in program.children(k)):
             leaving.append(i)
     inputs = [new_index[k] for k in entering]
-    # A gradient program's part is drawn as a plain program: its nodes are already split from the
-    # backward pass by their names (the budget would look for the backward pass again inside it).
+    # A gradient program's part is drawn (and titled) as a plain program: its nodes are already split
+    # from the backward pass by their scope names, and the values leaving it are boundary outputs.
     # Other kinds (a hand-built graph, a circuit) keep theirs: they decide the labels.
-    kind = "program" if program.kind == "gradient" else program.kind
+    kind = ProgramKind.PROGRAM if program.kind is ProgramKind.GRADIENT else program.kind
     sub = Program(nodes, inputs, leaving, name=f"{program.name}: {label}", kind=kind)
     return ScopeProgram(sub, numbers, frozenset(inputs), frozenset(leaving), label)
 

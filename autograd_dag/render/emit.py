@@ -6,6 +6,7 @@ import re
 
 import graphviz
 
+from ..kinds import ProgramKind
 from .labels import html, name_html, small
 from .layout import graph_attributes
 from .output import RenderedGraph
@@ -15,6 +16,11 @@ from .styles import (DIM_FILL, DIM_LINE, DIM_TEXT, EDGE_COLOR, FONT, HIGHLIGHT_C
 
 _ROLE_ORDER = ("input", "boundary input", "parameter", "constant", "function", "intermediate", "output", "gradient",
                "boundary output", "group", "reference")
+
+# The picture's subtitle names what kind of program it draws.
+_KIND_TITLES = {ProgramKind.PROGRAM: "program", ProgramKind.GRADIENT: "gradient program",
+                ProgramKind.CIRCUIT: "arithmetic circuit", ProgramKind.GRAPH: "graph",
+                ProgramKind.GRADIENT_CIRCUIT: "gradient circuit (f and its partial derivatives)"}
 
 
 def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, legend: bool = True,
@@ -30,8 +36,7 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
     graph_attr.update(graph_attributes(len(scene.nodes), len(scene.edges)))
     graph_attr.update(extra_graph_attrs or {})
     heading = title if title is not None else program.name
-    kind = {"gradient": "gradient program", "circuit": "arithmetic circuit", "graph": "graph",
-            "gradient_circuit": "gradient circuit (f and its partial derivatives)"}.get(program.kind, "program")
+    kind = _KIND_TITLES[program.kind]
     graph_attr["label"] = (f"<<B>{name_html(heading, 60)}</B><BR/>"
                            + small(html(f"{kind}: {len(program.nodes)} nodes, {program.num_edges} edges, "
                                         f"{scene.view} view"))

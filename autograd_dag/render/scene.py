@@ -8,10 +8,10 @@ legend, emission) work on it without knowing which view made it.
 from __future__ import annotations
 
 import inspect
-import re
 
 import numpy as np
 
+from ..kinds import ProgramKind
 from ..program import NodeKind, Program
 from .axes import axes_shape_str
 from .labels import constant_str, html, name_html, plain, shape_str, small, source_str, type_str, value_str, params_str
@@ -134,21 +134,19 @@ def operand_names(node) -> tuple | None:
     return tuple(q.name for q in params[:len(node.parents)])
 
 
-# grad_program names every derivative it returns d<f>/d<input> (a gradient circuit: df/dx); the
-# value it may return beside them (with_value=True, a circuit's f) is an output, not a gradient.
-_DERIVATIVE_NAME = re.compile(r"^d.+/d.+$", re.S)
-
-
 def output_role(program: Program, k: int) -> str:
-    """The role of output ``k``: ``"gradient"`` for a derivative a gradient program returns, else ``"output"``."""
-    if program.kind not in ("gradient", "gradient_circuit"):
-        return "output"
-    name = program.nodes[k].name
-    return "gradient" if name is not None and _DERIVATIVE_NAME.match(str(name)) else "output"
+    """The role of output ``k``: ``"gradient"`` for a derivative a gradient program returns, else ``"output"``.
+
+    Read from the node's ``gradient_of``, which ``grad_program`` (and a gradient circuit) sets
+    on each derivative it returns; the value returned beside them (``with_value=True``, a
+    circuit's f) has none. Names are only shown: a user's ``dx/dy`` is no gradient.
+    """
+    return "output" if program.nodes[k].gradient_of is None else "gradient"
 
 
 # An arithmetic circuit's gates are drawn with the book's symbols.
 CIRCUIT_GATES = {"add": "+", "multiply": "\u00d7"}
+CIRCUIT_KINDS = (ProgramKind.CIRCUIT, ProgramKind.GRADIENT_CIRCUIT)
 
 
 class Labeller:
@@ -211,11 +209,10 @@ class Labeller:
         if node.op is NodeKind.CONSTANT:
             text = f"<B>{name_html(constant_str(node.value))}</B>"
             return text + (f"<BR/><I>{name_html(node.name)}</I>" if node.name else "")
-        if self.program.kind == "graph":  # a hand-built Graph: its vertices are the labels
+        if self.program.kind is ProgramKind.GRAPH:  # a hand-built Graph: its vertices are the labels
             return f"<B>{name_html(node.name)}</B>"
         inlined = self.grouping.inlined
-        op = (CIRCUIT_GATES.get(node.op, node.op) if self.program.kind in ("circuit", "gradient_circuit")
-              else node.op)
+        op = (CIRCUIT_GATES.get(node.op, node.op) if self.program.kind in CIRCUIT_KINDS else node.op)
         text = f"<B>{html(op, 40)}</B>"
         if any(p in inlined for p in node.parents):
             args = [value_str(self.program.nodes[p].value) if p in inlined else "\u00b7"
@@ -254,15 +251,15 @@ class Labeller:
     def function_title(self, k: int) -> str:
         """The bold line of function f_k's box in the bipartite view."""
         node = self.program.nodes[k]
-        if self.program.kind == "graph" and node.op is NodeKind.VERTEX:
+        if self.program.kind is ProgramKind.GRAPH and node.op is NodeKind.VERTEX:
             return f"<B>f</B><SUB>{name_html(node.name)}</SUB>"
-        if self.program.kind == "graph":  # a vertex naming a primitive
+        if self.program.kind is ProgramKind.GRAPH:  # a vertex naming a primitive
             return f"<B>{html(node.op, 40)}</B>"
         return self.title(k)
 
     def tooltip(self, k: int) -> str:
         node = self.program.nodes[k]
-        if self.program.kind == "graph":
+        if self.program.kind is ProgramKind.GRAPH:
             parents = ", ".join(str(self.program.nodes[p].name) for p in node.parents)
             return plain(f"%{k} {node.name}" + (f" <- {parents}" if parents else ""))
         parts = [f"%{self.number(k)} = {node.op}"]
