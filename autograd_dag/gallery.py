@@ -22,7 +22,8 @@ from .primitives.elementwise import exp, sqrt, tanh
 from .primitives.linalg import matmul
 from .primitives.reductions import logsumexp, mean
 from .primitives.structure import sum as ad_sum
-from .program import Program, trace
+from .jit import trace
+from .program import Program
 from .render import as_program, render, save
 
 
