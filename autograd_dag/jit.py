@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import core
+from . import trace_state
 from .core import Tensor, as_array
 from .errors import TracingError, user_source, located
 from .passes import refuse_inputs_as_constants
@@ -175,7 +175,7 @@ def jit(f: Callable) -> Callable:
 
     def wrapped(*args):
         leaves, treedef = flatten(args)
-        if core._active_inputs or any(isinstance(x, Tensor) for x in leaves):
+        if trace_state.transforming() or any(isinstance(x, Tensor) for x in leaves):
             return f(*args)  # inside another transformation: let it record through f
         if traced_in[0] != _trace_epoch:
             programs.clear()  # recorded under a state that has changed since (retrace_jit)

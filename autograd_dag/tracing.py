@@ -21,16 +21,17 @@ and forward sweeps, ``vmap`` and program extraction all use it. (The eager
 
 from __future__ import annotations
 
+import contextlib
 from operator import attrgetter
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from . import core
-from .core import Tensor, tracing
+from . import trace_state
+from .core import Tensor, _recording_as
 from .errors import (AutogradDagError, ChangedInPlaceError, GraphFreedError, NotDifferentiableError,
                      user_source, located)
-from .graph import reachable, topological_sort
+from .graph import paused_gc, reachable, topological_sort
 from .primitives.structure import identity
 from .tree import flatten, unflatten
 
@@ -66,6 +67,7 @@ def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | N
 
     ``reused``: the recording becomes a program run again on other arguments
     (jit, trace, vmap), so the inputs' numbers may not be read (``core.concrete``).
+    The one tracer: every transformation, and ``checkpoint``'s replay, records through it.
 
     ``make_input`` returns the input Tensor for a leaf, or None to pass the
     leaf unchanged. Shapes: as ``f``'s.
@@ -84,13 +86,9 @@ def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | N
         slots.append(made)
         rebuilt.append(unflatten(tree, new_leaves))
     inputs = [t for made in slots for t in made]
-    inner: set[int] = set()  # the inputs of the transformations f runs itself (an inner grad's slots)
-    with tracing(inputs, reused_as=what if reused else None):
-        core._input_sinks.append(inner)
-        try:
-            out = f(*rebuilt)
-        finally:
-            core._input_sinks.remove(inner)
+    # inner: the inputs of the transformations f runs itself (an inner grad's slots)
+    with tracing(inputs, reused_as=what if reused else None), trace_state.collecting_inputs() as inner:
+        out = f(*rebuilt)
     aux = None
     if has_aux:
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
@@ -108,6 +106,22 @@ def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | N
     outputs = [o if isinstance(o, Tensor) else Tensor(o) for o in leaves]
     nested = nested or depends_on_outer(outputs, inputs)
     return Recording(slots, inputs, outputs, out_tree, out, aux, nested, frozenset(inner))
+
+
+@contextlib.contextmanager
+def tracing(inputs, reused_as: str | None = None):
+    """Context manager: run a transformation's function, recording, with ``inputs`` (Tensors) as its inputs.
+
+    ``reused_as``: the transformation's name when the recording becomes a
+    program run again on other arguments (then ``core.concrete`` refuses to
+    read the inputs' values). The one writer of :mod:`~autograd_dag.trace_state`
+    with :func:`record`; the garbage collector pauses meanwhile (a recording
+    makes many objects and frees none).
+
+    Example: ``with tracing([x]): y = ad.sin(x)`` records ``y`` with ``x`` as an input.
+    """
+    with _recording_as(True), trace_state.entered(inputs, reused_as), paused_gc():
+        yield
 
 
 def _definition_site(f: Callable) -> tuple[str, int] | None:
@@ -171,11 +185,11 @@ def depends_on_outer(outputs, inputs) -> bool:
     derivative of ``w`` in ``grad(lambda w: grad(lambda x: f(x, w))(x0))``.
     Free at the top level, where no transformation encloses this one.
     """
-    if not core._active_inputs:
+    if not trace_state.transforming():
         return False
-    outer = frozenset().union(*core._active_inputs)
+    outer = trace_state.enclosing_inputs()
     stop = {id(t) for t in inputs}
-    if core._program_inputs:
+    if trace_state.recording_programs:
         # Inside jit, trace or vmap the outer inputs' *values* matter, not only their derivatives:
         # bare numbers computed from an integer one (an index, a count: nothing requiring a
         # gradient, so not on the walk below) would be a constant of that program, the first
@@ -211,10 +225,10 @@ def outer_traced_leaf(outputs, inputs=()) -> tuple[Tensor, str] | None:
     own) would keep such a leaf's values for every later call of the enclosing program.
     Free when no such transformation records.
     """
-    if not core._program_inputs:
+    if not trace_state.recording_programs:
         return None
     for t in topological_nodes(outputs, {id(t) for t in inputs}):
-        if not t.parents and (transformation := core.tracer_of(t)) is not None:
+        if not t.parents and (transformation := trace_state.program_behind(t)) is not None:
             return t, transformation
     return None
 

@@ -18,6 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "autograd_dag"
 LAYERS = [
     "errors", "tree",
     "graph", "graph_algorithms",  # the DAG core, then the book's other questions about DAGs
+    "trace_state",  # which transformations run now: written by tracing, read by core (below both)
     "core", "inlined", "primitives", "tracing", "execution", "passes",
     "leaf_names",  # the names a module call gives its parameters, read by program
     "program",
