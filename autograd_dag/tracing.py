@@ -189,32 +189,27 @@ def depends_on_outer(outputs, inputs) -> bool:
         return False
     outer = trace_state.enclosing_inputs()
     stop = {id(t) for t in inputs}
-    if trace_state.recording_programs:
-        # Inside jit, trace or vmap the outer inputs' *values* matter, not only their derivatives:
-        # bare numbers computed from an integer one (an index, a count: nothing requiring a
-        # gradient, so not on the walk below) would be a constant of that program, the first
-        # call's (the first example's) for every later one. So every parent is followed.
-        return _reaches(outputs, stop, outer)
-    found = reachable(filter(_requires_grad, outputs),
-                      lambda t: () if id(t) in stop else filter(_requires_grad, t.parents or ()))
-    return any(id(t) in outer and id(t) not in stop for t in found)
+    # Inside jit, trace or vmap the outer inputs' *values* matter, not only their derivatives:
+    # bare numbers computed from an integer one (an index, a count: nothing requiring a
+    # gradient) would be a constant of that program, the first call's (the first example's)
+    # for every later one. So every parent is followed there; elsewhere only the differentiated.
+    along = None if trace_state.recording_programs else _requires_grad
+    return any(id(t) in outer and id(t) not in stop for t in _behind(outputs, stop, along))
 
 
-def _reaches(outputs, stop: set, targets: frozenset) -> bool:
-    """Whether a node in ``targets`` lies behind ``outputs``, not passing through ``stop`` (stops at the first)."""
-    seen: set[int] = set()
-    todo = list(outputs)
-    while todo:
-        t = todo.pop()
-        tid = id(t)
-        if tid in seen or tid in stop:
-            continue
-        if tid in targets:
-            return True
-        seen.add(tid)
-        if t.parents:
-            todo.extend(t.parents)
-    return False
+def _behind(outputs, stop, along: Callable[[Tensor], bool] | None = None) -> dict:
+    """The recorded nodes behind ``outputs`` (themselves included), not walking behind the ids in ``stop``.
+
+    With ``along``, only through nodes it accepts (``_requires_grad``: the
+    differentiated ones). The tracer's one reachability walk: graph's
+    :func:`~autograd_dag.graph.reachable` (iterative, so a chain of 10⁶ nodes
+    is walked without recursion), keyed by node in the order reached.
+
+    Example: ``_behind([y], {id(x)})`` holds ``y``, ``x`` and what lies between, not what is behind ``x``.
+    """
+    if along is None:
+        return reachable(outputs, lambda t: () if id(t) in stop else t.parents or ())
+    return reachable(filter(along, outputs), lambda t: () if id(t) in stop else filter(along, t.parents or ()))
 
 
 def outer_traced_leaf(outputs, inputs=()) -> tuple[Tensor, str] | None:
@@ -245,9 +240,7 @@ def depends_on_a_leaf(outputs, inputs, inner: frozenset = frozenset()) -> bool:
     ``vmap(lambda v: hvp(f, x, v))``) are no parameter of the caller's.
     """
     stop = {id(t) for t in inputs} | inner
-    found = reachable(filter(_requires_grad, outputs),
-                      lambda t: () if id(t) in stop else filter(_requires_grad, t.parents or ()))
-    return any(not t.parents and id(t) not in stop for t in found)
+    return any(not t.parents and id(t) not in stop for t in _behind(outputs, stop, _requires_grad))
 
 
 def values_of(tree, nested: bool):
