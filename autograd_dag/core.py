@@ -755,6 +755,18 @@ def is_recording() -> bool:
     return _recording
 
 
+def _set_recording(recording: bool, bare: bool = False) -> tuple[bool, bool]:
+    """Set whether operations record and whether they run on bare values; returns the previous pair.
+
+    Passing the pair back restores it. For ``tracing.tracing``, entered on every
+    transformation call, where one more context manager costs more than its function.
+    """
+    global _recording, _bare
+    previous = _recording, _bare
+    _recording, _bare = recording, bare
+    return previous
+
+
 @contextlib.contextmanager
 def _recording_as(flag: bool):
     # Either way the operations inside make Tensors: bare-value mode is off.

@@ -7,8 +7,8 @@ of those that record a program to run again on other arguments (``jit``,
 ``trace``, ``vmap``), whose inputs' numbers must not be read; and the open
 collections of inputs that ``tracing.record`` keeps for an enclosing
 transformation. Only :mod:`autograd_dag.tracing` changes it, through
-:func:`entered` and :func:`collecting_inputs`; everyone else reads it through
-the functions below.
+:func:`enter` and :func:`leave`; everyone else reads it through the functions
+below.
 
 Why a module of its own, *below* ``core`` (imports point down, see
 ``tests/test_layers.py``): the tracer records through ``core.apply`` and so
@@ -31,57 +31,51 @@ reader's ``from .trace_state import recording_programs`` stays bound to it.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from .graph import reachable
 
-# The input ids of every transformation whose function is running, outermost first.
-_active: list[frozenset[int]] = []
+# Per running transformation, outermost first: the ids of its inputs, whether it records a
+# program, and the set it collects inner transformations' inputs in (or None).
+_active: list[tuple[frozenset[int], bool, set | None]] = []
 
 #: ``(input ids, name)`` of each running transformation that records a program run again on
 #: other arguments (``'jit'``, ``'trace'``, ``'vmap'``), outermost first; empty when none does.
 #: Read-only outside this module (its truth value is what ``core`` asks).
 recording_programs: list[tuple[frozenset[int], str]] = []
 
-# Open collections of the input ids of every transformation started inside them.
+# The open collections of the input ids of every transformation started inside them.
 _sinks: list[set[int]] = []
 
 
-@contextmanager
-def entered(inputs: Iterable, reused_as: str | None = None) -> Iterator[None]:
-    """Context manager: a transformation runs its function with ``inputs`` (Tensors) as its inputs.
+def enter(inputs: Iterable, reused_as: str | None = None, collect: set | None = None) -> None:
+    """A transformation starts running its function with ``inputs`` (Tensors) as its inputs; :func:`leave` ends it.
 
     ``reused_as``: the transformation's name when what it records becomes a
-    program run again on other arguments. Called by ``tracing.tracing`` only.
+    program run again on other arguments. ``collect``: a set that gathers the
+    input ids of every transformation started inside this one (``tracing.record``
+    tells the leaves a function made itself, an inner ``grad``'s slots, from
+    those it read from outside). Called by ``tracing.tracing`` only, which
+    pairs it with :func:`leave` (two calls, not a context manager: every
+    ``grad``/``vmap`` call pays for this).
     """
     ids = frozenset(id(t) for t in inputs)
     for sink in _sinks:
         sink.update(ids)
-    _active.append(ids)
+    _active.append((ids, reused_as is not None, collect))
     if reused_as is not None:
         recording_programs.append((ids, reused_as))
-    try:
-        yield
-    finally:
-        _active.pop()
-        if reused_as is not None:
-            recording_programs.pop()
+    if collect is not None:
+        _sinks.append(collect)
 
 
-@contextmanager
-def collecting_inputs() -> Iterator[set[int]]:
-    """Context manager yielding the set that collects the input ids of every transformation started inside.
-
-    ``tracing.record`` uses it to tell the leaves a function made itself (an
-    inner ``grad``'s slots) from the ones it read from outside.
-    """
-    sink: set[int] = set()
-    _sinks.append(sink)
-    try:
-        yield sink
-    finally:
-        _sinks.remove(sink)
+def leave() -> None:
+    """The innermost running transformation's function has returned (or raised): undo its :func:`enter`."""
+    _, program, collect = _active.pop()
+    if program:
+        recording_programs.pop()
+    if collect is not None:
+        _sinks.remove(collect)
 
 
 def transforming() -> bool:
@@ -91,7 +85,7 @@ def transforming() -> bool:
 
 def enclosing_inputs() -> frozenset[int]:
     """The ids of the inputs of every transformation running now (empty at the top level)."""
-    return frozenset().union(*_active)
+    return frozenset().union(*[ids for ids, _, _ in _active])
 
 
 def program_depth() -> int:

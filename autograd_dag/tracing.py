@@ -28,7 +28,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from . import trace_state
-from .core import Tensor, _recording_as
+from .core import Tensor, _set_recording
 from .errors import (AutogradDagError, ChangedInPlaceError, GraphFreedError, NotDifferentiableError,
                      user_source, located)
 from .graph import paused_gc, reachable, topological_sort
@@ -87,7 +87,8 @@ def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | N
         rebuilt.append(unflatten(tree, new_leaves))
     inputs = [t for made in slots for t in made]
     # inner: the inputs of the transformations f runs itself (an inner grad's slots)
-    with tracing(inputs, reused_as=what if reused else None), trace_state.collecting_inputs() as inner:
+    inner: set[int] = set()
+    with tracing(inputs, reused_as=what if reused else None, collect=inner):
         out = f(*rebuilt)
     aux = None
     if has_aux:
@@ -109,19 +110,26 @@ def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | N
 
 
 @contextlib.contextmanager
-def tracing(inputs, reused_as: str | None = None):
+def tracing(inputs, reused_as: str | None = None, collect: set | None = None):
     """Context manager: run a transformation's function, recording, with ``inputs`` (Tensors) as its inputs.
 
     ``reused_as``: the transformation's name when the recording becomes a
     program run again on other arguments (then ``core.concrete`` refuses to
-    read the inputs' values). The one writer of :mod:`~autograd_dag.trace_state`
-    with :func:`record`; the garbage collector pauses meanwhile (a recording
-    makes many objects and frees none).
+    read the inputs' values). ``collect``: a set that gathers the input ids
+    of the transformations started inside. The one writer of
+    :mod:`~autograd_dag.trace_state`; the garbage collector pauses meanwhile
+    (a recording makes many objects and frees none).
 
     Example: ``with tracing([x]): y = ad.sin(x)`` records ``y`` with ``x`` as an input.
     """
-    with _recording_as(True), trace_state.entered(inputs, reused_as), paused_gc():
-        yield
+    previous = _set_recording(True)
+    trace_state.enter(inputs, reused_as, collect)
+    try:
+        with paused_gc():
+            yield
+    finally:
+        trace_state.leave()
+        _set_recording(*previous)
 
 
 def _definition_site(f: Callable) -> tuple[str, int] | None:

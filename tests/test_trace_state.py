@@ -19,7 +19,7 @@ from autograd_dag import trace_state
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "autograd_dag"
 
-WRITERS = {"entered", "collecting_inputs"}
+WRITERS = {"enter", "leave"}
 MUTATORS = {"append", "pop", "remove", "clear", "extend", "insert", "__setitem__", "__delitem__"}
 
 
@@ -54,8 +54,8 @@ def test_only_tracing_writes_the_trace_state():
                for w in writes_in(path)]
     assert outside == []
     # The check sees the writes that are there (it is not blind).
-    assert any("trace_state.entered" in w for w in writes_in(ROOT / "tracing.py"))
-    assert any("trace_state.collecting_inputs" in w for w in writes_in(ROOT / "tracing.py"))
+    assert any("trace_state.enter" in w for w in writes_in(ROOT / "tracing.py"))
+    assert any("trace_state.leave" in w for w in writes_in(ROOT / "tracing.py"))
 
 
 def test_the_state_is_empty_again_after_a_transformation_raises():
