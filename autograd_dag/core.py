@@ -770,13 +770,11 @@ def _set_recording(recording: bool, bare: bool = False) -> tuple[bool, bool]:
 @contextlib.contextmanager
 def _recording_as(flag: bool):
     # Either way the operations inside make Tensors: bare-value mode is off.
-    global _recording, _bare
-    previous = _recording, _bare
-    _recording, _bare = flag, False
+    previous = _set_recording(flag)
     try:
         yield
     finally:
-        _recording, _bare = previous
+        _set_recording(*previous)
 
 
 # The Tensor-typed questions about the tracer's state, which Tensor's own methods ask (float(t),

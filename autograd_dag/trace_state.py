@@ -36,11 +36,14 @@ from typing import Iterable
 from .graph import reachable
 
 # Per running transformation, outermost first: the ids of its inputs, whether it records a
-# program, and the set it collects inner transformations' inputs in (or None).
+# program, and the set it collects inner transformations' inputs in (or None). An inner
+# transformation whose result depends on an outer one's input (a closure over it) must record
+# its own sweep, so that the outer one can differentiate through it (tracing.depends_on_outer).
 _active: list[tuple[frozenset[int], bool, set | None]] = []
 
 #: ``(input ids, name)`` of each running transformation that records a program run again on
 #: other arguments (``'jit'``, ``'trace'``, ``'vmap'``), outermost first; empty when none does.
+#: Reading the numbers of one of their inputs would freeze them into the program.
 #: Read-only outside this module (its truth value is what ``core`` asks).
 recording_programs: list[tuple[frozenset[int], str]] = []
 
