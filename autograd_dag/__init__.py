@@ -56,7 +56,7 @@ from .primitives.mathfuncs import (arccos, arccosh, arcsin, arcsinh, arctan, arc
 from .primitives.numeric import (all, any, argmin, argsort, cumprod, cumsum, diff, median, nanmax, nanmean,
                                  nanmin, nansum, norm, prod, put_along_axis_add, sort, std, take_along_axis)
 from .program import NodeKind, Program, ProgramNode
-from .jit import jit, trace
+from .jitting import jit, trace
 
 __version__ = "0.1.0"
 

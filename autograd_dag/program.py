@@ -1,7 +1,7 @@
 """Programs: DAGs of primitive functions in topological order (seed 001 §4.1.3).
 
 A :class:`Program` is made from recorded Tensors (:meth:`Program.from_outputs`),
-from a traced function (:func:`~autograd_dag.jit.trace`), or from a :class:`~autograd_dag.graph.Graph`
+from a traced function (:func:`~autograd_dag.jitting.trace`), or from a :class:`~autograd_dag.graph.Graph`
 whose vertices name primitives (:meth:`Program.from_graph`). Calling it runs
 Algorithm 4.1: for k = 1..K, s_k = f_k(s_parents(k)), freeing every
 intermediate value right after its last use.

@@ -22,7 +22,7 @@ LAYERS = [
     "core", "inlined", "primitives", "tracing", "execution", "passes",
     "leaf_names",  # the names a module call gives its parameters, read by program
     "program",
-    "jit",  # trace and jit: programs recorded from functions, above the program model
+    "jitting",  # trace and jit: programs recorded from functions, above the program model
     "autodiff", "operators",  # the one place Tensor gets methods from above (backward too)
     "batching", "checking", "testing", "linalg", "text",
     "circuits", "render",

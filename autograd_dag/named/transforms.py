@@ -21,7 +21,7 @@ from .. import checking as _checking
 from ..core import Tensor
 from ..primitives.structure import IDENTITY
 from ..program import Program
-from ..jit import trace as _trace
+from ..jitting import trace as _trace
 from ..render import as_program
 from ..render.axes import attach_axes, program_axes
 from ..tree import flatten, unflatten

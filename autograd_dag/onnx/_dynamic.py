@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from ..core import Tensor
-from ..jit import trace
+from ..jitting import trace
 from ..program import Program
 from ._build import SymDim
 from ._errors import OnnxExportError

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..primitives.registry import PRIMITIVES
-from ..jit import trace
+from ..jitting import trace
 from ..program import Program
 from ._build import Builder, SymDim, Value, sanitize
 from ._dynamic import dynamic_plan, first_difference

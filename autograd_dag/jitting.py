@@ -6,7 +6,9 @@ does so once per input signature and then runs the program (Algorithm 4.1,
 ``Program.__call__``) on later arguments. :func:`retrace_jit` bumps the
 counter that makes every jit function record again. The program model and
 its executor are in :mod:`autograd_dag.program`; this module only builds
-programs from functions.
+programs from functions. (Named ``jitting``, not ``jit``: a module ``jit``
+would be shadowed by the function ``ad.jit``, and ``import autograd_dag.jit as m``
+would give the function.)
 """
 
 from __future__ import annotations
