@@ -57,7 +57,8 @@ from .primitives.mathfuncs import (arccos, arccosh, arcsin, arcsinh, arctan, arc
                                    reciprocal, remainder, rint, round, sinc, sinh, square, tan, trunc)
 from .primitives.numeric import (all, any, argsort, cumprod, cumsum, diff, median, nanmax, nanmean,
                                  nanmin, nansum, prod, put_along_axis_add, sort, std, take_along_axis)
-from .program import NodeKind, Program, ProgramNode, jit, trace
+from .program import NodeKind, Program, ProgramNode
+from .jitting import jit, trace
 
 __version__ = "0.1.0"
 

@@ -31,7 +31,7 @@ from .primitives import indexing, random
 from .passes import refuse_inputs_as_constants
 from .kinds import ProgramKind
 from .program import NodeKind, Program
-from . import tracing
+from . import trace_state, tracing
 from .tracing import changed_since_recorded, graph_freed, refuse_complex, slot_input, topological_nodes, values_of
 from .tree import flatten, leaves_like, unflatten
 
@@ -922,16 +922,11 @@ def checkpoint(f: Callable) -> Callable:
         # a transformation inside f that reads one from a closure (vmap over
         # constant scales of x) must record, not compute bare numbers whose
         # derivative would be a silent zero.
-        targets = [slot_input(x, name) for x in inputs]
-        made: set[int] = set()  # the inputs of transformations f runs itself
-        with core.tracing(targets), random.replayed():
-            core._input_sinks.append(made)
-            try:
-                result = f(*targets)
-            finally:
-                core._input_sinks.remove(made)
-        _refuse_closure_gradients(result, targets, name, made)
-        return targets, result
+        # Recorded by the one tracer, as grad records its function.
+        with random.replayed():
+            rec = tracing.record(f, inputs, lambda position, x: slot_input(x, name), what=name)
+        _refuse_closure_gradients(rec.result, rec.inputs, name, rec.inner)
+        return rec.inputs, rec.result
 
     def rule_vjp(ct, out, *inputs):
         recording = core.is_recording()
@@ -955,7 +950,7 @@ def checkpoint(f: Callable) -> Callable:
             for t in _closure_tensors(f):
                 if t.requires_grad:
                     _refuse_closure_tensor(t, name, user_source())
-            if core._program_inputs:
+            if trace_state.recording_programs:
                 _refuse_traced_reads(f, args, name)
         return apply(prim, *args)
     wrapped.__name__ = name

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
-from .graph import paused_gc, reachable
+from . import trace_state
+from .trace_state import recording_programs
 from .errors import (AnomalyError, AutogradDagError, NotDifferentiableError, ShapeError, TracingError,
                      UndefinedDerivativeError, site_of, user_source, located)
 
@@ -246,7 +247,7 @@ class Tensor:
                 f"ad.primitive; take the number out explicitly with t.value or t.detach()"
                 f"{located(user_source())}")
         value = concrete(self, "a numpy conversion (np.asarray, or a numpy function without a rule "
-                               "for Tensors)") if _program_inputs else self.value
+                               "for Tensors)") if recording_programs else self.value
         return value if dtype is None else value.astype(dtype)
 
     def numpy(self) -> np.ndarray:
@@ -510,7 +511,7 @@ def _kept(array: np.ndarray, prim: Primitive | None, position: int) -> np.ndarra
     by identity on every call, its derivative computed in the same call), and
     read-only arrays (a broadcast view would be materialized to its full size).
     """
-    if (not _recording or _program_inputs or (prim is not None and prim.reads is not None
+    if (not _recording or recording_programs or (prim is not None and prim.reads is not None
                                                and position not in prim.reads)
             or not array.flags.writeable):
         return array
@@ -523,7 +524,7 @@ def _unshared(value: np.ndarray, operands: tuple) -> np.ndarray:
     The view would be a constant operand of later nodes (``ad.reshape(x, s) @ w``),
     which _kept never sees: it is not an ndarray there.
     """
-    if _recording and not _program_inputs:
+    if _recording and not recording_programs:
         for a in operands:
             if isinstance(a, np.ndarray) and a.flags.writeable and np.may_share_memory(value, a):
                 return value.copy()
@@ -758,62 +759,30 @@ def is_recording() -> bool:
     return _recording
 
 
-@contextlib.contextmanager
-def _recording_as(flag: bool):
-    # Either way the operations inside make Tensors: bare-value mode is off.
-    global _recording, _bare
-    previous = _recording, _bare
-    _recording, _bare = flag, False
-    try:
-        yield
-    finally:
-        _recording, _bare = previous
+def _set_recording(recording: bool, bare: bool = False) -> tuple[bool, bool]:
+    """Set whether operations record and whether they run on bare values; returns the previous pair.
 
-
-# The inputs (by id) of the transformations whose function is running now,
-# outermost first. An inner transformation whose result depends on one of an
-# outer one's inputs (a closure over it) must record its own sweep, so that
-# the outer transformation can differentiate through it.
-_active_inputs: list[frozenset[int]] = []
-
-# The same for the transformations that record a program once and run it on
-# later arguments (jit, trace, vmap), with the transformation's name: reading
-# the numbers of one of their inputs would freeze them into the program.
-_program_inputs: list[tuple[frozenset[int], str]] = []
-
-# Open collections of the inputs (by id) of every transformation started inside
-# them: ad.checkpoint's replay tells the leaves its function made itself (an inner
-# grad's slots) from ones it read from outside.
-_input_sinks: list[set[int]] = []
-
-
-@contextlib.contextmanager
-def tracing(inputs, reused_as: str | None = None):
-    """Context manager: run a transformation's function, recording, with ``inputs`` as its inputs.
-
-    ``reused_as``: the transformation's name when the recording becomes a
-    program run again on other arguments (then :func:`concrete` refuses to
-    read the inputs' values).
+    Passing the pair back restores it. For ``tracing.tracing``, entered on every
+    transformation call, where one more context manager costs more than its function.
     """
     global _recording, _bare
     previous = _recording, _bare
-    _recording, _bare = True, False
-    ids = frozenset(id(t) for t in inputs)
-    for sink in _input_sinks:
-        sink.update(ids)
-    _active_inputs.append(ids)
-    if reused_as is not None:
-        _program_inputs.append((ids, reused_as))
+    _recording, _bare = recording, bare
+    return previous
+
+
+@contextlib.contextmanager
+def _recording_as(flag: bool):
+    # Either way the operations inside make Tensors: bare-value mode is off.
+    previous = _set_recording(flag)
     try:
-        with paused_gc():
-            yield
+        yield
     finally:
-        _active_inputs.pop()
-        if reused_as is not None:
-            _program_inputs.pop()
-        _recording, _bare = previous
+        _set_recording(*previous)
 
 
+# The Tensor-typed questions about the tracer's state, which Tensor's own methods ask (float(t),
+# t.item(), np.asarray(t)): the state itself is trace_state's, written by tracing only.
 def concrete(x, what: str):
     """The numbers of ``x`` (a Tensor's value, or ``x`` itself) for code that needs them, not an operation.
 
@@ -828,8 +797,8 @@ def concrete(x, what: str):
     """
     if not isinstance(x, Tensor):
         return x
-    if _program_inputs:
-        transformation = _program_input_behind(x)
+    if recording_programs:
+        transformation = trace_state.program_behind(x)
         if transformation is not None:
             raise TracingError(
                 f"{transformation}: {what} needs the numbers of a Tensor computed from an input of the "
@@ -872,20 +841,9 @@ def tracer_of(x) -> str | None:
 
     Example: ``tracer_of(ad.Tensor(1.0))`` is None (not computed from a traced input).
     """
-    if not isinstance(x, Tensor) or not _program_inputs:
+    if not isinstance(x, Tensor) or not recording_programs:
         return None
-    return _program_input_behind(x)
-
-
-def _program_input_behind(t: Tensor) -> str | None:
-    """The name of the program-recording transformation one of whose inputs ``t`` depends on, or None."""
-    # Walked only when numbers are read inside such a trace: rare, and
-    # bounded by the recorded graph.
-    found = reachable([t], lambda u: u.parents or ())
-    for ids, name in reversed(_program_inputs):
-        if any(id(u) in ids for u in found):
-            return name
-    return None
+    return trace_state.program_behind(x)
 
 
 @contextlib.contextmanager

@@ -15,14 +15,14 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from . import circuits, named, nn, overlays, text
+from . import circuits, jitting, named, nn, overlays, text
 from .autodiff import grad_program
 from .core import Tensor, name_scope
 from .primitives.elementwise import exp, sqrt, tanh
 from .primitives.linalg import matmul
 from .primitives import fused, reductions
 from .primitives.structure import sum as ad_sum
-from .program import Program, trace
+from .program import Program
 from .render import as_program, render, save
 
 
@@ -66,7 +66,7 @@ def book_program() -> Program:
     def f(x1, x2):
         a = x2 * exp(x1)  # computed once and used twice, as in the figure
         return a * sqrt(x1 + a)
-    return trace(f, 1.0, 2.0)
+    return jitting.trace(f, 1.0, 2.0)
 
 
 @gallery_source
@@ -97,7 +97,7 @@ def mlp_program(widths=(4, 16, 16, 16, 3), batch: int = 8) -> Program:
                     x = tanh(x)
         with name_scope("loss"):
             return reductions.mean(fused.logsumexp(x, axis=-1) - ad_sum(x * labels, axis=-1))
-    return trace(mlp, rng.normal(size=(batch, widths[0])))
+    return jitting.trace(mlp, rng.normal(size=(batch, widths[0])))
 
 
 @gallery_source
@@ -188,7 +188,7 @@ def chain_program(n_ops: int = 1000, width: int = 8) -> Program:
         for t in range(1, steps):
             h = tanh(matmul(w, h) + matmul(u, xs[t]) + b)
         return ad_sum(h)
-    return trace(rnn, rng.normal(size=(steps, width)))
+    return jitting.trace(rnn, rng.normal(size=(steps, width)))
 
 
 @gallery_source

@@ -21,16 +21,17 @@ and forward sweeps, ``vmap`` and program extraction all use it. (The eager
 
 from __future__ import annotations
 
+import contextlib
 from operator import attrgetter
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from . import core
-from .core import Tensor, tracing
+from . import trace_state
+from .core import Tensor, _set_recording
 from .errors import (AutogradDagError, ChangedInPlaceError, GraphFreedError, NotDifferentiableError,
                      user_source, located)
-from .graph import reachable, topological_sort
+from .graph import paused_gc, reachable, topological_sort
 from .primitives.structure import identity
 from .tree import flatten, unflatten
 
@@ -66,6 +67,7 @@ def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | N
 
     ``reused``: the recording becomes a program run again on other arguments
     (jit, trace, vmap), so the inputs' numbers may not be read (``core.concrete``).
+    The one tracer: every transformation, and ``checkpoint``'s replay, records through it.
 
     ``make_input`` returns the input Tensor for a leaf, or None to pass the
     leaf unchanged. Shapes: as ``f``'s.
@@ -84,13 +86,10 @@ def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | N
         slots.append(made)
         rebuilt.append(unflatten(tree, new_leaves))
     inputs = [t for made in slots for t in made]
-    inner: set[int] = set()  # the inputs of the transformations f runs itself (an inner grad's slots)
-    with tracing(inputs, reused_as=what if reused else None):
-        core._input_sinks.append(inner)
-        try:
-            out = f(*rebuilt)
-        finally:
-            core._input_sinks.remove(inner)
+    # inner: the inputs of the transformations f runs itself (an inner grad's slots)
+    inner: set[int] = set()
+    with tracing(inputs, reused_as=what if reused else None, collect=inner):
+        out = f(*rebuilt)
     aux = None
     if has_aux:
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
@@ -108,6 +107,29 @@ def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | N
     outputs = [o if isinstance(o, Tensor) else Tensor(o) for o in leaves]
     nested = nested or depends_on_outer(outputs, inputs)
     return Recording(slots, inputs, outputs, out_tree, out, aux, nested, frozenset(inner))
+
+
+@contextlib.contextmanager
+def tracing(inputs, reused_as: str | None = None, collect: set | None = None):
+    """Context manager: run a transformation's function, recording, with ``inputs`` (Tensors) as its inputs.
+
+    ``reused_as``: the transformation's name when the recording becomes a
+    program run again on other arguments (then ``core.concrete`` refuses to
+    read the inputs' values). ``collect``: a set that gathers the input ids
+    of the transformations started inside. The one writer of
+    :mod:`~autograd_dag.trace_state`; the garbage collector pauses meanwhile
+    (a recording makes many objects and frees none).
+
+    Example: ``with tracing([x]): y = ad.sin(x)`` records ``y`` with ``x`` as an input.
+    """
+    previous = _set_recording(True)
+    trace_state.enter(inputs, reused_as, collect)
+    try:
+        with paused_gc():
+            yield
+    finally:
+        trace_state.leave()
+        _set_recording(*previous)
 
 
 def _definition_site(f: Callable) -> tuple[str, int] | None:
@@ -171,36 +193,31 @@ def depends_on_outer(outputs, inputs) -> bool:
     derivative of ``w`` in ``grad(lambda w: grad(lambda x: f(x, w))(x0))``.
     Free at the top level, where no transformation encloses this one.
     """
-    if not core._active_inputs:
+    if not trace_state.transforming():
         return False
-    outer = frozenset().union(*core._active_inputs)
+    outer = trace_state.enclosing_inputs()
     stop = {id(t) for t in inputs}
-    if core._program_inputs:
-        # Inside jit, trace or vmap the outer inputs' *values* matter, not only their derivatives:
-        # bare numbers computed from an integer one (an index, a count: nothing requiring a
-        # gradient, so not on the walk below) would be a constant of that program, the first
-        # call's (the first example's) for every later one. So every parent is followed.
-        return _reaches(outputs, stop, outer)
-    found = reachable(filter(_requires_grad, outputs),
-                      lambda t: () if id(t) in stop else filter(_requires_grad, t.parents or ()))
-    return any(id(t) in outer and id(t) not in stop for t in found)
+    # Inside jit, trace or vmap the outer inputs' *values* matter, not only their derivatives:
+    # bare numbers computed from an integer one (an index, a count: nothing requiring a
+    # gradient) would be a constant of that program, the first call's (the first example's)
+    # for every later one. So every parent is followed there; elsewhere only the differentiated.
+    along = None if trace_state.recording_programs else _requires_grad
+    return any(id(t) in outer and id(t) not in stop for t in _behind(outputs, stop, along))
 
 
-def _reaches(outputs, stop: set, targets: frozenset) -> bool:
-    """Whether a node in ``targets`` lies behind ``outputs``, not passing through ``stop`` (stops at the first)."""
-    seen: set[int] = set()
-    todo = list(outputs)
-    while todo:
-        t = todo.pop()
-        tid = id(t)
-        if tid in seen or tid in stop:
-            continue
-        if tid in targets:
-            return True
-        seen.add(tid)
-        if t.parents:
-            todo.extend(t.parents)
-    return False
+def _behind(outputs, stop, along: Callable[[Tensor], bool] | None = None) -> dict:
+    """The recorded nodes behind ``outputs`` (themselves included), not walking behind the ids in ``stop``.
+
+    With ``along``, only through nodes it accepts (``_requires_grad``: the
+    differentiated ones). The tracer's one reachability walk: graph's
+    :func:`~autograd_dag.graph.reachable` (iterative, so a chain of 10⁶ nodes
+    is walked without recursion), keyed by node in the order reached.
+
+    Example: ``_behind([y], {id(x)})`` holds ``y``, ``x`` and what lies between, not what is behind ``x``.
+    """
+    if along is None:
+        return reachable(outputs, lambda t: () if id(t) in stop else t.parents or ())
+    return reachable(filter(along, outputs), lambda t: () if id(t) in stop else filter(along, t.parents or ()))
 
 
 def outer_traced_leaf(outputs, inputs=()) -> tuple[Tensor, str] | None:
@@ -211,10 +228,10 @@ def outer_traced_leaf(outputs, inputs=()) -> tuple[Tensor, str] | None:
     own) would keep such a leaf's values for every later call of the enclosing program.
     Free when no such transformation records.
     """
-    if not core._program_inputs:
+    if not trace_state.recording_programs:
         return None
     for t in topological_nodes(outputs, {id(t) for t in inputs}):
-        if not t.parents and (transformation := core.tracer_of(t)) is not None:
+        if not t.parents and (transformation := trace_state.program_behind(t)) is not None:
             return t, transformation
     return None
 
@@ -231,9 +248,7 @@ def depends_on_a_leaf(outputs, inputs, inner: frozenset = frozenset()) -> bool:
     ``vmap(lambda v: hvp(f, x, v))``) are no parameter of the caller's.
     """
     stop = {id(t) for t in inputs} | inner
-    found = reachable(filter(_requires_grad, outputs),
-                      lambda t: () if id(t) in stop else filter(_requires_grad, t.parents or ()))
-    return any(not t.parents and id(t) not in stop for t in found)
+    return any(not t.parents and id(t) not in stop for t in _behind(outputs, stop, _requires_grad))
 
 
 def values_of(tree, nested: bool):

@@ -18,10 +18,12 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "autograd_dag"
 LAYERS = [
     "errors", "tree",
     "graph", "graph_algorithms",  # the DAG core, then the book's other questions about DAGs
+    "trace_state",  # which transformations run now: written by tracing, read by core (below both)
     "core", "inlined", "primitives", "tracing", "execution", "passes",
     "leaf_names",  # the names a module call gives its parameters, read by program
     "kinds", "displays",  # what a program is (ProgramKind); the views layers above add to its Jupyter display
     "program",
+    "jitting",  # trace and jit: programs recorded from functions, above the program model
     "autodiff", "operators",  # the one place Tensor gets methods from above (backward too)
     "batching", "checking", "testing", "linalg", "text",
     "circuits", "render",

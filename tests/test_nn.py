@@ -10,7 +10,7 @@ import pytest
 import autograd_dag as ad
 from autograd_dag import nn
 from autograd_dag.nn import functional as F
-from autograd_dag.program import retrace_jit
+from autograd_dag.jitting import retrace_jit
 
 RNG = np.random.default_rng(1234)
 

@@ -22,7 +22,7 @@ from .. import autodiff as _autodiff
 from .. import checking as _checking
 from ..core import Tensor
 from ..program import Program
-from ..program import trace as _trace
+from ..jitting import trace as _trace
 from ..tree import flatten, unflatten
 from .tensor import AxisNameError, NamedTensor, _wrap, attach_axes, node_axes, program_axes, program_of
 

@@ -30,7 +30,7 @@ import numpy as np
 from ..core import Tensor, attribute, attribution, changed_in_place
 from ..errors import AutogradDagError, SerializationError, located, user_source
 from ..leaf_names import NamedScope
-from ..program import retrace_jit
+from ..jitting import retrace_jit
 
 __all__ = ["Parameter", "Module", "ModuleList", "Sequential", "functional_call"]
 

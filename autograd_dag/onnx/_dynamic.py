@@ -18,7 +18,8 @@ from typing import Callable
 import numpy as np
 
 from ..core import Tensor
-from ..program import Program, trace
+from ..jitting import trace
+from ..program import Program
 from ._build import SymDim
 from ._errors import OnnxExportError
 

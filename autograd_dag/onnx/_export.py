@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from ..primitives.registry import PRIMITIVES
-from ..program import Program, trace
+from ..jitting import trace
+from ..program import Program
 from ._build import Builder, SymDim, Value, sanitize
 from ._dynamic import dynamic_plan, first_difference
 from ._errors import OnnxExportError, UnsupportedPrimitiveError

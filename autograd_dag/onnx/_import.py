@@ -13,11 +13,11 @@ import os
 
 import numpy as np
 
-from ..core import Tensor, tracing
+from ..core import Tensor
 from ..errors import AutogradDagError
 from ..primitives.registry import PRIMITIVES
 from ..program import Program
-from ..tracing import program_input
+from ..tracing import program_input, tracing
 from ..primitives import (conv, elementwise as el, fused, indexing, mathfuncs, numeric, reductions as red,
                           structure as st)
 from ..primitives.arrays import pad

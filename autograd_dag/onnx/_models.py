@@ -8,7 +8,8 @@ import numpy as np
 
 from ..autodiff import grad_program
 from ..nn.module import Module, functional_call
-from ..program import Program, trace
+from ..jitting import trace
+from ..program import Program
 from ._dynamic import remember_retrace
 
 

@@ -20,7 +20,7 @@ import contextlib
 
 import numpy as np
 
-from .. import core
+from .. import core, trace_state
 from ..core import Tensor, apply
 from ..errors import AutogradDagError, ShapeError, TracingError, located, user_source
 from .registry import defprim
@@ -120,7 +120,7 @@ def random_seed(seed):
     function, so that each step draws new masks from the program traced once:
     ``with ad.random_seed(step_seed): loss = model_loss(...)``.
     """
-    block = [seed, 0, len(core._program_inputs)]
+    block = [seed, 0, trace_state.program_depth()]
     _seed_blocks.append(block)
     try:
         yield
@@ -147,12 +147,12 @@ def seed_for(what: str, rng: np.random.Generator) -> tuple:
             f"backward pass and must draw the same mask both times{located(user_source())}")
     block = _seed_blocks[-1] if _seed_blocks else None
     # A block opened outside the jit being traced, with a seed that is not its input, would freeze too.
-    if block is not None and (block[2] == len(core._program_inputs) or core.traced(block[0])):
+    if block is not None and (block[2] == trace_state.program_depth() or core.traced(block[0])):
         block[1] += 1
         return block[0], block[1] - 1
-    if core._program_inputs:
+    if trace_state.recording_programs:
         raise TracingError(
-            f"{what} inside {core._program_inputs[-1][1]} needs a seed that is an input: a seed drawn "
+            f"{what} inside {trace_state.innermost_program()} needs a seed that is an input: a seed drawn "
             f"now would be kept by the program and give the same mask on every call. Pass a seed "
             f"argument and wrap the model in `with ad.random_seed(seed):`, or pass seed= to the "
             f"call{located(user_source())}")
