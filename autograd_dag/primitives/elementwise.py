@@ -589,30 +589,3 @@ def astype(x, dtype) -> Tensor:
     except TypeError:
         raise ShapeError(f"astype: Expect: a numpy dtype (np.float32, 'int64', ...). Actual: {dtype!r}") from None
     return apply(ASTYPE, x, dtype=dtype)
-
-# ---------------------------------------------------------- trigonometric
-# Used by the sinusoidal positional encodings of the Transformer, which can
-# then be computed inside a program (from a Tensor of positions).
-
-SIN = _elementwise("sin", np.sin, lambda ct, out, x: (multiply(ct, cos(x)),),
-                   lambda t, out, x: multiply(t[0], cos(x)), dtype_of=_to_float)
-COS = _elementwise("cos", np.cos, lambda ct, out, x: (negative(multiply(ct, sin(x))),),
-                   lambda t, out, x: negative(multiply(t[0], sin(x))), dtype_of=_to_float)
-
-
-@operation(SIN)
-def sin(x) -> Tensor:
-    """Sine elementwise (radians); sin' = cos. Shapes: (*s) -> (*s).
-
-    Example: ``ad.sin(ad.Tensor([0.])).value`` is ``[0.]``.
-    """
-    return apply(SIN, x)
-
-
-@operation(COS)
-def cos(x) -> Tensor:
-    """Cosine elementwise (radians); cos' = −sin. Shapes: (*s) -> (*s).
-
-    Example: ``ad.cos(ad.Tensor([0.])).value`` is ``[1.]``.
-    """
-    return apply(COS, x)

@@ -38,8 +38,8 @@ import numpy as np
 from ..core import Tensor, apply, parameter
 from ..inlined import operation
 from ..errors import AutogradDagError, ShapeError
-from .elementwise import (TIE_WEIGHTS, _tangent_sum, _unb, abs, add, astype, divide,
-                          equal, exp, greater, less, lowest_finite, multiply, negative, sin, sqrt, subtract, where)
+from .elementwise import (TIE_WEIGHTS, _elementwise, _tangent_sum, _to_float, _unb, abs, add, astype, divide,
+                          equal, exp, greater, less, lowest_finite, multiply, negative, sqrt, subtract, where)
 from .batch import elementwise as elementwise_batch
 from .registry import defprim
 from .shapes import broadcast
@@ -81,6 +81,31 @@ def _one_minus_square(x):
     return subtract(1.0, square(x))
 
 # ------------------------------------------------------ trigonometric
+# Used by the sinusoidal positional encodings of the Transformer, which can
+# then be computed inside a program (from a Tensor of positions).
+
+SIN = _elementwise("sin", np.sin, lambda ct, out, x: (multiply(ct, cos(x)),),
+                   lambda t, out, x: multiply(t[0], cos(x)), dtype_of=_to_float)
+COS = _elementwise("cos", np.cos, lambda ct, out, x: (negative(multiply(ct, sin(x))),),
+                   lambda t, out, x: negative(multiply(t[0], sin(x))), dtype_of=_to_float)
+
+
+@operation(SIN)
+def sin(x) -> Tensor:
+    """Sine elementwise (radians); sin' = cos. Shapes: (*s) -> (*s).
+
+    Example: ``ad.sin(ad.Tensor([0.])).value`` is ``[0.]``.
+    """
+    return apply(SIN, x)
+
+
+@operation(COS)
+def cos(x) -> Tensor:
+    """Cosine elementwise (radians); cos' = −sin. Shapes: (*s) -> (*s).
+
+    Example: ``ad.cos(ad.Tensor([0.])).value`` is ``[1.]``.
+    """
+    return apply(COS, x)
 
 
 TAN = _unary("tan", np.tan, lambda g, x, out: multiply(g, add(1.0, square(out))))
@@ -701,7 +726,7 @@ def conj(x) -> Tensor:
 conjugate = conj
 
 __all__ = [
-    "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "deg2rad",
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "deg2rad",
     "rad2deg", "radians", "degrees", "log1p", "expm1", "log2", "log10", "exp2", "square", "reciprocal",
     "floor", "ceil", "trunc", "round", "rint", "around", "fabs", "arctan2", "hypot", "logaddexp",
     "logaddexp2", "mod", "remainder", "fmax", "fmin", "clip", "nan_to_num", "isfinite", "isnan", "isinf",
