@@ -17,19 +17,25 @@ PRIMITIVES: dict[str, Primitive] = {}
 # Names defined through ad.primitive (a user's): these may be redefined, as a
 # re-run notebook cell does; the built-ins may not be shadowed.
 USER_PRIMITIVES: set[str] = set()
+# In a primitive's ``reads``, beside input positions: its derivative rules read the output's value.
+OUT = "out"
 
 
 def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, jvp: Callable | None = None,
             shape: Callable | None = None, nondiff: tuple[int, ...] = (),
             replace: bool = False, user: bool = False, batch: Callable | None = None,
-            vjp_into: Callable | None = None, reads: tuple[int, ...] | None = None) -> Primitive:
+            vjp_into: Callable | None = None, reads: tuple | None = None,
+            partials: tuple | None = None) -> Primitive:
     """Create a :class:`Primitive`, register it under ``name`` and return it.
 
     ``user=True`` (``ad.primitive``) marks a user's primitive: defining one
     again under the same name replaces it with a warning (``replace=True``
     silences the warning). A built-in name is never shadowed by a user.
-    ``reads``: the input positions whose numbers the derivative rules read
-    (default all): an ndarray operand elsewhere is not copied on record.
+    ``reads``: the input positions whose numbers the derivative rules read,
+    and :data:`OUT` if they read the output (default all): an ndarray
+    operand elsewhere is not copied on record. ``partials``: the declaration
+    an elementwise primitive's rules were derived from
+    (:func:`~autograd_dag.primitives.elementwise.defelementwise`).
     """
     if name in PRIMITIVES and not replace:
         if not user:
@@ -43,7 +49,7 @@ def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, j
         raise AutogradDagError(f"ad.primitive: {name!r} is a built-in primitive and cannot be "
                                f"redefined; pick another name")
     prim = Primitive(name, impl, vjp=vjp, jvp=jvp, shape=shape, nondiff=nondiff, batch=batch,
-                     vjp_into=vjp_into, reads=reads)
+                     vjp_into=vjp_into, reads=reads, partials=partials)
     PRIMITIVES[name] = prim
     if user:
         USER_PRIMITIVES.add(name)
