@@ -1,6 +1,7 @@
 """The table of primitives by name, ``defprim`` which fills it, and ``primitive`` for users.
 
-Adding a primitive means one ``defprim`` call in its family module and one
+Adding a primitive means one ``defprim`` call (``defelementwise`` for an elementwise one,
+from its partial derivatives) in its family module and one
 line in the test table of its family (``tests/cases_<family>.py``, e.g.
 ``tests/cases_elementwise.py``); nothing else changes.
 """
