@@ -150,8 +150,8 @@ def defelementwise(name: str, impl, partials: tuple, *, reads: tuple | None = No
     Σ scale_i(tangent_i), broadcast to the output's shape.
     ``reads``: the input positions, and ``OUT`` for the output, whose values the
     partials read (only those are kept for them); required when a partial is a
-    function, () otherwise. The shape rule is broadcasting, with the output dtype
-    ``dtype_of(dtype)`` when given, or ``shape`` itself.
+    function, () otherwise. Shapes: (*a), (*b), ... -> broadcast(a, b, ...), the
+    output dtype ``dtype_of(dtype)`` when given; or the rule ``shape`` itself.
 
     Example:
         >>> import autograd_dag as ad
