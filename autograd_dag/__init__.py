@@ -37,7 +37,6 @@ from .primitives.elementwise import (abs, add, astype, divide, equal, exp, great
                                      less, less_equal, log, logistic, maximum, minimum, multiply,
                                      negative, not_equal, power, relu, sigmoid, sign, softplus, sqrt,
                                      step, stop_gradient, subtract, tanh, where)
-from .primitives.elementwise import cos, sin
 from .primitives.indexing import (checked_indices, concatenate, getitem, index_add, one_hot, stack, take,
                                   unstack)
 from .primitives.linalg import einsum, matmul
@@ -51,10 +50,10 @@ from .primitives.arrays import (arange, array_split, constant, diagonal, dot, ey
                                linspace, ones, ones_like, outer, pad, repeat, roll, split, tensordot,
                                tile, tril, triu, zeros, zeros_like)
 from .primitives.mathfuncs import (arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, around,
-                                   ceil, clip, conj, conjugate, cosh, deg2rad, degrees, exp2, expm1, fabs,
-                                   floor, fmax, fmin, fmod, hypot, imag, isfinite, isinf, isnan, log1p, log2,
-                                   log10, logaddexp, logaddexp2, mod, nan_to_num, rad2deg, radians, real,
-                                   reciprocal, remainder, rint, round, sinc, sinh, square, tan, trunc)
+                                   ceil, clip, conj, conjugate, cos, cosh, deg2rad, degrees, exp2, expm1,
+                                   fabs, floor, fmax, fmin, fmod, hypot, imag, isfinite, isinf, isnan, log1p,
+                                   log2, log10, logaddexp, logaddexp2, mod, nan_to_num, rad2deg, radians, real,
+                                   reciprocal, remainder, rint, round, sin, sinc, sinh, square, tan, trunc)
 from .primitives.numeric import (all, any, argsort, cumprod, cumsum, diff, median, nanmax, nanmean,
                                  nanmin, nansum, prod, put_along_axis_add, sort, std, take_along_axis)
 from .program import NodeKind, Program, ProgramNode

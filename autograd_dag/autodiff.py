@@ -377,6 +377,7 @@ def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
                     core.attribute(*outer)
                 if not retain_graph:
                     t.parents = None
+                grads = g = None  # (held to the next node, they kept a cotangent alive through it)
             if eager:
                 for lid, leaf in leaves.items():
                     results[lid] = (leaf, _recorded_total(cts[lid]) if record else cts[lid])

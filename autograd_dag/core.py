@@ -66,23 +66,25 @@ class Primitive:
     consulted to explain a failed operation and to check a program without
     running it. ``nondiff`` lists the positions of inputs that carry no
     derivative (integer indices, boolean masks). ``transpose``, ``bilinear``: what a linear
-    primitive's rules were derived from (``primitives.registry.linear_rules``), else None, False.
+    primitive's rules were derived from (``primitives.registry.linear_rules``), else None, False;
+    ``partials``: what an elementwise one's were (``elementwise.defelementwise``).
 
     Calling a primitive applies it: ``exp_prim(x)`` records a node like ``ad.exp(x)``.
     """
 
     __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "batch", "vjp_into", "reads",
-                 "transpose", "bilinear")
+                 "transpose", "bilinear", "partials")
 
     def __init__(self, name: str, impl: Callable, *, vjp: Callable | tuple | None = None,
                  jvp: Callable | None = None, shape: Callable | None = None,
                  nondiff: tuple[int, ...] = (), batch: Callable | None = None,
-                 vjp_into: Callable | None = None, reads: tuple[int, ...] | None = None,
-                 transpose: Callable | tuple | None = None, bilinear: bool = False):
+                 vjp_into: Callable | None = None, reads: tuple | None = None,
+                 transpose: Callable | tuple | None = None, bilinear: bool = False,
+                 partials: tuple | None = None):
         self.name = name
-        self.transpose, self.bilinear = transpose, bilinear
-        # The inputs whose numbers the derivative rules read (None: all); an ndarray
-        # operand elsewhere (b in x + b) is not copied when a node is recorded (_lift).
+        self.transpose, self.bilinear, self.partials = transpose, bilinear, partials
+        # The inputs whose numbers the derivative rules read, and "out" if they read the
+        # output (None: all); an ndarray operand elsewhere (b in x + b) is not copied on record.
         self.reads = reads
         self.impl = impl
         # ``vjp`` may also be a tuple with one rule per input (each returning
@@ -97,8 +99,8 @@ class Primitive:
         if isinstance(vjp, (tuple, list)):
             parts = tuple(vjp)
             self.vjp_parts = parts
-            self.vjp = lambda ct, out, *inputs, **params: tuple(
-                None if part is None else part(ct, out, *inputs, **params) for part in parts)
+            self.vjp = lambda ct, out, *inputs, **params: tuple(  # (power has one input or two)
+                None if part is None else part(ct, out, *inputs, **params) for part, _ in zip(parts, inputs))
         else:
             self.vjp_parts = None
             self.vjp = vjp

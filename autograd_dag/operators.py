@@ -219,7 +219,6 @@ _UFUNCS = {
     np.equal: ew.equal, np.not_equal: ew.not_equal, np.less: ew.less,
     np.less_equal: ew.less_equal, np.greater: ew.greater, np.greater_equal: ew.greater_equal,
     np.matmul: linalg.matmul,
-    np.sin: ew.sin, np.cos: ew.cos,
 }
 
 
@@ -331,6 +330,7 @@ _VALUE_UFUNCS = {np.isfinite, np.isnan, np.isinf, np.signbit, np.logical_and, np
 
 # numpy's everyday functions (primitives/mathfuncs.py, numeric.py, arrays.py).
 _UFUNCS.update({
+    np.sin: mathfuncs.sin, np.cos: mathfuncs.cos,
     np.tan: mathfuncs.tan, np.arcsin: mathfuncs.arcsin, np.arccos: mathfuncs.arccos,
     np.arctan: mathfuncs.arctan, np.arctan2: mathfuncs.arctan2, np.sinh: mathfuncs.sinh,
     np.cosh: mathfuncs.cosh, np.arcsinh: mathfuncs.arcsinh, np.arccosh: mathfuncs.arccosh,

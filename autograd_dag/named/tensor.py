@@ -23,6 +23,7 @@ import numpy as np
 from ..core import Tensor
 from ..errors import ShapeError
 from ..primitives import elementwise as _ew
+from ..primitives import mathfuncs as _mf
 from ..primitives.conv import conv2d as _conv2d
 from ..primitives.conv import max_pool2d as _max_pool2d
 from ..primitives.indexing import getitem, take
@@ -503,8 +504,8 @@ tanh = _unary(_ew.tanh, "tanh")
 relu = _unary(_ew.relu, "relu")
 logistic = _unary(_ew.logistic, "logistic")
 sigmoid = logistic
-sin = _unary(_ew.sin, "sin")
-cos = _unary(_ew.cos, "cos")
+sin = _unary(_mf.sin, "sin")
+cos = _unary(_mf.cos, "cos")
 abs = _unary(_ew.abs, "abs")  # noqa: A001 - numpy's name
 negative = _unary(_ew.negative, "negative")
 softplus = _unary(_ew.softplus, "softplus")

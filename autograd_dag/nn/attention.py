@@ -18,7 +18,8 @@ import numpy as np
 
 from ..core import Tensor, name_scope, tracer_of
 from ..errors import ShapeError
-from ..primitives.elementwise import add, cos, multiply, sin, where
+from ..primitives.elementwise import add, multiply, where
+from ..primitives.mathfuncs import cos, sin
 from ..primitives.indexing import checked_mask, dead_rows_error
 from ..primitives.linalg import matmul
 from ..primitives.fused import masked_softargmax, softargmax

@@ -1,4 +1,13 @@
-"""Elementwise primitives: arithmetic, the book's activations, comparisons, where.
+"""Elementwise primitives, derivative from partials (1 of 2): arithmetic, exp/log/sqrt/tanh, the
+book's activations, maximum/minimum, comparisons, where, stop_gradient, astype; and
+:func:`defelementwise`, which states each one's derivative once.
+
+Each primitive here and in ``mathfuncs.py`` gives one partial derivative
+∂out/∂input per input; its VJP (un-broadcast ∂out/∂input × cotangent, per
+input) and its JVP (Σ ∂out/∂input × tangent) both follow from them. This module
+holds what the operators and the layers use; ``mathfuncs.py`` numpy's other math
+functions (trigonometric, hyperbolic, log/exp variants, rounding, clip, ...):
+a new elementwise primitive goes there, unless a module below it needs it.
 
 Kink conventions (fixed and tested exactly): relu'(0) = 0, step'(x) = 0,
 |x|'(0) = 0, and ``maximum``/``minimum`` split the gradient evenly between tied
@@ -10,36 +19,17 @@ in PyTorch and JAX), not the seed's.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
-from ..core import Tensor, apply
+from ..core import Primitive, Tensor, apply
 from ..inlined import operation
-from ..errors import ShapeError
+from ..errors import AutogradDagError, ShapeError
 from .batch import elementwise as elementwise_batch
-from .registry import defprim
+from .registry import OUT, defprim
 from .shapes import broadcast
 from .structure import broadcast_to, sum_to_shape, unary_batch
-
-# Derivative rules get operands as Tensors and return Tensors (or None for a
-# zero contribution); these two helpers keep the rules one line each.
-
-
-def _unb(ct, x):
-    """Cotangent ``ct`` summed back to operand ``x``'s shape."""
-    # (Most operands were not broadcast: no call then, on the sweep's hot path.)
-    return ct if ct.shape == x.shape else sum_to_shape(ct, x.shape)
-
-
-def _tangent_sum(out, *terms):
-    """Sum of the non-None tangent terms, broadcast to the output's shape."""
-    total = None
-    for term in terms:
-        if term is not None:
-            total = term if total is None else add(total, term)
-    if total is None:
-        return None
-    return broadcast_to(total, out.shape)
-
 
 def _typed(name, dtype_of):
     """The broadcasting rule, with the output dtype the implementation really gives."""
@@ -61,38 +51,143 @@ def _float_or_float64(dtype):
     return dtype if dtype.kind in "fc" else np.float64
 
 
-def _elementwise(name, impl, vjp, jvp, dtype_of=None, reads=None):
-    shape = broadcast(name) if dtype_of is None else _typed(name, dtype_of)
-    return defprim(name, impl, vjp=vjp, jvp=jvp, shape=shape, batch=elementwise_batch, reads=reads)
+# ----------------------------------------------- derivative from partials
+# A partial derivative is stated as its product with the incoming derivative,
+# g ↦ g · ∂out/∂input (g a cotangent or a tangent): ``divide`` then writes
+# g / y (one node, rounded once, not g · (1/y)), and a mask selects with
+# ``where`` instead of multiplying by an array of zeros and ones.
 
 
-def _neg_or_none(t):
-    return None if t is None else negative(t)
+class _Constant:
+    """A constant partial derivative: the incoming derivative passes through, no node multiplies it."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+ONE = _Constant("ONE")              # ∂out/∂input = 1: the derivative passes unchanged (add)
+MINUS_ONE = _Constant("MINUS_ONE")  # ∂out/∂input = -1: it passes negated (subtract, negative)
+
+
+def _passed(g, out, *inputs, **params):
+    return g
+
+
+def _negated(g, out, *inputs, **params):
+    return negative(g)
+
+
+def _takes_params(impl) -> bool:
+    """Whether ``impl`` takes keyword parameters (a ufunc takes operands only)."""
+    if isinstance(impl, np.ufunc):
+        return False
+    return any(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in inspect.signature(impl).parameters.values())
+
+
+def _vjp_part(partial, position: int, arity: int, keywords: bool):
+    """The VJP rule of input ``position``: ``partial`` of the cotangent, summed back to the input's shape."""
+    if partial is None:
+        return None
+    if arity == 1 and not isinstance(partial, _Constant):
+        return partial  # (the one operand has the output's shape: nothing to sum)
+    if arity == 2 and not keywords:
+        # Binary rules spelled out: they run for most nodes of a backward sweep, where operands
+        # passed as a tuple and parameters as a dict measured 0.1 µs more per call.
+        if partial is ONE:
+            if position == 0:
+                return lambda ct, out, x, y: ct if ct.shape == x.shape else sum_to_shape(ct, x.shape)
+            return lambda ct, out, x, y: ct if ct.shape == y.shape else sum_to_shape(ct, y.shape)
+        scale = _negated if partial is MINUS_ONE else partial
+
+        def binary_part(ct, out, x, y):
+            g = scale(ct, out, x, y)
+            shape = y.shape if position else x.shape
+            return g if g is None or g.shape == shape else sum_to_shape(g, shape)
+        return binary_part
+    scale = _passed if partial is ONE else _negated if partial is MINUS_ONE else partial
+
+    def part(ct, out, *inputs, **params):
+        g = scale(ct, out, *inputs, **params)
+        shape = inputs[position].shape
+        return g if g is None or g.shape == shape else sum_to_shape(g, shape)
+    return part
+
+
+def _jvp(partials):
+    """The JVP rule: Σ partial(tangent) over the inputs with a tangent, broadcast to the output's shape."""
+    if all(p is None for p in partials):
+        return lambda tangents, out, *inputs, **params: None
+    if len(partials) == 1 and not isinstance(partials[0], _Constant):
+        partial = partials[0]
+        return lambda tangents, out, x, **params: partial(tangents[0], out, x, **params)
+
+    def jvp(tangents, out, *inputs, **params):
+        total = None
+        for partial, t in zip(partials, tangents):
+            if t is None or partial is None:
+                continue
+            term = t if partial is ONE else negative(t) if partial is MINUS_ONE else partial(t, out, *inputs, **params)
+            if term is not None:
+                total = term if total is None else add(total, term)
+        return total if total is None or total.shape == out.shape else broadcast_to(total, out.shape)
+    return jvp
+
+
+def defelementwise(name: str, impl, partials: tuple, *, reads: tuple | None = None, dtype_of=None,
+                   shape=None, nondiff: tuple[int, ...] = (), batch=elementwise_batch) -> Primitive:
+    """Register an elementwise primitive whose VJP and JVP both follow from its partial derivatives.
+
+    ``partials`` has one entry per input: ``scale(g, out, *inputs, **params)``
+    returning g · ∂out/∂input with primitive functions (so that the derivative
+    differentiates again; None for 0 there), or :data:`ONE` / :data:`MINUS_ONE`
+    for ±1 (no node multiplies by them), or None for 0 everywhere. The VJP of
+    input i is ``scale_i(ct)`` summed back to the input's shape; the JVP is
+    Σ scale_i(tangent_i), broadcast to the output's shape.
+    ``reads``: the input positions, and ``OUT`` for the output, whose values the
+    partials read (only those are kept for them); required when a partial is a
+    function, () otherwise. Shapes: (*a), (*b), ... -> broadcast(a, b, ...), the
+    output dtype ``dtype_of(dtype)`` when given; or the rule ``shape`` itself.
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> ad.PRIMITIVES["subtract"].partials, ad.PRIMITIVES["subtract"].reads
+        ((ONE, MINUS_ONE), ())
+        >>> ad.PRIMITIVES["divide"].reads          # g / y and -g · out / y
+        (1, 'out')
+        >>> ad.grad(lambda x: ad.divide(1.0, x))(2.0)
+        array(-0.25)
+    """
+    partials = tuple(partials)
+    functions = [p for p in partials if p is not None and not isinstance(p, _Constant)]
+    if reads is None:
+        if functions:
+            raise AutogradDagError(f"defelementwise({name!r}): a partial derivative is a function: declare what "
+                                   f"it reads (reads=(positions..., OUT))")
+        reads = ()
+    if shape is None:
+        shape = broadcast(name) if dtype_of is None else _typed(name, dtype_of)
+    keywords = _takes_params(impl)
+    parts = tuple(_vjp_part(p, i, len(partials), keywords) for i, p in enumerate(partials))
+    return defprim(name, impl, vjp=parts, jvp=_jvp(partials), shape=shape, nondiff=nondiff, batch=batch,
+                   reads=tuple(reads), partials=partials)
 
 # ------------------------------------------------------------- arithmetic
 
 
-ADD = _elementwise("add", np.add,
-              (lambda ct, out, x, y: _unb(ct, x), lambda ct, out, x, y: _unb(ct, y)),
-              lambda t, out, x, y: _tangent_sum(out, t[0], t[1]), reads=())
-SUBTRACT = _elementwise("subtract", np.subtract,
-                   (lambda ct, out, x, y: _unb(ct, x), lambda ct, out, x, y: _unb(negative(ct), y)),
-                   lambda t, out, x, y: _tangent_sum(out, t[0], _neg_or_none(t[1])), reads=())
-MULTIPLY = _elementwise(
-    "multiply", np.multiply,
-    (lambda ct, out, x, y: _unb(multiply(ct, y), x), lambda ct, out, x, y: _unb(multiply(ct, x), y)),
-    lambda t, out, x, y: _tangent_sum(out, (None if t[0] is None else multiply(t[0], y)),
-                                      (None if t[1] is None else multiply(x, t[1]))))
-DIVIDE = _elementwise(
-    "divide", np.true_divide,
-    (lambda ct, out, x, y: _unb(divide(ct, y), x),
-     lambda ct, out, x, y: _unb(negative(divide(multiply(ct, out), y)), y)),
-    lambda t, out, x, y: _tangent_sum(out, (None if t[0] is None else divide(t[0], y)),
-                                      (None if t[1] is None else negative(divide(multiply(t[1], out), y)))),
-    dtype_of=_float_or_float64)
-NEGATIVE = _elementwise("negative", np.negative,
-                  lambda ct, out, x: (negative(ct),),
-                  lambda t, out, x: negative(t[0]))
+ADD = defelementwise("add", np.add, (ONE, ONE))
+SUBTRACT = defelementwise("subtract", np.subtract, (ONE, MINUS_ONE))
+MULTIPLY = defelementwise("multiply", np.multiply,
+                          (lambda g, out, x, y: multiply(g, y), lambda g, out, x, y: multiply(g, x)), reads=(0, 1))
+DIVIDE = defelementwise("divide", np.true_divide,
+                        (lambda g, out, x, y: divide(g, y),
+                         lambda g, out, x, y: negative(divide(multiply(g, out), y))),
+                        reads=(1, OUT), dtype_of=_float_or_float64)
+NEGATIVE = defelementwise("negative", np.negative, (MINUS_ONE,))
 
 
 @operation(ADD)
@@ -179,27 +274,16 @@ def _power_x_derivative(x, y):
     return multiply(y, power(x, subtract(where(corner, 1.0, y), 1.0)))
 
 
-def _power_vjp(ct, out, x, y=None, *, exponent=None):
-    if exponent is not None:
-        if exponent == 0:
-            return (None,)
-        if exponent == 1:
-            return (ct,)
-        return (multiply(ct, _static_power_derivative(x, exponent)),)
-    dx = multiply(ct, _power_x_derivative(x, y))
-    return (_unb(dx, x), _unb(multiply(ct, multiply(out, _safe_log(x))), y))
+def _power_partial_x(g, out, x, y=None, *, exponent=None):
+    if exponent is None:
+        return multiply(g, _power_x_derivative(x, y))
+    if exponent == 0:
+        return None
+    return g if exponent == 1 else multiply(g, _static_power_derivative(x, exponent))
 
 
-def _power_jvp(t, out, x, y=None, *, exponent=None):
-    if exponent is not None:
-        if exponent == 0:
-            return None
-        if exponent == 1:
-            return t[0]
-        return multiply(t[0], _static_power_derivative(x, exponent))
-    tx = None if t[0] is None else multiply(t[0], _power_x_derivative(x, y))
-    ty = None if t[1] is None else multiply(t[1], multiply(out, _safe_log(x)))
-    return _tangent_sum(out, tx, ty)
+def _power_partial_y(g, out, x, y):  # (only a Tensor exponent is an input)
+    return multiply(g, multiply(out, _safe_log(x)))
 
 
 def _safe_log(x):
@@ -209,8 +293,8 @@ def _safe_log(x):
     return where(positive, log(where(positive, x, 1.0)), 0.0)
 
 
-POWER = defprim("power", _power_impl, vjp=_power_vjp, jvp=_power_jvp, shape=_power_rule,
-                batch=elementwise_batch)
+POWER = defelementwise("power", _power_impl, (_power_partial_x, _power_partial_y), reads=(0, 1, OUT),
+                       shape=_power_rule)
 
 
 def power(x, y) -> Tensor:
@@ -225,15 +309,12 @@ def power(x, y) -> Tensor:
 # --------------------------------------------------------- transcendental
 
 
-EXP = _elementwise("exp", np.exp, lambda ct, out, x: (multiply(ct, out),),
-             lambda t, out, x: multiply(t[0], out), dtype_of=_to_float)
-LOG = _elementwise("log", np.log, lambda ct, out, x: (divide(ct, x),),
-             lambda t, out, x: divide(t[0], x), dtype_of=_to_float)
-SQRT = _elementwise("sqrt", np.sqrt, lambda ct, out, x: (divide(ct, multiply(out, 2.0)),),
-              lambda t, out, x: divide(t[0], multiply(out, 2.0)), dtype_of=_to_float)
-TANH = _elementwise("tanh", np.tanh,
-              lambda ct, out, x: (multiply(ct, subtract(1.0, multiply(out, out))),),
-              lambda t, out, x: multiply(t[0], subtract(1.0, multiply(out, out))), dtype_of=_to_float)
+EXP = defelementwise("exp", np.exp, (lambda g, out, x: multiply(g, out),), reads=(OUT,), dtype_of=_to_float)
+LOG = defelementwise("log", np.log, (lambda g, out, x: divide(g, x),), reads=(0,), dtype_of=_to_float)
+SQRT = defelementwise("sqrt", np.sqrt, (lambda g, out, x: divide(g, multiply(out, 2.0)),), reads=(OUT,),
+                      dtype_of=_to_float)
+TANH = defelementwise("tanh", np.tanh, (lambda g, out, x: multiply(g, subtract(1.0, multiply(out, out))),),
+                      reads=(OUT,), dtype_of=_to_float)
 
 
 @operation(EXP)
@@ -288,9 +369,9 @@ def _relu_mask(out):
     return greater(out, 0.0)
 
 
-LOGISTIC = _elementwise("logistic", _logistic_impl,
-                  lambda ct, out, x: (multiply(ct, multiply(out, subtract(1.0, out))),),
-                  lambda t, out, x: multiply(t[0], multiply(out, subtract(1.0, out))), dtype_of=_to_float)
+LOGISTIC = defelementwise("logistic", _logistic_impl,
+                          (lambda g, out, x: multiply(g, multiply(out, subtract(1.0, out))),), reads=(OUT,),
+                          dtype_of=_to_float)
 # From this many elements of float32 / float64 on, relu compares x with an array of zeros.
 _RELU_ZEROS_FROM = 4096
 
@@ -308,18 +389,13 @@ def _relu_impl(x, *, out=None):
     return np.maximum(x, zeros, out=zeros if out is None else out)
 
 
-RELU = _elementwise("relu", _relu_impl,
-              lambda ct, out, x: (multiply(ct, _relu_mask(out)),),
-              lambda t, out, x: multiply(t[0], _relu_mask(out)))
-SOFTPLUS = _elementwise("softplus", lambda x: np.logaddexp(np.zeros((), x.dtype), x),
-                  lambda ct, out, x: (multiply(ct, logistic(x)),),
-                  lambda t, out, x: multiply(t[0], logistic(x)), dtype_of=_to_float)
-STEP = _elementwise("step", lambda x: (x >= 0).astype(x.dtype if x.dtype.kind == "f" else np.float64),
-              lambda ct, out, x: (None,), lambda t, out, x: None,
-              dtype_of=_float_or_float64)
-SIGN = _elementwise("sign", np.sign, lambda ct, out, x: (None,), lambda t, out, x: None)
-ABS = _elementwise("abs", np.abs, lambda ct, out, x: (multiply(ct, sign(x)),),
-             lambda t, out, x: multiply(t[0], sign(x)))
+RELU = defelementwise("relu", _relu_impl, (lambda g, out, x: multiply(g, _relu_mask(out)),), reads=(OUT,))
+SOFTPLUS = defelementwise("softplus", lambda x: np.logaddexp(np.zeros((), x.dtype), x),
+                          (lambda g, out, x: multiply(g, logistic(x)),), reads=(0,), dtype_of=_to_float)
+STEP = defelementwise("step", lambda x: (x >= 0).astype(x.dtype if x.dtype.kind == "f" else np.float64),
+                      (None,), dtype_of=_float_or_float64)
+SIGN = defelementwise("sign", np.sign, (None,))
+ABS = defelementwise("abs", np.abs, (lambda g, out, x: multiply(g, sign(x)),), reads=(0,))
 
 
 @operation(LOGISTIC)
@@ -387,30 +463,14 @@ def _tie_weights_impl(x, y):
     return ((x > y) + 0.5 * (x == y)).astype(dtype, copy=False)
 
 
-TIE_WEIGHTS = defprim("tie_weights", _tie_weights_impl, vjp=lambda ct, out, x, y: (None, None),
-                      jvp=lambda t, out, x, y: None, shape=broadcast("tie_weights"), nondiff=(0, 1),
-                      batch=elementwise_batch)
-
-
-def _pairwise_extremum_vjp(first_wins):
-    def vjp(ct, out, x, y):
-        wx = apply(TIE_WEIGHTS, *first_wins(x, y))
-        return (_unb(multiply(ct, wx), x), _unb(multiply(ct, subtract(1.0, wx)), y))
-    return vjp
-
-
-def _extremum_jvp(first_wins):
-    def jvp(t, out, x, y):
-        wx = apply(TIE_WEIGHTS, *first_wins(x, y))
-        return _tangent_sum(out, (None if t[0] is None else multiply(t[0], wx)),
-                            (None if t[1] is None else multiply(t[1], subtract(1.0, wx))))
-    return jvp
-
-
-MAXIMUM = _elementwise("maximum", np.maximum, _pairwise_extremum_vjp(lambda x, y: (x, y)),
-                  _extremum_jvp(lambda x, y: (x, y)))
-MINIMUM = _elementwise("minimum", np.minimum, _pairwise_extremum_vjp(lambda x, y: (y, x)),
-                  _extremum_jvp(lambda x, y: (y, x)))
+TIE_WEIGHTS = defelementwise("tie_weights", _tie_weights_impl, (None, None), nondiff=(0, 1))
+# The weight of the winner of max(x, y) is w = tie_weights(x, y), the loser's 1 - w (of min: swapped).
+MAXIMUM = defelementwise("maximum", np.maximum,
+                         (lambda g, out, x, y: multiply(g, apply(TIE_WEIGHTS, x, y)),
+                          lambda g, out, x, y: multiply(g, subtract(1.0, apply(TIE_WEIGHTS, x, y)))), reads=(0, 1))
+MINIMUM = defelementwise("minimum", np.minimum,
+                         (lambda g, out, x, y: multiply(g, apply(TIE_WEIGHTS, y, x)),
+                          lambda g, out, x, y: multiply(g, subtract(1.0, apply(TIE_WEIGHTS, y, x)))), reads=(0, 1))
 
 
 @operation(MAXIMUM)
@@ -452,9 +512,7 @@ def lowest_finite(lse):
 
 
 def _comparison(name, impl):
-    return defprim(name, impl, vjp=lambda ct, out, x, y: (None, None),
-                   jvp=lambda t, out, x, y: None, shape=_typed(name, lambda d: np.bool_), nondiff=(0, 1),
-                   batch=elementwise_batch)
+    return defelementwise(name, impl, (None, None), dtype_of=lambda d: np.bool_, nondiff=(0, 1))
 
 
 EQUAL = _comparison("equal", np.equal)
@@ -519,23 +577,14 @@ def greater_equal(x, y) -> Tensor:
     return apply(GREATER_EQUAL, x, y)
 
 
-def _where_vjp(ct, out, cond, x, y):
-    return (None, _unb(where(cond, ct, 0.0), x), _unb(where(cond, 0.0, ct), y))
-
-
-def _where_jvp(t, out, cond, x, y):
-    tx = t[1] if t[1] is not None else 0.0
-    ty = t[2] if t[2] is not None else 0.0
-    return broadcast_to(where(cond, tx, ty), out.shape)
-
-
 def _where_rule(cond, x, y):
     shape, _ = broadcast("where")(cond, x, y)
     return shape, np.result_type(x.dtype, y.dtype)
 
 
-WHERE = defprim("where", np.where, vjp=_where_vjp, jvp=_where_jvp, shape=_where_rule, nondiff=(0,),
-                batch=elementwise_batch, reads=(0,))
+WHERE = defelementwise("where", np.where,
+                       (None, lambda g, out, c, x, y: where(c, g, 0.0), lambda g, out, c, x, y: where(c, 0.0, g)),
+                       reads=(0,), shape=_where_rule, nondiff=(0,))
 
 
 def where(cond, x, y) -> Tensor:
@@ -548,9 +597,8 @@ def where(cond, x, y) -> Tensor:
 # ------------------------------------------------ stop_gradient, astype
 
 
-STOP_GRADIENT = defprim("stop_gradient", lambda x: x, vjp=lambda ct, out, x: (None,),
-                        jvp=lambda t, out, x: None, shape=lambda x: (x.shape, x.dtype), nondiff=(0,),
-                        batch=unary_batch)
+STOP_GRADIENT = defelementwise("stop_gradient", lambda x: x, (None,), shape=lambda x: (x.shape, x.dtype),
+                               nondiff=(0,), batch=unary_batch)
 
 
 @operation(STOP_GRADIENT)
@@ -562,6 +610,8 @@ def stop_gradient(x) -> Tensor:
     return apply(STOP_GRADIENT, x)
 
 
+# A hand-written pair: the VJP casts back to the input's dtype and the JVP to the output's (a linear
+# map between dtypes, not a partial derivative times the cotangent).
 def _astype_vjp(ct, out, x, *, dtype):
     if x.dtype.kind not in "fc" or np.dtype(dtype).kind not in "fc":
         return (None,)
@@ -589,30 +639,3 @@ def astype(x, dtype) -> Tensor:
     except TypeError:
         raise ShapeError(f"astype: Expect: a numpy dtype (np.float32, 'int64', ...). Actual: {dtype!r}") from None
     return apply(ASTYPE, x, dtype=dtype)
-
-# ---------------------------------------------------------- trigonometric
-# Used by the sinusoidal positional encodings of the Transformer, which can
-# then be computed inside a program (from a Tensor of positions).
-
-SIN = _elementwise("sin", np.sin, lambda ct, out, x: (multiply(ct, cos(x)),),
-                   lambda t, out, x: multiply(t[0], cos(x)), dtype_of=_to_float)
-COS = _elementwise("cos", np.cos, lambda ct, out, x: (negative(multiply(ct, sin(x))),),
-                   lambda t, out, x: negative(multiply(t[0], sin(x))), dtype_of=_to_float)
-
-
-@operation(SIN)
-def sin(x) -> Tensor:
-    """Sine elementwise (radians); sin' = cos. Shapes: (*s) -> (*s).
-
-    Example: ``ad.sin(ad.Tensor([0.])).value`` is ``[0.]``.
-    """
-    return apply(SIN, x)
-
-
-@operation(COS)
-def cos(x) -> Tensor:
-    """Cosine elementwise (radians); cos' = −sin. Shapes: (*s) -> (*s).
-
-    Example: ``ad.cos(ad.Tensor([0.])).value`` is ``[1.]``.
-    """
-    return apply(COS, x)

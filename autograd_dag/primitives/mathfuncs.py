@@ -1,10 +1,13 @@
-"""numpy's everyday elementwise functions: trigonometric and hyperbolic, log/exp
-variants, square and reciprocal, rounding, clip, mod, hypot, logaddexp, fmax/fmin,
-nan_to_num, the finiteness tests, and real/imag/conj for real Tensors.
+"""Elementwise primitives, derivative from partials (2 of 2): numpy's everyday math functions.
 
-Each is one primitive whose VJP and JVP are written with primitive functions
-(so they differentiate again), except where a composite is exact and as fast
-(``deg2rad`` is a multiplication, ``fabs`` is ``abs``).
+Trigonometric (sin, cos, tan, ...) and hyperbolic, log/exp variants, square and
+reciprocal, rounding, clip, mod, hypot, logaddexp, fmax/fmin, nan_to_num, the
+finiteness tests, and real/imag/conj for real Tensors. Each primitive states its
+partial derivatives once (:func:`~autograd_dag.primitives.elementwise.defelementwise`,
+written with primitive functions so that they differentiate again), except where a
+composite is exact and as fast (``deg2rad`` is a multiplication, ``fabs`` is ``abs``,
+``sinc`` a series near 0). A new elementwise primitive goes here, unless a module
+below this one needs it (then ``elementwise.py``).
 
 Conventions, fixed and tested exactly:
 
@@ -38,10 +41,9 @@ import numpy as np
 from ..core import Tensor, apply, parameter
 from ..inlined import operation
 from ..errors import AutogradDagError, ShapeError
-from .elementwise import (TIE_WEIGHTS, _tangent_sum, _unb, abs, add, astype, divide,
-                          equal, exp, greater, less, lowest_finite, multiply, negative, sin, sqrt, subtract, where)
-from .batch import elementwise as elementwise_batch
-from .registry import defprim
+from .elementwise import (ONE, TIE_WEIGHTS, _to_float, abs, add, astype, defelementwise, divide, equal, exp,
+                          greater, less, lowest_finite, multiply, negative, sqrt, subtract, where)
+from .registry import OUT
 from .shapes import broadcast
 
 _LN2 = math.log(2.0)
@@ -65,33 +67,55 @@ def _rule(name, impl):
     return rule
 
 
-def _unary(name, impl, scale):
-    """A unary primitive whose derivative is ``scale(g, x, out)`` = g · f'(x) for g the cotangent or tangent."""
-    return defprim(name, impl, vjp=lambda ct, out, x, **p: (scale(ct, x, out),),
-                   jvp=lambda t, out, x, **p: scale(t[0], x, out), shape=_rule(name, impl), batch=elementwise_batch)
+def _unary(name, impl, partial, reads):
+    """A unary primitive whose partial derivative is ``partial(g, out, x)`` = g · f'(x)."""
+    return defelementwise(name, impl, (partial,), reads=reads, shape=_rule(name, impl))
 
 
 def _constant(name, impl):
     """A piecewise-constant unary primitive: derivative 0 everywhere."""
-    return defprim(name, impl, vjp=lambda ct, out, x, **p: (None,), jvp=lambda t, out, x, **p: None,
-                   shape=_rule(name, impl), batch=elementwise_batch)
+    return defelementwise(name, impl, (None,), shape=_rule(name, impl))
 
 
 def _one_minus_square(x):
     return subtract(1.0, square(x))
 
 # ------------------------------------------------------ trigonometric
+# Used by the sinusoidal positional encodings of the Transformer, which can
+# then be computed inside a program (from a Tensor of positions).
+
+SIN = defelementwise("sin", np.sin, (lambda g, out, x: multiply(g, cos(x)),), reads=(0,), dtype_of=_to_float)
+COS = defelementwise("cos", np.cos, (lambda g, out, x: negative(multiply(g, sin(x))),), reads=(0,),
+                     dtype_of=_to_float)
 
 
-TAN = _unary("tan", np.tan, lambda g, x, out: multiply(g, add(1.0, square(out))))
-ARCSIN = _unary("arcsin", np.arcsin, lambda g, x, out: divide(g, sqrt(_one_minus_square(x))))
-ARCCOS = _unary("arccos", np.arccos, lambda g, x, out: negative(divide(g, sqrt(_one_minus_square(x)))))
-ARCTAN = _unary("arctan", np.arctan, lambda g, x, out: divide(g, add(1.0, square(x))))
-SINH = _unary("sinh", np.sinh, lambda g, x, out: multiply(g, cosh(x)))
-COSH = _unary("cosh", np.cosh, lambda g, x, out: multiply(g, sinh(x)))
-ARCSINH = _unary("arcsinh", np.arcsinh, lambda g, x, out: divide(g, sqrt(add(square(x), 1.0))))
-ARCCOSH = _unary("arccosh", np.arccosh, lambda g, x, out: divide(g, sqrt(subtract(square(x), 1.0))))
-ARCTANH = _unary("arctanh", np.arctanh, lambda g, x, out: divide(g, _one_minus_square(x)))
+@operation(SIN)
+def sin(x) -> Tensor:
+    """Sine elementwise (radians); sin' = cos. Shapes: (*s) -> (*s).
+
+    Example: ``ad.sin(ad.Tensor([0.])).value`` is ``[0.]``.
+    """
+    return apply(SIN, x)
+
+
+@operation(COS)
+def cos(x) -> Tensor:
+    """Cosine elementwise (radians); cos' = −sin. Shapes: (*s) -> (*s).
+
+    Example: ``ad.cos(ad.Tensor([0.])).value`` is ``[1.]``.
+    """
+    return apply(COS, x)
+
+
+TAN = _unary("tan", np.tan, lambda g, out, x: multiply(g, add(1.0, square(out))), (OUT,))
+ARCSIN = _unary("arcsin", np.arcsin, lambda g, out, x: divide(g, sqrt(_one_minus_square(x))), (0,))
+ARCCOS = _unary("arccos", np.arccos, lambda g, out, x: negative(divide(g, sqrt(_one_minus_square(x)))), (0,))
+ARCTAN = _unary("arctan", np.arctan, lambda g, out, x: divide(g, add(1.0, square(x))), (0,))
+SINH = _unary("sinh", np.sinh, lambda g, out, x: multiply(g, cosh(x)), (0,))
+COSH = _unary("cosh", np.cosh, lambda g, out, x: multiply(g, sinh(x)), (0,))
+ARCSINH = _unary("arcsinh", np.arcsinh, lambda g, out, x: divide(g, sqrt(add(square(x), 1.0))), (0,))
+ARCCOSH = _unary("arccosh", np.arccosh, lambda g, out, x: divide(g, sqrt(subtract(square(x), 1.0))), (0,))
+ARCTANH = _unary("arctanh", np.arctanh, lambda g, out, x: divide(g, _one_minus_square(x)), (0,))
 
 
 @operation(TAN)
@@ -197,11 +221,11 @@ degrees = rad2deg
 # ------------------------------------------------------------ log / exp
 
 
-LOG1P = _unary("log1p", np.log1p, lambda g, x, out: divide(g, add(x, 1.0)))
-EXPM1 = _unary("expm1", np.expm1, lambda g, x, out: multiply(g, add(out, 1.0)))
-LOG2 = _unary("log2", np.log2, lambda g, x, out: divide(g, multiply(x, _LN2)))
-LOG10 = _unary("log10", np.log10, lambda g, x, out: divide(g, multiply(x, _LN10)))
-EXP2 = _unary("exp2", np.exp2, lambda g, x, out: multiply(g, multiply(out, _LN2)))
+LOG1P = _unary("log1p", np.log1p, lambda g, out, x: divide(g, add(x, 1.0)), (0,))
+EXPM1 = _unary("expm1", np.expm1, lambda g, out, x: multiply(g, add(out, 1.0)), (OUT,))
+LOG2 = _unary("log2", np.log2, lambda g, out, x: divide(g, multiply(x, _LN2)), (0,))
+LOG10 = _unary("log10", np.log10, lambda g, out, x: divide(g, multiply(x, _LN10)), (0,))
+EXP2 = _unary("exp2", np.exp2, lambda g, out, x: multiply(g, multiply(out, _LN2)), (OUT,))
 
 
 @operation(LOG1P)
@@ -251,11 +275,11 @@ def exp2(x) -> Tensor:
 # ---------------------------------------------------- square, reciprocal
 
 
-SQUARE = _unary("square", np.square, lambda g, x, out: multiply(g, multiply(x, 2.0)))
+SQUARE = _unary("square", np.square, lambda g, out, x: multiply(g, multiply(x, 2.0)), (0,))
 # numpy's reciprocal of an integer is C integer division (1 / 2 is 0, 1 / -1 is -1), an integer
 # result: kept as numpy gives it, since code written for arrays must get the same numbers
 # (integers have no derivative, so the rule below never sees them).
-RECIPROCAL = _unary("reciprocal", np.reciprocal, lambda g, x, out: negative(multiply(g, square(out))))
+RECIPROCAL = _unary("reciprocal", np.reciprocal, lambda g, out, x: negative(multiply(g, square(out))), (OUT,))
 
 
 @operation(SQUARE)
@@ -356,15 +380,9 @@ def fabs(x) -> Tensor:
 # ------------------------------------------------------- binary functions
 
 
-def _binary(name, impl, rule_x, rule_y):
-    """A broadcasting binary primitive; ``rule_x(g, x, y, out)`` is g · ∂f/∂x, likewise ``rule_y``."""
-    return defprim(
-        name, impl,
-        vjp=(lambda ct, out, x, y: _unb(rule_x(ct, x, y, out), x),
-             lambda ct, out, x, y: _unb(rule_y(ct, x, y, out), y)),
-        jvp=lambda t, out, x, y: _tangent_sum(out, None if t[0] is None else rule_x(t[0], x, y, out),
-                                              None if t[1] is None else rule_y(t[1], x, y, out)),
-        shape=_rule(name, impl), batch=elementwise_batch)
+def _binary(name, impl, partial_x, partial_y, reads):
+    """A broadcasting binary primitive; ``partial_x(g, out, x, y)`` is g · ∂f/∂x, likewise ``partial_y``."""
+    return defelementwise(name, impl, (partial_x, partial_y), reads=reads, shape=_rule(name, impl))
 
 
 def _safe_denominator(d):
@@ -377,22 +395,20 @@ def _squared_radius(x, y):
 
 
 ARCTAN2 = _binary("arctan2", np.arctan2,
-                  lambda g, y, x, out: divide(multiply(g, x), _squared_radius(x, y)),
-                  lambda g, y, x, out: negative(divide(multiply(g, y), _squared_radius(x, y))))
+                  lambda g, out, y, x: divide(multiply(g, x), _squared_radius(x, y)),
+                  lambda g, out, y, x: negative(divide(multiply(g, y), _squared_radius(x, y))), (0, 1))
 HYPOT = _binary("hypot", np.hypot,
-                lambda g, x, y, out: divide(multiply(g, x), _safe_denominator(out)),
-                lambda g, x, y, out: divide(multiply(g, y), _safe_denominator(out)))
+                lambda g, out, x, y: divide(multiply(g, x), _safe_denominator(out)),
+                lambda g, out, x, y: divide(multiply(g, y), _safe_denominator(out)), (0, 1, OUT))
 
 
 LOGADDEXP = _binary("logaddexp", np.logaddexp,
-                    lambda g, x, y, out: multiply(g, exp(subtract(x, lowest_finite(out)))),
-                    lambda g, x, y, out: multiply(g, exp(subtract(y, lowest_finite(out)))))
+                    lambda g, out, x, y: multiply(g, exp(subtract(x, lowest_finite(out)))),
+                    lambda g, out, x, y: multiply(g, exp(subtract(y, lowest_finite(out)))), (0, 1, OUT))
 LOGADDEXP2 = _binary("logaddexp2", np.logaddexp2,
-                     lambda g, x, y, out: multiply(g, exp2(subtract(x, lowest_finite(out)))),
-                     lambda g, x, y, out: multiply(g, exp2(subtract(y, lowest_finite(out)))))
-MOD = _binary("mod", np.mod,
-              lambda g, x, y, out: g,
-              lambda g, x, y, out: negative(multiply(g, floor(divide(x, y)))))
+                     lambda g, out, x, y: multiply(g, exp2(subtract(x, lowest_finite(out)))),
+                     lambda g, out, x, y: multiply(g, exp2(subtract(y, lowest_finite(out)))), (0, 1, OUT))
+MOD = _binary("mod", np.mod, ONE, lambda g, out, x, y: negative(multiply(g, floor(divide(x, y)))), (0, 1))
 
 
 @operation(ARCTAN2)
@@ -447,9 +463,7 @@ remainder = mod
 
 # numpy's fmod is C's: the remainder has the sign of x (x - trunc(x/y)·y). A primitive, not a
 # composite: x - trunc(x/y)·y rounds differently from C's exact fmod for large quotients.
-FMOD = _binary("fmod", np.fmod,
-               lambda g, x, y, out: g,
-               lambda g, x, y, out: negative(multiply(g, trunc(divide(x, y)))))
+FMOD = _binary("fmod", np.fmod, ONE, lambda g, out, x, y: negative(multiply(g, trunc(divide(x, y)))), (0, 1))
 
 
 @operation(FMOD)
@@ -514,12 +528,12 @@ def _fextremum_weights(x, y, first_wins_for_max):
 
 
 def _fextremum(name, impl, is_max):
-    def wx(g, x, y, out):
+    def wx(g, out, x, y):
         return multiply(g, _fextremum_weights(x, y, is_max))
 
-    def wy(g, x, y, out):
+    def wy(g, out, x, y):
         return multiply(g, subtract(1.0, _fextremum_weights(x, y, is_max)))
-    return _binary(name, impl, wx, wy)
+    return _binary(name, impl, wx, wy, (0, 1))
 
 
 FMAX = _fextremum("fmax", np.fmax, True)
@@ -546,39 +560,15 @@ def fmin(x, y) -> Tensor:
 # ------------------------------------------------------------------ clip
 
 
-def _clip_masks(out, x, lo, hi):
-    """Where the derivative goes: (to x, to a_min, to a_max), boolean.
-
-    numpy's clip is min(max(x, a_min), a_max), so where a_min > a_max the result is
-    a_max whatever x is: the derivative goes to a_max alone there (a_min <= x and
-    x < a_min would send it to x or a_min, or to both bounds). Elsewhere x gets it
-    where a_min <= x <= a_max (bounds included: out == x exactly there).
-    """
-    crossed = greater(lo, hi)
-    return (where(crossed, False, equal(out, x)), where(crossed, False, less(x, lo)),
-            where(crossed, True, greater(x, hi)))
-
-
-def _clip_vjp_x(ct, out, x, lo, hi):
-    return _unb(where(_clip_masks(out, x, lo, hi)[0], ct, 0.0), x)
-
-
-def _clip_vjp_lo(ct, out, x, lo, hi):
-    return _unb(where(_clip_masks(out, x, lo, hi)[1], ct, 0.0), lo)
-
-
-def _clip_vjp_hi(ct, out, x, lo, hi):
-    return _unb(where(_clip_masks(out, x, lo, hi)[2], ct, 0.0), hi)
-
-
-def _clip_jvp(t, out, x, lo, hi):
-    masks = _clip_masks(out, x, lo, hi)
-    return _tangent_sum(out, *[None if tangent is None else where(mask, tangent, 0.0)
-                               for tangent, mask in zip(t, masks)])
-
-
-CLIP = defprim("clip", np.clip, vjp=(_clip_vjp_x, _clip_vjp_lo, _clip_vjp_hi), jvp=_clip_jvp,
-               shape=_rule("clip", np.clip), batch=elementwise_batch)
+# Where the derivative goes. numpy's clip is min(max(x, a_min), a_max), so where a_min > a_max
+# ("crossed") the result is a_max whatever x is: the derivative goes to a_max alone there (a_min <= x
+# and x < a_min would send it to x or a_min, or to both bounds). Elsewhere x gets it where
+# a_min <= x <= a_max (bounds included: out == x exactly there).
+CLIP = defelementwise("clip", np.clip, (
+    lambda g, out, x, lo, hi: where(where(greater(lo, hi), False, equal(out, x)), g, 0.0),
+    lambda g, out, x, lo, hi: where(where(greater(lo, hi), False, less(x, lo)), g, 0.0),
+    lambda g, out, x, lo, hi: where(where(greater(lo, hi), True, greater(x, hi)), g, 0.0)),
+    reads=(0, 1, 2, OUT), shape=_rule("clip", np.clip))
 
 
 def clip(x, /, a_min=None, a_max=None) -> Tensor:
@@ -605,11 +595,8 @@ def _nan_to_num_impl(x, *, nan, posinf, neginf):
     return np.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
 
 
-NAN_TO_NUM = defprim(
-    "nan_to_num", _nan_to_num_impl,
-    vjp=lambda ct, out, x, **p: (where(isfinite(x), ct, 0.0),),
-    jvp=lambda t, out, x, **p: where(isfinite(x), t[0], 0.0),
-    shape=lambda x, **p: (tuple(x.shape), x.dtype), batch=elementwise_batch)
+NAN_TO_NUM = defelementwise("nan_to_num", _nan_to_num_impl, (lambda g, out, x, **p: where(isfinite(x), g, 0.0),),
+                            reads=(0,), shape=lambda x, **p: (tuple(x.shape), x.dtype))
 
 
 def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
@@ -627,8 +614,7 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None)
 
 
 def _test(name, impl):
-    return defprim(name, impl, vjp=lambda ct, out, x: (None,), jvp=lambda t, out, x: None,
-                   shape=lambda x: (tuple(x.shape), np.dtype(np.bool_)), nondiff=(0,), batch=elementwise_batch)
+    return defelementwise(name, impl, (None,), shape=lambda x: (tuple(x.shape), np.dtype(np.bool_)), nondiff=(0,))
 
 
 ISFINITE = _test("isfinite", np.isfinite)
@@ -701,7 +687,7 @@ def conj(x) -> Tensor:
 conjugate = conj
 
 __all__ = [
-    "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "deg2rad",
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "deg2rad",
     "rad2deg", "radians", "degrees", "log1p", "expm1", "log2", "log10", "exp2", "square", "reciprocal",
     "floor", "ceil", "trunc", "round", "rint", "around", "fabs", "arctan2", "hypot", "logaddexp",
     "logaddexp2", "mod", "remainder", "fmax", "fmin", "clip", "nan_to_num", "isfinite", "isnan", "isinf",

@@ -1,6 +1,7 @@
 """The table of primitives by name, ``defprim`` which fills it, and ``primitive`` for users.
 
-Adding a primitive means one ``defprim`` call in its family module and one
+Adding a primitive means one ``defprim`` call (``defelementwise`` for an elementwise one,
+from its partial derivatives) in its family module and one
 line in the test table of its family (``tests/cases_<family>.py``, e.g.
 ``tests/cases_elementwise.py``); nothing else changes.
 
@@ -27,13 +28,16 @@ PRIMITIVES: dict[str, Primitive] = {}
 # Names defined through ad.primitive (a user's): these may be redefined, as a
 # re-run notebook cell does; the built-ins may not be shadowed.
 USER_PRIMITIVES: set[str] = set()
+# In a primitive's ``reads``, beside input positions: its derivative rules read the output's value.
+OUT = "out"
 
 
 def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, jvp: Callable | None = None,
             shape: Callable | None = None, nondiff: tuple[int, ...] = (),
             replace: bool = False, user: bool = False, batch: Callable | None = None,
-            vjp_into: Callable | None = None, reads: tuple[int, ...] | None = None,
-            transpose: Callable | tuple | None = None, bilinear: bool = False) -> Primitive:
+            vjp_into: Callable | None = None, reads: tuple | None = None,
+            transpose: Callable | tuple | None = None, bilinear: bool = False,
+            partials: tuple | None = None) -> Primitive:
     """Create a :class:`Primitive`, register it under ``name`` and return it.
 
     ``transpose`` (with ``bilinear``) declares a linear or bilinear primitive,
@@ -43,8 +47,11 @@ def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, j
     ``user=True`` (``ad.primitive``) marks a user's primitive: defining one
     again under the same name replaces it with a warning (``replace=True``
     silences the warning). A built-in name is never shadowed by a user.
-    ``reads``: the input positions whose numbers the derivative rules read
-    (default all): an ndarray operand elsewhere is not copied on record.
+    ``reads``: the input positions whose numbers the derivative rules read,
+    and :data:`OUT` if they read the output (default all): an ndarray
+    operand elsewhere is not copied on record. ``partials``: the declaration
+    an elementwise primitive's rules were derived from
+    (:func:`~autograd_dag.primitives.elementwise.defelementwise`).
     """
     if name in PRIMITIVES and not replace:
         if not user:
@@ -65,7 +72,8 @@ def defprim(name: str, impl: Callable, *, vjp: Callable | tuple | None = None, j
     elif bilinear:
         raise AutogradDagError(f"primitive {name!r}: bilinear=True needs the transpose in each operand")
     prim = Primitive(name, impl, vjp=vjp, jvp=jvp, shape=shape, nondiff=nondiff, batch=batch,
-                     vjp_into=vjp_into, reads=reads, transpose=transpose, bilinear=bilinear)
+                     vjp_into=vjp_into, reads=reads, transpose=transpose, bilinear=bilinear,
+                     partials=partials)
     if transpose is not None and jvp is None:
         prim.jvp = derived_jvp(prim)
     PRIMITIVES[name] = prim
