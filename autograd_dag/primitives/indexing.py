@@ -1,12 +1,17 @@
 """Indexing primitives: getitem, concatenate, take (gather), one_hot, and their transposes.
 
-Each gather has a scatter-add partner and the two are each other's VJP:
-``getitem`` ↔ ``index_add`` and ``take`` ↔ ``take_add``. Because the partner is
-itself a primitive with rules, the gradient of an indexing operation is a
-recorded program that can be differentiated again. Joining (``concatenate``,
-``stack``, ``unstack``) lives here too: its transpose is slicing with
-``getitem``, as ``sum`` lives beside its transpose ``broadcast_to`` in
-``structure`` (which sits below this module, so it cannot hold either).
+What goes here: linear primitives that pick, place or join entries by index,
+each declared by its transpose alone (``defprim(..., transpose=...)``: the JVP
+is the primitive on the tangent, the VJP the transpose on the cotangent; no
+rule reads a value, only the indices). Each gather has a scatter-add partner
+and the two declare each other: ``getitem`` ↔ ``index_add`` and ``take`` ↔
+``take_add``. Because the partner is itself a primitive, the gradient of an
+indexing operation is a recorded program that can be differentiated again.
+Joining (``concatenate``, ``stack``, ``unstack``) lives here too: its
+transpose is slicing with ``getitem``, as ``sum`` lives beside its transpose
+``broadcast_to`` in ``structure`` (which sits below this module, so it cannot
+hold either). The index checks with no derivative (``checked_indices``,
+``checked_mask``, ``one_hot``) sit here as well.
 
 Indices are static parameters (``getitem``'s index) or integer inputs that get
 no derivative (``take``'s and ``one_hot``'s ``indices``), so a program can take
@@ -25,7 +30,7 @@ from .batch import materialize, move_batch_axis
 from .registry import defprim
 from .structure import unary_batch
 from .shapes import fmt, normalize_axis
-from .structure import broadcast_to, identity, reshape, transpose
+from .structure import identity, reshape, transpose
 
 # ----------------------------------------------------------------- getitem
 
@@ -171,8 +176,9 @@ def _add_at(buffer, index, values) -> None:
 
 GETITEM = defprim(
     "getitem", lambda x, *, index: np.asarray(x[index]),
-    vjp=lambda ct, out, x, *, index: (index_add(ct, x.shape, index),),
-    jvp=lambda t, out, x, *, index: getitem(t[0], index),
+    # One rule for all inputs, not per input: the recorded sweep's slab path
+    # (autodiff._slab_vjp) stands in for the whole VJP of a getitem.
+    transpose=lambda ct, x, *, index: (apply(INDEX_ADD, ct, shape=tuple(x.shape), index=index),),
     shape=_getitem_rule, batch=_getitem_batch,
     vjp_into=lambda buffer, ct, out, x, *, index: _add_at(buffer, index, ct))
 
@@ -208,8 +214,7 @@ def _index_add_rule(ct, *, shape, index):
 
 INDEX_ADD = defprim(
     "index_add", _index_add_impl,
-    vjp=lambda c, out, ct, *, shape, index: (getitem(c, index),),
-    jvp=lambda t, out, ct, *, shape, index: index_add(t[0], shape, index),
+    transpose=(lambda c, ct, *, shape, index: apply(GETITEM, c, index=index),),
     shape=_index_add_rule, batch=_index_add_batch)
 
 
@@ -304,7 +309,7 @@ def _concatenate_rule(*xs, axis):
     return tuple(shape), np.result_type(*[x.dtype for x in xs])
 
 
-def _concatenate_vjp(ct, out, *xs, axis):
+def _concatenate_transpose(ct, *xs, axis):
     cts = []
     start = 0
     lead = (slice(None),) * axis
@@ -315,16 +320,6 @@ def _concatenate_vjp(ct, out, *xs, axis):
     return tuple(cts)
 
 
-def _concatenate_jvp(tangents, out, *xs, axis):
-    if all(t is None for t in tangents):
-        return None
-    # A missing tangent is a zero block; a broadcast zero scalar is a constant
-    # leaf of the tangent program and allocates nothing until concatenated.
-    zero = np.zeros((), out.dtype)
-    parts = [t if t is not None else broadcast_to(zero, x.shape) for t, x in zip(tangents, xs)]
-    return concatenate(parts, axis)
-
-
 def _concatenate_batch(prim, args, batched, *, axis):
     size = next(a.shape[0] for a, b in zip(args, batched) if b)
     return apply(prim, *[a if b else materialize(a, size) for a, b in zip(args, batched)], axis=axis + 1)
@@ -332,8 +327,7 @@ def _concatenate_batch(prim, args, batched, *, axis):
 
 CONCATENATE = defprim(
     "concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis),
-    vjp=_concatenate_vjp, jvp=_concatenate_jvp, shape=_concatenate_rule,
-    batch=_concatenate_batch, reads=())  # (shapes only: an ndarray block is not copied on record)
+    transpose=_concatenate_transpose, shape=_concatenate_rule, batch=_concatenate_batch)
 
 
 def _ndim_of(x) -> int:
@@ -455,9 +449,8 @@ def _take_add_batch(prim, args, batched, *, size, axis):
 
 TAKE = defprim(
     "take", _take_impl,
-    vjp=lambda ct, out, table, indices, *, axis: (
-        take_add(ct, indices, table.shape[axis], axis), None),
-    jvp=lambda t, out, table, indices, *, axis: take(t[0], indices, axis),
+    transpose=(lambda ct, table, indices, *, axis: apply(
+        TAKE_ADD, ct, indices, size=table.shape[axis], axis=axis), None),
     shape=_take_rule, nondiff=(1,), batch=_take_batch,
     vjp_into=lambda buffer, ct, out, table, indices, *, axis: np.add.at(
         buffer, (slice(None),) * axis + (indices,), ct))
@@ -516,8 +509,7 @@ def _take_add_rule(ct, indices, *, size, axis):
 
 TAKE_ADD = defprim(
     "take_add", _take_add_impl,
-    vjp=lambda c, out, ct, indices, *, size, axis: (take(c, indices, axis), None),
-    jvp=lambda t, out, ct, indices, *, size, axis: take_add(t[0], indices, size, axis),
+    transpose=(lambda c, ct, indices, *, size, axis: apply(TAKE, c, indices, axis=axis), None),
     shape=_take_add_rule, nondiff=(1,), batch=_take_add_batch)
 
 
@@ -562,6 +554,7 @@ def _checked_mask_impl(mask, *, name):
 
 
 CHECKED_MASK = defprim(
+    # The identity, but by hand: the derived JVP would check the tangent as a mask.
     "checked_mask", _checked_mask_impl,
     vjp=lambda ct, out, mask, *, name: (identity(ct),),
     jvp=lambda t, out, mask, *, name: identity(t[0]),

@@ -135,18 +135,17 @@ def _linear_jvp(prim: Primitive, nondiff: tuple[int, ...]) -> Callable:
     def jvp(tangents, out, *inputs, **params):
         if len(inputs) == 1:
             return apply(prim, tangents[0], **params)
-        # Indices and other nondiff inputs stay; a missing tangent is a zero of its
-        # input's shape (a zero-stride view: nothing is allocated for it).
+        # Indices and other nondiff inputs stay; a missing tangent is a zero of its input's shape.
         args = [x if i in nondiff else t if t is not None else _zero_tangent(x, out)
                 for i, (t, x) in enumerate(zip(tangents, inputs))]
         return apply(prim, *args, **params)
     return jvp
 
 
-def _zero_tangent(x, out) -> np.ndarray:
-    """A zero tangent for input ``x``: a read-only zero-stride view, of x's dtype if inexact, else out's."""
+def _zero_tangent(x, out):
+    """Zeros shaped like input ``x`` (of x's dtype if inexact, else out's), a broadcast 0: nothing allocated."""
     dtype = x.dtype if x.dtype.kind in "fc" else out.dtype
-    return np.broadcast_to(np.zeros((), dtype), x.shape)
+    return apply(PRIMITIVES["broadcast_to"], np.zeros((), dtype), shape=tuple(x.shape))
 
 
 def _bilinear_jvp(prim: Primitive, nondiff: tuple[int, ...]) -> Callable:
