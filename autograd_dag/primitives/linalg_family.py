@@ -59,6 +59,7 @@ from ..core import Tensor, apply, parameter, traced
 from ..errors import NotDifferentiableError, ShapeError, UndefinedDerivativeError
 from .elementwise import (abs, add, astype, divide, equal, greater, multiply, negative, not_equal, sqrt,
                           subtract, where)
+from .arrays import diagonal as numpy_diagonal, trace as numpy_trace
 from .indexing import concatenate, getitem, stack
 from .linalg import matmul
 from .mathfuncs import isnan
@@ -1175,7 +1176,7 @@ def trace(x, *, offset: int = 0, dtype=None) -> Tensor:
     """Sum of the diagonal of the last two axes (batched), as ``np.linalg.trace``.
 
     ``offset`` picks a diagonal above (> 0) or below (< 0) the main one.
-    A composite: the diagonal is gathered with ``getitem``, then summed.
+    ``ad.trace(x, offset, -2, -1)``, the one trace (a getitem summed).
     Shapes: (..., m, n) -> (...).
 
     Example:
@@ -1185,18 +1186,8 @@ def trace(x, *, offset: int = 0, dtype=None) -> Tensor:
     """
     shape = _shape_of(x)
     _require_matrix("trace", shape)
-    out = sum(_diagonal(x, offset), -1)
+    out = numpy_trace(x, offset, -2, -1)
     return out if dtype is None else astype(out, dtype)
-
-
-def _diagonal(x, offset: int = 0) -> Tensor:
-    """The ``offset`` diagonal of the last two axes: (..., m, n) -> (..., d), a getitem."""
-    m, n = _shape_of(x)[-2:]
-    offset = int(offset)
-    rows = np.arange(builtins.max(0, -offset), m)
-    cols = rows + offset
-    keep = (cols >= 0) & (cols < n)
-    return getitem(x, (Ellipsis, rows[keep], cols[keep]))
 
 
 # ------------------------------------------- more of numpy.linalg, as composites
@@ -1318,7 +1309,7 @@ def cond(x, p=None) -> Tensor:
 
 
 def diagonal(x, *, offset: int = 0) -> Tensor:
-    """The ``offset`` diagonal of the last two axes (batched), as ``np.linalg.diagonal`` (a getitem).
+    """The ``offset`` diagonal of the last two axes (batched), as ``np.linalg.diagonal``: ``ad.diagonal(x, offset, -2, -1)``.
 
     Shapes: (..., m, n) -> (..., d).
 
@@ -1328,7 +1319,7 @@ def diagonal(x, *, offset: int = 0) -> Tensor:
         array([1., 4.])
     """
     _require_matrix("diagonal", _shape_of(x))
-    return _diagonal(x, offset)
+    return numpy_diagonal(x, offset, -2, -1)
 
 
 def matrix_transpose(x) -> Tensor:
