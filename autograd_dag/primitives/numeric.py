@@ -83,8 +83,7 @@ def _cumsum_dtype(dtype):
 
 CUMSUM = defprim(
     "cumsum", _cum_impl(np.cumsum),
-    vjp=lambda ct, out, x, *, axis, reverse: (_cumsum(ct, axis, not reverse),),
-    jvp=lambda t, out, x, *, axis, reverse: _cumsum(t[0], axis, reverse),
+    transpose=(lambda ct, x, *, axis, reverse: _cumsum(ct, axis, not reverse),),
     shape=lambda x, *, axis, reverse: (tuple(x.shape), _cumsum_dtype(x.dtype)), batch=shift_axis())
 
 
@@ -544,8 +543,8 @@ def _put_along_axis_batch(prim, args, batched, *, shape, axis, unique=False):
 
 TAKE_ALONG_AXIS = defprim(
     "take_along_axis", _take_along_impl,
-    vjp=lambda ct, out, x, idx, *, axis: (put_along_axis_add(ct, idx, x.shape, axis), None),
-    jvp=lambda t, out, x, idx, *, axis: take_along_axis(t[0], idx, axis),
+    transpose=(lambda ct, x, idx, *, axis: apply(
+        PUT_ALONG_AXIS_ADD, ct, idx, shape=tuple(x.shape), axis=axis), None),
     shape=lambda x, idx, *, axis: (_along_shape(x.shape, idx.shape, axis), x.dtype),
     nondiff=(1,), batch=_along_axis_batch)
 
@@ -582,10 +581,9 @@ def _put_along_impl(v, idx, *, shape, axis, unique=False):
 
 PUT_ALONG_AXIS_ADD = defprim(
     "put_along_axis_add", _put_along_impl,
-    vjp=lambda c, out, v, idx, *, shape, axis, unique=False: (take_along_axis(
-        c, idx if tuple(idx.shape) == tuple(v.shape) else broadcast_to(idx, v.shape), axis), None),
-    jvp=lambda t, out, v, idx, *, shape, axis, unique=False: apply(
-        PUT_ALONG_AXIS_ADD, t[0], idx, shape=shape, axis=axis, unique=unique),
+    transpose=(lambda c, v, idx, *, shape, axis, unique=False: apply(
+        TAKE_ALONG_AXIS, c, idx if tuple(idx.shape) == tuple(v.shape) else broadcast_to(idx, v.shape),
+        axis=axis), None),
     shape=lambda v, idx, *, shape, axis, unique=False: (tuple(shape), v.dtype), nondiff=(1,), batch=_put_along_axis_batch)
 
 
