@@ -1,11 +1,11 @@
-"""Indexing primitives: getitem, concatenate, take (gather), one_hot, and their transposes.
+"""Indexing primitives: getitem, concatenate, take, take_along_axis (gathers), one_hot, and their transposes.
 
 What goes here: linear primitives that pick, place or join entries by index,
 each declared by its transpose alone (``defprim(..., transpose=...)``: the JVP
 is the primitive on the tangent, the VJP the transpose on the cotangent; no
 rule reads a value, only the indices). Each gather has a scatter-add partner
-and the two declare each other: ``getitem`` ↔ ``index_add`` and ``take`` ↔
-``take_add``. Because the partner is itself a primitive, the gradient of an
+and the two declare each other: ``getitem`` ↔ ``index_add``, ``take`` ↔
+``take_add`` and ``take_along_axis`` ↔ ``put_along_axis_add``. Because the partner is itself a primitive, the gradient of an
 indexing operation is a recorded program that can be differentiated again.
 Joining (``concatenate``, ``stack``, ``unstack``) lives here too: its
 transpose is slicing with ``getitem``, as ``sum`` lives beside its transpose
@@ -30,7 +30,7 @@ from .batch import materialize, move_batch_axis
 from .registry import defprim
 from .structure import unary_batch
 from .shapes import fmt, normalize_axis
-from .structure import identity, reshape, transpose
+from .structure import broadcast_to, identity, reshape, transpose
 
 # ----------------------------------------------------------------- getitem
 
@@ -526,6 +526,109 @@ def take_add(values, indices, size: int, axis: int = 0) -> Tensor:
     if axis < 0:
         raise ShapeError(f"take_add: Expect: a non-negative axis. Actual: {axis}")
     return apply(TAKE_ADD, values, indices, size=int(size), axis=axis)
+
+# ------------------------------------------------- take_along_axis and its transpose
+
+
+def _check_along(name, x_shape, idx, axis, size):
+    if idx.dtype.kind not in "iu":
+        raise ShapeError(f"{name}: Expect: integer indices. Actual: dtype {idx.dtype}")
+    if idx.ndim != len(x_shape):
+        raise ShapeError(f"{name}: Expect: indices with as many dimensions as the operand ({len(x_shape)}). "
+                         f"Actual: indices of shape {fmt(idx.shape)}")
+    other = tuple(d for i, d in enumerate(x_shape) if i != axis)
+    try:
+        np.broadcast_shapes(other, tuple(d for i, d in enumerate(idx.shape) if i != axis))
+    except ValueError:
+        raise ShapeError(f"{name}: Expect: indices that broadcast with the operand off axis {axis}. "
+                         f"Actual: operand {fmt(x_shape)}, indices {fmt(idx.shape)}") from None
+    if idx.size and (idx.min() < -size or idx.max() >= size):
+        raise ShapeError(f"{name}: Expect: indices in [{-size}, {size}) along axis {axis}. "
+                         f"Actual: indices range over [{int(idx.min())}, {int(idx.max())}]")
+
+
+def _take_along_impl(x, idx, *, axis):
+    _check_along("take_along_axis", x.shape, idx, axis, x.shape[axis])
+    return np.take_along_axis(x, idx, axis)
+
+
+def _along_shape(x_shape, idx_shape, axis):
+    shape = list(np.broadcast_shapes(tuple(1 if i == axis else d for i, d in enumerate(x_shape)),
+                                     tuple(1 if i == axis else d for i, d in enumerate(idx_shape))))
+    shape[axis] = idx_shape[axis]
+    return tuple(shape)
+
+
+def _along_axis_batch(prim, args, batched, **params):
+    # Values and indices have the same rank: repeat the unbatched one over the batch.
+    size = next(a.shape[0] for a, b in zip(args, batched) if b)
+    return apply(prim, *[a if b else materialize(a, size) for a, b in zip(args, batched)],
+                 **{**params, "axis": params["axis"] + 1})
+
+
+def _put_along_axis_batch(prim, args, batched, *, shape, axis, unique=False):
+    size = next(a.shape[0] for a, b in zip(args, batched) if b)
+    return apply(prim, *[a if b else materialize(a, size) for a, b in zip(args, batched)],
+                 shape=(size,) + tuple(shape), axis=axis + 1, unique=unique)
+
+
+TAKE_ALONG_AXIS = defprim(
+    "take_along_axis", _take_along_impl,
+    transpose=(lambda ct, x, idx, *, axis: apply(
+        PUT_ALONG_AXIS_ADD, ct, idx, shape=tuple(x.shape), axis=axis), None),
+    shape=lambda x, idx, *, axis: (_along_shape(x.shape, idx.shape, axis), x.dtype),
+    nondiff=(1,), batch=_along_axis_batch)
+
+
+def take_along_axis(x, /, indices, axis: int) -> Tensor:
+    """Pick entries of ``x`` along ``axis`` at ``indices`` (integer, no derivative), as ``np.take_along_axis``.
+
+    Shapes: x (*s), indices with as many dimensions, broadcasting off ``axis`` ->
+    the broadcast shape with indices' length on ``axis``.
+    Example: ``ad.take_along_axis(ad.Tensor([[1., 2.]]), np.array([[1, 1, 0]]), 1).value`` is ``[[2., 2., 1.]]``.
+    """
+    if not isinstance(indices, Tensor):
+        indices = np.asarray(indices)
+    ndim = _ndim_of(x)
+    return apply(TAKE_ALONG_AXIS, x, indices, axis=normalize_axis("take_along_axis", axis, ndim))
+
+
+def _put_along_impl(v, idx, *, shape, axis, unique=False):
+    _check_along("put_along_axis_add", shape, idx, axis, shape[axis])
+    full = _along_shape(shape, idx.shape, axis)
+    if tuple(v.shape) != full:
+        raise ShapeError(f"put_along_axis_add: Expect: values of shape {fmt(full)}. Actual: {fmt(v.shape)}")
+    out = np.zeros(shape, dtype=v.dtype)
+    # An axis of size 1 that the indices broadcast: every value lands on its one entry.
+    grids = list(np.ix_(*[np.zeros(1, np.intp) if i == axis else np.arange(d) if d == s else np.zeros(d, np.intp)
+                          for i, (d, s) in enumerate(zip(full, shape))]))
+    grids[axis] = np.broadcast_to(idx, full)
+    if unique and full == shape:
+        out[tuple(grids)] = v  # a permutation (sort's): plain assignment, far faster than add.at
+    else:
+        np.add.at(out, tuple(grids), v)  # repeated indices accumulate
+    return out
+
+
+PUT_ALONG_AXIS_ADD = defprim(
+    "put_along_axis_add", _put_along_impl,
+    transpose=(lambda c, v, idx, *, shape, axis, unique=False: apply(
+        TAKE_ALONG_AXIS, c, idx if tuple(idx.shape) == tuple(v.shape) else broadcast_to(idx, v.shape),
+        axis=axis), None),
+    shape=lambda v, idx, *, shape, axis, unique=False: (tuple(shape), v.dtype), nondiff=(1,), batch=_put_along_axis_batch)
+
+
+def put_along_axis_add(values, indices, shape, axis: int) -> Tensor:
+    """Zeros of ``shape`` with ``values`` added at ``indices`` along ``axis``: the transpose of take_along_axis.
+
+    Repeated indices accumulate. Shapes: values of take_along_axis's output shape -> ``shape``.
+    Example: ``ad.put_along_axis_add(ad.Tensor([[1., 2.]]), np.array([[1, 1]]), (1, 3), 1).value`` is ``[[0., 3., 0.]]``.
+    """
+    if not isinstance(indices, Tensor):
+        indices = np.asarray(indices)
+    shape = tuple(int(d) for d in shape)
+    return apply(PUT_ALONG_AXIS_ADD, values, indices, shape=shape,
+                 axis=normalize_axis("put_along_axis_add", axis, len(shape)))
 
 # ------------------------------------------------------------ checked_mask
 

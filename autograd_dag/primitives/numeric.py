@@ -2,8 +2,9 @@
 
 Primitives: ``cumsum``, ``cumprod`` (each with a ``reverse`` direction, so
 that each is the other direction's transpose), ``prod``, ``norm`` (the 2-norm
-over any axes), ``sort``, ``argsort``, ``take_along_axis`` and its transpose
-``put_along_axis_add``, ``argmin``, ``any`` and ``all``. ``std``, the other
+over any axes), ``sort``, ``argsort``, ``argmin``, ``any`` and ``all``
+(``take_along_axis`` and ``put_along_axis_add``, which sort's rules use, are in
+:mod:`indexing`, with the other gathers). ``std``, the other
 vector norms, ``diff``, ``median`` and the NaN-ignoring ``nansum``, ``nanmean``,
 ``nanmax`` and ``nanmin`` are composites of primitives (exact, and as fast).
 
@@ -53,7 +54,8 @@ import numpy as np
 from ..core import Tensor, apply
 from ..errors import AutogradDagError, ShapeError
 from .elementwise import abs, add, astype, divide, equal, multiply, not_equal, power, subtract, where
-from .indexing import concatenate, getitem
+from .indexing import (PUT_ALONG_AXIS_ADD, _check_along, concatenate, getitem,  # noqa: F401 (numeric's names too)
+                       put_along_axis_add, take_along_axis)
 from .mathfuncs import _safe_denominator, isinf, isnan
 from .reductions import _argmax_batch, _float_dtype, _kept, _ndim, max, mean, min, one_hot_position
 from .batch import materialize, shift_axis
@@ -495,109 +497,6 @@ def diff(x, /, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tensor:
             break
         x = getitem(x, lead + (slice(1, None),)) - getitem(x, lead + (slice(None, m - 1),))
     return x
-
-# ------------------------------------------------- take_along_axis and its transpose
-
-
-def _check_along(name, x_shape, idx, axis, size):
-    if idx.dtype.kind not in "iu":
-        raise ShapeError(f"{name}: Expect: integer indices. Actual: dtype {idx.dtype}")
-    if idx.ndim != len(x_shape):
-        raise ShapeError(f"{name}: Expect: indices with as many dimensions as the operand ({len(x_shape)}). "
-                         f"Actual: indices of shape {fmt(idx.shape)}")
-    other = tuple(d for i, d in enumerate(x_shape) if i != axis)
-    try:
-        np.broadcast_shapes(other, tuple(d for i, d in enumerate(idx.shape) if i != axis))
-    except ValueError:
-        raise ShapeError(f"{name}: Expect: indices that broadcast with the operand off axis {axis}. "
-                         f"Actual: operand {fmt(x_shape)}, indices {fmt(idx.shape)}") from None
-    if idx.size and (idx.min() < -size or idx.max() >= size):
-        raise ShapeError(f"{name}: Expect: indices in [{-size}, {size}) along axis {axis}. "
-                         f"Actual: indices range over [{int(idx.min())}, {int(idx.max())}]")
-
-
-def _take_along_impl(x, idx, *, axis):
-    _check_along("take_along_axis", x.shape, idx, axis, x.shape[axis])
-    return np.take_along_axis(x, idx, axis)
-
-
-def _along_shape(x_shape, idx_shape, axis):
-    shape = list(np.broadcast_shapes(tuple(1 if i == axis else d for i, d in enumerate(x_shape)),
-                                     tuple(1 if i == axis else d for i, d in enumerate(idx_shape))))
-    shape[axis] = idx_shape[axis]
-    return tuple(shape)
-
-
-def _along_axis_batch(prim, args, batched, **params):
-    # Values and indices have the same rank: repeat the unbatched one over the batch.
-    size = next(a.shape[0] for a, b in zip(args, batched) if b)
-    return apply(prim, *[a if b else materialize(a, size) for a, b in zip(args, batched)],
-                 **{**params, "axis": params["axis"] + 1})
-
-
-def _put_along_axis_batch(prim, args, batched, *, shape, axis, unique=False):
-    size = next(a.shape[0] for a, b in zip(args, batched) if b)
-    return apply(prim, *[a if b else materialize(a, size) for a, b in zip(args, batched)],
-                 shape=(size,) + tuple(shape), axis=axis + 1, unique=unique)
-
-
-TAKE_ALONG_AXIS = defprim(
-    "take_along_axis", _take_along_impl,
-    transpose=(lambda ct, x, idx, *, axis: apply(
-        PUT_ALONG_AXIS_ADD, ct, idx, shape=tuple(x.shape), axis=axis), None),
-    shape=lambda x, idx, *, axis: (_along_shape(x.shape, idx.shape, axis), x.dtype),
-    nondiff=(1,), batch=_along_axis_batch)
-
-
-def take_along_axis(x, /, indices, axis: int) -> Tensor:
-    """Pick entries of ``x`` along ``axis`` at ``indices`` (integer, no derivative), as ``np.take_along_axis``.
-
-    Shapes: x (*s), indices with as many dimensions, broadcasting off ``axis`` ->
-    the broadcast shape with indices' length on ``axis``.
-    Example: ``ad.take_along_axis(ad.Tensor([[1., 2.]]), np.array([[1, 1, 0]]), 1).value`` is ``[[2., 2., 1.]]``.
-    """
-    if not isinstance(indices, Tensor):
-        indices = np.asarray(indices)
-    ndim = _ndim(x)
-    return apply(TAKE_ALONG_AXIS, x, indices, axis=normalize_axis("take_along_axis", axis, ndim))
-
-
-def _put_along_impl(v, idx, *, shape, axis, unique=False):
-    _check_along("put_along_axis_add", shape, idx, axis, shape[axis])
-    full = _along_shape(shape, idx.shape, axis)
-    if tuple(v.shape) != full:
-        raise ShapeError(f"put_along_axis_add: Expect: values of shape {fmt(full)}. Actual: {fmt(v.shape)}")
-    out = np.zeros(shape, dtype=v.dtype)
-    # An axis of size 1 that the indices broadcast: every value lands on its one entry.
-    grids = list(np.ix_(*[np.zeros(1, np.intp) if i == axis else np.arange(d) if d == s else np.zeros(d, np.intp)
-                          for i, (d, s) in enumerate(zip(full, shape))]))
-    grids[axis] = np.broadcast_to(idx, full)
-    if unique and full == shape:
-        out[tuple(grids)] = v  # a permutation (sort's): plain assignment, far faster than add.at
-    else:
-        np.add.at(out, tuple(grids), v)  # repeated indices accumulate
-    return out
-
-
-PUT_ALONG_AXIS_ADD = defprim(
-    "put_along_axis_add", _put_along_impl,
-    transpose=(lambda c, v, idx, *, shape, axis, unique=False: apply(
-        TAKE_ALONG_AXIS, c, idx if tuple(idx.shape) == tuple(v.shape) else broadcast_to(idx, v.shape),
-        axis=axis), None),
-    shape=lambda v, idx, *, shape, axis, unique=False: (tuple(shape), v.dtype), nondiff=(1,), batch=_put_along_axis_batch)
-
-
-def put_along_axis_add(values, indices, shape, axis: int) -> Tensor:
-    """Zeros of ``shape`` with ``values`` added at ``indices`` along ``axis``: the transpose of take_along_axis.
-
-    Repeated indices accumulate. Shapes: values of take_along_axis's output shape -> ``shape``.
-    Example: ``ad.put_along_axis_add(ad.Tensor([[1., 2.]]), np.array([[1, 1]]), (1, 3), 1).value`` is ``[[0., 3., 0.]]``.
-    """
-    if not isinstance(indices, Tensor):
-        indices = np.asarray(indices)
-    shape = tuple(int(d) for d in shape)
-    return apply(PUT_ALONG_AXIS_ADD, values, indices, shape=shape,
-                 axis=normalize_axis("put_along_axis_add", axis, len(shape)))
 
 # ---------------------------------------------------------- sort, argsort
 
