@@ -87,6 +87,19 @@ def test_recording_copies_what_the_transposes_read_and_nothing_else():
     np.testing.assert_array_equal(x.grad, np.ones(3))
 
 
+def test_a_primitive_without_a_differentiable_input_declares_the_zero_map():
+    # Two inputs, both nondiff: transpose=() states that no derivative flows through it.
+    rank_sum = ad.primitive("rank_sum26", lambda x, y: np.argsort(np.argsort(x + y)).astype(float),
+                            nondiff=(0, 1), transpose=())
+    x, y = np.array([0.3, -1.0, 2.0]), np.array([0.0, 0.5, -4.0])
+    ranks = np.array([2.0, 1.0, 0.0])  # x + y = [0.3, -0.5, -2.0]
+    np.testing.assert_array_equal(ad.grad(lambda x: ad.sum(x * rank_sum(x, y)))(x), ranks)
+    _, tangent = ad.jvp(lambda x: x * rank_sum(x, y), (x,), (np.ones(3),))
+    np.testing.assert_array_equal(tangent, ranks)
+    recorded = rank_sum(ad.Tensor(x, requires_grad=True), y)
+    assert recorded.parents[1].value is y  # no rule reads it: not copied
+
+
 def test_a_declaration_is_refused_when_it_says_two_things():
     with pytest.raises(ad.AutogradDagError, match="transpose or its VJP, not both"):
         ad.primitive("both26", np.negative, vjp=lambda ct, out, x: (-ct,),

@@ -695,8 +695,7 @@ def _checked_indices_rule(indices, *, size, name, what):
 
 CHECKED_INDICES = defprim(
     "checked_indices", _checked_indices_impl,
-    vjp=lambda ct, out, indices, *, size, name, what: (None,),
-    jvp=lambda t, out, indices, *, size, name, what: None,
+    transpose=(),  # (no differentiable input: the zero map, nothing to state)
     shape=_checked_indices_rule, nondiff=(0,), batch=unary_batch)
 
 
@@ -729,9 +728,7 @@ def _one_hot_rule(indices, *, num_classes, dtype):
 
 ONE_HOT = defprim(
     "one_hot", _one_hot_impl,
-    vjp=lambda ct, out, indices, *, num_classes, dtype: (None,),
-    jvp=lambda t, out, indices, *, num_classes, dtype: None,
-    shape=_one_hot_rule, nondiff=(0,), batch=unary_batch)
+    transpose=(), shape=_one_hot_rule, nondiff=(0,), batch=unary_batch)
 
 
 def one_hot(indices, num_classes: int, dtype=np.float64) -> Tensor:

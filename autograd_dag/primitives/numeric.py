@@ -506,7 +506,7 @@ def _argsort_impl(x, *, axis):
 
 
 ARGSORT = defprim(
-    "argsort", _argsort_impl, vjp=lambda ct, out, x, *, axis: (None,), jvp=lambda t, out, x, *, axis: None,
+    "argsort", _argsort_impl, transpose=(),  # (no differentiable input: the zero map, nothing to state)
     shape=lambda x, *, axis: (tuple(x.shape), np.dtype(np.intp)), nondiff=(0,), batch=shift_axis())
 
 
@@ -580,7 +580,7 @@ def argmin(x, /, axis=-1) -> Tensor:
 
 def _boolean_reduction(name, fn):
     return defprim(name, lambda x, *, axis, keepdims: fn(x, axis=axis, keepdims=keepdims),
-                   vjp=lambda ct, out, x, **p: (None,), jvp=lambda t, out, x, **p: None,
+                   transpose=(),
                    shape=lambda x, *, axis, keepdims: (reduced_shape(x.shape, axis, keepdims),
                                                        np.dtype(np.bool_)),
                    nondiff=(0,), batch=shift_axis())

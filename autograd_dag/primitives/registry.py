@@ -95,6 +95,10 @@ def linear_rules(transpose: Callable | tuple, bilinear: bool, nondiff: tuple[int
     values; VJP: the transpose in each operand, which reads the other operands
     (``reads`` all inputs).
 
+    No differentiable input (every input in ``nondiff``: argsort, one_hot, the
+    checks of indices): ``transpose=()``, the zero map, whose rules are never
+    called; nothing is read, so nothing is copied on record.
+
     Shapes: ct is shaped like the output; each rule returns an input's shape.
 
     Example (a transpose pair, each declaring the other, as sum and broadcast_to do):
@@ -114,6 +118,8 @@ def linear_rules(transpose: Callable | tuple, bilinear: bool, nondiff: tuple[int
         >>> ad.grad(lambda a: ad.sum(outer(a, np.array([1.0, 2.0]))))(np.ones(3))
         array([3., 3., 3.])
     """
+    if not callable(transpose) and len(transpose) == 0:
+        return (), lambda prim: _no_tangent, ()
     if isinstance(transpose, (tuple, list)):
         vjp = tuple(None if rule is None else _from_transpose(rule) for rule in transpose)
     else:
@@ -121,6 +127,10 @@ def linear_rules(transpose: Callable | tuple, bilinear: bool, nondiff: tuple[int
     if bilinear:
         return vjp, lambda prim: _bilinear_jvp(prim, nondiff), None
     return vjp, lambda prim: _linear_jvp(prim, nondiff), nondiff
+
+
+def _no_tangent(tangents, out, *inputs, **params):
+    return None
 
 
 def _from_transpose(rule: Callable) -> Callable:
