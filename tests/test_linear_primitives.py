@@ -96,6 +96,7 @@ def test_a_primitive_without_a_differentiable_input_declares_the_zero_map():
     np.testing.assert_array_equal(ad.grad(lambda x: ad.sum(x * rank_sum(x, y)))(x), ranks)
     _, tangent = ad.jvp(lambda x: x * rank_sum(x, y), (x,), (np.ones(3),))
     np.testing.assert_array_equal(tangent, ranks)
+    assert rank_sum.prim.vjp(np.ones(3), None, x, y) == (None, None)  # one (absent) cotangent per input
     recorded = rank_sum(ad.Tensor(x, requires_grad=True), y)
     assert recorded.parents[1].value is y  # no rule reads it: not copied
 

@@ -119,7 +119,7 @@ def linear_rules(transpose: Callable | tuple, bilinear: bool, nondiff: tuple[int
         array([3., 3., 3.])
     """
     if not callable(transpose) and len(transpose) == 0:
-        return (), lambda prim: _no_tangent, ()
+        return _no_cotangents, lambda prim: _no_tangent, ()
     if isinstance(transpose, (tuple, list)):
         vjp = tuple(None if rule is None else _from_transpose(rule) for rule in transpose)
     else:
@@ -127,6 +127,10 @@ def linear_rules(transpose: Callable | tuple, bilinear: bool, nondiff: tuple[int
     if bilinear:
         return vjp, lambda prim: _bilinear_jvp(prim, nondiff), None
     return vjp, lambda prim: _linear_jvp(prim, nondiff), nondiff
+
+
+def _no_cotangents(ct, out, *inputs, **params):
+    return (None,) * len(inputs)
 
 
 def _no_tangent(tangents, out, *inputs, **params):
