@@ -1,5 +1,5 @@
-"""Cases for the indexing primitives: getitem, index_add, concatenate (and stack), take, take_add, one_hot, checked_indices,
-checked_mask.
+"""Cases for the indexing primitives: getitem, index_add, concatenate (and stack), take, take_add,
+take_along_axis, put_along_axis_add, one_hot, checked_indices, checked_mask.
 
 Each ``ref`` is an independent numpy computation (numpy's own indexing, or
 explicit loops), never the code under test.
@@ -7,6 +7,8 @@ explicit loops), never the code under test.
 
 import numpy as np
 
+import autograd_dag as ad
+from autograd_dag.core import apply
 from autograd_dag.primitives.indexing import (checked_indices, checked_mask, concatenate, getitem, index_add, one_hot,
                                               stack, take, take_add)
 from tests.cases import Case
@@ -102,4 +104,51 @@ CASES = [
          lambda rng: (rng.standard_normal((3, 4)),), ref=lambda m: m.copy(), id="additive"),
     Case("checked_mask", lambda m: checked_mask(m),
          lambda rng: (rng.standard_normal((2, 1, 3)),), ref=lambda m: m.copy(), id="key_padding"),
+]
+
+# ------------------------------------------- take_along_axis and its transpose
+
+
+def _take_along_ref(x, idx, axis):
+    out = np.empty(np.broadcast_shapes(*[tuple(1 if i == axis else d for i, d in enumerate(s))
+                                         for s in (x.shape, idx.shape)])[:axis] + (idx.shape[axis],)
+                   + np.broadcast_shapes(x.shape[axis + 1:], idx.shape[axis + 1:]))
+    xb = np.broadcast_to(x, out.shape[:axis] + (x.shape[axis],) + out.shape[axis + 1:])
+    ib = np.broadcast_to(idx, out.shape)
+    for pos in np.ndindex(out.shape):
+        src = list(pos)
+        src[axis] = ib[pos]
+        out[pos] = xb[tuple(src)]
+    return out
+
+
+def _put_along_ref(v, idx, shape, axis):
+    out = np.zeros(shape)
+    for pos in np.ndindex(v.shape):
+        dst = list(pos)
+        dst[axis] = idx[pos] % shape[axis]
+        out[tuple(dst)] += v[pos]
+    return out
+
+
+CASES += [
+    Case("take_along_axis", lambda x, i: ad.take_along_axis(x, i, 1),
+         lambda rng: (rng.standard_normal((3, 4)), np.array([[0, 3, 3], [1, 1, 2], [-1, 0, 2]])),
+         lambda x, i: _take_along_ref(x, i, 1), id="take_along_axis-repeats"),
+    Case("take_along_axis", lambda x, i: ad.take_along_axis(x, i, 0),
+         lambda rng: (rng.standard_normal((3, 2)), np.array([[2], [0]])),
+         lambda x, i: _take_along_ref(x, i, 0), id="take_along_axis-broadcast"),
+    Case("take_along_axis", lambda x, i: np.take_along_axis(x, i, -1),
+         lambda rng: (rng.standard_normal((2, 3)), np.array([[2, 0], [1, 1]])),
+         lambda x, i: _take_along_ref(x, i, 1), id="take_along_axis-np_dispatch"),
+    Case("take_along_axis", lambda x, i: ad.take_along_axis(x, i, 1),
+         lambda rng: (rng.standard_normal((1, 4)), np.array([[0, 3], [1, 1], [2, 0]])),
+         lambda x, i: _take_along_ref(x, i, 1), id="take_along_axis-operand_broadcast"),
+    Case("put_along_axis_add", lambda v, i: ad.put_along_axis_add(v, i, (3, 4), 1),
+         lambda rng: (rng.standard_normal((3, 3)), np.array([[0, 3, 3], [1, 1, 2], [-1, 0, 2]])),
+         lambda v, i: _put_along_ref(v, i, (3, 4), 1), id="put_along_axis_add-repeats"),
+    Case("put_along_axis_add", lambda v, i: apply(ad.PRIMITIVES["put_along_axis_add"], v, i, shape=(2, 3), axis=1,
+                                                  unique=True),
+         lambda rng: (rng.standard_normal((2, 3)), np.array([[2, 0, 1], [1, 2, 0]])),
+         lambda v, i: _put_along_ref(v, i, (2, 3), 1), id="put_along_axis_add-permutation"),
 ]

@@ -1,5 +1,4 @@
-"""Cases for cumsum, cumprod, prod, norm, std/var, diff, take_along_axis,
-put_along_axis_add, sort, argsort, argmin, any and all
+"""Cases for cumsum, cumprod, prod, norm, std/var, diff, sort, argsort, argmin, any and all
 (autograd_dag/primitives/numeric.py).
 
 References are independent: cumulative sums as products with a triangular
@@ -229,53 +228,6 @@ CASES += [
     Case("subtract", lambda x: np.diff(x, axis=1), _normal((2, 4)), _diff_ref(1, 1), id="subtract-diff_np"),
     Case("concatenate", lambda x: ad.diff(x, prepend=0.0, append=np.array([1.0, 2.0])), _normal((3,)),
          lambda x: _diff_ref(1, 0)(np.array([0.0, *x, 1.0, 2.0])), id="concatenate-diff_prepend_append"),
-]
-
-# ------------------------------------------- take_along_axis and its transpose
-
-
-def _take_along_ref(x, idx, axis):
-    out = np.empty(np.broadcast_shapes(*[tuple(1 if i == axis else d for i, d in enumerate(s))
-                                         for s in (x.shape, idx.shape)])[:axis] + (idx.shape[axis],)
-                   + np.broadcast_shapes(x.shape[axis + 1:], idx.shape[axis + 1:]))
-    xb = np.broadcast_to(x, out.shape[:axis] + (x.shape[axis],) + out.shape[axis + 1:])
-    ib = np.broadcast_to(idx, out.shape)
-    for pos in np.ndindex(out.shape):
-        src = list(pos)
-        src[axis] = ib[pos]
-        out[pos] = xb[tuple(src)]
-    return out
-
-
-def _put_along_ref(v, idx, shape, axis):
-    out = np.zeros(shape)
-    for pos in np.ndindex(v.shape):
-        dst = list(pos)
-        dst[axis] = idx[pos] % shape[axis]
-        out[tuple(dst)] += v[pos]
-    return out
-
-
-CASES += [
-    Case("take_along_axis", lambda x, i: ad.take_along_axis(x, i, 1),
-         lambda rng: (rng.standard_normal((3, 4)), np.array([[0, 3, 3], [1, 1, 2], [-1, 0, 2]])),
-         lambda x, i: _take_along_ref(x, i, 1), id="take_along_axis-repeats"),
-    Case("take_along_axis", lambda x, i: ad.take_along_axis(x, i, 0),
-         lambda rng: (rng.standard_normal((3, 2)), np.array([[2], [0]])),
-         lambda x, i: _take_along_ref(x, i, 0), id="take_along_axis-broadcast"),
-    Case("take_along_axis", lambda x, i: np.take_along_axis(x, i, -1),
-         lambda rng: (rng.standard_normal((2, 3)), np.array([[2, 0], [1, 1]])),
-         lambda x, i: _take_along_ref(x, i, 1), id="take_along_axis-np_dispatch"),
-    Case("take_along_axis", lambda x, i: ad.take_along_axis(x, i, 1),
-         lambda rng: (rng.standard_normal((1, 4)), np.array([[0, 3], [1, 1], [2, 0]])),
-         lambda x, i: _take_along_ref(x, i, 1), id="take_along_axis-operand_broadcast"),
-    Case("put_along_axis_add", lambda v, i: ad.put_along_axis_add(v, i, (3, 4), 1),
-         lambda rng: (rng.standard_normal((3, 3)), np.array([[0, 3, 3], [1, 1, 2], [-1, 0, 2]])),
-         lambda v, i: _put_along_ref(v, i, (3, 4), 1), id="put_along_axis_add-repeats"),
-    Case("put_along_axis_add", lambda v, i: apply(ad.PRIMITIVES["put_along_axis_add"], v, i, shape=(2, 3), axis=1,
-                                                  unique=True),
-         lambda rng: (rng.standard_normal((2, 3)), np.array([[2, 0, 1], [1, 2, 0]])),
-         lambda v, i: _put_along_ref(v, i, (2, 3), 1), id="put_along_axis_add-permutation"),
 ]
 
 # -------------------------------------------------------- sort, argsort

@@ -8,6 +8,10 @@ rule and the implementation are the original ones. The case's function is
 traced into a program, every node of that primitive is swapped for the copy,
 and the program is replayed (recorded again) under ``ad.check_grads``: the
 wrong VJP must be caught in reverse mode and the wrong JVP in forward mode.
+A linear or bilinear primitive states only its transpose, from which both
+rules are derived: its wrong VJP is made by declaring the copy with a wrong
+transpose (× 1.1 plus a constant, per input), so the mutation goes through
+the declaration and the derivation, as a slip in a transpose would.
 The catch rate must be 100 %; the unmutated program must pass (otherwise
 "caught" would mean nothing).
 
@@ -79,9 +83,32 @@ def wrong_jvp_of(original: ad.Primitive):
     return jvp
 
 
+def _wrong_transpose_rule(rule, i):
+    def wrong(ct, *inputs, **params):
+        return ad.add(ad.multiply(rule(ct, *inputs, **params), WRONG_SCALE), _shift(inputs[i].shape))
+    return wrong
+
+
+def wrong_transpose_of(original: ad.Primitive):
+    """``original``'s declared transpose with every input's cotangent made wrong."""
+    declared = original.transpose
+    if isinstance(declared, tuple):
+        return tuple(None if rule is None else _wrong_transpose_rule(rule, i) for i, rule in enumerate(declared))
+
+    def wrong(ct, *inputs, **params):
+        return tuple(None if g is None else ad.add(ad.multiply(g, WRONG_SCALE), _shift(x.shape))
+                     for g, x in zip(declared(ct, *inputs, **params), inputs))
+    return wrong
+
+
 def register_copy(original: ad.Primitive, which: str) -> ad.Primitive:
     """A copy of ``original`` under a fresh name, with its VJP or its JVP made wrong."""
     name = f"{original.name}_wrong_{which}_{os.getpid()}_{next(_counter)}"
+    if which == "vjp" and original.transpose is not None:
+        # (The JVP stays the original's: pad's is its own, not derived.)
+        return ad.primitive(name, original.impl, transpose=wrong_transpose_of(original),
+                            bilinear=original.bilinear, jvp=original.jvp, shape=original.shape,
+                            nondiff=original.nondiff, replace=True).prim
     vjp = wrong_vjp_of(original) if which == "vjp" else original.vjp
     jvp = wrong_jvp_of(original) if which == "jvp" else original.jvp
     op = ad.primitive(name, original.impl, vjp=vjp, jvp=jvp, shape=original.shape,
@@ -117,6 +144,8 @@ def test_there_is_something_to_mutate():
     assert len(MUTATION_CASES) > 150
     prims = {c.prim for c in MUTATION_CASES}
     assert {"add", "power", "logistic", "where", "sum", "matmul", "conv2d", "max_pool2d", "getitem"} <= prims
+    declared = {p for p in prims if ad.PRIMITIVES[p].transpose is not None}
+    assert {"sum", "reshape", "getitem", "take", "concatenate", "conv2d"} <= declared
 
 
 @pytest.mark.parametrize("case", MUTATION_CASES, ids=IDS)

@@ -4,8 +4,12 @@ composites of reshape, broadcast_to, getitem, take, where, matmul and sum);
 and the creation helpers zeros, ones, full, zeros_like, ones_like, full_like,
 arange, linspace and eye, which return constant Tensors.
 
-``pad``, ``flip`` and ``roll`` are linear maps whose transposes are a slice,
-``flip`` itself and ``roll`` backwards.
+What goes here: linear primitives that rearrange whole arrays (no index
+chosen by data), each declared by its transpose alone (``defprim(...,
+transpose=...)``; no rule reads a value): ``pad``'s is the slice that undoes
+it, ``flip``'s ``flip`` itself, ``roll``'s ``roll`` backwards; and composites of
+primitives, which need no rules. ``diagonal`` moves the two axes last and
+gathers with linalg's one diagonal gather (``ad.linalg.diagonal``'s); ``trace`` sums it.
 
 Example:
     >>> import numpy as np, autograd_dag as ad
@@ -62,7 +66,8 @@ def _pad_batch(prim, args, batched, *, pad_width, value):
 
 PAD = defprim(
     "pad", _pad_impl,
-    vjp=lambda ct, out, x, *, pad_width, value: (_unpad(ct, pad_width),),
+    transpose=(lambda ct, x, *, pad_width, value: _unpad(ct, pad_width),),
+    # Affine, not linear, when value != 0: the tangent is padded with zeros, not with value.
     jvp=lambda t, out, x, *, pad_width, value: apply(PAD, t[0], pad_width=pad_width, value=0.0),
     shape=lambda x, *, pad_width, value: (tuple(d + b + a for d, (b, a) in zip(x.shape, pad_width)), x.dtype), batch=_pad_batch)
 
@@ -154,8 +159,7 @@ def pad(x, /, pad_width, mode: str = "constant", *, constant_values=0.0, reflect
 
 FLIP = defprim(
     "flip", lambda x, *, axis: np.flip(x, axis),
-    vjp=lambda ct, out, x, *, axis: (apply(FLIP, ct, axis=axis),),
-    jvp=lambda t, out, x, *, axis: apply(FLIP, t[0], axis=axis),
+    transpose=(lambda ct, x, *, axis: apply(FLIP, ct, axis=axis),),
     shape=lambda x, *, axis: (tuple(x.shape), x.dtype), batch=shift_axis())
 
 
@@ -189,8 +193,7 @@ def _roll_batch(prim, args, batched, *, shift, axis):
 
 ROLL = defprim(
     "roll", _roll_impl,
-    vjp=lambda ct, out, x, *, shift, axis: (apply(ROLL, ct, shift=_negated(shift), axis=axis),),
-    jvp=lambda t, out, x, *, shift, axis: apply(ROLL, t[0], shift=shift, axis=axis),
+    transpose=(lambda ct, x, *, shift, axis: apply(ROLL, ct, shift=_negated(shift), axis=axis),),
     shape=lambda x, *, shift, axis: (tuple(x.shape), x.dtype), batch=_roll_batch)
 
 

@@ -1,15 +1,17 @@
 """Convolution and max pooling (seed 000, LeNet), with their derivatives as primitives.
 
-Convolution is bilinear, F(x, w, g) = <conv2d(x, w), g>, so its three partial
-maps close under differentiation: ``conv2d`` C(x, w), ``conv2d_input_grad``
-Tx(g, w) and ``conv2d_weight_grad`` Tw(x, g). The VJP of each is written with
-the other two, so gradients of any order stay inside the family.
+What goes here: convolution and pooling. Convolution is bilinear,
+F(x, w, g) = <conv2d(x, w), g>, so its three partial maps close under
+differentiation: ``conv2d`` C(x, w), ``conv2d_input_grad`` Tx(g, w) and
+``conv2d_weight_grad`` Tw(x, g). Each is declared bilinear by its transposes
+(``defprim(..., bilinear=True, transpose=...)``), which are the other two, so
+gradients of any order stay inside the family; the JVPs are derived.
 ``conv2d_bias`` C(x, w) + b is a layer's convolution and bias as one node (as
 ``linear`` is a dense layer's): the bias is added into the product's own array.
 
 Max pooling is differentiated through a pair of primitives linear in their first
-argument, ``max_pool2d_scatter`` and ``max_pool2d_gather``, each the other's
-transpose. At ties the whole gradient goes to the FIRST maximum of the window in
+argument, ``max_pool2d_scatter`` and ``max_pool2d_gather``, each declared by
+the other as its transpose. At ties the whole gradient goes to the FIRST maximum of the window in
 row-major order.
 
 Each convolution copies the input's windows (im2col: once channels-last, in two
@@ -176,16 +178,6 @@ def _conv2d_rule(x, w, *, stride, padding):
     return (x.shape[0], w.shape[0]) + hw, np.result_type(x.dtype, w.dtype)
 
 
-# One rule per operand: the input's cotangent of a first layer (x is data) is never computed.
-_conv2d_vjp = (lambda ct, out, x, w, *, stride, padding: conv2d_input_grad(ct, w, x.shape[2:], stride, padding),
-               lambda ct, out, x, w, *, stride, padding: conv2d_weight_grad(x, ct, w.shape[2:], stride, padding))
-
-
-def _conv2d_jvp(t, out, x, w, *, stride, padding):
-    return _sum_terms(t[0] is not None and conv2d(t[0], w, stride, padding),
-                      t[1] is not None and conv2d(x, t[1], stride, padding))
-
-
 def _sum_terms(a, b):
     # Each term is a Tensor or False (its tangent was None); the terms of a
     # bilinear map's JVP already have the output's shape.
@@ -194,8 +186,12 @@ def _sum_terms(a, b):
     return a if b is False else add(a, b)
 
 
-CONV2D = defprim("conv2d", _conv2d_impl, vjp=_conv2d_vjp, jvp=_conv2d_jvp, shape=_conv2d_rule,
-                 batch=merge_batch(0))
+# Bilinear: the transposes in x and in w; one rule per operand, so the input's
+# cotangent of a first layer (x is data) is never computed.
+CONV2D = defprim("conv2d", _conv2d_impl, bilinear=True, transpose=(
+    lambda ct, x, w, *, stride, padding: conv2d_input_grad(ct, w, x.shape[2:], stride, padding),
+    lambda ct, x, w, *, stride, padding: conv2d_weight_grad(x, ct, w.shape[2:], stride, padding)),
+    shape=_conv2d_rule, batch=merge_batch(0))
 
 
 def conv2d(x, w, stride=1, padding=0) -> Tensor:
@@ -282,6 +278,7 @@ def _conv2d_bias_batch(prim, args, batched, *, stride, padding):
     return add(out, reshape(b, (b.shape[0], 1, b.shape[1], 1, 1)))
 
 
+# By hand: conv2d's bilinear rules plus a bias, in which it is affine, not linear.
 CONV2D_BIAS = defprim("conv2d_bias", _conv2d_bias_impl, vjp=_conv2d_bias_vjp, jvp=_conv2d_bias_jvp,
                       shape=_conv2d_bias_rule, batch=_conv2d_bias_batch)
 
@@ -391,18 +388,11 @@ def _input_grad_rule(g, w, *, in_hw, stride, padding):
     return (g.shape[0], w.shape[1]) + tuple(in_hw), np.result_type(g.dtype, w.dtype)
 
 
-def _input_grad_vjp(c, out, g, w, *, in_hw, stride, padding):
-    return (conv2d(c, w, stride, padding),
-            conv2d_weight_grad(c, g, w.shape[2:], stride, padding))
-
-
-def _input_grad_jvp(t, out, g, w, *, in_hw, stride, padding):
-    return _sum_terms(t[0] is not None and conv2d_input_grad(t[0], w, in_hw, stride, padding),
-                      t[1] is not None and conv2d_input_grad(g, t[1], in_hw, stride, padding))
-
-
-CONV2D_INPUT_GRAD = defprim("conv2d_input_grad", _input_grad_impl, vjp=_input_grad_vjp,
-                            jvp=_input_grad_jvp, shape=_input_grad_rule, batch=merge_batch(0))
+# Bilinear in (g, w): its transposes are conv2d itself and the weight gradient.
+CONV2D_INPUT_GRAD = defprim("conv2d_input_grad", _input_grad_impl, bilinear=True, transpose=(
+    lambda c, g, w, *, in_hw, stride, padding: conv2d(c, w, stride, padding),
+    lambda c, g, w, *, in_hw, stride, padding: conv2d_weight_grad(c, g, w.shape[2:], stride, padding)),
+    shape=_input_grad_rule, batch=merge_batch(0))
 
 
 def conv2d_input_grad(g, w, in_hw, stride=1, padding=0) -> Tensor:
@@ -473,16 +463,6 @@ def _weight_grad_rule(x, g, *, kernel, stride, padding):
     return (g.shape[1], x.shape[1]) + tuple(kernel), np.result_type(x.dtype, g.dtype)
 
 
-def _weight_grad_vjp(c, out, x, g, *, kernel, stride, padding):
-    return (conv2d_input_grad(g, c, x.shape[2:], stride, padding),
-            conv2d(x, c, stride, padding))
-
-
-def _weight_grad_jvp(t, out, x, g, *, kernel, stride, padding):
-    return _sum_terms(t[0] is not None and conv2d_weight_grad(t[0], g, kernel, stride, padding),
-                      t[1] is not None and conv2d_weight_grad(x, t[1], kernel, stride, padding))
-
-
 def _weight_grad_batch(prim, args, batched, *, kernel, stride, padding):
     """vmap of Tw: a batch of inputs against one cotangent (or one input against a
     batch of cotangents) is one call, the batch folded into the input's channels
@@ -502,8 +482,11 @@ def _weight_grad_batch(prim, args, batched, *, kernel, stride, padding):
     return reshape(out, (b, o) + tuple(out.shape[1:]))
 
 
-CONV2D_WEIGHT_GRAD = defprim("conv2d_weight_grad", _weight_grad_impl, vjp=_weight_grad_vjp,
-                             jvp=_weight_grad_jvp, shape=_weight_grad_rule, batch=_weight_grad_batch)
+# Bilinear in (x, g): its transposes are the input gradient and conv2d itself.
+CONV2D_WEIGHT_GRAD = defprim("conv2d_weight_grad", _weight_grad_impl, bilinear=True, transpose=(
+    lambda c, x, g, *, kernel, stride, padding: conv2d_input_grad(g, c, x.shape[2:], stride, padding),
+    lambda c, x, g, *, kernel, stride, padding: conv2d(x, c, stride, padding)),
+    shape=_weight_grad_rule, batch=_weight_grad_batch)
 
 
 def conv2d_weight_grad(x, g, kernel, stride=1, padding=0) -> Tensor:
@@ -623,19 +606,21 @@ def _gather_rule(c, x, *, window, stride):
 
 
 MAX_POOL2D = defprim(
+    # Piecewise linear, so by hand: its derivative is the scatter/gather pair at the maxima x chose.
     "max_pool2d", _max_pool_impl,
     vjp=lambda ct, out, x, *, window, stride: (max_pool2d_scatter(ct, x, window, stride),),
     jvp=lambda t, out, x, *, window, stride: max_pool2d_gather(t[0], x, window, stride),
     shape=_max_pool_rule, batch=leading_axes)
+# Linear in their first input (x only chooses the positions), each the other's transpose.
 MAX_POOL2D_SCATTER = defprim(
     "max_pool2d_scatter", _scatter_impl,
-    vjp=lambda c, out, ct, x, *, window, stride: (max_pool2d_gather(c, x, window, stride), None),
-    jvp=lambda t, out, ct, x, *, window, stride: max_pool2d_scatter(t[0], x, window, stride),
+    transpose=(lambda c, ct, x, *, window, stride: apply(MAX_POOL2D_GATHER, c, x, window=window, stride=stride),
+               None),
     shape=_scatter_rule, nondiff=(1,), batch=leading_axes)
 MAX_POOL2D_GATHER = defprim(
     "max_pool2d_gather", _gather_impl,
-    vjp=lambda c, out, cv, x, *, window, stride: (max_pool2d_scatter(c, x, window, stride), None),
-    jvp=lambda t, out, cv, x, *, window, stride: max_pool2d_gather(t[0], x, window, stride),
+    transpose=(lambda c, cv, x, *, window, stride: apply(MAX_POOL2D_SCATTER, c, x, window=window, stride=stride),
+               None),
     shape=_gather_rule, nondiff=(1,), batch=leading_axes)
 
 

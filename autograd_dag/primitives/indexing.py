@@ -1,12 +1,17 @@
-"""Indexing primitives: getitem, concatenate, take (gather), one_hot, and their transposes.
+"""Indexing primitives: getitem, concatenate, take, take_along_axis (gathers), one_hot, and their transposes.
 
-Each gather has a scatter-add partner and the two are each other's VJP:
-``getitem`` ↔ ``index_add`` and ``take`` ↔ ``take_add``. Because the partner is
-itself a primitive with rules, the gradient of an indexing operation is a
-recorded program that can be differentiated again. Joining (``concatenate``,
-``stack``, ``unstack``) lives here too: its transpose is slicing with
-``getitem``, as ``sum`` lives beside its transpose ``broadcast_to`` in
-``structure`` (which sits below this module, so it cannot hold either).
+What goes here: linear primitives that pick, place or join entries by index,
+each declared by its transpose alone (``defprim(..., transpose=...)``: the JVP
+is the primitive on the tangent, the VJP the transpose on the cotangent; no
+rule reads a value, only the indices). Each gather has a scatter-add partner
+and the two declare each other: ``getitem`` ↔ ``index_add``, ``take`` ↔
+``take_add`` and ``take_along_axis`` ↔ ``put_along_axis_add``. Because the partner is itself a primitive, the gradient of an
+indexing operation is a recorded program that can be differentiated again.
+Joining (``concatenate``, ``stack``, ``unstack``) lives here too: its
+transpose is slicing with ``getitem``, as ``sum`` lives beside its transpose
+``broadcast_to`` in ``structure`` (which sits below this module, so it cannot
+hold either). The index checks with no derivative (``checked_indices``,
+``checked_mask``, ``one_hot``) sit here as well.
 
 Indices are static parameters (``getitem``'s index) or integer inputs that get
 no derivative (``take``'s and ``one_hot``'s ``indices``), so a program can take
@@ -171,8 +176,9 @@ def _add_at(buffer, index, values) -> None:
 
 GETITEM = defprim(
     "getitem", lambda x, *, index: np.asarray(x[index]),
-    vjp=lambda ct, out, x, *, index: (index_add(ct, x.shape, index),),
-    jvp=lambda t, out, x, *, index: getitem(t[0], index),
+    # One rule for all inputs, not per input: the recorded sweep's slab path
+    # (autodiff._slab_vjp) stands in for the whole VJP of a getitem.
+    transpose=lambda ct, x, *, index: (apply(INDEX_ADD, ct, shape=tuple(x.shape), index=index),),
     shape=_getitem_rule, batch=_getitem_batch,
     vjp_into=lambda buffer, ct, out, x, *, index: _add_at(buffer, index, ct))
 
@@ -208,8 +214,7 @@ def _index_add_rule(ct, *, shape, index):
 
 INDEX_ADD = defprim(
     "index_add", _index_add_impl,
-    vjp=lambda c, out, ct, *, shape, index: (getitem(c, index),),
-    jvp=lambda t, out, ct, *, shape, index: index_add(t[0], shape, index),
+    transpose=(lambda c, ct, *, shape, index: apply(GETITEM, c, index=index),),
     shape=_index_add_rule, batch=_index_add_batch)
 
 
@@ -304,7 +309,7 @@ def _concatenate_rule(*xs, axis):
     return tuple(shape), np.result_type(*[x.dtype for x in xs])
 
 
-def _concatenate_vjp(ct, out, *xs, axis):
+def _concatenate_transpose(ct, *xs, axis):
     cts = []
     start = 0
     lead = (slice(None),) * axis
@@ -315,16 +320,6 @@ def _concatenate_vjp(ct, out, *xs, axis):
     return tuple(cts)
 
 
-def _concatenate_jvp(tangents, out, *xs, axis):
-    if all(t is None for t in tangents):
-        return None
-    # A missing tangent is a zero block; a broadcast zero scalar is a constant
-    # leaf of the tangent program and allocates nothing until concatenated.
-    zero = np.zeros((), out.dtype)
-    parts = [t if t is not None else broadcast_to(zero, x.shape) for t, x in zip(tangents, xs)]
-    return concatenate(parts, axis)
-
-
 def _concatenate_batch(prim, args, batched, *, axis):
     size = next(a.shape[0] for a, b in zip(args, batched) if b)
     return apply(prim, *[a if b else materialize(a, size) for a, b in zip(args, batched)], axis=axis + 1)
@@ -332,8 +327,7 @@ def _concatenate_batch(prim, args, batched, *, axis):
 
 CONCATENATE = defprim(
     "concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis),
-    vjp=_concatenate_vjp, jvp=_concatenate_jvp, shape=_concatenate_rule,
-    batch=_concatenate_batch, reads=())  # (shapes only: an ndarray block is not copied on record)
+    transpose=_concatenate_transpose, shape=_concatenate_rule, batch=_concatenate_batch)
 
 
 def _ndim_of(x) -> int:
@@ -455,9 +449,8 @@ def _take_add_batch(prim, args, batched, *, size, axis):
 
 TAKE = defprim(
     "take", _take_impl,
-    vjp=lambda ct, out, table, indices, *, axis: (
-        take_add(ct, indices, table.shape[axis], axis), None),
-    jvp=lambda t, out, table, indices, *, axis: take(t[0], indices, axis),
+    transpose=(lambda ct, table, indices, *, axis: apply(
+        TAKE_ADD, ct, indices, size=table.shape[axis], axis=axis), None),
     shape=_take_rule, nondiff=(1,), batch=_take_batch,
     vjp_into=lambda buffer, ct, out, table, indices, *, axis: np.add.at(
         buffer, (slice(None),) * axis + (indices,), ct))
@@ -516,8 +509,7 @@ def _take_add_rule(ct, indices, *, size, axis):
 
 TAKE_ADD = defprim(
     "take_add", _take_add_impl,
-    vjp=lambda c, out, ct, indices, *, size, axis: (take(c, indices, axis), None),
-    jvp=lambda t, out, ct, indices, *, size, axis: take_add(t[0], indices, size, axis),
+    transpose=(lambda c, ct, indices, *, size, axis: apply(TAKE, c, indices, axis=axis), None),
     shape=_take_add_rule, nondiff=(1,), batch=_take_add_batch)
 
 
@@ -534,6 +526,109 @@ def take_add(values, indices, size: int, axis: int = 0) -> Tensor:
     if axis < 0:
         raise ShapeError(f"take_add: Expect: a non-negative axis. Actual: {axis}")
     return apply(TAKE_ADD, values, indices, size=int(size), axis=axis)
+
+# ------------------------------------------------- take_along_axis and its transpose
+
+
+def _check_along(name, x_shape, idx, axis, size):
+    if idx.dtype.kind not in "iu":
+        raise ShapeError(f"{name}: Expect: integer indices. Actual: dtype {idx.dtype}")
+    if idx.ndim != len(x_shape):
+        raise ShapeError(f"{name}: Expect: indices with as many dimensions as the operand ({len(x_shape)}). "
+                         f"Actual: indices of shape {fmt(idx.shape)}")
+    other = tuple(d for i, d in enumerate(x_shape) if i != axis)
+    try:
+        np.broadcast_shapes(other, tuple(d for i, d in enumerate(idx.shape) if i != axis))
+    except ValueError:
+        raise ShapeError(f"{name}: Expect: indices that broadcast with the operand off axis {axis}. "
+                         f"Actual: operand {fmt(x_shape)}, indices {fmt(idx.shape)}") from None
+    if idx.size and (idx.min() < -size or idx.max() >= size):
+        raise ShapeError(f"{name}: Expect: indices in [{-size}, {size}) along axis {axis}. "
+                         f"Actual: indices range over [{int(idx.min())}, {int(idx.max())}]")
+
+
+def _take_along_impl(x, idx, *, axis):
+    _check_along("take_along_axis", x.shape, idx, axis, x.shape[axis])
+    return np.take_along_axis(x, idx, axis)
+
+
+def _along_shape(x_shape, idx_shape, axis):
+    shape = list(np.broadcast_shapes(tuple(1 if i == axis else d for i, d in enumerate(x_shape)),
+                                     tuple(1 if i == axis else d for i, d in enumerate(idx_shape))))
+    shape[axis] = idx_shape[axis]
+    return tuple(shape)
+
+
+def _along_axis_batch(prim, args, batched, **params):
+    # Values and indices have the same rank: repeat the unbatched one over the batch.
+    size = next(a.shape[0] for a, b in zip(args, batched) if b)
+    return apply(prim, *[a if b else materialize(a, size) for a, b in zip(args, batched)],
+                 **{**params, "axis": params["axis"] + 1})
+
+
+def _put_along_axis_batch(prim, args, batched, *, shape, axis, unique=False):
+    size = next(a.shape[0] for a, b in zip(args, batched) if b)
+    return apply(prim, *[a if b else materialize(a, size) for a, b in zip(args, batched)],
+                 shape=(size,) + tuple(shape), axis=axis + 1, unique=unique)
+
+
+TAKE_ALONG_AXIS = defprim(
+    "take_along_axis", _take_along_impl,
+    transpose=(lambda ct, x, idx, *, axis: apply(
+        PUT_ALONG_AXIS_ADD, ct, idx, shape=tuple(x.shape), axis=axis), None),
+    shape=lambda x, idx, *, axis: (_along_shape(x.shape, idx.shape, axis), x.dtype),
+    nondiff=(1,), batch=_along_axis_batch)
+
+
+def take_along_axis(x, /, indices, axis: int) -> Tensor:
+    """Pick entries of ``x`` along ``axis`` at ``indices`` (integer, no derivative), as ``np.take_along_axis``.
+
+    Shapes: x (*s), indices with as many dimensions, broadcasting off ``axis`` ->
+    the broadcast shape with indices' length on ``axis``.
+    Example: ``ad.take_along_axis(ad.Tensor([[1., 2.]]), np.array([[1, 1, 0]]), 1).value`` is ``[[2., 2., 1.]]``.
+    """
+    if not isinstance(indices, Tensor):
+        indices = np.asarray(indices)
+    ndim = _ndim_of(x)
+    return apply(TAKE_ALONG_AXIS, x, indices, axis=normalize_axis("take_along_axis", axis, ndim))
+
+
+def _put_along_impl(v, idx, *, shape, axis, unique=False):
+    _check_along("put_along_axis_add", shape, idx, axis, shape[axis])
+    full = _along_shape(shape, idx.shape, axis)
+    if tuple(v.shape) != full:
+        raise ShapeError(f"put_along_axis_add: Expect: values of shape {fmt(full)}. Actual: {fmt(v.shape)}")
+    out = np.zeros(shape, dtype=v.dtype)
+    # An axis of size 1 that the indices broadcast: every value lands on its one entry.
+    grids = list(np.ix_(*[np.zeros(1, np.intp) if i == axis else np.arange(d) if d == s else np.zeros(d, np.intp)
+                          for i, (d, s) in enumerate(zip(full, shape))]))
+    grids[axis] = np.broadcast_to(idx, full)
+    if unique and full == shape:
+        out[tuple(grids)] = v  # a permutation (sort's): plain assignment, far faster than add.at
+    else:
+        np.add.at(out, tuple(grids), v)  # repeated indices accumulate
+    return out
+
+
+PUT_ALONG_AXIS_ADD = defprim(
+    "put_along_axis_add", _put_along_impl,
+    transpose=(lambda c, v, idx, *, shape, axis, unique=False: apply(
+        TAKE_ALONG_AXIS, c, idx if tuple(idx.shape) == tuple(v.shape) else broadcast_to(idx, v.shape),
+        axis=axis), None),
+    shape=lambda v, idx, *, shape, axis, unique=False: (tuple(shape), v.dtype), nondiff=(1,), batch=_put_along_axis_batch)
+
+
+def put_along_axis_add(values, indices, shape, axis: int) -> Tensor:
+    """Zeros of ``shape`` with ``values`` added at ``indices`` along ``axis``: the transpose of take_along_axis.
+
+    Repeated indices accumulate. Shapes: values of take_along_axis's output shape -> ``shape``.
+    Example: ``ad.put_along_axis_add(ad.Tensor([[1., 2.]]), np.array([[1, 1]]), (1, 3), 1).value`` is ``[[0., 3., 0.]]``.
+    """
+    if not isinstance(indices, Tensor):
+        indices = np.asarray(indices)
+    shape = tuple(int(d) for d in shape)
+    return apply(PUT_ALONG_AXIS_ADD, values, indices, shape=shape,
+                 axis=normalize_axis("put_along_axis_add", axis, len(shape)))
 
 # ------------------------------------------------------------ checked_mask
 
@@ -562,6 +657,7 @@ def _checked_mask_impl(mask, *, name):
 
 
 CHECKED_MASK = defprim(
+    # The identity, but by hand: the derived JVP would check the tangent as a mask.
     "checked_mask", _checked_mask_impl,
     vjp=lambda ct, out, mask, *, name: (identity(ct),),
     jvp=lambda t, out, mask, *, name: identity(t[0]),
@@ -599,8 +695,7 @@ def _checked_indices_rule(indices, *, size, name, what):
 
 CHECKED_INDICES = defprim(
     "checked_indices", _checked_indices_impl,
-    vjp=lambda ct, out, indices, *, size, name, what: (None,),
-    jvp=lambda t, out, indices, *, size, name, what: None,
+    transpose=(),  # (no differentiable input: the zero map, nothing to state)
     shape=_checked_indices_rule, nondiff=(0,), batch=unary_batch)
 
 
@@ -633,9 +728,7 @@ def _one_hot_rule(indices, *, num_classes, dtype):
 
 ONE_HOT = defprim(
     "one_hot", _one_hot_impl,
-    vjp=lambda ct, out, indices, *, num_classes, dtype: (None,),
-    jvp=lambda t, out, indices, *, num_classes, dtype: None,
-    shape=_one_hot_rule, nondiff=(0,), batch=unary_batch)
+    transpose=(), shape=_one_hot_rule, nondiff=(0,), batch=unary_batch)
 
 
 def one_hot(indices, num_classes: int, dtype=np.float64) -> Tensor:

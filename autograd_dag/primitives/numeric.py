@@ -3,9 +3,10 @@
 Primitives: ``cumsum``, ``cumprod`` (each with a ``reverse`` direction, so
 that each is the other direction's transpose), ``prod``, ``norm`` (the 2-norm
 over any axes; the one ``norm`` function, every ``ord``, is in
-:mod:`.linalg.norms`), ``sort``, ``argsort``, ``take_along_axis`` and its transpose
-``put_along_axis_add``, ``any`` and ``all`` (``argmin`` is with ``argmax``, in
-:mod:`.fused`). ``std``, ``diff``, ``median`` and the NaN-ignoring ``nansum``, ``nanmean``,
+:mod:`.linalg.norms`), ``sort``, ``argsort``, ``any`` and ``all`` (``argmin`` is with
+``argmax``, in :mod:`.fused`; ``take_along_axis`` and ``put_along_axis_add``, which sort's
+rules use, are in :mod:`.indexing`, with the other gathers). ``std``, ``diff``, ``median``
+and the NaN-ignoring ``nansum``, ``nanmean``,
 ``nanmax`` and ``nanmin`` are composites of primitives (exact, and as fast).
 
 Conventions, fixed and tested exactly:
@@ -54,7 +55,8 @@ import numpy as np
 from ..core import Tensor, apply
 from ..errors import ShapeError
 from .elementwise import add, astype, divide, equal, multiply, subtract, where
-from .indexing import concatenate, getitem
+from .indexing import (PUT_ALONG_AXIS_ADD, _check_along, concatenate, getitem,  # noqa: F401 (numeric's names too)
+                       put_along_axis_add, take_along_axis)
 from .mathfuncs import _safe_denominator, isinf, isnan
 from .reductions import _float_dtype, _kept, _ndim, max, mean, min
 from .batch import materialize, shift_axis
@@ -84,8 +86,7 @@ def _cumsum_dtype(dtype):
 
 CUMSUM = defprim(
     "cumsum", _cum_impl(np.cumsum),
-    vjp=lambda ct, out, x, *, axis, reverse: (_cumsum(ct, axis, not reverse),),
-    jvp=lambda t, out, x, *, axis, reverse: _cumsum(t[0], axis, reverse),
+    transpose=(lambda ct, x, *, axis, reverse: _cumsum(ct, axis, not reverse),),
     shape=lambda x, *, axis, reverse: (tuple(x.shape), _cumsum_dtype(x.dtype)), batch=shift_axis())
 
 
@@ -427,110 +428,6 @@ def diff(x, /, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tensor:
         x = getitem(x, lead + (slice(1, None),)) - getitem(x, lead + (slice(None, m - 1),))
     return x
 
-# ------------------------------------------------- take_along_axis and its transpose
-
-
-def _check_along(name, x_shape, idx, axis, size):
-    if idx.dtype.kind not in "iu":
-        raise ShapeError(f"{name}: Expect: integer indices. Actual: dtype {idx.dtype}")
-    if idx.ndim != len(x_shape):
-        raise ShapeError(f"{name}: Expect: indices with as many dimensions as the operand ({len(x_shape)}). "
-                         f"Actual: indices of shape {fmt(idx.shape)}")
-    other = tuple(d for i, d in enumerate(x_shape) if i != axis)
-    try:
-        np.broadcast_shapes(other, tuple(d for i, d in enumerate(idx.shape) if i != axis))
-    except ValueError:
-        raise ShapeError(f"{name}: Expect: indices that broadcast with the operand off axis {axis}. "
-                         f"Actual: operand {fmt(x_shape)}, indices {fmt(idx.shape)}") from None
-    if idx.size and (idx.min() < -size or idx.max() >= size):
-        raise ShapeError(f"{name}: Expect: indices in [{-size}, {size}) along axis {axis}. "
-                         f"Actual: indices range over [{int(idx.min())}, {int(idx.max())}]")
-
-
-def _take_along_impl(x, idx, *, axis):
-    _check_along("take_along_axis", x.shape, idx, axis, x.shape[axis])
-    return np.take_along_axis(x, idx, axis)
-
-
-def _along_shape(x_shape, idx_shape, axis):
-    shape = list(np.broadcast_shapes(tuple(1 if i == axis else d for i, d in enumerate(x_shape)),
-                                     tuple(1 if i == axis else d for i, d in enumerate(idx_shape))))
-    shape[axis] = idx_shape[axis]
-    return tuple(shape)
-
-
-def _along_axis_batch(prim, args, batched, **params):
-    # Values and indices have the same rank: repeat the unbatched one over the batch.
-    size = next(a.shape[0] for a, b in zip(args, batched) if b)
-    return apply(prim, *[a if b else materialize(a, size) for a, b in zip(args, batched)],
-                 **{**params, "axis": params["axis"] + 1})
-
-
-def _put_along_axis_batch(prim, args, batched, *, shape, axis, unique=False):
-    size = next(a.shape[0] for a, b in zip(args, batched) if b)
-    return apply(prim, *[a if b else materialize(a, size) for a, b in zip(args, batched)],
-                 shape=(size,) + tuple(shape), axis=axis + 1, unique=unique)
-
-
-TAKE_ALONG_AXIS = defprim(
-    "take_along_axis", _take_along_impl,
-    vjp=lambda ct, out, x, idx, *, axis: (put_along_axis_add(ct, idx, x.shape, axis), None),
-    jvp=lambda t, out, x, idx, *, axis: take_along_axis(t[0], idx, axis),
-    shape=lambda x, idx, *, axis: (_along_shape(x.shape, idx.shape, axis), x.dtype),
-    nondiff=(1,), batch=_along_axis_batch)
-
-
-def take_along_axis(x, /, indices, axis: int) -> Tensor:
-    """Pick entries of ``x`` along ``axis`` at ``indices`` (integer, no derivative), as ``np.take_along_axis``.
-
-    Shapes: x (*s), indices with as many dimensions, broadcasting off ``axis`` ->
-    the broadcast shape with indices' length on ``axis``.
-    Example: ``ad.take_along_axis(ad.Tensor([[1., 2.]]), np.array([[1, 1, 0]]), 1).value`` is ``[[2., 2., 1.]]``.
-    """
-    if not isinstance(indices, Tensor):
-        indices = np.asarray(indices)
-    ndim = _ndim(x)
-    return apply(TAKE_ALONG_AXIS, x, indices, axis=normalize_axis("take_along_axis", axis, ndim))
-
-
-def _put_along_impl(v, idx, *, shape, axis, unique=False):
-    _check_along("put_along_axis_add", shape, idx, axis, shape[axis])
-    full = _along_shape(shape, idx.shape, axis)
-    if tuple(v.shape) != full:
-        raise ShapeError(f"put_along_axis_add: Expect: values of shape {fmt(full)}. Actual: {fmt(v.shape)}")
-    out = np.zeros(shape, dtype=v.dtype)
-    # An axis of size 1 that the indices broadcast: every value lands on its one entry.
-    grids = list(np.ix_(*[np.zeros(1, np.intp) if i == axis else np.arange(d) if d == s else np.zeros(d, np.intp)
-                          for i, (d, s) in enumerate(zip(full, shape))]))
-    grids[axis] = np.broadcast_to(idx, full)
-    if unique and full == shape:
-        out[tuple(grids)] = v  # a permutation (sort's): plain assignment, far faster than add.at
-    else:
-        np.add.at(out, tuple(grids), v)  # repeated indices accumulate
-    return out
-
-
-PUT_ALONG_AXIS_ADD = defprim(
-    "put_along_axis_add", _put_along_impl,
-    vjp=lambda c, out, v, idx, *, shape, axis, unique=False: (take_along_axis(
-        c, idx if tuple(idx.shape) == tuple(v.shape) else broadcast_to(idx, v.shape), axis), None),
-    jvp=lambda t, out, v, idx, *, shape, axis, unique=False: apply(
-        PUT_ALONG_AXIS_ADD, t[0], idx, shape=shape, axis=axis, unique=unique),
-    shape=lambda v, idx, *, shape, axis, unique=False: (tuple(shape), v.dtype), nondiff=(1,), batch=_put_along_axis_batch)
-
-
-def put_along_axis_add(values, indices, shape, axis: int) -> Tensor:
-    """Zeros of ``shape`` with ``values`` added at ``indices`` along ``axis``: the transpose of take_along_axis.
-
-    Repeated indices accumulate. Shapes: values of take_along_axis's output shape -> ``shape``.
-    Example: ``ad.put_along_axis_add(ad.Tensor([[1., 2.]]), np.array([[1, 1]]), (1, 3), 1).value`` is ``[[0., 3., 0.]]``.
-    """
-    if not isinstance(indices, Tensor):
-        indices = np.asarray(indices)
-    shape = tuple(int(d) for d in shape)
-    return apply(PUT_ALONG_AXIS_ADD, values, indices, shape=shape,
-                 axis=normalize_axis("put_along_axis_add", axis, len(shape)))
-
 # ---------------------------------------------------------- sort, argsort
 
 
@@ -539,7 +436,7 @@ def _argsort_impl(x, *, axis):
 
 
 ARGSORT = defprim(
-    "argsort", _argsort_impl, vjp=lambda ct, out, x, *, axis: (None,),  # (no JVP: x is nondiff)
+    "argsort", _argsort_impl, transpose=(),  # (no differentiable input: the zero map, nothing to state)
     shape=lambda x, *, axis: (tuple(x.shape), np.dtype(np.intp)), nondiff=(0,), batch=shift_axis())
 
 
@@ -586,7 +483,7 @@ def sort(x, /, axis=-1) -> Tensor:
 
 def _boolean_reduction(name, fn):
     return defprim(name, lambda x, *, axis, keepdims: fn(x, axis=axis, keepdims=keepdims),
-                   vjp=lambda ct, out, x, **p: (None,), jvp=lambda t, out, x, **p: None,
+                   transpose=(),
                    shape=lambda x, *, axis, keepdims: (reduced_shape(x.shape, axis, keepdims),
                                                        np.dtype(np.bool_)),
                    nondiff=(0,), batch=shift_axis())

@@ -68,16 +68,14 @@ def _mean_impl(x, *, axis, keepdims):
     return np.mean(x, axis=axis, keepdims=keepdims)
 
 
-def _mean_vjp(ct, out, x, *, axis, keepdims):
+def _mean_transpose(ct, x, *, axis, keepdims):
     from_ct = _kept(ct, x.shape, axis, keepdims)
-    return (multiply(broadcast_to(from_ct, x.shape), _mean_scale(x.shape, axis)),)
+    return multiply(broadcast_to(from_ct, x.shape), _mean_scale(x.shape, axis))
 
 
-MEAN = defprim(
-    "mean", _mean_impl, vjp=_mean_vjp,
-    jvp=lambda t, out, x, *, axis, keepdims: multiply(sum(t[0], axis, keepdims=keepdims),
-                                                     _mean_scale(x.shape, axis)),
-    shape=_reduction_rule("mean"), batch=shift_axis())
+# Linear (the mean of nothing, NaN, aside: its tangent is NaN too where numpy's is undefined).
+MEAN = defprim("mean", _mean_impl, transpose=(_mean_transpose,), shape=_reduction_rule("mean"),
+               batch=shift_axis())
 
 
 def mean(x, /, axis=None, *, keepdims: bool = False) -> Tensor:

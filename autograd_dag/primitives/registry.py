@@ -103,6 +103,10 @@ def linear_rules(transpose: Callable | tuple, bilinear: bool, nondiff: tuple[int
     values; VJP: the transpose in each operand, which reads the other operands
     (``reads`` all inputs).
 
+    No differentiable input (every input in ``nondiff``: argsort, one_hot, the
+    checks of indices): ``transpose=()``, the zero map, whose rules are never
+    called; nothing is read, so nothing is copied on record.
+
     Shapes: ct is shaped like the output; each rule returns an input's shape.
 
     Example (a transpose pair, each declaring the other, as sum and broadcast_to do):
@@ -122,6 +126,8 @@ def linear_rules(transpose: Callable | tuple, bilinear: bool, nondiff: tuple[int
         >>> ad.grad(lambda a: ad.sum(outer(a, np.array([1.0, 2.0]))))(np.ones(3))
         array([3., 3., 3.])
     """
+    if not callable(transpose) and len(transpose) == 0:
+        return _no_cotangents, lambda prim: _no_tangent, ()
     if isinstance(transpose, (tuple, list)):
         vjp = tuple(None if rule is None else _from_transpose(rule) for rule in transpose)
     else:
@@ -129,6 +135,14 @@ def linear_rules(transpose: Callable | tuple, bilinear: bool, nondiff: tuple[int
     if bilinear:
         return vjp, lambda prim: _bilinear_jvp(prim, nondiff), None
     return vjp, lambda prim: _linear_jvp(prim, nondiff), nondiff
+
+
+def _no_cotangents(ct, out, *inputs, **params):
+    return (None,) * len(inputs)
+
+
+def _no_tangent(tangents, out, *inputs, **params):
+    return None
 
 
 def _from_transpose(rule: Callable) -> Callable:
@@ -143,18 +157,17 @@ def _linear_jvp(prim: Primitive, nondiff: tuple[int, ...]) -> Callable:
     def jvp(tangents, out, *inputs, **params):
         if len(inputs) == 1:
             return apply(prim, tangents[0], **params)
-        # Indices and other nondiff inputs stay; a missing tangent is a zero of its
-        # input's shape (a zero-stride view: nothing is allocated for it).
+        # Indices and other nondiff inputs stay; a missing tangent is a zero of its input's shape.
         args = [x if i in nondiff else t if t is not None else _zero_tangent(x, out)
                 for i, (t, x) in enumerate(zip(tangents, inputs))]
         return apply(prim, *args, **params)
     return jvp
 
 
-def _zero_tangent(x, out) -> np.ndarray:
-    """A zero tangent for input ``x``: a read-only zero-stride view, of x's dtype if inexact, else out's."""
+def _zero_tangent(x, out):
+    """Zeros shaped like input ``x`` (of x's dtype if inexact, else out's), a broadcast 0: nothing allocated."""
     dtype = x.dtype if x.dtype.kind in "fc" else out.dtype
-    return np.broadcast_to(np.zeros((), dtype), x.shape)
+    return apply(PRIMITIVES["broadcast_to"], np.zeros((), dtype), shape=tuple(x.shape))
 
 
 def _bilinear_jvp(prim: Primitive, nondiff: tuple[int, ...]) -> Callable:
