@@ -27,7 +27,7 @@ from .graph import paused_gc
 from .errors import (AutogradDagError, MissingRuleError, NotDifferentiableError, TracingError,
                      UndefinedDerivativeError, user_source, located)
 from .primitives import elementwise as ew
-from .primitives import indexing, random
+from .primitives import random
 from .passes import refuse_inputs_as_constants
 from .program import NodeKind, Program
 from . import tracing
@@ -44,41 +44,35 @@ def _accumulate(table: dict, key: int, value) -> None:
     table[key] = value if previous is None else ew.add(previous, value)
 
 
-class _Slab:
-    """The cotangent of ``x[index]`` for an index reading one run of one axis, not yet scattered into x's shape."""
-    __slots__ = ("ct", "shape", "dtype", "at")
+class _Piece:
+    """A recorded cotangent kept aside by a primitive's ``vjp_piece`` slot, with the function joining such pieces."""
+    __slots__ = ("join", "piece")
 
-    def __init__(self, ct, shape: tuple, at: tuple):
-        self.ct, self.shape, self.dtype, self.at = ct, shape, ct.dtype, at
-
-
-def _slab_vjp(ct, x: Tensor, params: dict) -> _Slab | None:
-    """getitem's VJP in a recorded sweep, kept as a :class:`_Slab` when its index reads one run of one axis."""
-    at = indexing.slab(x.shape, params["index"])
-    return None if at is None else _Slab(ct, x.shape, at)
+    def __init__(self, join: Callable, piece):
+        self.join, self.piece = join, piece
 
 
 class _Collected:
-    """A recorded cotangent still being summed: the running total, and the slabs kept aside.
+    """A recorded cotangent still being summed: the running total, and the pieces kept aside.
 
-    The slabs wait until their node is visited, when adjacent ones join into
-    one ``concatenate`` (:func:`indexing.join_slabs`): the L steps ``x[:, l]``
-    of a sequence cost O(L), not L arrays of x's size. Every other
-    contribution is added on arrival, so a weight used at every step keeps one
-    running sum.
+    The pieces wait until their node is visited, when their primitive's join
+    makes few Tensors of them (getitem's adjacent slabs join into one
+    ``concatenate``): the L steps ``x[:, l]`` of a sequence cost O(L), not L
+    arrays of x's size. Every other contribution is added on arrival, so a
+    weight used at every step keeps one running sum.
     """
-    __slots__ = ("total", "slabs")
+    __slots__ = ("total", "pieces")
 
     def __init__(self, total):
-        self.total, self.slabs = total, []
+        self.total, self.pieces = total, []
 
 
 def _recorded_add(previous, g):
     """``previous + g`` in a recorded sweep (``previous`` None for a first contribution)."""
-    if type(g) is _Slab:
+    if type(g) is _Piece:
         if type(previous) is not _Collected:
             previous = _Collected(previous)
-        previous.slabs.append((g.ct, g.shape, g.at))
+        previous.pieces.append(g)
         return previous
     if type(previous) is _Collected:
         previous.total = g if previous.total is None else ew.add(previous.total, g)
@@ -87,12 +81,16 @@ def _recorded_add(previous, g):
 
 
 def _recorded_total(ct):
-    """A recorded cotangent as one Tensor: a :class:`_Collected` sum is added up, its slabs joined."""
+    """A recorded cotangent as one Tensor: a :class:`_Collected` sum is added up, its pieces joined."""
     if type(ct) is not _Collected:
         return ct
     total = ct.total
-    for term in indexing.join_slabs(ct.slabs):
-        total = term if total is None else ew.add(total, term)
+    by_join: dict = {}
+    for g in ct.pieces:
+        by_join.setdefault(g.join, []).append(g.piece)
+    for join, pieces in by_join.items():
+        for term in join(pieces):
+            total = term if total is None else ew.add(total, term)
     return total
 
 
@@ -192,194 +190,291 @@ def _queue(t: Tensor, heap: list, waiting: dict, leaves: dict) -> None:
         leaves[id(t)] = t
 
 
+def rule_cotangents(t: Tensor, ct, out, args, relevant: set[int] | None, record: bool,
+                    anomaly: bool) -> list[tuple[Tensor, Any]]:
+    """The rule call of both sweeps: node ``t``'s VJP on its cotangent ``ct``, checked and cast.
+
+    Returns ``(parent, cotangent)`` for each parent that needs one (in
+    ``relevant``, or requiring a gradient when ``relevant`` is None), of the
+    parent's shape and floating dtype. ``out`` and ``args`` are ``t`` and its
+    parents, or their values in a sweep that does not record. A primitive
+    with ``vjp_parts`` runs only the rules of the inputs that need one; a
+    recorded sweep may keep a cotangent aside as its primitive's ``vjp_piece``.
+
+    Example (a sweep that does not record, on the values of ``y = x * x``):
+        rule_cotangents(y, np.ones(3), y.value, [x.value, x.value], None, False, False)
+        -> [(x, 2x), (x, 2x)]
+    """
+    prim, params, parents = t.prim, t.params or _NO_PARAMS, t.parents
+    parts = prim.vjp_parts
+    try:
+        if record and prim.vjp_piece is not None and not anomaly and (
+                piece := prim.vjp_piece(ct, out, *args, **params)) is not None:
+            # (kept aside, joined with its likes when the operand's cotangent is complete)
+            p = parents[0]
+            return [(p, _Piece(*piece))] if (p.requires_grad if relevant is None else id(p) in relevant) else []
+        if parts is None:
+            grads = prim.vjp(ct, out, *args, **params) if params else prim.vjp(ct, out, *args)
+    except Exception as exc:
+        raise rule_error(prim, "VJP", exc, t, record) from exc
+    if parts is None and (type(grads) is not tuple and type(grads) is not list or len(grads) != len(parents)):
+        raise _wrong_rule_output(prim, grads, t)
+    nondiff = prim.nondiff
+    found = []
+    for i, p in enumerate(parents):
+        if not (p.requires_grad if relevant is None else id(p) in relevant) or i in nondiff:
+            continue
+        if parts is None:
+            g = grads[i]
+        else:  # the rule of this input only
+            part = parts[i]
+            try:
+                g = None if part is None else (part(ct, out, *args, **params) if params else part(ct, out, *args))
+            except Exception as exc:
+                raise rule_error(prim, "VJP", exc, t, record) from exc
+        if g is None:
+            continue
+        if not record and type(g) is Tensor:
+            g = g.value
+        value = p.value
+        try:
+            # (Builtin dtypes are shared objects: the identity test keeps the common case cheap.)
+            if g.shape != value.shape or g.dtype is not value.dtype:
+                g = _fitted(g, p, i, t, record)
+        except AttributeError:  # a Python number: no shape, and no dtype to keep
+            raise AutogradDagError(
+                f"VJP of '{prim.name}' returned a {type(g).__name__} as the cotangent of input {i}; "
+                f"it must be a Tensor (or array) of the input's shape {p.shape}, e.g. "
+                f"ct * 2.0{located(t.source)}") from None
+        if anomaly:
+            check_finite(g, "gradient from the VJP", node=t)
+        found.append((p, g))
+    return found
+
+
+def _wrong_rule_output(prim: Primitive, grads, t: Tensor) -> AutogradDagError:
+    """The error for a VJP rule that returned no tuple, or one with the wrong number of cotangents."""
+    n = len(t.parents)
+    if type(grads) is not tuple and type(grads) is not list:
+        return AutogradDagError(
+            f"the VJP rule of '{prim.name}' returned a {type(grads).__name__}; it must return a tuple "
+            f"with one cotangent per input ({n}), None for an input without one, e.g. "
+            f"(ct * 2.0,){located(t.source)}")
+    # Too few ended in a bare IndexError; too many were dropped unseen.
+    return AutogradDagError(
+        f"the VJP rule of '{prim.name}' returned {len(grads)} cotangent{'s' * (len(grads) != 1)} for "
+        f"{n} input{'s' * (n != 1)}; it must return one per input, None for an input without one"
+        f"{located(t.source)}")
+
+
+def _fitted(g, p: Tensor, i: int, t: Tensor, record: bool):
+    """Cotangent ``g`` of parent ``p`` (input ``i`` of ``t``) whose shape or dtype object differs from p's: cast or refused."""
+    if g.shape != p.value.shape:
+        raise AutogradDagError(f"VJP of '{t.prim.name}' returned a cotangent of shape {g.shape} for an "
+                               f"input of shape {p.shape}{located(t.source)}")
+    # An input numpy promoted (float32 beside a float64 constant): its cotangent is a
+    # float32 array too, as the input's own would be.
+    dtype = p.value.dtype
+    if g.dtype != dtype and dtype.kind == "f":
+        return ew.astype(g, dtype) if record else g.astype(dtype)
+    return g
+
+
+class _Sweep:
+    """What both reverse sweeps carry from node to node: the cotangent sums, and the visit of one node.
+
+    ``cts`` maps ``id(t)`` to t's cotangent sum so far; ``owned`` holds the
+    ids whose sum the sweep allocated and only ``cts`` holds (not a VJP's
+    output, which may alias its ``ct`` or a forward value): those sums grow in
+    place as further fan-out contributions arrive. ``relevant``: the ids of
+    the nodes needing a cotangent, or None when ``requires_grad`` tells (the
+    eager sweep). ``retained``: the non-leaves whose cotangent the user asked
+    to keep (Tensor.retain_grad), or None.
+    """
+    __slots__ = ("cts", "owned", "results", "relevant", "retained", "record", "retain_graph",
+                 "anomaly", "outer", "last_change", "what")
+
+    def __init__(self, relevant: set[int] | None, retained: dict | None, *, record: bool,
+                 retain_graph: bool, what: str):
+        self.cts: dict[int, Any] = {}
+        self.owned: set[int] = set()
+        self.results: dict[int, tuple] = {}
+        self.relevant, self.retained, self.what = relevant, retained, what
+        self.record, self.retain_graph = record, retain_graph
+        self.anomaly = core.anomaly_enabled()
+        self.outer = core.attribution()
+        self.last_change = core._last_change
+
+    def seed(self, outputs: Sequence[Tensor], cotangents: Sequence) -> None:
+        """Start the sums at the outputs that need a cotangent (None: ones)."""
+        record, relevant = self.record, self.relevant
+        for o, c in zip(outputs, cotangents):
+            if o.requires_grad if relevant is None else id(o) in relevant:
+                if c is None:
+                    c = np.ones(o.shape, dtype=o.dtype)
+                _accumulate(self.cts, id(o), (c if isinstance(c, Tensor) else Tensor(c)) if record
+                            else _value_of(c))
+
+    def total(self, t: Tensor, ct):
+        """``t``'s complete recorded cotangent as one Tensor, its adding up attributed to ``t``."""
+        if type(ct) is not _Collected:
+            return ct
+        core.attribute(t.source, t.scope)
+        ct = _recorded_total(ct)
+        core.attribute(*self.outer)
+        return ct
+
+    def visit(self, t: Tensor, ct) -> list[Tensor]:
+        """Node ``t`` with its complete cotangent ``ct``: its VJP's cotangents added into its parents' sums.
+
+        Returns the parents that got their first contribution; unless
+        ``retain_graph``, ``t`` then drops its parents (and their values).
+        """
+        tid = id(t)
+        owned, record = self.owned, self.record
+        if owned:
+            owned.discard(tid)
+        retained = self.retained
+        if retained and tid in retained and retained[tid]() is t:
+            self.results[tid] = (t, ct)
+        if t.serial > self.last_change:  # recorded before a change in place: were its parents changed?
+            _refuse_changed_parents(t, self.what)
+        prim, parents = t.prim, t.parents
+        if record:
+            args, out = parents, t
+            core.attribute(t.source, t.scope)
+        else:
+            args, out = list(map(_value, parents)), t.value
+            if prim.vjp_into is not None and _scattered_into(
+                    prim, ct, out, args, t.params or _NO_PARAMS, parents[0], self.cts, owned):
+                if self.anomaly:
+                    check_finite(ct, "gradient from the VJP", node=t)
+                if not self.retain_graph:
+                    t.parents = None
+                return []
+        reached = []
+        cts = self.cts
+        fresh = prim.vjp_into is not None and not record  # (a scatter's cotangent is a fresh array)
+        for p, g in rule_cotangents(t, ct, out, args, self.relevant, record, self.anomaly):
+            pid = id(p)
+            previous = cts.get(pid)
+            if previous is None:
+                cts[pid] = _recorded_add(None, g) if record else g
+                reached.append(p)
+                if fresh:
+                    owned.add(pid)
+            elif record:
+                cts[pid] = _recorded_add(previous, g)
+            elif pid in owned and g.dtype == previous.dtype:
+                # A sum this sweep made and nothing else holds: add in place.
+                np.add(previous, g, out=previous)
+            else:
+                total = previous + g
+                cts[pid] = total
+                if type(total) is np.ndarray:  # (a 0-d sum comes back a numpy scalar)
+                    owned.add(pid)
+        if record:
+            core.attribute(*self.outer)
+        if not self.retain_graph:
+            t.parents = None
+        return reached
+
+
 def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
-                  wrt: Sequence[Tensor] | None, *, create_graph: bool, retain_graph: bool,
-                  prune_constant: bool = False) -> dict[int, tuple]:
+                  wrt: Sequence[Tensor] | None, *, create_graph: bool, retain_graph: bool) -> dict[int, tuple]:
     """Algorithm 8.5 over the recorded graph; returns ``{id(t): (t, cotangent)}`` for ``wrt``.
 
     With ``wrt=None`` every leaf that requires a gradient is a target (the
-    eager ``backward()``). With ``create_graph`` the VJP rules record (the
-    cotangents are Tensors); otherwise they run on plain arrays and the
-    cotangents are ndarrays. Unless ``retain_graph``, each visited node drops
-    its parents (and with them the saved forward values) once its VJP has run.
+    eager ``backward()``: :func:`eager_sweep`); otherwise :func:`program_sweep`.
+    With ``create_graph`` the VJP rules record (the cotangents are Tensors);
+    otherwise they run on plain arrays and the cotangents are ndarrays. Unless
+    ``retain_graph``, each visited node drops its parents (and with them the
+    saved forward values) once its VJP has run.
     """
-    stop = {id(t) for t in wrt} if wrt is not None else set()
-    # The eager backward() knows which nodes lie on a path from a target:
-    # requires_grad says exactly that. Otherwise the sweep works it out.
-    eager = wrt is None and prune_constant
-    if eager:
-        # No walk before the sweep: a node is queued when its first cotangent
-        # contribution arrives and visited newest first (smallest ``serial``,
-        # a min-heap of plain ints: cheap to compare). Every child of a node is
-        # newer than it, so all of a node's contributions are in when it is
-        # visited. Leaves only collect their sums. A primitive without a VJP
-        # rule is still refused before anything is freed.
-        order, relevant = None, None
-        if core._without_vjp:
-            _refuse_missing_rules(topological_nodes(outputs, stop, prune_constant), None)
-    else:
-        order = topological_nodes(outputs, stop, prune_constant)
-        relevant = _relevant(order, stop, wrt is None)
-        _refuse_missing_rules(order, relevant)
-    record = create_graph
-    cts: dict[int, Any] = {}
-    for o, c in zip(outputs, cotangents):
-        if (o.requires_grad if eager else id(o) in relevant):
-            if c is None:
-                c = np.ones(o.shape, dtype=o.dtype)
-            _accumulate(cts, id(o), (c if isinstance(c, Tensor) else Tensor(c)) if record else _value_of(c))
-    if eager:
-        heap: list[int] = []
-        waiting: dict[int, Tensor] = {}  # the queued nodes by serial
-        leaves: dict[int, Tensor] = {}  # the leaves reached, by id
-        for o in outputs:
-            if id(o) in cts:
-                _queue(o, heap, waiting, leaves)
-    results: dict[int, tuple] = {}
-    # Nodes whose cotangent is a sum the sweep allocated and only ``cts`` holds
-    # (not a VJP's output, which may alias its ``ct`` or a forward value): those
-    # sums grow in place as further fan-out contributions arrive.
-    owned: set[int] = set()
-    # Non-leaves whose cotangent the user asked to keep (Tensor.retain_grad).
-    retained = core._retained if wrt is None else None
-    anomaly = core.anomaly_enabled()
-    outer = core.attribution()
-    last_change = core._last_change
+    if wrt is None:
+        return eager_sweep(outputs, cotangents, create_graph=create_graph, retain_graph=retain_graph)
+    return program_sweep(outputs, cotangents, wrt, create_graph=create_graph, retain_graph=retain_graph)
+
+
+def eager_sweep(outputs: Sequence[Tensor], cotangents: Sequence, *, create_graph: bool,
+                retain_graph: bool) -> dict[int, tuple]:
+    """``backward()``'s sweep: every leaf requiring a gradient is a target, and so are retained nodes.
+
+    No walk before the sweep: a node is queued when its first cotangent
+    contribution arrives and visited newest first (smallest ``serial``, a
+    min-heap of plain ints: cheap to compare). Every child of a node is newer
+    than it, so all of a node's contributions are in when it is visited.
+    ``requires_grad`` says which nodes lie on a path from a target. Leaves
+    only collect their sums. A primitive without a VJP rule is still refused
+    before anything is freed.
+    """
+    if core._without_vjp:
+        _refuse_missing_rules(topological_nodes(outputs, set(), True), None)
+    sweep = _Sweep(None, core._retained, record=create_graph, retain_graph=retain_graph, what="backward")
+    sweep.seed(outputs, cotangents)
+    cts, results, record = sweep.cts, sweep.results, create_graph
+    heap: list[int] = []
+    waiting: dict[int, Tensor] = {}  # the queued nodes by serial
+    leaves: dict[int, Tensor] = {}  # the leaves reached, by id
+    for o in outputs:
+        if id(o) in cts:
+            _queue(o, heap, waiting, leaves)
     try:
         with paused_gc(), _sweep_context(record):
-            pop_ct = cts.pop
-            while heap if eager else order:
-                # Popping lets values go as soon as nothing else holds them.
-                if eager:  # (only nodes with parents are queued)
-                    t = waiting.pop(heappop(heap))
-                    tid = id(t)
-                    ct = pop_ct(tid)
-                    parents = t.parents
-                else:
-                    t = order.pop()
-                    tid = id(t)
-                    ct = pop_ct(tid, None)
-                    if ct is None:
-                        continue
-                    parents = t.parents
-                if record and type(ct) is _Collected:
-                    core.attribute(t.source, t.scope)
-                    ct = _recorded_total(ct)
-                    core.attribute(*outer)
-                if not eager:
-                    if not parents or tid in stop:
-                        results[tid] = (t, ct)
-                        continue
-                if owned:
-                    owned.discard(tid)
-                if retained and tid in retained and retained[tid]() is t:
-                    results[tid] = (t, ct)
-                if t.serial > last_change:  # recorded before a change in place: were its parents changed?
-                    _refuse_changed_parents(t, "backward" if eager else "grad")
-                prim = t.prim
-                params = t.params  # (None when empty: a call with ``**{}`` still builds a dict)
+            pop_ct, visit = cts.pop, sweep.visit
+            while heap:
+                # (only nodes with parents are queued) Popping lets values go as soon as nothing else holds them.
+                t = waiting.pop(heappop(heap))
+                ct = pop_ct(id(t))
                 if record:
-                    args, out = parents, t
-                    core.attribute(t.source, t.scope)
-                else:
-                    args, out = list(map(_value, parents)), t.value
-                    if prim.vjp_into is not None and _scattered_into(
-                            prim, ct, out, args, params or _NO_PARAMS, parents[0], cts, owned):
-                        if anomaly:
-                            check_finite(ct, "gradient from the VJP", node=t)
-                        if not retain_graph:
-                            t.parents = None
-                        continue
-                parts = prim.vjp_parts
-                if parts is None:
-                    try:
-                        if record and prim is indexing.GETITEM and not anomaly and (
-                                slab := _slab_vjp(ct, parents[0], params)) is not None:
-                            grads = (slab,)  # scattered when the operand's cotangent is complete
-                        else:
-                            grads = prim.vjp(ct, out, *args, **params) if params else prim.vjp(ct, out, *args)
-                    except Exception as exc:
-                        raise rule_error(prim, "VJP", exc, t, record) from exc
-                    if type(grads) is not tuple and type(grads) is not list:
-                        raise AutogradDagError(
-                            f"the VJP rule of '{prim.name}' returned a {type(grads).__name__}; it must "
-                            f"return a tuple with one cotangent per input ({len(parents)}), None for "
-                            f"an input without one, e.g. (ct * 2.0,){located(t.source)}")
-                    if len(grads) != len(parents):
-                        # Too few ended in a bare IndexError; too many were dropped unseen.
-                        raise AutogradDagError(
-                            f"the VJP rule of '{prim.name}' returned {len(grads)} cotangent"
-                            f"{'s' * (len(grads) != 1)} for {len(parents)} input{'s' * (len(parents) != 1)}; "
-                            f"it must return one per input, None for an input without one"
-                            f"{located(t.source)}")
-                nondiff = prim.nondiff
-                for i, p in enumerate(parents):
-                    if not (p.requires_grad if eager else id(p) in relevant) or i in nondiff:
-                        continue
-                    if parts is None:
-                        g = grads[i]
-                    else:  # the rule of this input only
-                        part = parts[i]
-                        try:
-                            g = None if part is None else (
-                                part(ct, out, *args, **params) if params else part(ct, out, *args))
-                        except Exception as exc:
-                            raise rule_error(prim, "VJP", exc, t, record) from exc
-                    if g is None:
-                        continue
-                    if not record and type(g) is Tensor:
-                        g = g.value
-                    try:
-                        wrong_shape = g.shape != p.value.shape
-                    except AttributeError:  # a Python number: no shape, and no dtype to keep
-                        raise AutogradDagError(
-                            f"VJP of '{prim.name}' returned a {type(g).__name__} as the cotangent of input {i}; "
-                            f"it must be a Tensor (or array) of the input's shape {p.shape}, e.g. "
-                            f"ct * 2.0{located(t.source)}") from None
-                    if wrong_shape:
-                        raise AutogradDagError(f"VJP of '{prim.name}' returned a cotangent of shape "
-                                               f"{g.shape} for an input of shape {p.shape}{located(t.source)}")
-                    # An input numpy promoted (float32 beside a float64 constant): its cotangent is a
-                    # float32 array too, as the input's own would be. (Builtin dtypes are shared
-                    # objects: the identity test first keeps the common case to a twentieth of a node.)
-                    if g.dtype is not (dtype := p.value.dtype) and type(g) is not _Slab and g.dtype != dtype \
-                            and dtype.kind == "f":
-                        g = ew.astype(g, dtype) if record else g.astype(dtype)
-                    if anomaly:
-                        check_finite(g, "gradient from the VJP", node=t)
-                    pid = id(p)
-                    previous = cts.get(pid)
-                    if previous is None:
-                        cts[pid] = _recorded_add(None, g) if record else g
-                        if eager:
-                            if p.parents:
-                                heappush(heap, p.serial)
-                                waiting[p.serial] = p
-                            else:
-                                _queue(p, heap, waiting, leaves)
-                        if prim.vjp_into is not None and not record:
-                            owned.add(pid)  # (a scatter's cotangent is a fresh array)
-                    elif record:
-                        cts[pid] = _recorded_add(previous, g)
-                    elif pid in owned and g.dtype == previous.dtype:
-                        # A sum this sweep made and nothing else holds: add in place.
-                        np.add(previous, g, out=previous)
+                    ct = sweep.total(t, ct)
+                for p in visit(t, ct):
+                    if p.parents:
+                        heappush(heap, p.serial)
+                        waiting[p.serial] = p
                     else:
-                        total = previous + g
-                        cts[pid] = total
-                        if type(total) is np.ndarray:  # (a 0-d sum comes back a numpy scalar)
-                            owned.add(pid)
-                if record:
-                    core.attribute(*outer)
-                if not retain_graph:
-                    t.parents = None
-            if eager:
-                for lid, leaf in leaves.items():
-                    results[lid] = (leaf, _recorded_total(cts[lid]) if record else cts[lid])
+                        _queue(p, heap, waiting, leaves)
+            for lid, leaf in leaves.items():
+                results[lid] = (leaf, _recorded_total(cts[lid]) if record else cts[lid])
     finally:
         # Recorded derivative nodes were attributed to the forward node they
         # differentiate (source line and name scope); restore the caller's.
-        core.attribute(*outer)
+        core.attribute(*sweep.outer)
+    return results
+
+
+def program_sweep(outputs: Sequence[Tensor], cotangents: Sequence, wrt: Sequence[Tensor], *,
+                  create_graph: bool, retain_graph: bool) -> dict[int, tuple]:
+    """The sweep of grad, vjp and grad_program: the nodes between ``outputs`` and the targets ``wrt``, in reverse topological order.
+
+    Only the nodes on a path from a target (``relevant``) get a cotangent; the
+    sweep stops at the targets, which may be nodes as well as leaves.
+    """
+    stop = {id(t) for t in wrt}
+    order = topological_nodes(outputs, stop)
+    relevant = _relevant(order, stop, False)
+    _refuse_missing_rules(order, relevant)
+    sweep = _Sweep(relevant, None, record=create_graph, retain_graph=retain_graph, what="grad")
+    sweep.seed(outputs, cotangents)
+    results, record = sweep.results, create_graph
+    try:
+        with paused_gc(), _sweep_context(record):
+            pop_ct, visit = sweep.cts.pop, sweep.visit
+            while order:
+                # Popping lets values go as soon as nothing else holds them.
+                t = order.pop()
+                tid = id(t)
+                ct = pop_ct(tid, None)
+                if ct is None:
+                    continue
+                if record:
+                    ct = sweep.total(t, ct)
+                if not t.parents or tid in stop:
+                    results[tid] = (t, ct)
+                else:
+                    visit(t, ct)
+    finally:
+        core.attribute(*sweep.outer)  # (restores the caller's attribution, as in eager_sweep)
     return results
 
 
@@ -456,7 +551,7 @@ def backward(self: Tensor, grad=None, create_graph: bool = False, retain_graph: 
         if ct.shape != self.shape:
             raise AutogradDagError(f"backward: grad has shape {ct.shape}, expected {self.shape}")
     grads = reverse_sweep([self], [ct], None, create_graph=create_graph,
-                          retain_graph=retain_graph or create_graph, prune_constant=True)
+                          retain_graph=retain_graph or create_graph)
     with _recording_as(create_graph):
         for leaf, g in grads.values():
             if not create_graph:
