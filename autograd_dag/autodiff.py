@@ -190,68 +190,6 @@ def _queue(t: Tensor, heap: list, waiting: dict, leaves: dict) -> None:
         leaves[id(t)] = t
 
 
-def rule_cotangents(t: Tensor, ct, out, args, relevant: set[int] | None, record: bool,
-                    anomaly: bool) -> list[tuple[Tensor, Any]]:
-    """The rule call of both sweeps: node ``t``'s VJP on its cotangent ``ct``, checked and cast.
-
-    Returns ``(parent, cotangent)`` for each parent that needs one (in
-    ``relevant``, or requiring a gradient when ``relevant`` is None), of the
-    parent's shape and floating dtype. ``out`` and ``args`` are ``t`` and its
-    parents, or their values in a sweep that does not record. A primitive
-    with ``vjp_parts`` runs only the rules of the inputs that need one; a
-    recorded sweep may keep a cotangent aside as its primitive's ``vjp_piece``.
-
-    Example (a sweep that does not record, on the values of ``y = x * x``):
-        rule_cotangents(y, np.ones(3), y.value, [x.value, x.value], None, False, False)
-        -> [(x, 2x), (x, 2x)]
-    """
-    prim, params, parents = t.prim, t.params or _NO_PARAMS, t.parents
-    parts = prim.vjp_parts
-    try:
-        if record and prim.vjp_piece is not None and not anomaly and (
-                piece := prim.vjp_piece(ct, out, *args, **params)) is not None:
-            # (kept aside, joined with its likes when the operand's cotangent is complete)
-            p = parents[0]
-            return [(p, _Piece(*piece))] if (p.requires_grad if relevant is None else id(p) in relevant) else []
-        if parts is None:
-            grads = prim.vjp(ct, out, *args, **params) if params else prim.vjp(ct, out, *args)
-    except Exception as exc:
-        raise rule_error(prim, "VJP", exc, t, record) from exc
-    if parts is None and (type(grads) is not tuple and type(grads) is not list or len(grads) != len(parents)):
-        raise _wrong_rule_output(prim, grads, t)
-    nondiff = prim.nondiff
-    found = []
-    for i, p in enumerate(parents):
-        if not (p.requires_grad if relevant is None else id(p) in relevant) or i in nondiff:
-            continue
-        if parts is None:
-            g = grads[i]
-        else:  # the rule of this input only
-            part = parts[i]
-            try:
-                g = None if part is None else (part(ct, out, *args, **params) if params else part(ct, out, *args))
-            except Exception as exc:
-                raise rule_error(prim, "VJP", exc, t, record) from exc
-        if g is None:
-            continue
-        if not record and type(g) is Tensor:
-            g = g.value
-        value = p.value
-        try:
-            # (Builtin dtypes are shared objects: the identity test keeps the common case cheap.)
-            if g.shape != value.shape or g.dtype is not value.dtype:
-                g = _fitted(g, p, i, t, record)
-        except AttributeError:  # a Python number: no shape, and no dtype to keep
-            raise AutogradDagError(
-                f"VJP of '{prim.name}' returned a {type(g).__name__} as the cotangent of input {i}; "
-                f"it must be a Tensor (or array) of the input's shape {p.shape}, e.g. "
-                f"ct * 2.0{located(t.source)}") from None
-        if anomaly:
-            check_finite(g, "gradient from the VJP", node=t)
-        found.append((p, g))
-    return found
-
-
 def _wrong_rule_output(prim: Primitive, grads, t: Tensor) -> AutogradDagError:
     """The error for a VJP rule that returned no tuple, or one with the wrong number of cotangents."""
     n = len(t.parents)
@@ -268,7 +206,16 @@ def _wrong_rule_output(prim: Primitive, grads, t: Tensor) -> AutogradDagError:
 
 
 def _fitted(g, p: Tensor, i: int, t: Tensor, record: bool):
-    """Cotangent ``g`` of parent ``p`` (input ``i`` of ``t``) whose shape or dtype object differs from p's: cast or refused."""
+    """Cotangent ``g`` of parent ``p`` (input ``i`` of ``t``) whose shape or dtype differs from p's: cast, or refused.
+
+    A :class:`_Piece` passes as it is (its primitive's join makes it of p's shape).
+    """
+    if type(g) is _Piece:
+        return g
+    if not hasattr(g, "shape"):  # a Python number: no shape, and no dtype to keep
+        raise AutogradDagError(
+            f"VJP of '{t.prim.name}' returned a {type(g).__name__} as the cotangent of input {i}; it must be "
+            f"a Tensor (or array) of the input's shape {p.shape}, e.g. ct * 2.0{located(t.source)}")
     if g.shape != p.value.shape:
         raise AutogradDagError(f"VJP of '{t.prim.name}' returned a cotangent of shape {g.shape} for an "
                                f"input of shape {p.shape}{located(t.source)}")
@@ -280,8 +227,14 @@ def _fitted(g, p: Tensor, i: int, t: Tensor, record: bool):
     return g
 
 
+def _piece(prim: Primitive, ct, out, args, params: dict | None) -> tuple | None:
+    """``(piece,)``: the cotangent of a recorded node's one input kept aside by its primitive's ``vjp_piece``; or None."""
+    piece = prim.vjp_piece(ct, out, *args, **params) if params else prim.vjp_piece(ct, out, *args)
+    return None if piece is None else (_Piece(*piece),)
+
+
 class _Sweep:
-    """What both reverse sweeps carry from node to node: the cotangent sums, and the visit of one node.
+    """What both reverse sweeps carry from node to node, and the visit of one node they share.
 
     ``cts`` maps ``id(t)`` to t's cotangent sum so far; ``owned`` holds the
     ids whose sum the sweep allocated and only ``cts`` holds (not a VJP's
@@ -289,13 +242,14 @@ class _Sweep:
     place as further fan-out contributions arrive. ``relevant``: the ids of
     the nodes needing a cotangent, or None when ``requires_grad`` tells (the
     eager sweep). ``retained``: the non-leaves whose cotangent the user asked
-    to keep (Tensor.retain_grad), or None.
+    to keep (Tensor.retain_grad), or None. ``heap``, ``waiting``, ``leaves``:
+    the eager sweep's queue (:func:`_queue`), None in the program sweep.
     """
     __slots__ = ("cts", "owned", "results", "relevant", "retained", "record", "retain_graph",
-                 "anomaly", "outer", "last_change", "what")
+                 "anomaly", "outer", "last_change", "what", "heap", "waiting", "leaves", "hot")
 
     def __init__(self, relevant: set[int] | None, retained: dict | None, *, record: bool,
-                 retain_graph: bool, what: str):
+                 retain_graph: bool, what: str, queue: bool):
         self.cts: dict[int, Any] = {}
         self.owned: set[int] = set()
         self.results: dict[int, tuple] = {}
@@ -304,9 +258,14 @@ class _Sweep:
         self.anomaly = core.anomaly_enabled()
         self.outer = core.attribution()
         self.last_change = core._last_change
+        self.heap, self.waiting, self.leaves = ([], {}, {}) if queue else (None, None, None)
+        # What visit reads at every node, unpacked there in one step (fewer bytecodes per node
+        # than an attribute each: the per-op chain's backward is this loop).
+        self.hot = (self.cts, self.owned, relevant, record, self.anomaly, retained, self.last_change,
+                    self.heap, self.waiting)
 
     def seed(self, outputs: Sequence[Tensor], cotangents: Sequence) -> None:
-        """Start the sums at the outputs that need a cotangent (None: ones)."""
+        """Start the sums at the outputs that need a cotangent (None: ones), queued in the eager sweep."""
         record, relevant = self.record, self.relevant
         for o, c in zip(outputs, cotangents):
             if o.requires_grad if relevant is None else id(o) in relevant:
@@ -314,6 +273,10 @@ class _Sweep:
                     c = np.ones(o.shape, dtype=o.dtype)
                 _accumulate(self.cts, id(o), (c if isinstance(c, Tensor) else Tensor(c)) if record
                             else _value_of(c))
+        if self.heap is not None:
+            for o in outputs:
+                if id(o) in self.cts:
+                    _queue(o, self.heap, self.waiting, self.leaves)
 
     def total(self, t: Tensor, ct):
         """``t``'s complete recorded cotangent as one Tensor, its adding up attributed to ``t``."""
@@ -324,60 +287,108 @@ class _Sweep:
         core.attribute(*self.outer)
         return ct
 
-    def visit(self, t: Tensor, ct) -> list[Tensor]:
-        """Node ``t`` with its complete cotangent ``ct``: its VJP's cotangents added into its parents' sums.
+    def add(self, pid: int, previous, g) -> None:
+        """Add ``g`` into the sum ``previous`` of node ``pid`` (not its first contribution)."""
+        if self.record:
+            self.cts[pid] = _recorded_add(previous, g)
+        elif pid in self.owned and g.dtype == previous.dtype:
+            # A sum this sweep made and nothing else holds: add in place.
+            np.add(previous, g, out=previous)
+        else:
+            total = previous + g
+            self.cts[pid] = total
+            if type(total) is np.ndarray:  # (a 0-d sum comes back a numpy scalar)
+                self.owned.add(pid)
 
-        Returns the parents that got their first contribution; unless
-        ``retain_graph``, ``t`` then drops its parents (and their values).
+    def scattered(self, t: Tensor, ct, out, args: list) -> bool:
+        """Whether ``t``'s cotangent went into its input's sum in place (:func:`_scattered_into`); then ``t`` is done."""
+        if not _scattered_into(t.prim, ct, out, args, t.params or _NO_PARAMS, t.parents[0], self.cts, self.owned):
+            return False
+        if self.anomaly:
+            check_finite(ct, "gradient from the VJP", node=t)
+        if not self.retain_graph:
+            t.parents = None
+        return True
+
+    def visit(self, t: Tensor, ct) -> None:
+        """Node ``t`` with its complete cotangent ``ct``: the one place a VJP rule is called.
+
+        Its cotangents, checked and cast to the parents' shapes and floating
+        dtypes, are added into the sums of the parents needing one (``vjp_parts``:
+        only their rules run); a parent reached first is queued (eager sweep).
+        Unless ``retain_graph``, ``t`` then drops its parents (and their values).
         """
         tid = id(t)
-        owned, record = self.owned, self.record
+        cts, owned, relevant, record, anomaly, retained, last_change, heap, waiting = self.hot
         if owned:
             owned.discard(tid)
-        retained = self.retained
         if retained and tid in retained and retained[tid]() is t:
             self.results[tid] = (t, ct)
-        if t.serial > self.last_change:  # recorded before a change in place: were its parents changed?
+        if t.serial > last_change:  # recorded before a change in place: were its parents changed?
             _refuse_changed_parents(t, self.what)
-        prim, parents = t.prim, t.parents
+        prim, parents, params = t.prim, t.parents, t.params  # (params None when empty)
         if record:
             args, out = parents, t
             core.attribute(t.source, t.scope)
         else:
             args, out = list(map(_value, parents)), t.value
-            if prim.vjp_into is not None and _scattered_into(
-                    prim, ct, out, args, t.params or _NO_PARAMS, parents[0], self.cts, owned):
-                if self.anomaly:
-                    check_finite(ct, "gradient from the VJP", node=t)
-                if not self.retain_graph:
-                    t.parents = None
-                return []
-        reached = []
-        cts = self.cts
-        fresh = prim.vjp_into is not None and not record  # (a scatter's cotangent is a fresh array)
-        for p, g in rule_cotangents(t, ct, out, args, self.relevant, record, self.anomaly):
+            if prim.vjp_into is not None and self.scattered(t, ct, out, args):
+                return
+        parts = prim.vjp_parts
+        if parts is None:
+            try:
+                if record and prim.vjp_piece is not None and not anomaly and (
+                        grads := _piece(prim, ct, out, args, params)) is not None:
+                    pass  # (kept aside, joined with its likes when the operand's sum is complete)
+                else:
+                    grads = prim.vjp(ct, out, *args, **params) if params else prim.vjp(ct, out, *args)
+            except Exception as exc:
+                raise rule_error(prim, "VJP", exc, t, record) from exc
+            if type(grads) is not tuple and type(grads) is not list or len(grads) != len(parents):
+                raise _wrong_rule_output(prim, grads, t)
+        nondiff = prim.nondiff
+        for i, p in enumerate(parents):
+            if not (p.requires_grad if relevant is None else id(p) in relevant) or i in nondiff:
+                continue
+            if parts is None:
+                g = grads[i]
+            elif (part := parts[i]) is None:  # the rule of this input only
+                continue
+            else:
+                try:
+                    g = part(ct, out, *args, **params) if params else part(ct, out, *args)
+                except Exception as exc:
+                    raise rule_error(prim, "VJP", exc, t, record) from exc
+            if g is None:
+                continue
+            if not record and type(g) is Tensor:
+                g = g.value
+            try:  # (builtin dtypes are shared objects: the identity test keeps the common case cheap)
+                if g.shape != p.value.shape or g.dtype is not p.value.dtype:
+                    g = _fitted(g, p, i, t, record)
+            except AttributeError:  # a piece, or a Python number
+                g = _fitted(g, p, i, t, record)
+            if anomaly:
+                check_finite(g, "gradient from the VJP", node=t)
             pid = id(p)
             previous = cts.get(pid)
             if previous is None:
                 cts[pid] = _recorded_add(None, g) if record else g
-                reached.append(p)
-                if fresh:
-                    owned.add(pid)
-            elif record:
-                cts[pid] = _recorded_add(previous, g)
-            elif pid in owned and g.dtype == previous.dtype:
-                # A sum this sweep made and nothing else holds: add in place.
-                np.add(previous, g, out=previous)
+                if prim.vjp_into is not None and not record:
+                    owned.add(pid)  # (a scatter's cotangent is a fresh array)
+                if heap is None:
+                    pass
+                elif p.parents:
+                    heappush(heap, p.serial)
+                    waiting[p.serial] = p
+                else:
+                    _queue(p, heap, waiting, self.leaves)
             else:
-                total = previous + g
-                cts[pid] = total
-                if type(total) is np.ndarray:  # (a 0-d sum comes back a numpy scalar)
-                    owned.add(pid)
+                self.add(pid, previous, g)
         if record:
             core.attribute(*self.outer)
         if not self.retain_graph:
             t.parents = None
-        return reached
 
 
 def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
@@ -410,42 +421,30 @@ def eager_sweep(outputs: Sequence[Tensor], cotangents: Sequence, *, create_graph
     """
     if core._without_vjp:
         _refuse_missing_rules(topological_nodes(outputs, set(), True), None)
-    sweep = _Sweep(None, core._retained, record=create_graph, retain_graph=retain_graph, what="backward")
+    sweep = _Sweep(None, core._retained, record=create_graph, retain_graph=retain_graph, what="backward",
+                   queue=True)
     sweep.seed(outputs, cotangents)
-    cts, results, record = sweep.cts, sweep.results, create_graph
-    heap: list[int] = []
-    waiting: dict[int, Tensor] = {}  # the queued nodes by serial
-    leaves: dict[int, Tensor] = {}  # the leaves reached, by id
-    for o in outputs:
-        if id(o) in cts:
-            _queue(o, heap, waiting, leaves)
+    cts, heap, waiting, record = sweep.cts, sweep.heap, sweep.waiting, create_graph
     try:
         with paused_gc(), _sweep_context(record):
             pop_ct, visit = cts.pop, sweep.visit
-            while heap:
-                # (only nodes with parents are queued) Popping lets values go as soon as nothing else holds them.
+            while heap:  # (only nodes with parents are queued)
                 t = waiting.pop(heappop(heap))
+                # Popping lets values go as soon as nothing else holds them.
                 ct = pop_ct(id(t))
-                if record:
-                    ct = sweep.total(t, ct)
-                for p in visit(t, ct):
-                    if p.parents:
-                        heappush(heap, p.serial)
-                        waiting[p.serial] = p
-                    else:
-                        _queue(p, heap, waiting, leaves)
-            for lid, leaf in leaves.items():
-                results[lid] = (leaf, _recorded_total(cts[lid]) if record else cts[lid])
+                visit(t, sweep.total(t, ct) if record else ct)
+            for lid, leaf in sweep.leaves.items():
+                sweep.results[lid] = (leaf, _recorded_total(cts[lid]) if record else cts[lid])
     finally:
         # Recorded derivative nodes were attributed to the forward node they
         # differentiate (source line and name scope); restore the caller's.
         core.attribute(*sweep.outer)
-    return results
+    return sweep.results
 
 
 def program_sweep(outputs: Sequence[Tensor], cotangents: Sequence, wrt: Sequence[Tensor], *,
                   create_graph: bool, retain_graph: bool) -> dict[int, tuple]:
-    """The sweep of grad, vjp and grad_program: the nodes between ``outputs`` and the targets ``wrt``, in reverse topological order.
+    """The sweep of grad, vjp and grad_program: from ``outputs`` to the targets ``wrt``, in reverse topological order.
 
     Only the nodes on a path from a target (``relevant``) get a cotangent; the
     sweep stops at the targets, which may be nodes as well as leaves.
@@ -454,17 +453,16 @@ def program_sweep(outputs: Sequence[Tensor], cotangents: Sequence, wrt: Sequence
     order = topological_nodes(outputs, stop)
     relevant = _relevant(order, stop, False)
     _refuse_missing_rules(order, relevant)
-    sweep = _Sweep(relevant, None, record=create_graph, retain_graph=retain_graph, what="grad")
+    sweep = _Sweep(relevant, None, record=create_graph, retain_graph=retain_graph, what="grad", queue=False)
     sweep.seed(outputs, cotangents)
     results, record = sweep.results, create_graph
     try:
         with paused_gc(), _sweep_context(record):
             pop_ct, visit = sweep.cts.pop, sweep.visit
             while order:
-                # Popping lets values go as soon as nothing else holds them.
                 t = order.pop()
                 tid = id(t)
-                ct = pop_ct(tid, None)
+                ct = pop_ct(tid, None)  # (popping lets values go as soon as nothing else holds them)
                 if ct is None:
                     continue
                 if record:
