@@ -69,8 +69,7 @@ class Primitive:
     Calling a primitive applies it: ``exp_prim(x)`` records a node like ``ad.exp(x)``.
     """
 
-    __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "batch", "vjp_into", "reads",
-                 "vjp_piece")
+    __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "batch", "vjp_into", "reads", "vjp_piece")
 
     def __init__(self, name: str, impl: Callable, *, vjp: Callable | tuple | None = None,
                  jvp: Callable | None = None, shape: Callable | None = None,
@@ -111,10 +110,8 @@ class Primitive:
         # sweep sums the cotangents of many slices of one input in one buffer:
         # O(slice) per slice instead of O(input).
         self.vjp_into = vjp_into
-        # ``vjp_piece(ct, out, x, **params) -> (join, piece) | None``, set by a primitive of
-        # one input after defprim: in a recorded sweep, x's cotangent kept aside as ``piece``
-        # until x's sum is complete, when ``join(pieces)`` makes few Tensors of all of them
-        # (getitem: adjacent slabs x[:, t] join into one concatenate). None: the VJP as usual.
+        # ``vjp_piece(ct, out, x, **params) -> (join, piece) | None`` (getitem sets it): a recorded sweep
+        # keeps x's cotangent aside until x's sum is complete; ``join(pieces)`` then makes few Tensors of them.
         self.vjp_piece = None
 
     def __call__(self, *args, **params):
