@@ -227,10 +227,13 @@ def _fitted(g, p: Tensor, i: int, t: Tensor, record: bool):
     return g
 
 
-def _piece(prim: Primitive, ct, out, args, params: dict | None) -> tuple | None:
-    """``(piece,)``: the cotangent of a recorded node's one input kept aside by its primitive's ``vjp_piece``; or None."""
-    piece = prim.vjp_piece(ct, out, *args, **params) if params else prim.vjp_piece(ct, out, *args)
-    return None if piece is None else (_Piece(*piece),)
+def _piece(prim: Primitive, ct, out, args, params: dict | None) -> tuple:
+    """A recorded node's cotangents: ``(piece,)``, its one input's kept aside by its primitive's ``vjp_piece``
+    (joined with its likes when that input's sum is complete), or else the VJP's."""
+    piece = prim.vjp_piece(ct, out, *args, **(params or _NO_PARAMS))
+    if piece is not None:
+        return (_Piece(*piece),)
+    return prim.vjp(ct, out, *args, **params) if params else prim.vjp(ct, out, *args)
 
 
 class _Sweep:
@@ -310,20 +313,22 @@ class _Sweep:
             t.parents = None
         return True
 
-    def visit(self, t: Tensor, ct) -> None:
-        """Node ``t`` with its complete cotangent ``ct``: the one place a VJP rule is called.
+    def visit(self, t: Tensor, ct=None) -> None:
+        """Node ``t`` with its complete cotangent ``ct`` (None: popped here): the one place a VJP rule is called.
 
-        Its cotangents, checked and cast to the parents' shapes and floating
-        dtypes, are added into the sums of the parents needing one (``vjp_parts``:
-        only their rules run); a parent reached first is queued (eager sweep).
-        Unless ``retain_graph``, ``t`` then drops its parents (and their values).
+        Its cotangents, checked and cast to the parents' shapes and floating dtypes, are added
+        into the sums of the parents needing one (``vjp_parts``: only their rules run); a parent
+        reached first is queued (eager sweep). Unless ``retain_graph``, ``t`` then drops its parents.
         """
-        tid = id(t)
         cts, owned, relevant, record, anomaly, retained, last_change, heap, waiting = self.hot
+        if ct is None:  # (the eager sweep: popping lets values go as soon as nothing else holds them)
+            ct = cts.pop(id(t))
+            if record:
+                ct = self.total(t, ct)
         if owned:
-            owned.discard(tid)
-        if retained and tid in retained and retained[tid]() is t:
-            self.results[tid] = (t, ct)
+            owned.discard(id(t))
+        if retained and id(t) in retained and retained[id(t)]() is t:
+            self.results[id(t)] = (t, ct)
         if t.serial > last_change:  # recorded before a change in place: were its parents changed?
             _refuse_changed_parents(t, self.what)
         prim, parents, params = t.prim, t.parents, t.params  # (params None when empty)
@@ -337,9 +342,8 @@ class _Sweep:
         parts = prim.vjp_parts
         if parts is None:
             try:
-                if record and prim.vjp_piece is not None and not anomaly and (
-                        grads := _piece(prim, ct, out, args, params)) is not None:
-                    pass  # (kept aside, joined with its likes when the operand's sum is complete)
+                if record and prim.vjp_piece is not None and not anomaly:
+                    grads = _piece(prim, ct, out, args, params)
                 else:
                     grads = prim.vjp(ct, out, *args, **params) if params else prim.vjp(ct, out, *args)
             except Exception as exc:
@@ -427,12 +431,9 @@ def eager_sweep(outputs: Sequence[Tensor], cotangents: Sequence, *, create_graph
     cts, heap, waiting, record = sweep.cts, sweep.heap, sweep.waiting, create_graph
     try:
         with paused_gc(), _sweep_context(record):
-            pop_ct, visit = cts.pop, sweep.visit
+            visit = sweep.visit
             while heap:  # (only nodes with parents are queued)
-                t = waiting.pop(heappop(heap))
-                # Popping lets values go as soon as nothing else holds them.
-                ct = pop_ct(id(t))
-                visit(t, sweep.total(t, ct) if record else ct)
+                visit(waiting.pop(heappop(heap)))
             for lid, leaf in sweep.leaves.items():
                 sweep.results[lid] = (leaf, _recorded_total(cts[lid]) if record else cts[lid])
     finally:
