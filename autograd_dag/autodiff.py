@@ -365,7 +365,7 @@ class _Sweep:
                     raise rule_error(prim, "VJP", exc, t, record) from exc
             if g is None:
                 continue
-            if not record and type(g) is Tensor:
+            if type(g) is Tensor and not record:
                 g = g.value
             try:  # (builtin dtypes are shared objects: the identity test keeps the common case cheap)
                 if g.shape != p.value.shape or g.dtype is not p.value.dtype:
