@@ -27,7 +27,7 @@ from .graph import paused_gc
 from .errors import (AutogradDagError, MissingRuleError, NotDifferentiableError, TracingError,
                      UndefinedDerivativeError, user_source, located)
 from .primitives import elementwise as ew
-from .primitives import indexing, random
+from .primitives import random
 from .passes import refuse_inputs_as_constants
 from .kinds import ProgramKind
 from .program import NodeKind, Program
@@ -45,41 +45,35 @@ def _accumulate(table: dict, key: int, value) -> None:
     table[key] = value if previous is None else ew.add(previous, value)
 
 
-class _Slab:
-    """The cotangent of ``x[index]`` for an index reading one run of one axis, not yet scattered into x's shape."""
-    __slots__ = ("ct", "shape", "dtype", "at")
+class _Piece:
+    """A recorded cotangent kept aside by a primitive's ``vjp_piece`` slot, with the function joining such pieces."""
+    __slots__ = ("join", "piece")
 
-    def __init__(self, ct, shape: tuple, at: tuple):
-        self.ct, self.shape, self.dtype, self.at = ct, shape, ct.dtype, at
-
-
-def _slab_vjp(ct, x: Tensor, params: dict) -> _Slab | None:
-    """getitem's VJP in a recorded sweep, kept as a :class:`_Slab` when its index reads one run of one axis."""
-    at = indexing.slab(x.shape, params["index"])
-    return None if at is None else _Slab(ct, x.shape, at)
+    def __init__(self, join: Callable, piece):
+        self.join, self.piece = join, piece
 
 
 class _Collected:
-    """A recorded cotangent still being summed: the running total, and the slabs kept aside.
+    """A recorded cotangent still being summed: the running total, and the pieces kept aside.
 
-    The slabs wait until their node is visited, when adjacent ones join into
-    one ``concatenate`` (:func:`indexing.join_slabs`): the L steps ``x[:, l]``
-    of a sequence cost O(L), not L arrays of x's size. Every other
-    contribution is added on arrival, so a weight used at every step keeps one
-    running sum.
+    The pieces wait until their node is visited, when their primitive's join
+    makes few Tensors of them (getitem's adjacent slabs join into one
+    ``concatenate``): the L steps ``x[:, l]`` of a sequence cost O(L), not L
+    arrays of x's size. Every other contribution is added on arrival, so a
+    weight used at every step keeps one running sum.
     """
-    __slots__ = ("total", "slabs")
+    __slots__ = ("total", "pieces")
 
     def __init__(self, total):
-        self.total, self.slabs = total, []
+        self.total, self.pieces = total, []
 
 
 def _recorded_add(previous, g):
     """``previous + g`` in a recorded sweep (``previous`` None for a first contribution)."""
-    if type(g) is _Slab:
+    if type(g) is _Piece:
         if type(previous) is not _Collected:
             previous = _Collected(previous)
-        previous.slabs.append((g.ct, g.shape, g.at))
+        previous.pieces.append(g)
         return previous
     if type(previous) is _Collected:
         previous.total = g if previous.total is None else ew.add(previous.total, g)
@@ -88,12 +82,16 @@ def _recorded_add(previous, g):
 
 
 def _recorded_total(ct):
-    """A recorded cotangent as one Tensor: a :class:`_Collected` sum is added up, its slabs joined."""
+    """A recorded cotangent as one Tensor: a :class:`_Collected` sum is added up, its pieces joined."""
     if type(ct) is not _Collected:
         return ct
     total = ct.total
-    for term in indexing.join_slabs(ct.slabs):
-        total = term if total is None else ew.add(total, term)
+    by_join: dict = {}
+    for g in ct.pieces:
+        by_join.setdefault(g.join, []).append(g.piece)
+    for join, pieces in by_join.items():
+        for term in join(pieces):
+            total = term if total is None else ew.add(total, term)
     return total
 
 
@@ -193,198 +191,290 @@ def _queue(t: Tensor, heap: list, waiting: dict, leaves: dict) -> None:
         leaves[id(t)] = t
 
 
+def _wrong_rule_output(prim: Primitive, grads, t: Tensor) -> AutogradDagError:
+    """The error for a VJP rule that returned no tuple, or one with the wrong number of cotangents."""
+    n = len(t.parents)
+    if type(grads) is not tuple and type(grads) is not list:
+        return AutogradDagError(
+            f"the VJP rule of '{prim.name}' returned a {type(grads).__name__}; it must return a tuple "
+            f"with one cotangent per input ({n}), None for an input without one, e.g. "
+            f"(ct * 2.0,){located(t.source)}")
+    # Too few ended in a bare IndexError; too many were dropped unseen.
+    return AutogradDagError(
+        f"the VJP rule of '{prim.name}' returned {len(grads)} cotangent{'s' * (len(grads) != 1)} for "
+        f"{n} input{'s' * (n != 1)}; it must return one per input, None for an input without one"
+        f"{located(t.source)}")
+
+
+def _fitted(g, p: Tensor, i: int, t: Tensor, record: bool):
+    """Cotangent ``g`` of parent ``p`` (input ``i`` of ``t``) whose shape or dtype differs from p's: cast, or refused.
+
+    A :class:`_Piece` passes as it is (its primitive's join makes it of p's shape).
+    """
+    if type(g) is _Piece:
+        return g
+    if not hasattr(g, "shape"):  # a Python number: no shape, and no dtype to keep
+        raise AutogradDagError(
+            f"VJP of '{t.prim.name}' returned a {type(g).__name__} as the cotangent of input {i}; it must be "
+            f"a Tensor (or array) of the input's shape {p.shape}, e.g. ct * 2.0{located(t.source)}")
+    if g.shape != p.value.shape:
+        raise AutogradDagError(f"VJP of '{t.prim.name}' returned a cotangent of shape {g.shape} for an "
+                               f"input of shape {p.shape}{located(t.source)}")
+    # An input numpy promoted (float32 beside a float64 constant): its cotangent is a
+    # float32 array too, as the input's own would be.
+    dtype = p.value.dtype
+    if g.dtype != dtype and dtype.kind == "f":
+        return ew.astype(g, dtype) if record else g.astype(dtype)
+    return g
+
+
+def _piece(prim: Primitive, ct, out, args, params: dict | None) -> tuple:
+    """A recorded node's cotangents: ``(piece,)``, its one input's kept aside by its primitive's ``vjp_piece``
+    (joined with its likes when that input's sum is complete), or else the VJP's."""
+    piece = prim.vjp_piece(ct, out, *args, **(params or _NO_PARAMS))
+    if piece is not None:
+        return (_Piece(*piece),)
+    return prim.vjp(ct, out, *args, **params) if params else prim.vjp(ct, out, *args)
+
+
+class _Sweep:
+    """What both reverse sweeps carry from node to node, and the visit of one node they share.
+
+    ``cts`` maps ``id(t)`` to t's cotangent sum so far; ``owned`` holds the
+    ids whose sum the sweep allocated and only ``cts`` holds (not a VJP's
+    output, which may alias its ``ct`` or a forward value): those sums grow in
+    place as further fan-out contributions arrive. ``relevant``: the ids of
+    the nodes needing a cotangent, or None when ``requires_grad`` tells (the
+    eager sweep). ``retained``: the non-leaves whose cotangent the user asked
+    to keep (Tensor.retain_grad), or None. ``heap``, ``waiting``, ``leaves``:
+    the eager sweep's queue (:func:`_queue`), None in the program sweep.
+    """
+    __slots__ = ("cts", "owned", "results", "relevant", "retained", "record", "retain_graph",
+                 "anomaly", "outer", "last_change", "what", "heap", "waiting", "leaves", "hot")
+
+    def __init__(self, relevant: set[int] | None, retained: dict | None, *, record: bool,
+                 retain_graph: bool, what: str, queue: bool):
+        self.cts: dict[int, Any] = {}
+        self.owned: set[int] = set()
+        self.results: dict[int, tuple] = {}
+        self.relevant, self.retained, self.what = relevant, retained, what
+        self.record, self.retain_graph = record, retain_graph
+        self.anomaly = core.anomaly_enabled()
+        self.outer = core.attribution()
+        self.last_change = core._last_change
+        self.heap, self.waiting, self.leaves = ([], {}, {}) if queue else (None, None, None)
+        # What visit reads at every node, unpacked there in one step (fewer bytecodes per node
+        # than an attribute each: the per-op chain's backward is this loop).
+        self.hot = (self.cts, self.owned, relevant, record, self.anomaly, retained, self.last_change,
+                    self.heap, self.waiting)
+
+    def seed(self, outputs: Sequence[Tensor], cotangents: Sequence) -> None:
+        """Start the sums at the outputs that need a cotangent (None: ones), queued in the eager sweep."""
+        record, relevant = self.record, self.relevant
+        for o, c in zip(outputs, cotangents):
+            if o.requires_grad if relevant is None else id(o) in relevant:
+                if c is None:
+                    c = np.ones(o.shape, dtype=o.dtype)
+                _accumulate(self.cts, id(o), (c if isinstance(c, Tensor) else Tensor(c)) if record
+                            else _value_of(c))
+        if self.heap is not None:
+            for o in outputs:
+                if id(o) in self.cts:
+                    _queue(o, self.heap, self.waiting, self.leaves)
+
+    def total(self, t: Tensor, ct):
+        """``t``'s complete recorded cotangent as one Tensor, its adding up attributed to ``t``."""
+        if type(ct) is not _Collected:
+            return ct
+        core.attribute(t.source, t.scope)
+        ct = _recorded_total(ct)
+        core.attribute(*self.outer)
+        return ct
+
+    def add(self, pid: int, previous, g) -> None:
+        """Add ``g`` into the sum ``previous`` of node ``pid`` (not its first contribution)."""
+        if self.record:
+            self.cts[pid] = _recorded_add(previous, g)
+        elif pid in self.owned and g.dtype == previous.dtype:
+            # A sum this sweep made and nothing else holds: add in place.
+            np.add(previous, g, out=previous)
+        else:
+            total = previous + g
+            self.cts[pid] = total
+            if type(total) is np.ndarray:  # (a 0-d sum comes back a numpy scalar)
+                self.owned.add(pid)
+
+    def scattered(self, t: Tensor, ct, out, args: list) -> bool:
+        """Whether ``t``'s cotangent went into its input's sum in place (:func:`_scattered_into`); then ``t`` is done."""
+        if not _scattered_into(t.prim, ct, out, args, t.params or _NO_PARAMS, t.parents[0], self.cts, self.owned):
+            return False
+        if self.anomaly:
+            check_finite(ct, "gradient from the VJP", node=t)
+        if not self.retain_graph:
+            t.parents = None
+        return True
+
+    def visit(self, t: Tensor, ct=None) -> None:
+        """Node ``t`` with its complete cotangent ``ct`` (None: popped here): the one place a VJP rule is called.
+
+        Its cotangents, checked and cast to the parents' shapes and floating dtypes, are added
+        into the sums of the parents needing one (``vjp_parts``: only their rules run); a parent
+        reached first is queued (eager sweep). Unless ``retain_graph``, ``t`` then drops its parents.
+        """
+        cts, owned, relevant, record, anomaly, retained, last_change, heap, waiting = self.hot
+        if ct is None:  # (the eager sweep: popping lets values go as soon as nothing else holds them)
+            ct = cts.pop(id(t))
+            if record:
+                ct = self.total(t, ct)
+        if owned:
+            owned.discard(id(t))
+        if retained and id(t) in retained and retained[id(t)]() is t:
+            self.results[id(t)] = (t, ct)
+        if t.serial > last_change:  # recorded before a change in place: were its parents changed?
+            _refuse_changed_parents(t, self.what)
+        prim, parents, params = t.prim, t.parents, t.params  # (params None when empty)
+        if record:
+            args, out = parents, t
+            core.attribute(t.source, t.scope)
+        else:
+            args, out = list(map(_value, parents)), t.value
+            if prim.vjp_into is not None and self.scattered(t, ct, out, args):
+                return
+        parts = prim.vjp_parts
+        if parts is None:
+            try:
+                if record and prim.vjp_piece is not None and not anomaly:
+                    grads = _piece(prim, ct, out, args, params)
+                else:
+                    grads = prim.vjp(ct, out, *args, **params) if params else prim.vjp(ct, out, *args)
+            except Exception as exc:
+                raise rule_error(prim, "VJP", exc, t, record) from exc
+            if type(grads) is not tuple and type(grads) is not list or len(grads) != len(parents):
+                raise _wrong_rule_output(prim, grads, t)
+        nondiff = prim.nondiff
+        for i, p in enumerate(parents):
+            if not (p.requires_grad if relevant is None else id(p) in relevant) or i in nondiff:
+                continue
+            if parts is None:
+                g = grads[i]
+            elif (part := parts[i]) is None:  # the rule of this input only
+                continue
+            else:
+                try:
+                    g = part(ct, out, *args, **params) if params else part(ct, out, *args)
+                except Exception as exc:
+                    raise rule_error(prim, "VJP", exc, t, record) from exc
+            if g is None:
+                continue
+            if type(g) is Tensor and not record:
+                g = g.value
+            try:  # (builtin dtypes are shared objects: the identity test keeps the common case cheap)
+                if g.shape != p.value.shape or g.dtype is not p.value.dtype:
+                    g = _fitted(g, p, i, t, record)
+            except AttributeError:  # a piece, or a Python number
+                g = _fitted(g, p, i, t, record)
+            if anomaly:
+                check_finite(g, "gradient from the VJP", node=t)
+            pid = id(p)
+            previous = cts.get(pid)
+            if previous is None:
+                cts[pid] = _recorded_add(None, g) if record else g
+                if prim.vjp_into is not None and not record:
+                    owned.add(pid)  # (a scatter's cotangent is a fresh array)
+                if heap is None:
+                    pass
+                elif p.parents:
+                    heappush(heap, p.serial)
+                    waiting[p.serial] = p
+                else:
+                    _queue(p, heap, waiting, self.leaves)
+            else:
+                self.add(pid, previous, g)
+        if record:
+            core.attribute(*self.outer)
+        if not self.retain_graph:
+            t.parents = None
+
+
 def reverse_sweep(outputs: Sequence[Tensor], cotangents: Sequence,
-                  wrt: Sequence[Tensor] | None, *, create_graph: bool, retain_graph: bool,
-                  prune_constant: bool = False) -> dict[int, tuple]:
+                  wrt: Sequence[Tensor] | None, *, create_graph: bool, retain_graph: bool) -> dict[int, tuple]:
     """Algorithm 8.5 over the recorded graph; returns ``{id(t): (t, cotangent)}`` for ``wrt``.
 
     With ``wrt=None`` every leaf that requires a gradient is a target (the
-    eager ``backward()``). With ``create_graph`` the VJP rules record (the
-    cotangents are Tensors); otherwise they run on plain arrays and the
-    cotangents are ndarrays. Unless ``retain_graph``, each visited node drops
-    its parents (and with them the saved forward values) once its VJP has run.
+    eager ``backward()``: :func:`eager_sweep`); otherwise :func:`program_sweep`.
+    With ``create_graph`` the VJP rules record (the cotangents are Tensors);
+    otherwise they run on plain arrays and the cotangents are ndarrays. Unless
+    ``retain_graph``, each visited node drops its parents (and with them the
+    saved forward values) once its VJP has run.
     """
-    stop = {id(t) for t in wrt} if wrt is not None else set()
-    # The eager backward() knows which nodes lie on a path from a target:
-    # requires_grad says exactly that. Otherwise the sweep works it out.
-    eager = wrt is None and prune_constant
-    if eager:
-        # No walk before the sweep: a node is queued when its first cotangent
-        # contribution arrives and visited newest first (smallest ``serial``,
-        # a min-heap of plain ints: cheap to compare). Every child of a node is
-        # newer than it, so all of a node's contributions are in when it is
-        # visited. Leaves only collect their sums. A primitive without a VJP
-        # rule is still refused before anything is freed.
-        order, relevant = None, None
-        if core._without_vjp:
-            _refuse_missing_rules(topological_nodes(outputs, stop, prune_constant), None)
-    else:
-        order = topological_nodes(outputs, stop, prune_constant)
-        relevant = _relevant(order, stop, wrt is None)
-        _refuse_missing_rules(order, relevant)
-    record = create_graph
-    cts: dict[int, Any] = {}
-    for o, c in zip(outputs, cotangents):
-        if (o.requires_grad if eager else id(o) in relevant):
-            if c is None:
-                c = np.ones(o.shape, dtype=o.dtype)
-            _accumulate(cts, id(o), (c if isinstance(c, Tensor) else Tensor(c)) if record else _value_of(c))
-    if eager:
-        heap: list[int] = []
-        waiting: dict[int, Tensor] = {}  # the queued nodes by serial
-        leaves: dict[int, Tensor] = {}  # the leaves reached, by id
-        for o in outputs:
-            if id(o) in cts:
-                _queue(o, heap, waiting, leaves)
-    results: dict[int, tuple] = {}
-    # Nodes whose cotangent is a sum the sweep allocated and only ``cts`` holds
-    # (not a VJP's output, which may alias its ``ct`` or a forward value): those
-    # sums grow in place as further fan-out contributions arrive.
-    owned: set[int] = set()
-    # Non-leaves whose cotangent the user asked to keep (Tensor.retain_grad).
-    retained = core._retained if wrt is None else None
-    anomaly = core.anomaly_enabled()
-    outer = core.attribution()
-    last_change = core._last_change
+    if wrt is None:
+        return eager_sweep(outputs, cotangents, create_graph=create_graph, retain_graph=retain_graph)
+    return program_sweep(outputs, cotangents, wrt, create_graph=create_graph, retain_graph=retain_graph)
+
+
+def eager_sweep(outputs: Sequence[Tensor], cotangents: Sequence, *, create_graph: bool,
+                retain_graph: bool) -> dict[int, tuple]:
+    """``backward()``'s sweep: every leaf requiring a gradient is a target, and so are retained nodes.
+
+    No walk before the sweep: a node is queued when its first cotangent
+    contribution arrives and visited newest first (smallest ``serial``, a
+    min-heap of plain ints: cheap to compare). Every child of a node is newer
+    than it, so all of a node's contributions are in when it is visited.
+    ``requires_grad`` says which nodes lie on a path from a target. Leaves
+    only collect their sums. A primitive without a VJP rule is still refused
+    before anything is freed.
+    """
+    if core._without_vjp:
+        _refuse_missing_rules(topological_nodes(outputs, set(), True), None)
+    sweep = _Sweep(None, core._retained, record=create_graph, retain_graph=retain_graph, what="backward",
+                   queue=True)
+    sweep.seed(outputs, cotangents)
+    cts, heap, waiting, record = sweep.cts, sweep.heap, sweep.waiting, create_graph
     try:
         with paused_gc(), _sweep_context(record):
-            pop_ct = cts.pop
-            while heap if eager else order:
-                # Popping lets values go as soon as nothing else holds them.
-                if eager:  # (only nodes with parents are queued)
-                    t = waiting.pop(heappop(heap))
-                    tid = id(t)
-                    ct = pop_ct(tid)
-                    parents = t.parents
-                else:
-                    t = order.pop()
-                    tid = id(t)
-                    ct = pop_ct(tid, None)
-                    if ct is None:
-                        continue
-                    parents = t.parents
-                if record and type(ct) is _Collected:
-                    core.attribute(t.source, t.scope)
-                    ct = _recorded_total(ct)
-                    core.attribute(*outer)
-                if not eager:
-                    if not parents or tid in stop:
-                        results[tid] = (t, ct)
-                        continue
-                if owned:
-                    owned.discard(tid)
-                if retained and tid in retained and retained[tid]() is t:
-                    results[tid] = (t, ct)
-                if t.serial > last_change:  # recorded before a change in place: were its parents changed?
-                    _refuse_changed_parents(t, "backward" if eager else "grad")
-                prim = t.prim
-                params = t.params  # (None when empty: a call with ``**{}`` still builds a dict)
-                if record:
-                    args, out = parents, t
-                    core.attribute(t.source, t.scope)
-                else:
-                    args, out = list(map(_value, parents)), t.value
-                    if prim.vjp_into is not None and _scattered_into(
-                            prim, ct, out, args, params or _NO_PARAMS, parents[0], cts, owned):
-                        if anomaly:
-                            check_finite(ct, "gradient from the VJP", node=t)
-                        if not retain_graph:
-                            t.parents = None
-                        continue
-                parts = prim.vjp_parts
-                if parts is None:
-                    try:
-                        if record and prim is indexing.GETITEM and not anomaly and (
-                                slab := _slab_vjp(ct, parents[0], params)) is not None:
-                            grads = (slab,)  # scattered when the operand's cotangent is complete
-                        else:
-                            grads = prim.vjp(ct, out, *args, **params) if params else prim.vjp(ct, out, *args)
-                    except Exception as exc:
-                        raise rule_error(prim, "VJP", exc, t, record) from exc
-                    if type(grads) is not tuple and type(grads) is not list:
-                        raise AutogradDagError(
-                            f"the VJP rule of '{prim.name}' returned a {type(grads).__name__}; it must "
-                            f"return a tuple with one cotangent per input ({len(parents)}), None for "
-                            f"an input without one, e.g. (ct * 2.0,){located(t.source)}")
-                    if len(grads) != len(parents):
-                        # Too few ended in a bare IndexError; too many were dropped unseen.
-                        raise AutogradDagError(
-                            f"the VJP rule of '{prim.name}' returned {len(grads)} cotangent"
-                            f"{'s' * (len(grads) != 1)} for {len(parents)} input{'s' * (len(parents) != 1)}; "
-                            f"it must return one per input, None for an input without one"
-                            f"{located(t.source)}")
-                nondiff = prim.nondiff
-                for i, p in enumerate(parents):
-                    if not (p.requires_grad if eager else id(p) in relevant) or i in nondiff:
-                        continue
-                    if parts is None:
-                        g = grads[i]
-                    else:  # the rule of this input only
-                        part = parts[i]
-                        try:
-                            g = None if part is None else (
-                                part(ct, out, *args, **params) if params else part(ct, out, *args))
-                        except Exception as exc:
-                            raise rule_error(prim, "VJP", exc, t, record) from exc
-                    if g is None:
-                        continue
-                    if not record and type(g) is Tensor:
-                        g = g.value
-                    try:
-                        wrong_shape = g.shape != p.value.shape
-                    except AttributeError:  # a Python number: no shape, and no dtype to keep
-                        raise AutogradDagError(
-                            f"VJP of '{prim.name}' returned a {type(g).__name__} as the cotangent of input {i}; "
-                            f"it must be a Tensor (or array) of the input's shape {p.shape}, e.g. "
-                            f"ct * 2.0{located(t.source)}") from None
-                    if wrong_shape:
-                        raise AutogradDagError(f"VJP of '{prim.name}' returned a cotangent of shape "
-                                               f"{g.shape} for an input of shape {p.shape}{located(t.source)}")
-                    # An input numpy promoted (float32 beside a float64 constant): its cotangent is a
-                    # float32 array too, as the input's own would be. (Builtin dtypes are shared
-                    # objects: the identity test first keeps the common case to a twentieth of a node.)
-                    if g.dtype is not (dtype := p.value.dtype) and type(g) is not _Slab and g.dtype != dtype \
-                            and dtype.kind == "f":
-                        g = ew.astype(g, dtype) if record else g.astype(dtype)
-                    if anomaly:
-                        check_finite(g, "gradient from the VJP", node=t)
-                    pid = id(p)
-                    previous = cts.get(pid)
-                    if previous is None:
-                        cts[pid] = _recorded_add(None, g) if record else g
-                        if eager:
-                            if p.parents:
-                                heappush(heap, p.serial)
-                                waiting[p.serial] = p
-                            else:
-                                _queue(p, heap, waiting, leaves)
-                        if prim.vjp_into is not None and not record:
-                            owned.add(pid)  # (a scatter's cotangent is a fresh array)
-                    elif record:
-                        cts[pid] = _recorded_add(previous, g)
-                    elif pid in owned and g.dtype == previous.dtype:
-                        # A sum this sweep made and nothing else holds: add in place.
-                        np.add(previous, g, out=previous)
-                    else:
-                        total = previous + g
-                        cts[pid] = total
-                        if type(total) is np.ndarray:  # (a 0-d sum comes back a numpy scalar)
-                            owned.add(pid)
-                # A node's tuple of cotangents, left standing through the nodes whose rules come
-                # per input (vjp_parts), kept every one alive: 2 MB more at the Transformer's step.
-                grads = None
-                if record:
-                    core.attribute(*outer)
-                if not retain_graph:
-                    t.parents = None
-                grads = g = None  # (held to the next node, they kept a cotangent alive through it)
-            if eager:
-                for lid, leaf in leaves.items():
-                    results[lid] = (leaf, _recorded_total(cts[lid]) if record else cts[lid])
+            visit = sweep.visit
+            while heap:  # (only nodes with parents are queued)
+                visit(waiting.pop(heappop(heap)))
+            for lid, leaf in sweep.leaves.items():
+                sweep.results[lid] = (leaf, _recorded_total(cts[lid]) if record else cts[lid])
     finally:
         # Recorded derivative nodes were attributed to the forward node they
         # differentiate (source line and name scope); restore the caller's.
-        core.attribute(*outer)
+        core.attribute(*sweep.outer)
+    return sweep.results
+
+
+def program_sweep(outputs: Sequence[Tensor], cotangents: Sequence, wrt: Sequence[Tensor], *,
+                  create_graph: bool, retain_graph: bool) -> dict[int, tuple]:
+    """The sweep of grad, vjp and grad_program: from ``outputs`` to the targets ``wrt``, in reverse topological order.
+
+    Only the nodes on a path from a target (``relevant``) get a cotangent; the
+    sweep stops at the targets, which may be nodes as well as leaves.
+    """
+    stop = {id(t) for t in wrt}
+    order = topological_nodes(outputs, stop)
+    relevant = _relevant(order, stop, False)
+    _refuse_missing_rules(order, relevant)
+    sweep = _Sweep(relevant, None, record=create_graph, retain_graph=retain_graph, what="grad", queue=False)
+    sweep.seed(outputs, cotangents)
+    results, record = sweep.results, create_graph
+    try:
+        with paused_gc(), _sweep_context(record):
+            pop_ct, visit = sweep.cts.pop, sweep.visit
+            while order:
+                t = order.pop()
+                tid = id(t)
+                ct = pop_ct(tid, None)  # (popping lets values go as soon as nothing else holds them)
+                if ct is None:
+                    continue
+                if record:
+                    ct = sweep.total(t, ct)
+                if not t.parents or tid in stop:
+                    results[tid] = (t, ct)
+                else:
+                    visit(t, ct)
+    finally:
+        core.attribute(*sweep.outer)  # (restores the caller's attribution, as in eager_sweep)
     return results
 
 
@@ -461,7 +551,7 @@ def backward(self: Tensor, grad=None, create_graph: bool = False, retain_graph: 
         if ct.shape != self.shape:
             raise AutogradDagError(f"backward: grad has shape {ct.shape}, expected {self.shape}")
     grads = reverse_sweep([self], [ct], None, create_graph=create_graph,
-                          retain_graph=retain_graph or create_graph, prune_constant=True)
+                          retain_graph=retain_graph or create_graph)
     with _recording_as(create_graph):
         for leaf, g in grads.values():
             if not create_graph:

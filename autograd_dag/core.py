@@ -73,7 +73,8 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "batch", "vjp_into", "reads",
-                 "transpose", "bilinear", "partials")
+                 "transpose", "bilinear", "partials",
+                 "vjp_piece")
 
     def __init__(self, name: str, impl: Callable, *, vjp: Callable | tuple | None = None,
                  jvp: Callable | None = None, shape: Callable | None = None,
@@ -117,6 +118,9 @@ class Primitive:
         # sweep sums the cotangents of many slices of one input in one buffer:
         # O(slice) per slice instead of O(input).
         self.vjp_into = vjp_into
+        # ``vjp_piece(ct, out, x, **params) -> (join, piece) | None`` (getitem sets it): a recorded sweep
+        # keeps x's cotangent aside until x's sum is complete; ``join(pieces)`` then makes few Tensors of them.
+        self.vjp_piece = None
 
     def __call__(self, *args, **params):
         check_operand_count(self, args, params)

@@ -33,6 +33,10 @@ def plan_steps(nodes, outputs) -> list[tuple]:
 
     * ``frees``: the values whose last use is node k (outputs are kept):
       Algorithm 4.1 with every intermediate released as early as possible.
+      In a traced gradient the backward nodes are the operations the VJP
+      rules recorded, so a forward value's readers there are exactly the
+      rules that read its numbers (what ``Primitive.reads`` declares, per
+      input and more coarsely): none is kept for a rule that does not read it.
     * ``inplace``: a parent dying at node k, of the result's shape and dtype,
       whose array the result overwrites (``out=``) when the step runs and the
       array is the executor's alone (:func:`disposable`); or None.

@@ -59,3 +59,25 @@ def test_eager_sweep_holds_no_cotangent_past_its_node():
     tracemalloc.stop()
     # (the cotangent in flight, the next one, and the rule's 1 - tanh² temporary; 0.2 for small objects)
     assert peak / x.value.nbytes <= 3.2
+
+
+def test_jit_gradient_frees_a_value_no_rule_reads_at_its_forward_reader():
+    """Issue 26, item 2: in a traced gradient the backward part reads a forward value only where a
+    rule read it when it was recorded, so the executor (which frees after the last reader) drops
+    x @ W at the add that consumes it: add's VJP reads neither operand (reads=()), tanh's reads its
+    output, matmul's reads x and W. Were forward values kept for the backward part, as the eager
+    graph keeps them for its nodes, x @ W would live until the end of the gradient."""
+    import autograd_dag as ad
+
+    rng = np.random.default_rng(0)
+    x, W, b = rng.standard_normal((8, 5)), rng.standard_normal((5, 3)), rng.standard_normal(3)
+    step = ad.jit(ad.grad(lambda x, W, b: ad.tanh(x @ W + b).sum(), argnums=(0, 1, 2)))
+    step(x, W, b)
+    (program, _), = step.programs.values()
+    x_node, w_node = program.inputs[:2]
+    (product,) = [n.index for n in program.nodes if n.op == "matmul" and n.parents == (x_node, w_node)]
+    (consumer,) = [n.index for n in program.nodes if product in n.parents]
+    assert program.nodes[consumer].op == "add"
+    _, steps = program._plan()
+    freed_at = [k for k, _, _, _, frees, _ in steps if product in frees]
+    assert freed_at == [consumer]

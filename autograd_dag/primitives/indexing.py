@@ -292,6 +292,15 @@ def join_slabs(pieces: list) -> list:
             run = [piece]
     return joined
 
+
+def _getitem_piece(ct, out, x, *, index):
+    """getitem's ``vjp_piece``: an index reading one run of one axis keeps its cotangent for :func:`join_slabs`."""
+    at = slab(x.shape, index)
+    return None if at is None else (join_slabs, (ct, x.shape, at))
+
+
+GETITEM.vjp_piece = _getitem_piece
+
 # ------------------------------------------------------------- concatenate
 
 
