@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import enum
 import inspect
-import os
 import sys
 from operator import attrgetter
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -24,6 +23,7 @@ from .core import (Primitive, Tensor, _recording_as, apply, as_array, attributed
 from .errors import (AutogradDagError, ProgramInputError, TracingError, UndefinedDerivativeError, user_source,
                      located)
 from .execution import buffer_of, disposable, plan_steps
+from .formatting import format_param, format_shape, format_source, format_value
 from .graph import Graph, paused_gc
 from .leaf_names import leaf_name
 from .passes import common_subexpressions, refuse_inputs_as_constants
@@ -123,49 +123,6 @@ class ProgramNode:
 
     def __repr__(self) -> str:
         return f"<ProgramNode %{self.index} {self.op} {self.type_str()}>"
-
-
-# Short texts for listings and pictures (the renderer uses the same ones).
-
-
-def format_shape(shape) -> str:
-    """``[3,4]`` for a shape (``[]`` for a scalar)."""
-    return "[" + ",".join(str(d) for d in shape) + "]"
-
-
-def format_value(value) -> str:
-    """A constant's value: ``2``, ``0.5``, ``1e-08``, ``True`` or ``array[3,4]``."""
-    value = np.asarray(value)
-    if value.size == 1:
-        item = value.reshape(()).item()
-        if isinstance(item, float):
-            # Six decimals read 1e-8 (a log's epsilon) as "0" and 2.5e-6 as "0.000003":
-            # a small value they do not write exactly (1e-5 they do) is written in
-            # scientific notation instead, and so is a huge one.
-            text = np.format_float_positional(item, trim="-", precision=6)
-            if not np.isfinite(item) or (abs(item) < 1e16 and (abs(item) >= 1e-3 or float(text) == item)):
-                return text
-            return np.format_float_scientific(item, trim="-", precision=6)
-        return str(item)
-    return f"array{format_shape(value.shape)}"
-
-
-def format_param(value: Any) -> str:
-    """One static parameter of a primitive (``1``, ``(0, 2)``, ``float32``, a function's name)."""
-    if isinstance(value, np.ndarray):
-        return f"array{format_shape(value.shape)}" if value.size > 4 else np.array2string(value, separator=",")
-    if isinstance(value, np.dtype):
-        return str(value)
-    if callable(value):
-        return getattr(value, "__name__", "fn")
-    return repr(value)
-
-
-def format_source(source) -> str:
-    """``file.py:12`` for a recorded ``(filename, lineno)``, or ``""``."""
-    if not source:
-        return ""
-    return f"{os.path.basename(str(source[0]))}:{source[1]}"
 
 
 class Program:

@@ -17,6 +17,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "autograd_dag"
 # so "imports point down" also means "the import graph has no cycle".
 LAYERS = [
     "errors", "tree",
+    "formatting",  # short texts of shapes, constants, parameters for listings and pictures
     "graph", "graph_algorithms",  # the DAG core, then the book's other questions about DAGs
     "core", "inlined", "primitives", "tracing", "execution", "passes",
     "leaf_names",  # the names a module call gives its parameters, read by program
