@@ -51,3 +51,28 @@ def format_source(source) -> str:
     if not source:
         return ""
     return f"{os.path.basename(str(source[0]))}:{source[1]}"
+
+
+def listing(name: str, inputs, nodes, outputs, single_output: bool) -> str:
+    """``print(program)``'s text: ``def name(inputs):``, one line per node of ``nodes``, ``return``.
+
+    ``inputs`` are the input nodes (listed in the header), ``nodes`` the others
+    in order (those with no primitive are constants and parameters), ``outputs``
+    node indices. See :class:`~autograd_dag.program.Program` for an example.
+    """
+    args = ", ".join(f"%{n.index}: {n.dtype}{format_shape(n.shape)}" for n in inputs)
+    lines = [f"def {name}({args}):"]
+    for node in nodes:
+        typed = f"{node.dtype}{format_shape(node.shape)}"
+        if node.prim is None:
+            label = f"  # {node.name}" if node.name else ""
+            lines.append(f"  %{node.index} = {node.op} {format_value(node.value)}  : {typed}{label}")
+            continue
+        operands = [f"%{p}" for p in node.parents]
+        operands += [f"{k}={format_param(v)}" for k, v in node.params.items()]
+        source = format_source(node.source)
+        lines.append(f"  %{node.index} = {node.op}({', '.join(operands)})  : {typed}"
+                     f"{'  # ' + source if source else ''}")
+    outs = ", ".join(f"%{k}" for k in outputs)
+    lines.append(f"  return {outs}" if single_output else f"  return ({outs})")
+    return "\n".join(lines)

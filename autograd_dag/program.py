@@ -23,7 +23,7 @@ from .core import (Primitive, Tensor, _recording_as, apply, as_array, attributed
 from .errors import (AutogradDagError, ProgramInputError, TracingError, UndefinedDerivativeError, user_source,
                      located)
 from .execution import buffer_of, disposable, plan_steps
-from .formatting import format_param, format_shape, format_source, format_value
+from .formatting import format_shape, listing
 from .graph import Graph, paused_gc
 from .leaf_names import leaf_name
 from .passes import common_subexpressions, refuse_inputs_as_constants
@@ -539,24 +539,8 @@ class Program:
     # ------------------------------------------------------------- printing
 
     def __str__(self) -> str:
-        args = ", ".join(f"%{k}: {self.nodes[k].type_str()}" for k in self.inputs)
-        lines = [f"def {self.name}({args}):"]
-        for node in self.nodes:
-            if node.op is NodeKind.INPUT:
-                continue
-            label = f" {node.name}" if node.name else ""
-            if node.prim is None:
-                lines.append(f"  %{node.index} = {node.op} {format_value(node.value)}"
-                             f"  : {node.type_str()}{label and '  #' + label}")
-                continue
-            operands = [f"%{p}" for p in node.parents]
-            operands += [f"{k}={format_param(v)}" for k, v in node.params.items()]
-            source = format_source(node.source)
-            lines.append(f"  %{node.index} = {node.op}({', '.join(operands)})  : {node.type_str()}"
-                         f"{'  # ' + source if source else ''}")
-        outs = ", ".join(f"%{k}" for k in self.outputs)
-        lines.append(f"  return {outs}" if self.single_output else f"  return ({outs})")
-        return "\n".join(lines)
+        return listing(self.name, [self.nodes[k] for k in self.inputs],
+                       [n for n in self.nodes if n.op is not NodeKind.INPUT], self.outputs, self.single_output)
 
     def __repr__(self) -> str:
         return (f"<Program {self.name}: {len(self.inputs)} input(s), {len(self.nodes)} nodes, "
