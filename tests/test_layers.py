@@ -19,6 +19,7 @@ LAYERS = [
     "errors", "tree",
     "formatting",  # short texts of shapes, constants, parameters for listings and pictures
     "graph", "graph_algorithms",  # the DAG core, then the book's other questions about DAGs
+    "scopes", "anomaly", "operation_errors",  # the modes and errors apply reads, not the Tensor record
     "core", "inlined", "primitives", "tracing", "execution", "passes",
     "leaf_names",  # the names a module call gives its parameters, read by program
     "program",
