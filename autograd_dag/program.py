@@ -1,7 +1,7 @@
 """Programs: DAGs of primitive functions in topological order (seed 001 §4.1.3).
 
 A :class:`Program` is made from recorded Tensors (:meth:`Program.from_outputs`),
-from a traced function (:func:`trace`), or from a :class:`~autograd_dag.graph.Graph`
+from a traced function (:func:`trace`), or from a :class:`~autograd_dag.dag.Graph`
 whose vertices name primitives (:meth:`Program.from_graph`). Calling it runs
 Algorithm 4.1: for k = 1..K, s_k = f_k(s_parents(k)), freeing every
 intermediate value right after its last use.
@@ -24,7 +24,8 @@ from .errors import (AutogradDagError, ProgramInputError, TracingError, Undefine
                      located)
 from .execution import buffer_of, disposable, plan_steps
 from .formatting import format_shape, listing
-from .graph import Graph, paused_gc
+from .dag import Graph
+from .graph import paused_gc
 from .leaf_names import leaf_name
 from .passes import common_subexpressions, refuse_inputs_as_constants
 from .tracing import outer_traced_leaf, program_input, record, topological_nodes

@@ -17,11 +17,12 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "autograd_dag"
 # so "imports point down" also means "the import graph has no cycle".
 LAYERS = [
     "errors", "tree",
-    "formatting",  # short texts of shapes, constants, parameters for listings and pictures
-    "graph", "graph_algorithms",  # the DAG core, then the book's other questions about DAGs
+    "graph",  # the DAG core: the one topological sort and reachability walk
+    "dag", "graph_algorithms",  # the hand-built DAG (Graph), then the book's other questions about DAGs
     "scopes", "anomaly", "operation_errors",  # the modes and errors apply reads, not the Tensor record
     "core", "inlined", "primitives", "tracing", "execution", "passes",
     "leaf_names",  # the names a module call gives its parameters, read by program
+    "formatting",  # the short texts of shapes, constants, parameters in listings and pictures
     "program",
     "autodiff", "operators",  # the one place Tensor gets methods from above (backward too)
     "batching", "checking", "testing", "linalg", "text",
