@@ -21,6 +21,7 @@ LAYERS = [
     "dag", "graph_algorithms",  # the hand-built DAG (Graph), then the book's other questions about DAGs
     "scopes", "anomaly", "operation_errors",  # the modes and errors apply reads, not the Tensor record
     "core", "inlined", "primitives", "tracing", "execution", "passes",
+    "graph_recording",  # a hand-built Graph's vertices applied as operations (Program.from_graph)
     "leaf_names",  # the names a module call gives its parameters, read by program
     "formatting",  # the short texts of shapes, constants, parameters in listings and pictures
     "program",
