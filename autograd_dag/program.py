@@ -27,12 +27,12 @@ from .graph import paused_gc
 from .graph_recording import record_graph
 from .leaf_names import leaf_name
 from .passes import common_subexpressions, refuse_inputs_as_constants
+from .program_inputs import checked_inputs
 from .tracing import outer_traced_leaf, program_input, record, topological_nodes
 from .tree import flatten, leaf_paths, structure_key, unflatten
 from .primitives.structure import IDENTITY
 
 
-_MISSING = object()
 _new_node = object.__new__
 _serial = attrgetter("serial")
 
@@ -359,59 +359,7 @@ class Program:
         return self._initial, self._steps
 
     def _check_inputs(self, args, kwargs=None) -> list:
-        names = [self.nodes[i].name or f"%{i}" for i in self.inputs]
-        if kwargs:
-            args = list(args)
-            for key, value in kwargs.items():
-                if key not in names:
-                    raise ProgramInputError(f"program '{self.name}' has no input named {key!r}; its inputs "
-                                            f"are ({', '.join(names)}){located(user_source())}")
-                pos = names.index(key)
-                if pos < len(args) and args[pos] is not _MISSING:
-                    raise ProgramInputError(f"program '{self.name}': input {key!r} given both by position "
-                                            f"and by name{located(user_source())}")
-                args += [_MISSING] * (pos + 1 - len(args))
-                args[pos] = value
-            missing = [names[i] for i, a in enumerate(args) if a is _MISSING]
-            if missing:
-                raise ProgramInputError(f"program '{self.name}': missing input(s) {', '.join(missing)}"
-                                        f"{located(user_source())}")
-        if len(args) != len(self.inputs):
-            raise ProgramInputError(f"program '{self.name}' takes {len(self.inputs)} input(s) "
-                                    f"({', '.join(names)}); got {len(args)}{located(user_source())}")
-        checked = []
-        for pos, (k, a) in enumerate(zip(self.inputs, args)):
-            node = self.nodes[k]
-            label = f"input {pos} ('{node.name}')" if node.name else f"input {pos}"
-            value = a.value if isinstance(a, Tensor) else as_array(a)
-            if value.shape != node.shape:
-                raise ProgramInputError(f"program '{self.name}': {label} expects shape {node.shape}, "
-                                        f"got {value.shape}{located(user_source())}")
-            if value.dtype != node.dtype:
-                if not np.can_cast(value.dtype, node.dtype, "same_kind"):
-                    raise ProgramInputError(f"program '{self.name}': {label} expects dtype {node.dtype}, "
-                                            f"got {value.dtype}{located(user_source())}")
-                if np.dtype(node.dtype).kind in "iu" and value.size and not np.can_cast(value.dtype, node.dtype):
-                    # A narrowing integer cast wraps around (300 as int8 is 44): only values that fit pass.
-                    info = np.iinfo(node.dtype)
-                    if value.min() < info.min or value.max() > info.max:
-                        raise ProgramInputError(f"program '{self.name}': {label} expects dtype {node.dtype}, "
-                                                f"got {value.dtype} values outside [{info.min}, {info.max}]"
-                                                f"{located(user_source())}")
-                if not isinstance(a, Tensor):
-                    with np.errstate(over="ignore"):
-                        narrowed = value.astype(node.dtype)
-                    if np.dtype(node.dtype).kind == "f" and value.dtype.kind == "f" and value.size and (
-                            np.isinf(narrowed) & np.isfinite(value)).any():
-                        # A narrowing float cast turns what it cannot hold into inf, with a warning only.
-                        top = float(np.max(np.abs(value[np.isfinite(value)])))
-                        raise ProgramInputError(f"program '{self.name}': {label} expects dtype {node.dtype}, "
-                                                f"got {value.dtype} values beyond its range (|value| up to "
-                                                f"{top:.3g}, {node.dtype} holds up to "
-                                                f"{float(np.finfo(node.dtype).max):.3g}){located(user_source())}")
-                    value = narrowed
-            checked.append(a if isinstance(a, Tensor) else value)
-        return checked
+        return checked_inputs(self, args, kwargs)
 
     def __call__(self, *args, **kwargs):
         """Execute the program (Algorithm 4.1).
@@ -421,7 +369,7 @@ class Program:
         Tensors: records the nodes again and returns Tensors. Inputs may also
         be given by name (``prog(x=..., w=...)``).
         """
-        args = self._check_inputs(args, kwargs)
+        args = checked_inputs(self, args, kwargs)
         if any(isinstance(a, Tensor) for a in args):
             return self._replay(args)
         initial, steps = self._plan()

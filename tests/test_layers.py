@@ -22,6 +22,7 @@ LAYERS = [
     "scopes", "anomaly", "operation_errors",  # the modes and errors apply reads, not the Tensor record
     "core", "inlined", "primitives", "tracing", "execution", "passes",
     "graph_recording",  # a hand-built Graph's vertices applied as operations (Program.from_graph)
+    "program_inputs",  # a program's arguments checked against its input nodes
     "leaf_names",  # the names a module call gives its parameters, read by program
     "formatting",  # the short texts of shapes, constants, parameters in listings and pictures
     "program",
