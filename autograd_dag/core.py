@@ -29,6 +29,7 @@ from .graph import paused_gc, reachable
 from .errors import (AutogradDagError, NotDifferentiableError, TracingError, UndefinedDerivativeError, site_of,
                      user_source, located)
 from .operation_errors import check_operand_count, failure, operation_error
+from .promotion import PY_NUMBERS, weak
 from .scopes import attribute, attributed_to, attribution, current_scope, name_scope  # noqa: F401  (as above)
 
 # Module globals rather than thread-locals: they are read on every operation,
@@ -505,9 +506,6 @@ def _node(prim: Primitive | None, params: dict | None, parents: tuple, requires_
 _leaf = functools.partial(_node, None, None, (), False, None)
 
 
-_PY_NUMBERS = (float, int, bool)
-
-
 def _kept(array: np.ndarray, prim: Primitive | None, position: int) -> np.ndarray:
     """``array``, an operand of a node that will be differentiated, as the node keeps it.
 
@@ -557,15 +555,15 @@ def _lift(args: tuple, prim: Primitive | None = None) -> tuple[Tensor, ...]:
         if type(a) is Tensor:
             if type(b) is np.ndarray:
                 return a, _leaf(_kept(b, prim, 1) if a.requires_grad else b)
-            if type(b) in _PY_NUMBERS:
+            if type(b) in PY_NUMBERS:
                 dtype = a.value.dtype
-                return a, _leaf(np.array(b, dtype=dtype) if dtype.kind in "fc" else _weak(b, (dtype,)))
+                return a, _leaf(np.array(b, dtype=dtype) if dtype.kind in "fc" else weak(b, (dtype,)))
         elif type(b) is Tensor:
             if type(a) is np.ndarray:
                 return _leaf(_kept(a, prim, 0) if b.requires_grad else a), b
-            if type(a) in _PY_NUMBERS:
+            if type(a) in PY_NUMBERS:
                 dtype = b.value.dtype
-                return _leaf(np.array(a, dtype=dtype) if dtype.kind in "fc" else _weak(a, (dtype,))), b
+                return _leaf(np.array(a, dtype=dtype) if dtype.kind in "fc" else weak(a, (dtype,))), b
     # Beside floating operands (and booleans, which never change a float), a number takes
     # their promoted float dtype; an integer operand leaves the choice to numpy's rule.
     float_dtype, integer, differentiated = None, False, False
@@ -586,28 +584,10 @@ def _lift(args: tuple, prim: Primitive | None = None) -> tuple[Tensor, ...]:
             out.append(_leaf(_kept(a, prim, position)))
         elif isinstance(a, (bool, int, float)) and not isinstance(a, np.generic):
             out.append(_leaf(np.asarray(a, dtype=float_dtype) if float_dtype is not None and not integer else
-                             _weak(a, tuple(v.dtype for v in args if isinstance(v, (Tensor, np.ndarray))))))
+                             weak(a, tuple(v.dtype for v in args if isinstance(v, (Tensor, np.ndarray))))))
         else:
             out.append(_leaf(as_array(a)))
     return tuple(out)
-
-
-# (operand dtypes, type of the Python number) -> its dtype: numpy 2's rule reads only the type of
-# a weak number, never its value, and np.result_type costs microseconds per call.
-_WEAK_DTYPES: dict[tuple, np.dtype] = {}
-
-
-def _weak(number, dtypes: tuple) -> np.ndarray:
-    """The Python ``number`` as a 0-d array of the dtype numpy 2 gives it beside operands of ``dtypes``."""
-    key = (dtypes, type(number))
-    dtype = _WEAK_DTYPES.get(key)
-    if dtype is None:
-        dtype = _WEAK_DTYPES[key] = np.result_type(*dtypes, number) if dtypes else np.dtype(np.float64)
-    try:
-        return np.array(number, dtype=dtype)
-    except OverflowError as exc:  # (numpy refuses i8 + 1000 the same way)
-        raise AutogradDagError(f"{exc}: the constant does not fit the {dtype} operand"
-                               f"{located(user_source())}") from None
 
 
 def apply(prim: Primitive, *args, **params) -> Tensor:

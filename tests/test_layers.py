@@ -19,7 +19,7 @@ LAYERS = [
     "errors", "tree",
     "graph",  # the DAG core: the one topological sort and reachability walk
     "dag", "graph_algorithms",  # the hand-built DAG (Graph), then the book's other questions about DAGs
-    "scopes", "anomaly", "operation_errors",  # the modes and errors apply reads, not the Tensor record
+    "scopes", "anomaly", "operation_errors", "promotion",  # the modes and errors apply reads, not the Tensor record
     "core", "inlined", "primitives", "tracing", "execution", "passes",
     "graph_recording",  # a hand-built Graph's vertices applied as operations (Program.from_graph)
     "program_inputs",  # a program's arguments checked against its input nodes
