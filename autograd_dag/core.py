@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 import itertools
 import sys
 import weakref
@@ -479,31 +478,20 @@ def changed_in_place(t: Tensor) -> None:
 _last_change = 0
 
 
-def _node(prim: Primitive | None, params: dict | None, parents: tuple, requires_grad: bool, source,
-          value: np.ndarray) -> Tensor:
-    """The one function that fills in a Tensor record: every node ``apply`` and the inlined elementwise
-    functions (:mod:`.inlined`) make, and every constant leaf of a non-Tensor operand (``_leaf``).
-
-    A node takes the name scope in force and the next serial; a leaf (``prim`` None) serial 0.
-    (Calling ``Tensor(...)`` would run the user's constructor: its checks, its conversion.)
-    """
-    out = _new_tensor(Tensor)
-    out.value = value
-    out.prim = prim
-    out.parents = parents
-    out.params = params
-    out.requires_grad = requires_grad
-    out.grad = None
-    out.name = None
-    out.source = source
-    out.scope = scopes._scope
-    out.serial = 0 if prim is None else next(_serials)
-    return out
-
-
-# _leaf(value): a constant leaf recorded for a non-Tensor operand. A partial, not a def: the
-# value is _node's last argument so that lifting an operand costs one Python call, not two.
-_leaf = functools.partial(_node, None, None, (), False, None)
+def _leaf(value: np.ndarray) -> Tensor:
+    """A constant leaf recorded for a non-Tensor argument."""
+    t = _new_tensor(Tensor)
+    t.value = value
+    t.prim = None
+    t.parents = ()
+    t.params = None
+    t.requires_grad = False
+    t.grad = None
+    t.name = None
+    t.source = None
+    t.scope = scopes._scope
+    t.serial = 0
+    return t
 
 
 def _kept(array: np.ndarray, prim: Primitive | None, position: int) -> np.ndarray:
@@ -628,18 +616,31 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
         value = np.asarray(value)  # numpy returns scalars for 0-d results; .value is always an ndarray
     elif raw is not None and value.base is not None:
         value = _unshared(value, raw)
+    out = _new_tensor(Tensor)
+    out.value = value
+    out.prim = prim
+    out.params = params or None
+    out.grad = None
+    out.name = None
+    out.scope = scopes._scope
+    out.serial = next(_serials)
     if _recording:
+        out.parents = args
         for a in args:
             if a.requires_grad:
-                requires_grad = True
+                out.requires_grad = True
                 break
         else:
-            requires_grad = False
+            out.requires_grad = False
         override = scopes._source_override
-        out = _node(prim, params or None, args, requires_grad,
-                    site_of(_getframe(1)) if override is None else override, value)
+        if override is None:
+            out.source = site_of(_getframe(1))
+        else:
+            out.source = override
     else:
-        out = _node(prim, params or None, (), False, None, value)
+        out.parents = ()
+        out.requires_grad = False
+        out.source = None
     if anomaly._anomaly:
         for a in args:
             if a.prim is None:

@@ -5,9 +5,9 @@ the user's line through ``f(x)`` and then ``apply(prim, *args, **params)``
 costs two frames and the packing of the arguments. :func:`operation` wraps a
 function whose body is ``apply(prim, x[, y])`` with a closure that records
 the same node itself in the common case and calls the function otherwise
-(anomaly mode, the sweeps' attribution, any error). ``core._node`` is the one
-function that fills a node in, here as in ``core.apply``, and
-tests/test_autodiff.py checks that the two record equal nodes field by field.
+(anomaly mode, the sweeps' attribution, any error): ``core.apply`` stays the
+one definition of what a node is, and tests/test_autodiff.py checks that the
+two record equal nodes field by field.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from . import anomaly, core, scopes
-from .core import Primitive, Tensor, _getframe, _lift, _node
+from .core import Primitive, Tensor, _getframe, _lift, _new_tensor, _serials
 from .errors import AutogradDagError, site_of
 
 
@@ -49,9 +49,23 @@ def operation(prim: Primitive) -> Callable[[Callable], Callable]:
                 return f(x)
             if type(value) is not np.ndarray:
                 value = np.asarray(value)
+            out = _new_tensor(Tensor)
+            out.value = value
+            out.prim = prim
+            out.params = None
+            out.grad = None
+            out.name = None
+            out.scope = scopes._scope
+            out.serial = next(_serials)
             if not core._recording:
-                return _node(prim, None, (), False, None, value)
-            return _node(prim, None, (x,), x.requires_grad, site_of(_getframe(1)), value)
+                out.parents = ()
+                out.requires_grad = False
+                out.source = None
+                return out
+            out.parents = (x,)
+            out.requires_grad = x.requires_grad
+            out.source = site_of(_getframe(1))
+            return out
         return functools.update_wrapper(op, f)
 
     def binary(f: Callable) -> Callable:
@@ -73,9 +87,23 @@ def operation(prim: Primitive) -> Callable[[Callable], Callable]:
                 return f(x, y)
             if type(value) is not np.ndarray:
                 value = np.asarray(value)
+            out = _new_tensor(Tensor)
+            out.value = value
+            out.prim = prim
+            out.params = None
+            out.grad = None
+            out.name = None
+            out.scope = scopes._scope
+            out.serial = next(_serials)
             if not core._recording:
-                return _node(prim, None, (), False, None, value)
-            return _node(prim, None, (x, y), x.requires_grad or y.requires_grad, site_of(_getframe(1)), value)
+                out.parents = ()
+                out.requires_grad = False
+                out.source = None
+                return out
+            out.parents = (x, y)
+            out.requires_grad = x.requires_grad or y.requires_grad
+            out.source = site_of(_getframe(1))
+            return out
         return functools.update_wrapper(op, f)
 
     def decorate(f: Callable) -> Callable:
