@@ -26,7 +26,7 @@ from .errors import (AnomalyError, AutogradDagError, ChangedInPlaceError, Circui
                      GradientCheckError, GraphFreedError, GraphvizNotFoundError, MissingRuleError,
                      NotDifferentiableError, ProgramInputError, RenderError, SerializationError, ShapeError,
                      TracingError, UndefinedDerivativeError)
-from .graph import Graph
+from .dag import Graph
 from .primitives import PRIMITIVES
 from .primitives.registry import primitive
 from .primitives.arrangement import (append, atleast_1d, atleast_2d, atleast_3d, column_stack,

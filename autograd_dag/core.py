@@ -22,23 +22,23 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
-from . import trace_state
+from . import anomaly, scopes, trace_state
+from .anomaly import anomaly_enabled, check_finite, detect_anomaly  # noqa: F401  (for core's importers)
 from .trace_state import recording_programs
-from .errors import (AnomalyError, AutogradDagError, NotDifferentiableError, ShapeError, TracingError,
-                     UndefinedDerivativeError, site_of, user_source, located)
+from .errors import (AutogradDagError, NotDifferentiableError, TracingError, UndefinedDerivativeError, site_of,
+                     user_source, located)
+from .operation_errors import check_operand_count, failure, operation_error
+from .promotion import PY_NUMBERS, weak
+from .scopes import attribute, attributed_to, attribution, current_scope, name_scope  # noqa: F401  (as above)
 
 # Module globals rather than thread-locals: they are read on every operation,
-# and a global lookup is the cheapest read Python has.
+# and a global lookup is the cheapest read Python has. (The name scope, the
+# sweeps' attribution and anomaly mode are the modules scopes and anomaly.)
 _recording = True
-_scope: tuple[str, ...] = ()
-_anomaly = False
 # Bare-value mode: set by the differentiation sweeps when nothing records.
 # Derivative rules then run on plain ndarrays and every primitive call is a
 # direct numpy call, with no Tensor made at all.
 _bare = False
-# While a derivative rule records (create_graph), its nodes are attributed to
-# the forward node being differentiated: its source line and its name scope.
-_source_override: tuple[str, int] | None = None
 # While grad_program records on placeholders: make(prim, tensors, params) -> the array apply gives
 # for an operation whose implementation raised on them, or None to raise (autodiff._standing_in).
 _stand_in: Callable | None = None
@@ -193,7 +193,7 @@ class Tensor:
         self.grad = None
         self.name = name
         self.source = user_source()
-        self.scope = _scope
+        self.scope = scopes._scope
         self.serial = 0
 
     def __deepcopy__(self, memo: dict) -> "Tensor":
@@ -499,12 +499,9 @@ def _leaf(value: np.ndarray) -> Tensor:
     t.grad = None
     t.name = None
     t.source = None
-    t.scope = _scope
+    t.scope = scopes._scope
     t.serial = 0
     return t
-
-
-_PY_NUMBERS = (float, int, bool)
 
 
 def _kept(array: np.ndarray, prim: Primitive | None, position: int) -> np.ndarray:
@@ -556,15 +553,15 @@ def _lift(args: tuple, prim: Primitive | None = None) -> tuple[Tensor, ...]:
         if type(a) is Tensor:
             if type(b) is np.ndarray:
                 return a, _leaf(_kept(b, prim, 1) if a.requires_grad else b)
-            if type(b) in _PY_NUMBERS:
+            if type(b) in PY_NUMBERS:
                 dtype = a.value.dtype
-                return a, _leaf(np.array(b, dtype=dtype) if dtype.kind in "fc" else _weak(b, (dtype,)))
+                return a, _leaf(np.array(b, dtype=dtype) if dtype.kind in "fc" else weak(b, (dtype,)))
         elif type(b) is Tensor:
             if type(a) is np.ndarray:
                 return _leaf(_kept(a, prim, 0) if b.requires_grad else a), b
-            if type(a) in _PY_NUMBERS:
+            if type(a) in PY_NUMBERS:
                 dtype = b.value.dtype
-                return _leaf(np.array(a, dtype=dtype) if dtype.kind in "fc" else _weak(a, (dtype,))), b
+                return _leaf(np.array(a, dtype=dtype) if dtype.kind in "fc" else weak(a, (dtype,))), b
     # Beside floating operands (and booleans, which never change a float), a number takes
     # their promoted float dtype; an integer operand leaves the choice to numpy's rule.
     float_dtype, integer, differentiated = None, False, False
@@ -585,28 +582,10 @@ def _lift(args: tuple, prim: Primitive | None = None) -> tuple[Tensor, ...]:
             out.append(_leaf(_kept(a, prim, position)))
         elif isinstance(a, (bool, int, float)) and not isinstance(a, np.generic):
             out.append(_leaf(np.asarray(a, dtype=float_dtype) if float_dtype is not None and not integer else
-                             _weak(a, tuple(v.dtype for v in args if isinstance(v, (Tensor, np.ndarray))))))
+                             weak(a, tuple(v.dtype for v in args if isinstance(v, (Tensor, np.ndarray))))))
         else:
             out.append(_leaf(as_array(a)))
     return tuple(out)
-
-
-# (operand dtypes, type of the Python number) -> its dtype: numpy 2's rule reads only the type of
-# a weak number, never its value, and np.result_type costs microseconds per call.
-_WEAK_DTYPES: dict[tuple, np.dtype] = {}
-
-
-def _weak(number, dtypes: tuple) -> np.ndarray:
-    """The Python ``number`` as a 0-d array of the dtype numpy 2 gives it beside operands of ``dtypes``."""
-    key = (dtypes, type(number))
-    dtype = _WEAK_DTYPES.get(key)
-    if dtype is None:
-        dtype = _WEAK_DTYPES[key] = np.result_type(*dtypes, number) if dtypes else np.dtype(np.float64)
-    try:
-        return np.array(number, dtype=dtype)
-    except OverflowError as exc:  # (numpy refuses i8 + 1000 the same way)
-        raise AutogradDagError(f"{exc}: the constant does not fit the {dtype} operand"
-                               f"{located(user_source())}") from None
 
 
 def apply(prim: Primitive, *args, **params) -> Tensor:
@@ -653,7 +632,7 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
     out.params = params or None
     out.grad = None
     out.name = None
-    out.scope = _scope
+    out.scope = scopes._scope
     out.serial = next(_serials)
     if _recording:
         out.parents = args
@@ -663,94 +642,22 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
                 break
         else:
             out.requires_grad = False
-        if _source_override is None:
+        override = scopes._source_override
+        if override is None:
             out.source = site_of(_getframe(1))
         else:
-            out.source = _source_override
+            out.source = override
     else:
         out.parents = ()
         out.requires_grad = False
         out.source = None
-    if _anomaly:
+    if anomaly._anomaly:
         for a in args:
             if a.prim is None:
                 # A NaN that came in from outside is the input's fault, not the operation's.
                 check_finite(a, f"input {a.name!r}" if a.name else "a constant input", consumer=out)
         check_finite(out, "forward value")
     return out
-
-
-def failure(prim: Primitive, args, params: dict, exc: Exception) -> Exception:
-    """The exception :func:`apply` raises for ``prim``'s implementation having raised ``exc`` on ``args``."""
-    if isinstance(exc, AutogradDagError):
-        if " (at " in str(exc):
-            return exc
-        # A derivative rule's check names the forward node's line (the sweep's attribution).
-        source = _source_override if isinstance(exc, UndefinedDerivativeError) and _source_override else None
-        return type(exc)(f"{exc}{located(source or user_source())}")
-    if isinstance(exc, (Warning, FloatingPointError)):
-        return exc  # the user asked for warnings as errors (np.seterr / -W error): keep them
-    return operation_error(prim, args, params, exc)  # numpy's own error: translate, never leak it raw
-
-
-def check_operand_count(prim: Primitive, args, params: dict) -> None:
-    """Refuse operands a ufunc implementation would read as its output array (``np.exp(x, y)`` writes into y).
-
-    Python implementations raise on a wrong count themselves (the error names the
-    primitive); a ufunc does not. Called where operands are not fixed by a
-    public function's signature: calling a :class:`Primitive`, ``Program.from_graph``.
-    """
-    impl = prim.impl
-    if type(impl) is np.ufunc and (len(args) != impl.nin or params):
-        got = f"{len(args)}" + (f" and parameters {sorted(params)}" if params else "")
-        raise operation_error(prim, [a.value if isinstance(a, Tensor) else np.asarray(a) for a in args], {},
-                              TypeError(f"{prim.name} takes {impl.nin} operand{'s' * (impl.nin != 1)} and no "
-                                        f"parameters; got {got}{_OVERWRITE * (len(args) > impl.nin)}"
-                                        f"{located(user_source())}"))
-
-
-_OVERWRITE = " (numpy would write the result into the extra operand, overwriting it)"
-
-
-def operation_error(prim: Primitive, args, params: dict, exc: Exception) -> AutogradDagError:
-    """The library error for a primitive that numpy refused to compute.
-
-    The primitive's shape rule, when it has one, usually knows precisely what is
-    wrong (Expect / Actual); numpy's message is kept as the last resort.
-    """
-    shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in args)
-    # The implementation's own check says what is wrong, without numpy's vocabulary.
-    detail = exc.detail if isinstance(exc, ShapeError) else f"{type(exc).__name__}: {exc}"
-    if prim.shape is not None:
-        try:
-            prim.shape(*args, **params)
-        except ShapeError as rule_exc:
-            detail = rule_exc.detail
-        except AutogradDagError as rule_exc:
-            detail = str(rule_exc)
-        except Exception:
-            pass
-    shown = ", ".join(f"{k}={v!r}" for k, v in params.items() if not isinstance(v, np.ndarray))
-    return ShapeError(f"{prim.name}({shapes}{', ' + shown if shown else ''}): {detail}")
-
-
-def check_finite(t: Tensor, what: str, node: Tensor | None = None, consumer: Tensor | None = None) -> None:
-    """Raise :class:`AnomalyError` if ``t`` (a Tensor or an array) holds a NaN or an infinity.
-
-    ``node`` is the recorded node the value belongs to (default: ``t``); its
-    operation and source line are named in the message. ``consumer``: ``t``
-    is an input of that node instead, which is then named.
-    """
-    v = t.value if isinstance(t, Tensor) else np.asarray(t)
-    node = t if node is None else node
-    if v.dtype.kind in "fc" and not np.all(np.isfinite(v)):
-        bad = "NaN" if np.any(np.isnan(v)) else "inf"
-        if consumer is not None:
-            raise AnomalyError(f"detect_anomaly: {what} of '{consumer.prim.name}' contains {bad} "
-                               f"(shape {v.shape}): it came in from outside{located(consumer.source)}")
-        op = node.prim.name if node.prim is not None else "leaf"
-        raise AnomalyError(f"detect_anomaly: {what} of '{op}' contains {bad} "
-                           f"(shape {v.shape}){located(node.source)}")
 
 
 def is_recording() -> bool:
@@ -892,102 +799,3 @@ def enable_grad():
     return _recording_as(True)
 
 
-@contextlib.contextmanager
-def name_scope(name: str):
-    """Context manager: nodes recorded inside carry ``name`` in their scope.
-
-    Scopes nest (``("encoder", "layer0", "attention")``); the renderer draws
-    them as clusters and the layer library opens one per module call.
-
-    Example:
-        >>> import autograd_dag as ad
-        >>> with ad.name_scope("block"):
-        ...     y = ad.Tensor([1.0]) + 1
-        >>> y.scope
-        ('block',)
-    """
-    global _scope
-    previous = _scope
-    _scope = previous + (str(name),)
-    try:
-        yield
-    finally:
-        _scope = previous
-
-
-@contextlib.contextmanager
-def attributed_to(source, scope: tuple[str, ...]):
-    """Context manager: nodes recorded inside get ``source`` and ``scope`` (those of a forward node).
-
-    The differentiation sweeps use it so that a gradient program's nodes point
-    at the user's line (and layer) whose derivative they compute.
-    """
-    global _source_override, _scope
-    previous = _source_override, _scope
-    _source_override, _scope = source, scope
-    try:
-        yield
-    finally:
-        _source_override, _scope = previous
-
-
-def attribute(source, scope: tuple[str, ...]) -> tuple:
-    """Attribute the nodes recorded from now on to ``source`` and ``scope``; returns the previous pair.
-
-    The reverse sweep calls it once per node it differentiates (a context
-    manager per node would cost more than many rules); it restores the
-    returned pair when it is done.
-    """
-    global _source_override, _scope
-    previous = _source_override, _scope
-    _source_override, _scope = source, scope
-    return previous
-
-
-def attribution() -> tuple:
-    """The ``(source, scope)`` pair new nodes are attributed to (source None: the caller's line)."""
-    return _source_override, _scope
-
-
-def current_scope() -> tuple[str, ...]:
-    """The tuple of ``name_scope`` names in force, outermost first.
-
-    Example:
-        >>> import autograd_dag as ad
-        >>> with ad.name_scope("encoder"), ad.name_scope("layer0"):
-        ...     ad.current_scope()
-        ('encoder', 'layer0')
-    """
-    return _scope
-
-
-@contextlib.contextmanager
-def detect_anomaly():
-    """Context manager: raise at the first NaN or infinity, forward or backward.
-
-    The error names the operation, its node and the user's source line.
-
-    numpy's own floating-point warnings are silenced inside: the error says
-    more, and says it once.
-
-    Example:
-        >>> import numpy as np, autograd_dag as ad
-        >>> with ad.detect_anomaly():  # doctest: +ELLIPSIS
-        ...     ad.log(ad.Tensor([-1.0]))
-        Traceback (most recent call last):
-        ...
-        autograd_dag.errors.AnomalyError: detect_anomaly: forward value of 'log' contains NaN ...
-    """
-    global _anomaly
-    previous = _anomaly
-    _anomaly = True
-    try:
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            yield
-    finally:
-        _anomaly = previous
-
-
-def anomaly_enabled() -> bool:
-    """Whether ``detect_anomaly`` is in force."""
-    return _anomaly

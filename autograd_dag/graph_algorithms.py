@@ -2,11 +2,11 @@
 
 Every topological order, whether a graph is a computation chain, its
 bipartite form and its induced subgraphs. They read a
-:class:`~autograd_dag.graph.Graph` through its public methods and build new
+:class:`~autograd_dag.dag.Graph` through its public methods and build new
 ones with ``Graph.from_edges``, one layer above the DAG core that programs
 stand on (:mod:`autograd_dag.graph`). Every walk is iterative.
 
->>> from autograd_dag.graph import Graph
+>>> from autograd_dag.dag import Graph
 >>> g = Graph.from_edges([(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)])
 >>> list(topological_orders(g)), is_chain(g), is_chain(subgraph(g, [0, 1, 3, 4]))
 ([(0, 1, 2, 3, 4), (0, 2, 1, 3, 4)], False, True)
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Iterator
 from typing import Any
 
-from autograd_dag.graph import Graph
+from autograd_dag.dag import Graph
 
 __all__ = ["FUNCTION", "VARIABLE", "is_chain", "subgraph", "to_bipartite", "topological_orders"]
 

@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import core
+from . import anomaly, core, scopes
 from .core import Primitive, Tensor, _getframe, _lift, _new_tensor, _serials
 from .errors import AutogradDagError, site_of
 
@@ -41,7 +41,7 @@ def operation(prim: Primitive) -> Callable[[Callable], Callable]:
                     except Exception:
                         pass  # the general path raises the library's error
                 return f(x)
-            if core._anomaly or core._bare or core._source_override is not None:
+            if anomaly._anomaly or core._bare or scopes._source_override is not None:
                 return f(x)
             try:
                 value = impl(x.value)
@@ -55,7 +55,7 @@ def operation(prim: Primitive) -> Callable[[Callable], Callable]:
             out.params = None
             out.grad = None
             out.name = None
-            out.scope = core._scope
+            out.scope = scopes._scope
             out.serial = next(_serials)
             if not core._recording:
                 out.parents = ()
@@ -77,7 +77,7 @@ def operation(prim: Primitive) -> Callable[[Callable], Callable]:
                     except Exception:
                         pass  # the general path raises the library's error
                 return f(x, y)
-            if core._anomaly or core._source_override is not None:
+            if anomaly._anomaly or scopes._source_override is not None:
                 return f(x, y)
             if type(x) is not Tensor or type(y) is not Tensor:
                 x, y = _lift((x, y), prim)
@@ -93,7 +93,7 @@ def operation(prim: Primitive) -> Callable[[Callable], Callable]:
             out.params = None
             out.grad = None
             out.name = None
-            out.scope = core._scope
+            out.scope = scopes._scope
             out.serial = next(_serials)
             if not core._recording:
                 out.parents = ()

@@ -1,7 +1,7 @@
 """Programs: DAGs of primitive functions in topological order (seed 001 §4.1.3).
 
 A :class:`Program` is made from recorded Tensors (:meth:`Program.from_outputs`),
-from a traced function (:func:`~autograd_dag.jitting.trace`), or from a :class:`~autograd_dag.graph.Graph`
+from a traced function (:func:`~autograd_dag.jitting.trace`), or from a :class:`~autograd_dag.dag.Graph`
 whose vertices name primitives (:meth:`Program.from_graph`). Calling it runs
 Algorithm 4.1: for k = 1..K, s_k = f_k(s_parents(k)), freeing every
 intermediate value right after its last use.
@@ -10,29 +10,27 @@ intermediate value right after its last use.
 from __future__ import annotations
 
 import enum
-import inspect
-import os
-import sys
 from operator import attrgetter
-from typing import Any, Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from .core import (Primitive, Tensor, _recording_as, apply, as_array, attributed_to, check_operand_count,
-                   operation_error)
+from .core import Tensor, _recording_as, apply, as_array, attributed_to, operation_error
 from .displays import mimebundle
-from .errors import AutogradDagError, ProgramInputError, UndefinedDerivativeError, user_source, located
+from .errors import AutogradDagError, ProgramInputError, UndefinedDerivativeError, located
 from .execution import buffer_of, disposable, plan_steps
-from .graph import Graph, paused_gc
+from .formatting import format_shape, listing
+from .dag import Graph
+from .graph import paused_gc
+from .graph_recording import record_graph
 from .kinds import ProgramKind
 from .leaf_names import leaf_name
 from .passes import common_subexpressions
+from .program_inputs import checked_inputs
 from .tracing import topological_nodes
-from .primitives.registry import PRIMITIVES
 from .primitives.structure import IDENTITY
 
 
-_MISSING = object()
 _new_node = object.__new__
 _serial = attrgetter("serial")
 
@@ -129,49 +127,6 @@ class ProgramNode:
 
     def __repr__(self) -> str:
         return f"<ProgramNode %{self.index} {self.op} {self.type_str()}>"
-
-
-# Short texts for listings and pictures (the renderer uses the same ones).
-
-
-def format_shape(shape) -> str:
-    """``[3,4]`` for a shape (``[]`` for a scalar)."""
-    return "[" + ",".join(str(d) for d in shape) + "]"
-
-
-def format_value(value) -> str:
-    """A constant's value: ``2``, ``0.5``, ``1e-08``, ``True`` or ``array[3,4]``."""
-    value = np.asarray(value)
-    if value.size == 1:
-        item = value.reshape(()).item()
-        if isinstance(item, float):
-            # Six decimals read 1e-8 (a log's epsilon) as "0" and 2.5e-6 as "0.000003":
-            # a small value they do not write exactly (1e-5 they do) is written in
-            # scientific notation instead, and so is a huge one.
-            text = np.format_float_positional(item, trim="-", precision=6)
-            if not np.isfinite(item) or (abs(item) < 1e16 and (abs(item) >= 1e-3 or float(text) == item)):
-                return text
-            return np.format_float_scientific(item, trim="-", precision=6)
-        return str(item)
-    return f"array{format_shape(value.shape)}"
-
-
-def format_param(value: Any) -> str:
-    """One static parameter of a primitive (``1``, ``(0, 2)``, ``float32``, a function's name)."""
-    if isinstance(value, np.ndarray):
-        return f"array{format_shape(value.shape)}" if value.size > 4 else np.array2string(value, separator=",")
-    if isinstance(value, np.dtype):
-        return str(value)
-    if callable(value):
-        return getattr(value, "__name__", "fn")
-    return repr(value)
-
-
-def format_source(source) -> str:
-    """``file.py:12`` for a recorded ``(filename, lineno)``, or ``""``."""
-    if not source:
-        return ""
-    return f"{os.path.basename(str(source[0]))}:{source[1]}"
 
 
 class Program:
@@ -306,51 +261,8 @@ class Program:
             >>> prog(np.zeros(2))
             array([0., 0.])
         """
-        params = params or {}
-        tensors: dict = {}
-        for v, value in inputs.items():
-            if v not in graph:
-                raise ProgramInputError(f"Program.from_graph: input {v!r} is not a vertex of the graph")
-            if graph.parents(v):
-                # Its in-edges would be dropped silently: the program would not have the graph's shape.
-                raise ProgramInputError(f"Program.from_graph: input {v!r} has parents {graph.parents(v)} in "
-                                        f"the graph; an input must be a root (give it a primitive in ops "
-                                        f"instead, or remove its in-edges)")
-            tensors[v] = Tensor(value, name=str(v))
-        for v in [] if outputs is None else outputs:
-            if v not in graph:
-                raise ProgramInputError(f"Program.from_graph: output {v!r} is not a vertex of the graph")
-        with _recording_as(True):
-            for v in graph.topological_order():
-                if v in tensors:
-                    continue
-                op = ops.get(v)
-                if op is None:
-                    raise ProgramInputError(f"Program.from_graph: vertex {v!r} is neither an input nor "
-                                            f"given a primitive in ops")
-                prim = op if isinstance(op, Primitive) else PRIMITIVES.get(op)
-                if prim is None:
-                    raise ProgramInputError(f"Program.from_graph: vertex {v!r} names unknown primitive {op!r}")
-                parents = graph.parents(v)
-                try:
-                    operands = [tensors[p] for p in parents]
-                    out = _through_public_function(prim, operands, params.get(v, {}))
-                    if out is None:
-                        check_operand_count(prim, operands, params.get(v, {}))
-                        out = apply(prim, *operands, **params.get(v, {}))
-                except AutogradDagError as exc:
-                    # The operation's message names shapes, not the vertex nor where its operands came from.
-                    raise ProgramInputError(
-                        f"Program.from_graph: vertex {v!r} applies {prim.name} to its parents {parents} (its "
-                        f"in-edges in insertion order; a Graph keeps one edge per pair of vertices, so an "
-                        f"operand used twice needs a vertex of its own) and params {params.get(v, {})}: "
-                        f"{exc}") from None
-                out.name = str(v)
-                tensors[v] = out
-        outs = graph.leaves() if outputs is None else list(outputs)
-        # One leaf (by default) gives a program returning one array, as trace() does.
-        result = tensors[outs[0]] if outputs is None and len(outs) == 1 else tuple(tensors[v] for v in outs)
-        return cls.from_outputs(tuple(tensors[v] for v in inputs), result, name=name)
+        inputs, result = record_graph(graph, ops, inputs, outputs, params)
+        return cls.from_outputs(inputs, result, name=name)
 
     def without_common_subexpressions(self) -> "Program":
         """The same program with each repeated computation done once (common-subexpression elimination).
@@ -460,59 +372,7 @@ class Program:
         return self._initial, self._steps
 
     def _check_inputs(self, args, kwargs=None) -> list:
-        names = [self.nodes[i].name or f"%{i}" for i in self.inputs]
-        if kwargs:
-            args = list(args)
-            for key, value in kwargs.items():
-                if key not in names:
-                    raise ProgramInputError(f"program '{self.name}' has no input named {key!r}; its inputs "
-                                            f"are ({', '.join(names)}){located(user_source())}")
-                pos = names.index(key)
-                if pos < len(args) and args[pos] is not _MISSING:
-                    raise ProgramInputError(f"program '{self.name}': input {key!r} given both by position "
-                                            f"and by name{located(user_source())}")
-                args += [_MISSING] * (pos + 1 - len(args))
-                args[pos] = value
-            missing = [names[i] for i, a in enumerate(args) if a is _MISSING]
-            if missing:
-                raise ProgramInputError(f"program '{self.name}': missing input(s) {', '.join(missing)}"
-                                        f"{located(user_source())}")
-        if len(args) != len(self.inputs):
-            raise ProgramInputError(f"program '{self.name}' takes {len(self.inputs)} input(s) "
-                                    f"({', '.join(names)}); got {len(args)}{located(user_source())}")
-        checked = []
-        for pos, (k, a) in enumerate(zip(self.inputs, args)):
-            node = self.nodes[k]
-            label = f"input {pos} ('{node.name}')" if node.name else f"input {pos}"
-            value = a.value if isinstance(a, Tensor) else as_array(a)
-            if value.shape != node.shape:
-                raise ProgramInputError(f"program '{self.name}': {label} expects shape {node.shape}, "
-                                        f"got {value.shape}{located(user_source())}")
-            if value.dtype != node.dtype:
-                if not np.can_cast(value.dtype, node.dtype, "same_kind"):
-                    raise ProgramInputError(f"program '{self.name}': {label} expects dtype {node.dtype}, "
-                                            f"got {value.dtype}{located(user_source())}")
-                if np.dtype(node.dtype).kind in "iu" and value.size and not np.can_cast(value.dtype, node.dtype):
-                    # A narrowing integer cast wraps around (300 as int8 is 44): only values that fit pass.
-                    info = np.iinfo(node.dtype)
-                    if value.min() < info.min or value.max() > info.max:
-                        raise ProgramInputError(f"program '{self.name}': {label} expects dtype {node.dtype}, "
-                                                f"got {value.dtype} values outside [{info.min}, {info.max}]"
-                                                f"{located(user_source())}")
-                if not isinstance(a, Tensor):
-                    with np.errstate(over="ignore"):
-                        narrowed = value.astype(node.dtype)
-                    if np.dtype(node.dtype).kind == "f" and value.dtype.kind == "f" and value.size and (
-                            np.isinf(narrowed) & np.isfinite(value)).any():
-                        # A narrowing float cast turns what it cannot hold into inf, with a warning only.
-                        top = float(np.max(np.abs(value[np.isfinite(value)])))
-                        raise ProgramInputError(f"program '{self.name}': {label} expects dtype {node.dtype}, "
-                                                f"got {value.dtype} values beyond its range (|value| up to "
-                                                f"{top:.3g}, {node.dtype} holds up to "
-                                                f"{float(np.finfo(node.dtype).max):.3g}){located(user_source())}")
-                    value = narrowed
-            checked.append(a if isinstance(a, Tensor) else value)
-        return checked
+        return checked_inputs(self, args, kwargs)
 
     def __call__(self, *args, **kwargs):
         """Execute the program (Algorithm 4.1).
@@ -522,7 +382,7 @@ class Program:
         Tensors: records the nodes again and returns Tensors. Inputs may also
         be given by name (``prog(x=..., w=...)``).
         """
-        args = self._check_inputs(args, kwargs)
+        args = checked_inputs(self, args, kwargs)
         if any(isinstance(a, Tensor) for a in args):
             return self._replay(args)
         initial, steps = self._plan()
@@ -596,24 +456,8 @@ class Program:
     # ------------------------------------------------------------- printing
 
     def __str__(self) -> str:
-        args = ", ".join(f"%{k}: {self.nodes[k].type_str()}" for k in self.inputs)
-        lines = [f"def {self.name}({args}):"]
-        for node in self.nodes:
-            if node.op is NodeKind.INPUT:
-                continue
-            label = f" {node.name}" if node.name else ""
-            if node.prim is None:
-                lines.append(f"  %{node.index} = {node.op} {format_value(node.value)}"
-                             f"  : {node.type_str()}{label and '  #' + label}")
-                continue
-            operands = [f"%{p}" for p in node.parents]
-            operands += [f"{k}={format_param(v)}" for k, v in node.params.items()]
-            source = format_source(node.source)
-            lines.append(f"  %{node.index} = {node.op}({', '.join(operands)})  : {node.type_str()}"
-                         f"{'  # ' + source if source else ''}")
-        outs = ", ".join(f"%{k}" for k in self.outputs)
-        lines.append(f"  return {outs}" if self.single_output else f"  return ({outs})")
-        return "\n".join(lines)
+        return listing(self.name, [self.nodes[k] for k in self.inputs],
+                       [n for n in self.nodes if n.op is not NodeKind.INPUT], self.outputs, self.single_output)
 
     def __repr__(self) -> str:
         return (f"<Program {self.name}: {len(self.inputs)} input(s), {len(self.nodes)} nodes, "
@@ -624,44 +468,3 @@ class Program:
         return mimebundle(self, include, exclude)
 
 
-def _positional_names(fn: Callable, n: int) -> list[str] | None:
-    """The names of ``fn``'s first ``n`` parameters if each takes one positional argument, else None."""
-    try:
-        parameters = list(inspect.signature(fn).parameters.values())[:n]
-    except (TypeError, ValueError):
-        return None
-    if len(parameters) < n or any(q.kind not in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD) for q in parameters):
-        return None
-    return [q.name for q in parameters]
-
-
-def _through_public_function(prim: Primitive, operands: list, params: dict) -> Tensor | None:
-    """``prim`` applied by its public function (``sum`` for the primitive ``sum``), or None.
-
-    The public function turns parameters as a user writes them (``axis=-1``,
-    ``axis=None``, ``keepdims`` left out) into the form the primitive records and
-    its derivative rules read (``axis=(1,)``, ``keepdims=False``); given to the
-    primitive raw they computed the value but broke its gradient. Only a result
-    that is this primitive applied to these operands is taken.
-    """
-    module_name = getattr(prim.impl, "__module__", None) or ""
-    if not module_name.startswith(__package__ + "."):
-        return None  # a user's primitive: a function of that name in their module may be anything
-    public = getattr(sys.modules.get(module_name), prim.name, None)
-    if not callable(public) or public is prim.impl or isinstance(public, Primitive):
-        return None
-    # The parents must land on the same parameters in both: ad.concatenate(tensors, axis)
-    # would read a second parent as its axis.
-    names = _positional_names(prim.impl, len(operands))
-    if names is None or names != _positional_names(public, len(operands)):
-        return None
-    try:
-        out = public(*operands, **params)
-    except TypeError as exc:  # its signature differs from the primitive's parameters: apply it raw
-        if isinstance(exc, AutogradDagError):  # (the library's own, a user's mistake: say it)
-            raise
-        return None
-    if (isinstance(out, Tensor) and out.prim is prim and out.parents is not None
-            and len(out.parents) == len(operands) and all(a is b for a, b in zip(out.parents, operands))):
-        return out
-    return None

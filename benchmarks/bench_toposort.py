@@ -47,7 +47,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import numpy as np  # noqa: E402
 
 import autograd_dag as ad  # noqa: E402
-from autograd_dag.graph import Graph, topological_sort  # noqa: E402
+from autograd_dag.dag import Graph  # noqa: E402
+from autograd_dag.graph import topological_sort  # noqa: E402
 from autograd_dag.tracing import topological_nodes  # noqa: E402
 
 try:

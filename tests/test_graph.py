@@ -1,4 +1,4 @@
-"""Tests of autograd_dag.graph.Graph: the bare DAG of book §4.1."""
+"""Tests of autograd_dag.dag.Graph: the bare DAG of book §4.1."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import autograd_dag as ad
 from autograd_dag.errors import CycleError
-from autograd_dag.graph import Graph
+from autograd_dag.dag import Graph
 from autograd_dag.graph_algorithms import (FUNCTION, VARIABLE, is_chain, subgraph, to_bipartite,
                                            topological_orders)
 
@@ -701,7 +701,7 @@ def test_checked_from_edges_of_a_wide_dag_is_one_search_not_one_per_edge(monkeyp
     # Every edge into a vertex with children ran its own cycle search: a fan-in/fan-out
     # DAG (s -> a_k -> h -> b_k) walked all the b's once per a -> h edge, O(V·E): 17 s
     # for n = 6,000. Counted in children-list reads, not timed.
-    import autograd_dag.graph as graph_module
+    import autograd_dag.dag as graph_module
     n = 2000
     edges = ([("s", ("a", k)) for k in range(n)] + [("h", ("b", k)) for k in range(n)]
              + [(("a", k), "h") for k in range(n)])

@@ -17,11 +17,16 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "autograd_dag"
 # so "imports point down" also means "the import graph has no cycle".
 LAYERS = [
     "errors", "tree",
-    "graph", "graph_algorithms",  # the DAG core, then the book's other questions about DAGs
+    "graph",  # the DAG core: the one topological sort and reachability walk
+    "dag", "graph_algorithms",  # the hand-built DAG (Graph), then the book's other questions about DAGs
     "trace_state",  # which transformations run now: written by tracing, read by core (below both)
+    "scopes", "anomaly", "operation_errors", "promotion",  # the modes and errors apply reads, not the Tensor record
     "core", "inlined", "primitives", "tracing", "execution", "passes",
+    "graph_recording",  # a hand-built Graph's vertices applied as operations (Program.from_graph)
+    "program_inputs",  # a program's arguments checked against its input nodes
     "leaf_names",  # the names a module call gives its parameters, read by program
     "kinds", "displays",  # what a program is (ProgramKind); the views layers above add to its Jupyter display
+    "formatting",  # the short texts of shapes, constants, parameters in listings and pictures
     "program",
     "jitting",  # trace and jit: programs recorded from functions, above the program model
     "autodiff", "operators",  # the one place Tensor gets methods from above (backward too)

@@ -10,7 +10,8 @@ import numpy as np
 
 from ..core import Tensor
 from ..errors import RenderError
-from ..graph import Graph, topological_sort
+from ..dag import Graph
+from ..graph import topological_sort
 from ..primitives.registry import PRIMITIVES
 from ..kinds import ProgramKind
 from ..program import NodeKind, Program, ProgramNode

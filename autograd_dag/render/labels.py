@@ -1,5 +1,5 @@
 """Label text for the renderer: escaping user strings and formatting shapes, values, params
-(the formatting shared with ``print(program)`` lives in :mod:`autograd_dag.program`).
+(the formatting shared with ``print(program)`` lives in :mod:`autograd_dag.formatting`).
 
 Every label is a Graphviz HTML-like label (``<...>``), so markup such as bold op
 names is possible and every user string passes through :func:`html` first. The
@@ -14,10 +14,10 @@ import re
 
 import numpy as np
 
-from ..program import format_param as param_str
-from ..program import format_shape as shape_str
-from ..program import format_source as source_str  # noqa: F401  (re-exported for the views)
-from ..program import format_value as value_str  # noqa: F401  (re-exported for the views)
+from ..formatting import format_param as param_str
+from ..formatting import format_shape as shape_str
+from ..formatting import format_source as source_str  # noqa: F401  (re-exported for the views)
+from ..formatting import format_value as value_str  # noqa: F401  (re-exported for the views)
 
 # Characters that XML 1.0 forbids even as character references, plus the C1
 # controls and lone surrogates that a Python str may carry (from filenames).

@@ -1,0 +1,68 @@
+"""The errors of a failed operation: what ``apply`` raises when numpy refuses to compute a primitive.
+
+numpy's own message names neither the operation nor the user's line; the
+primitive's shape rule usually knows precisely what is wrong. Kept apart from
+``core`` (which calls :func:`failure` only once an implementation has raised).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import scopes
+from .errors import AutogradDagError, ShapeError, UndefinedDerivativeError, located, user_source
+
+
+def failure(prim, args, params: dict, exc: Exception) -> Exception:
+    """The exception :func:`apply` raises for ``prim``'s implementation having raised ``exc`` on ``args``."""
+    if isinstance(exc, AutogradDagError):
+        if " (at " in str(exc):
+            return exc
+        # A derivative rule's check names the forward node's line (the sweep's attribution).
+        override = scopes._source_override
+        source = override if isinstance(exc, UndefinedDerivativeError) and override else None
+        return type(exc)(f"{exc}{located(source or user_source())}")
+    if isinstance(exc, (Warning, FloatingPointError)):
+        return exc  # the user asked for warnings as errors (np.seterr / -W error): keep them
+    return operation_error(prim, args, params, exc)  # numpy's own error: translate, never leak it raw
+
+
+def check_operand_count(prim, args, params: dict) -> None:
+    """Refuse operands a ufunc implementation would read as its output array (``np.exp(x, y)`` writes into y).
+
+    Python implementations raise on a wrong count themselves (the error names the
+    primitive); a ufunc does not. Called where operands are not fixed by a
+    public function's signature: calling a :class:`Primitive`, ``Program.from_graph``.
+    """
+    impl = prim.impl
+    if type(impl) is np.ufunc and (len(args) != impl.nin or params):
+        got = f"{len(args)}" + (f" and parameters {sorted(params)}" if params else "")
+        raise operation_error(prim, [np.asarray(getattr(a, "value", a)) for a in args], {},
+                              TypeError(f"{prim.name} takes {impl.nin} operand{'s' * (impl.nin != 1)} and no "
+                                        f"parameters; got {got}{_OVERWRITE * (len(args) > impl.nin)}"
+                                        f"{located(user_source())}"))
+
+
+_OVERWRITE = " (numpy would write the result into the extra operand, overwriting it)"
+
+
+def operation_error(prim, args, params: dict, exc: Exception) -> AutogradDagError:
+    """The library error for a primitive that numpy refused to compute.
+
+    The primitive's shape rule, when it has one, usually knows precisely what is
+    wrong (Expect / Actual); numpy's message is kept as the last resort.
+    """
+    shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in args)
+    # The implementation's own check says what is wrong, without numpy's vocabulary.
+    detail = exc.detail if isinstance(exc, ShapeError) else f"{type(exc).__name__}: {exc}"
+    if prim.shape is not None:
+        try:
+            prim.shape(*args, **params)
+        except ShapeError as rule_exc:
+            detail = rule_exc.detail
+        except AutogradDagError as rule_exc:
+            detail = str(rule_exc)
+        except Exception:
+            pass
+    shown = ", ".join(f"{k}={v!r}" for k, v in params.items() if not isinstance(v, np.ndarray))
+    return ShapeError(f"{prim.name}({shapes}{', ' + shown if shown else ''}): {detail}")
