@@ -862,6 +862,28 @@ def grad_program_positions(program: Program, wrt) -> tuple[int, ...]:
     return positions
 
 
+def _scalar_program_with_inputs(program) -> Program:
+    """``program`` checked to be a Program with one scalar output; its parameters as inputs if it has none."""
+    if not isinstance(program, Program):
+        hint = ("ad.grad(f) differentiates a Python function, or record it first with ad.trace(f, *args)"
+                if callable(program) else "ad.trace(f, *args) records one")
+        raise AutogradDagError(f"grad_program: expected a Program (a recorded scalar function); got "
+                               f"{type(program).__name__}: {hint}")
+    if len(program.outputs) != 1:
+        raise AutogradDagError(f"grad_program: the program has {len(program.outputs)} outputs; "
+                               f"the gradient needs a single scalar output")
+    out_node = program.nodes[program.outputs[0]]
+    if int(np.prod(out_node.shape, dtype=np.int64)) != 1:
+        raise AutogradDagError(f"grad_program: the output has shape {out_node.shape}; expected a scalar")
+    if not program.inputs and any(n.op is NodeKind.PARAMETER for n in program.nodes):
+        program = program.parameters_as_inputs()
+    n_in = len(program.inputs)
+    if n_in == 0:
+        raise AutogradDagError(f"grad_program: program '{program.name}' has no inputs and no parameters "
+                               f"to differentiate with respect to")
+    return program
+
+
 def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Program:
     """The program computing the gradient of a scalar ``program`` w.r.t. inputs ``wrt``.
 
@@ -887,23 +909,7 @@ def grad_program(program: Program, wrt=None, *, with_value: bool = False) -> Pro
         >>> gprog(np.array([1.0, 2.0, 3.0]))
         array([2., 4., 6.])
     """
-    if not isinstance(program, Program):
-        hint = ("ad.grad(f) differentiates a Python function, or record it first with ad.trace(f, *args)"
-                if callable(program) else "ad.trace(f, *args) records one")
-        raise AutogradDagError(f"grad_program: expected a Program (a recorded scalar function); got "
-                               f"{type(program).__name__}: {hint}")
-    if len(program.outputs) != 1:
-        raise AutogradDagError(f"grad_program: the program has {len(program.outputs)} outputs; "
-                               f"the gradient needs a single scalar output")
-    out_node = program.nodes[program.outputs[0]]
-    if int(np.prod(out_node.shape, dtype=np.int64)) != 1:
-        raise AutogradDagError(f"grad_program: the output has shape {out_node.shape}; expected a scalar")
-    if not program.inputs and any(n.op is NodeKind.PARAMETER for n in program.nodes):
-        program = program.parameters_as_inputs()
-    n_in = len(program.inputs)
-    if n_in == 0:
-        raise AutogradDagError(f"grad_program: program '{program.name}' has no inputs and no parameters "
-                               f"to differentiate with respect to")
+    program = _scalar_program_with_inputs(program)
     single = _single_position(wrt)
     positions = grad_program_positions(program, wrt)
     inputs = [Tensor(placeholder(program.nodes[k].shape, program.nodes[k].dtype), name=program.nodes[k].name)

@@ -4,7 +4,7 @@ The core — ``graph``, ``core``, ``tracing``, ``program`` — is what every use
 pays for and every contributor reads first; it regrew past its budget once
 while nothing checked it (issue 26). ``tests/test_core_budget.py`` fails when
 the four files (``wc -l``) exceed :data:`CORE_LINE_BUDGET`, when a function in
-them is longer than :data:`MAX_FUNCTION_LINES`, and when README.md's figure is
+them or in the sweeps (``autodiff``) is longer than :data:`MAX_FUNCTION_LINES`, and when README.md's figure is
 not this count.
 
 Run:  python scripts/core_budget.py           # the count per file, against the budget
@@ -21,6 +21,8 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CORE = ("graph", "core", "tracing", "program")
+# Held to the function-length limit too: the sweeps, which every gradient runs through.
+SWEEPS = ("autodiff",)
 CORE_LINE_BUDGET = 2000
 MAX_FUNCTION_LINES = 80
 # README.md's sentence; the figure may be wrapped onto the next line.
@@ -34,9 +36,9 @@ def line_counts(root: pathlib.Path = ROOT) -> dict[str, int]:
 
 
 def long_functions(root: pathlib.Path = ROOT) -> list[str]:
-    """``module.function (n lines)`` for every function or method of the core over the limit."""
+    """``module.function (n lines)`` for every function or method of the core and the sweeps over the limit."""
     found = []
-    for name in CORE:
+    for name in CORE + SWEEPS:
         tree = ast.parse((root / "autograd_dag" / f"{name}.py").read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -29,9 +29,10 @@ def test_the_readmes_core_line_count_is_the_files_line_count():
                                f"run `{budget.WRITE_COMMAND}`")
 
 
-def test_no_function_in_the_core_is_longer_than_the_limit():
+def test_no_function_in_the_core_or_the_sweeps_is_longer_than_the_limit():
+    # (reverse_sweep was 189 lines doing eleven jobs; grad_program 83 before its checks had a function)
     assert budget.long_functions() == [], (
-        f"functions over {budget.MAX_FUNCTION_LINES} lines in the core: split them")
+        f"functions over {budget.MAX_FUNCTION_LINES} lines in the core or the sweeps: split them")
 
 
 def test_the_core_is_within_its_line_budget():
