@@ -182,6 +182,9 @@ def test_a_hessian_missing_a_term_fails_naming_its_entries():
     assert "1 of 9 Jacobian entries disagree" in report
     assert "d output (1,) / d input (1,)" in report
     assert f"analytic {rosen_hess(x)[1, 1] - 1200 * 1.2 ** 2: .6e}" in report
+    # Our autodiff's Hessian (grad of grad of rosen on Tensors) is the third opinion.
+    assert ("the hand-written Hessian disagrees with both autodiff and finite differences in 1 entry "
+            "(d output (1,) / d input (1,)): it is the one that is wrong") in report
 
 
 def test_hessian_of_two_arguments_in_args_of_args_layout():
@@ -312,3 +315,22 @@ def test_refusals():
     with pytest.raises(ad.GradientCheckError, match="different values at the same point"):
         ad.check_gradient(lambda x: np.sum(x) + np.random.default_rng().standard_normal(), np.ones_like,
                           (np.ones(2),))
+
+
+def test_autodiff_runs_only_when_a_comparison_fails():
+    seen = []
+
+    def f(x):
+        seen.append(type(x))
+        return np.sum(np.sin(x))
+    ad.check_gradient(f, np.cos, (np.array([0.1, 0.2]),))
+    assert ad.Tensor not in seen
+    check_fails(ad.check_gradient, f, np.sin, (np.array([0.1, 0.2]),))
+    assert ad.Tensor in seen
+
+
+def test_f_undefined_within_a_step_is_a_failure_that_says_so():
+    with np.errstate(invalid="ignore", divide="ignore"):    # sqrt(-1e-6) and 1/sqrt(0), on purpose
+        report = check_fails(ad.check_gradient, lambda x: np.sum(np.sqrt(x)), lambda x: 0.5 / np.sqrt(x),
+                             (np.array([0.0, 4.0]),))
+    assert "d output () / d input (0,)" in report and "some finite differences are not finite" in report
