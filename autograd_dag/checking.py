@@ -555,7 +555,7 @@ def _entry_bad(J_ana, J_num, tol: _Tolerances) -> np.ndarray:
 
 
 def _entry_comparison(J_ana, J_num, sides, out_shapes, x_shape, out_td, tol: _Tolerances) -> tuple[bool, list[str]]:
-    """Whether any entry of an analytic Jacobian (ours, or a user's: checking_user) disagrees, and the report's lines."""
+    """Whether any entry of an analytic Jacobian (ours, or a user's: checking_user) disagrees; the report's lines."""
     entry_bad = _entry_bad(J_ana, J_num, tol)
     lines = [f"    {int(entry_bad.sum())} of {entry_bad.size} Jacobian entries disagree; worst:"]
     return bool(entry_bad.any()), lines + _worst_entries(J_ana, J_num, out_shapes, x_shape, tol.atol, tol.rtol,

@@ -51,8 +51,8 @@ import numpy as np
 from .autodiff import vjp
 from .checking import (DEFAULT_ATOL, DEFAULT_EPS, DEFAULT_RTOL, FINER_STEP, _Tolerances, _analytic_jacobian,
                        _argument_names, _as_leaf, _checked_options, _describe_arg, _difference_jacobians,
-                       _entry_bad, _entry_comparison, _float_leaves, _is_float_leaf, _kinks, _once, _on_floats, _output_labels,
-                       _refuse_complex_leaves, _size, _step_scale, numerical_grad)
+                       _entry_bad, _entry_comparison, _float_leaves, _is_float_leaf, _kinks, _once, _on_floats,
+                       _output_labels, _refuse_complex_leaves, _size, _step_scale, numerical_grad)
 from .core import Tensor
 from .errors import AutogradDagError, GradientCheckError
 from .tree import flatten, leaf_paths, unflatten
