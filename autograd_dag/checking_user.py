@@ -131,8 +131,13 @@ def _output_values(out) -> list[np.ndarray]:
     return [v.astype(np.float64) if v.dtype == np.bool_ else v for v in values]
 
 
-def _setup(what, f, args, dname, eps, atol, rtol, names, scalar: bool) -> _Check:
-    _checked_options(f, 1, ("rev",), eps, atol, rtol)
+def _setup(what, f, derivative, args, dname, eps, atol, rtol, names, scalar: bool) -> _Check:
+    try:
+        _checked_options(f, 1, ("rev",), eps, atol, rtol)
+    except AutogradDagError as exc:
+        raise AutogradDagError(str(exc).replace("check_grads", what, 1)) from None
+    if not callable(derivative):
+        raise AutogradDagError(f"{what}: the {dname} function must be callable, got {type(derivative).__name__}")
     if not isinstance(args, (tuple, list)):
         raise AutogradDagError(f"{what}: args must be a tuple of arguments, e.g. (x,) or (x, w)")
     args = tuple(args)
@@ -418,7 +423,7 @@ def check_gradient(f: Callable, grad_f: Callable, args: Sequence, *, eps: float 
         ...     return g
         >>> ad.check_gradient(rosen, rosen_grad, (np.array([0.5, 1.2, -0.3]),))
     """
-    c = _setup("check_gradient", f, args, "gradient", eps, atol, rtol, names, scalar=True)
+    c = _setup("check_gradient", f, grad_f, args, "gradient", eps, atol, rtol, names, scalar=True)
     labels = [f"{c.label(i)}" for i in range(len(c.leaves))]
     values = _parsed(c, grad_f(*c.args), c.arg_template(c.arg_slot), labels)
     user = {i: values[i].reshape(1, -1) for i in c.float_idx}
@@ -442,7 +447,7 @@ def check_jacobian(f: Callable, jac_f: Callable, args: Sequence, *, eps: float |
         >>> ad.check_jacobian(lambda x: np.tanh(A @ x),
         ...                   lambda x: (1 - np.tanh(A @ x) ** 2)[:, None] * A, (np.array([0.1, -0.2]),))
     """
-    c = _setup("check_jacobian", f, args, "Jacobian", eps, atol, rtol, names, scalar=False)
+    c = _setup("check_jacobian", f, jac_f, args, "Jacobian", eps, atol, rtol, names, scalar=False)
     templates, labels, places = _blocks_template(c, [_Slot(tuple(s)) for s in c.out_shapes], c.out_td)
     values = _parsed(c, jac_f(*c.args), templates, labels)
     _compare(c, c.plain, _jacobians_from_blocks(c, values, places, c.out_shapes), c.out_shapes, c.out_td,
@@ -465,7 +470,7 @@ def check_vjp(f: Callable, vjp_f: Callable, args: Sequence, *, eps: float | None
         >>> ad.check_vjp(lambda x: np.sin(W @ x), lambda x, ct: W.T @ (np.cos(W @ x) * ct),
         ...              (np.array([0.3, 0.7]),))
     """
-    c = _setup("check_vjp", f, args, "VJP", eps, atol, rtol, names, scalar=False)
+    c = _setup("check_vjp", f, vjp_f, args, "VJP", eps, atol, rtol, names, scalar=False)
     templates = c.arg_template(c.arg_slot)
     labels = [c.label(i) for i in range(len(c.leaves))]
     out_dtypes = [o.dtype if o.dtype.kind == "f" else np.float64
@@ -502,7 +507,7 @@ def check_jvp(f: Callable, jvp_f: Callable, args: Sequence, *, eps: float | None
         >>> ad.check_jvp(lambda x, y: x * np.exp(y), lambda x, y, t: t[0] * np.exp(y) + x * np.exp(y) * t[1],
         ...              (np.array([1.0, 2.0]), np.array([0.1, -0.4])))
     """
-    c = _setup("check_jvp", f, args, "JVP", eps, atol, rtol, names, scalar=False)
+    c = _setup("check_jvp", f, jvp_f, args, "JVP", eps, atol, rtol, names, scalar=False)
     out_slots = [_Slot(tuple(s)) for s in c.out_shapes]
     template = unflatten(c.out_td, out_slots)
     labels = [f"{label.strip()}" for label in _output_labels(c.out_td, len(out_slots))]
@@ -543,7 +548,7 @@ def check_hessian(f: Callable, hess_f: Callable, args: Sequence, *, eps: float |
         >>> ad.check_hessian(lambda x: np.sum(x ** 3) + x[0] * x[1],
         ...                  lambda x: np.diag(6 * x) + np.array([[0, 1.0], [1.0, 0]]), (np.array([0.5, -1.0]),))
     """
-    c = _setup("check_hessian", f, args, "Hessian", eps, atol, rtol, names, scalar=True)
+    c = _setup("check_hessian", f, hess_f, args, "Hessian", eps, atol, rtol, names, scalar=True)
     if eps is None and c.precision <= np.finfo(np.float64).eps:
         c.tol = c.tol._replace(eps=HESSIAN_OUTER_EPS)
     inner = max(HESSIAN_INNER_EPS, c.tol.eps * 10)

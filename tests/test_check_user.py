@@ -312,6 +312,10 @@ def test_refusals():
         ad.check_gradient(np.sin, np.cos, (np.ones(2),))
     with pytest.raises(ad.AutogradDagError, match="no floating-point argument"):
         ad.check_gradient(lambda n: float(n), lambda n: 0.0, (np.array([3]),))
+    with pytest.raises(ad.AutogradDagError, match="check_jacobian: eps must be a finite number > 0"):
+        ad.check_jacobian(np.sin, np.cos, (np.ones(2),), eps=-1.0)
+    with pytest.raises(ad.AutogradDagError, match="check_vjp: the VJP function must be callable"):
+        ad.check_vjp(np.sin, None, (np.ones(2),))
     with pytest.raises(ad.GradientCheckError, match="different values at the same point"):
         ad.check_gradient(lambda x: np.sum(x) + np.random.default_rng().standard_normal(), np.ones_like,
                           (np.ones(2),))
