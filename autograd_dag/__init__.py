@@ -20,6 +20,7 @@ from .autodiff import (backward, checkpoint, grad, grad_program, hvp, jvp, value
                        zero_grad)
 from .batching import hessian, jacobian, vmap
 from .checking import check_grads, numerical_grad, numerical_jvp
+from .checking_user import check_gradient, check_hessian, check_jacobian, check_jvp, check_vjp
 from .core import (Primitive, Tensor, changed_in_place, current_scope, detect_anomaly, enable_grad,
                    is_recording, name_scope, no_grad)
 from .errors import (AnomalyError, AutogradDagError, ChangedInPlaceError, CircuitError, CycleError, GraphError,
@@ -70,6 +71,7 @@ __all__ = [
     "backward", "zero_grad", "changed_in_place", "checkpoint", "random_seed", "primitive", "vmap",
     # verification
     "check_grads", "numerical_grad", "numerical_jvp",
+    "check_gradient", "check_jacobian", "check_vjp", "check_jvp", "check_hessian",
     # errors
     "AutogradDagError", "ShapeError", "CycleError", "GraphError", "ProgramInputError", "GraphFreedError",
     "GradientCheckError", "AnomalyError", "NotDifferentiableError", "MissingRuleError", "RenderError",

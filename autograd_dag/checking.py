@@ -545,13 +545,22 @@ def _jacobian_lines(p: _Point, pos, mode, tol: _Tolerances) -> tuple[bool, list[
     """Compare argument pos's Jacobian entry by entry, so that the report says where a derivative is wrong."""
     J_num, left, right = _difference_jacobians(p.f, p.floats_td, p.floats, pos, tol.eps, one_sided=True)
     J_ana = _analytic_jacobian(p.f, p.floats_td, p.floats, pos, mode, p.out_shapes, p.out_td)
-    # A non-finite entry on either side is a disagreement (NaN compares as neither greater nor smaller).
-    entry_bad = ~(np.isfinite(J_ana) & np.isfinite(J_num)) | (
+    return _entry_comparison(J_ana, J_num, (left, right), p.out_shapes, np.shape(p.floats[pos]), p.out_td, tol)
+
+
+def _entry_bad(J_ana, J_num, tol: _Tolerances) -> np.ndarray:
+    """The entries outside atol + rtol·|value|; a non-finite entry on either side is one (NaN compares as neither)."""
+    return ~(np.isfinite(J_ana) & np.isfinite(J_num)) | (
         np.abs(J_ana - J_num) > tol.atol + tol.rtol * np.maximum(np.abs(J_ana), np.abs(J_num)))
+
+
+def _entry_comparison(J_ana, J_num, sides, out_shapes, x_shape, out_td, tol: _Tolerances) -> tuple[bool, list[str]]:
+    """Whether any entry of an analytic Jacobian (ours, or a user's: checking_user) disagrees; the report's lines."""
+    entry_bad = _entry_bad(J_ana, J_num, tol)
     lines = [f"    {int(entry_bad.sum())} of {entry_bad.size} Jacobian entries disagree; worst:"]
-    return bool(entry_bad.any()), lines + _worst_entries(J_ana, J_num, p.out_shapes, np.shape(p.floats[pos]),
-                                                         tol.atol, tol.rtol, sides=(left, right),
-                                                         out_labels=_output_labels(p.out_td, len(p.out_shapes)))
+    return bool(entry_bad.any()), lines + _worst_entries(J_ana, J_num, out_shapes, x_shape, tol.atol, tol.rtol,
+                                                         sides=sides,
+                                                         out_labels=_output_labels(out_td, len(out_shapes)))
 
 
 _NOT_LINEAR = {

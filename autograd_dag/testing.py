@@ -12,9 +12,11 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from .checking import check_grads
+from .checking_user import check_gradient, check_hessian, check_jacobian, check_jvp, check_vjp
 from .errors import GradientCheckError
 
-__all__ = ["GradientMismatch", "assert_grads_close"]
+__all__ = ["GradientMismatch", "assert_grads_close", "assert_gradient", "assert_jacobian", "assert_vjp",
+           "assert_jvp", "assert_hessian"]
 
 
 class GradientMismatch(GradientCheckError):
@@ -54,3 +56,36 @@ def assert_grads_close(f: Callable, args: Sequence, *, order: int = 1, modes: Se
                     seed=seed, names=names)
     except GradientCheckError as exc:
         raise GradientMismatch(str(exc)) from None
+
+
+def _asserting(check: Callable, derivative: str) -> Callable:
+    """``check`` (a checking_user function) raising :class:`GradientMismatch` with its report, for pytest."""
+    def assert_form(f: Callable, derivative_f: Callable, args: Sequence, *, eps: float | None = None,
+                    atol: float | None = None, rtol: float | None = None, names: Sequence[str] | None = None,
+                    three_way: bool = True) -> None:
+        __tracebackhide__ = True
+        try:
+            check(f, derivative_f, args, eps=eps, atol=atol, rtol=rtol, names=names, three_way=three_way)
+        except GradientCheckError as exc:
+            raise GradientMismatch(str(exc)) from None
+    assert_form.__name__ = assert_form.__qualname__ = check.__name__.replace("check_", "assert_")
+    assert_form.__doc__ = (
+        f"Assert that a hand-written {derivative} matches finite differences: "
+        f":func:`autograd_dag.{check.__name__}` for pytest.\n\n"
+        f"    Same arguments, shapes and conventions as :func:`autograd_dag.{check.__name__}`; raises\n"
+        f"    :class:`GradientMismatch` (an ``AssertionError``) whose message is the check's report (the\n"
+        f"    argument, the worst entries, kinks, and which of hand-written, autodiff and finite\n"
+        f"    differences agree), shown by pytest at your test's line.\n\n"
+        f"    Example (in a test file)::\n\n"
+        f"        import numpy as np\n"
+        f"        from autograd_dag.testing import assert_gradient\n\n"
+        f"        def test_my_gradient():\n"
+        f"            assert_gradient(lambda x: np.sum(x ** 3), lambda x: 3 * x ** 2, (np.arange(3.0),))\n")
+    return assert_form
+
+
+assert_gradient = _asserting(check_gradient, "gradient")
+assert_jacobian = _asserting(check_jacobian, "Jacobian")
+assert_vjp = _asserting(check_vjp, "vector-Jacobian product")
+assert_jvp = _asserting(check_jvp, "Jacobian-vector product")
+assert_hessian = _asserting(check_hessian, "Hessian")
