@@ -23,6 +23,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from .autodiff import jvp, vjp
+from .check_records import note_comparison, recorded
 from .tracing import refuse_complex
 from .core import Tensor, no_grad
 from .errors import AutogradDagError, GradientCheckError, MissingRuleError
@@ -533,6 +534,7 @@ def _projection_line(analytic: float, numeric: float, tol: _Tolerances) -> tuple
     allowed = tol.atol + tol.rtol * max((abs(v) for v in (analytic, numeric) if np.isfinite(v)), default=0.0)
     line = (f"    projection: analytic {analytic: .6e}, numeric {numeric: .6e}, abs err {err:.2e} "
             f"(tolerance {allowed:.2e} = atol {tol.atol:g} + rtol {tol.rtol:g} * |value|)")
+    note_comparison(err if np.isfinite(numeric) else np.inf, allowed)
     if not np.isfinite(numeric):
         # Nothing to compare with is not agreement: f is undefined (or infinite) within a step of x.
         return True, line + ("\n    the finite differences are not finite: f is NaN or infinite within a step "
@@ -546,8 +548,9 @@ def _jacobian_lines(p: _Point, pos, mode, tol: _Tolerances) -> tuple[bool, list[
     J_num, left, right = _difference_jacobians(p.f, p.floats_td, p.floats, pos, tol.eps, one_sided=True)
     J_ana = _analytic_jacobian(p.f, p.floats_td, p.floats, pos, mode, p.out_shapes, p.out_td)
     # A non-finite entry on either side is a disagreement (NaN compares as neither greater nor smaller).
-    entry_bad = ~(np.isfinite(J_ana) & np.isfinite(J_num)) | (
-        np.abs(J_ana - J_num) > tol.atol + tol.rtol * np.maximum(np.abs(J_ana), np.abs(J_num)))
+    err, allowed = np.abs(J_ana - J_num), tol.atol + tol.rtol * np.maximum(np.abs(J_ana), np.abs(J_num))
+    note_comparison(err, allowed)
+    entry_bad = ~(np.isfinite(J_ana) & np.isfinite(J_num)) | (err > allowed)
     lines = [f"    {int(entry_bad.sum())} of {entry_bad.size} Jacobian entries disagree; worst:"]
     return bool(entry_bad.any()), lines + _worst_entries(J_ana, J_num, p.out_shapes, np.shape(p.floats[pos]),
                                                          tol.atol, tol.rtol, sides=(left, right),
@@ -745,6 +748,7 @@ def _tangent_derivative(f: Callable, td, float_idx, tangents, fname) -> Callable
     return derivative
 
 
+@recorded
 def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str] = ("rev", "fwd"),
                 eps: float | None = None, atol: float | None = None, rtol: float | None = None,
                 full: bool = False, seed: int = 0, names: Sequence[str] | None = None) -> None:
