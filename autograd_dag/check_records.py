@@ -129,7 +129,7 @@ def note_comparison(error, allowed) -> None:
 def recorded(check: Callable) -> Callable:
     """``check`` reporting a :class:`CheckRecord` to the recorder each time it is called from outside a check.
 
-    ``check`` takes the function checked first and raises :class:`GradientCheckError`
+    ``check`` takes the function checked first (or as ``f=``) and raises :class:`GradientCheckError`
     (or an ``AssertionError``) when it fails; other errors (a bad option) are not a
     verdict and leave no record.
 
@@ -140,14 +140,15 @@ def recorded(check: Callable) -> Callable:
         >>> check_positive(abs, -2.0)
     """
     @functools.wraps(check)
-    def run(f, *args, **kwargs):
+    def run(*args, **kwargs):
         stack = _open.get()
         if stack or _recorder is None:
-            return check(f, *args, **kwargs)
+            return check(*args, **kwargs)
+        f = args[0] if args else kwargs.get("f")
         record = CheckRecord(check.__name__, getattr(f, "__name__", type(f).__name__))
         token, verdict = _open.set((record,)), False
         try:
-            result = check(f, *args, **kwargs)
+            result = check(*args, **kwargs)
             verdict = True
         except (GradientCheckError, AssertionError) as exc:
             record.passed, record.message, verdict = False, str(exc), True

@@ -71,6 +71,8 @@ _MARKER_HELP = ("gradcheck(seed=, atol=, rtol=, eps=, order=, modes=, points=, f
 def _coerce(name: str, value: Any, where: str) -> Any:
     """A setting's value from text (ini, command line) or a Python value (a marker); UsageError if invalid."""
     kind = _KINDS[name][0]
+    if value is None and _DEFAULTS[name] is None:
+        return None   # atol, rtol, eps: the library's default
     try:
         if kind == "modes":
             modes = tuple(m for m in re.split(r"[,\s]+", value) if m) if isinstance(value, str) else tuple(value)
@@ -158,14 +160,12 @@ class GradCheck:
         self.settings, self.sources = dict(settings), dict(sources)
         self.rng = np.random.default_rng(settings["seed"])
 
-    def __call__(self, f: Callable, args, **overrides) -> None:
-        __tracebackhide__ = True
-        self.run(testing.assert_grads_close, f, args, **overrides)
-
     def grads(self, f: Callable, args, **overrides) -> None:
         """``gradcheck(f, args)`` by name: f's derivatives (our autodiff) against finite differences."""
         __tracebackhide__ = True
         self.run(testing.assert_grads_close, f, args, **overrides)
+
+    __call__ = grads
 
     def __getattr__(self, name: str) -> Callable:
         check = None if name.startswith("_") else (

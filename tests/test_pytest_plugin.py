@@ -14,9 +14,11 @@ import subprocess
 import sys
 import tomllib
 
+import numpy as np
 import pytest
 
 import autograd_dag
+from autograd_dag.check_records import set_recorder
 
 pytest_plugins = ["pytester"]
 
@@ -262,3 +264,37 @@ def test_the_projects_own_configuration_does_not_register_the_plugin_twice(tmp_p
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co", "--gradcheck-report",
                            "tests/test_layers.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_check_called_with_keywords_is_recorded_under_fs_name():
+    def square_sum(x):
+        return (x * x).sum()
+    seen = []
+    previous = set_recorder(seen.append)
+    try:
+        autograd_dag.check_grads(f=square_sum, args=(np.arange(3.0),), order=2)
+    finally:
+        set_recorder(previous)
+    # order 2 runs check_grads inside itself: one record, holding the comparisons of both orders
+    assert [(r.check, r.function, r.passed) for r in seen] == [("check_grads", "square_sum", True)]
+    assert len(seen[0].comparisons) > 2 and 0 <= seen[0].ratio <= 1
+
+
+def test_keywords_at_the_call_win_and_any_check_runs_with_the_settings(pytester):
+    result = run(pytester, '''
+@pytest.mark.gradcheck(rtol=1e-5)
+def test_keyword_wins(gradcheck):
+    gradcheck(bad, (X,), rtol=1.0)          # 12 for 4 is within rtol 1
+
+def test_run_passes_the_settings_a_check_takes(gradcheck):
+    gradcheck.run(ad.check_grads, bad, (X,), modes="fwd")   # the JVP is right
+    gradcheck.grads_close(bad, (X,), modes=("fwd",))        # testing.assert_grads_close by its name
+    with pytest.raises(AttributeError, match="no testing.assert_hessian_of_nothing"):
+        gradcheck.hessian_of_nothing
+
+@pytest.mark.gradcheck(order=2)
+def test_run_fails_with_the_marker_order(gradcheck):
+    gradcheck.run(ad.check_grads, lazy, (X,))
+''')
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["E*GradientMismatch: check_grads(lazy, order 2)*", "E*order=2 (marker)*"])
