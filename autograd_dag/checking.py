@@ -23,6 +23,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from .autodiff import jvp, vjp
+from .check_records import note_comparison, recorded
 from .tracing import refuse_complex
 from .core import Tensor, no_grad
 from .errors import AutogradDagError, GradientCheckError, MissingRuleError
@@ -533,6 +534,7 @@ def _projection_line(analytic: float, numeric: float, tol: _Tolerances) -> tuple
     allowed = tol.atol + tol.rtol * max((abs(v) for v in (analytic, numeric) if np.isfinite(v)), default=0.0)
     line = (f"    projection: analytic {analytic: .6e}, numeric {numeric: .6e}, abs err {err:.2e} "
             f"(tolerance {allowed:.2e} = atol {tol.atol:g} + rtol {tol.rtol:g} * |value|)")
+    note_comparison(err if np.isfinite(numeric) else np.inf, allowed)
     if not np.isfinite(numeric):
         # Nothing to compare with is not agreement: f is undefined (or infinite) within a step of x.
         return True, line + ("\n    the finite differences are not finite: f is NaN or infinite within a step "
@@ -556,6 +558,7 @@ def _entry_bad(J_ana, J_num, tol: _Tolerances) -> np.ndarray:
 
 def _entry_comparison(J_ana, J_num, sides, out_shapes, x_shape, out_td, tol: _Tolerances) -> tuple[bool, list[str]]:
     """Whether any entry of an analytic Jacobian (ours, or a user's: checking_user) disagrees; the report's lines."""
+    note_comparison(np.abs(J_ana - J_num), tol.atol + tol.rtol * np.maximum(np.abs(J_ana), np.abs(J_num)))
     entry_bad = _entry_bad(J_ana, J_num, tol)
     lines = [f"    {int(entry_bad.sum())} of {entry_bad.size} Jacobian entries disagree; worst:"]
     return bool(entry_bad.any()), lines + _worst_entries(J_ana, J_num, out_shapes, x_shape, tol.atol, tol.rtol,
@@ -754,6 +757,7 @@ def _tangent_derivative(f: Callable, td, float_idx, tangents, fname) -> Callable
     return derivative
 
 
+@recorded
 def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str] = ("rev", "fwd"),
                 eps: float | None = None, atol: float | None = None, rtol: float | None = None,
                 full: bool = False, seed: int = 0, names: Sequence[str] | None = None) -> None:

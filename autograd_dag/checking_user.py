@@ -53,6 +53,7 @@ from .checking import (DEFAULT_ATOL, DEFAULT_EPS, DEFAULT_RTOL, FINER_STEP, _Tol
                        _argument_names, _as_leaf, _checked_options, _describe_arg, _difference_jacobians,
                        _entry_bad, _entry_comparison, _float_leaves, _is_float_leaf, _kinks, _once, _on_floats,
                        _output_labels, _refuse_complex_leaves, _size, _step_scale, numerical_grad)
+from .check_records import recorded
 from .core import Tensor
 from .errors import AutogradDagError, GradientCheckError
 from .tree import flatten, leaf_paths, unflatten
@@ -393,6 +394,7 @@ def _third_opinion(c: _Check, f, three_way: bool, second: bool = False) -> Calla
     return (lambda: _autodiff_jacobians(c, f, second)) if three_way else (lambda: (None, ""))
 
 
+@recorded
 def check_gradient(f: Callable, grad_f: Callable, args: Sequence, *, eps: float | None = None,
                    atol: float | None = None, rtol: float | None = None, names: Sequence[str] | None = None,
                    three_way: bool = True) -> None:
@@ -430,6 +432,7 @@ def check_gradient(f: Callable, grad_f: Callable, args: Sequence, *, eps: float 
     _compare(c, c.plain, user, c.out_shapes, c.out_td, _third_opinion(c, f, three_way))
 
 
+@recorded
 def check_jacobian(f: Callable, jac_f: Callable, args: Sequence, *, eps: float | None = None,
                    atol: float | None = None, rtol: float | None = None, names: Sequence[str] | None = None,
                    three_way: bool = True) -> None:
@@ -454,6 +457,7 @@ def check_jacobian(f: Callable, jac_f: Callable, args: Sequence, *, eps: float |
              _third_opinion(c, f, three_way))
 
 
+@recorded
 def check_vjp(f: Callable, vjp_f: Callable, args: Sequence, *, eps: float | None = None,
               atol: float | None = None, rtol: float | None = None, names: Sequence[str] | None = None,
               three_way: bool = True) -> None:
@@ -492,6 +496,7 @@ def check_vjp(f: Callable, vjp_f: Callable, args: Sequence, *, eps: float | None
     _compare(c, c.plain, user, c.out_shapes, c.out_td, _third_opinion(c, f, three_way))
 
 
+@recorded
 def check_jvp(f: Callable, jvp_f: Callable, args: Sequence, *, eps: float | None = None,
               atol: float | None = None, rtol: float | None = None, names: Sequence[str] | None = None,
               three_way: bool = True) -> None:
@@ -526,6 +531,7 @@ def check_jvp(f: Callable, jvp_f: Callable, args: Sequence, *, eps: float | None
     _compare(c, c.plain, user, c.out_shapes, c.out_td, _third_opinion(c, f, three_way))
 
 
+@recorded
 def check_hessian(f: Callable, hess_f: Callable, args: Sequence, *, eps: float | None = None,
                   atol: float | None = None, rtol: float | None = None, names: Sequence[str] | None = None,
                   three_way: bool = True) -> None:

@@ -30,12 +30,15 @@ LAYERS = [
     "program",
     "jitting",  # trace and jit: programs recorded from functions, above the program model
     "autodiff", "operators",  # the one place Tensor gets methods from above (backward too)
-    "batching", "checking", "checking_user", "testing", "linalg", "text",
+    "batching",
+    "check_records",  # each check's verdict and worst error, for the pytest plugin's report
+    "checking", "checking_user", "testing", "linalg", "text",
     "circuits", "render",
     "overlays",  # passes that run a program for render(overlay=): the renderer only reads their numbers
     "named", "nn", "optim", "onnx",
     "__init__",  # the public namespace
     "gallery", "cli",
+    "pytest_plugin",  # loaded by pytest (the pytest11 entry point), above everything it checks with
 ]
 
 
