@@ -30,7 +30,7 @@ LAYERS = [
     "program",
     "jitting",  # trace and jit: programs recorded from functions, above the program model
     "autodiff", "operators",  # the one place Tensor gets methods from above (backward too)
-    "batching", "checking", "testing", "linalg", "text",
+    "batching", "batched_checking", "checking", "testing", "linalg", "text",
     "circuits", "render",
     "overlays",  # passes that run a program for render(overlay=): the renderer only reads their numbers
     "named", "nn", "optim", "onnx",
