@@ -73,7 +73,9 @@ def batched_failures(f: Callable, floats: Sequence[np.ndarray], out_shapes: Sequ
     Example:
         >>> import numpy as np, autograd_dag as ad
         >>> from autograd_dag.batched_checking import batched_failures
-        >>> batched_failures(lambda x: ad.tanh(x), [np.ones(3)], [(3,)], None, ("rev", "fwd"),
+        >>> from autograd_dag.tree import flatten
+        >>> out_td = flatten(np.ones(3))[1]     # f returns one array
+        >>> batched_failures(lambda x: ad.tanh(x), [np.ones(3)], [(3,)], out_td, ("rev", "fwd"),
         ...                  1e-6, 1e-5, 0, ["argument 0"])
         []
     """
