@@ -23,6 +23,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from .autodiff import jvp, vjp
+from .batched_checking import batched_failures
 from .check_records import note_comparison, recorded
 from .tracing import refuse_complex
 from .core import Tensor, no_grad
@@ -760,7 +761,8 @@ def _tangent_derivative(f: Callable, td, float_idx, tangents, fname) -> Callable
 @recorded
 def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str] = ("rev", "fwd"),
                 eps: float | None = None, atol: float | None = None, rtol: float | None = None,
-                full: bool = False, seed: int = 0, names: Sequence[str] | None = None) -> None:
+                full: bool = False, seed: int = 0, names: Sequence[str] | None = None,
+                batched: bool = False) -> None:
     """Check f's reverse- and forward-mode derivatives against central differences.
 
     ``args`` is a tuple of arrays (or nested structures); every float
@@ -771,6 +773,9 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
     the JVP (``"fwd"``), in each of ``modes``, as ``jax.test_util.check_grads``. Inputs must be float64: float32/16
     finite differences are too coarse to tell a wrong derivative from
     rounding, so they are refused unless ``atol`` and ``rtol`` are given.
+    ``batched=True`` also compares ``vmap`` of the VJP/JVP over random
+    cotangents/tangents with the per-example loop (first order; see
+    :mod:`autograd_dag.batched_checking`), as torch's ``check_batched_grad``.
 
     Raises :class:`GradientCheckError` naming the argument, the mode, and the
     worst entries (index, analytic, numeric, absolute and relative error).
@@ -812,6 +817,9 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
             failures.append(f"  all {len(vs)} float arguments moved together, {_MODE_LABELS['fwd']}: "
                             f"{_PROJECTIONS['fwd']}:\n{failure}\n    each argument alone agrees: a JVP rule "
                             f"combines the tangents of its operands wrongly")
+    if batched:
+        failures += batched_failures(p.f, p.floats, p.out_shapes, p.out_td, modes, tol.atol, tol.rtol, seed,
+                                     [_describe_arg(names, paths[i], leaves[i]) for i in float_idx])
     if failures:
         raise GradientCheckError(f"check_grads({fname}): analytic and numerical derivatives disagree\n"
                                  + "\n".join(failures + _other_mode_hints(modes, failures)))

@@ -31,7 +31,7 @@ LAYERS = [
     "jitting",  # trace and jit: programs recorded from functions, above the program model
     "autodiff", "operators",  # the one place Tensor gets methods from above (backward too)
     "batching",
-    "check_records",  # each check's verdict and worst error, for the pytest plugin's report
+    "check_records", "batched_checking",  # each check's verdict and worst error, for the pytest plugin's report; vmap'd derivatives against a loop
     "checking", "checking_user", "testing", "linalg", "text",
     "circuits", "render",
     "overlays",  # passes that run a program for render(overlay=): the renderer only reads their numbers

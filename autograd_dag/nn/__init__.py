@@ -21,6 +21,7 @@ Example:
 """
 
 from . import decoding, functional, init
+from .checking import ModuleCheck, ParameterCheck, check_module
 from .attention import MultiHeadAttention, attention, causal_mask, positional_encoding
 from .conv import Conv2d, Flatten, LeNet, MaxPool2d
 from .embedding import Embedding, WordVectors
@@ -54,4 +55,5 @@ __all__ = [
     "insert_cls", "TransformerClassifier", "BERT", "BERTLoss", "MLMHead", "BERTClassifier",
     "decoding", "RecurrentCell", "MLPCell", "ElmanCell", "GRUCell", "LSTMCell", "make_cell", "RNN", "pool",
     "VectorToSequence", "SequenceToVector", "SequenceToSequence", "EncoderDecoder",
+    "check_module", "ModuleCheck", "ParameterCheck",
 ]
