@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from .checking import check_grads
-from .errors import GradientCheckError
+from ..checking import check_grads
+from ..errors import GradientCheckError
 
 __all__ = ["GradientMismatch", "assert_grads_close"]
 
