@@ -31,7 +31,7 @@ class Smoothness:
     floor's jumps). ``domain``: the open interval, for the inputs in ``inputs``,
     outside which the function is undefined (NaN) or its derivative infinite at the
     ends. ``ties``: pairs of input positions whose equality is a kink
-    (``maximum(x, y)`` at x = y; ``clip(x, lo, hi)`` at x = lo and x = hi).
+    (``maximum(x, y)`` at x = y; ``clip(x, lo, hi)`` at x = lo, x = hi and lo = hi).
     """
 
     points: tuple[float, ...] = ()
@@ -64,7 +64,8 @@ SMOOTHNESS: dict[str, Smoothness] = {
     "arccos": Smoothness(domain=(-1.0, 1.0)),
     "arctanh": Smoothness(domain=(-1.0, 1.0)),
     "arccosh": Smoothness(domain=(1.0, _INF)),
-    # piecewise constant: jumps at the integers (round and rint at the halves)
+    # piecewise constant: jumps at the integers (round at the halves; trunc at the nonzero
+    # integers, declared as all of them: 0 is avoided too, which costs nothing)
     "floor": Smoothness(points=(0.0,), period=1.0),
     "ceil": Smoothness(points=(0.0,), period=1.0),
     "trunc": Smoothness(points=(0.0,), period=1.0),
@@ -74,5 +75,6 @@ SMOOTHNESS: dict[str, Smoothness] = {
     "minimum": _TIES,
     "fmax": _TIES,
     "fmin": _TIES,
-    "clip": Smoothness(inputs=(), ties=((0, 1), (0, 2))),
+    # clip: x at either bound, and the bounds crossing (where lo > hi the result is hi)
+    "clip": Smoothness(inputs=(), ties=((0, 1), (0, 2), (1, 2))),
 }
