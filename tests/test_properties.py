@@ -1,6 +1,6 @@
 """Property tests over random programs (hypothesis).
 
-A recipe is a random list of operations over a safe subset of primitives
+A recipe (``autograd_dag.testing.strategies.recipes``, public) is a random list of operations over a safe subset of primitives
 (add, multiply, subtract, tanh, exp of a bounded value, logistic, softplus,
 sum with keepdims, reshape ∘ transpose, matmul, maximum away from ties); each
 operation takes its operands from the values computed so far, so the recipe
@@ -23,64 +23,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import autograd_dag as ad
+from autograd_dag.testing import strategies as ads
+from autograd_dag.testing.strategies import X_SHAPE, Y_SHAPE
 
-X_SHAPE, Y_SHAPE = (2, 3), (3,)
-OPS = ["add", "multiply", "subtract", "tanh", "exp_bounded", "logistic", "softplus", "sum_keepdims",
-       "reshape_transpose", "matmul", "maximum"]
-TIE_GAP = 1e-3  # maximum's operands must be at least this far apart at the checked point
-
-recipes = st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 63), st.integers(0, 63), st.integers(0, 1)),
-                   min_size=1, max_size=8)
+recipes = ads.recipes()  # the public generator: see its docstring for the operations and the resolution
 seeds = st.integers(0, 2 ** 32 - 1)
-
-
-def step(op, a, b, axis):
-    """One operation of a recipe on operands a and b (b unused by unary operations)."""
-    if op == "add":
-        return a + b
-    if op == "multiply":
-        return a * b
-    if op == "subtract":
-        return a - b
-    if op == "tanh":
-        return ad.tanh(a)
-    if op == "exp_bounded":
-        return ad.exp(ad.tanh(a) * 2.0)
-    if op == "logistic":
-        return ad.logistic(a)
-    if op == "softplus":
-        return ad.softplus(a)
-    if op == "sum_keepdims":
-        return ad.sum(a, axis=axis % a.ndim, keepdims=True)
-    if op == "reshape_transpose":
-        return ad.reshape(ad.transpose(a), a.shape)
-    if op == "matmul":
-        return ad.matmul(ad.matmul(a, ad.transpose(b)), a) * 0.5
-    if op == "maximum":
-        return ad.maximum(a, b)
-    raise AssertionError(op)
-
-
-def run(recipe, x, y):
-    """Apply the recipe to x and y (Tensors); returns the last value computed."""
-    pool = [x, y]
-    for op, i, j, axis in recipe:
-        pool.append(step(op, pool[i % len(pool)], pool[j % len(pool)], axis))
-    return pool[-1]
-
-
-def resolve(recipe, x, y):
-    """The recipe made valid at (x, y): matmul on matrices only, maximum only without near-ties."""
-    resolved, pool = [], [ad.Tensor(x), ad.Tensor(y)]
-    for op, i, j, axis in recipe:
-        a, b = pool[i % len(pool)], pool[j % len(pool)]
-        if op == "matmul" and (a.shape != X_SHAPE or b.shape != X_SHAPE):
-            op = "multiply"
-        if op == "maximum" and np.min(np.abs(a.value - b.value), initial=np.inf) < TIE_GAP:
-            op = "add"
-        resolved.append((op, i, j, axis))
-        pool.append(step(op, a, b, axis))
-    return resolved
 
 
 def make_inputs(seed):
@@ -119,10 +66,10 @@ def jvp_jacobian(f, args, k):
 @given(recipe=recipes, seed=seeds, new_seed=seeds)
 def test_eager_equals_reexecuted_program(recipe, seed, new_seed):
     x, y = make_inputs(seed)
-    plan = resolve(recipe, x, y)
+    plan = recipe.resolved(x, y)
 
     def f(x, y):
-        return run(plan, x, y)
+        return plan(x, y)
 
     prog = ad.trace(f, x, y)
     x2, y2 = make_inputs(new_seed)
@@ -136,10 +83,10 @@ def test_eager_equals_reexecuted_program(recipe, seed, new_seed):
 @given(recipe=recipes, seed=seeds)
 def test_reverse_equals_forward_equals_finite_differences(recipe, seed):
     x, y = make_inputs(seed)
-    plan = resolve(recipe, x, y)
+    plan = recipe.resolved(x, y)
 
     def f(x, y):
-        return run(plan, x, y)
+        return plan(x, y)
 
     args = [x, y]
     for k in (0, 1):
@@ -167,7 +114,7 @@ ALIASING = ["checkpoint", "vjp", "jvp", "grad", "primitive"]
 def aliased(plan, how):
     """A scalar function of x in which one Tensor fills two slots of ``how``."""
     def two_slots(a, b):
-        return run(plan, a, b[0])  # b (the whole of x) supplies the vector input from its first row
+        return plan(a, b[0])  # b (the whole of x) supplies the vector input from its first row
 
     def g(x):
         if how == "checkpoint":
@@ -190,7 +137,7 @@ def aliased(plan, how):
 @given(recipe=recipes, seed=seeds, how=st.sampled_from(ALIASING))
 def test_one_tensor_in_several_slots(recipe, seed, how):
     x, y = make_inputs(seed)
-    plan = resolve(recipe, x, x[0])
+    plan = recipe.resolved(x, x[0])
     g = aliased(plan, how)
     fd = fd_jacobian(g, [x], 0)
     scale = max(1.0, np.abs(fd).max())
@@ -212,10 +159,10 @@ def test_common_subexpression_elimination_keeps_values(recipe, seed, new_seed):
     # The recipe run twice on the same inputs repeats every node: the forward
     # copy and its VJPs are exact duplicates that the pass must merge.
     x, y = make_inputs(seed)
-    plan = resolve(recipe, x, y)
+    plan = recipe.resolved(x, y)
 
     def f(x, y):
-        return ad.sum(run(plan, x, y)) + ad.sum(run(plan, x, y))
+        return ad.sum(plan(x, y)) + ad.sum(plan(x, y))
 
     grad = ad.trace(ad.grad(f, argnums=(0, 1)), x, y)
     merged = grad.without_common_subexpressions()

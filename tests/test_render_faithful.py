@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import autograd_dag as ad
 from autograd_dag.program import NodeKind
-from tests.test_properties import resolve, run  # the repository's random-program generator
+from autograd_dag.testing.strategies import recipes  # the random-program generator of the property tests
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot")
 
@@ -119,19 +119,17 @@ def check_bipartite_picture(program, pic) -> None:
 
 
 def _recipe_program(recipe, grad: bool):
-    recipe = resolve(recipe, np.linspace(-1, 1, 6).reshape(2, 3), np.array([0.3, -0.7, 1.1]))
+    recipe = recipe.resolved(np.linspace(-1, 1, 6).reshape(2, 3), np.array([0.3, -0.7, 1.1]))
     def f(x, y):
-        out = run(recipe, x, y)
+        out = recipe(x, y)
         return ad.sum(out) if grad else (out, out * 2.0)
     program = ad.trace(f, np.linspace(-1, 1, 6).reshape(2, 3), np.array([0.3, -0.7, 1.1]))
     return ad.grad_program(program) if grad else program
 
 
 @settings(max_examples=25, deadline=None, database=None)
-@given(recipe=st.lists(st.tuples(st.sampled_from(["add", "multiply", "subtract", "tanh", "sum_keepdims",
-                                                  "reshape_transpose", "matmul", "maximum"]),
-                                 st.integers(0, 63), st.integers(0, 63), st.integers(0, 1)),
-                       min_size=1, max_size=6),
+@given(recipe=recipes(ops=["add", "multiply", "subtract", "tanh", "sum_keepdims", "reshape_transpose", "matmul",
+                           "maximum"], max_size=6),
        view=st.sampled_from(["dag", "bipartite"]), grad=st.booleans())
 def test_random_programs_are_drawn_node_for_node_and_edge_for_edge(recipe, view, grad):
     program = _recipe_program(recipe, grad)
@@ -241,9 +239,7 @@ def _reachable(program, start: int, forward: bool) -> set[int]:
 
 
 @settings(max_examples=20, deadline=None, database=None)
-@given(recipe=st.lists(st.tuples(st.sampled_from(["add", "multiply", "subtract", "tanh", "sum_keepdims"]),
-                                 st.integers(0, 63), st.integers(0, 63), st.integers(0, 1)),
-                       min_size=1, max_size=6),
+@given(recipe=recipes(ops=["add", "multiply", "subtract", "tanh", "sum_keepdims"], max_size=6),
        data=st.data())
 def test_highlight_path_bolds_exactly_the_nodes_on_some_path(recipe, data):
     program = _recipe_program(recipe, grad=False)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from .checking import check_grads
-from .checking_user import check_gradient, check_hessian, check_jacobian, check_jvp, check_vjp
-from .errors import GradientCheckError
+from ..checking import check_grads
+from ..checking_user import check_gradient, check_hessian, check_jacobian, check_jvp, check_vjp
+from ..errors import GradientCheckError
 
 __all__ = ["GradientMismatch", "assert_grads_close", "assert_gradient", "assert_jacobian", "assert_vjp",
            "assert_jvp", "assert_hessian"]
