@@ -30,7 +30,9 @@ LAYERS = [
     "program",
     "jitting",  # trace and jit: programs recorded from functions, above the program model
     "autodiff", "operators",  # the one place Tensor gets methods from above (backward too)
-    "batching", "checking", "testing", "linalg", "text",
+    "batching",
+    "numdiff",  # numerical derivatives (adaptive steps, Richardson): plain numpy, read by checking
+    "checking", "testing", "linalg", "text",
     "circuits", "render",
     "overlays",  # passes that run a program for render(overlay=): the renderer only reads their numbers
     "named", "nn", "optim", "onnx",
