@@ -145,18 +145,22 @@ def _column(what, f, td, leaves, i, j, out_size, ratio, num_steps, levels, base_
             sides.append(moved)
         # The step actually taken: the moved entries are exact in float64.
         width = float(sides[0][j]) - float(sides[1][j])
-        plus, minus = (_evaluate(what, f, td, leaves[:i] + [m] + leaves[i + 1:])[0] for m in sides)
-        fp, fm = _flat(plus), _flat(minus)
-        if fp.size != out_size:
-            raise AutogradDagError(f"{what}: f's output changed size from {out_size} to {fp.size} when its "
-                                   f"input moved; the Jacobian needs outputs of a fixed shape")
-        D.append((fp - fm) / width if width > 0 else np.full(out_size, np.nan))
-        out_eps = max([np.finfo(o.dtype).eps for o in plus if o.dtype.kind == "f"], default=np.finfo(np.float64).eps)
-        noise.append(ROUNDING_ULPS * out_eps * np.maximum(np.abs(fp), np.abs(fm)) / max(width, np.finfo(float).tiny))
+        # A large step may leave f's domain (log, sqrt near 0): its NaN is discarded by the step
+        # choice, so numpy's warning would only alarm.
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            plus, minus = (_evaluate(what, f, td, leaves[:i] + [m] + leaves[i + 1:])[0] for m in sides)
+            fp, fm = _flat(plus), _flat(minus)
+            if fp.size != out_size:
+                raise AutogradDagError(f"{what}: f's output changed size from {out_size} to {fp.size} when its "
+                                       f"input moved; the Jacobian needs outputs of a fixed shape")
+            D.append((fp - fm) / width if width > 0 else np.full(out_size, np.nan))
+            out_eps = max([np.finfo(o.dtype).eps for o in plus if o.dtype.kind == "f"], default=np.finfo(np.float64).eps)
+            noise.append(ROUNDING_ULPS * out_eps * np.maximum(np.abs(fp), np.abs(fm)) / max(width, np.finfo(float).tiny))
     D, noise = np.array(D), np.array(noise)
-    R, amp = _extrapolate(D, ratio, levels)
-    truncation = np.abs(R[:-1] - R[1:])
-    err = truncation + amp * noise[:len(truncation)]
+    with np.errstate(invalid="ignore", over="ignore"):   # inf − inf of steps outside the domain: NaN, discarded
+        R, amp = _extrapolate(D, ratio, levels)
+        truncation = np.abs(R[:-1] - R[1:])
+        err = truncation + amp * noise[:len(truncation)]
     R = R[:-1]
     err = np.where(np.isfinite(R) & np.isfinite(err), err, np.inf)
     best = np.argmin(err, axis=0)
