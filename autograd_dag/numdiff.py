@@ -113,20 +113,21 @@ def _flat(values) -> np.ndarray:
     return np.concatenate([np.asarray(o, dtype=np.float64).ravel() for o in values]) if values else np.zeros(0)
 
 
-def _extrapolate(D: np.ndarray, ratio: float, levels: int) -> tuple[np.ndarray, np.ndarray]:
-    """Richardson's table over the steps (axis 0, increasing): the last level, and the rounding amplification.
+def _extrapolate(D: np.ndarray, ratio: float, levels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Richardson's table over the steps (axis 0, increasing): the last level, the one below it at the same
+    steps, and the rounding amplification.
 
     Level m cancels the h^(2m) term: (r^(2m)·R(h) − R(r·h)) / (r^(2m) − 1). It costs one step
     per level; the factor returned is Σ|weights| of the combination, by which the
     rounding error of one difference grows (referred to the smallest step used).
     """
-    R, amp = D, np.ones(1)
+    R, below, amp = D, D, np.ones(1)
     for m in range(1, levels + 1):
         c = ratio ** (2 * m)
-        R = (c * R[:-1] - R[1:]) / (c - 1)
+        below, R = R, (c * R[:-1] - R[1:]) / (c - 1)
         # Rounding of D(h) ~ 1/h: the neighbour at r·h rounds r times less.
         amp = (c * amp + amp / ratio) / (c - 1)
-    return R, amp
+    return R, below[:len(R)], amp
 
 
 def _column(what, f, td, leaves, i, j, out_size, ratio, num_steps, levels, base_step):
@@ -158,10 +159,12 @@ def _column(what, f, td, leaves, i, j, out_size, ratio, num_steps, levels, base_
             noise.append(ROUNDING_ULPS * out_eps * np.maximum(np.abs(fp), np.abs(fm)) / max(width, np.finfo(float).tiny))
     D, noise = np.array(D), np.array(noise)
     with np.errstate(invalid="ignore", over="ignore"):   # inf − inf of steps outside the domain: NaN, discarded
-        R, amp = _extrapolate(D, ratio, levels)
-        truncation = np.abs(R[:-1] - R[1:])
-        err = truncation + amp * noise[:len(truncation)]
-    R = R[:-1]
+        R, below, amp = _extrapolate(D, ratio, levels)
+        # The gap to the neighbour at the larger step; where that one is not finite (its step
+        # left f's domain) or there is none, the gap to the level below (its error, larger).
+        truncation = np.abs(np.concatenate([R[:-1] - R[1:], np.full((1,) + R.shape[1:], np.nan)]))
+        truncation = np.where(np.isfinite(truncation), truncation, np.abs(R - below) if levels else np.inf)
+        err = truncation + amp * noise[:len(R)]
     err = np.where(np.isfinite(R) & np.isfinite(err), err, np.inf)
     best = np.argmin(err, axis=0)
     cols = np.arange(out_size)

@@ -183,3 +183,20 @@ def test_numerical_grad_chooses_its_steps_unless_given_eps():
     np.testing.assert_allclose(g[0]["a"], [2.0, 0.0, 2.0], rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(g[0]["b"], 2.0, rtol=1e-12)
     assert g[1] is None
+
+
+def test_check_grads_relooks_with_adaptive_steps_where_the_step_leaves_the_domain():
+    # sqrt and log at 1e-7 are differentiable, but x ± 1e-6 leaves their domain: the
+    # differences were NaN, and check_grads failed a right derivative. The adaptive re-look
+    # takes steps down to 2.4e-8 and settles it.
+    with np.errstate(invalid="ignore", divide="ignore"):   # the fixed step's NaN, before the re-look
+        for f in (ad.sqrt, ad.log):
+            ad.check_grads(f, (np.array([1e-7, 1.0, 3e-7]),))
+    # A wrong derivative there is still caught (the re-look believes an estimate only within
+    # a tenth of the tolerance).
+    wrong = ad.primitive("test_numdiff_sqrt_off_by_1e-4", np.sqrt,
+                         vjp=lambda ct, out, x: (ct * 0.5 / out * 1.0001,),
+                         jvp=lambda t, out, x: t[0] * 0.5 / out * 1.0001, replace=True)
+    for modes in (("rev",), ("fwd",)):
+        with pytest.raises(ad.GradientCheckError, match="disagree"), np.errstate(invalid="ignore"):
+            ad.check_grads(wrong, (np.array([1e-7, 1.0]),), modes=modes)
