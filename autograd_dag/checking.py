@@ -22,6 +22,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from . import numdiff
 from .autodiff import jvp, vjp
 from .batched_checking import batched_failures
 from .check_records import note_comparison, recorded
@@ -126,8 +127,12 @@ def _moved_along(leaves, t_leaves, step) -> list[np.ndarray]:
 def numerical_grad(f: Callable, args: Sequence, eps: float | None = None) -> tuple:
     """Central-difference gradient of a scalar ``f`` w.r.t. every float argument.
 
-    The step for entry i is ``eps · max(1, |x_i|)`` (``eps`` default 1e-6), and the
-    differences at that step and half of it are extrapolated (Richardson) to O(step⁴).
+    By default (``eps=None``) each entry gets its own step, chosen among 16 with
+    Richardson's extrapolation by :func:`autograd_dag.numdiff.gradient` (32 evaluations
+    per entry; accurate to about 1e-11 near singularities and for badly scaled x, where
+    a fixed step misses by 1e-3: benchmarks/bench_numdiff.py). With ``eps``, the step
+    for entry i is ``eps · max(1, |x_i|)``, and the differences at that step and half of
+    it are extrapolated (Richardson) to O(step⁴): 4 evaluations per entry.
     Shapes: one array per argument, of that argument's shape (None for
     non-float arguments).
 
@@ -136,13 +141,14 @@ def numerical_grad(f: Callable, args: Sequence, eps: float | None = None) -> tup
         >>> ad.numerical_grad(lambda x: (x ** 2).sum(), (np.array([1.0, 2.0]),))[0].round(5)
         array([2., 4.])
     """
-    eps = DEFAULT_EPS if eps is None else eps
     leaves, td = flatten(tuple(args))
     leaves = [_as_leaf(x) for x in leaves]
     _refuse_complex_leaves(leaves, "numerical_grad")
     out = _evaluate(f, td, leaves)
     if len(out) != 1 or out[0].size != 1:
         raise AutogradDagError("numerical_grad: f must return one scalar; use numerical_jvp otherwise")
+    if eps is None:
+        return numdiff.gradient(lambda *a: _evaluate(f, td, flatten(a)[0]), tuple(unflatten(td, leaves))).value
     # The gradient of a scalar is the one row of its Jacobian.
     grads = [_numerical_jacobian(f, td, leaves, i, eps).reshape(x.shape) if _is_float_leaf(x) else None
              for i, x in enumerate(leaves)]
@@ -581,7 +587,7 @@ FINER_STEP = 1e-3
 
 
 def _agrees_at_a_finer_step(analytic: float, numeric: float, finer: Callable[[], tuple[float, float]],
-                            tol: _Tolerances) -> bool:
+                            tol: _Tolerances, adaptive: Callable[[], tuple[float, float]] | None = None) -> bool:
     """Whether differences at a step FINER_STEP times smaller agree with ``analytic``.
 
     A step straddles a kink lying within it (|x| at x = 1e-8 with the step 1e-6) or
@@ -591,12 +597,21 @@ def _agrees_at_a_finer_step(analytic: float, numeric: float, finer: Callable[[],
     still fails there. ``finer`` computes the projection and a bound on its rounding
     error only when they are needed: the finer step is believed only where that
     error is a tenth of the disagreement it settles, so that a derivative wrong
-    by more than the tolerance cannot pass on rounding noise.
+    by more than the tolerance cannot pass on rounding noise. Failing that, the
+    projection by ``adaptive`` steps (:func:`_adaptive_projection`) settles it where its
+    error estimate is a tenth of the tolerance: a step that leaves f's domain (sqrt
+    at 1e-7, where the differences were NaN) or that suits no fixed step.
     """
-    if not (np.isfinite(analytic) and np.isfinite(numeric)):
+    if not np.isfinite(analytic):
         return False
-    value, noise = finer()
-    return noise <= 0.1 * abs(numeric - analytic) and not _projection_line(analytic, value, tol)[0]
+    if np.isfinite(numeric):
+        value, noise = finer()
+        if noise <= 0.1 * abs(numeric - analytic) and not _projection_line(analytic, value, tol)[0]:
+            return True
+    if adaptive is None:
+        return False
+    value, error = adaptive()
+    return error <= 0.1 * (tol.atol + tol.rtol * abs(analytic)) and not _projection_line(analytic, value, tol)[0]
 
 
 def _finer_projection(p: _Point, tangents, tol: _Tolerances) -> Callable[[], tuple[float, float]]:
@@ -608,6 +623,18 @@ def _finer_projection(p: _Point, tangents, tol: _Tolerances) -> Callable[[], tup
         # Richardson's (4·D(h/2) − D(h))/3 triples the rounding of one central difference.
         return _numeric_projection(p, tangents, step), 3 * np.finfo(np.float64).eps * size / step
     return _once(compute)
+
+
+def _adaptive_projection(p: _Point, tangents) -> tuple[float, float]:
+    """⟨u, J v⟩ by numdiff's adaptive steps, and its error estimate (49 evaluations of f).
+
+    The terms u_r·f_r are differenced apart, so that each is given its own rounding
+    error: of their sum, which may cancel, the estimate would be too small. 24 steps
+    (numdiff's default 16), down to 1.6e-11·v: a few of them must fit in f's domain.
+    """
+    est = numdiff.derivative(lambda t: np.concatenate([np.ravel(u * o) for u, o in zip(p.us, _evaluate(
+        p.f, p.floats_td, _moved_along(p.floats, tangents, t)))] + [np.zeros(0)]), 0.0, num_steps=24)
+    return float(np.sum(est.value)), float(np.sum(est.error))
 
 
 def _per_entry_weights(p: _Point, jv: list[np.ndarray], tol: _Tolerances) -> list[np.ndarray]:
@@ -667,7 +694,8 @@ def _mode_failure(p: _Point, pos, mode, v, tangents, numeric, tol: _Tolerances, 
     except _DerivativeUnusable as exc:
         return f"    {exc}"
     bad, line = _projection_line(analytic, numeric, tol)
-    if bad and not full and _agrees_at_a_finer_step(analytic, numeric, finer, tol):
+    if bad and not full and _agrees_at_a_finer_step(analytic, numeric, finer, tol,
+                                                    lambda: _adaptive_projection(p, tangents)):
         return None
     weak = None
     if not bad and not full:
@@ -708,7 +736,8 @@ def _joint_failure(p: _Point, vs: list, tol: _Tolerances, fname) -> str | None:
         return f"    the derivative could not be computed: {exc}"
     analytic = sum(float(np.sum(u * np.asarray(t, dtype=np.float64))) for u, t in zip(p.us, flatten(tout)[0]))
     bad, line = _projection_line(analytic, numeric, tol)
-    if bad and _agrees_at_a_finer_step(analytic, numeric, _finer_projection(p, vs, tol), tol):
+    if bad and _agrees_at_a_finer_step(analytic, numeric, _finer_projection(p, vs, tol), tol,
+                                       lambda: _adaptive_projection(p, vs)):
         return None
     return line if bad else None
 
