@@ -81,6 +81,22 @@ def _same(op_type):
 for _name, _op in _SAME_OP.items():
     RULES[_name] = _same(_op)
 
+# ONNX's Add/Mul/Max/Min take no booleans (onnx.checker refuses them); on booleans numpy's
+# x+y and max are logical or, x*y and min logical and, which ONNX's Or/And compute.
+_BOOL_OP = {"add": "Or", "maximum": "Or", "multiply": "And", "minimum": "And"}
+
+
+def _same_or_logical(name, op_type):
+    same, logical = _same(op_type), _same(_BOOL_OP[name])
+
+    def emit(b, node, args):
+        return (logical if node.dtype == np.bool_ else same)(b, node, args)
+    return emit
+
+
+for _name in _BOOL_OP:
+    RULES[_name] = _same_or_logical(_name, _SAME_OP[_name])
+
 
 def _hint(node) -> str:
     return f"{node.op}{node.index}"

@@ -1,0 +1,71 @@
+"""ONNX export of values whose dtype the ONNX operators or ONNX Runtime's kernels treat apart:
+booleans under ``*``/``+``, 16-bit integers under ``Max``/``Min``, and the dtypes the export refuses.
+Each case is checked against numpy's own definition of the operation (issue 28, export side)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="ONNX tests need the 'onnx' package: pip install 'autograd-dag[onnx]'")
+pytest.importorskip("onnxruntime", reason="ONNX tests need 'onnxruntime': pip install 'autograd-dag[onnx]'")
+
+import autograd_dag as ad  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+
+
+def _one_node_model(op_type, inputs, output, **attrs):
+    """A one-node ONNX model: ``inputs`` is [(name, TensorProto type, shape)], ``output`` likewise."""
+    node = helper.make_node(op_type, [n for n, _, _ in inputs], [output[0]], **attrs)
+    graph = helper.make_graph([node], op_type.lower(), [helper.make_tensor_value_info(*i) for i in inputs],
+                              [helper.make_tensor_value_info(*output)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+def _served(program, *args):
+    """Export, check with ONNX's full checker, run on ONNX Runtime."""
+    model = ad.onnx.export(program)
+    onnx.checker.check_model(model, full_check=True)
+    return ad.onnx.run(model, *args)
+
+
+_A = np.array([[True, False, True, False]] * 2)
+_B = np.array([[True, True, False, False], [False, False, True, True]])
+
+
+def test_boolean_times_and_plus_export_as_and_or():
+    # bool*bool and bool+bool were written as ONNX Mul/Add on tensor(bool), which onnx.checker rejects
+    # ("A typestr: T, has unsupported type: tensor(bool)"): the export failed. numpy computes them as
+    # logical and/or; ONNX's And/Or do the same.
+    program = ad.trace(lambda x, y: (x * y, x + y, ad.maximum(x, y), ad.minimum(x, y)), _A, _B)
+    ours = program(_A, _B)
+    served = _served(program, _A, _B)
+    expected = (np.logical_and(_A, _B), np.logical_or(_A, _B), np.logical_or(_A, _B), np.logical_and(_A, _B))
+    for k, (e, o, s) in enumerate(zip(expected, ours, served)):
+        assert s.dtype == np.bool_ and o.dtype == np.bool_, k
+        np.testing.assert_array_equal(o, e, err_msg=f"library, output {k}")
+        np.testing.assert_array_equal(s, e, err_msg=f"onnxruntime, output {k}")
+
+
+@pytest.mark.parametrize("op_type, inputs, attrs, expected", [
+    ("And", (_A, _B), {}, np.logical_and(_A, _B)),
+    ("Or", (_A, _B), {}, np.logical_or(_A, _B)),
+    ("IsInf", (np.array([-np.inf, np.inf, 0.0, np.nan, -1.0], np.float32),), {"detect_negative": 0},
+     np.array([False, True, False, False, False])),
+    ("IsInf", (np.array([-np.inf, np.inf, 0.0, np.nan, -1.0], np.float32),), {"detect_positive": 0},
+     np.array([True, False, False, False, False])),
+    ("Mod", (np.array([5.5, -5.5, 5.5, -5.5, 3.0], np.float32), np.array([2.0, 2.0, -2.0, -2.0, 1.5], np.float32)),
+     {"fmod": 1}, np.fmod(np.array([5.5, -5.5, 5.5, -5.5, 3.0], np.float32),
+                          np.array([2.0, 2.0, -2.0, -2.0, 1.5], np.float32))),
+], ids=["And", "Or", "IsInf-positive", "IsInf-negative", "Mod-fmod"])
+def test_logical_one_node_models_survive_the_round_trip(op_type, inputs, attrs, expected):
+    # These load as products and sums of booleans; re-exporting them failed onnx.checker.
+    names = [f"x{k}" for k in range(len(inputs))]
+    types = [helper.np_dtype_to_tensor_dtype(a.dtype) for a in inputs]
+    model = _one_node_model(op_type, [(n, t, a.shape) for n, t, a in zip(names, types, inputs)],
+                            ("y", helper.np_dtype_to_tensor_dtype(expected.dtype), expected.shape), **attrs)
+    loaded = ad.onnx.load(model)
+    np.testing.assert_array_equal(loaded(*inputs), expected)
+    served = _served(loaded, *inputs)[0]
+    assert served.dtype == expected.dtype
+    np.testing.assert_array_equal(served, expected)
