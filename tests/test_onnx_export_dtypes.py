@@ -127,3 +127,19 @@ def test_export_refuses_a_dtype_onnx_has_no_type_for_saying_so():
     program = ad.trace(lambda t: t, np.zeros(3, "datetime64[s]"))
     with pytest.raises(ad.onnx.OnnxExportError, match=r"datetime64\[s\].*ONNX has no tensor type for it"):
         ad.onnx.export(program)
+
+
+@pytest.mark.parametrize("dtype", _INTEGERS + [np.bool_], ids=[np.dtype(t).name for t in _INTEGERS + [np.bool_]])
+def test_integer_and_boolean_fmax_fmin_export(dtype):
+    # fmax/fmin were written with IsNaN guards, which ONNX defines on floats only: onnx.checker
+    # refused the model for every integer dtype. Integers and booleans have no NaN.
+    if dtype is np.bool_:
+        x, y = _A[0], _B[0]
+    else:
+        info = np.iinfo(dtype)
+        x = np.array([info.min, info.max, 0, 5], dtype)
+        y = np.array([info.max, info.min, 1, 2], dtype)
+    program = ad.trace(lambda a, c: (ad.fmax(a, c), ad.fmin(a, c)), x, y)
+    for k, (e, s) in enumerate(zip((np.fmax(x, y), np.fmin(x, y)), _served(program, x, y))):
+        assert s.dtype == np.dtype(dtype), (k, s.dtype)
+        np.testing.assert_array_equal(s, e, err_msg=f"output {k}")

@@ -440,8 +440,14 @@ def _fmod(b, node, args):
 
 @rule("fmax", "fmin")
 def _fextremum(b, node, args):
+    op_type = "Max" if node.op == "fmax" else "Min"
+    if node.dtype.kind != "f":  # no NaN to skip; ONNX's IsNaN takes floats only
+        if node.dtype == np.bool_:
+            op_type = "Or" if op_type == "Max" else "And"
+            return b.op(op_type, _all_as(b, args, node.dtype), hint=_hint(node))
+        return _extremum(b, op_type, _all_as(b, args, node.dtype), node.dtype, hint=_hint(node))
     x, y = _all_as(b, args, node.dtype)
-    m = _extremum(b, "Max" if node.op == "fmax" else "Min", [x, y], node.dtype)
+    m = _extremum(b, op_type, [x, y], node.dtype)
     m = b.op("Where", [b.op("IsNaN", [x]), y, m])
     return b.op("Where", [b.op("IsNaN", [y]), x, m], hint=_hint(node))
 
