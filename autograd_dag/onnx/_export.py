@@ -71,11 +71,21 @@ _ONNX_DTYPES = {np.dtype(t) for t in (np.float16, np.float32, np.float64, np.int
                                       np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.bool_)}
 
 
-def _check_dtypes(program: Program) -> None:
-    bad = sorted({str(n.dtype) for n in program.nodes if n.dtype not in _ONNX_DTYPES})
+def _check_dtypes(program: Program, onnx) -> None:
+    bad = sorted({n.dtype for n in program.nodes if n.dtype not in _ONNX_DTYPES}, key=str)
     if bad:
-        raise OnnxExportError(f"onnx.export: program '{program.name}' has values of dtype {', '.join(bad)}, "
-                              f"which ONNX cannot hold (float16/32/64, integers and bool can)")
+        # ONNX has most of these (bfloat16, float8, int4, float4, string, complex): the gap is ours.
+        def has(dtype) -> bool:
+            try:
+                onnx.helper.np_dtype_to_tensor_dtype(dtype)
+                return True
+            except (KeyError, TypeError, ValueError):
+                return False
+        which = "; ".join(f"dtype {d} ({'ONNX has' if has(d) else 'ONNX has no tensor type for it'})"
+                          for d in bad)
+        raise OnnxExportError(f"onnx.export: program '{program.name}' has values of {which}: autograd_dag "
+                              f"does not support exporting these dtypes (it exports float16/32/64, "
+                              f"integers and bool)")
 
 
 def as_program(program_or_fn, example_args, name=None) -> Program:
@@ -104,7 +114,7 @@ def build_model(program: Program, *, opset: int = DEFAULT_OPSET, doc: str = "", 
         raise OnnxExportError(f"onnx.export: opset {opset} is not available; use {MIN_OPSET}.."
                               f"{onnx.defs.onnx_opset_version()} (default {DEFAULT_OPSET})")
     _check_supported(program)
-    _check_dtypes(program)
+    _check_dtypes(program, onnx)
     helper = onnx.helper
     b = Builder(onnx)
     values: dict[int, Value] = {}

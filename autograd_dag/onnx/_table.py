@@ -81,6 +81,41 @@ def _same(op_type):
 for _name, _op in _SAME_OP.items():
     RULES[_name] = _same(_op)
 
+# ONNX's Add/Mul/Max/Min take no booleans (onnx.checker refuses them); on booleans numpy's
+# x+y and max are logical or, x*y and min logical and, which ONNX's Or/And compute.
+_BOOL_OP = {"add": "Or", "maximum": "Or", "multiply": "And", "minimum": "And"}
+
+
+def _same_or_logical(name, op_type):
+    same, logical = _same(op_type), _same(_BOOL_OP[name])
+
+    def emit(b, node, args):
+        return (logical if node.dtype == np.bool_ else same)(b, node, args)
+    return emit
+
+
+for _name in ("add", "multiply"):
+    RULES[_name] = _same_or_logical(_name, _SAME_OP[_name])
+
+# ONNX Runtime's CPU Max/Min have no int16/uint16 kernels (measured on every integer dtype:
+# tests/test_onnx_export_dtypes.py); int32 holds both exactly, so the extremum is taken there.
+_NO_ORT_MAX_MIN = {np.dtype(np.int16), np.dtype(np.uint16)}
+
+
+def _extremum(b, op_type, xs, dtype, hint=None):
+    """ONNX ``Max``/``Min`` of ``xs`` (all of ``dtype``), cast through int32 where ONNX Runtime needs it."""
+    if np.dtype(dtype) not in _NO_ORT_MAX_MIN:
+        return b.op(op_type, xs, hint=hint)
+    wide = b.op(op_type, [b.cast(x, np.int32) for x in xs])
+    return b.op("Cast", [wide], to=b.tensor_type(dtype), hint=hint)
+
+
+@rule("maximum", "minimum")
+def _maximum_minimum(b, node, args):
+    if node.dtype == np.bool_:
+        return _same(_BOOL_OP[node.op])(b, node, args)
+    return _extremum(b, _SAME_OP[node.op], _all_as(b, args, node.dtype), node.dtype, hint=_hint(node))
+
 
 def _hint(node) -> str:
     return f"{node.op}{node.index}"
@@ -405,8 +440,14 @@ def _fmod(b, node, args):
 
 @rule("fmax", "fmin")
 def _fextremum(b, node, args):
+    op_type = "Max" if node.op == "fmax" else "Min"
+    if node.dtype.kind != "f":  # no NaN to skip; ONNX's IsNaN takes floats only
+        if node.dtype == np.bool_:
+            op_type = "Or" if op_type == "Max" else "And"
+            return b.op(op_type, _all_as(b, args, node.dtype), hint=_hint(node))
+        return _extremum(b, op_type, _all_as(b, args, node.dtype), node.dtype, hint=_hint(node))
     x, y = _all_as(b, args, node.dtype)
-    m = b.op("Max" if node.op == "fmax" else "Min", [x, y])
+    m = _extremum(b, op_type, [x, y], node.dtype)
     m = b.op("Where", [b.op("IsNaN", [x]), y, m])
     return b.op("Where", [b.op("IsNaN", [y]), x, m], hint=_hint(node))
 
@@ -414,7 +455,8 @@ def _fextremum(b, node, args):
 @rule("clip")
 def _clip(b, node, args):
     x, lo, hi = _all_as(b, args, node.dtype)
-    return b.op("Min", [b.op("Max", [x, lo]), hi], hint=_hint(node))
+    return _extremum(b, "Min", [Value(_extremum(b, "Max", [x, lo], node.dtype), x.shape, node.dtype), hi],
+                     node.dtype, hint=_hint(node))
 
 
 @rule("nan_to_num")
