@@ -375,7 +375,9 @@ def _concat(c):
 
 @handles("Shape")
 def _shape_op(c):
-    return np.asarray(_shape(c.arg(0)), dtype=np.int64)
+    s = _shape(c.arg(0))
+    # Opset 15's start/end (negative from the back, then clamped to [0, r]) are Python's slice bounds.
+    return np.asarray(s[c.attr("start", 0):c.attr("end", len(s))], dtype=np.int64)
 
 
 @handles("ConstantOfShape")
