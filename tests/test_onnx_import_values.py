@@ -56,3 +56,53 @@ def test_shape_slices_by_start_and_end(attrs):
     np.testing.assert_array_equal(got, expected)
     if attrs == {"start": 1, "end": 2}:
         np.testing.assert_array_equal(got, [4])   # the reproduction
+
+# ------------------------------------------------------------- reductions
+
+_REDUCE_SPEC = {
+    "ReduceSum": lambda x, a, k: np.sum(x, a, keepdims=k), "ReduceMean": lambda x, a, k: np.mean(x, a, keepdims=k),
+    "ReduceMax": lambda x, a, k: np.max(x, a, keepdims=k), "ReduceMin": lambda x, a, k: np.min(x, a, keepdims=k),
+    "ReduceProd": lambda x, a, k: np.prod(x, a, keepdims=k),
+    "ReduceL2": lambda x, a, k: np.sqrt(np.sum(x * x, a, keepdims=k)),
+    "ReduceLogSumExp": lambda x, a, k: np.log(np.sum(np.exp(x), a, keepdims=k)),
+}
+# The opset where axes became an input (and noop_with_empty_axes appeared).
+_AXES_INPUT_SINCE = {op: 13 if op == "ReduceSum" else 18 for op in _REDUCE_SPEC}
+
+
+@pytest.mark.parametrize("op", sorted(_REDUCE_SPEC))
+@pytest.mark.parametrize("axes", ["omitted", "empty", "given"])
+@pytest.mark.parametrize("noop", [None, 0, 1])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reductions_with_empty_axes_reduce_everything_or_nothing(op, axes, noop, keepdims):
+    # The spec: axes omitted or empty reduce over every axis, unless noop_with_empty_axes=1, when
+    # the input comes back unchanged (numpy's axis=None and axis=(), computed in float64).
+    x = np.random.default_rng(1).uniform(-1.5, 1.5, (2, 3, 4)).astype(np.float32)
+    attrs = {"keepdims": keepdims} | ({} if noop is None else {"noop_with_empty_axes": noop})
+    inits = {"omitted": [], "empty": [("axes", np.zeros(0, np.int64))],
+             "given": [("axes", np.array([0, -1], np.int64))]}[axes]
+    (got,) = _run(_model(op, [x], inits=inits, opset=_AXES_INPUT_SINCE[op], **attrs), x)
+    a = (0, 2) if axes == "given" else () if noop else None
+    expected = _REDUCE_SPEC[op](x.astype(np.float64), a, bool(keepdims))
+    assert got.dtype == x.dtype and got.shape == expected.shape
+    # float32 arithmetic against a float64 reference over at most 24 terms.
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", sorted(set(_REDUCE_SPEC) - {"ReduceSum"}))
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reductions_without_axes_attribute_reduce_everything_before_opset_18(op, keepdims):
+    x = np.random.default_rng(2).uniform(-1.5, 1.5, (2, 3, 4)).astype(np.float32)
+    (got,) = _run(_model(op, [x], opset=13, keepdims=keepdims), x)
+    expected = _REDUCE_SPEC[op](x.astype(np.float64), None, bool(keepdims))
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)  # float32 against float64
+
+
+@pytest.mark.parametrize("op", sorted(_REDUCE_SPEC))
+def test_reductions_of_a_scalar_are_the_scalar_reduced_once(op):
+    x = np.array(-0.7, np.float32)
+    (got,) = _run(_model(op, [x], opset=18), x)
+    expected = _REDUCE_SPEC[op](x.astype(np.float64), None, True)
+    assert got.shape == ()
+    np.testing.assert_allclose(got, expected, rtol=1e-6)  # one float32 operation against float64

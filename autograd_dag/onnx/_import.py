@@ -422,14 +422,23 @@ _REDUCE = {"ReduceSum": st.sum, "ReduceMean": red.mean, "ReduceMax": red.max, "R
            "ReduceProd": numeric.prod}
 
 
+def _reduce_axes(c, x):
+    """The axes a Reduce* node reduces: a tuple, None for every axis, () for none at all."""
+    if _ndim(x) == 0:
+        return ()   # a scalar reduces to itself, whatever the axes
+    axes = _axes(c, _ndim(x))
+    if axes is None or axes == ():
+        # Omitted or empty axes reduce everything, unless noop_with_empty_axes (opset 13/18) says none.
+        return () if c.attr("noop_with_empty_axes", 0) else None
+    return axes
+
+
 def _reduction(fn):
     def handler(c):
         x = c.arg(0)
-        axes = _axes(c, max(_ndim(x), 1))
-        if axes is None or axes == ():
-            if c.attr("noop_with_empty_axes", 0):
-                return x
-            axes = None
+        axes = _reduce_axes(c, x)
+        if axes == ():
+            return x
         out = fn(x, axes, keepdims=bool(c.attr("keepdims", 1)))
         # ONNX reduces in the input's type (numpy sums int32 into int64, averages ints into floats).
         return out if out.dtype == x.dtype else el.astype(out, x.dtype)
@@ -443,14 +452,21 @@ for _op, _fn in _REDUCE.items():
 @handles("ReduceL2")
 def _reduce_l2(c):
     x = c.arg(0)
-    return PRIMITIVES["norm"](x, axis=_axes(c, _ndim(x)) or tuple(range(_ndim(x))),
+    axes = _reduce_axes(c, x)
+    if axes == ():
+        return el.abs(x)    # the square root of one square
+    return PRIMITIVES["norm"](x, axis=tuple(range(_ndim(x))) if axes is None else axes,
                               keepdims=bool(c.attr("keepdims", 1)))
 
 
 @handles("ReduceLogSumExp")
 def _reduce_lse(c):
     x = c.arg(0)
-    return fused.logsumexp(x, _axes(c, _ndim(x)), keepdims=bool(c.attr("keepdims", 1)))
+    axes = _reduce_axes(c, x)
+    if axes == ():
+        return x    # the log of one exponential
+    return fused.logsumexp(x, tuple(range(_ndim(x))) if axes is None else axes,
+                           keepdims=bool(c.attr("keepdims", 1)))
 
 
 @handles("Softmax", "LogSoftmax")
