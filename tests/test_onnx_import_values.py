@@ -106,3 +106,36 @@ def test_reductions_of_a_scalar_are_the_scalar_reduced_once(op):
     expected = _REDUCE_SPEC[op](x.astype(np.float64), None, True)
     assert got.shape == ()
     np.testing.assert_allclose(got, expected, rtol=1e-6)  # one float32 operation against float64
+
+# ------------------------------------------------------------------- TopK
+
+
+def _topk_spec(x, k, largest):
+    # The spec on a 1-D input: the k largest (smallest), ties to the lower index, compared as
+    # Python numbers (which neither wrap nor round).
+    order = sorted(range(len(x)), key=lambda i: (-int(x[i]) if largest else int(x[i]), i))[:k]
+    return x[order], np.array(order, np.int64)
+
+
+_I64 = np.iinfo(np.int64)
+
+
+@pytest.mark.parametrize("x", [
+    np.array([0, 3, 1, 2], np.uint64),             # the issue's reproduction: -x wrapped
+    np.array([0, 255, 1, 254, 0], np.uint8),
+    np.array([2**64 - 1, 2**64 - 2, 0, 2**64 - 1], np.uint64),   # beyond float64's 2**53
+    np.array([_I64.min, 5, _I64.min, 0, _I64.max], np.int64),      # -min overflows to min
+    np.array([-128, 127, -128, 0], np.int8),
+    np.array([2**62 + 1, 2**62, 2**62 + 1, -(2**62)], np.int64),
+], ids=lambda x: f"{x.dtype}{x.tolist()}")
+@pytest.mark.parametrize("largest", [1, 0])
+def test_topk_of_integers_at_the_ends_of_their_range(x, largest):
+    k = len(x) - 1
+    values, indices = _run(_model("TopK", [x], outputs=("v", "i"), inits=[("k", np.array([k], np.int64))],
+                                  largest=largest), x)
+    expected_values, expected_indices = _topk_spec(x, k, largest)
+    assert values.dtype == x.dtype and indices.dtype == np.int64
+    np.testing.assert_array_equal(values, expected_values)
+    np.testing.assert_array_equal(indices, expected_indices)
+    if x.dtype == np.uint64 and x.tolist() == [0, 3, 1, 2] and largest:
+        np.testing.assert_array_equal(values[:2], [3, 2])

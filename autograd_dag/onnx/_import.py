@@ -518,8 +518,15 @@ def _topk(c):
     # Before opset 10, K was an attribute.
     k = int(c.attr("k")) if c.opset < 10 else int(np.asarray(c.static(1, "K")).reshape(-1)[0])
     axis = c.attr("axis", -1) % _ndim(x)
-    # Ties go to the lower index (ONNX's rule): a stable sort of -x, not the reverse of x's.
-    order = numeric.argsort(el.negative(x) if c.attr("largest", 1) else x, axis)
+    # Ties go to the lower index (ONNX's rule): a stable sort of a decreasing function of x, not
+    # the reverse of x's sort.
+    key = x
+    if c.attr("largest", 1):
+        # -x wraps on integers (unsigned: -3 is huge; signed: -min is min): max - x cannot, with
+        # max = -1 for signed types (-1 - x is ~x, a bijection onto the type's range).
+        key = el.subtract(np.asarray(-1 if x.dtype.kind == "i" else np.iinfo(x.dtype).max, x.dtype), x) \
+            if x.dtype.kind in "iu" else el.negative(x)
+    order = numeric.argsort(key, axis)
     lead = (slice(None),) * axis
     order = indexing.getitem(order, lead + (slice(0, k),))
     return numeric.take_along_axis(x, order, axis), el.astype(order, np.int64)
