@@ -139,3 +139,35 @@ def test_topk_of_integers_at_the_ends_of_their_range(x, largest):
     np.testing.assert_array_equal(indices, expected_indices)
     if x.dtype == np.uint64 and x.tolist() == [0, 3, 1, 2] and largest:
         np.testing.assert_array_equal(values[:2], [3, 2])
+
+# ------------------------------------------------------------- LogSoftmax
+
+
+def _log_softmax_spec(x, axis):
+    # The spec, x - log(sum(exp(x))), in float64 after the (exact) shift by the maximum.
+    x = x.astype(np.float64)
+    z = x - np.max(x, axis, keepdims=True)
+    return z - np.log(np.sum(np.exp(z), axis, keepdims=True))
+
+
+@pytest.mark.parametrize("opset, axis", [(13, -1), (13, 0), (11, 0)])
+@pytest.mark.parametrize("offset", [0.0, 1e4, -1e4, 3e7])
+def test_log_softmax_keeps_its_digits_on_large_float32_inputs(opset, axis, offset):
+    x = (offset + np.arange(12, dtype=np.float64).reshape(3, 4) * np.array([1.0, 0.5, 0.25, 2.0])).astype(
+        np.float32)
+    (got,) = _run(_model("LogSoftmax", [x], opset=opset, axis=axis), x)
+    if opset < 13:
+        expected = _log_softmax_spec(x.reshape(1, 12), 1).reshape(3, 4)   # coerced to 2-D at axis 0
+    else:
+        expected = _log_softmax_spec(x, axis)
+    assert got.dtype == np.float32
+    # float32's precision at the result's magnitude (|y| <= 25 here: a few ulps of 2e-6), not at
+    # the input's (1e4 + 1 rounds to 1e-3, which x - logsumexp(x) carried into the result).
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_log_softmax_of_the_issue_reproduction():
+    x = np.array([1e4, 1e4 + 1, 1e4 + 2, 1e4 + 3], np.float32)
+    (got,) = _run(_model("LogSoftmax", [x], opset=13), x)
+    # -3.44019..., the float32 result was -3.44043 (within 1e-6 relative of float64 now).
+    np.testing.assert_allclose(got[0], -3.4401896985, rtol=1e-6)

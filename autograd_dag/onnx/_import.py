@@ -22,6 +22,7 @@ from ..primitives import (conv, elementwise as el, fused, indexing, mathfuncs, n
                           structure as st)
 from ..primitives.arrays import pad
 from ..primitives.linalg import einsum, matmul
+from ..nn.functional import log_softargmax
 from ._export import require_onnx
 
 
@@ -486,7 +487,9 @@ def _softmax(c):
 def _normalized(op_type, x, axis):
     if op_type == "Softmax":
         return fused.softargmax(x, axis)
-    return el.subtract(x, fused.logsumexp(x, axis, keepdims=True))
+    # log_softargmax shifts by the maximum first: x − logsumexp(x) rounded the sum at x's magnitude
+    # (−3.44043 for −3.44019 at x ~ 1e4 in float32).
+    return log_softargmax(x, axis)
 
 
 @handles("ArgMax", "ArgMin")
