@@ -171,3 +171,30 @@ def test_log_softmax_of_the_issue_reproduction():
     (got,) = _run(_model("LogSoftmax", [x], opset=13), x)
     # -3.44019..., the float32 result was -3.44043 (within 1e-6 relative of float64 now).
     np.testing.assert_allclose(got[0], -3.4401896985, rtol=1e-6)
+
+# ------------------------------------------------------------------- Clip
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64, np.uint8])
+@pytest.mark.parametrize("bounds", ["none", "max only", "min only", "both"])
+def test_clip_without_bounds_is_the_identity(dtype, bounds):
+    # The spec: an omitted bound is the type's lowest (highest) value, so no bound clips nothing.
+    x = np.array([[0, 7, 3], [200, 1, 100]], dtype)
+    lo = np.asarray(2, dtype) if bounds in ("min only", "both") else None
+    hi = np.asarray(90, dtype) if bounds in ("max only", "both") else None
+    names = ["x", "lo" if lo is not None else "", "hi" if hi is not None else ""]
+    while names[-1] == "":
+        names.pop()
+    node = helper.make_node("Clip", names, ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", helper.np_dtype_to_tensor_dtype(x.dtype),
+                                                                          x.shape)],
+                              [helper.make_tensor_value_info("y", 0, None)],
+                              [onnx.numpy_helper.from_array(v, n) for n, v in (("lo", lo), ("hi", hi)) if v is not None])
+    (got,) = _run(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), x)
+    expected = x.copy()
+    if lo is not None:
+        expected[expected < lo] = lo
+    if hi is not None:
+        expected[expected > hi] = hi
+    assert got.dtype == x.dtype
+    np.testing.assert_array_equal(got, expected)

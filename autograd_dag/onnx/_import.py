@@ -231,6 +231,8 @@ def _clip(c):
     if c.opset < 11:
         # Before opset 11 the bounds were attributes (defaults: the float range).
         lo, hi = c.attr("min", -np.inf), c.attr("max", np.inf)
+    if lo is None and hi is None:
+        return x    # an omitted bound is the type's own end: no bound clips nothing (clip refuses it)
     return mathfuncs.clip(x, lo, hi)
 
 
