@@ -22,6 +22,7 @@ from ..primitives import (conv, elementwise as el, fused, indexing, mathfuncs, n
                           structure as st)
 from ..primitives.arrays import pad
 from ..primitives.linalg import einsum, matmul
+from ..nn.functional import log_softargmax
 from ._export import require_onnx
 
 
@@ -230,6 +231,8 @@ def _clip(c):
     if c.opset < 11:
         # Before opset 11 the bounds were attributes (defaults: the float range).
         lo, hi = c.attr("min", -np.inf), c.attr("max", np.inf)
+    if lo is None and hi is None:
+        return x    # an omitted bound is the type's own end: no bound clips nothing (clip refuses it)
     return mathfuncs.clip(x, lo, hi)
 
 
@@ -375,7 +378,9 @@ def _concat(c):
 
 @handles("Shape")
 def _shape_op(c):
-    return np.asarray(_shape(c.arg(0)), dtype=np.int64)
+    s = _shape(c.arg(0))
+    # Opset 15's start/end (negative from the back, then clamped to [0, r]) are Python's slice bounds.
+    return np.asarray(s[c.attr("start", 0):c.attr("end", len(s))], dtype=np.int64)
 
 
 @handles("ConstantOfShape")
@@ -420,14 +425,23 @@ _REDUCE = {"ReduceSum": st.sum, "ReduceMean": red.mean, "ReduceMax": red.max, "R
            "ReduceProd": numeric.prod}
 
 
+def _reduce_axes(c, x):
+    """The axes a Reduce* node reduces: a tuple, None for every axis, () for none at all."""
+    if _ndim(x) == 0:
+        return ()   # a scalar reduces to itself, whatever the axes
+    axes = _axes(c, _ndim(x))
+    if axes is None or axes == ():
+        # Omitted or empty axes reduce everything, unless noop_with_empty_axes (opset 13/18) says none.
+        return () if c.attr("noop_with_empty_axes", 0) else None
+    return axes
+
+
 def _reduction(fn):
     def handler(c):
         x = c.arg(0)
-        axes = _axes(c, max(_ndim(x), 1))
-        if axes is None or axes == ():
-            if c.attr("noop_with_empty_axes", 0):
-                return x
-            axes = None
+        axes = _reduce_axes(c, x)
+        if axes == ():
+            return x
         out = fn(x, axes, keepdims=bool(c.attr("keepdims", 1)))
         # ONNX reduces in the input's type (numpy sums int32 into int64, averages ints into floats).
         return out if out.dtype == x.dtype else el.astype(out, x.dtype)
@@ -441,14 +455,21 @@ for _op, _fn in _REDUCE.items():
 @handles("ReduceL2")
 def _reduce_l2(c):
     x = c.arg(0)
-    return PRIMITIVES["norm"](x, axis=_axes(c, _ndim(x)) or tuple(range(_ndim(x))),
+    axes = _reduce_axes(c, x)
+    if axes == ():
+        return el.abs(x)    # the square root of one square
+    return PRIMITIVES["norm"](x, axis=tuple(range(_ndim(x))) if axes is None else axes,
                               keepdims=bool(c.attr("keepdims", 1)))
 
 
 @handles("ReduceLogSumExp")
 def _reduce_lse(c):
     x = c.arg(0)
-    return fused.logsumexp(x, _axes(c, _ndim(x)), keepdims=bool(c.attr("keepdims", 1)))
+    axes = _reduce_axes(c, x)
+    if axes == ():
+        return x    # the log of one exponential
+    return fused.logsumexp(x, tuple(range(_ndim(x))) if axes is None else axes,
+                           keepdims=bool(c.attr("keepdims", 1)))
 
 
 @handles("Softmax", "LogSoftmax")
@@ -468,7 +489,9 @@ def _softmax(c):
 def _normalized(op_type, x, axis):
     if op_type == "Softmax":
         return fused.softargmax(x, axis)
-    return el.subtract(x, fused.logsumexp(x, axis, keepdims=True))
+    # log_softargmax shifts by the maximum first: x − logsumexp(x) rounded the sum at x's magnitude
+    # (−3.44043 for −3.44019 at x ~ 1e4 in float32).
+    return log_softargmax(x, axis)
 
 
 @handles("ArgMax", "ArgMin")
@@ -500,8 +523,15 @@ def _topk(c):
     # Before opset 10, K was an attribute.
     k = int(c.attr("k")) if c.opset < 10 else int(np.asarray(c.static(1, "K")).reshape(-1)[0])
     axis = c.attr("axis", -1) % _ndim(x)
-    # Ties go to the lower index (ONNX's rule): a stable sort of -x, not the reverse of x's.
-    order = numeric.argsort(el.negative(x) if c.attr("largest", 1) else x, axis)
+    # Ties go to the lower index (ONNX's rule): a stable sort of a decreasing function of x, not
+    # the reverse of x's sort.
+    key = x
+    if c.attr("largest", 1):
+        # -x wraps on integers (unsigned: -3 is huge; signed: -min is min): max - x cannot, with
+        # max = -1 for signed types (-1 - x is ~x, a bijection onto the type's range).
+        key = el.subtract(np.asarray(-1 if x.dtype.kind == "i" else np.iinfo(x.dtype).max, x.dtype), x) \
+            if x.dtype.kind in "iu" else el.negative(x)
+    order = numeric.argsort(key, axis)
     lead = (slice(None),) * axis
     order = indexing.getitem(order, lead + (slice(0, k),))
     return numeric.take_along_axis(x, order, axis), el.astype(order, np.int64)
