@@ -235,6 +235,20 @@ def _clip(c):
 
 @handles("Dropout")
 def _dropout(c):
+    # Only the identity forms: a random drop baked into a loaded program would repeat one mask on
+    # every run, and no conformance data can check a random output.
+    if c.opset < 7:
+        training, ratio = not c.attr("is_test", 0), c.attr("ratio", 0.5)
+    elif c.opset < 12:
+        training, ratio = False, 0.0  # (opsets 7-11: Dropout is the identity at inference)
+    else:
+        mode, r = c.static(2, "training_mode"), c.static(1, "ratio")
+        training = mode is not None and bool(np.asarray(mode))
+        ratio = 0.5 if r is None else float(np.asarray(r))
+    if training and ratio != 0.0:
+        raise OnnxImportError(f"onnx.load: Dropout with training_mode=True (ratio {ratio:g}) is not supported: "
+                              f"its random drop cannot be imported; load the model for inference "
+                              f"(training_mode=False) or add dropout with ad.nn.functional.dropout")
     return (c.arg(0), np.ones(_shape(c.arg(0)), dtype=np.bool_)) if len(c.node.output) > 1 else c.arg(0)
 
 
