@@ -71,3 +71,84 @@ def test_dropout_training_mode_defaults_to_ratio_one_half_and_old_opsets_read_is
     (y,) = _outputs(ad.onnx.load(_one_node("Dropout", [("x", _F, [3, 4])], [("y", _F, [3, 4])], opset=6,
                                            is_test=1)), x)
     np.testing.assert_array_equal(y, x)
+
+# ------------------------------------------------------------ ConvTranspose
+
+
+def _conv_transpose_reference(x, w, bias, strides, begin, end, output_padding):
+    """The spec's definition, by scattering: every x[n, c, i] adds x * W[c, m, :] at i * stride."""
+    rank = x.ndim - 2
+    full = [(x.shape[2 + a] - 1) * strides[a] + w.shape[2 + a] + output_padding[a] for a in range(rank)]
+    y = np.zeros((x.shape[0], w.shape[1], *full))
+    for n in range(x.shape[0]):
+        for c in range(x.shape[1]):
+            for i in np.ndindex(*x.shape[2:]):
+                at = tuple(slice(i[a] * strides[a], i[a] * strides[a] + w.shape[2 + a]) for a in range(rank))
+                y[(n, slice(None)) + at] += x[(n, c) + i] * w[c]
+    # Pads crop the ends; a negative pad (output_shape larger than the result) adds zeros.
+    for a in range(rank):
+        size = full[a] - begin[a] - end[a]
+        lo, hi = max(begin[a], 0), min(full[a], begin[a] + size)
+        kept = np.take(y, np.arange(lo, hi), axis=2 + a)
+        widths = [(0, 0)] * y.ndim
+        widths[2 + a] = (lo - begin[a], begin[a] + size - hi)
+        y = np.pad(kept, widths)
+    if bias is not None:
+        y = y + bias.reshape((-1,) + (1,) * rank)
+    return y
+
+
+def _total_padding_pads(x, w, strides, output_padding, output_shape):
+    # The spec (NOTSET): total = stride*(in-1) + output_padding + kernel - output_shape,
+    # begin = total - total // 2, end = total // 2 (floor division, as ONNX's reference implementation).
+    total = [strides[a] * (x.shape[2 + a] - 1) + output_padding[a] + w.shape[2 + a] - output_shape[a]
+             for a in range(len(output_shape))]
+    return [t - t // 2 for t in total], [t // 2 for t in total]
+
+
+_CONV_T_CASES = [
+    # (x shape, w shape, attributes)
+    ((1, 1, 3, 3), (1, 2, 3, 3), dict(strides=[3, 2], output_shape=[10, 8])),  # the spec's example
+    ((2, 2, 3, 4), (2, 3, 3, 2), dict(strides=[2, 1], output_shape=[6, 4])),  # odd total: asymmetric
+    ((1, 2, 3, 3), (2, 1, 2, 2), dict(strides=[2, 2], output_shape=[7, 5], output_padding=[1, 0])),
+    ((2, 2, 5), (2, 3, 3), dict(strides=[2], pads=[1, 2], output_padding=[1])),  # 1-D
+    ((1, 1, 4), (1, 2, 3), dict(strides=[3], output_shape=[11])),  # 1-D, output_shape
+    ((1, 2, 4), (2, 2, 2), dict()),  # 1-D, defaults
+    ((1, 2, 3, 3), (2, 2, 3, 3), dict(strides=[2, 2], pads=[0, 1, 2, 1])),  # asymmetric pads
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, attrs", _CONV_T_CASES)
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_conv_transpose_honours_output_shape_and_one_dimension(x_shape, w_shape, attrs, with_bias):
+    rng = np.random.default_rng(len(x_shape) + x_shape[-1])
+    x, w = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
+    bias = rng.standard_normal(w_shape[1]) if with_bias else None
+    rank = len(x_shape) - 2
+    strides = attrs.get("strides", [1] * rank)
+    output_padding = attrs.get("output_padding", [0] * rank)
+    if "output_shape" in attrs:
+        begin, end = _total_padding_pads(x, w, strides, output_padding, attrs["output_shape"])
+    else:
+        pads = attrs.get("pads", [0] * 2 * rank)
+        begin, end = pads[:rank], pads[rank:]
+    expected = _conv_transpose_reference(x, w, bias, strides, begin, end, output_padding)
+    if "output_shape" in attrs:
+        assert list(expected.shape[2:]) == attrs["output_shape"]
+    inits = [("w", w)] + ([("b", bias)] if with_bias else [])
+    model = _one_node("ConvTranspose", [("x", TensorProto.DOUBLE, list(x_shape))],
+                      [("y", TensorProto.DOUBLE, list(expected.shape))], inits=inits, **attrs)
+    prog = ad.onnx.load(model)
+    (y,) = _outputs(prog, x)
+    assert y.shape == expected.shape
+    # Two summation orders of the same products (float64): a tolerance, not ==.
+    np.testing.assert_allclose(y, expected, rtol=1e-12, atol=1e-12)
+    ad.check_grads(lambda x: prog(x), (x,), modes=("rev",))  # the crop and the zero extension differentiate
+
+
+def test_conv_transpose_refuses_output_shape_with_pads():
+    # The spec says pads are then ignored, ONNX's reference implementation uses both: refuse, not guess.
+    model = _one_node("ConvTranspose", [("x", _F, [1, 1, 3, 3])], [("y", _F, [1, 1, 6, 6])],
+                      inits=[("w", np.ones((1, 1, 3, 3), np.float32))], output_shape=[6, 6], pads=[1, 1, 1, 1])
+    with pytest.raises(ad.onnx.OnnxImportError, match=r"ConvTranspose.*output_shape.*pads"):
+        ad.onnx.load(model)
