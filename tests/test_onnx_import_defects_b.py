@@ -152,3 +152,65 @@ def test_conv_transpose_refuses_output_shape_with_pads():
                       inits=[("w", np.ones((1, 1, 3, 3), np.float32))], output_shape=[6, 6], pads=[1, 1, 1, 1])
     with pytest.raises(ad.onnx.OnnxImportError, match=r"ConvTranspose.*output_shape.*pads"):
         ad.onnx.load(model)
+
+# -------------------------------------------------------------- Cast to float8
+
+# name: (mantissa bits, smallest normal exponent, largest finite value, has ±Inf, has -0): the types' tables.
+_FLOAT8 = {"FLOAT8E4M3FN": (3, -6, 448.0, False, True), "FLOAT8E4M3FNUZ": (3, -7, 240.0, False, False),
+           "FLOAT8E5M2": (2, -14, 57344.0, True, True), "FLOAT8E5M2FNUZ": (2, -15, 57344.0, False, False)}
+
+
+def _float8_reference(x, name, saturate):
+    """The spec's Cast to a float8 type, as float64: round to nearest even, then its out-of-range table."""
+    mantissa, min_exp, fmax, has_inf, has_negative_zero = _FLOAT8[name]
+    x = np.asarray(x, np.float64)
+    finite = np.isfinite(x)
+    a = np.abs(np.where(finite, x, 0.0))
+    exponent = np.maximum(np.frexp(a)[1] - 1, min_exp)  # (subnormals share the smallest exponent's step)
+    step = np.ldexp(1.0, exponent - mantissa)
+    q = np.copysign(np.round(a / step) * step, x)  # np.round: half to even
+    over = ~np.isnan(x) & (~finite | (np.abs(q) > fmax))
+    if saturate:
+        q[over] = np.copysign(fmax, x[over])
+    else:
+        q[over] = np.copysign(np.inf, x[over]) if has_inf else np.nan
+    q[np.isnan(x)] = np.nan
+    if not has_negative_zero:
+        q[q == 0] = 0.0
+    return q
+
+
+_SPECIAL = [0.0, -0.0, np.nan, np.inf, -np.inf, 1000.0, -1000.0, 448.0, 449.0, 464.0, 465.0, 470.0, 480.0,
+            239.0, 241.0, 247.0, 248.0, 250.0, 3.3, -3.3, 0.1, 2.0 ** -9, 2.0 ** -10, 3 * 2.0 ** -10, 2.0 ** -17,
+            2.0 ** -18, 1e-5, 57344.0, 61439.0, 61440.0, 1e5, -1e5, 1.0625, 1.1875, 17.0, 19.0]
+
+
+@pytest.mark.parametrize("name", sorted(_FLOAT8))
+@pytest.mark.parametrize("saturate", [1, 0])
+@pytest.mark.parametrize("source", [np.float32, np.float64])
+def test_cast_to_float8_follows_the_saturate_tables(name, saturate, source):
+    rng = np.random.default_rng(5)
+    x = np.concatenate([_SPECIAL, rng.standard_normal(200) * 10.0 ** rng.integers(-5, 6, 200)]).astype(source)
+    model = _one_node("Cast", [("x", TensorProto.FLOAT if source == np.float32 else TensorProto.DOUBLE, [x.size])],
+                      [("y", getattr(TensorProto, name), [x.size])], to=getattr(TensorProto, name),
+                      saturate=saturate)
+    (y,) = _outputs(ad.onnx.load(model), x)
+    expected = _float8_reference(x, name, saturate)
+    got = np.asarray(y).astype(np.float64)  # float8 -> float64 is exact
+    np.testing.assert_array_equal(got, expected)  # (NaNs compare equal here)
+    same = ~np.isnan(expected)
+    np.testing.assert_array_equal(np.signbit(got[same]), np.signbit(expected[same]))
+
+
+def test_cast_to_float8_saturates_the_issues_example():
+    model = _one_node("Cast", [("x", _F, [1])], [("y", TensorProto.FLOAT8E4M3FN, [1])], to=TensorProto.FLOAT8E4M3FN)
+    (y,) = _outputs(ad.onnx.load(model), np.array([1000.0], np.float32))
+    assert np.asarray(y).astype(np.float32).tolist() == [448.0]
+
+
+def test_cast_to_float8e8m0_is_refused_naming_the_type():
+    # Its default round_mode is 'up', which a plain cast (to nearest) does not do.
+    model = _one_node("Cast", [("x", _F, [2])], [("y", TensorProto.FLOAT8E8M0, [2])], opset=24,
+                      to=TensorProto.FLOAT8E8M0)
+    with pytest.raises(ad.onnx.OnnxImportError, match=r"Cast.*FLOAT8E8M0"):
+        ad.onnx.load(model)

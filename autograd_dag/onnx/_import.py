@@ -203,9 +203,25 @@ def _isinf(c):
     return out
 
 
+# The float8 types' largest finite values. Casting to them (through ml_dtypes, which onnx requires)
+# rounds to nearest even and gives NaN or ±Inf beyond the range, as the spec's saturate=0 table;
+# saturate=1 (the default) wants ±this instead: clipping first gives it.
+_FLOAT8_MAX = {"FLOAT8E4M3FN": 448.0, "FLOAT8E4M3FNUZ": 240.0, "FLOAT8E5M2": 57344.0, "FLOAT8E5M2FNUZ": 57344.0}
+
+
 @handles("Cast")
 def _cast(c):
-    return el.astype(c.arg(0), _np_dtype(c.onnx, c.attr("to")))
+    x, to = c.arg(0), c.attr("to")
+    name = c.onnx.TensorProto.DataType.Name(to)
+    if name.startswith("FLOAT8") and name not in _FLOAT8_MAX:
+        # (FLOAT8E8M0 rounds by round_mode, 'up' by default: a cast to nearest would be wrong.)
+        raise OnnxImportError(f"onnx.load: Cast to {name} is not supported")
+    if name in _FLOAT8_MAX and c.attr("saturate", 1):
+        if np.dtype(x.dtype) not in (np.float16, np.float32, np.float64):
+            x = el.astype(x, np.float32)  # (exact for every value inside the float8 ranges)
+        bound = np.asarray(_FLOAT8_MAX[name], x.dtype)
+        x = mathfuncs.clip(x, -bound, bound)  # ±Inf to ±max too; NaN stays NaN
+    return el.astype(x, _np_dtype(c.onnx, to))
 
 
 @handles("Where")
