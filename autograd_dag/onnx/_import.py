@@ -204,9 +204,25 @@ def _isinf(c):
     return out
 
 
+# The float8 types' largest finite values. Casting to them (through ml_dtypes, which onnx requires)
+# rounds to nearest even and gives NaN or ±Inf beyond the range, as the spec's saturate=0 table;
+# saturate=1 (the default) wants ±this instead: clipping first gives it.
+_FLOAT8_MAX = {"FLOAT8E4M3FN": 448.0, "FLOAT8E4M3FNUZ": 240.0, "FLOAT8E5M2": 57344.0, "FLOAT8E5M2FNUZ": 57344.0}
+
+
 @handles("Cast")
 def _cast(c):
-    return el.astype(c.arg(0), _np_dtype(c.onnx, c.attr("to")))
+    x, to = c.arg(0), c.attr("to")
+    name = c.onnx.TensorProto.DataType.Name(to)
+    if name.startswith("FLOAT8") and name not in _FLOAT8_MAX:
+        # (FLOAT8E8M0 rounds by round_mode, 'up' by default: a cast to nearest would be wrong.)
+        raise OnnxImportError(f"onnx.load: Cast to {name} is not supported")
+    if name in _FLOAT8_MAX and c.attr("saturate", 1):
+        if np.dtype(x.dtype) not in (np.float16, np.float32, np.float64):
+            x = el.astype(x, np.float32)  # (exact for every value inside the float8 ranges)
+        bound = np.asarray(_FLOAT8_MAX[name], x.dtype)
+        x = mathfuncs.clip(x, -bound, bound)  # ±Inf to ±max too; NaN stays NaN
+    return el.astype(x, _np_dtype(c.onnx, to))
 
 
 @handles("Where")
@@ -238,6 +254,20 @@ def _clip(c):
 
 @handles("Dropout")
 def _dropout(c):
+    # Only the identity forms: a random drop baked into a loaded program would repeat one mask on
+    # every run, and no conformance data can check a random output.
+    if c.opset < 7:
+        training, ratio = not c.attr("is_test", 0), c.attr("ratio", 0.5)
+    elif c.opset < 12:
+        training, ratio = False, 0.0  # (opsets 7-11: Dropout is the identity at inference)
+    else:
+        mode, r = c.static(2, "training_mode"), c.static(1, "ratio")
+        training = mode is not None and bool(np.asarray(mode))
+        ratio = 0.5 if r is None else float(np.asarray(r))
+    if training and ratio != 0.0:
+        raise OnnxImportError(f"onnx.load: Dropout with training_mode=True (ratio {ratio:g}) is not supported: "
+                              f"its random drop cannot be imported; load the model for inference "
+                              f"(training_mode=False) or add dropout with ad.nn.functional.dropout")
     return (c.arg(0), np.ones(_shape(c.arg(0)), dtype=np.bool_)) if len(c.node.output) > 1 else c.arg(0)
 
 
@@ -648,13 +678,43 @@ def _conv(c):
 @handles("ConvTranspose")
 def _conv_transpose(c):
     g, w, bias = c.arg(0), c.arg(1), c.arg(2)
-    stride, padding = _plain(c, "ConvTranspose")
-    extra = c.attr("output_padding", [0, 0])
-    kernel = _shape(w)[2:]
-    in_hw = tuple((_shape(g)[2 + i] - 1) * stride[i] + kernel[i] + extra[i] - 2 * padding[i] for i in range(2))
-    out = conv.conv2d_input_grad(g, w, in_hw, stride, padding)
+    rank = _ndim(w) - 2
+    if rank not in (1, 2):
+        raise OnnxImportError(f"onnx.load: ConvTranspose over {rank} spatial axes is not supported (1 and 2 are)")
+    if any(d != 1 for d in c.attr("dilations", [1] * rank)) or c.attr("group", 1) != 1:
+        raise OnnxImportError("onnx.load: ConvTranspose with dilations or groups is not supported")
+    if c.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        raise OnnxImportError(f"onnx.load: ConvTranspose with auto_pad={c.attr('auto_pad')} is not supported")
+    stride, extra = list(c.attr("strides", [1] * rank)), list(c.attr("output_padding", [0] * rank))
+    kernel, size = _shape(w)[2:], _shape(g)[2:]
+    full = [(size[a] - 1) * stride[a] + kernel[a] + extra[a] for a in range(rank)]
+    if c.attr("output_shape") is not None:
+        if any(c.attr("pads", [])):
+            # The spec ignores pads then, ONNX's reference implementation applies them: no guess.
+            raise OnnxImportError("onnx.load: ConvTranspose with both output_shape and pads is not supported")
+        # The spec's pads for output_shape (floor division, as the reference: a negative total, an
+        # output_shape beyond the result, extends the end with zeros).
+        total = [full[a] - int(c.attr("output_shape")[a]) for a in range(rank)]
+        begin, end = [t - t // 2 for t in total], [t // 2 for t in total]
+    else:
+        pads = list(c.attr("pads", [0] * 2 * rank))
+        begin, end = pads[:rank], pads[rank:]
+    if rank == 1:  # as 2-D with a height of 1
+        g, w = st.reshape(g, _shape(g)[:2] + (1,) + size), st.reshape(w, _shape(w)[:2] + (1,) + kernel)
+        stride, full, begin, end = [1] + stride, [1] + full, [0] + begin, [0] + end
+    if begin == end and min(begin) >= 0:
+        out = conv.conv2d_input_grad(g, w, tuple(f - 2 * b for f, b in zip(full, begin)), stride, tuple(begin))
+    else:
+        # conv2d_input_grad pads both ends alike: compute the whole result, then crop (or extend) each end.
+        out = conv.conv2d_input_grad(g, w, tuple(full), stride, 0)
+        if min(begin + end) < 0:
+            out = pad(out, [(0, 0), (0, 0)] + [(max(-b, 0), max(-e, 0)) for b, e in zip(begin, end)])
+        out = indexing.getitem(out, (slice(None),) * 2 + tuple(
+            slice(max(b, 0), max(b, 0) + f - b - e) for f, b, e in zip(full, begin, end)))
+    if rank == 1:
+        out = st.reshape(out, _shape(out)[:2] + _shape(out)[3:])
     if bias is not None:
-        out = el.add(out, st.reshape(bias, (-1, 1, 1)))
+        out = el.add(out, st.reshape(bias, (-1,) + (1,) * rank))
     return out
 
 
