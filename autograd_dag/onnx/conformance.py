@@ -25,6 +25,7 @@ import collections
 import dataclasses
 import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -175,7 +176,9 @@ def node_cases() -> list[Case]:
     cases = []
     for e in index:
         name = e["name"]
-        base = next((name[:-len(s)] for s in ("_expanded_ver18", "_expanded") if name.endswith(s)), None)
+        # Function-expanded tests are named <test>_expanded or <test>_expanded_ver<opset>.
+        match = re.fullmatch(r"(.*)_expanded(_ver\d+)?", name)
+        base = match.group(1) if match else None
         op = first.get(base, e["first_op"]) if base else e["first_op"]
         cases.append(Case(name, os.path.join(folder, name), op, tuple(e["ops"]), base is not None,
                           e["rtol"], e["atol"]))
