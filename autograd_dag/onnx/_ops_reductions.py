@@ -83,6 +83,16 @@ def _normalized(op_type, x, axis):
     return log_softargmax(x, axis)
 
 
+@handles("BatchNormalization")
+def _batch_norm(c):
+    if c.attr("training_mode", 0):
+        raise OnnxImportError("onnx.load: BatchNormalization in training mode is not supported")
+    x, scale, bias, mean, var = (c.arg(i) for i in range(5))
+    shape = (-1,) + (1,) * (_ndim(x) - 2)
+    inv = el.divide(st.reshape(scale, shape), el.sqrt(el.add(st.reshape(var, shape), c.attr("epsilon", 1e-5))))
+    return el.add(el.multiply(el.subtract(x, st.reshape(mean, shape)), inv), st.reshape(bias, shape))
+
+
 @handles("ArgMax", "ArgMin")
 def _argmax(c):
     x = c.arg(0)
