@@ -200,3 +200,175 @@ def test_batch_normalization_training_outputs_of_old_opsets_are_refused():
                       [("y", _F, [2, 3]), ("rm", _F, [3]), ("rv", _F, [3])], opset=9)
     with pytest.raises(ad.onnx.OnnxImportError, match=r"BatchNormalization.*training.*opset 9"):
         ad.onnx.load(model)
+
+# ------------------------------------------------------------------ ScatterElements / ScatterND
+
+_COMBINE = {"none": lambda a, u: u, "add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def _scatter_elements_ref(data, idx, upd, axis, reduction):
+    # The definition's loop: every index in order, the axis coordinate replaced by the index.
+    out = data.copy()
+    for p in np.ndindex(*idx.shape):
+        q = list(p)
+        q[axis] = idx[p] % data.shape[axis]
+        out[tuple(q)] = _COMBINE[reduction](out[tuple(q)], upd[p])
+    return out
+
+
+def _scatter_nd_ref(data, idx, upd, reduction):
+    out = data.copy()
+    for p in np.ndindex(*idx.shape[:-1]):
+        q = tuple(int(i) % d for i, d in zip(idx[p], data.shape))
+        out[q] = _COMBINE[reduction](out[q], upd[p])
+    return out
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_scatter_elements_reductions_with_repeated_and_negative_indices(reduction, axis):
+    data = _RNG.standard_normal((3, 4))
+    idx = _RNG.integers(-3, 3, (2, 3)) if axis == 0 else _RNG.integers(-4, 4, (3, 2))
+    if reduction == "none":
+        # ONNX leaves repeated indices undefined without a reduction: distinct ones per line.
+        idx = np.array([[0, -1, 2], [1, 0, -2]]) if axis == 0 else np.array([[3, 0], [-1, 1], [2, -4]])
+    upd = _RNG.standard_normal(idx.shape)
+    ref = _scatter_elements_ref(data, idx, upd, axis, reduction)
+    model = _one_node("ScatterElements", [("d", _D, data.shape), ("u", _D, upd.shape)], [("y", _D, data.shape)],
+                      inits=[("i", idx.astype(np.int64))], axis=axis, reduction=reduction)
+    model.graph.node[0].input[:] = ["d", "i", "u"]
+    (y,) = _run_both(model, data, upd)
+    # The same products, maxima and sums in the definition's order: bit-for-bit but for 'add'
+    # (one sum of a row's updates added to the data, where the loop adds them one by one).
+    np.testing.assert_allclose(y, ref, rtol=1e-15 if reduction == "add" else 0, atol=1e-15 if reduction == "add" else 0)
+    ad.check_grads(lambda d, u: ad.onnx.load(model)(d, u), (data, upd), order=2)
+
+
+def test_scatter_elements_on_integers_is_exact():
+    data = _RNG.integers(-5, 5, (3, 3)).astype(np.int32)
+    idx, upd = np.array([[1, 0, 2], [1, 1, 0]]), _RNG.integers(-5, 5, (2, 3)).astype(np.int32)
+    for reduction in ("mul", "max", "min"):
+        model = _one_node("ScatterElements", [("d", _I32, data.shape), ("u", _I32, upd.shape)],
+                          [("y", _I32, data.shape)], inits=[("i", idx)], reduction=reduction)
+        model.graph.node[0].input[:] = ["d", "i", "u"]
+        (y,) = _run_both(model, data, upd)
+        assert y.dtype == np.int32
+        np.testing.assert_array_equal(y, _scatter_elements_ref(data, idx, upd, 0, reduction))
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_scatter_nd_reductions_with_index_tuples(reduction, k):
+    data = _RNG.standard_normal((3, 4, 2))
+    if reduction == "none":
+        idx = np.array([[0, -1, 1], [2, 0, 0], [1, 3, -1]])[:, :k]   # distinct tuples
+    else:
+        idx = np.stack([_RNG.integers(-d, d, 5) for d in data.shape[:k]], -1)
+        idx = np.concatenate([idx, idx[:2]])                       # repeats meet in one place
+    upd = _RNG.standard_normal(idx.shape[:-1] + data.shape[k:])
+    ref = _scatter_nd_ref(data, idx, upd, reduction)
+    model = _one_node("ScatterND", [("d", _D, data.shape), ("u", _D, upd.shape)], [("y", _D, data.shape)],
+                      inits=[("i", idx.astype(np.int64))], reduction=reduction)
+    model.graph.node[0].input[:] = ["d", "i", "u"]
+    (y,) = _run_both(model, data, upd)
+    np.testing.assert_allclose(y, ref, rtol=1e-15 if reduction == "add" else 0, atol=1e-15 if reduction == "add" else 0)
+    ad.check_grads(lambda d, u: ad.onnx.load(model)(d, u), (data, upd), order=2)
+
+
+def test_scatter_nd_add_with_computed_index_tuples():
+    # Indices that are a graph input stay an input of the program with reduction='add'.
+    data, idx = _RNG.standard_normal((3, 4)), np.array([[0, 1], [2, -1], [0, 1]])
+    upd = _RNG.standard_normal(3)
+    model = _one_node("ScatterND", [("d", _D, data.shape), ("i", _I64, idx.shape), ("u", _D, upd.shape)],
+                      [("y", _D, data.shape)], reduction="add")
+    (y,) = _run_both(model, data, idx, upd)
+    np.testing.assert_allclose(y, _scatter_nd_ref(data, idx, upd, "add"), rtol=1e-15, atol=1e-15)
+
+
+def test_scatter_with_computed_indices_and_no_sum_is_refused():
+    model = _one_node("ScatterElements", [("d", _F, [3]), ("i", _I64, [2]), ("u", _F, [2])], [("y", _F, [3])],
+                      reduction="max")
+    with pytest.raises(ad.onnx.OnnxImportError, match="ScatterElements|'i'"):
+        ad.onnx.load(model)
+
+# ------------------------------------------------------------------ GatherND, Compress, NonZero
+
+
+def _gather_nd_ref(data, idx, b):
+    out = np.empty(idx.shape[:-1] + data.shape[b + idx.shape[-1]:], data.dtype)
+    for p in np.ndindex(*idx.shape[:-1]):
+        out[p] = data[p[:b] + tuple(int(i) for i in idx[p])]
+    return out
+
+
+@pytest.mark.parametrize("b, k, constant", [(0, 1, True), (0, 2, False), (0, 3, True), (1, 1, False), (1, 2, True)])
+def test_gather_nd_with_batch_dims(b, k, constant):
+    data = _RNG.standard_normal((2, 3, 4, 2))
+    idx = np.stack([_RNG.integers(-d, d, (2, 5)) for d in data.shape[b:b + k]], -1)
+    ref = _gather_nd_ref(data, idx, b)
+    if constant:
+        model = _one_node("GatherND", [("d", _D, data.shape)], [("y", _D, ref.shape)], inits=[("i", idx)],
+                          batch_dims=b)
+        args = (data,)
+    else:
+        model = _one_node("GatherND", [("d", _D, data.shape), ("i", _I64, idx.shape)], [("y", _D, ref.shape)],
+                          batch_dims=b)
+        args = (data, idx)
+    (y,) = _run_both(model, *args)
+    np.testing.assert_array_equal(y, ref)
+    ad.check_grads(lambda d: ad.onnx.load(model)(d, *args[1:]), (data,), order=2)
+
+
+@pytest.mark.parametrize("axis", [None, 0, -1])
+def test_compress_with_a_constant_condition(axis):
+    x = _RNG.standard_normal((3, 4))
+    cond = np.array([True, False, True])       # shorter than the axis: the rest is dropped
+    ref = np.compress(cond, x, axis)
+    extra = {} if axis is None else {"axis": axis}
+    model = _one_node("Compress", [("x", _D, x.shape)], [("y", _D, ref.shape)], inits=[("c", cond)], **extra)
+    (y,) = _run_both(model, x)
+    np.testing.assert_array_equal(y, ref)
+    ad.check_grads(lambda t: ad.onnx.load(model)(t), (x,), order=2)
+
+
+def test_nonzero_of_a_constant_is_folded_and_of_an_input_refused():
+    x = np.array([[1, 0], [3, 4]], np.int32)
+    node = helper.make_node("NonZero", ["c"], ["y"])
+    graph = helper.make_graph([node], "nz", [], [helper.make_tensor_value_info("y", _I64, [2, 3])],
+                              [numpy_helper.from_array(x, "c")])
+    prog = ad.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]))
+    np.testing.assert_array_equal(prog(), np.array(np.nonzero(x)))
+    model = _one_node("NonZero", [("x", _I32, x.shape)], [("y", _I64, [2, 3])])
+    with pytest.raises(ad.onnx.OnnxImportError, match="NonZero|'x'"):
+        ad.onnx.load(model)
+
+# ------------------------------------------------------------------ Pad, Identity, Einsum
+
+
+@pytest.mark.parametrize("mode", ["edge", "reflect", "wrap"])
+def test_pad_modes_edge_reflect_wrap(mode):
+    x = _RNG.standard_normal((3, 4))
+    pads = np.array([1, 2, 2, 1], np.int64)       # (begin0, begin1, end0, end1)
+    ref = np.pad(x, [(1, 2), (2, 1)], mode)
+    model = _one_node("Pad", [("x", _D, x.shape)], [("y", _D, ref.shape)], inits=[("pads", pads)], mode=mode)
+    (y,) = _run_both(model, x)
+    np.testing.assert_array_equal(y, ref)
+    ad.check_grads(lambda t: ad.onnx.load(model)(t), (x,), order=2)
+
+
+def test_identity_of_a_sequence_is_refused_clearly():
+    seq = helper.make_tensor_sequence_value_info
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "id",
+                              [seq("x", _F, [2])], [seq("y", _F, [2])])
+    with pytest.raises(ad.onnx.OnnxImportError, match="not a tensor"):
+        ad.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]))
+
+
+def test_einsum_on_bfloat16_sums_in_float32():
+    bf16 = pytest.importorskip("ml_dtypes").bfloat16
+    a, b = _RNG.standard_normal((2, 3)).astype(bf16), _RNG.standard_normal((3, 4)).astype(bf16)
+    model = _one_node("Einsum", [("a", TensorProto.BFLOAT16, a.shape), ("b", TensorProto.BFLOAT16, b.shape)],
+                      [("y", TensorProto.BFLOAT16, (2, 4))], equation="ij,jk->ik")
+    (y,) = _outputs(ad.onnx.load(model), a, b)
+    assert y.dtype == bf16
+    np.testing.assert_array_equal(y, (a.astype(np.float32) @ b.astype(np.float32)).astype(bf16))

@@ -92,8 +92,10 @@ def _constant(c):
 @handles("Pad")
 def _pad(c):
     x = c.arg(0)
-    if c.attr("mode", "constant") != "constant":
-        raise OnnxImportError(f"onnx.load: Pad mode {c.attr('mode')!r} is not supported (constant is)")
+    mode = c.attr("mode", "constant")
+    if mode not in ("constant", "edge", "reflect", "wrap"):
+        raise OnnxImportError(f"onnx.load: Pad mode {mode!r} is not supported (constant, edge, reflect and "
+                              f"wrap are)")
     if c.opset < 11:
         # Before opset 11 pads and value were attributes.
         pads, value = [int(p) for p in c.attr("pads")], c.attr("value", 0.0)
@@ -104,4 +106,7 @@ def _pad(c):
     width = [(0, 0)] * n
     for k, a in enumerate(axes):
         width[a] = (pads[k], pads[k + len(axes)])
+    if mode != "constant":
+        # ONNX's edge, reflect and wrap are numpy's modes of the same names.
+        return pad(x, width, mode)
     return pad(x, width, constant_values=0.0 if value is None else float(np.asarray(value).reshape(-1)[0]))
