@@ -372,3 +372,25 @@ def test_einsum_on_bfloat16_sums_in_float32():
     (y,) = _outputs(ad.onnx.load(model), a, b)
     assert y.dtype == bf16
     np.testing.assert_array_equal(y, (a.astype(np.float32) @ b.astype(np.float32)).astype(bf16))
+
+# ------------------------------------------------------------------ TopK
+
+
+@pytest.mark.parametrize("dtype, elem", [(np.uint64, TensorProto.UINT64), (np.int8, TensorProto.INT8),
+                                         (np.uint32, TensorProto.UINT32), (np.int64, _I64)])
+@pytest.mark.parametrize("largest", [0, 1])
+def test_topk_on_integer_types_runs_on_onnxruntime_and_keeps_order(dtype, elem, largest):
+    info = np.iinfo(dtype)
+    # The extremes of the type (uint64 on both sides of 2**63) and ties.
+    x = np.array([[info.max, 0, 3, info.min, 3, info.max - 1], [1, 1, info.max, 2, info.min, 0]], dtype)
+    if dtype == np.uint64:
+        x[0, 2] = np.uint64(2**63)
+        x[0, 4] = np.uint64(2**63 - 1)
+    k = 4
+    # Stable order of the values (decreasing if largest), ties to the lower index.
+    order = np.stack([sorted(range(6), key=lambda j: (-int(r[j]) if largest else int(r[j]), j)) for r in x])[:, :k]
+    model = _one_node("TopK", [("x", elem, x.shape)], [("v", elem, (2, k)), ("i", _I64, (2, k))],
+                      inits=[("k", np.int64([k]))], largest=largest)
+    v, i = _run_both(model, x)
+    np.testing.assert_array_equal(i, order)
+    np.testing.assert_array_equal(v, np.take_along_axis(x, order, 1))

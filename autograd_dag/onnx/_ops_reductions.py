@@ -188,11 +188,14 @@ def _topk(c):
     # Ties go to the lower index (ONNX's rule): a stable sort of a decreasing function of x, not
     # the reverse of x's sort.
     key = x
+    if x.dtype.kind in "iu" and x.dtype != np.int64:
+        # Sort an int64 image of x that keeps its order (ONNX Runtime's TopK, which an exported argsort
+        # becomes, has no kernel for uint64 and the small integer types). uint64 is shifted by 2**63
+        # first: u + 2**63 wraps to u - 2**63 (mod 2**64), which int64 holds.
+        key = el.astype(el.add(x, np.uint64(2**63)) if x.dtype == np.uint64 else x, np.int64)
     if c.attr("largest", 1):
-        # -x wraps on integers (unsigned: -3 is huge; signed: -min is min): max - x cannot, with
-        # max = -1 for signed types (-1 - x is ~x, a bijection onto the type's range).
-        key = el.subtract(np.asarray(-1 if x.dtype.kind == "i" else np.iinfo(x.dtype).max, x.dtype), x) \
-            if x.dtype.kind in "iu" else el.negative(x)
+        # -x wraps on integers (-min is min): -1 - x cannot (it is ~x, a bijection onto int64's range).
+        key = el.subtract(np.int64(-1), key) if key.dtype.kind in "iu" else el.negative(x)
     order = numeric.argsort(key, axis)
     lead = (slice(None),) * axis
     order = indexing.getitem(order, lead + (slice(0, k),))
