@@ -394,3 +394,16 @@ def test_topk_on_integer_types_runs_on_onnxruntime_and_keeps_order(dtype, elem, 
     v, i = _run_both(model, x)
     np.testing.assert_array_equal(i, order)
     np.testing.assert_array_equal(v, np.take_along_axis(x, order, 1))
+
+
+def test_pad_with_negative_pads_crops_in_constant_mode_and_is_refused_otherwise():
+    x = _RNG.standard_normal((4, 5))
+    pads = np.array([-1, 2, 1, -2], np.int64)     # crop 1 row in front, pad 2 columns in front, ...
+    ref = np.pad(x[1:, :3], [(0, 1), (2, 0)], constant_values=1.5)
+    model = _one_node("Pad", [("x", _D, x.shape)], [("y", _D, ref.shape)],
+                      inits=[("pads", pads), ("v", np.float64(1.5))])
+    (y,) = _run_both(model, x)
+    np.testing.assert_array_equal(y, ref)
+    model = _one_node("Pad", [("x", _D, x.shape)], [("y", _D, ref.shape)], inits=[("pads", pads)], mode="edge")
+    with pytest.raises(ad.onnx.OnnxImportError, match="Pad with negative pads.*'edge'"):
+        ad.onnx.load(model)

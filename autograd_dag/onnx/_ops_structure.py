@@ -106,6 +106,13 @@ def _pad(c):
     width = [(0, 0)] * n
     for k, a in enumerate(axes):
         width[a] = (pads[k], pads[k + len(axes)])
+    if min(pads, default=0) < 0:
+        # Negative pads remove entries. In constant mode cropping a side and padding the other commute.
+        if mode != "constant":
+            raise OnnxImportError(f"onnx.load: Pad with negative pads {pads} in mode {mode!r} is not supported "
+                                  f"(constant mode crops)")
+        x = indexing.getitem(x, tuple(slice(max(-b, 0), d - max(-e, 0)) for (b, e), d in zip(width, _shape(x))))
+        width = [(max(b, 0), max(e, 0)) for b, e in width]
     if mode != "constant":
         # ONNX's edge, reflect and wrap are numpy's modes of the same names.
         return pad(x, width, mode)
