@@ -59,7 +59,12 @@ def _ndim(x) -> int:
 
 
 def _np_dtype(onnx, tensor_type: int) -> np.dtype:
-    return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor_type))
+    try:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor_type))
+    except KeyError:
+        # A sequence, optional or map value has no tensor element type (it reads as 0, UNDEFINED).
+        raise OnnxImportError(f"onnx.load: the model has a value that is not a tensor (a sequence, optional "
+                              f"or map; element type {tensor_type}): only tensors can be imported") from None
 
 def _axes(c, ndim, *, attr="axes", index=1):
     axes = c.attr(attr)

@@ -217,16 +217,6 @@ def _hard_sigmoid(c):
     return mathfuncs.clip(el.add(el.multiply(x, c.attr("alpha", 0.2)), c.attr("beta", 0.5)), 0.0, 1.0)
 
 
-@handles("BatchNormalization")
-def _batch_norm(c):
-    if c.attr("training_mode", 0):
-        raise OnnxImportError("onnx.load: BatchNormalization in training mode is not supported")
-    x, scale, bias, mean, var = (c.arg(i) for i in range(5))
-    shape = (-1,) + (1,) * (_ndim(x) - 2)
-    inv = el.divide(st.reshape(scale, shape), el.sqrt(el.add(st.reshape(var, shape), c.attr("epsilon", 1e-5))))
-    return el.add(el.multiply(el.subtract(x, st.reshape(mean, shape)), inv), st.reshape(bias, shape))
-
-
 @handles("GlobalAveragePool", "GlobalMaxPool")
 def _global_pool(c):
     x = c.arg(0)

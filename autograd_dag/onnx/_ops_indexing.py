@@ -47,29 +47,152 @@ def _slice(c):
     return indexing.getitem(x, tuple(index))
 
 
+@handles("GatherND")
+def _gather_nd(c):
+    data, idx = c.arg(0), c.arg(1)
+    s, b = _shape(data), c.attr("batch_dims", 0)
+    i_shape = _shape(idx)
+    k = i_shape[-1]
+    # Rows of data seen as (batch × indexed positions, *rest): each index tuple names one row.
+    inner = s[b:b + k]
+    rows = _linear_rows(idx, inner)
+    # Each batch entry's rows start after the rows of the entries before it.
+    n_batch = int(np.prod(s[:b], dtype=np.int64))
+    offsets = (np.arange(n_batch, dtype=np.int64) * int(np.prod(inner, dtype=np.int64))).reshape(
+        s[:b] + (1,) * (len(i_shape) - 1 - b))
+    rows = rows + offsets if isinstance(rows, np.ndarray) else el.add(rows, offsets)
+    table = st.reshape(data, (n_batch * int(np.prod(inner, dtype=np.int64)),) + s[b + k:])
+    return indexing.take(table, rows, 0)
+
+
+def _linear_rows(idx, dims):
+    """The row-major position in an array of shape ``dims`` of each index tuple idx[..., :] (negative
+    entries count from the end): a numpy array for constant indices, else a Tensor."""
+    dims = np.asarray(dims, dtype=np.int64)
+    strides = np.cumprod(np.concatenate([dims[1:], [1]])[::-1])[::-1].astype(np.int64)
+    if isinstance(idx, np.ndarray):
+        idx = idx.astype(np.int64)
+        if ((idx < -dims) | (idx >= dims)).any():
+            raise OnnxImportError(f"onnx.load: an index is out of range for the indexed axes {tuple(dims)}")
+        return (np.where(idx < 0, idx + dims, idx) * strides).sum(-1)
+    idx = el.astype(idx, np.int64) if idx.dtype != np.int64 else idx
+    idx = el.where(el.less(idx, np.int64(0)), el.add(idx, dims), idx)
+    return st.sum(el.multiply(idx, strides), -1)
+
+
+def _constant(c, i):
+    """Input i's value if it is a constant of the model, else None."""
+    name = c.node.input[i] if i < len(c.node.input) else ""
+    return c.consts.get(name) if name else None
+
+
+_SCATTER_COMBINE = {"add": el.add, "mul": el.multiply, "max": el.maximum, "min": el.minimum}
+
+
+def _scatter_rows(c, table, values, rows):
+    """table (n, *rest) with the rows of values (m, *rest) written into rows (m,) by the node's reduction.
+
+    Constant rows: each update is gathered to the row it lands in and combined in the updates' order
+    (the j-th update of every row at step j), as ONNX's definition loops over them; 'none' keeps a
+    row's last update. Computed rows: only 'add' (a sum of all updates per row, order-free)."""
+    reduction = c.attr("reduction", "none")
+    if reduction not in ("none", *_SCATTER_COMBINE):
+        raise OnnxImportError(f"onnx.load: {c.node.op_type} with reduction={reduction!r} is not supported")
+    n = _shape(table)[0]
+    if not isinstance(rows, np.ndarray):
+        if reduction != "add":
+            raise OnnxImportError(f"onnx.load: {c.node.op_type} with reduction={reduction!r} needs constant "
+                                  f"indices (which updates meet in one place is decided when the model is "
+                                  f"loaded); its indices are computed")
+        return el.add(table, indexing.take_add(values, rows, n, 0))
+    rows = rows.reshape(-1)
+    if rows.size == 0:
+        return table
+    if reduction == "add":
+        return el.add(table, indexing.take_add(values, rows, n, 0))
+    order = np.argsort(rows, kind="stable")           # each row's updates together, in their order
+    counts = np.bincount(rows, minlength=n)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    lift = (n,) + (1,) * (_ndim(table) - 1)
+    if reduction == "none":
+        hit = counts > 0
+        last = order[np.where(hit, starts + counts - 1, 0)]
+        return el.where(hit.reshape(lift), indexing.take(values, last, 0), table)
+    out = table
+    for j in range(int(counts.max())):
+        hit = counts > j
+        update = indexing.take(values, order[np.where(hit, starts + j, 0)], 0)
+        out = el.where(hit.reshape(lift), _SCATTER_COMBINE[reduction](out, update), out)
+    return out
+
+
 @handles("ScatterND")
 def _scatter_nd(c):
     data, idx, updates = c.arg(0), c.arg(1), c.arg(2)
-    if c.attr("reduction", "none") != "add" or _shape(idx)[-1] != 1:
-        raise OnnxImportError("onnx.load: ScatterND is supported with reduction='add' and one index "
-                              "coordinate (indices of shape (..., 1))")
-    idx = st.reshape(idx, _shape(idx)[:-1])
-    added = indexing.take_add(updates, idx, _shape(data)[0], 0)
-    return el.add(data, added)
+    s, i_shape = _shape(data), _shape(idx)
+    k = i_shape[-1]
+    const = _constant(c, 1)
+    if const is None and c.attr("reduction", "none") != "add":
+        const = np.asarray(c.static(1, "indices"))
+    rows = _linear_rows(idx if const is None else const, s[:k])
+    n = int(np.prod(s[:k], dtype=np.int64))
+    m = int(np.prod(i_shape[:-1], dtype=np.int64))
+    if const is None:
+        out = _scatter_rows(c, st.reshape(data, (n,) + s[k:]), updates, rows)
+    else:
+        out = _scatter_rows(c, st.reshape(data, (n,) + s[k:]), st.reshape(updates, (m,) + s[k:]), rows)
+    return st.reshape(out, s)
 
 
-@handles("ScatterElements")
+@handles("ScatterElements", "Scatter")
 def _scatter_elements(c):
     data, idx, updates = c.arg(0), c.arg(1), c.arg(2)
-    if c.attr("reduction", "none") != "add":
-        raise OnnxImportError("onnx.load: ScatterElements is supported with reduction='add'")
+    s = _shape(data)
     axis = c.attr("axis", 0) % _ndim(data)
-    return el.add(data, numeric.put_along_axis_add(updates, idx, _shape(data), axis))
+    const = _constant(c, 1)
+    if const is None:
+        if c.attr("reduction", "none") == "add":
+            return el.add(data, numeric.put_along_axis_add(updates, idx, s, axis))
+        const = np.asarray(c.static(1, "indices"))
+    # Every element of updates lands at its own position with the axis coordinate replaced by its index.
+    where = list(np.indices(const.shape, dtype=np.int64))
+    if ((const < -s[axis]) | (const >= s[axis])).any():
+        raise OnnxImportError(f"onnx.load: {c.node.op_type} has an index out of range for axis {axis} of "
+                              f"size {s[axis]}")
+    where[axis] = np.where(const < 0, const + s[axis], const).astype(np.int64)
+    rows = np.ravel_multi_index(tuple(where), s)
+    out = _scatter_rows(c, st.reshape(data, (int(np.prod(s, dtype=np.int64)),)),
+                        st.reshape(updates, (const.size,)), rows)
+    return st.reshape(out, s)
+
+
+@handles("Compress")
+def _compress(c):
+    x = c.arg(0)
+    keep = np.flatnonzero(np.asarray(c.static(1, "condition")).reshape(-1))
+    axis = c.attr("axis")
+    if axis is None:
+        return indexing.take(st.reshape(x, (-1,)), keep, 0)
+    return indexing.take(x, keep, axis % _ndim(x))
+
+
+@handles("NonZero")
+def _nonzero(c):
+    # Its output's shape depends on the input's values, and a program's shapes are static: only a
+    # constant input (computed when the model is loaded) can be imported.
+    x = c.static(0, "input")
+    return np.asarray(np.nonzero(np.asarray(x)), dtype=np.int64)
 
 
 @handles("Einsum")
 def _einsum(c):
-    return einsum(c.attr("equation").replace(" ", ""), *[c.arg(i) for i in range(len(c.node.input))])
+    args = [c.arg(i) for i in range(len(c.node.input))]
+    equation = c.attr("equation").replace(" ", "")
+    if args and args[0].dtype.name == "bfloat16":
+        # numpy's einsum has no bfloat16 loop: sum in float32 (bfloat16's exponent range, more digits),
+        # then round once to bfloat16.
+        return el.astype(einsum(equation, *[el.astype(a, np.float32) for a in args]), args[0].dtype)
+    return einsum(equation, *args)
 
 
 @handles("Det")

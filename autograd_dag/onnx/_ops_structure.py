@@ -92,8 +92,10 @@ def _constant(c):
 @handles("Pad")
 def _pad(c):
     x = c.arg(0)
-    if c.attr("mode", "constant") != "constant":
-        raise OnnxImportError(f"onnx.load: Pad mode {c.attr('mode')!r} is not supported (constant is)")
+    mode = c.attr("mode", "constant")
+    if mode not in ("constant", "edge", "reflect", "wrap"):
+        raise OnnxImportError(f"onnx.load: Pad mode {mode!r} is not supported (constant, edge, reflect and "
+                              f"wrap are)")
     if c.opset < 11:
         # Before opset 11 pads and value were attributes.
         pads, value = [int(p) for p in c.attr("pads")], c.attr("value", 0.0)
@@ -104,4 +106,14 @@ def _pad(c):
     width = [(0, 0)] * n
     for k, a in enumerate(axes):
         width[a] = (pads[k], pads[k + len(axes)])
+    if min(pads, default=0) < 0:
+        # Negative pads remove entries. In constant mode cropping a side and padding the other commute.
+        if mode != "constant":
+            raise OnnxImportError(f"onnx.load: Pad with negative pads {pads} in mode {mode!r} is not supported "
+                                  f"(constant mode crops)")
+        x = indexing.getitem(x, tuple(slice(max(-b, 0), d - max(-e, 0)) for (b, e), d in zip(width, _shape(x))))
+        width = [(max(b, 0), max(e, 0)) for b, e in width]
+    if mode != "constant":
+        # ONNX's edge, reflect and wrap are numpy's modes of the same names.
+        return pad(x, width, mode)
     return pad(x, width, constant_values=0.0 if value is None else float(np.asarray(value).reshape(-1)[0]))
