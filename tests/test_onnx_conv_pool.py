@@ -268,6 +268,19 @@ def test_conv_transpose_forms(case):
     _round_trip(prog, x, [expected])
     ad.check_grads(lambda x: prog(x), (x,), modes=("rev", "fwd"))
 
+def test_dilated_conv_transpose_adds_nothing_where_an_entry_does_not_reach():
+    """An infinite input entry reaches only the outputs its dilated kernel places it at; the others
+    stay finite (no NaN from 0·inf: each kernel position's term is added at its own places)."""
+    x = np.arange(4.0).reshape(1, 1, 2, 2)
+    x[0, 0, 0, 0] = np.inf
+    w = np.ones((1, 1, 2, 2))
+    prog = ad.onnx.load(_model("ConvTranspose", x.shape, [(1, 1, 4, 4)], inits=[("w", w)], dilations=[2, 2]))
+    (y,) = _outputs(prog, x)
+    expected = _conv_transpose_ref(x, w, [1, 1], [2, 2], [0, 0], [0, 0], [0, 0], 1)
+    assert np.isinf(expected).sum() == 4 and not np.isnan(expected).any()
+    np.testing.assert_array_equal(y, expected)   # sums of at most one product each here: exact
+
+
 # -------------------------------------------------------------- pooling
 
 
