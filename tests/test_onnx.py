@@ -309,16 +309,19 @@ def test_load_a_model_built_elsewhere_runs_differentiates_and_renders(tmp_path):
         assert "conv2d" in ad.render(prog, view=view).source
 
 
-def test_load_refuses_max_pool_with_same_padding():
+def test_load_pads_max_pool_with_same_padding():
     """auto_pad=SAME_UPPER pads the input; it was ignored, giving a 4x4 pooling of a 5x5 image
-    where ONNX Runtime gives 5x5."""
+    where ONNX Runtime gives 5x5 (then refused; now padded as the spec says)."""
     from onnx import TensorProto, helper
     graph = helper.make_graph(
         [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], auto_pad="SAME_UPPER")], "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 5, 5])])
-    with pytest.raises(ad.onnx.OnnxImportError, match="auto_pad=SAME_UPPER"):
-        ad.onnx.load(helper.make_model(graph))
+    x = np.random.default_rng(0).standard_normal((1, 1, 5, 5)).astype(np.float32)
+    # SAME_UPPER pads one row and one column at the end: each output is the maximum of x[i:i+2, j:j+2].
+    padded = np.pad(x, ((0, 0), (0, 0), (0, 1), (0, 1)), constant_values=-np.inf)
+    expected = np.max([padded[..., i:i + 5, j:j + 5] for i in range(2) for j in range(2)], axis=0)
+    np.testing.assert_array_equal(ad.onnx.load(helper.make_model(graph))(x), expected)
 
 
 def test_load_names_every_unsupported_operator():
