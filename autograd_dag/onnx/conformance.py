@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import fnmatch
 import json
 import os
 import re
@@ -46,6 +47,27 @@ ATOL = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 1e-6}
 # Half-precision types hold 3 decimal digits: onnx's own defaults.
 RTOL_DEFAULT, ATOL_DEFAULT = 1e-3, 1e-3
 ONNX_DEFAULT_RTOL, ONNX_DEFAULT_ATOL = 1e-3, 1e-7
+
+
+# Node tests of operators in the import table that end in a refusal, by name pattern
+# (fnmatch), with the reason; the README lists each. tests/test_onnx_conformance.py
+# requires every other test of a table operator to pass, and these to be refused.
+EXCEPTIONS: dict[str, str] = {}
+
+# Node tests whose expected outputs onnx states to fewer digits than its default tolerances
+# assume, with the relative tolerance they support and why.
+LOOSER: dict[str, tuple[float, str]] = {
+    "test_averagepool_2d_ceil_last_window_starts_on_pad":
+        (1e-3, "onnx's case file hard-codes the expected output to 4 decimals (0.2841 for 2.5564 / 9 = 0.284044)"),
+}
+
+# Operators whose listed exceptions leave them under the 98 % goal, with the reason.
+BELOW_GOAL: dict[str, str] = {}
+
+
+def exception(name: str) -> str | None:
+    """The reason a node test is a listed exception, or None."""
+    return next((reason for pattern, reason in EXCEPTIONS.items() if fnmatch.fnmatchcase(name, pattern)), None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,6 +221,8 @@ class Result:
 
 def _tolerances(case: Case, dtype: np.dtype) -> tuple[float, float]:
     rtol, atol = RTOL.get(dtype, RTOL_DEFAULT), ATOL.get(dtype, ATOL_DEFAULT)
+    if case.name in LOOSER:
+        rtol = max(rtol, LOOSER[case.name][0])
     # A test that states looser tolerances than onnx's defaults says its operator is inexact.
     return max(rtol, case.rtol if case.rtol > ONNX_DEFAULT_RTOL else 0.0), \
         max(atol, case.atol if case.atol > ONNX_DEFAULT_ATOL else 0.0)
@@ -228,7 +252,8 @@ def compare(case: Case, got, expected) -> str:
     g, e = got.astype(np.float64), expected.astype(np.float64)
     both_nan = np.isnan(g) & np.isnan(e)
     same_inf = np.isinf(e) & (g == e)
-    err = np.abs(g - e)
+    with np.errstate(invalid="ignore"):  # inf - inf where both are the same infinity (masked below)
+        err = np.abs(g - e)
     bad = ~(both_nan | same_inf) & ~(err <= atol + rtol * np.abs(e))
     if bad.any():
         i = np.unravel_index(np.argmax(np.where(bad, np.nan_to_num(err, nan=np.inf), -1)), bad.shape) \
