@@ -409,3 +409,12 @@ def test_softmax_cross_entropy_log_prob_output_may_be_omitted_and_reduction_is_c
     np.testing.assert_allclose(prog(x, t), _np_nll(_log_softmax(x), t, reduction="none"), rtol=1e-12)
     with pytest.raises(ad.onnx.OnnxImportError, match=r"NegativeLogLikelihoodLoss with reduction='max'"):
         ad.onnx.load(_model("NegativeLogLikelihoodLoss", [("x", x), ("t", t)], 1, reduction="max"))
+
+
+def test_recurrent_operands_of_the_wrong_shape_are_refused_not_sliced():
+    # A B of 3 directions' length would have been sliced to its first rows without a word.
+    model, _, _, _ = _rnn_case("GRU")
+    b = next(i for i in model.graph.input if i.name == "B")
+    b.type.tensor_type.shape.dim[1].dim_value = 20
+    with pytest.raises(ad.onnx.OnnxImportError, match=r"GRU input B has shape \(1, 20\), expected \(1, 18\)"):
+        ad.onnx.load(model)

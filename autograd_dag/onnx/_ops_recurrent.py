@@ -46,8 +46,9 @@ def _recurrent(c):
     if _shape(w)[0] != num_dir or _shape(w)[1] != gates * hidden or _shape(r)[-1] != hidden:
         raise OnnxImportError(f"onnx.load: {op} weights of shapes W {_shape(w)}, R {_shape(r)} do not fit "
                               f"hidden_size={hidden} and direction='{direction}'")
+    _check_shapes(c, x, b, h0, c0, p, num_dir, gates, hidden, layout)
     clip = c.attr("clip")
-    names = c.attr("activations") or list(default_acts) * num_dir
+    names = [n.decode() if isinstance(n, bytes) else n for n in c.attr("activations") or default_acts * num_dir]
     if len(names) != len(default_acts) * num_dir:
         raise OnnxImportError(f"onnx.load: {op} needs {len(default_acts) * num_dir} activations for "
                               f"direction='{direction}', got {list(names)}")
@@ -69,7 +70,7 @@ def _recurrent(c):
                     p=None if p is None else indexing.getitem(p, d),
                     acts=acts[d * k:(d + 1) * k], clip=clip, hidden=hidden, gates=gates,
                     linear_before_reset=c.attr("linear_before_reset", 0),
-                    input_forget=c.attr("input_forget", 0))
+                    input_forget=c.attr("input_forget", 0), blocks={})
         h = zeros if h0 is None else indexing.getitem(h0, d)
         cc = zeros if c0 is None else indexing.getitem(c0, d)
         # The input's part of every gate, for all steps in one matmul: (seq, batch, gates * hidden).
@@ -98,6 +99,17 @@ def _recurrent(c):
     return (y, y_h, y_c) if op == "LSTM" else (y, y_h)
 
 
+def _check_shapes(c, x, b, h0, c0, p, num_dir, gates, hidden, layout):
+    """Refuse operands whose shapes do not fit (a longer B or P would be sliced without a word)."""
+    batch = _shape(x)[0 if layout else 1]
+    state = (batch, num_dir, hidden) if layout else (num_dir, batch, hidden)
+    for name, t, want in (("B", b, (num_dir, 2 * gates * hidden)), ("initial_h", h0, state),
+                          ("initial_c", c0, state), ("P", p, (num_dir, 3 * hidden))):
+        if t is not None and _shape(t) != want:
+            raise OnnxImportError(f"onnx.load: {c.node.op_type} input {name} has shape {_shape(t)}, "
+                                  f"expected {want}")
+
+
 def _masks(c, seq_lens, seq, batch):
     """Per step, a (batch, 1) mask of the entries still inside their sequence; None if all are."""
     if seq_lens is None:
@@ -116,11 +128,15 @@ def _masks(c, seq_lens, seq, batch):
 
 def _affine(x_part, h, cell, start, stop):
     """x_part + H R[start:stop]^T + the recurrence bias of those rows."""
-    hidden, gates = cell["hidden"], cell["gates"]
-    out = el.add(x_part, matmul(h, st.transpose(indexing.getitem(cell["r"], slice(start, stop)))))
-    if cell["b"] is not None:
-        out = el.add(out, _rows(cell["b"], gates * hidden + start, gates * hidden + stop))
-    return out
+    key = (start, stop)
+    if key not in cell["blocks"]:
+        # Sliced and transposed once per direction, not once per step.
+        gh = cell["gates"] * cell["hidden"]
+        rb = None if cell["b"] is None else _rows(cell["b"], gh + start, gh + stop)
+        cell["blocks"][key] = (st.transpose(indexing.getitem(cell["r"], slice(start, stop))), rb)
+    rt, rb = cell["blocks"][key]
+    out = el.add(x_part, matmul(h, rt))
+    return out if rb is None else el.add(out, rb)
 
 
 def _lstm_step(xw, h, c_prev, cell):
