@@ -14,6 +14,7 @@ fails on any other error.
 from __future__ import annotations
 
 import os
+import warnings
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -25,6 +26,7 @@ import autograd_dag as ad  # noqa: E402
 from autograd_dag.onnx import OnnxImportError  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "onnx_torch")
+SVG = "{http://www.w3.org/2000/svg}"
 NAMES = sorted(f[:-len(".onnx")] for f in os.listdir(DATA) if f.endswith(".onnx"))
 
 # model -> (strings naming the gap in load's OnnxImportError, why the model cannot load yet).
@@ -41,14 +43,22 @@ for _exporter in ("ts17", "dynamo18"):
         f"upsample_nearest-{_exporter}": (("Resize",), "nn.Upsample exports as Resize"),
         f"upsample_bilinear-{_exporter}": (("Resize",), "nn.Upsample exports as Resize"),
     })
+# The TorchScript exporter builds the recurrent layers' zero initial state with
+# Expand(0, Concat(1, Gather(Shape(x), 0), 5)): a shape computed from the input's (static) shape,
+# which loads once the importer folds nodes of constants (the constant-operands work of issue 28).
+for _rnn in ("lstm", "gru"):
+    KNOWN_GAPS[f"{_rnn}-ts17"] = (KNOWN_GAPS[f"{_rnn}-ts17"][0] + ("only constant shapes",),
+                                  KNOWN_GAPS[f"{_rnn}-ts17"][1] + "; its initial state's shape is computed")
 
 # Both sides compute in float32 but sum in different orders (torch's blocked GEMM and
-# convolution kernels against numpy's einsum/matmul): each output carries a few ulps of
-# rounding per accumulated term, so they agree to about 1e-6 relative on O(1) values and
-# lose a digit through the deeper models (attention, LSTM, ten layers of LeNet's gradient).
-# Absolute tolerance scaled by the array's largest magnitude: entries near zero from
-# cancellation (a softmax's gradient sums to 0) carry the rounding of their large terms.
-RTOL, ATOL = 1e-4, 1e-5
+# convolution kernels against numpy's matmul/einsum), so they differ by rounding: a few ulps
+# (float32's is 1.2e-7) per accumulated term. The tolerance is ONNX's own for its float32
+# node tests (rtol 1e-5, atol 1e-6), the absolute part scaled by the array's largest
+# magnitude: entries near zero from cancellation (a softmax's gradient sums to 0) carry the
+# rounding of their large terms. Measured with every model loading (all of issue 28's
+# importer work together): the largest difference is 4.7e-7 of the scale (LeNet's
+# gradients), a third of this tolerance; the others use under a fifth.
+RTOL, ATOL = 1e-5, 1e-6
 
 
 def _close(actual, expected, what):
@@ -124,11 +134,14 @@ def test_torch_export_loads_runs_differentiates_and_renders(name, tmp_path):
     for g, e, label in zip(grads, expected, labels):
         _close(g, e, f"{name}: gradient w.r.t. {label}")
 
-    # Renders: both views of the model and the gradient program, laid out by dot.
-    for what, program, view in ((prog, prog, "dag"), (prog, prog, "bipartite"), (gprog, gprog, "dag")):
-        path = ad.render_to(program, tmp_path / f"{program.name}-{view}.svg", view=view)
-        root = ET.parse(path).getroot()
-        assert root.tag.endswith("svg") and len(list(root.iter())) > 10, f"{name}: {view} render is empty"
+    # Renders: both views of the model and the gradient program, laid out by dot (a program
+    # above the default budget of 200 nodes is drawn in chunks, with a warning saying so).
+    for i, (program, view) in enumerate(((prog, "dag"), (prog, "bipartite"), (gprog, "dag"))):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="render: program .* more than max_nodes")
+            path = ad.render_to(program, tmp_path / f"{i}-{view}.svg", view=view)
+        nodes = [g for g in ET.parse(path).getroot().iter(f"{SVG}g") if g.get("class") == "node"]
+        assert len(nodes) >= 3, f"{name}: the {view} view of {program.name} draws {len(nodes)} nodes"
 
 
 def test_known_gaps_name_models_of_the_corpus():
