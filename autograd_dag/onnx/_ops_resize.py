@@ -30,7 +30,14 @@ def _refuse(c, what: str):
 def _source_coordinates(mode, y, scale, n_in, n_out, roi):
     """Where output positions ``y`` read along one axis (float64; the spec's formulas, in its order of
     operations, so ties such as x = 2.5 fall as they do in ONNX's reference), and which of them
-    lie outside the input (tf_crop_and_resize's extrapolated positions, else None)."""
+    lie outside the input (tf_crop_and_resize's extrapolated positions, else None).
+
+    align_corners divides by the output length before rounding (``scale * n_in``), as ONNX's
+    reference and its node tests do; ONNX Runtime divides by the rounded length, so the two
+    differ when a scale gives a fractional length (test_resize_downsample_scales_*_align_corners).
+    pytorch_half_pixel reads position 0 for an output of length 1, as the spec's text and ONNX
+    Runtime say (ONNX's reference reads -0.5, which differs for cubic).
+    """
     width = scale * n_in          # the output length before rounding
     if mode == "align_corners":
         return (np.zeros(n_out) if width == 1 else y * (n_in - 1) / (width - 1)), None
@@ -39,7 +46,7 @@ def _source_coordinates(mode, y, scale, n_in, n_out, roi):
     if mode == "tf_half_pixel_for_nn":
         return (y + 0.5) / scale, None
     if mode == "pytorch_half_pixel":
-        return (np.full(n_out, -0.5) if width == 1 else (y + 0.5) / scale - 0.5), None
+        return (np.zeros(n_out) if n_out == 1 else (y + 0.5) / scale - 0.5), None
     if mode == "half_pixel":
         return (y + 0.5) / scale - 0.5, None
     if mode == "half_pixel_symmetric":
@@ -144,6 +151,11 @@ def _resize(c, x, *, scales, sizes, roi, mode, coordinate_mode, nearest_mode, ax
         roi = full
     if coordinate_mode == "tf_crop_and_resize" and (roi is None or len(roi) != 2 * r):
         _refuse(c, "coordinate_transformation_mode='tf_crop_and_resize' needs a roi of 2 entries per axis")
+    if coordinate_mode == "tf_crop_and_resize" and sizes is None \
+            and any((roi[a], roi[a + r]) != (0, 1) for a in axes):
+        # The spec's floor(n * (end - start) * scale) and ONNX's reference floor(n * scale) disagree.
+        _refuse(c, "coordinate_transformation_mode='tf_crop_and_resize' with scales (not sizes) and a roi "
+                   "other than [0, 1] is not supported: the output length is ambiguous")
     if sizes is not None:
         out = list(shape)
         for a, n in zip(axes, given):
