@@ -136,6 +136,8 @@ def _resize(c, x, *, scales, sizes, roi, mode, coordinate_mode, nearest_mode, ax
         # wider accumulator): only the nearest mode, which copies entries, takes other types.
         _refuse(c, f"mode={mode!r} on {dtype} input is not supported (float32 and float64 are; "
                    f"mode='nearest' takes any type)")
+    if sizes is not None and (np.asarray(sizes) < 0).any():
+        _refuse(c, f"sizes={np.asarray(sizes).tolist()} must be non-negative")
     if (scales is None) == (sizes is None):
         _refuse(c, "exactly one of scales and sizes must be given (non-empty)")
     axes = list(range(r)) if axes is None else [int(a) % r for a in axes]
@@ -177,10 +179,10 @@ def _resize(c, x, *, scales, sizes, roi, mode, coordinate_mode, nearest_mode, ax
         n_in, n_out = shape[a], out[a]
         axis_roi = None if roi is None else (float(roi[a]), float(roi[a + r]))
         trivial_roi = axis_roi is None or (math.isclose(axis_roi[0], 0.0) and math.isclose(axis_roi[1], 1.0))
-        if (math.isclose(scale[a], 1.0) and n_out == n_in and trivial_roi) or n_out == 0 or n_in == 0:
-            if n_out != n_in:
-                _refuse(c, f"resizing axis {a} from {n_in} to {n_out} entries (an empty axis) is not supported")
+        if math.isclose(scale[a], 1.0) and n_out == n_in and trivial_roi:
             continue
+        if n_in == 0 and n_out:
+            _refuse(c, f"axis {a} is empty: it cannot be resized to {n_out} entries")
         xs, outside = _source_coordinates(coordinate_mode, np.arange(n_out, dtype=np.float64), scale[a],
                                           n_in, n_out, axis_roi)
         idx, w = _taps(xs, n_in, mode=mode, nearest_mode=nearest_mode, scale=scale[a], antialias=antialias,
@@ -254,6 +256,8 @@ def _eye_like(c):
 def _one_hot(c):
     indices, values = c.arg(0), c.arg(2)
     depth = int(np.asarray(c.static(1, "depth")).reshape(()))
+    if depth < 1:
+        _refuse(c, f"depth={depth} must be positive")
     s = _shape(indices)
     axis = c.attr("axis", -1)
     axis = axis + len(s) + 1 if axis < 0 else axis
