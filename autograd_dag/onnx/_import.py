@@ -21,7 +21,8 @@ from ..primitives import structure as st
 from ._export import require_onnx
 from ._ops import HANDLERS, OnnxImportError, _Ctx, _np_dtype
 # Each module registers its operators' handlers in HANDLERS when imported.
-from . import _ops_elementwise, _ops_structure, _ops_reductions, _ops_indexing, _ops_conv, _ops_recurrent, _ops_activations  # noqa: F401,E402
+from . import (_ops_elementwise, _ops_structure, _ops_reductions, _ops_indexing, _ops_conv,  # noqa: F401,E402
+               _ops_recurrent, _ops_activations, _ops_resize)
 
 
 SUPPORTED_ONNX_OPS = sorted(op for op in HANDLERS if op != "Erf")
