@@ -349,6 +349,7 @@ def _erf(b, node, args):
     if node.dtype != np.float64:
         return b.op("Erf", [x], hint=_hint(node))
     # ONNX Runtime has no float64 Erf kernel: the primitive's own algorithm, spelled in ONNX operators.
+
     def emit(op_type):
         return lambda *vs: b.op(op_type, [b.scalar(v, x.dtype) if isinstance(v, float) else v for v in vs])
     ops = dict(abs="Abs", add="Add", sub="Sub", mul="Mul", div="Div", exp="Exp", floor="Floor", neg="Neg",
