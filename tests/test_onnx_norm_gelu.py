@@ -55,6 +55,8 @@ def test_erf_special_values_and_dtypes():
     assert got32.dtype == np.float32 and _ulps(got32, _erf(x32.astype(float)).astype(np.float32)).max() <= 1
     assert ad.erf(ad.Tensor(np.array([1], np.int64))).value.dtype == np.float64   # as np.exp
     assert ad.erf(ad.Tensor(np.array([1], np.float16))).value.dtype == np.float16
+    with pytest.raises(ad.AutogradDagError, match="erf.*complex"):   # not the real part's erf, silently
+        ad.erf(ad.Tensor(np.array([1 + 1j])))
 
 
 def test_erf_derivatives_to_second_order():

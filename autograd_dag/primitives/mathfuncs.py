@@ -607,11 +607,18 @@ def _erf_block(x, out):
     out[large] = np.copysign((0.5 - _exp_minus_square(y, k) * ratio) + 0.5, x[large])
 
 
+def _erf_dtype(dtype):
+    if dtype.kind == "c":   # the impl would drop the imaginary part
+        raise AutogradDagError(f"erf: Expect: a real operand. Actual: dtype {dtype} (erf of complex numbers "
+                               f"is not implemented)")
+    return _to_float(dtype)
+
+
 def _erf_impl(x):
     # float16/float32 are computed in float64 and rounded once: correctly rounded but for rare ties.
     # Each element is computed in its own range only (cody_erf, for ONNX, computes all three).
     x = np.asarray(x)
-    shape, dtype = x.shape, _to_float(x.dtype)
+    shape, dtype = x.shape, _erf_dtype(x.dtype)
     x = x.astype(np.float64, copy=False).reshape(-1)
     out = np.empty_like(x)
     with np.errstate(all="ignore"):
@@ -622,7 +629,7 @@ def _erf_impl(x):
 
 ERF = defelementwise("erf", _erf_impl, (
     lambda g, out, x: multiply(g, multiply(exp(negative(square(x))), _TWO_OVER_SQRT_PI)),), reads=(0,),
-    dtype_of=_to_float)
+    dtype_of=_erf_dtype)
 
 
 @operation(ERF)
