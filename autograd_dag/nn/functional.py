@@ -7,13 +7,16 @@ the model. Class scores lie on the LAST axis throughout.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..core import Tensor
 from ..errors import AutogradDagError, ShapeError
-from ..primitives.elementwise import (astype, divide, logistic, multiply, negative, not_equal, relu, sigmoid,
+from ..primitives.elementwise import (add, astype, divide, logistic, multiply, negative, not_equal, relu, sigmoid,
                                       softplus, step, stop_gradient, subtract, tanh, where)
 from ..primitives.indexing import checked_indices, one_hot
+from ..primitives.mathfuncs import erf
 from ..primitives.fused import argmax as _argmax
 from ..primitives.fused import layer_norm as _layer_norm
 from ..primitives.fused import logsumexp as _logsumexp
@@ -28,7 +31,8 @@ from ..primitives.structure import sum as _sum
 
 __all__ = ["relu", "softplus", "step", "logistic", "sigmoid", "tanh", "identity", "softargmax",
            "softmax", "log_softargmax", "log_softmax", "argmax", "max", "logsumexp", "mse_loss",
-           "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "get_activation", "layer_norm", "dropout"]
+           "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "get_activation", "layer_norm", "dropout",
+           "gelu"]
 
 
 # The Generator of dropout calls given neither a seed nor an rng (as torch's global generator).
@@ -59,6 +63,34 @@ def dropout(x, p: float = 0.5, training: bool = True, *, seed=None, rng=None):
     if seed is None:
         seed, stream = seed_for("dropout", _default_rng if rng is None else rng)
     return multiply(x, dropout_mask(x, seed, p, stream))
+
+
+_SQRT_2 = math.sqrt(2.0)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def gelu(x, approximate: str = "none") -> Tensor:
+    """The Gaussian error linear unit x·Φ(x) = x/2·(1 + erf(x/√2)) elementwise (Hendrycks & Gimpel, 2016).
+
+    ``approximate="tanh"``: x/2·(1 + tanh(√(2/π)·(x + 0.044715·x³))), as PyTorch's
+    ``F.gelu(x, approximate="tanh")`` and ONNX's Gelu. A composite of recorded
+    primitives (:func:`~autograd_dag.primitives.mathfuncs.erf` for the exact form),
+    so it differentiates to any order. As in PyTorch and ONNX's definition, 1 + erf(x/√2) cancels
+    for x ≪ 0: the error is within a few ulps of |x| (absolute), not of the tiny result. Shapes: (*s) -> (*s).
+
+    Example:
+        >>> import autograd_dag as ad
+        >>> from autograd_dag.nn import functional as F
+        >>> F.gelu(ad.Tensor([-1.0, 0.0, 1.0])).value
+        array([-0.15865525,  0.        ,  0.84134475])
+    """
+    half = multiply(x, 0.5)
+    if approximate == "none":
+        return multiply(half, add(1.0, erf(divide(x, _SQRT_2))))
+    if approximate == "tanh":
+        cubic = add(x, multiply(multiply(multiply(x, x), x), 0.044715))
+        return multiply(half, add(1.0, tanh(multiply(cubic, _SQRT_2_OVER_PI))))
+    raise AutogradDagError(f"gelu: Expect: approximate 'none' or 'tanh'. Actual: {approximate!r}")
 
 
 def identity(x):
@@ -161,7 +193,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -
 
 _ACTIVATIONS = {"relu": relu, "softplus": softplus, "step": step, "logistic": logistic,
                 "sigmoid": sigmoid, "tanh": tanh, "softargmax": softargmax, "softmax": softargmax,
-                "argmax": argmax, "identity": identity, "linear": identity, "none": identity}
+                "argmax": argmax, "gelu": gelu, "identity": identity, "linear": identity, "none": identity}
 
 
 def get_activation(activation):

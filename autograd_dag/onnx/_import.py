@@ -22,10 +22,10 @@ from ._export import require_onnx
 from ._ops import HANDLERS, OnnxImportError, _Ctx, _np_dtype
 # Each module registers its operators' handlers in HANDLERS when imported.
 from . import (_ops_elementwise, _ops_structure, _ops_reductions, _ops_indexing, _ops_conv,  # noqa: F401,E402
-               _ops_recurrent, _ops_activations, _ops_resize)
+               _ops_recurrent, _ops_activations, _ops_resize, _ops_nn)
 
 
-SUPPORTED_ONNX_OPS = sorted(op for op in HANDLERS if op != "Erf")
+SUPPORTED_ONNX_OPS = sorted(HANDLERS)
 
 
 def load(model_or_path, *, name: str | None = None) -> Program:
@@ -63,7 +63,7 @@ def load(model_or_path, *, name: str | None = None) -> Program:
         raise OnnxImportError(f"onnx.load: {source or 'the model'} is not an ONNX model with a graph: it has "
                               f"no outputs")
     graph = model.graph
-    missing = sorted({n.op_type for n in graph.node if n.op_type not in HANDLERS or n.op_type == "Erf"}
+    missing = sorted({n.op_type for n in graph.node if n.op_type not in HANDLERS}
                      | {f"{n.domain}:{n.op_type}" for n in graph.node if n.domain not in ("", "ai.onnx")})
     if missing:
         raise OnnxImportError(f"onnx.load: the model uses {len(missing)} operator(s) autograd_dag cannot "

@@ -253,7 +253,3 @@ def _range(c):
 def _size(c):
     return np.asarray(int(np.prod(_shape(c.arg(0)), dtype=np.int64)), dtype=np.int64)
 
-
-@handles("Erf")
-def _unsupported_erf(c):
-    raise OnnxImportError("onnx.load: Erf has no primitive in autograd_dag")

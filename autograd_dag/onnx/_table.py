@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from ..primitives.mathfuncs import cody_erf
 from ._build import INT64_MIN, Builder, Value
 
 RULES: dict = {}
@@ -340,6 +341,20 @@ def _arcsinh(b, node, args):
     x2 = b.op("Mul", [x, x])
     inner = b.op("Add", [a, b.op("Div", [x2, b.op("Add", [one, b.op("Sqrt", [b.op("Add", [one, x2])])])])])
     return b.op("Mul", [b.op("Sign", [x]), _log1p(b, Value(inner, x.shape, x.dtype))], hint=_hint(node))
+
+
+@rule("erf")
+def _erf(b, node, args):
+    x = b.cast(args[0], node.dtype)
+    if node.dtype != np.float64:
+        return b.op("Erf", [x], hint=_hint(node))
+    # ONNX Runtime has no float64 Erf kernel: the primitive's own algorithm, spelled in ONNX operators.
+
+    def emit(op_type):
+        return lambda *vs: b.op(op_type, [b.scalar(v, x.dtype) if isinstance(v, float) else v for v in vs])
+    ops = dict(abs="Abs", add="Add", sub="Sub", mul="Mul", div="Div", exp="Exp", floor="Floor", neg="Neg",
+               gt="Greater", le="LessOrEqual", lt="Less", where="Where")
+    return cody_erf(x.name, type("OnnxArithmetic", (), {k: staticmethod(emit(v)) for k, v in ops.items()}))
 
 
 @rule("arccosh")
