@@ -231,6 +231,11 @@ def test_load_function_specialises_on_each_calls_static_values():
     assert len(f.programs) == 2 and prog is f.program(_X, [3, 2])
     assert _input_names(prog) == ["x"]
     ad.check_grads(lambda x: prog(x), (_X,), modes=("rev",))
+    # Called on Tensors it records, so a function calling it differentiates.
+    ad.check_grads(lambda x: f(x, np.array([3, 2])) * 2.0, (_X,), modes=("rev", "fwd"))
+    # Inside jit, a static value computed from the traced arguments would be frozen: refused.
+    with pytest.raises(ad.TracingError, match="input 'shape' \\(it fixes a shape\\)"):
+        ad.jit(lambda x, s: f(x, s))(_X, np.array([3, 2]))
     with pytest.raises(ad.onnx.OnnxImportError, match=r"missing input\(s\) \['shape'\]"):
         f(_X)
     with pytest.raises(ad.onnx.OnnxImportError, match="'y' is not an input"):

@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-from ..core import Tensor
+from ..core import Tensor, concrete
 from ..errors import AutogradDagError
 from ..program import Program
 from ..tracing import program_input, tracing
@@ -101,7 +101,7 @@ class OnnxFunction:
         self.programs: dict = {}
         self._static: dict = {}   # input shapes and dtypes -> the static inputs' names
 
-    def _values(self, args, kwargs) -> dict:
+    def _given(self, args, kwargs) -> dict:
         if len(args) > len(self.input_names):
             raise OnnxImportError(f"onnx.load_function: the model takes {len(self.input_names)} input(s) "
                                   f"{self.input_names}, got {len(args)} positional arguments")
@@ -116,28 +116,37 @@ class OnnxFunction:
         if absent:
             raise OnnxImportError(f"onnx.load_function: missing input(s) {absent}; the model takes "
                                   f"{self.input_names}")
-        return {k: v.value if isinstance(v, Tensor) else np.asarray(v) for k, v in values.items()}
+        return values
 
     def program(self, *args, **kwargs) -> Program:
         """The :class:`Program` specialised on these arguments' static values (loaded on first use)."""
-        return self._program(self._values(args, kwargs))
+        return self._program(_arrays(self._given(args, kwargs)))[0]
 
-    def _program(self, values: dict) -> Program:
+    def _program(self, values: dict) -> tuple[Program, tuple[str, ...]]:
         signature = tuple((n, values[n].shape, values[n].dtype.str) for n in self.input_names)
         static = self._static.get(signature)
         if static is not None:
             program = self.programs.get((signature, _value_key(values, static)))
             if program is not None:
-                return program
+                return program, static
         program, static = _load(self.model, self.name, values)
         self._static[signature] = static
         self.programs[(signature, _value_key(values, static))] = program
-        return program
+        return program, static
 
     def __call__(self, *args, **kwargs):
-        values = self._values(args, kwargs)
-        program = self._program(values)
-        return program(*[values[program.nodes[k].name] for k in program.inputs])
+        given = self._given(args, kwargs)
+        program, static = self._program(_arrays(given))
+        for n in static:
+            # Inside jit/trace a static value computed from the traced function's inputs would be
+            # this call's, frozen into the program for every later call: refused.
+            concrete(given[n], f"the ONNX model's input '{n}' (it fixes a shape)")
+        # The arguments as given: Tensors record through the program (ad.grad of a function calling it).
+        return program(*[given[program.nodes[k].name] for k in program.inputs])
+
+
+def _arrays(values: dict) -> dict:
+    return {k: v.value if isinstance(v, Tensor) else np.asarray(v) for k, v in values.items()}
 
 
 def _value_key(values: dict, names) -> tuple:
