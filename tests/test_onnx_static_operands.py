@@ -161,6 +161,14 @@ def test_given_values_are_checked_against_the_declared_inputs():
     assert ad.onnx.load(_reshape_model(), constants={"shape": np.array([3.0, 2.0])})(_X).shape == (3, 2)
 
 
+def test_a_value_given_replaces_the_default_of_an_input_with_an_initializer():
+    # Before IR 4 initializers were also graph inputs: defaults the caller may override.
+    model = _reshape_model()
+    model.graph.initializer.append(numpy_helper.from_array(np.array([6, 1]), "shape"))
+    assert ad.onnx.load(model)(_X).shape == (6, 1)
+    assert ad.onnx.load(model, constants={"shape": [3, 2]})(_X).shape == (3, 2)
+
+
 def test_a_value_given_fixes_a_symbolic_input_shape():
     model = _model([helper.make_node("Relu", ["x"], ["y"])], [("x", _D, ["batch", 3])], [("y", _D, None)])
     with pytest.raises(ad.onnx.OnnxImportError, match="symbolic shape.*constants="):

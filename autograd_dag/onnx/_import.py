@@ -54,9 +54,11 @@ def load(model_or_path, *, name: str | None = None, constants: dict | None = Non
     be called with another value. Every other input given stays a program
     input (as jit traces its other arguments): its value is only checked
     against the declared dtype and shape, and fixes the shape where the model
-    leaves it symbolic. A needed value that is not given raises
-    :class:`OnnxImportError` naming every such input, with the operator that
-    needs it. :func:`load_function` specialises on each call's values instead.
+    leaves it symbolic. A graph input that has an initializer (its default,
+    a constant) takes the value given instead. A needed value that is not
+    given raises :class:`OnnxImportError` naming every such input, with the
+    operator that needs it. :func:`load_function` specialises on each call's
+    values instead.
 
     Example (needs onnx; not run as a doctest)::
 
@@ -193,6 +195,8 @@ def _load(model, name: str | None, constants: dict) -> tuple[Program, tuple[str,
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
                  onnx.defs.onnx_opset_version())
     given = _given(onnx, graph, initializers, constants)
+    for key in initializers.keys() & given.keys():
+        initializers[key] = given[key]   # an initializer of a graph input is its default value
     # Replay until no node asks for an input value not yet specialised on: each pass adds at
     # least one input, and a pass collects every need it meets (nodes behind one are skipped).
     static: list[str] = []
