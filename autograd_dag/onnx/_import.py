@@ -24,7 +24,8 @@ from ..program import Program
 from ..tracing import program_input, tracing
 from ..primitives import structure as st
 from ._export import require_onnx
-from ._ops import HANDLERS, OnnxImportError, _Ctx, _ValueNeeded, _np_dtype
+from ._ops import _ValueNeeded  # what _Ctx.static raises for a value not known when loading
+from ._ops import HANDLERS, OnnxImportError, _Ctx, _np_dtype
 # Each module registers its operators' handlers in HANDLERS when imported.
 from . import _ops_elementwise, _ops_structure, _ops_reductions, _ops_indexing, _ops_conv  # noqa: F401,E402
 
@@ -183,10 +184,11 @@ def _load(model, name: str | None, constants: dict) -> tuple[Program, tuple[str,
     """The program, and the graph inputs it was specialised on (their values taken from ``constants``)."""
     onnx = require_onnx()
     graph = model.graph
-    # An operator of another domain is named with it (com.example:Custom), once.
-    missing = sorted({f"{n.domain}:{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type
-                      for n in graph.node if n.domain not in ("", "ai.onnx") or n.op_type not in HANDLERS
-                      or n.op_type == "Erf"})
+    missing = sorted({n.op_type for n in graph.node if n.op_type not in HANDLERS or n.op_type == "Erf"}
+                     | {f"{n.domain}:{n.op_type}" for n in graph.node if n.domain not in ("", "ai.onnx")})
+    # An operator of another domain is named once, with its domain (com.example:Custom).
+    standard = {n.op_type for n in graph.node if n.domain in ("", "ai.onnx")}
+    missing = [m for m in missing if ":" in m or m in standard]
     if missing:
         raise OnnxImportError(f"onnx.load: the model uses {len(missing)} operator(s) autograd_dag cannot "
                               f"express: {', '.join(missing)}")
