@@ -203,6 +203,23 @@ def test_a_shape_computed_from_constants_and_input_shapes_is_folded():
     ad.check_grads(lambda t: prog(t), (x,), modes=("rev",))
 
 
+def test_torchscripts_zero_initial_state_of_a_recurrent_layer_is_folded():
+    # torch.onnx (TorchScript) writes an LSTM/GRU's zero state as
+    # Expand(0, Concat([1], Unsqueeze(Gather(Shape(x), 0)), [5])): refused before folding.
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+             helper.make_node("Unsqueeze", ["b", "axes0"], ["b1"]),
+             helper.make_node("Concat", ["one", "b1", "five"], ["shape"], axis=0),
+             helper.make_node("Expand", ["zero_f", "shape"], ["h0"]),
+             helper.make_node("Add", ["h0", "y"], ["out"])]
+    model = _model(nodes, [("x", _D, [4, 3]), ("y", _D, [1, 4, 5])], [("out", _D, None)],
+                   inits=[("zero", np.array(0)), ("axes0", np.array([0])), ("one", np.array([1])),
+                          ("five", np.array([5])), ("zero_f", np.array(0.0))])
+    prog = ad.onnx.load(model)
+    y = np.arange(20.0).reshape(1, 4, 5)
+    np.testing.assert_array_equal(prog(np.ones((4, 3)), y), y)
+
+
 def test_a_shape_computed_from_an_input_value_without_a_value_is_refused_clearly():
     # Reshape to the shape of x's values: value-dependent, refused naming x.
     nodes = [helper.make_node("Cast", ["x"], ["xi"], to=TensorProto.INT64),
