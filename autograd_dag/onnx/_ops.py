@@ -13,6 +13,18 @@ class OnnxImportError(AutogradDagError):
     """An ONNX model uses an operator (or a form of one) the library cannot express."""
 
 
+class _ValueNeeded(Exception):
+    """A handler asked for the value of an operand that is not known when the model is loaded.
+
+    Not an AutogradDagError: handlers that catch library errors must let it through to ``load``,
+    which turns it into one error naming every graph input whose value is missing.
+    """
+
+    def __init__(self, name: str, what: str):
+        super().__init__(name, what)
+        self.name, self.what = name, what
+
+
 HANDLERS: dict = {}
 
 
@@ -35,14 +47,17 @@ class _Ctx:
         return self.env[self.node.input[i]]
 
     def static(self, i, what: str):
-        """Input i as a numpy array known when the model is loaded."""
+        """Input i as a numpy array known when the model is loaded (None when the operand is absent).
+
+        Known: an initializer, a ``Constant``, a graph input given to ``load(constants=...)``, or a
+        node's result computed from such values only. Otherwise :class:`_ValueNeeded` is raised: the
+        importer names the graph inputs behind it (see ``_import.load``); the handler needs no care.
+        """
         if i >= len(self.node.input) or not self.node.input[i]:
             return None
         name = self.node.input[i]
         if name not in self.consts:
-            raise OnnxImportError(f"onnx.load: node '{self.node.name or self.node.op_type}' ({self.node.op_type}) "
-                                  f"takes its {what} from '{name}', which is computed; only constant "
-                                  f"{what}s can be imported")
+            raise _ValueNeeded(name, what)
         return self.consts[name]
 
     def attr(self, key, default=None):

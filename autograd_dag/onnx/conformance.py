@@ -285,7 +285,7 @@ def run_case(case: Case, *, roundtrip: bool = True) -> Result:
     for inputs, expected in data:
         feeds = dict(zip(names, inputs))
         try:
-            program = load(model)
+            program = load(model, constants=feeds)
         except AutogradDagError as exc:
             return Result(case, "refused", "import", _message(exc))
         except Exception as exc:  # noqa: BLE001 - any other exception is a defect to report
