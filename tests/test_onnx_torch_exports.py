@@ -5,10 +5,9 @@ tests/data/onnx_torch/ holds small ``torch.nn`` models exported by ``torch.onnx.
 ``<model>-dynamo18``) with torch's inputs, outputs and gradients of a fixed scalar loss
 (scripts/make_torch_onnx_corpus.py writes them; it says how). No torch is needed here.
 
-A model using an operator (or a form of one) the importer lacks is listed in
-:data:`KNOWN_GAPS`; its test is skipped only while ``load`` refuses it with an
-``OnnxImportError`` naming that gap, so it runs by itself once the importer has it, and
-fails on any other error.
+Every model of the corpus loads: AveragePool, grouped and dilated Conv, LayerNormalization,
+Erf, LSTM, GRU, Resize and the TorchScript exporter's shape arithmetic (the initial state of
+LSTM/GRU is ``Expand(0, Concat(1, Gather(Shape(x), 0), 5))``) are all imported.
 """
 
 from __future__ import annotations
@@ -23,32 +22,10 @@ import pytest
 onnx = pytest.importorskip("onnx", reason="ONNX tests need the 'onnx' package: pip install 'autograd-dag[onnx]'")
 
 import autograd_dag as ad  # noqa: E402
-from autograd_dag.onnx import OnnxImportError  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "onnx_torch")
 SVG = "{http://www.w3.org/2000/svg}"
 NAMES = sorted(f[:-len(".onnx")] for f in os.listdir(DATA) if f.endswith(".onnx"))
-
-# model -> (strings naming the gap in load's OnnxImportError, why the model cannot load yet).
-KNOWN_GAPS: dict[str, tuple[tuple[str, ...], str]] = {}
-for _exporter in ("ts17", "dynamo18"):
-    KNOWN_GAPS.update({
-        f"avg_pool-{_exporter}": (("AveragePool",), "nn.AvgPool2d exports as AveragePool"),
-        f"conv_grouped_dilated-{_exporter}": (("dilations", "group"), "depthwise, grouped and dilated Conv"),
-        f"layer_norm_gelu-{_exporter}": (("LayerNormalization", "Erf"),
-                                         "nn.LayerNorm exports as LayerNormalization, GELU as Erf"),
-        f"transformer_encoder-{_exporter}": (("LayerNormalization",), "its two nn.LayerNorm"),
-        f"lstm-{_exporter}": (("LSTM",), "nn.LSTM exports as one LSTM node"),
-        f"gru-{_exporter}": (("GRU",), "nn.GRU exports as one GRU node"),
-        f"upsample_nearest-{_exporter}": (("Resize",), "nn.Upsample exports as Resize"),
-        f"upsample_bilinear-{_exporter}": (("Resize",), "nn.Upsample exports as Resize"),
-    })
-# The TorchScript exporter builds the recurrent layers' zero initial state with
-# Expand(0, Concat(1, Gather(Shape(x), 0), 5)): a shape computed from the input's (static) shape,
-# which loads once the importer folds nodes of constants (the constant-operands work of issue 28).
-for _rnn in ("lstm", "gru"):
-    KNOWN_GAPS[f"{_rnn}-ts17"] = (KNOWN_GAPS[f"{_rnn}-ts17"][0] + ("only constant shapes",),
-                                  KNOWN_GAPS[f"{_rnn}-ts17"][1] + "; its initial state's shape is computed")
 
 # Both sides compute in float32 but sum in different orders (torch's blocked GEMM and
 # convolution kernels against numpy's matmul/einsum), so they differ by rounding: a few ulps
@@ -97,13 +74,7 @@ def _count(arrays, prefix):
 @pytest.mark.parametrize("name", NAMES)
 def test_torch_export_loads_runs_differentiates_exports_and_renders(name, tmp_path):
     model, arrays, params = _load(name)
-    try:
-        prog = ad.onnx.load(_with_parameters_as_inputs(model, params))
-    except OnnxImportError as exc:
-        gap = KNOWN_GAPS.get(name)
-        if gap is None or not any(s in str(exc) for s in gap[0]):
-            raise
-        pytest.skip(f"{name}: {gap[1]} (load: {exc})")
+    prog = ad.onnx.load(_with_parameters_as_inputs(model, params))
     inits = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
     xs = [arrays[f"input/{i}"] for i in range(_count(arrays, "input/"))]
     args = xs + [inits[p] for p in params]
@@ -150,11 +121,6 @@ def test_torch_export_loads_runs_differentiates_exports_and_renders(name, tmp_pa
             path = ad.render_to(program, tmp_path / f"{i}-{view}.svg", view=view)
         nodes = [g for g in ET.parse(path).getroot().iter(f"{SVG}g") if g.get("class") == "node"]
         assert len(nodes) >= 3, f"{name}: the {view} view of {program.name} draws {len(nodes)} nodes"
-
-
-def test_known_gaps_name_models_of_the_corpus():
-    # A stale entry would silently skip nothing; a misspelt one would let its model fail unexplained.
-    assert set(KNOWN_GAPS) <= set(NAMES)
 
 
 def test_corpus_has_both_exporters_and_stays_small():
