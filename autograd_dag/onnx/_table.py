@@ -179,11 +179,31 @@ def _where(b, node, args):
     return b.op("Where", [cond, x, y], hint=_hint(node))
 
 
+# astype is numpy's (ml_dtypes') cast. To float8 it rounds to nearest even with NaN/±Inf beyond the range
+# (ONNX's saturate=0); to float8e8m0 it rounds to nearest, ties up, with NaN beyond (round_mode
+# 'nearest', saturate=0). From a float to the 2- and 4-bit integers it truncates and gives 0 when the
+# truncated value is out of range, where ONNX leaves that undefined and ONNX Runtime rounds and wraps:
+# the exporter zeroes those values first, so that the Cast only meets values it holds.
+_SUB_BYTE_INTS = {"int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1), "uint2": (0, 3)}
+
+
 @rule("astype")
 def _astype(b, node, args):
-    if args[0].dtype == node.dtype:
-        return b.op("Identity", [args[0]], hint=_hint(node))
-    return b.op("Cast", [args[0]], to=b.tensor_type(node.dtype), hint=_hint(node))
+    x, to = args[0], np.dtype(node.dtype)
+    if x.dtype == to:
+        return b.op("Identity", [x], hint=_hint(node))
+    attrs = {}
+    if to.name.startswith("float8"):
+        attrs = {"saturate": 0, "round_mode": "nearest"} if to.name == "float8_e8m0fnu" else {"saturate": 0}
+    elif to.name in _SUB_BYTE_INTS and x.dtype.kind in "fV":
+        lo, hi = _SUB_BYTE_INTS[to.name]
+        if x.dtype.kind == "V" or x.dtype.itemsize < 4:  # (bounds and comparisons exact in float32)
+            x = b.cast(x, np.float32)
+        inside = b.op("And", [b.op("Greater", [x, b.scalar(lo - 1, x.dtype)]),
+                              b.op("Less", [x, b.scalar(hi + 1, x.dtype)])])   # NaN: outside
+        kept = b.op("Where", [inside, x, b.scalar(0, x.dtype)])
+        x = Value(b.op("Cast", [kept], to=b.tensor_type(np.int32)), x.shape, np.int32)  # truncates
+    return b.op("Cast", [x], to=b.tensor_type(to), hint=_hint(node), **attrs)
 
 
 def _log1p(b, x: Value) -> str:
