@@ -109,3 +109,78 @@ def test_explicit_opset_below_a_dtypes_first_is_refused():
     x = np.zeros(2, ml_dtypes.int2)
     with pytest.raises(ad.onnx.OnnxExportError, match=r"int2.*opset 25.*opset 21"):
         ad.onnx.export(ad.trace(lambda t: t, x), opset=21)
+
+
+def _e8m0_by_bits(x, mode, saturate):
+    """float32 -> float8e8m0 code by the spec's rules on the float32 bits (sign ignored, as onnx's
+    reference does; ±Inf -> max with saturate, as the spec's table says)."""
+    bits = np.asarray(x, np.float32).view(np.uint32)
+    e, frac = ((bits >> 23) & 0xFF).astype(np.int64), bits & 0x7FFFFF
+    if mode == "up":
+        e = e + (frac > 0)
+    elif mode == "nearest":
+        # the guard bit, rounding up unless x is exactly half of 2**-126 (the reference's lsb is "e > 0")
+        e = e + (((frac & 0x400000) > 0) & (((frac & 0x3FFFFF) > 0) | (e > 0)))
+    special = ((bits >> 23) & 0xFF) == 0xFF
+    e = np.where(special, 0xFF, np.minimum(e, 0xFE) if saturate else np.minimum(e, 0xFF))
+    e = np.where(special & saturate & (frac == 0), 0xFE, e)   # ±Inf
+    return e.astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+
+
+def _e8m0_inputs():
+    rng = np.random.default_rng(0)
+    powers = np.float32(2.0) ** np.arange(-149, 128, dtype=np.float64)
+    edges = np.concatenate([powers, powers * 1.5, np.nextafter(powers.astype(np.float32), np.float32(np.inf)),
+                            np.nextafter(powers.astype(np.float32), np.float32(0)), powers * 1.4999999]).astype(np.float32)
+    rand = (rng.standard_normal(500) * 2.0 ** rng.integers(-130, 128, 500)).astype(np.float32)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, np.finfo(np.float32).max, -3.0, -0.7], np.float32)
+    return np.concatenate([edges, rand, special]).astype(np.float32)
+
+
+@pytest.mark.parametrize("mode", ["up", "down", "nearest"])
+@pytest.mark.parametrize("saturate", [1, 0])
+def test_cast_to_float8e8m0_rounds_and_saturates_as_the_spec(mode, saturate):
+    # Cast to FLOAT8E8M0 was refused; it now rounds by round_mode and saturates by saturate.
+    x = _e8m0_inputs()
+    model = _model("Cast", [("x", TensorProto.FLOAT, [x.size])], [("y", TensorProto.FLOAT8E8M0, [x.size])],
+                   to=TensorProto.FLOAT8E8M0, round_mode=mode, saturate=saturate)
+    program = ad.onnx.load(model)
+    with np.errstate(all="ignore"):
+        got = program(x)
+    expected = _e8m0_by_bits(x, mode, saturate)
+    _same(got, expected)
+    finite = np.isfinite(x)
+    _same(got[finite], onnx.numpy_helper.to_float8e8m0(x[finite], bool(saturate), mode))  # onnx's reference
+
+
+def test_cast_to_float8e8m0_from_float16_and_an_unknown_round_mode():
+    x = np.array([0.0, 0.124, 0.25, 1.1, 3.0, 65504.0], np.float16)
+    model = _model("Cast", [("x", TensorProto.FLOAT16, [6])], [("y", TensorProto.FLOAT8E8M0, [6])],
+                   to=TensorProto.FLOAT8E8M0)
+    _same(ad.onnx.load(model)(x), _e8m0_by_bits(x.astype(np.float32), "up", 1))
+    bad = _model("Cast", [("x", TensorProto.FLOAT, [1])], [("y", TensorProto.FLOAT8E8M0, [1])],
+                 to=TensorProto.FLOAT8E8M0, round_mode="odd")
+    with pytest.raises(ad.onnx.OnnxImportError, match="round_mode='odd'"):
+        ad.onnx.load(bad)
+
+
+@pytest.mark.parametrize("like_type, like_dtype", [
+    (TensorProto.FLOAT16, np.float16), (TensorProto.INT8, np.int8), (TensorProto.BFLOAT16, ml_dtypes.bfloat16),
+    (TensorProto.FLOAT8E4M3FN, ml_dtypes.float8_e4m3fn), (TensorProto.FLOAT8E5M2, ml_dtypes.float8_e5m2),
+    (TensorProto.INT4, ml_dtypes.int4)])
+@pytest.mark.parametrize("saturate", [1, 0])
+def test_castlike_casts_to_the_second_inputs_dtype_with_casts_saturation(like_type, like_dtype, saturate):
+    # CastLike was outside the import table (56 node tests unsupported).
+    x = np.array([0.0, 1.3, -2.7, 5.5, 300.0, -1e5, np.inf, np.nan], np.float32)
+    like = np.zeros(1, like_dtype)
+    model = _model("CastLike", [("x", TensorProto.FLOAT, [8]), ("like", like_type, [1])],
+                   [("y", like_type, [8])], saturate=saturate)
+    program = ad.onnx.load(model)
+    with np.errstate(all="ignore"):
+        got = program(x, like)
+        fmax = {TensorProto.FLOAT8E4M3FN: 448.0, TensorProto.FLOAT8E5M2: 57344.0}.get(like_type)
+        expected = (np.clip(x, -fmax, fmax) if fmax and saturate else x).astype(like_dtype)
+    if like_type == TensorProto.INT4:
+        ok = np.isfinite(x) & (np.abs(x) < 8)   # out of range: undefined by ONNX
+        got, expected = got[ok], expected[ok]
+    _same(got, expected)
