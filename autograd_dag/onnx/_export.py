@@ -13,7 +13,7 @@ import numpy as np
 from ..primitives.registry import PRIMITIVES
 from ..jitting import trace
 from ..program import Program
-from ._build import Builder, SymDim, Value, sanitize
+from ._build import AROUND_DTYPES, Builder, SymDim, Value, cast_around, sanitize
 from ._dynamic import dynamic_plan, first_difference
 from ._errors import OnnxExportError, UnsupportedPrimitiveError
 from ._table import RULES, UNSUPPORTED
@@ -183,6 +183,8 @@ def build_model(program: Program, *, opset: int | None = None, doc: str = "", sh
                               doc_string=doc)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="autograd_dag", producer_version=_version())
+    if any(n.dtype in AROUND_DTYPES for n in program.nodes):
+        cast_around(onnx, model)
     # IR 10 is what ONNX Runtime 1.17+ reads; the opsets of float4, float8e8m0 and int2 need later ones.
     model.ir_version = min(model.ir_version, max(10, helper.find_min_ir_version_for(model.opset_import)))
     return model

@@ -110,6 +110,14 @@ def _extremum(b, op_type, xs, dtype, hint=None):
     return b.op("Cast", [wide], to=b.tensor_type(dtype), hint=hint)
 
 
+@rule("relu")
+def _relu(b, node, args):
+    # ONNX Runtime has no int64 Relu kernel (measured; the other integer types are moved by cast_around).
+    if node.dtype == np.int64:
+        return b.op("Max", [args[0], b.scalar(0, np.int64)], hint=_hint(node))
+    return b.op("Relu", [b.cast(args[0], node.dtype)], hint=_hint(node))
+
+
 @rule("maximum", "minimum")
 def _maximum_minimum(b, node, args):
     if node.dtype == np.bool_:
@@ -544,7 +552,32 @@ def _reduction(b, node, args):
         out = Value(_reduce(b, op_type, x, axes, keepdims), node.shape, x.dtype)
         nans = Value(b.op("Where", [b.op("IsNaN", [x]), x, b.scalar(0, x.dtype)]), x.shape, x.dtype)
         return b.op("Add", [out, _reduce(b, "ReduceSum", nans, axes, keepdims)], hint=_hint(node))
+    if node.op in ("sum", "prod") and axes and x.dtype.kind in "iu":
+        return _exact_integer_reduce(b, "Add" if node.op == "sum" else "Mul", x, axes, keepdims, _hint(node))
     return _reduce(b, op_type, x, axes, keepdims, _hint(node))
+
+
+def _exact_integer_reduce(b, op_type: str, x: Value, axes, keepdims: bool, hint) -> str:
+    """An integer sum/product over ``axes`` as a tree of halves (Slice, then Add or Mul), which wraps as
+    numpy's does: ONNX Runtime's ReduceSum/ReduceProd accumulate integers in double (int64 sums lose
+    digits beyond 2**53, and an overflow saturates instead of wrapping)."""
+    name, shape = x.name, list(x.shape)
+    for axis in axes:
+        n = shape[axis]
+        while n > 1:
+            half = n // 2
+            lo, hi = (b.op("Slice", [name, b.ints([start]), b.ints([start + half]), b.ints([axis])])
+                      for start in (0, half))
+            paired = b.op(op_type, [lo, hi])
+            if n % 2:
+                rest = b.op("Slice", [name, b.ints([n - 1]), b.ints([n]), b.ints([axis])])
+                paired = b.op("Concat", [paired, rest], axis=axis)
+            name, n = paired, half + n % 2
+        shape[axis] = 1
+        if n == 0:   # an empty axis: the sum's 0, the product's 1
+            name = b.op("Expand", [b.scalar(0 if op_type == "Add" else 1, x.dtype), b.ints(shape)])
+    out = tuple(d for a, d in enumerate(shape) if keepdims or a not in axes)
+    return b.op("Identity" if keepdims else "Reshape", [name] if keepdims else [name, b.ints(out)], hint=hint)
 
 
 @rule("norm")
