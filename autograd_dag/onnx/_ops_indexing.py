@@ -69,7 +69,14 @@ def _scatter_elements(c):
 
 @handles("Einsum")
 def _einsum(c):
-    return einsum(c.attr("equation").replace(" ", ""), *[c.arg(i) for i in range(len(c.node.input))])
+    args = [c.arg(i) for i in range(len(c.node.input))]
+    dtype = np.dtype(args[0].dtype)
+    if dtype.type.__module__.startswith("ml_dtypes") and dtype.name.startswith(("bfloat", "float")):
+        # numpy has no einsum on bfloat16 (or float8): like onnx's reference, accumulate in float32
+        # and round once.
+        out = einsum(c.attr("equation").replace(" ", ""), *[el.astype(a, np.float32) for a in args])
+        return el.astype(out, dtype)
+    return einsum(c.attr("equation").replace(" ", ""), *args)
 
 
 @handles("Det")
