@@ -157,11 +157,39 @@ def _square(b, node, args):
 @rule("power")
 def _power(b, node, args):
     x = b.cast(args[0], node.dtype)
+    if node.dtype.kind in "iu":
+        e = node.params.get("exponent")
+        return _integer_power(b, x, b.cast(args[1], node.dtype) if e is None else int(e), node, _hint(node))
     if "exponent" in node.params and node.params["exponent"] is not None:
         e = node.params["exponent"]
         edtype = node.dtype if node.dtype.kind == "f" or isinstance(e, float) else np.int64
         return b.op("Pow", [x, b.scalar(e, edtype)], hint=_hint(node))
     return b.op("Pow", [x, b.cast(args[1], node.dtype)], hint=_hint(node))
+
+
+def _integer_power(b, x: Value, e, node, hint) -> str:
+    """x ** e on integers by repeated squaring, whose Mul wraps as numpy's power does: ONNX Runtime's
+    integer Pow goes through double (3 ** 41 in int64 came back as -2**63), and ONNX's Pow takes no
+    8/16-bit or unsigned base. ``e`` is an int, or a Value of non-negative exponents (numpy refuses
+    negative ones), whose bits are read one per step."""
+    if isinstance(e, int):
+        out, base = None, x.name
+        while e:
+            if e & 1:
+                out = base if out is None else b.op("Mul", [out, base])
+            e >>= 1
+            if e:
+                base = b.op("Mul", [base, base])
+        if out is None:   # x ** 0
+            return b.op("Expand", [b.scalar(1, node.dtype), b.ints(node.shape)], hint=hint)
+        return b.op("Identity", [out], hint=hint)
+    one, two = b.scalar(1, node.dtype), b.scalar(2, node.dtype)
+    out, base, rest = one, x.name, e.name
+    for _ in range(8 * node.dtype.itemsize - (node.dtype.kind == "i")):
+        odd = b.op("Equal", [b.op("Mod", [rest, two]), one])
+        out = b.op("Where", [odd, b.op("Mul", [out, base]), out])
+        base, rest = b.op("Mul", [base, base]), b.op("Div", [rest, two])
+    return b.op("Expand", [out, b.ints(node.shape)], hint=hint)
 
 
 @rule("step")
