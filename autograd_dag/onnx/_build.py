@@ -191,7 +191,16 @@ _AROUND = {
     "Trilu": ((0,), {_I8, _I16, _U8, _U16, _U32, _U64}, "select"),
 }
 _WIDER = {_I8: np.int32, _I16: np.int32, _U8: np.int32, _U16: np.int32, _U32: np.int64, _U64: np.int64}
-AROUND_DTYPES = {np.dtype(t) for t in _WIDER}   # a program with none of these needs no pass
+# ONNX Runtime has few kernels on bfloat16, float8 and float4 (not Div on bfloat16, not Identity on
+# float8e8m0): every node but a Cast reading them runs on float32, which is what ml_dtypes does for
+# each operation (float32, then one rounding) and holds every value exactly for the others.
+NARROW_FLOATS = {"bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+                  "float8_e8m0fnu", "float4_e2m1fn"}
+# int4/int2 have even fewer (not Identity): nodes that only move values run on int8/uint8.
+_SUB_BYTE = {"int4": np.int8, "int2": np.int8, "uint4": np.uint8, "uint2": np.uint8}
+_MOVES = {"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Slice", "Gather", "GatherElements",
+          "GatherND", "Concat", "Expand", "Flatten", "Tile", "Where", "Pad", "Split"}
+AROUND_DTYPES = set(_WIDER) | NARROW_FLOATS | set(_SUB_BYTE)   # (names) a program with none needs no pass
 
 
 def cast_around(onnx, model) -> None:
@@ -219,6 +228,11 @@ def cast_around(onnx, model) -> None:
             out.append(onnx.helper.make_node("Identity", [node.input[0]], list(node.output), name=node.name))
         elif node.op_type in _AROUND and name in _AROUND[node.op_type][1]:
             _widen(b, node, name, *_AROUND[node.op_type])
+        elif node.op_type not in ("Cast", "CastLike") and any(
+                _name_of(onnx, types.get(i)) in NARROW_FLOATS for i in node.input):
+            _in_float32(onnx, b, node, types)
+        elif node.op_type in _MOVES and any(_name_of(onnx, types.get(i)) in _SUB_BYTE for i in node.input):
+            _in_float32(onnx, b, node, types, _SUB_BYTE)
         else:
             out.append(node)
     del graph.node[:]
@@ -246,3 +260,26 @@ def _widen(b, node, name: str, positions, _types, kind: str) -> None:
         v = b.op("BitwiseXor", [outputs[k], sign], hint=f"{node.name}_back") if flip else outputs[k]
         b.nodes.append(b.helper.make_node("Cast", [v], [node.output[k]], name=b.fresh(f"{node.name}_back"),
                                           to=b.tensor_type(np.dtype(name))))
+
+
+def _name_of(onnx, tensor_type) -> str:
+    return onnx.helper.tensor_dtype_to_np_dtype(tensor_type).name if tensor_type else ""
+
+
+def _in_float32(onnx, b, node, types, wider=None) -> None:
+    """``node`` with its bfloat16/float8/float4 inputs cast to float32 (or those of ``wider``'s dtypes to
+    the dtype it gives) and those outputs cast back."""
+    wider = wider or dict.fromkeys(NARROW_FLOATS, np.float32)
+    inputs = [b.op("Cast", [i], to=b.tensor_type(wider[n]), hint=f"{node.name}_wide")
+              if (n := _name_of(onnx, types.get(i))) in wider else i for i in node.input]
+    back = {k: types[o] for k, o in enumerate(node.output) if _name_of(onnx, types.get(o)) in wider}
+    outputs = [b.fresh(f"{o}_wide") if k in back else o for k, o in enumerate(node.output)]
+    attrs = {a.name: b.helper.get_attribute_value(a) for a in node.attribute}
+    b.nodes.append(b.helper.make_node(node.op_type, inputs, outputs, name=node.name, **attrs))
+    for k, t in back.items():
+        # (back as ml_dtypes rounds: float8 without saturating, float8e8m0 to nearest; see the astype rule)
+        name = _name_of(onnx, t)
+        attrs = {} if not name.startswith("float8") else {"saturate": 0, "round_mode": "nearest"} \
+            if name == "float8_e8m0fnu" else {"saturate": 0}
+        b.nodes.append(b.helper.make_node("Cast", [outputs[k]], [node.output[k]], name=b.fresh(f"{node.name}_back"),
+                                          to=t, **attrs))

@@ -13,7 +13,7 @@ import numpy as np
 from ..primitives.registry import PRIMITIVES
 from ..jitting import trace
 from ..program import Program
-from ._build import AROUND_DTYPES, Builder, SymDim, Value, cast_around, sanitize
+from ._build import AROUND_DTYPES, NARROW_FLOATS, Builder, SymDim, Value, cast_around, sanitize
 from ._dynamic import dynamic_plan, first_difference
 from ._errors import OnnxExportError, UnsupportedPrimitiveError
 from ._table import RULES, UNSUPPORTED
@@ -171,7 +171,10 @@ def build_model(program: Program, *, opset: int | None = None, doc: str = "", sh
             continue
         b.prefix = f"{node.op}{node.index}"
         args = [values[p] for p in node.parents]
-        out = RULES[node.op](b, node, args)
+        if node.op != "astype" and any(v.dtype.name in NARROW_FLOATS for v in args + [node]):
+            out = _on_float32(b, node, args)
+        else:
+            out = RULES[node.op](b, node, args)
         values[node.index] = Value(out, node.shape, node.dtype)
     graph_outputs = []
     for pos, k in enumerate(program.outputs):
@@ -183,11 +186,23 @@ def build_model(program: Program, *, opset: int | None = None, doc: str = "", sh
                               doc_string=doc)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="autograd_dag", producer_version=_version())
-    if any(n.dtype in AROUND_DTYPES for n in program.nodes):
+    if any(n.dtype.name in AROUND_DTYPES for n in program.nodes):
         cast_around(onnx, model)
     # IR 10 is what ONNX Runtime 1.17+ reads; the opsets of float4, float8e8m0 and int2 need later ones.
     model.ir_version = min(model.ir_version, max(10, helper.find_min_ir_version_for(model.opset_import)))
     return model
+
+
+def _on_float32(b: Builder, node, args) -> str:
+    """``node``'s rule on float32 in place of bfloat16/float8/float4, rounded back once: what ml_dtypes
+    does for each operation (a rule of several ONNX nodes would otherwise round after each)."""
+    wide = copy.copy(node)
+    if node.dtype.name in NARROW_FLOATS:
+        wide.dtype = np.dtype(np.float32)
+    out = RULES[node.op](b, wide, [b.cast(a, np.float32) if a.dtype.name in NARROW_FLOATS else a for a in args])
+    if wide.dtype == node.dtype:
+        return out
+    return RULES["astype"](b, node, [Value(out, node.shape, np.float32)])
 
 
 def _dims(shape) -> list:

@@ -132,9 +132,10 @@ def _isinf(c):
     return out
 
 
-# The float8 types' largest finite values (float8e8m0 has its own rounding, below). Casting to them (through ml_dtypes, which onnx requires)
-# rounds to nearest even and gives NaN or ±Inf beyond the range, as the spec's saturate=0 table;
-# saturate=1 (the default) wants ±this instead: clipping first gives it.
+# The float8 types' largest finite values (float8e8m0 rounds its own way, below). Casting to them
+# (through ml_dtypes, which onnx requires) rounds to nearest even and gives NaN or ±Inf beyond the
+# range, as the spec's saturate=0 table; saturate=1 (the default) wants ±this instead: clipping first
+# gives it.
 _FLOAT8_MAX = {"FLOAT8E4M3FN": 448.0, "FLOAT8E4M3FNUZ": 240.0, "FLOAT8E5M2": 57344.0, "FLOAT8E5M2FNUZ": 57344.0}
 
 
