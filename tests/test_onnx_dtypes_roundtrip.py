@@ -295,3 +295,12 @@ def test_narrow_float_arithmetic_runs_on_float32_as_ml_dtypes_does(name):
         _same(o, e)
     for s, e in zip(_served(program, x, y, z), expected):
         _same(s, e)
+
+
+def test_castlike_between_floats_differentiates_as_the_identity():
+    # d/dx CastLike(x, like) is 1 between float types: the loaded program differentiates through astype.
+    model = _model("CastLike", [("x", TensorProto.DOUBLE, [4]), ("like", TensorProto.DOUBLE, [1])],
+                   [("y", TensorProto.DOUBLE, [4])])
+    program = ad.onnx.load(model)
+    like = np.zeros(1)
+    ad.check_grads(lambda x: ad.sum(ad.sin(program(x, like))), (np.array([0.3, -1.2, 2.0, 0.0]),), modes=("rev",))
