@@ -132,9 +132,10 @@ def _e8m0_by_bits(x, mode, saturate):
 
 def _e8m0_inputs():
     rng = np.random.default_rng(0)
-    powers = np.float32(2.0) ** np.arange(-149, 128, dtype=np.float64)
-    edges = np.concatenate([powers, powers * 1.5, np.nextafter(powers.astype(np.float32), np.float32(np.inf)),
-                            np.nextafter(powers.astype(np.float32), np.float32(0)), powers * 1.4999999]).astype(np.float32)
+    powers = 2.0 ** np.arange(-149, 128, dtype=np.float64)   # every float32 exponent, subnormals too
+    p32 = powers.astype(np.float32)
+    edges = np.concatenate([powers, powers * 1.5, np.nextafter(p32, np.float32(np.inf)), np.nextafter(p32, np.float32(0)),
+                            powers * 1.4999999]).astype(np.float32)
     rand = (rng.standard_normal(500) * 2.0 ** rng.integers(-130, 128, 500)).astype(np.float32)
     special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, np.finfo(np.float32).max, -3.0, -0.7], np.float32)
     return np.concatenate([edges, rand, special]).astype(np.float32)

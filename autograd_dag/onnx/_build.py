@@ -173,7 +173,7 @@ class Builder:
 
 
 # Operators that ONNX Runtime's CPU provider (measured on 1.32) has no kernel for on some integer types,
-# or that ONNX defines on fewer types than numpy (MatMul, Neg, Relu, Pow): op -> (the inputs of type T, the
+# or that ONNX defines on fewer types than numpy (MatMul, Neg, Relu): op -> (the inputs of type T, the
 # types to move, the kind of operation). The node runs on a wider integer type and casts back, which
 # gives numpy's values: every value fits ("order": the order is kept; "select": values are only moved)
 # and "ring" sums/products wrap modulo 2**bits the same way once cast back (a Cast between integers
@@ -204,9 +204,10 @@ AROUND_DTYPES = set(_WIDER) | NARROW_FLOATS | set(_SUB_BYTE)   # (names) a progr
 
 
 def cast_around(onnx, model) -> None:
-    """Rewrite, in place, the nodes of ``model`` that ONNX Runtime or ONNX cannot run on their integer type
-    (see ``_AROUND``): Neg of an unsigned x is 0 - x, Relu of an unsigned x is x (the table writes Relu of
-    int64 as Max(x, 0): int64 is in nearly every program, so it does not trigger this pass)."""
+    """Rewrite, in place, the nodes of ``model`` that ONNX Runtime or ONNX cannot run on their type: the
+    integer ones of ``_AROUND`` on a wider type, Neg of an unsigned x as 0 - x, Relu of an unsigned x as x
+    (the table writes Relu of int64 as Max(x, 0): int64 is in nearly every program, so it does not trigger
+    this pass); nodes reading bfloat16/float8/float4 on float32, nodes moving int4/int2 on int8/uint8."""
     graph = model.graph
     inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False).graph
     types = {v.name: v.type.tensor_type.elem_type
@@ -216,10 +217,7 @@ def cast_around(onnx, model) -> None:
     b.used = {n for node in graph.node for n in list(node.input) + list(node.output)} | set(types)
     out = []
     for node in graph.node:
-        t = types.get(node.input[0]) if node.input else None
-        if node.op_type == "Where":
-            t = types.get(node.input[1])
-        name = onnx.helper.tensor_dtype_to_np_dtype(t).name if t else ""
+        name = _name_of(onnx, types.get(node.input[1 if node.op_type == "Where" else 0]) if node.input else None)
         b.nodes = out
         if node.op_type == "Neg" and name.startswith("uint"):
             zero = b.const(np.zeros((), name))
@@ -227,7 +225,8 @@ def cast_around(onnx, model) -> None:
         elif node.op_type == "Relu" and name.startswith("uint"):
             out.append(onnx.helper.make_node("Identity", [node.input[0]], list(node.output), name=node.name))
         elif node.op_type in _AROUND and name in _AROUND[node.op_type][1]:
-            _widen(b, node, name, *_AROUND[node.op_type])
+            positions, _, kind = _AROUND[node.op_type]
+            _widen(b, node, name, positions, kind)
         elif node.op_type not in ("Cast", "CastLike") and any(
                 _name_of(onnx, types.get(i)) in NARROW_FLOATS for i in node.input):
             _in_float32(onnx, b, node, types)
@@ -240,7 +239,7 @@ def cast_around(onnx, model) -> None:
     graph.initializer.extend(b.initializers)
 
 
-def _widen(b, node, name: str, positions, _types, kind: str) -> None:
+def _widen(b, node, name: str, positions, kind: str) -> None:
     """``node`` on the wider type of ``name``; its outputs of type T cast back to ``name``."""
     wide = np.dtype(_WIDER[name])
     flip = kind == "order" and name == _U64
