@@ -170,3 +170,115 @@ class Builder:
     def zeros(self, shape, dtype) -> str:
         return self.op("ConstantOfShape", [self.ints(shape)],
                        value=self.onnx.numpy_helper.from_array(np.zeros(1, dtype=dtype)))
+
+
+# Operators that ONNX Runtime's CPU provider (measured on 1.32) has no kernel for on some integer types,
+# or that ONNX defines on fewer types than numpy (MatMul, Neg, Relu): op -> (the inputs of type T, the
+# types to move, the kind of operation). The node runs on a wider integer type and casts back, which
+# gives numpy's values: every value fits ("order": the order is kept; "select": values are only moved)
+# and "ring" sums/products wrap modulo 2**bits the same way once cast back (a Cast between integers
+# keeps the low bits). uint64 has no wider type: it is reinterpreted as int64, with its order kept by
+# flipping the sign bit (Xor with -2**63) for the "order" operators.
+_I8, _I16, _U8, _U16, _U32, _U64 = "int8", "int16", "uint8", "uint16", "uint32", "uint64"
+_AROUND = {
+    "ReduceMax": ((0,), {_I16, _U16, _U32, _U64}, "order"), "ReduceMin": ((0,), {_I16, _U16, _U32, _U64}, "order"),
+    "ArgMax": ((0,), {_I16, _U16, _U32, _U64}, "order"), "ArgMin": ((0,), {_I16, _U16, _U32, _U64}, "order"),
+    "TopK": ((0,), {_U16, _U32, _U64}, "order"), "Relu": ((0,), {_I16}, "order"),
+    "ReduceSum": ((0,), {_I8, _I16, _U8, _U16, _U32, _U64}, "ring"),
+    "ReduceProd": ((0,), {_I8, _I16, _U8, _U16, _U32, _U64}, "ring"),
+    "CumSum": ((0,), {_I8, _I16, _U8, _U16, _U32, _U64}, "ring"), "MatMul": ((0, 1), {_I8, _I16, _U8, _U16}, "ring"),
+    "Where": ((1, 2), {_I16, _U16, _U64}, "select"), "Pad": ((0, 2), {_I16, _U16}, "select"),
+    "Trilu": ((0,), {_I8, _I16, _U8, _U16, _U32, _U64}, "select"),
+}
+_WIDER = {_I8: np.int32, _I16: np.int32, _U8: np.int32, _U16: np.int32, _U32: np.int64, _U64: np.int64}
+# ONNX Runtime has few kernels on bfloat16, float8 and float4 (not Div on bfloat16, not Identity on
+# float8e8m0): every node but a Cast reading them runs on float32, which is what ml_dtypes does for
+# each operation (float32, then one rounding) and holds every value exactly for the others.
+NARROW_FLOATS = {"bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+                  "float8_e8m0fnu", "float4_e2m1fn"}
+# int4/int2 have even fewer (not Identity): nodes that only move values run on int8/uint8.
+_SUB_BYTE = {"int4": np.int8, "int2": np.int8, "uint4": np.uint8, "uint2": np.uint8}
+_MOVES = {"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Slice", "Gather", "GatherElements",
+          "GatherND", "Concat", "Expand", "Flatten", "Tile", "Where", "Pad", "Split"}
+AROUND_DTYPES = set(_WIDER) | NARROW_FLOATS | set(_SUB_BYTE)   # (names) a program with none needs no pass
+
+
+def cast_around(onnx, model) -> None:
+    """Rewrite, in place, the nodes of ``model`` that ONNX Runtime or ONNX cannot run on their type: the
+    integer ones of ``_AROUND`` on a wider type, Neg of an unsigned x as 0 - x, Relu of an unsigned x as x
+    (the table writes Relu of int64 as Max(x, 0): int64 is in nearly every program, so it does not trigger
+    this pass); nodes reading bfloat16/float8/float4 on float32, nodes moving int4/int2 on int8/uint8."""
+    graph = model.graph
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False).graph
+    types = {v.name: v.type.tensor_type.elem_type
+             for v in list(inferred.value_info) + list(inferred.input) + list(inferred.output)}
+    types.update({t.name: t.data_type for t in graph.initializer})
+    b = Builder(onnx)
+    b.used = {n for node in graph.node for n in list(node.input) + list(node.output)} | set(types)
+    out = []
+    for node in graph.node:
+        name = _name_of(onnx, types.get(node.input[1 if node.op_type == "Where" else 0]) if node.input else None)
+        b.nodes = out
+        if node.op_type == "Neg" and name.startswith("uint"):
+            zero = b.const(np.zeros((), name))
+            out.append(onnx.helper.make_node("Sub", [zero, node.input[0]], list(node.output), name=node.name))
+        elif node.op_type == "Relu" and name.startswith("uint"):
+            out.append(onnx.helper.make_node("Identity", [node.input[0]], list(node.output), name=node.name))
+        elif node.op_type in _AROUND and name in _AROUND[node.op_type][1]:
+            positions, _, kind = _AROUND[node.op_type]
+            _widen(b, node, name, positions, kind)
+        elif node.op_type not in ("Cast", "CastLike") and any(
+                _name_of(onnx, types.get(i)) in NARROW_FLOATS for i in node.input):
+            _in_float32(onnx, b, node, types)
+        elif node.op_type in _MOVES and any(_name_of(onnx, types.get(i)) in _SUB_BYTE for i in node.input):
+            _in_float32(onnx, b, node, types, _SUB_BYTE)
+        else:
+            out.append(node)
+    del graph.node[:]
+    graph.node.extend(out)
+    graph.initializer.extend(b.initializers)
+
+
+def _widen(b, node, name: str, positions, kind: str) -> None:
+    """``node`` on the wider type of ``name``; its outputs of type T cast back to ``name``."""
+    wide = np.dtype(_WIDER[name])
+    flip = kind == "order" and name == _U64
+    sign = b.const(np.asarray(np.iinfo(np.int64).min, np.int64)) if flip else None
+    inputs = list(node.input)
+    for i in positions:
+        if i < len(inputs) and inputs[i]:
+            inputs[i] = b.op("Cast", [inputs[i]], to=b.tensor_type(wide), hint=f"{node.name}_wide")
+            if flip:
+                inputs[i] = b.op("BitwiseXor", [inputs[i], sign], hint=f"{node.name}_wide")
+    # Arg* give indices, TopK's second output too: only the values come back.
+    value_outputs = () if node.op_type in ("ArgMax", "ArgMin") else (0,)
+    outputs = [b.fresh(f"{o}_wide") if k in value_outputs else o for k, o in enumerate(node.output)]
+    attrs = {a.name: b.helper.get_attribute_value(a) for a in node.attribute}
+    b.nodes.append(b.helper.make_node(node.op_type, inputs, outputs, name=node.name, **attrs))
+    for k in value_outputs:
+        v = b.op("BitwiseXor", [outputs[k], sign], hint=f"{node.name}_back") if flip else outputs[k]
+        b.nodes.append(b.helper.make_node("Cast", [v], [node.output[k]], name=b.fresh(f"{node.name}_back"),
+                                          to=b.tensor_type(np.dtype(name))))
+
+
+def _name_of(onnx, tensor_type) -> str:
+    return onnx.helper.tensor_dtype_to_np_dtype(tensor_type).name if tensor_type else ""
+
+
+def _in_float32(onnx, b, node, types, wider=None) -> None:
+    """``node`` with its bfloat16/float8/float4 inputs cast to float32 (or those of ``wider``'s dtypes to
+    the dtype it gives) and those outputs cast back."""
+    wider = wider or dict.fromkeys(NARROW_FLOATS, np.float32)
+    inputs = [b.op("Cast", [i], to=b.tensor_type(wider[n]), hint=f"{node.name}_wide")
+              if (n := _name_of(onnx, types.get(i))) in wider else i for i in node.input]
+    back = {k: types[o] for k, o in enumerate(node.output) if _name_of(onnx, types.get(o)) in wider}
+    outputs = [b.fresh(f"{o}_wide") if k in back else o for k, o in enumerate(node.output)]
+    attrs = {a.name: b.helper.get_attribute_value(a) for a in node.attribute}
+    b.nodes.append(b.helper.make_node(node.op_type, inputs, outputs, name=node.name, **attrs))
+    for k, t in back.items():
+        # (back as ml_dtypes rounds: float8 without saturating, float8e8m0 to nearest; see the astype rule)
+        name = _name_of(onnx, t)
+        attrs = {} if not name.startswith("float8") else {"saturate": 0, "round_mode": "nearest"} \
+            if name == "float8_e8m0fnu" else {"saturate": 0}
+        b.nodes.append(b.helper.make_node("Cast", [outputs[k]], [node.output[k]], name=b.fresh(f"{node.name}_back"),
+                                          to=t, **attrs))

@@ -13,7 +13,7 @@ import numpy as np
 from ..primitives.registry import PRIMITIVES
 from ..jitting import trace
 from ..program import Program
-from ._build import Builder, SymDim, Value, sanitize
+from ._build import AROUND_DTYPES, NARROW_FLOATS, Builder, SymDim, Value, cast_around, sanitize
 from ._dynamic import dynamic_plan, first_difference
 from ._errors import OnnxExportError, UnsupportedPrimitiveError
 from ._table import RULES, UNSUPPORTED
@@ -69,12 +69,26 @@ def _check_supported(program: Program) -> None:
 
 _ONNX_DTYPES = {np.dtype(t) for t in (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32,
                                       np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.bool_)}
+# The ml_dtypes formats ONNX holds (bfloat16, float8, float4, int4, int2) with the first opset whose
+# operators take them (before it, even Cast/Identity refuse them); str and object values are ONNX strings.
+_NARROW_OPSET = {"bfloat16": 13, "float8_e4m3fn": 19, "float8_e4m3fnuz": 19, "float8_e5m2": 19,
+                 "float8_e5m2fnuz": 19, "int4": 21, "uint4": 21, "float4_e2m1fn": 23, "float8_e8m0fnu": 24,
+                 "int2": 25, "uint2": 25}
 
 
-def _check_dtypes(program: Program, onnx) -> None:
-    bad = sorted({n.dtype for n in program.nodes if n.dtype not in _ONNX_DTYPES}, key=str)
+def _needed_opset(dtype: np.dtype) -> int | None:
+    """The first opset that holds ``dtype``; None when the exporter cannot write it."""
+    if dtype in _ONNX_DTYPES or dtype.kind in "OU":
+        return MIN_OPSET
+    return _NARROW_OPSET.get(dtype.name)
+
+
+def _check_dtypes(program: Program, onnx, opset: int | None) -> int:
+    """The opset to write (``opset``, or the default raised to what the program's dtypes need)."""
+    dtypes = {n.dtype for n in program.nodes}
+    bad = sorted((d for d in dtypes if _needed_opset(d) is None), key=str)
     if bad:
-        # ONNX has most of these (bfloat16, float8, int4, float4, string, complex): the gap is ours.
+        # ONNX has complex types, but not the exporter's operators on them.
         def has(dtype) -> bool:
             try:
                 onnx.helper.np_dtype_to_tensor_dtype(dtype)
@@ -84,8 +98,15 @@ def _check_dtypes(program: Program, onnx) -> None:
         which = "; ".join(f"dtype {d} ({'ONNX has' if has(d) else 'ONNX has no tensor type for it'})"
                           for d in bad)
         raise OnnxExportError(f"onnx.export: program '{program.name}' has values of {which}: autograd_dag "
-                              f"does not support exporting these dtypes (it exports float16/32/64, "
-                              f"integers and bool)")
+                              f"does not support exporting these dtypes (it exports bool, integers down to "
+                              f"int2, floats from float4 to float64, and strings)")
+    need, which = max((_needed_opset(d), str(d)) for d in dtypes) if dtypes else (MIN_OPSET, "")
+    if opset is None:
+        return max(DEFAULT_OPSET, need)
+    if opset < need:
+        raise OnnxExportError(f"onnx.export: program '{program.name}' has values of dtype {which}, which ONNX "
+                              f"holds from opset {need} on; opset {opset} was asked for")
+    return opset
 
 
 def as_program(program_or_fn, example_args, name=None) -> Program:
@@ -101,20 +122,20 @@ def as_program(program_or_fn, example_args, name=None) -> Program:
     raise OnnxExportError(f"onnx.export: expected a Program or a function, got {type(program_or_fn).__name__}")
 
 
-def to_model(program: Program, *, opset: int = DEFAULT_OPSET, doc: str = "") -> Any:
+def to_model(program: Program, *, opset: int | None = None, doc: str = "") -> Any:
     """Translate ``program`` into an ONNX ModelProto (nothing is written, nothing is evaluated)."""
     return build_model(program, opset=opset, doc=doc)
 
 
-def build_model(program: Program, *, opset: int = DEFAULT_OPSET, doc: str = "", shapes=None, dims=None) -> Any:
+def build_model(program: Program, *, opset: int | None = None, doc: str = "", shapes=None, dims=None) -> Any:
     """:func:`to_model`, with dynamic axes: ``shapes[k]`` is node k's shape with :class:`SymDim` sizes
     and ``dims`` maps each symbol to (input position, axis) its runtime size is read from."""
     onnx = require_onnx()
-    if not MIN_OPSET <= opset <= onnx.defs.onnx_opset_version():
+    if opset is not None and not MIN_OPSET <= opset <= onnx.defs.onnx_opset_version():
         raise OnnxExportError(f"onnx.export: opset {opset} is not available; use {MIN_OPSET}.."
                               f"{onnx.defs.onnx_opset_version()} (default {DEFAULT_OPSET})")
     _check_supported(program)
-    _check_dtypes(program, onnx)
+    opset = _check_dtypes(program, onnx, opset)
     helper = onnx.helper
     b = Builder(onnx)
     values: dict[int, Value] = {}
@@ -150,7 +171,10 @@ def build_model(program: Program, *, opset: int = DEFAULT_OPSET, doc: str = "", 
             continue
         b.prefix = f"{node.op}{node.index}"
         args = [values[p] for p in node.parents]
-        out = RULES[node.op](b, node, args)
+        if node.op != "astype" and any(v.dtype.name in NARROW_FLOATS for v in args + [node]):
+            out = _on_float32(b, node, args)
+        else:
+            out = RULES[node.op](b, node, args)
         values[node.index] = Value(out, node.shape, node.dtype)
     graph_outputs = []
     for pos, k in enumerate(program.outputs):
@@ -162,8 +186,23 @@ def build_model(program: Program, *, opset: int = DEFAULT_OPSET, doc: str = "", 
                               doc_string=doc)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="autograd_dag", producer_version=_version())
-    model.ir_version = min(model.ir_version, 10)  # what ONNX Runtime 1.17+ reads
+    if any(n.dtype.name in AROUND_DTYPES for n in program.nodes):
+        cast_around(onnx, model)
+    # IR 10 is what ONNX Runtime 1.17+ reads; the opsets of float4, float8e8m0 and int2 need later ones.
+    model.ir_version = min(model.ir_version, max(10, helper.find_min_ir_version_for(model.opset_import)))
     return model
+
+
+def _on_float32(b: Builder, node, args) -> str:
+    """``node``'s rule on float32 in place of bfloat16/float8/float4, rounded back once: what ml_dtypes
+    does for each operation (a rule of several ONNX nodes would otherwise round after each)."""
+    wide = copy.copy(node)
+    if node.dtype.name in NARROW_FLOATS:
+        wide.dtype = np.dtype(np.float32)
+    out = RULES[node.op](b, wide, [b.cast(a, np.float32) if a.dtype.name in NARROW_FLOATS else a for a in args])
+    if wide.dtype == node.dtype:
+        return out
+    return RULES["astype"](b, node, [Value(out, node.shape, np.float32)])
 
 
 def _dims(shape) -> list:
@@ -200,7 +239,7 @@ def _version() -> str:
         return "0"
 
 
-def export(program_or_fn, *example_args, path: str | os.PathLike | None = None, opset: int = DEFAULT_OPSET,
+def export(program_or_fn, *example_args, path: str | os.PathLike | None = None, opset: int | None = None,
            name: str | None = None, check: bool = True, dynamic_axes: dict | None = None):
     """A :class:`Program` (or a function traced on example arguments) as an ONNX ``ModelProto``.
 
@@ -211,7 +250,10 @@ def export(program_or_fn, *example_args, path: str | os.PathLike | None = None, 
     anything is written. With ``path`` the model is also saved there; with
     ``check`` it passes ``onnx.checker.check_model(full_check=True)`` first.
     Shapes: the model's inputs and outputs have the program's shapes and dtypes
-    (float32 and float64 both; integer and bool inputs too).
+    (float32 and float64 both; integer and bool inputs too; the ml_dtypes
+    formats bfloat16, float8, float4, int4 and int2, and strings as object arrays).
+    ``opset`` defaults to :data:`DEFAULT_OPSET`, raised where a dtype needs a
+    later one (float4: 23, float8e8m0: 24, int2: 25).
 
     ``dynamic_axes`` (as ``torch.onnx.export`` takes it: ``{"x": {0: "batch"}}``,
     or ``{"x": [0]}``) makes those input axes, and every size inside the model
@@ -250,7 +292,7 @@ def export(program_or_fn, *example_args, path: str | os.PathLike | None = None, 
     return model
 
 
-def _dynamic_model(program_or_fn, example_args, program: Program, dynamic_axes, opset: int, name):
+def _dynamic_model(program_or_fn, example_args, program: Program, dynamic_axes, opset: int | None, name):
     """The model with ``dynamic_axes``; the translations of the traces at two sizes must be one graph."""
     dims, shapes, others = dynamic_plan(program_or_fn, example_args, program, dynamic_axes, name)
     model = build_model(program, opset=opset, shapes=shapes, dims=dims)

@@ -132,25 +132,70 @@ def _isinf(c):
     return out
 
 
-# The float8 types' largest finite values. Casting to them (through ml_dtypes, which onnx requires)
-# rounds to nearest even and gives NaN or ±Inf beyond the range, as the spec's saturate=0 table;
-# saturate=1 (the default) wants ±this instead: clipping first gives it.
+# The float8 types' largest finite values (float8e8m0 rounds its own way, below). Casting to them
+# (through ml_dtypes, which onnx requires) rounds to nearest even and gives NaN or ±Inf beyond the
+# range, as the spec's saturate=0 table; saturate=1 (the default) wants ±this instead: clipping first
+# gives it.
 _FLOAT8_MAX = {"FLOAT8E4M3FN": 448.0, "FLOAT8E4M3FNUZ": 240.0, "FLOAT8E5M2": 57344.0, "FLOAT8E5M2FNUZ": 57344.0}
 
 
 @handles("Cast")
 def _cast(c):
-    x, to = c.arg(0), c.attr("to")
+    return _cast_to(c, c.arg(0), c.attr("to"))
+
+
+@handles("CastLike")
+def _cast_like(c):
+    like = c.arg(1)
+    return _cast_to(c, c.arg(0), c.onnx.helper.np_dtype_to_tensor_dtype(np.dtype(like.dtype)))
+
+
+def _cast_to(c, x, to):
+    """Cast/CastLike of ``x`` to the TensorProto type ``to``, with the node's saturate and round_mode."""
     name = c.onnx.TensorProto.DataType.Name(to)
-    if name.startswith("FLOAT8") and name not in _FLOAT8_MAX:
-        # (FLOAT8E8M0 rounds by round_mode, 'up' by default: a cast to nearest would be wrong.)
-        raise OnnxImportError(f"onnx.load: Cast to {name} is not supported")
+    if name == "FLOAT8E8M0":
+        return _to_e8m0(x, c.attr("round_mode", "up"), c.attr("saturate", 1))
     if name in _FLOAT8_MAX and c.attr("saturate", 1):
         if np.dtype(x.dtype) not in (np.float16, np.float32, np.float64):
             x = el.astype(x, np.float32)  # (exact for every value inside the float8 ranges)
         bound = np.asarray(_FLOAT8_MAX[name], x.dtype)
         x = mathfuncs.clip(x, -bound, bound)  # ±Inf to ±max too; NaN stays NaN
     return el.astype(x, _np_dtype(c.onnx, to))
+
+
+def _to_e8m0(x, mode: str, saturate):
+    """Cast to float8e8m0 (a power of two, 2**-127 .. 2**127) as onnx's reference does it on float32 bits:
+    |x|'s exponent, raised by one when mode 'up' finds a fraction, or 'nearest' one >= 1/2; below 2**-126
+    (zero, subnormals) 2**-127 or 2**-126 by the same rules. Saturation keeps 2**127; ±Inf gives 2**127 with
+    saturate (the spec's table; onnx's reference gives NaN), NaN otherwise; NaN stays NaN."""
+    import ml_dtypes  # noqa: PLC0415 - onnx requires it, and only onnx models reach this
+    if mode not in ("up", "down", "nearest"):
+        raise OnnxImportError(f"onnx.load: Cast to FLOAT8E8M0 with round_mode={mode!r} is not supported "
+                              f"(ONNX defines 'up', 'down' and 'nearest')")
+    e8m0 = np.dtype(ml_dtypes.float8_e8m0fnu)
+    a = el.astype(mathfuncs.abs(el.astype(x, np.float32)), np.float64)   # (the reference's float32, exactly)
+    top = np.float64(2.0 ** 127)
+    capped = mathfuncs.clip(a, None, top)
+    # p: the largest power of two <= a (for a >= 2**-126). ml_dtypes' own cast to e8m0 rounds to nearest,
+    # to p or 2p, and both are exact in float64.
+    q = el.astype(el.astype(el.astype(capped, np.float32), e8m0), np.float64)
+    p = el.where(el.greater(q, capped), el.multiply(q, 0.5), q)
+    tiny = np.float64(2.0 ** -126)
+    if mode == "up":
+        normal = el.where(el.greater(a, p), el.multiply(p, 2.0), p)
+        small = el.where(el.equal(a, 0.0), np.float64(2.0 ** -127), tiny)
+    elif mode == "down":
+        normal, small = p, np.float64(2.0 ** -127)
+    else:
+        normal = el.where(el.greater_equal(a, el.multiply(p, 1.5)), el.multiply(p, 2.0), p)
+        small = el.where(el.greater(a, np.float64(2.0 ** -127)), tiny, np.float64(2.0 ** -127))
+    r = el.where(el.less(a, tiny), small, normal)
+    if saturate:
+        r = mathfuncs.clip(r, None, top)   # (Inf too; NaN stays NaN)
+    else:
+        r = el.where(mathfuncs.isinf(a), np.float64(np.inf), r)   # ('down' found 2**127 for Inf)
+    # 2**128 and Inf (without saturate) become NaN in the cast.
+    return el.astype(el.astype(r, np.float32), e8m0)
 
 
 @handles("Where")

@@ -188,10 +188,11 @@ def _nonzero(c):
 def _einsum(c):
     args = [c.arg(i) for i in range(len(c.node.input))]
     equation = c.attr("equation").replace(" ", "")
-    if args and args[0].dtype.name == "bfloat16":
-        # numpy's einsum has no bfloat16 loop: sum in float32 (bfloat16's exponent range, more digits),
-        # then round once to bfloat16.
-        return el.astype(einsum(equation, *[el.astype(a, np.float32) for a in args]), args[0].dtype)
+    dtype = np.dtype(args[0].dtype)
+    if dtype.type.__module__.startswith("ml_dtypes") and dtype.name.startswith(("bfloat", "float")):
+        # numpy has no einsum on bfloat16 (or float8): like onnx's reference, accumulate in float32
+        # and round once.
+        return el.astype(einsum(equation, *[el.astype(a, np.float32) for a in args]), dtype)
     return einsum(equation, *args)
 
 

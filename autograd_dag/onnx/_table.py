@@ -111,6 +111,14 @@ def _extremum(b, op_type, xs, dtype, hint=None):
     return b.op("Cast", [wide], to=b.tensor_type(dtype), hint=hint)
 
 
+@rule("relu")
+def _relu(b, node, args):
+    # ONNX Runtime has no int64 Relu kernel (measured; the other integer types are moved by cast_around).
+    if node.dtype == np.int64:
+        return b.op("Max", [args[0], b.scalar(0, np.int64)], hint=_hint(node))
+    return b.op("Relu", [b.cast(args[0], node.dtype)], hint=_hint(node))
+
+
 @rule("maximum", "minimum")
 def _maximum_minimum(b, node, args):
     if node.dtype == np.bool_:
@@ -150,11 +158,39 @@ def _square(b, node, args):
 @rule("power")
 def _power(b, node, args):
     x = b.cast(args[0], node.dtype)
+    if node.dtype.kind in "iu":
+        e = node.params.get("exponent")
+        return _integer_power(b, x, b.cast(args[1], node.dtype) if e is None else int(e), node, _hint(node))
     if "exponent" in node.params and node.params["exponent"] is not None:
         e = node.params["exponent"]
         edtype = node.dtype if node.dtype.kind == "f" or isinstance(e, float) else np.int64
         return b.op("Pow", [x, b.scalar(e, edtype)], hint=_hint(node))
     return b.op("Pow", [x, b.cast(args[1], node.dtype)], hint=_hint(node))
+
+
+def _integer_power(b, x: Value, e, node, hint) -> str:
+    """x ** e on integers by repeated squaring, whose Mul wraps as numpy's power does: ONNX Runtime's
+    integer Pow goes through double (3 ** 41 in int64 came back as -2**63), and ONNX's Pow takes no
+    8/16-bit or unsigned base. ``e`` is an int, or a Value of non-negative exponents (numpy refuses
+    negative ones), whose bits are read one per step."""
+    if isinstance(e, int):
+        out, base = None, x.name
+        while e:
+            if e & 1:
+                out = base if out is None else b.op("Mul", [out, base])
+            e >>= 1
+            if e:
+                base = b.op("Mul", [base, base])
+        if out is None:   # x ** 0
+            return b.op("Expand", [b.scalar(1, node.dtype), b.ints(node.shape)], hint=hint)
+        return b.op("Identity", [out], hint=hint)
+    one, two = b.scalar(1, node.dtype), b.scalar(2, node.dtype)
+    out, base, rest = one, x.name, e.name
+    for _ in range(8 * node.dtype.itemsize - (node.dtype.kind == "i")):
+        odd = b.op("Equal", [b.op("Mod", [rest, two]), one])
+        out = b.op("Where", [odd, b.op("Mul", [out, base]), out])
+        base, rest = b.op("Mul", [base, base]), b.op("Div", [rest, two])
+    return b.op("Expand", [out, b.ints(node.shape)], hint=hint)
 
 
 @rule("step")
@@ -180,11 +216,31 @@ def _where(b, node, args):
     return b.op("Where", [cond, x, y], hint=_hint(node))
 
 
+# astype is numpy's (ml_dtypes') cast. To float8 it rounds to nearest even with NaN/±Inf beyond the range
+# (ONNX's saturate=0); to float8e8m0 it rounds to nearest, ties up, with NaN beyond (round_mode
+# 'nearest', saturate=0). From a float to the 2- and 4-bit integers it truncates and gives 0 when the
+# truncated value is out of range, where ONNX leaves that undefined and ONNX Runtime rounds and wraps:
+# the exporter zeroes those values first, so that the Cast only meets values it holds.
+_SUB_BYTE_INTS = {"int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1), "uint2": (0, 3)}
+
+
 @rule("astype")
 def _astype(b, node, args):
-    if args[0].dtype == node.dtype:
-        return b.op("Identity", [args[0]], hint=_hint(node))
-    return b.op("Cast", [args[0]], to=b.tensor_type(node.dtype), hint=_hint(node))
+    x, to = args[0], np.dtype(node.dtype)
+    if x.dtype == to:
+        return b.op("Identity", [x], hint=_hint(node))
+    attrs = {}
+    if to.name.startswith("float8"):
+        attrs = {"saturate": 0, "round_mode": "nearest"} if to.name == "float8_e8m0fnu" else {"saturate": 0}
+    elif to.name in _SUB_BYTE_INTS and x.dtype.kind in "fV":
+        lo, hi = _SUB_BYTE_INTS[to.name]
+        if x.dtype.kind == "V" or x.dtype.itemsize < 4:  # (bounds and comparisons exact in float32)
+            x = b.cast(x, np.float32)
+        inside = b.op("And", [b.op("Greater", [x, b.scalar(lo - 1, x.dtype)]),
+                              b.op("Less", [x, b.scalar(hi + 1, x.dtype)])])   # NaN: outside
+        kept = b.op("Where", [inside, x, b.scalar(0, x.dtype)])
+        x = Value(b.op("Cast", [kept], to=b.tensor_type(np.int32)), x.shape, np.int32)  # truncates
+    return b.op("Cast", [x], to=b.tensor_type(to), hint=_hint(node), **attrs)
 
 
 def _log1p(b, x: Value) -> str:
@@ -539,7 +595,32 @@ def _reduction(b, node, args):
         out = Value(_reduce(b, op_type, x, axes, keepdims), node.shape, x.dtype)
         nans = Value(b.op("Where", [b.op("IsNaN", [x]), x, b.scalar(0, x.dtype)]), x.shape, x.dtype)
         return b.op("Add", [out, _reduce(b, "ReduceSum", nans, axes, keepdims)], hint=_hint(node))
+    if node.op in ("sum", "prod") and axes and x.dtype.kind in "iu":
+        return _exact_integer_reduce(b, "Add" if node.op == "sum" else "Mul", x, axes, keepdims, _hint(node))
     return _reduce(b, op_type, x, axes, keepdims, _hint(node))
+
+
+def _exact_integer_reduce(b, op_type: str, x: Value, axes, keepdims: bool, hint) -> str:
+    """An integer sum/product over ``axes`` as a tree of halves (Slice, then Add or Mul), which wraps as
+    numpy's does: ONNX Runtime's ReduceSum/ReduceProd accumulate integers in double (int64 sums lose
+    digits beyond 2**53, and an overflow saturates instead of wrapping)."""
+    name, shape = x.name, list(x.shape)
+    for axis in axes:
+        n = shape[axis]
+        while n > 1:
+            half = n // 2
+            lo, hi = (b.op("Slice", [name, b.ints([start]), b.ints([start + half]), b.ints([axis])])
+                      for start in (0, half))
+            paired = b.op(op_type, [lo, hi])
+            if n % 2:
+                rest = b.op("Slice", [name, b.ints([n - 1]), b.ints([n]), b.ints([axis])])
+                paired = b.op("Concat", [paired, rest], axis=axis)
+            name, n = paired, half + n % 2
+        shape[axis] = 1
+        if n == 0:   # an empty axis: the sum's 0, the product's 1
+            name = b.op("Expand", [b.scalar(0 if op_type == "Add" else 1, x.dtype), b.ints(shape)])
+    out = tuple(d for a, d in enumerate(shape) if keepdims or a not in axes)
+    return b.op("Identity" if keepdims else "Reshape", [name] if keepdims else [name, b.ints(out)], hint=hint)
 
 
 @rule("norm")
