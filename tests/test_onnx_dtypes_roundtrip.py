@@ -305,3 +305,19 @@ def test_castlike_between_floats_differentiates_as_the_identity():
     program = ad.onnx.load(model)
     like = np.zeros(1)
     ad.check_grads(lambda x: ad.sum(ad.sin(program(x, like))), (np.array([0.3, -1.2, 2.0, 0.0]),), modes=("rev",))
+
+
+def test_loaded_matmul_and_softmax_of_bfloat16_stay_bfloat16_rounded_once():
+    # numpy (with ml_dtypes) gives matmul of bfloat16 in float32 and the library's softmax in
+    # float64; ONNX's operators keep bfloat16: the loaded node rounds once, as onnx's reference.
+    bf = ml_dtypes.bfloat16
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(3, 4)).astype(bf), rng.normal(size=(4, 2)).astype(bf)
+    mm = ad.onnx.load(_model("MatMul", [("a", TensorProto.BFLOAT16, [3, 4]), ("b", TensorProto.BFLOAT16, [4, 2])],
+                             [("y", TensorProto.BFLOAT16, [3, 2])], opset=21))
+    _same(mm(a, b), (a.astype(np.float32) @ b.astype(np.float32)).astype(bf))
+    sm = ad.onnx.load(_model("Softmax", [("a", TensorProto.BFLOAT16, [3, 4])], [("y", TensorProto.BFLOAT16, [3, 4])],
+                             opset=21))
+    x = a.astype(np.float64)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    _same(sm(a), (e / e.sum(axis=-1, keepdims=True)).astype(bf))

@@ -22,7 +22,7 @@ from ..core import Tensor, concrete
 from ..errors import AutogradDagError
 from ..program import Program
 from ..tracing import program_input, tracing
-from ..primitives import structure as st
+from ..primitives import elementwise as el, structure as st
 from ._export import require_onnx
 from ._ops import _ValueNeeded  # what _Ctx.static raises for a value not known when loading
 from ._ops import HANDLERS, OnnxImportError, _Ctx, _np_dtype
@@ -198,13 +198,14 @@ def _load(model, name: str | None, constants: dict) -> tuple[Program, tuple[str,
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
                  onnx.defs.onnx_opset_version())
     given = _given(onnx, graph, initializers, constants)
+    declared = _declared_dtypes(onnx, model)
     for key in initializers.keys() & given.keys():
         initializers[key] = given[key]   # an initializer of a graph input is its default value
     # Replay until no node asks for an input value not yet specialised on: each pass adds at
     # least one input, and a pass collects every need it meets (nodes behind one are skipped).
     static: list[str] = []
     while True:
-        inputs, outputs, needs, skipped = _replay(onnx, graph, opset, initializers, given, static)
+        inputs, outputs, needs, skipped = _replay(onnx, graph, opset, initializers, given, static, declared)
         fresh = [n for n in needs if n in given]
         if not fresh:
             break
@@ -256,7 +257,44 @@ def _given(onnx, graph, initializers: dict, constants: dict) -> dict:
     return given
 
 
-def _replay(onnx, graph, opset: int, initializers: dict, given: dict, static: list):
+def _declared_dtypes(onnx, model) -> dict:
+    """The element type ONNX's type inference gives each value of the model (where it can)."""
+    try:
+        graph = onnx.shape_inference.infer_shapes(model).graph
+    except Exception:  # noqa: BLE001 - inference is a check here: without it, the declared types
+        graph = model.graph
+    types = {}
+    for vi in (*graph.input, *graph.value_info, *graph.output):
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
+            try:
+                types[vi.name] = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type))
+            except (KeyError, TypeError):
+                pass
+    return types
+
+
+def _is_float(dtype: np.dtype) -> bool:
+    return dtype.kind == "f" or (dtype.kind == "V" and dtype.name.startswith(("bfloat", "float")))
+
+
+def _as_declared(r, dtype, node, index: int):
+    """``r`` with the element type ONNX gives the node's output.
+
+    numpy (and so the library) computes some operations on the narrow float types of
+    ml_dtypes in a wider type (matmul of bfloat16 gives float32): ONNX's operators keep their
+    input's type, so the result is rounded once to it, as onnx's reference does. Any other
+    difference of type would be a wrong value: refused.
+    """
+    have = getattr(r, "dtype", None)
+    if dtype is None or have is None or np.dtype(have) == dtype:
+        return r
+    if _is_float(np.dtype(have)) and _is_float(dtype):
+        return el.astype(r, dtype) if isinstance(r, Tensor) else np.asarray(r).astype(dtype)
+    raise OnnxImportError(f"onnx.load: {_label(node, index)} gives {np.dtype(have)} where ONNX's types give "
+                          f"{dtype}: autograd_dag cannot import it exactly")
+
+
+def _replay(onnx, graph, opset: int, initializers: dict, given: dict, static: list, declared: dict):
     """Replay every node once: (program inputs, outputs, needs, number of nodes skipped).
 
     ``needs`` maps each graph input whose value a node asked for (and which is
@@ -326,6 +364,7 @@ def _replay(onnx, graph, opset: int, initializers: dict, given: dict, static: li
             for out_name, r in zip(node.output, results):
                 if not out_name:
                     continue
+                r = _as_declared(r, declared.get(out_name), node, index)
                 if isinstance(r, np.ndarray):
                     if not random:
                         consts[out_name] = r

@@ -44,7 +44,17 @@ from ._run import run
 # BLAS and libm differences between CPUs.
 RTOL = {np.dtype(np.float64): 1e-7, np.dtype(np.float32): 1e-5}
 ATOL = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 1e-6}
-# Half-precision types hold 3 decimal digits: onnx's own defaults.
+# The 16-bit floats at 4 units in the last place (float16's is 2**-11 relative, bfloat16's
+# 2**-8): onnx's reference rounds after every numpy operation, the importer sometimes once
+# after several (numpy computes matmul and softmax of bfloat16 in float32), so a chain of
+# operations (the expanded Attention tests) differs by an ulp or two; a wrong formula differs
+# by far more. Other types without an entry (complex): onnx's default.
+RTOL[np.dtype(np.float16)] = ATOL[np.dtype(np.float16)] = 4 * 2.0 ** -11
+try:
+    import ml_dtypes  # noqa: E402 - optional: onnx installs it with the narrow float types
+    RTOL[np.dtype(ml_dtypes.bfloat16)] = ATOL[np.dtype(ml_dtypes.bfloat16)] = 4 * 2.0 ** -8
+except ImportError:
+    pass
 RTOL_DEFAULT, ATOL_DEFAULT = 1e-3, 1e-3
 ONNX_DEFAULT_RTOL, ONNX_DEFAULT_ATOL = 1e-3, 1e-7
 
@@ -52,7 +62,20 @@ ONNX_DEFAULT_RTOL, ONNX_DEFAULT_ATOL = 1e-3, 1e-7
 # Node tests of operators in the import table that end in a refusal, by name pattern
 # (fnmatch), with the reason; the README lists each. tests/test_onnx_conformance.py
 # requires every other test of a table operator to pass, and these to be refused.
-EXCEPTIONS: dict[str, str] = {}
+EXCEPTIONS: dict[str, str] = {
+    **dict.fromkeys(["test_training_dropout", "test_training_dropout_mask", "test_training_dropout_default",
+                     "test_training_dropout_default_mask"],
+                    "Dropout with training_mode=True draws a random mask (onnx's expected output is numpy's "
+                    "draw): a loaded program is never random, so it is refused"),
+    **dict.fromkeys(["test_identity_sequence", "test_identity_opt"],
+                    "a sequence or optional value: the library's values are tensors"),
+    "test_cast*FLOAT4E2M1*": "ONNX Runtime 1.32 has no CPU kernel that reads or writes float4e2m1: the import and "
+                             "the numpy execution pass, the round trip is refused naming the missing kernel",
+}
+
+# The onnx and onnxruntime versions the README's conformance figures were measured with
+# (pinned in the dev extra, so make test installs them).
+MEASURED_WITH = ("1.23.2", "1.32.0")
 
 # Node tests whose expected outputs onnx states to fewer digits than its default tolerances
 # assume, with the relative tolerance they support and why.
@@ -62,7 +85,12 @@ LOOSER: dict[str, tuple[float, str]] = {
 }
 
 # Operators whose listed exceptions leave them under the 98 % goal, with the reason.
-BELOW_GOAL: dict[str, str] = {}
+BELOW_GOAL: dict[str, str] = {
+    "Dropout": "4 of its 12 tests drop at random (training_mode=True)",
+    "Identity": "2 of its 3 tests pass a sequence or an optional",
+    "Cast": "4 of its 60 tests cast to or from float4e2m1, which ONNX Runtime cannot run",
+    "CastLike": "4 of its 56 tests cast to or from float4e2m1, which ONNX Runtime cannot run",
+}
 
 
 def exception(name: str) -> str | None:
