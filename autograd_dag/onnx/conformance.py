@@ -159,6 +159,10 @@ def cache_root() -> str:
     if not root:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(base, "autograd_dag")
+    try:
+        os.makedirs(root, exist_ok=True)
+    except OSError:  # a read-only home (some CI runners): the temporary folder still caches
+        root = os.path.join(tempfile.gettempdir(), "autograd_dag-cache")
     return root
 
 
