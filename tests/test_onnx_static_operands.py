@@ -234,9 +234,11 @@ def test_a_shape_computed_from_an_input_value_without_a_value_is_refused_clearly
 
 def test_a_shape_drawn_at_random_is_refused_naming_the_random_node(monkeypatch):
     # No random operator is imported yet; one that is must not be folded into a constant.
-    monkeypatch.setitem(_ops.HANDLERS, "RandomUniform", lambda c: np.ones(1, np.int64))
+    # (Its draw has RandomUniform's type, float32, cast to Unsqueeze's int64 axes.)
+    monkeypatch.setitem(_ops.HANDLERS, "RandomUniform", lambda c: np.ones(1, np.float32))
     nodes = [helper.make_node("RandomUniform", [], ["u"], name="draw", shape=[1]),
-             helper.make_node("Unsqueeze", ["x", "u"], ["y"])]
+             helper.make_node("Cast", ["u"], ["ui"], to=TensorProto.INT64),
+             helper.make_node("Unsqueeze", ["x", "ui"], ["y"])]
     model = _model(nodes, [("x", _D, [2])], [("y", _D, None)])
     with pytest.raises(ad.onnx.OnnxImportError, match=r"node 'draw' \(RandomUniform\) draws at random"):
         ad.onnx.load(model)
