@@ -14,19 +14,12 @@ onnx = pytest.importorskip("onnx", reason="ONNX tests need the 'onnx' package: p
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import autograd_dag as ad  # noqa: E402
+from tests.test_onnx_import_defects_b import _one_node  # noqa: E402 - the one-node model builder
 
 _F, _D, _I64, _I32 = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64, TensorProto.INT32
 _RNG = np.random.default_rng(28)
 
 
-def _one_node(op, inputs, outputs, *, inits=(), opset=21, **attrs):
-    """A model of one node; ``inputs``/``outputs`` are (name, elem type, shape), ``inits`` (name, array)."""
-    node = helper.make_node(op, [name for name, *_ in inputs] + [name for name, _ in inits],
-                            [name for name, *_ in outputs], **attrs)
-    graph = helper.make_graph([node], op.lower(), [helper.make_tensor_value_info(*i) for i in inputs],
-                              [helper.make_tensor_value_info(*o) for o in outputs],
-                              [numpy_helper.from_array(np.asarray(v), k) for k, v in inits])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
 def _outputs(prog, *args):
