@@ -1,0 +1,176 @@
+"""ad.from_jax and ad.from_torch: other frameworks' graphs replayed as Programs, checked against the source.
+
+Each test compares our program's value and our gradient (ad.grad_program) with
+the source framework's own (jax.grad, torch.autograd). jax and torch are
+optional: without them these tests skip.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+import autograd_dag as ad
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+
+# float32 programs run on numpy compared with XLA's or ATen's float32 kernels: the sums are taken
+# in other orders (and XLA fuses), so agreement is to a few float32 ulps of the largest terms.
+F32 = dict(rtol=2e-4, atol=2e-5)
+# float64 (jax_enable_x64): the same formulas in another order, a few float64 ulps.
+F64 = dict(rtol=1e-10, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def jax():
+    return pytest.importorskip("jax")
+
+
+def _rng():
+    return np.random.default_rng(0)
+
+
+def _leaves(jax, *args):
+    return [np.asarray(a) for a in jax.tree_util.tree_leaves(args)]
+
+
+def _check_against_jax(jax, f, *args, tol=F32):
+    """Our program of f: its value and its gradient (every input) equal JAX's."""
+    prog = ad.from_jax(f, *args)
+    leaves = _leaves(jax, *args)
+    np.testing.assert_allclose(prog(*leaves), np.asarray(f(*args)), **tol)
+    ours = ad.grad_program(prog)(*leaves)
+    ours = ours if isinstance(ours, tuple) else (ours,)
+    theirs = jax.tree_util.tree_leaves(jax.grad(f, argnums=tuple(range(len(args))))(*args))
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, np.asarray(b), **tol)
+    return prog
+
+
+def _mlp_params(n_in=3, hidden=(8, 4)):
+    rng, sizes = _rng(), (n_in,) + hidden
+    return [(rng.normal(size=(a, b)).astype(np.float32) / np.sqrt(a), rng.normal(size=b).astype(np.float32))
+            for a, b in zip(sizes, sizes[1:])]
+
+
+def test_a_jax_mlp_with_named_scopes_has_their_value_gradient_and_scopes(jax):
+    jnp = jax.numpy
+
+    def mlp(params, x):
+        for i, (w, b) in enumerate(params):
+            with jax.named_scope(f"layer{i}"):
+                x = jax.nn.relu(x @ w + b) if i < len(params) - 1 else x @ w + b
+        return jnp.mean(x ** 2)
+
+    x = _rng().normal(size=(5, 3)).astype(np.float32)
+    prog = _check_against_jax(jax, mlp, _mlp_params(), x)
+    assert [prog.nodes[k].name for k in prog.inputs] == ["params[0][0]", "params[0][1]", "params[1][0]",
+                                                         "params[1][1]", "x"]
+    scopes = {n.scope for n in prog.nodes if n.prim is not None}
+    assert ("layer0",) in scopes and ("layer1",) in scopes
+    # The user's line, not the importer's, is each node's source.
+    assert all(n.source[0] == __file__ for n in prog.nodes if n.prim is not None and n.scope)
+
+
+def test_softmax_and_logsumexp_through_their_custom_jvp_calls(jax):
+    jnp = jax.numpy
+
+    def f(x):
+        return (jax.nn.softmax(x, axis=-1) * jnp.arange(1.0, 6.0)).sum() + jax.nn.logsumexp(x, axis=0).sum() \
+            + jax.nn.log_softmax(x)[0, 1] + jnp.max(jax.nn.sigmoid(x)) + jnp.where(x > 0, x, 0.1 * x).sum()
+
+    _check_against_jax(jax, f, _rng().normal(size=(4, 5)).astype(np.float32))
+
+
+def test_scan_free_attention_gradients_for_queries_keys_values(jax):
+    jnp = jax.numpy
+
+    def attention(q, k, v):
+        scores = jnp.einsum("bqd,bkd->bqk", q, k) / jnp.sqrt(q.shape[-1])
+        mask = jnp.tril(jnp.ones((q.shape[1], k.shape[1]), dtype=bool))
+        scores = jnp.where(mask, scores, -1e9)
+        return jnp.sum(jnp.tanh(jax.nn.softmax(scores, axis=-1) @ v))
+
+    rng = _rng()
+    q, k, v = (rng.normal(size=(2, 4, 8)).astype(np.float32) for _ in range(3))
+    _check_against_jax(jax, attention, q, k, v)
+
+
+def test_float64_under_x64_and_calls_are_inlined(jax):
+    jnp = jax.numpy
+
+    @jax.jit
+    def inner(x):
+        return jnp.sin(x) * jnp.exp(-x)
+
+    def f(x):
+        return jnp.sum(jax.checkpoint(inner)(x) ** 3 + jnp.cumsum(x)[::-1] * x)
+
+    with jax.enable_x64(True):
+        prog = _check_against_jax(jax, f, _rng().normal(size=(6,)), tol=F64)
+    assert prog.nodes[prog.inputs[0]].dtype == np.float64
+    assert not {"jit", "pjit", "checkpoint", "remat", "remat2"} & {n.prim.name for n in prog.nodes if n.prim}
+
+
+def _softplus_with(bwd_factor):
+    """softplus with a custom VJP: g·sigmoid(x) (right), or times bwd_factor (a planted mistake)."""
+    import jax
+    jnp = jax.numpy
+
+    @jax.custom_vjp
+    def softplus(x):
+        return jnp.log1p(jnp.exp(x))
+
+    softplus.defvjp(lambda x: (softplus(x), x), lambda x, g: (g * jax.nn.sigmoid(x) * bwd_factor,))
+    return softplus
+
+
+@pytest.mark.parametrize("factor", [1.0, 1.5])
+def test_a_custom_vjp_checked_three_ways(jax, factor):
+    # Theirs (jax.vjp, which applies the custom rule), ours (our derivative of the body
+    # from_jax replays) and finite differences: a wrong custom rule is caught.
+    softplus = _softplus_with(factor)
+    x = _rng().normal(size=(2, 3))
+    with jax.enable_x64(True):
+        prog = ad.from_jax(softplus, x)
+
+        def their_vjp(x, ct):
+            return np.asarray(jax.vjp(softplus, x)[1](ct)[0])
+
+        if factor == 1.0:
+            ad.check_vjp(prog, their_vjp, (x,))
+        else:
+            with pytest.raises(ad.GradientCheckError):
+                ad.check_vjp(prog, their_vjp, (x,))
+    # Ours agrees with finite differences whatever their rule says: the body is what we differentiate.
+    ad.check_grads(lambda x: prog(x).sum(), (x,))
+
+
+def test_every_missing_primitive_is_listed_at_once(jax):
+    jnp = jax.numpy
+
+    def f(x):
+        return jnp.sort(x).sum() + jax.lax.cummax(x).sum() + jax.lax.erf_inv(x * 0.5).sum() + jnp.sort(x)[0]
+
+    with pytest.raises(ad.frontends.FrontendError) as caught:
+        ad.from_jax(f, np.linspace(-0.5, 0.5, 5, dtype=np.float32))
+    assert {"sort", "cummax", "erf_inv"} <= set(caught.value.missing)
+    assert "3 primitive(s)" in str(caught.value) or len(caught.value.missing) >= 3
+
+
+@needs_dot
+def test_a_jax_model_and_its_gradient_render_in_both_views(jax, tmp_path):
+    def mlp(params, x):
+        for i, (w, b) in enumerate(params):
+            with jax.named_scope(f"layer{i}"):
+                x = jax.numpy.tanh(x @ w + b)
+        return x.sum()
+
+    prog = ad.from_jax(mlp, _mlp_params(), np.ones((2, 3), np.float32))
+    for p in (prog, ad.grad_program(prog)):
+        for view in ("dag", "bipartite"):
+            svg = ad.render(p, view=view).pipe(format="svg").decode()
+            assert "layer0" in svg and "<svg" in svg
