@@ -174,3 +174,141 @@ def test_a_jax_model_and_its_gradient_render_in_both_views(jax, tmp_path):
         for view in ("dag", "bipartite"):
             svg = ad.render(p, view=view).pipe(format="svg").decode()
             assert "layer0" in svg and "<svg" in svg
+
+
+# ---- PyTorch ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def torch():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    return torch
+
+
+def _loss_module(torch, model):
+    """model's outputs reduced to a scalar with fixed random weights (every output entry matters)."""
+    class Loss(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, x):
+            out = self.model(x)
+            outs = [out] if isinstance(out, torch.Tensor) else [out[0], *out[1]]
+            total = 0.0
+            for k, o in enumerate(outs):
+                weights = torch.linspace(-1.0, 1.0, o.numel(), dtype=o.dtype).reshape(o.shape)
+                total = total + (torch.sin(o + k) * weights).sum()
+            return total
+    return Loss()
+
+
+def _check_against_torch(torch, model, x, tol=F32):
+    """Our program of model's loss: its value and gradients (input and every parameter) equal torch's."""
+    loss = _loss_module(torch, model)
+    prog = ad.from_torch(loss, x)
+    params = list(loss.parameters())
+    assert [prog.nodes[k].name for k in prog.inputs] == ["x"] + [n for n, _ in loss.named_parameters()]
+    arrays = [x.numpy()] + [p.detach().numpy() for p in params]
+    xr = x.clone().requires_grad_(True)
+    value = loss(xr)
+    theirs = torch.autograd.grad(value, [xr] + params)
+    np.testing.assert_allclose(prog(*arrays), value.detach().numpy(), **tol)
+    ours = ad.grad_program(prog)(*arrays)
+    for name, a, b in zip(["x"] + [n for n, _ in loss.named_parameters()], ours, theirs):
+        np.testing.assert_allclose(a, b.numpy(), **tol, err_msg=name)
+    return prog
+
+
+def test_a_torch_mlp_value_gradients_and_module_scopes(torch):
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 4), nn.ReLU(), nn.Linear(4, 2))
+    prog = _check_against_torch(torch, model, torch.randn(5, 3))
+    scopes = {n.scope for n in prog.nodes if n.prim is not None}
+    assert {("model", "0"), ("model", "2"), ("model", "4")} <= scopes
+    # Parameters as constants: the program takes x only, with the same value.
+    constant = ad.from_torch(model, torch.ones(5, 3), parameters="constants")
+    assert len(constant.inputs) == 1
+    np.testing.assert_allclose(constant(np.ones((5, 3), np.float32)), model(torch.ones(5, 3)).detach().numpy(),
+                               **F32)
+
+
+def test_a_conv2d_stack(torch):
+    nn = torch.nn
+    model = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(4, 3, 3, stride=2, bias=False), nn.Flatten(), nn.Linear(3, 2))
+    _check_against_torch(torch, model, torch.randn(2, 2, 8, 8))
+
+
+def test_a_transformer_encoder_layer_in_eval_mode(torch):
+    model = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).eval()
+    prog = _check_against_torch(torch, model, torch.randn(2, 5, 8))
+    assert ("model", "self_attn") in {n.scope for n in prog.nodes}
+
+
+def test_an_lstm_with_its_final_states(torch):
+    _check_against_torch(torch, torch.nn.LSTM(3, 4, batch_first=True), torch.randn(2, 4, 3))
+
+
+def test_a_torch_function_in_float64(torch):
+    def f(x, y):
+        return torch.softmax(x @ y, dim=-1).log().mean() + torch.nn.functional.gelu(x).pow(3).sum()
+
+    x, y = torch.randn(3, 4, dtype=torch.float64), torch.randn(4, 2, dtype=torch.float64)
+    prog = ad.from_torch(f, x, y)
+    xr, yr = x.clone().requires_grad_(True), y.clone().requires_grad_(True)
+    value = f(xr, yr)
+    theirs = torch.autograd.grad(value, [xr, yr])
+    np.testing.assert_allclose(prog(x.numpy(), y.numpy()), value.detach().numpy(), **F64)
+    for a, b in zip(ad.grad_program(prog)(x.numpy(), y.numpy()), theirs):
+        np.testing.assert_allclose(a, b.numpy(), **F64)
+
+
+@pytest.mark.parametrize("factor", [1.0, 1.5])
+def test_a_torch_autograd_function_checked_three_ways(torch, factor):
+    # torch.export records the forward's body; torch.autograd applies their backward.
+    class Softplus(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return torch.log1p(torch.exp(x))
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * torch.sigmoid(x) * factor
+
+    x = np.random.default_rng(0).normal(size=(2, 3))
+    prog = ad.from_torch(Softplus.apply, x)
+
+    def their_vjp(x, ct):
+        xr = torch.tensor(x, requires_grad=True)
+        return torch.autograd.grad(Softplus.apply(xr), xr, torch.as_tensor(ct))[0].numpy()
+
+    if factor == 1.0:
+        ad.check_vjp(prog, their_vjp, (x,))
+    else:
+        with pytest.raises(ad.GradientCheckError):
+            ad.check_vjp(prog, their_vjp, (x,))
+    ad.check_grads(lambda x: prog(x).sum(), (x,))
+
+
+def test_every_missing_torch_operator_is_listed_at_once(torch):
+    def f(x):
+        return torch.sort(x).values.sum() + torch.cummax(x, 0).values.sum() + torch.special.erfinv(x * 0.5).sum()
+
+    with pytest.raises(ad.frontends.FrontendError) as caught:
+        ad.from_torch(f, torch.linspace(-0.5, 0.5, 5))
+    assert len(caught.value.missing) >= 3, caught.value.missing
+    assert all(m.startswith("aten.") for m in caught.value.missing)
+
+
+@needs_dot
+def test_a_torch_model_and_its_gradient_render_in_both_views(torch):
+    nn = torch.nn
+    prog = ad.from_torch(_loss_module(torch, nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))),
+                         torch.randn(2, 3))
+    for p in (prog, ad.grad_program(prog)):
+        for view in ("dag", "bipartite"):
+            svg = ad.render(p, view=view).pipe(format="svg").decode()
+            assert "<svg" in svg and "model" in svg

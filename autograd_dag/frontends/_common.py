@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
@@ -63,10 +64,12 @@ def build(inputs, outputs, name: str) -> Program:
     return Program.from_outputs(tuple(inputs), outs[0] if single else tuple(outs), name=name)
 
 
+# The wrapper a function is exported through is not the user's line.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
 
 
 def source_from_trace(text) -> tuple[str, int] | None:
     """The last ``File "...", line N`` of a Python stack trace (the innermost frame): the user's line."""
-    found = _FILE_LINE.findall(text or "")
-    return (found[-1][0], int(found[-1][1])) if found else None
+    found = [(f, int(n)) for f, n in _FILE_LINE.findall(text or "") if not f.startswith(_PACKAGE)]
+    return found[-1] if found else None
