@@ -109,8 +109,14 @@ def _reduction(fn):
 
 
 def _argmax(fn):
+    # The library's argmax is the one-hot position (first on ties, as lax's): the index is its
+    # dot product with 0, 1, 2, ... along the axis, exact in floating point.
     def handler(x, *, axes, index_dtype, **_):
-        return el.astype(fn(x, axis=axes[0]), np.dtype(index_dtype))
+        axis = axes[0]
+        onehot = fn(x, axis=axis)
+        ramp = np.arange(x.shape[axis], dtype=onehot.dtype).reshape(
+            [-1 if k == axis else 1 for k in range(x.ndim)])
+        return el.astype(st.sum(el.multiply(onehot, constant(ramp)), axis=axis), np.dtype(index_dtype))
     return handler
 
 
@@ -152,12 +158,11 @@ _RULES = {
     "expm1": lambda x, **_: mf.expm1(x), "floor": lambda x: mf.floor(x), "ceil": lambda x: mf.ceil(x),
     "is_finite": lambda x: mf.isfinite(x), "erf": lambda x: mf.erf(x), "square": lambda x: mf.square(x),
     "integer_pow": _integer_pow, "stop_gradient": lambda x: el.stop_gradient(x),
-    "copy": lambda x: st.identity(x), "copy_p": lambda x: st.identity(x),
+    "copy": lambda x: st.identity(x),
     "select_n": _select_n, "clamp": _clamp,
     "broadcast_in_dim": _broadcast_in_dim, "reshape": _reshape,
     "transpose": lambda x, *, permutation: st.transpose(x, tuple(permutation)),
     "squeeze": lambda x, *, dimensions: st.squeeze(x, tuple(dimensions)),
-    "expand_dims": lambda x, *, dimensions: st.expand_dims(x, tuple(dimensions)),
     "convert_element_type": _convert, "slice": _slice,
     "concatenate": lambda *xs, dimension: indexing.concatenate(list(xs), axis=dimension),
     "rev": lambda x, *, dimensions: arrays.flip(x, tuple(dimensions)),
