@@ -28,10 +28,11 @@ def _scalar(s, like: Tensor):
     """A Python number as a constant of ``like``'s dtype (torch's scalars do not promote a tensor)."""
     if isinstance(s, Tensor):
         return s
-    if isinstance(s, bool) or like.dtype.kind in "fc" or (isinstance(s, int) and like.dtype.kind in "iu"):
-        return constant(np.asarray(s, dtype=like.dtype if not isinstance(s, bool) or like.dtype == np.bool_
-                                   else np.bool_))
-    return constant(np.asarray(s, dtype=np.result_type(like.dtype, type(s))))
+    kind = like.dtype.kind
+    if kind in "fc" or (kind in "iu" and not isinstance(s, float)) or (kind == "b" and isinstance(s, bool)):
+        return constant(np.asarray(s, dtype=like.dtype))
+    # A float scalar with an integer or boolean tensor gives torch's default float32; an int with a bool, int64.
+    return constant(np.asarray(s, dtype=np.float32 if isinstance(s, float) else np.int64))
 
 
 def _binary(fn):
@@ -95,11 +96,6 @@ def _split_with_sizes(x, sizes, dim=0):
         out.append(_slice(x, dim, start, start + s))
         start += s
     return tuple(out)
-
-
-def _split(x, size, dim=0):
-    n = x.shape[dim]
-    return _split_with_sizes(x, [min(size, n - k) for k in range(0, n, size)], dim)
 
 
 def _torch_dtype(dtype, default):
@@ -195,8 +191,7 @@ def _pow(x, y):
 
 
 _RULES = {
-    "aten.add": _binary(el.add), "aten.sub": _binary(el.subtract), "aten.rsub": lambda x, y, alpha=1:
-        _binary(el.subtract)(_scalar(y, x), el.multiply(x, _scalar(alpha, x)) if alpha != 1 else x),
+    "aten.add": _binary(el.add), "aten.sub": _binary(el.subtract),
     "aten.mul": _binary(el.multiply), "aten.div": _div, "aten.pow": _pow,
     "aten.maximum": _binary(el.maximum), "aten.minimum": _binary(el.minimum),
     "aten.eq": _binary(el.equal), "aten.ne": _binary(el.not_equal), "aten.lt": _binary(el.less),
@@ -212,28 +207,26 @@ _RULES = {
     "aten.clamp": lambda x, min=None, max=None: mf.clip(x, min, max),
     "aten._softmax": lambda x, dim, half_to_float=False: F.softmax(x, axis=dim),
     "aten._log_softmax": lambda x, dim, half_to_float=False: F.log_softmax(x, axis=dim),
-    "aten.mm": matmul, "aten.bmm": matmul, "aten.matmul": matmul, "aten.addmm": _addmm,
+    "aten.mm": matmul, "aten.bmm": matmul, "aten.addmm": _addmm,
     "aten.permute": lambda x, dims: st.transpose(x, tuple(d % x.ndim for d in dims)),
-    "aten.t": lambda x: st.transpose(x), "aten.transpose": lambda x, a, b: st.transpose(
-        x, tuple(b % x.ndim if k == a % x.ndim else a % x.ndim if k == b % x.ndim else k for k in range(x.ndim))),
-    "aten.view": lambda x, size: st.reshape(x, tuple(size)), "aten.reshape": lambda x, size: st.reshape(x, tuple(size)),
-    "aten._unsafe_view": lambda x, size: st.reshape(x, tuple(size)), "aten.expand": _expand,
+    "aten.view": lambda x, size: st.reshape(x, tuple(size)), "aten.expand": _expand,
     "aten.unsqueeze": lambda x, dim: st.expand_dims(x, dim % (x.ndim + 1)), "aten.squeeze": _squeeze,
+    # torch.export records x.detach() as alias: a program keeps no trace of the detach (see from_torch).
     "aten.clone": lambda x, **_: st.identity(x), "aten.alias": lambda x: st.identity(x),
-    "aten.lift_fresh_copy": lambda x: st.identity(x), "aten.detach": el.stop_gradient,
     "aten._to_copy": _to_copy, "aten.select": _select, "aten.slice": _slice,
-    "aten.split_with_sizes": _split_with_sizes, "aten.split": _split,
+    "aten.split_with_sizes": _split_with_sizes,
     "aten.cat": lambda xs, dim=0: indexing.concatenate(list(xs), axis=dim),
-    "aten.stack": lambda xs, dim=0: indexing.stack(list(xs), axis=dim),
     "aten.full": _full, "aten.full_like": _full_like, "aten.arange": _arange,
     "aten.scalar_tensor": lambda v, *, dtype=None, **_: constant(np.asarray(v, _torch_dtype(dtype, np.float32))),
     "aten.sum": _reduce(st.sum), "aten.mean": _reduce(red.mean), "aten.amax": _reduce(red.max),
-    "aten.amin": _reduce(red.min), "aten.any": _reduce(numeric.any), "aten.all": _reduce(numeric.all),
+    "aten.amin": _reduce(red.min), "aten.any": _reduce(numeric.any),
     "aten.native_layer_norm": _layer_norm, "aten.convolution": _convolution,
     "aten.max_pool2d_with_indices": _max_pool2d,
     "aten.embedding": lambda w, idx, *_: indexing.take(w, idx, axis=0),
     "aten.flip": lambda x, dims: arrays.flip(x, tuple(dims)),
     "getitem": lambda xs, i: xs[i],
+    # A check of dtype and device that .to() leaves in the graph: nothing to compute.
+    "aten._assert_tensor_metadata": lambda *args, **kwargs: None,
 }
 
 #: The ATen operators (overload packets) :func:`from_torch` replays, after ``run_decompositions()``.
@@ -263,8 +256,9 @@ def from_torch(module_or_fn, *args, parameters: str = "inputs", name: str | None
     """The :class:`Program` of a ``torch.nn.Module`` (or a function of tensors) on example arguments.
 
     ``torch.export.export`` records it as ATen operators, ``run_decompositions()``
-    reduces them to the core set, and each node is replayed with the library's
-    operations. ``args``: tensors or arrays (converted with ``torch.as_tensor``).
+    reduces them to the core set (when some have no rule here), and each node is replayed with the library's
+    operations. ``args``: tensors or arrays (converted with ``torch.as_tensor``);
+    ``module_or_fn`` may also be an ``ExportedProgram`` (then no ``args``).
     Program inputs are the user inputs (named as the module's forward names
     them), then, with ``parameters="inputs"`` (the default), every parameter
     under its qualified name (``0.weight``), in ``module.named_parameters()``
@@ -275,6 +269,8 @@ def from_torch(module_or_fn, *args, parameters: str = "inputs", name: str | None
     user's lines. An operator without a rule raises :class:`FrontendError`
     listing every one (see :data:`TORCH_OPERATORS`). A module that updates its
     buffers in the call (a training-mode BatchNorm) is refused: call ``.eval()``.
+    ``torch.export`` records ``x.detach()`` as an alias, so the program
+    differentiates through it where ``torch.autograd`` stops.
     Shapes and dtypes: those of the export (static shapes).
 
     Example (needs torch; not run as a doctest)::
@@ -288,11 +284,19 @@ def from_torch(module_or_fn, *args, parameters: str = "inputs", name: str | None
     torch = require("torch", "torch")
     if parameters not in ("inputs", "constants"):
         raise FrontendError(f"from_torch: parameters={parameters!r}; expected 'inputs' or 'constants'")
-    module = module_or_fn
-    if not isinstance(module, torch.nn.Module):
-        module = _FunctionModule(torch, module_or_fn)
-    targs = tuple(a if isinstance(a, torch.Tensor) else torch.as_tensor(np.asarray(a)) for a in args)
-    ep = torch.export.export(module, targs).run_decompositions()
+    if isinstance(module_or_fn, torch.export.ExportedProgram):
+        if args:
+            raise FrontendError("from_torch: an ExportedProgram comes with its example inputs; pass no args")
+        module, ep = None, module_or_fn
+    else:
+        module = module_or_fn
+        if not isinstance(module, torch.nn.Module):
+            module = _FunctionModule(torch, module_or_fn)
+        targs = tuple(a if isinstance(a, torch.Tensor) else torch.as_tensor(np.asarray(a)) for a in args)
+        ep = torch.export.export(module, targs)
+    if any(_key(n.target) not in _RULES for n in ep.graph.nodes if n.op == "call_function"):
+        # (Decomposing costs about as much as exporting again: skipped when every operator has a rule.)
+        ep = ep.run_decompositions()
     graph = ep.graph
     calls = [n for n in graph.nodes if n.op == "call_function"]
     refuse_missing("from_torch", "operator", [_key(n.target) for n in calls if _key(n.target) not in _RULES])
@@ -325,8 +329,9 @@ def from_torch(module_or_fn, *args, parameters: str = "inputs", name: str | None
         else:
             raise FrontendError(f"from_torch: an input of kind {kind} ('{target}') cannot be imported")
         env[node] = t
-    order = {n: k for k, (n, _) in enumerate(module.named_parameters())}
-    params.sort(key=lambda p: order.get(p[0], len(order)))
+    if module is not None:
+        order = {n: k for k, (n, _) in enumerate(module.named_parameters())}
+        params.sort(key=lambda p: order.get(p[0], len(order)))
     inputs = user + [t for _, t in params]
     source = None
     with tracing(inputs), np.errstate(all="ignore"):
@@ -348,7 +353,7 @@ def from_torch(module_or_fn, *args, parameters: str = "inputs", name: str | None
         outs = _substitute(output.args[0], env, output)
     outs = tuple(outs) if isinstance(outs, (list, tuple)) else (outs,)
     label = name or (type(module_or_fn).__name__ if isinstance(module_or_fn, torch.nn.Module)
-                     else getattr(module_or_fn, "__name__", "f"))
+                     else "exported" if module is None else getattr(module_or_fn, "__name__", "f"))
     return build(inputs, outs[0] if len(outs) == 1 else outs, label)
 
 
