@@ -71,8 +71,10 @@ def test_a_jax_mlp_with_named_scopes_has_their_value_gradient_and_scopes(jax):
                                                          "params[1][1]", "x"]
     scopes = {n.scope for n in prog.nodes if n.prim is not None}
     assert ("layer0",) in scopes and ("layer1",) in scopes
-    # The user's line, not the importer's, is each node's source.
-    assert all(n.source[0] == __file__ for n in prog.nodes if n.prim is not None and n.scope)
+    # The user's line, not the importer's, is each node's source: relu's body too (traced lazily,
+    # its own frame is the line calling from_jax).
+    line = mlp.__code__.co_firstlineno + 3
+    assert {n.source for n in prog.nodes if n.prim is not None and n.scope} == {(__file__, line)}
 
 
 def test_softmax_and_logsumexp_through_their_custom_jvp_calls(jax):
@@ -300,11 +302,18 @@ def test_a_torch_mlp_value_gradients_and_module_scopes(torch):
                                **F32)
 
 
-def test_a_conv2d_stack(torch):
+def test_a_conv2d_stack_with_batch_norm_in_eval_mode(torch):
     nn = torch.nn
-    model = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+    model = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Conv2d(4, 3, 3, stride=2, bias=False), nn.Flatten(), nn.Linear(3, 2))
-    _check_against_torch(torch, model, torch.randn(2, 2, 8, 8))
+    with torch.no_grad():   # running statistics other than 0 and 1, so that using them is checked
+        model[1].running_mean.uniform_(-1, 1)
+        model[1].running_var.uniform_(0.5, 2)
+    prog = _check_against_torch(torch, model.eval(), torch.randn(2, 2, 8, 8))
+    assert {"model.1.running_mean", "model.1.running_var"} <= {n.name for n in prog.nodes if n.prim is None}
+    # In training mode the call updates the running statistics: refused, saying what to do.
+    with pytest.raises(ad.frontends.FrontendError, match=r"\.eval\(\)"):
+        ad.from_torch(model.train(), torch.randn(2, 2, 8, 8))
 
 
 def test_a_transformer_encoder_layer_in_eval_mode(torch):
@@ -415,6 +424,8 @@ def _torch_cases(torch):
         
         "aten.native_layer_norm": lambda x, y: S(TF.layer_norm(x, (4,), y[0], y[1]) * y),
         "aten.convolution": lambda x, y: S(TF.conv2d(x[None, None], y[None, None, :3, :3], padding=1)),
+        "aten._native_batch_norm_legit_no_training": lambda x, y: S(torch.sin(TF.batch_norm(
+            x[None], torch.arange(4.0) * 0.5 - 1, torch.arange(4.0) * 0.25 + 0.5, y[2], y[3], training=False))),
         "aten.max_pool2d_with_indices": lambda x, y: S(TF.max_pool2d(x[None], 2) ** 2),
         "aten.embedding": lambda x, y: S(TF.embedding(torch.tensor([1, 3, 1]), x) * y[:3]),
         "aten.flip": lambda x, y: S(torch.flip(x, (0,)) * y),

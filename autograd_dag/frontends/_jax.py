@@ -9,10 +9,11 @@ check of the user's custom JVP/VJP (which ``jax.grad`` applies).
 from __future__ import annotations
 
 import inspect
+import sys
 
 import numpy as np
 
-from ..core import Tensor
+from ..errors import site_of
 from ..primitives import elementwise as el, mathfuncs as mf, reductions as red, structure as st
 from ..primitives import arrays, indexing, numeric
 from ..primitives.fused.softmax import argmax, argmin
@@ -248,7 +249,7 @@ def from_jax(f, *args, name: str | None = None):
     inputs = [program_input(np.zeros(v.aval.shape, dtype=v.aval.dtype), n)
               for v, n in zip(closed.jaxpr.invars, names)]
     with tracing(inputs), np.errstate(all="ignore"):
-        outputs = _replay(closed.jaxpr, closed.consts, inputs)
+        outputs = _replay(closed.jaxpr, closed.consts, inputs, site_of(sys._getframe()))
     return build(inputs, outputs[0] if len(outputs) == 1 else tuple(outputs),
                  name or getattr(f, "__name__", "f").replace("<lambda>", "f"))
 
@@ -266,14 +267,19 @@ def _input_names(f, leaves, jax) -> list[str]:
     return names
 
 
-def _replay(jaxpr, consts, inputs) -> list:
-    """The outputs of ``jaxpr`` on ``inputs``: its equations replayed, calls inlined with a frame stack."""
+def _replay(jaxpr, consts, inputs, caller) -> list:
+    """The outputs of ``jaxpr`` on ``inputs``: its equations replayed, calls inlined with a frame stack.
+
+    ``caller``: the line calling from_jax. A call's body traced lazily (a custom_jvp's) has
+    that line as its user frame; its equations take their call's line instead.
+    """
     env = {}
     for v, c in zip(jaxpr.constvars, consts):
         env[v] = constant(np.asarray(c), name=f"const{len(env)}")
     env.update(zip(jaxpr.invars, inputs))
-    # A frame: (equations, position, env, scope, the outer variables its outputs bind, outer env).
-    stack = [[jaxpr, 0, env, (), None, None]]
+    # A frame: (equations, position, env, scope, the outer variables its outputs bind, outer env,
+    # the call's source line).
+    stack = [[jaxpr, 0, env, (), None, None, None]]
     result = None
     while stack:
         frame = stack[-1]
@@ -291,13 +297,16 @@ def _replay(jaxpr, consts, inputs) -> list:
         where = scope + _name_stack(eqn)
         operands = [_read(env, v) for v in eqn.invars]
         name = eqn.primitive.name
+        source = _source(eqn)
+        if source is None or (source == caller and frame[6] is not None):
+            source = frame[6]
         if name in _CALLS:
             body, body_consts = _body(eqn)
             inner = {v: constant(np.asarray(c)) for v, c in zip(body.constvars, body_consts)}
             inner.update(zip(body.invars, operands))
-            stack.append([body, 0, inner, where, eqn.outvars, env])
+            stack.append([body, 0, inner, where, eqn.outvars, env, source])
             continue
-        with attributed_to(_source(eqn), where):
+        with attributed_to(source, where):
             try:
                 out = _RULES[name](*operands, **eqn.params)
             except FrontendError:

@@ -132,6 +132,18 @@ def _layer_norm(x, shape, w=None, b=None, eps=1e-5):
     return F.layer_norm(x, tuple(shape), w, b, eps), mean, rstd
 
 
+def _batch_norm(x, w, b, mean, var, momentum, eps):
+    """Inference batch norm with running statistics, over axis 1 (torch's saved statistics are not computed)."""
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    scale = mf.reciprocal(el.sqrt(el.add(var, _scalar(eps, var))))
+    if w is not None:
+        scale = el.multiply(scale, w)
+    y = el.multiply(el.subtract(x, st.reshape(mean, shape)), st.reshape(scale, shape))
+    if b is not None:
+        y = el.add(y, st.reshape(b, shape))
+    return y, _Unavailable("batch norm's saved mean"), _Unavailable("batch norm's saved inverse deviation")
+
+
 def _convolution(x, w, b, stride, padding, dilation, transposed, output_padding, groups):
     if x.ndim != 4 or transposed or groups != 1 or any(d != 1 for d in dilation):
         raise FrontendError(f"from_torch: convolution of {x.ndim - 2} spatial dimension(s), transposed="
@@ -221,6 +233,7 @@ _RULES = {
     "aten.sum": _reduce(st.sum), "aten.mean": _reduce(red.mean), "aten.amax": _reduce(red.max),
     "aten.amin": _reduce(red.min), "aten.any": _reduce(numeric.any),
     "aten.native_layer_norm": _layer_norm, "aten.convolution": _convolution,
+    "aten._native_batch_norm_legit_no_training": _batch_norm,
     "aten.max_pool2d_with_indices": _max_pool2d,
     "aten.embedding": lambda w, idx, *_: indexing.take(w, idx, axis=0),
     "aten.flip": lambda x, dims: arrays.flip(x, tuple(dims)),
@@ -298,14 +311,15 @@ def from_torch(module_or_fn, *args, parameters: str = "inputs", name: str | None
         # (Decomposing costs about as much as exporting again: skipped when every operator has a rule.)
         ep = ep.run_decompositions()
     graph = ep.graph
-    calls = [n for n in graph.nodes if n.op == "call_function"]
-    refuse_missing("from_torch", "operator", [_key(n.target) for n in calls if _key(n.target) not in _RULES])
     signature = ep.graph_signature
-    kinds = {spec.arg.name: spec for spec in signature.input_specs}
     outputs_kinds = [spec.kind.name for spec in signature.output_specs]
     if any(k != "USER_OUTPUT" for k in outputs_kinds):
-        raise FrontendError(f"from_torch: the module updates its state in the call ({', '.join(sorted(set(outputs_kinds) - {'USER_OUTPUT'}))}): "
-                            f"a training-mode BatchNorm, or an in-place update; call .eval() first")
+        updates = ", ".join(sorted(set(outputs_kinds) - {"USER_OUTPUT"}))
+        raise FrontendError(f"from_torch: the module updates its state in the call ({updates}): a training-mode "
+                            f"BatchNorm, or an in-place update; call .eval() first")
+    calls = [n for n in graph.nodes if n.op == "call_function"]
+    refuse_missing("from_torch", "operator", [_key(n.target) for n in calls if _key(n.target) not in _RULES])
+    kinds = {spec.arg.name: spec for spec in signature.input_specs}
     env, user, params = {}, [], []
     for node in graph.nodes:
         if node.op != "placeholder":
