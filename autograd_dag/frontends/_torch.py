@@ -304,7 +304,7 @@ def from_torch(module_or_fn, *args, parameters: str = "inputs", name: str | None
     else:
         module = module_or_fn
         if not isinstance(module, torch.nn.Module):
-            module = _FunctionModule(torch, module_or_fn)
+            module = _function_module(torch, module_or_fn)
         targs = tuple(a if isinstance(a, torch.Tensor) else torch.as_tensor(np.asarray(a)) for a in args)
         ep = torch.export.export(module, targs)
     if any(_key(n.target) not in _RULES for n in ep.graph.nodes if n.op == "call_function"):
@@ -386,11 +386,9 @@ def _substitute(value, env, node):
     return value
 
 
-class _FunctionModule:
+def _function_module(torch, fn):
     """A function of tensors as a module, for ``torch.export``."""
-
-    def __new__(cls, torch, fn):
-        class Function(torch.nn.Module):
-            def forward(self, *args):
-                return fn(*args)
-        return Function()
+    class Function(torch.nn.Module):
+        def forward(self, *args):
+            return fn(*args)
+    return Function()
