@@ -37,6 +37,7 @@ LAYERS = [
     "circuits", "render",
     "overlays",  # passes that run a program for render(overlay=): the renderer only reads their numbers
     "named", "nn", "optim", "onnx",
+    "frontends",  # JAX jaxprs and torch.export programs replayed as Programs (from_jax, from_torch)
     "__init__",  # the public namespace
     "gallery", "cli",
     "pytest_plugin",  # loaded by pytest (the pytest11 entry point), above everything it checks with
