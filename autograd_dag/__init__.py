@@ -111,6 +111,7 @@ __all__ += [
 from . import circuits, graph_algorithms, linalg, nn, optim, testing  # noqa: E402
 from . import text  # noqa: E402
 from . import onnx  # noqa: E402  (export and import; the onnx package itself is optional)
+from . import jax  # noqa: E402  (lowering to JAX; jax itself is optional, imported by lower())
 from . import named  # noqa: E402
 from .render import highlight_path, render, render_html, render_site, render_to  # noqa: E402
 from .render.overlay import Overlay  # noqa: E402
