@@ -196,7 +196,7 @@ def test_wrong_argument_is_a_library_error():
     with pytest.raises(ad.jax.JaxLoweringError, match="takes 1 argument"):
         ad.jax.lower(prog)(np.ones(3), np.ones(3))
     with pytest.raises(ad.jax.JaxLoweringError, match="expected a Program"):
-        ad.jax.lower(lambda x: x)
+        ad.jax.lower(3)
 
 
 def test_import_does_not_import_jax():
@@ -276,3 +276,27 @@ def test_jax_grad_of_lowered_transformer_loss_equals_our_training_step():
     _close(theirs[0], loss)
     for a, b in zip(theirs[1], flatten(grads)[0]):
         _close(a, b)
+
+
+def test_a_function_lowers_with_its_nested_arguments_and_results():
+    _, model, x, y = _models(np.float64)[2]
+    params = {k: p.value for k, p in model.named_parameters()}
+    step = _training_step(model)
+    lowered = jax.jit(ad.jax.lower(step, params, x, y))
+    loss, grads = lowered(params, x, y)
+    our_loss, our_grads = step(params, x, y)
+    _close(loss, our_loss)
+    assert sorted(grads) == sorted(our_grads)  # (jax.jit returns dicts with their keys sorted)
+    for k in grads:
+        _close(grads[k], our_grads[k])
+    # a plain function is traced as ad.jit traces it
+    f = ad.jax.lower(lambda p, x: {"y": ad.tanh(x @ p[0]), "n": ad.sum(p[1])}, [np.ones((3, 2)), np.ones(4)],
+                     np.ones((5, 3)))
+    out = f([np.full((3, 2), 0.5), np.arange(4.0)], np.ones((5, 3)))
+    assert sorted(out) == ["n", "y"]
+    _close(out["y"], np.tanh(np.full((5, 2), 1.5)))
+    _close(out["n"], 6.0)
+    with pytest.raises(ad.AutogradDagError, match="differ in structure at"):
+        f([np.ones((3, 2))], np.ones((5, 3)))
+    with pytest.raises(ad.jax.JaxLoweringError, match="needs example arguments"):
+        ad.jax.lower(lambda x: x)

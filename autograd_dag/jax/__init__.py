@@ -14,9 +14,9 @@ Example (needs the ``jax`` package; not run as a doctest)::
     jax.jit(ad.jax.lower(prog))(np.ones(3, np.float32))   # Array(8.154845, dtype=float32)
 """
 
-from ._lower import (JaxLoweringError, MissingLoweringError, lower, require_jax, supported_primitives,
-                     unsupported_primitives)
+from ._lower import (JaxLoweringError, MissingLoweringError, lower, lower_program, require_jax,
+                     supported_primitives, unsupported_primitives)
 from ._table import RULES, UNCHECKED, UNSUPPORTED
 
-__all__ = ["lower", "supported_primitives", "unsupported_primitives", "JaxLoweringError",
+__all__ = ["lower", "lower_program", "supported_primitives", "unsupported_primitives", "JaxLoweringError",
            "MissingLoweringError", "RULES", "UNSUPPORTED", "UNCHECKED", "require_jax"]

@@ -7,8 +7,10 @@ import types
 import numpy as np
 
 from ..errors import AutogradDagError
+from ..jitting import jit
 from ..primitives.registry import PRIMITIVES
 from ..program import NodeKind, Program
+from ..tree import flatten, leaves_like, unflatten
 from ._table import RULES, UNSUPPORTED
 
 _X64_HINT = ("turn JAX's 64-bit mode on before creating arrays: jax.config.update('jax_enable_x64', True) "
@@ -87,7 +89,59 @@ def _check_x64(J, program: Program) -> None:
             f"or trace the program on float32 arrays")
 
 
-def lower(program: Program):
+def lower(program_or_fn, *example_args):
+    """A :class:`Program`, or a function traced on example arguments, as a pure function on JAX arrays.
+
+    ``lower(program)``: see :func:`lower_program` (the arguments are the
+    program's inputs, in order). ``lower(f, *example_args)``: ``f`` (a function
+    on Tensors, or an ``ad.jit``-ed one such as a training step
+    ``ad.jit(ad.value_and_grad(loss))``) is traced as ``ad.jit`` traces it, once,
+    on numpy arrays shaped like ``example_args`` (it runs once there), and the
+    lowered function takes and returns the same nested tuples, lists and dicts
+    as ``f`` (a parameter dict in, a ``(loss, grads dict)`` out).
+    Shapes: as ``f``'s (or the program's) for arguments shaped like ``example_args``.
+
+    Example (needs the ``jax`` package; not run as a doctest)::
+
+        import jax, numpy as np, autograd_dag as ad
+        def loss(p, x):
+            return ad.mean(ad.tanh(x @ p["w"]) ** 2)
+        params, x = {"w": np.ones((3, 2), np.float32)}, np.ones((4, 3), np.float32)
+        step = jax.jit(ad.jax.lower(ad.value_and_grad(loss), params, x))
+        value, grads = step(params, x)        # grads == {"w": Array(..., shape (3, 2))}
+    """
+    if isinstance(program_or_fn, Program):
+        if example_args:
+            raise JaxLoweringError("jax.lower: example arguments are for a function; a Program already has "
+                                   "its input shapes")
+        return lower_program(program_or_fn)
+    if not callable(program_or_fn):
+        raise JaxLoweringError(f"jax.lower: expected a Program, or a function and example arguments; got "
+                               f"{type(program_or_fn).__name__}")
+    if not example_args:
+        raise JaxLoweringError("jax.lower: a function needs example arguments to be traced on")
+    jitted = program_or_fn if isinstance(getattr(program_or_fn, "programs", None), dict) else jit(program_or_fn)
+    leaves, in_tree = flatten(example_args)
+    leaves = [np.asarray(a) for a in leaves]
+    jitted(*unflatten(in_tree, leaves))
+    signature = [(a.shape, a.dtype) for a in leaves]
+    program, out_tree = next(
+        (p, t) for p, t in jitted.programs.values()
+        if [(p.nodes[k].shape, p.nodes[k].dtype) for k in p.inputs] == signature)
+    lowered = lower_program(program)
+
+    def lowered_tree(*args):
+        # By dict key, not by leaf order: jax.jit hands dicts back with their keys sorted.
+        out = lowered(*leaves_like(args, in_tree, f"jax.lower: the arguments of '{program.name}'",
+                                   "the example arguments"))
+        return unflatten(out_tree, [out] if program.single_output else list(out))
+
+    lowered_tree.__name__ = lowered.__name__
+    lowered_tree.__doc__ = lowered.__doc__
+    return lowered_tree
+
+
+def lower_program(program: Program):
     """``program`` as a pure function on JAX arrays: one ``jax.numpy``/``jax.lax`` rule per node.
 
     The function takes the program's inputs in order (arrays, or JAX tracers:
