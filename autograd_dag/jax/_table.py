@@ -510,9 +510,10 @@ def _first_max_position(J, x, window, stride):
 def _max_pool2d(J, node, x):
     window, stride = node.params["window"], node.params["stride"]
     lead = (1,) * (x.ndim - 2)
-    return J.lax.reduce_window(x, J.jnp.array(-J.jnp.inf, x.dtype) if x.dtype.kind == "f" else
-                               J.jnp.array(J.jnp.iinfo(x.dtype).min, x.dtype),
-                               J.lax.max, lead + tuple(window), lead + tuple(stride), "VALID")
+    # A Python scalar as the initial value: lax recognises the max monoid then (reduce_window_max), whose
+    # derivative JAX has; an array there makes a generic reduce_window that jax.vjp cannot differentiate under jit.
+    init = -np.inf if x.dtype.kind == "f" else int(np.iinfo(x.dtype).min)
+    return J.lax.reduce_window(x, init, J.lax.max, lead + tuple(window), lead + tuple(stride), "VALID")
 
 
 @rule("max_pool2d_gather")
