@@ -181,14 +181,17 @@ def test_multiple_outputs_and_vmapped_programs_lower():
 
 
 def test_float32_runs_without_x64_and_float64_is_refused():
+    prog64 = ad.trace(_mlp_loss, *_mlp_args())
+    lowered64 = ad.jax.lower(prog64)   # while x64 is on
     jax.config.update("jax_enable_x64", False)
+    with pytest.raises(ad.jax.JaxLoweringError, match="64-bit mode is off"):
+        lowered64(*_mlp_args())   # switched off since: refused at the call, not computed in float32
     args32 = _mlp_args(np.float32)
     prog32 = ad.trace(_mlp_loss, *args32)
     out = jax.jit(ad.jax.lower(prog32))(*args32)
     assert out.dtype == np.float32
     # float32 both sides, other summation orders: a few ulps of the loss
     np.testing.assert_allclose(out, prog32(*args32), rtol=1e-5)
-    prog64 = ad.trace(_mlp_loss, *_mlp_args())
     with pytest.raises(ad.jax.JaxLoweringError, match="jax_enable_x64"):
         ad.jax.lower(prog64)
 

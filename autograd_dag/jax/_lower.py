@@ -77,12 +77,15 @@ def _check_supported(program: Program) -> None:
                                f"(%{', %'.join(map(str, vertices))}): a drawn graph, not a program to run")
 
 
-def _check_x64(J, program: Program) -> None:
-    if J.jax.config.jax_enable_x64:
-        return
-    wide = sorted({str(n.dtype) for n in program.nodes if n.dtype in (np.float64, np.complex128)})
-    if wide:
-        first = next(n for n in program.nodes if str(n.dtype) in wide)
+def _wide_nodes(program: Program) -> list:
+    """The nodes holding 64-bit floats, which JAX computes in float32 while its 64-bit mode is off."""
+    return [n for n in program.nodes if n.dtype in (np.float64, np.complex128)]
+
+
+def _check_x64(J, program: Program, wide: list) -> None:
+    if wide and not J.jax.config.jax_enable_x64:
+        first = wide[0]
+        wide = sorted({str(n.dtype) for n in wide})
         raise JaxLoweringError(
             f"jax.lower: program '{program.name}' computes in {', '.join(wide)} (node %{first.index}, "
             f"{first.op}) but JAX's 64-bit mode is off, so JAX would compute in float32 instead: {_X64_HINT}; "
@@ -171,7 +174,8 @@ def lower_program(program: Program):
                                f"got {type(program).__name__}")
     J = require_jax()
     _check_supported(program)
-    _check_x64(J, program)
+    wide = _wide_nodes(program)
+    _check_x64(J, program, wide)
     nodes = program.nodes
     # Last reader of each node: a value is dropped after it, so a long program holds few tracers at once.
     last_use = {}
@@ -185,7 +189,7 @@ def lower_program(program: Program):
             frees.setdefault(reader, []).append(k)
 
     def lowered(*args):
-        _check_x64(J, program)
+        _check_x64(J, program, wide)  # (the mode may have been switched off since)
         if len(args) != len(program.inputs):
             raise JaxLoweringError(f"jax.lower: program '{program.name}' takes {len(program.inputs)} "
                                    f"argument(s), got {len(args)}")
