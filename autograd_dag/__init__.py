@@ -114,6 +114,7 @@ from . import onnx  # noqa: E402  (export and import; the onnx package itself is
 from . import frontends  # noqa: E402  (JAX and PyTorch graphs imported; jax and torch are optional)
 from .frontends import from_jax, from_torch  # noqa: E402
 __all__ += ["frontends", "from_jax", "from_torch"]
+from . import jax  # noqa: E402  (lowering to JAX; jax itself is optional, imported by lower())
 from . import named  # noqa: E402
 from .render import highlight_path, render, render_html, render_site, render_to  # noqa: E402
 from .render.overlay import Overlay  # noqa: E402

@@ -38,6 +38,7 @@ LAYERS = [
     "overlays",  # passes that run a program for render(overlay=): the renderer only reads their numbers
     "named", "nn", "optim", "onnx",
     "frontends",  # JAX jaxprs and torch.export programs replayed as Programs (from_jax, from_torch)
+    "jax",  # programs lowered to JAX functions (jax itself imported only when lower() is called)
     "__init__",  # the public namespace
     "gallery", "cli",
     "pytest_plugin",  # loaded by pytest (the pytest11 entry point), above everything it checks with
