@@ -36,7 +36,12 @@ checks the lowered, sharded step against ``loss.backward()`` and
 ``optim.Adam.step()`` on numpy: same initialisation, same batches, same
 learning-rate schedule; the largest difference of the two loss curves must be
 below 1e-8 in float64 (two summation orders compounding over the run's Adam
-steps; measured about 1e-13 in --fast mode) and below 2e-3 in float32.
+steps; measured 1.3e-15 over the full run's 300 steps, 1.8e-15 in --fast mode)
+and below 2e-3 in float32 (measured 4.8e-7 in --fast mode).
+
+Measured (full run, 2 blocks, 4 heads, d_model 64, 300 steps of 32 windows of
+64 characters, float64, 8 simulated devices on the shared 2-core machine):
+loss 4.77 -> 2.15; XLA compile 2.5 s; 17,000 tokens/s.
 """
 
 from __future__ import annotations
@@ -67,8 +72,9 @@ from . import _common as C  # noqa: E402
 from .char_transformer import Vocabulary, load_text  # noqa: E402
 
 # float64: two summation orders (XLA's sharded reductions, numpy's) compounding through the run's Adam
-# steps (measured ~1e-13 over --fast's steps); float32: the same at float32's epsilon (1.2e-7) times the
-# loss's size and the steps, measured ~1e-5 -- each bound leaves two orders of margin or more.
+# steps (measured 1.3e-15 over the full run's 300 steps); float32: the same at float32's epsilon (1.2e-7)
+# times the loss's size and the steps (measured 4.8e-7 over --fast's) -- each bound leaves three orders of
+# margin or more for longer runs, where the differences grow with the steps.
 TOLERANCE = {np.dtype(np.float64): 1e-8, np.dtype(np.float32): 2e-3}
 
 FAST = dict(d_model=16, heads=2, hidden=32, layers=1, length=16, batch=16, steps=6, lr=1e-2)
