@@ -24,10 +24,10 @@ the host platform: the same command runs unchanged on a GPU or TPU host, where
 the mesh is that host's accelerators.
 
 Several hosts: start the same command on every host with ``--distributed``,
-which calls ``jax.distributed.initialize()`` first (its coordinator address,
-process count and id come from the cluster environment — SLURM, Cloud TPU,
-Kubernetes — or from ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``,
-``JAX_PROCESS_ID``). The mesh then spans every process's devices; each
+which calls ``jax.distributed.initialize()`` first (the coordinator address,
+process count and rank found in the cluster's environment: SLURM, Cloud TPU,
+Kubernetes, MPI), or elsewhere with ``--coordinator host0:1234
+--num-processes N --process-id i`` on host i. The mesh then spans every process's devices; each
 process draws the same global batch (same seed) and feeds only its own rows,
 through ``jax.make_array_from_process_local_data``.
 
@@ -163,6 +163,7 @@ def numpy_losses(config: dict, vocab: int, data: list, lrs: list, seed: int, dty
 
 def run(fast: bool = False, out: str = "out/data_parallel_lm", seed: int = 0, steps: int | None = None,
         compare: bool = False, shard_params: bool = False, float32: bool = False, distributed: bool = False,
+        coordinator: str | None = None, num_processes: int | None = None, process_id: int | None = None,
         show_progress: bool = True, verbose: bool = True) -> dict:
     """Train data-parallel under JAX; with ``compare`` also on numpy. Returns the curves and the mesh facts."""
     simulate_host_devices()
@@ -174,8 +175,9 @@ def run(fast: bool = False, out: str = "out/data_parallel_lm", seed: int = 0, st
         raise SystemExit("examples.data_parallel_lm needs JAX: pip install 'autograd-dag[jax]'") from None
     dtype = np.dtype(np.float32 if float32 else np.float64)
     jax.config.update("jax_enable_x64", dtype == np.float64)
-    if distributed:
-        jax.distributed.initialize()
+    if distributed or coordinator:
+        # (None: found from the cluster's environment -- SLURM, Cloud TPU, Kubernetes, MPI)
+        jax.distributed.initialize(coordinator, num_processes, process_id)
     devices = jax.devices()
     mesh = Mesh(np.array(devices), ("data",))
     n = len(devices)
@@ -279,9 +281,13 @@ def main(argv=None) -> int:
     p.add_argument("--shard-params", action="store_true", help="shard parameters and moments along 'data' too")
     p.add_argument("--float32", action="store_true", help="train in float32 (JAX's 64-bit mode off)")
     p.add_argument("--distributed", action="store_true", help="call jax.distributed.initialize() (several hosts)")
+    p.add_argument("--coordinator", default=None, help="host:port of process 0 (implies --distributed)")
+    p.add_argument("--num-processes", type=int, default=None, help="with --coordinator: how many processes")
+    p.add_argument("--process-id", type=int, default=None, help="with --coordinator: this process's rank")
     args = p.parse_args(argv)
     result = run(fast=args.fast, out=args.out, seed=args.seed, steps=args.steps, compare=args.compare,
                  shard_params=args.shard_params, float32=args.float32, distributed=args.distributed,
+                 coordinator=args.coordinator, num_processes=args.num_processes, process_id=args.process_id,
                  show_progress=not args.no_progress)
     if args.compare and not result["agree"]:
         print("error: the sharded run's loss curve differs from our numpy training's", file=sys.stderr)
