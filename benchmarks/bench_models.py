@@ -186,11 +186,14 @@ class Workload:
         loss.backward()
         return loss.value, {k: p.grad.value for k, p in self.named}
 
-    def make_jit(self):
+    def jit_step(self):
+        """Our ``ad.jit`` training step (not yet traced) and its arguments: ``step(*args) -> (loss, grads)``."""
         def f(params, *data):
             return self.loss_of(nn.functional_call(self.model, params, *data[:1]), *data[1:])
-        step = ad.jit(ad.value_and_grad(f))
-        data = self.data()
+        return ad.jit(ad.value_and_grad(f)), (self.params(), *self.data())
+
+    def make_jit(self):
+        step, (_, *data) = self.jit_step()
 
         def run():
             return step(self.params(), *data)
@@ -336,14 +339,17 @@ class TransformerWorkload(Workload):
     def loss_of_model(self):
         return F.cross_entropy(self.model.logits(self.inputs), self.targets)
 
-    def make_jit(self):
+    def jit_step(self):
         wrapper = _Logits(self.model)
 
         def loss(params, tokens, targets):
             # functional_call runs forward() (the probabilities); the loss needs the logits.
             return F.cross_entropy(nn.functional_call(wrapper, {"inner." + k: v for k, v in params.items()},
                                                       tokens), targets)
-        step = ad.jit(ad.value_and_grad(loss))
+        return ad.jit(ad.value_and_grad(loss)), (self.params(), self.inputs, self.targets)
+
+    def make_jit(self):
+        step, _ = self.jit_step()
 
         def run():
             return step(self.params(), self.inputs, self.targets)
@@ -669,15 +675,18 @@ class MicrogradWorkload(Workload):
                             for l, Wl in enumerate(self.pt)} | \
             {f"b{l}": np.array([bj.grad.value for bj in bl]) for l, bl in enumerate(self.pb)}
 
-    def make_jit(self):
+    def jit_step(self):
         X = [[float(v) for v in row] for row in self.X]
         yy = [float(v) for v in self.yy]
 
         def f(W, b):
             return self.scalar_loss(W, b, X, yy, 1.0)
-        step = ad.jit(ad.value_and_grad(f, argnums=(0, 1)))
         Wn = [[[np.array(v) for v in row] for row in W] for W in self.W]
         bn = [[np.array(v) for v in bb] for bb in self.b]
+        return ad.jit(ad.value_and_grad(f, argnums=(0, 1))), (Wn, bn)
+
+    def make_jit(self):
+        step, (Wn, bn) = self.jit_step()
 
         def run():
             loss, (gW, gb) = step(Wn, bn)
