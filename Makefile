@@ -33,11 +33,17 @@ $(STAMP): pyproject.toml $(VENV)/pyvenv.cfg
 	$(VPY) -m pip install -q -e '.[dev,examples,onnx]'
 	@touch $@
 
+# JAX and PyTorch (CPU builds, ~1.5 GB in the venv) only for the tests: make demo never needs them.
+INTEROP := $(VENV)/.installed-interop
+$(INTEROP): pyproject.toml $(STAMP)
+	$(VPY) -m pip install -q -e '.[dev,examples,onnx,jax,torch,test-interop]'
+	@touch $@
+
 setup: $(STAMP)
 	@bash scripts/ensure_dot.sh
 	@bash scripts/ensure_browser.sh
 
-test: setup
+test: setup $(INTEROP)
 	$(VPY) -m pytest -n 2 tests
 
 demo: setup
