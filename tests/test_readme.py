@@ -55,3 +55,14 @@ def test_the_readmes_common_subexpression_example_counts_the_nodes_it_names():
     assert stated, "README.md no longer gives the common-subexpression example"
     gradient = ad.trace(ad.grad(lambda x: ad.sum(ad.tanh(x) * ad.tanh(x) + ad.sin(x) * ad.cos(x))), np.ones(3))
     assert (len(gradient), len(gradient.without_common_subexpressions())) == tuple(map(int, stated.groups()))
+
+
+def test_the_interop_coverage_table_is_current():
+    # The README's table of what ad.jax.lower, ad.from_jax and ad.from_torch cover is written by
+    # scripts/interop_coverage.py from the rule tables themselves (none of them needs jax or torch).
+    import importlib.util  # noqa: PLC0415
+    spec = importlib.util.spec_from_file_location("interop_coverage", README.parent / "scripts" / "interop_coverage.py")
+    coverage = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(coverage)
+    assert coverage.block() in README.read_text(), \
+        "README's interop coverage table is stale: python scripts/interop_coverage.py --write"
