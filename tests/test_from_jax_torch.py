@@ -56,6 +56,17 @@ def _mlp_params(n_in=3, hidden=(8, 4)):
             for a, b in zip(sizes, sizes[1:])]
 
 
+
+def _check_three_ways(prog, their_vjp, x, factor):
+    """Their custom VJP against finite differences and ours (caught when scaled by ``factor``)."""
+    if factor == 1.0:
+        ad.check_vjp(prog, their_vjp, (x,))
+    else:
+        with pytest.raises(ad.GradientCheckError):
+            ad.check_vjp(prog, their_vjp, (x,))
+    # Ours agrees with finite differences whatever their rule says: the body is what we differentiate.
+    ad.check_grads(lambda x: prog(x).sum(), (x,))
+
 def test_a_jax_mlp_with_named_scopes_has_their_value_gradient_and_scopes(jax):
     jnp = jax.numpy
 
@@ -142,13 +153,7 @@ def test_a_custom_vjp_checked_three_ways(jax, factor):
         def their_vjp(x, ct):
             return np.asarray(jax.vjp(softplus, x)[1](ct)[0])
 
-        if factor == 1.0:
-            ad.check_vjp(prog, their_vjp, (x,))
-        else:
-            with pytest.raises(ad.GradientCheckError):
-                ad.check_vjp(prog, their_vjp, (x,))
-    # Ours agrees with finite differences whatever their rule says: the body is what we differentiate.
-    ad.check_grads(lambda x: prog(x).sum(), (x,))
+        _check_three_ways(prog, their_vjp, x, factor)
 
 
 def test_every_missing_primitive_is_listed_at_once(jax):
@@ -368,12 +373,7 @@ def test_a_torch_autograd_function_checked_three_ways(torch, factor):
         xr = torch.tensor(x, requires_grad=True)
         return torch.autograd.grad(Softplus.apply(xr), xr, torch.as_tensor(ct))[0].numpy()
 
-    if factor == 1.0:
-        ad.check_vjp(prog, their_vjp, (x,))
-    else:
-        with pytest.raises(ad.GradientCheckError):
-            ad.check_vjp(prog, their_vjp, (x,))
-    ad.check_grads(lambda x: prog(x).sum(), (x,))
+    _check_three_ways(prog, their_vjp, x, factor)
 
 
 def test_every_missing_torch_operator_is_listed_at_once(torch):
