@@ -59,6 +59,8 @@ from .primitives.numeric import (all, any, argsort, cumprod, cumsum, diff, media
                                  nanmin, nansum, prod, put_along_axis_add, sort, std, take_along_axis)
 from .program import NodeKind, Program, ProgramNode
 from .jitting import jit, trace
+from . import parallel
+from .parallel import get_num_threads, num_threads, set_num_threads
 
 __version__ = "0.1.0"
 
@@ -69,6 +71,8 @@ __all__ = [
     # differentiation
     "vjp", "grad", "value_and_grad", "jvp", "jacobian", "hessian", "hvp", "grad_program",
     "backward", "zero_grad", "changed_in_place", "checkpoint", "random_seed", "primitive", "vmap",
+    # threads
+    "parallel", "set_num_threads", "get_num_threads", "num_threads",
     # verification
     "check_grads", "numerical_grad", "numerical_jvp",
     "check_gradient", "check_jacobian", "check_vjp", "check_jvp", "check_hessian",
