@@ -1,4 +1,4 @@
-"""Whole-model training steps (issue 13): forward + backward against hand-written numpy and the peers.
+"""Whole-model training steps (issues 13, 30): forward + backward against hand-written numpy and the peers.
 
 Four models, each one step of forward + backward (the loss and every parameter's gradient):
 
@@ -14,29 +14,53 @@ Four models, each one step of forward + backward (the loss and every parameter's
 Rows per model and dtype (float64 and float32): ``numpy`` (forward and backward written by
 hand in this file: the practical limit; its gradients are checked against ours to 1e-10 in
 float64), ``eager`` (record, then ``loss.backward()``), ``jit`` (``ad.jit(ad.value_and_grad(f))``,
-traced once), ``torch`` (PyTorch CPU with as many threads as numpy's BLAS, when installed),
-``jax`` (``jax.jit(jax.value_and_grad(f))``, when installed), for the scalar MLP
-``micrograd`` (when installed) and, for the MLP, ``products``: the numpy step's eight matrix
-products alone, the floor under every row (timed, not checked).  Timings are interleaved (one call of every row per round),
-with ``gc.collect()`` and a short pause outside the timed region; the table shows the median,
-the inter-quartile range and the minimum, and the ratio of medians to the numpy row (to
-micrograd for the scalar MLP).  numpy's BLAS, torch and XLA run on ONE thread by default
-(``--threads``), the process pinned to one CPU (XLA's thread flags alone left it two): on a shared machine a two-thread OpenBLAS measured 100x slower on these
-products, its threads spinning for each other.  ``peak MiB`` is the
-tracemalloc high-water mark of one step (numpy reports its buffers to tracemalloc; not
-available for torch and jax; for jit, counting the arrays its executor keeps between calls),
-and ``mem ×`` its ratio to the numpy row.  ``faults`` is the median number of minor page faults
-per call: glibc gives the top of its heap back to the system when enough of it is free, and
-then every page of the next step's arrays is faulted in again (~15,000 per Transformer step,
-the larger part of a step's time on a loaded machine); which row pays for it depends on which
-one frees the top of the heap, i.e. on the order the rows run in (the eager row's parameter
-gradients, kept between its calls, hold the heap for the rows after it).  ``--keep-heap``
-asks glibc (mallopt) to keep its heap and to serve large arrays from it, for every row alike:
-the rows then compare their computation, without the page faults.  The run ends with issue 13's
-goals beside this run's ratios, each marked met or not.
+traced once), ``torch`` (PyTorch CPU, when installed), ``jax`` (``jax.jit(jax.value_and_grad(f))``,
+when installed), for the scalar MLP ``micrograd`` (when installed) and, for the MLP,
+``products``: the numpy step's eight matrix products alone, the floor under every row (timed,
+not checked).  Timings are interleaved (one call of every row per round), with ``gc.collect()``
+and a short pause outside the timed region; the table shows the median, the inter-quartile
+range and the minimum, and the ratio of medians to the numpy row (to micrograd for the scalar
+MLP).  ``peak MiB`` is the tracemalloc high-water mark of one step (numpy reports its buffers to
+tracemalloc; not available for torch and jax; for jit, counting the arrays its executor keeps
+between calls), and ``mem ×`` its ratio to the numpy row.  ``faults`` is the median number of
+minor page faults per call: glibc gives the top of its heap back to the system when enough of
+it is free, and then every page of the next step's arrays is faulted in again (~15,000 per
+Transformer step, ~25 ms of the numpy row's 100 at default threads).
+
+Two tables (``make bench`` prints both, then issue 30's goals from both; ``--threads`` picks one):
+
+* ONE CORE (``--threads 1``): the process pinned to one CPU and every library on one thread
+  (``ad.set_num_threads(1)``, numpy's BLAS, ``torch.set_num_threads(1)``, XLA's flags: alone they
+  left it two cores).  Every row runs in this one process: with one thread nothing spins.  Which
+  row pays for heap trimming depends on which one frees the top of the heap, i.e. on the order
+  the rows run in; ``--keep-heap`` asks glibc (mallopt) to keep its heap and to serve large
+  arrays from it, for every row alike, so the rows compare their computation only.
+* DEFAULT THREADS (``--threads 0``): what a user gets who sets nothing — ours at
+  ``ad.get_num_threads()`` (every core; it sets numpy's BLAS through threadpoolctl), numpy's
+  own BLAS default, ``torch.get_num_threads()``'s default, XLA's defaults.  Here the rows must
+  not share a process, nor each other's cores (``--isolate``, the default unless ``--threads 1``):
+  each row kind runs in a process of its own (``--worker``), driven in the same interleaved
+  rounds over pipes, and a row is timed only once no thread of any other row's process is
+  running.  Measured on the 2-core machine (LeNet float64, flock'd): after each of our rows and
+  the numpy row, OpenBLAS's idle thread spins (sched_yield) for 96 ms before it sleeps, torch's
+  OpenMP threads for 4-5 ms, XLA's for ~1 ms — longer than the 20 ms pause, so in one process
+  the next row ran beside a spinning thread (torch 8.6-9.0 ms there, 8.0-8.5 alone), and torch
+  and jax in the process changed who faulted (0 faults for every row with them loaded, 2,000-3,400
+  per numpy and eager step without).  The default-threads table does not keep the heap:
+  in a process of its own a row's faults are its own steady state, the same count every run
+  (Transformer float64: numpy 15,846, eager 11,540, jit 8,418, torch ~2,000), not an artifact of
+  row order, and they are what a user running that library alone pays; ``--keep-heap`` there
+  shows the computation alone (Transformer float64 numpy 98-103 -> 72-76 ms, jit 78-84 -> 62-64).
+
+Each table ends with the share of the machine's CPU time other processes used meanwhile
+(a few % or more: the figures are disturbed).  The run ends with issue 30's goals beside this
+run's ratios, each marked met or not: jit at default threads <= PyTorch and <= JAX, eager at
+default threads <= 1.10x PyTorch, jit on one core <= the numpy step (the MLP: <= 1.05x its
+products), peak memory of eager and jit <= 1.2x numpy's (from the default-threads table).
 
 Run:  python benchmarks/bench_models.py [--quick] [--models mlp,lenet] [--dtypes float64]
-      [--repeat 15] [--threads 1] [--no-peers] [--keep-heap] [--json out.json]
+      [--repeat 15] [--threads 1|0|N] [--isolate|--no-isolate] [--no-peers] [--keep-heap]
+      [--json out.json]
 (``make bench`` runs it with the other benchmarks.)
 """
 
