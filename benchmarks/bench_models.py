@@ -22,7 +22,8 @@ and a short pause outside the timed region; the table shows the median, the inte
 range and the minimum, and the ratio of medians to the numpy row (to micrograd for the scalar
 MLP).  ``peak MiB`` is the tracemalloc high-water mark of one step (numpy reports its buffers to
 tracemalloc; not available for torch and jax; for jit, counting the arrays its executor keeps
-between calls), and ``mem ×`` its ratio to the numpy row.  ``faults`` is the median number of
+between calls; not measured for the scalar demo, whose numpy step is vectorised), and ``mem ×``
+its ratio to the numpy row.  ``faults`` is the median number of
 minor page faults per call: glibc gives the top of its heap back to the system when enough of
 it is free, and then every page of the next step's arrays is faulted in again (~15,000 per
 Transformer step, ~25 ms of the numpy row's 100 at default threads).
@@ -1071,8 +1072,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--worker", choices=ROWS, help=argparse.SUPPRESS)
     ap.add_argument("--no-goals", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.worker:
-        worker_main(args)
+    if args.worker:          # (pinned already, if the driver was: affinity is inherited)
+        with limit_threads(args.threads) if args.threads else contextlib.nullcontext():
+            worker_main(args)
         return {}
     if args.threads is None:
         return run_both(args, sys.argv[1:] if argv is None else list(argv))
@@ -1171,7 +1173,8 @@ def run(args) -> dict:
         for name, dt in cases(args):
             title = f"{WORKLOADS[name].title} — {dt}"
             if args.isolate:
-                times, faults, mem, errors = measure_isolated(workers, name, dt, repeat, pause, args.no_memory)
+                times, faults, mem, errors = measure_isolated(workers, name, dt, repeat, pause,
+                                                              args.no_memory or name == "micrograd")
             else:
                 random.seed(SEED)
                 w = WORKLOADS[name](np.dtype(dt))
@@ -1180,7 +1183,8 @@ def run(args) -> dict:
                 if hasattr(w, "products_step"):
                     w.rows["products"] = w.products_step   # timed, not checked: it is no gradient
                 times, faults = measure(w, repeat, pause)
-                mem = {} if args.no_memory else {n: row_memory(w, n) for n in ("numpy", "eager", "jit")}
+                mem = {} if args.no_memory or name == "micrograd" else {
+                    n: row_memory(w, n) for n in ("numpy", "eager", "jit")}
             print_table(title, times, faults, mem, errors, f"{name}/{dt}", report)
         end = cpu_seconds(pids)
     finally:
