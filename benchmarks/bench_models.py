@@ -46,12 +46,13 @@ Two tables (``make bench`` prints both, then issue 30's goals from both; ``--thr
   the numpy row, OpenBLAS's idle thread spins (sched_yield) for 96 ms before it sleeps, torch's
   OpenMP threads for 4-5 ms, XLA's for ~1 ms — longer than the 20 ms pause, so in one process
   the next row ran beside a spinning thread (torch 8.6-9.0 ms there, 8.0-8.5 alone), and torch
-  and jax in the process changed who faulted (0 faults for every row with them loaded, 2,000-3,400
+  and jax in the process changed who faulted (0 faults for every row with them loaded, 850-3,900
   per numpy and eager step without).  The default-threads table does not keep the heap:
-  in a process of its own a row's faults are its own steady state, the same count every run
-  (Transformer float64: numpy 15,846, eager 11,540, jit 8,418, torch ~2,000), not an artifact of
-  row order, and they are what a user running that library alone pays; ``--keep-heap`` there
-  shows the computation alone (Transformer float64 numpy 98-103 -> 72-76 ms, jit 78-84 -> 62-64).
+  in a process of its own a row's faults are its own steady state, within a few % of the same
+  count every run (Transformer float64: numpy 15,846, eager 11,500-12,100, jit 7,900-8,400, torch
+  ~1,800-2,000, jax ~17,000), not an artifact of row order, and they are what a user running that
+  library alone pays; ``--keep-heap`` there shows the computation alone (Transformer float64:
+  numpy 98-103 -> 72-76 ms, jit 78-84 -> 62-64 ms; jax's faults stay: XLA maps its own memory).
 
 Each table ends with the share of the machine's CPU time other processes used meanwhile
 (a few % or more: the figures are disturbed).  The run ends with issue 30's goals beside this
