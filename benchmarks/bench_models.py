@@ -1283,6 +1283,7 @@ def print_goals(one_core: dict | None, default: dict | None) -> None:
         print("\n".join(lines))
         if default is None or one_core is None:
             print(f"  (rows of the {'default-threads' if default is None else 'one-core'} table: not in this run)")
+        print("  (the per-op goals: benchmarks/bench_overhead.py)")
         print()
 
 
