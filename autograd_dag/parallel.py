@@ -73,13 +73,26 @@ def _default_threads() -> int:
                 raise AutogradDagError(f"{var}={text!r}: expected a positive whole number of threads") from None
             if n >= 1:
                 return n
+    return _cores()
+
+
+def _cores() -> int:
+    """The number of cores this process may run on now."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
 
 
+def _follows_cores() -> bool:
+    """Whether the setting is the default taken from the cores (no variable, no set_num_threads(n))."""
+    return not any(os.environ.get(var, "").strip() for var in ("AUTOGRAD_DAG_NUM_THREADS", "OMP_NUM_THREADS"))
+
+
 _threads = _default_threads()
+# The default follows the cores: a process pinned to one core after this import (as
+# bench_models.py pins itself) splits nothing, instead of running two threads on one core.
+_following = _follows_cores()
 # Bumped by every change of the setting or of GRAINS: a program's cached plan, whose large
 # steps are split, is made again when it differs.
 epoch = 0
@@ -209,7 +222,8 @@ def set_num_threads(n: int | None = None) -> None:
         1
         >>> ad.set_num_threads()
     """
-    global _threads, epoch
+    global _threads, _following, epoch
+    _following = n is None and _follows_cores()
     if n is None:
         n = _default_threads()
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -230,7 +244,7 @@ def _set_blas_threads(n: int) -> None:
 @contextlib.contextmanager
 def num_threads(n: int | None):
     """``with ad.num_threads(1):`` runs the block on ``n`` threads, then restores the setting."""
-    before = _threads
+    before = None if _following else _threads
     set_num_threads(n)
     try:
         yield
@@ -288,6 +302,11 @@ def run_chunks(fn: Callable[[int, int], object], n: int, *, grain: int, align: i
     if parts <= 1 or getattr(_local, "worker", False) or n < 2 * align:
         fn(0, n)
         return
+    if _following:
+        parts = min(parts, _cores())   # (a system call: only large calls come here)
+        if parts <= 1:
+            fn(0, n)
+            return
     pool = _workers()
     job = _Job(fn, chunk_bounds(n, min(parts * CHUNKS_PER_THREAD, n // align), align))
     for _ in range(parts - 1):

@@ -306,3 +306,21 @@ def test_chunks_on_workers_run_in_the_callers_context_numpys_errstate_included()
     with ad.num_threads(2), np.errstate(divide="raise"):
         parallel.run_chunks(fn, 4096, grain=64)
     assert len(seen) == 2 and set(seen.values()) == {"raise"}
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="affinity")
+def test_the_default_splits_nothing_once_the_process_is_pinned_to_one_core_a_chosen_setting_still_does():
+    code = """if True:
+        import os, autograd_dag as ad
+        from autograd_dag import parallel
+        seen = []
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        for n in (None, 2, None):
+            with ad.num_threads(n):
+                starts = []
+                parallel.run_chunks(lambda a, b: starts.append(a), 4096, grain=64)
+                seen.append(sorted(starts))
+        print(seen)"""
+    clean = {k: v for k, v in os.environ.items() if k not in ("AUTOGRAD_DAG_NUM_THREADS", "OMP_NUM_THREADS")}
+    proc = subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[[0], [0, 2048], [0]]"
