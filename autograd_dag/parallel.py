@@ -222,15 +222,21 @@ def set_num_threads(n: int | None = None) -> None:
         1
         >>> ad.set_num_threads()
     """
-    global _threads, _following, epoch
+    global _threads, _following
     _following = n is None and _follows_cores()
     if n is None:
         n = _default_threads()
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise AutogradDagError(f"set_num_threads({n!r}): expected a positive whole number of threads, or None")
     _threads = n
-    epoch += 1
+    _changed()
     _set_blas_threads(n)
+
+
+def _changed() -> None:
+    """After a change of the setting or the grains: programs make their plans again."""
+    global epoch
+    epoch += 1
 
 
 def _set_blas_threads(n: int) -> None:
@@ -265,16 +271,15 @@ def grains(**sizes: int):
     unknown = set(sizes) - set(GRAINS)
     if unknown:
         raise AutogradDagError(f"grains({', '.join(sorted(unknown))}=...): the kinds of work are {sorted(GRAINS)}")
-    global epoch
     before = dict(GRAINS)
     GRAINS.update(sizes)
-    epoch += 1
+    _changed()
     try:
         yield
     finally:
         GRAINS.clear()
         GRAINS.update(before)
-        epoch += 1
+        _changed()
 
 
 def chunk_bounds(n: int, parts: int, align: int = ALIGN) -> list[int]:
