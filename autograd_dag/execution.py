@@ -86,11 +86,15 @@ def _split(nodes, node, impl):
     """``impl``, or for a large float elementwise ufunc or reduction its split form (:mod:`.splitting`).
 
     Only nodes at least twice their grain are split (the split form checks
-    the grain and the threads again on each call); operands must have the
-    result's dtype, so that writing into a preallocated result casts nothing.
+    the grain and the threads again on each call). Operands are of one float
+    dtype, or bool (a relu's mask); the result of that dtype or bool (a
+    comparison): numpy picks the same loop with the preallocated result as
+    without, and casts nothing into it.
     """
     dtype = np.dtype(node.dtype)
-    if dtype.kind != "f" or any(np.dtype(nodes[p].dtype) != dtype for p in node.parents):
+    operands = {np.dtype(nodes[p].dtype) for p in node.parents} - {np.dtype(bool)}
+    if not (operands <= {dtype} and dtype.kind == "f" or len(operands) == 1 and operands.pop().kind == "f"
+            and dtype.kind == "b"):
         return impl
     size = math.prod(node.shape)
     if isinstance(impl, np.ufunc):
@@ -98,7 +102,8 @@ def _split(nodes, node, impl):
             return split_ufunc(impl, tuple(node.shape), dtype)
         return impl
     name = node.prim.name
-    if name in REDUCTIONS and len(node.parents) == 1 and "out" not in node.params:
+    if name in REDUCTIONS and len(node.parents) == 1 and "out" not in node.params and dtype.kind == "f" \
+            and np.dtype(nodes[node.parents[0]].dtype) == dtype:
         shape = tuple(nodes[node.parents[0]].shape)
         if math.prod(shape) >= 2 * parallel.GRAINS["reduction"]:
             return split_reduction(name, impl, shape, tuple(node.shape), dtype)

@@ -324,3 +324,13 @@ def test_the_default_splits_nothing_once_the_process_is_pinned_to_one_core_a_cho
     clean = {k: v for k, v in os.environ.items() if k not in ("AUTOGRAD_DAG_NUM_THREADS", "OMP_NUM_THREADS")}
     proc = subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[[0], [0, 2048], [0]]"
+
+
+def test_jit_splits_a_relus_mask_and_its_product_and_leaves_mixed_float_dtypes_whole():
+    x = np.random.default_rng(6).normal(size=(256, 300))
+    program = ad.trace(lambda x: (x > 0.0) * x, x)
+    mixed = ad.trace(lambda x, y: x * y, x, x.astype(np.float32))
+    with ad.num_threads(2), parallel.grains(**TINY):
+        assert sorted(_steps_named(program, "split_")) == ["split_greater", "split_multiply"]
+        assert np.array_equal(program(x), (x > 0.0) * x)
+        assert _steps_named(mixed, "split_") == []
