@@ -160,24 +160,30 @@ def test_a_change_of_threads_resizes_the_pool():
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
 def test_a_forked_child_makes_its_own_pool():
-    with ad.num_threads(2):
-        parallel.run_chunks(lambda a, b: None, 4096, grain=64)   # the parent's pool exists
-        pid = os.fork()
-        if pid == 0:   # the parent's workers do not exist here: a new pool must run the chunks
-            code = 1
-            try:
-                names = set()
-                gate = threading.Barrier(2, timeout=10)
+    # In a fresh interpreter: forking this one (which may hold JAX's threads) could deadlock the child.
+    code = """if True:
+        import os, threading, autograd_dag as ad
+        from autograd_dag import parallel
 
-                def fn(a, b):
-                    names.add(threading.current_thread().name)
-                    gate.wait()
-                parallel.run_chunks(fn, 4096, grain=64)
-                code = 0 if len(names) == 2 and parallel._pool.pid == os.getpid() else 2
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+        def both_threads():
+            names = set()
+            gate = threading.Barrier(2, timeout=10)   # both chunks at once: one is on a worker
+
+            def fn(a, b):
+                names.add(threading.current_thread().name)
+                gate.wait()
+            parallel.run_chunks(fn, 4096, grain=64)
+            return len(names) == 2
+
+        with ad.num_threads(2):
+            assert both_threads()          # the parent's pool exists
+            pid = os.fork()
+            if pid == 0:                   # its workers do not exist here: a new pool runs the chunks
+                os._exit(0 if both_threads() and parallel._pool.pid == os.getpid() else 3)
+            _, status = os.waitpid(pid, 0)
+            print(os.waitstatus_to_exitcode(status))"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "0", proc.stderr
 
 
 # ------------------------------------------------------------------ split operations
