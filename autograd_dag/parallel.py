@@ -6,13 +6,15 @@ along its leading axis runs on every core, as PyTorch's intra-op parallelism
 does, with no compiled code of ours. :func:`set_num_threads` is the one
 setting (like ``torch.set_num_threads``): it sizes this pool and, through
 ``threadpoolctl``, numpy's BLAS. The default is every core this process may
-run on, or ``AUTOGRAD_DAG_NUM_THREADS`` (then ``OMP_NUM_THREADS``) if set.
+run on (followed if the process is pinned later), or
+``AUTOGRAD_DAG_NUM_THREADS`` (then ``OMP_NUM_THREADS``) if set.
 
 :func:`run_chunks` is what operations call: ``fn(start, stop)`` over the
-chunks of ``range(n)``, the caller's thread taking the first chunk and the
-pool's workers the others. A call made on a worker runs whole (one level of
-splitting: a worker never waits for another worker), and so does a call
-below its grain. Chunks start at multiples of :data:`ALIGN` items, so that an
+chunks of ``range(n)``, one per thread, each claimed by whichever thread is
+free: the caller's at once, the pool's workers as they wake (a late worker's
+chunk is run by the caller). A call made on a worker runs whole (one level
+of splitting: a worker never waits for another worker), and so does a call
+below its grain (:data:`GRAINS`, measured per kind of work). Chunks start at multiples of :data:`ALIGN` items, so that an
 elementwise loop meets each element in the same place of its vector loop as
 an unsplit call does (the split result is the unsplit one, bit for bit).
 
