@@ -19,6 +19,9 @@ import sys
 
 import numpy as np
 
+from . import parallel, splitting
+from .splitting import REDUCTIONS, split_reduction, split_ufunc
+
 # Results smaller than this are not written into dying operands: below it the
 # checks cost more than the allocation (the per-op chain of 10-element arrays
 # ran at 3.4 instead of 1.1 µs per op), and malloc serves such blocks from its
@@ -61,6 +64,7 @@ def plan_steps(nodes, outputs) -> list[tuple]:
     # made in the backward pass lay in memory against the executor's order: later calls of a
     # 100,000-step chain ran 4 % slower).
     writes_into_operand: dict = {}
+    threads = parallel.get_num_threads()
     steps = []
     for n, frees in zip(nodes, frees_at):
         if n.prim is None:
@@ -72,8 +76,38 @@ def plan_steps(nodes, outputs) -> list[tuple]:
         inplace = None
         if writes and frees and "out" not in n.params and _nbytes(n) >= MIN_BYTES:
             inplace = _dying_operand(nodes, n, frees)
+        if threads > 1 and (type(impl) is np.ufunc or n.prim.name in REDUCTIONS):
+            impl = _split(nodes, n, impl)
         steps.append((n.index, impl, n.parents, n.params or None, tuple(frees), inplace))
     return steps
+
+
+def _split(nodes, node, impl):
+    """``impl``, or for a large float elementwise ufunc or reduction its split form (:mod:`.splitting`).
+
+    Only nodes at least twice their grain are split (the split form checks
+    the grain and the threads again on each call). Operands are of one float
+    dtype, or bool (a relu's mask); the result of that dtype or bool (a
+    comparison): numpy picks the same loop with the preallocated result as
+    without, and casts nothing into it.
+    """
+    dtype = np.dtype(node.dtype)
+    operands = {np.dtype(nodes[p].dtype) for p in node.parents} - {np.dtype(bool)}
+    if not (operands <= {dtype} and dtype.kind == "f" or len(operands) == 1 and operands.pop().kind == "f"
+            and dtype.kind == "b"):
+        return impl
+    size = math.prod(node.shape)
+    if isinstance(impl, np.ufunc):
+        if impl.nout == 1 and impl.signature is None and size >= 2 * parallel.GRAINS[splitting.kind_of(impl)]:
+            return split_ufunc(impl, tuple(node.shape), dtype)
+        return impl
+    name = node.prim.name
+    if name in REDUCTIONS and len(node.parents) == 1 and "out" not in node.params and dtype.kind == "f" \
+            and np.dtype(nodes[node.parents[0]].dtype) == dtype:
+        shape = tuple(nodes[node.parents[0]].shape)
+        if math.prod(shape) >= 2 * parallel.GRAINS["reduction"]:
+            return split_reduction(name, impl, shape, tuple(node.shape), dtype)
+    return impl
 
 
 def _nbytes(node) -> int:

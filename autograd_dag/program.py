@@ -18,7 +18,7 @@ import numpy as np
 from .core import Tensor, _recording_as, apply, as_array, attributed_to, operation_error
 from .displays import mimebundle
 from .errors import AutogradDagError, ProgramInputError, UndefinedDerivativeError, located
-from .execution import buffer_of, disposable, plan_steps
+from .execution import buffer_of, disposable, parallel, plan_steps
 from .formatting import format_shape, listing
 from .dag import Graph
 from .graph import paused_gc
@@ -162,7 +162,7 @@ class Program:
                                            f"does not come before it: nodes must be in topological order")
         self._children: list[list[int]] | None = None
         self._initial: list | None = None
-        self._steps: list | None = None
+        self._steps, self._epoch = None, -1   # the plan, and parallel.epoch when it was made
         self._constant_buffers: frozenset[int] = frozenset()  # ids of the constants' arrays (by _plan)
 
     @property
@@ -362,9 +362,9 @@ class Program:
         The steps (:func:`~autograd_dag.execution.plan_steps`) free each value
         after its last use, and write elementwise results into operands that die there.
         """
-        if self._steps is None:
+        if self._steps is None or self._epoch != parallel.epoch:   # large steps split per thread setting
             with paused_gc():  # as in from_outputs: one step tuple per node, no cycle
-                self._steps = plan_steps(self.nodes, self.outputs)
+                self._steps, self._epoch = plan_steps(self.nodes, self.outputs), parallel.epoch
                 self._initial = [n.value if n.prim is None and n.op is not NodeKind.INPUT else None
                                  for n in self.nodes]
                 self._constant_buffers = frozenset(id(buffer_of(v)) for v in self._initial

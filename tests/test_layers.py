@@ -18,6 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "autograd_dag"
 LAYERS = [
     "errors", "tree",
     "parallel",  # the thread pool large operations are split over, and set_num_threads
+    "splitting",  # large elementwise calls and reductions split into chunks run on that pool
     "graph",  # the DAG core: the one topological sort and reachability walk
     "dag", "graph_algorithms",  # the hand-built DAG (Graph), then the book's other questions about DAGs
     "trace_state",  # which transformations run now: written by tracing, read by core (below both)
