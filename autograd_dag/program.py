@@ -27,6 +27,7 @@ from .kinds import ProgramKind
 from .leaf_names import leaf_name
 from .passes import common_subexpressions
 from .program_inputs import checked_inputs
+from .scheduling import run_schedule, schedule_for
 from .tracing import topological_nodes
 from .primitives.structure import IDENTITY
 
@@ -389,6 +390,10 @@ class Program:
         values = list(initial)
         for k, a in zip(self.inputs, args):
             values[k] = a
+        schedule = schedule_for(self, steps)
+        if schedule is not None:   # independent heavy nodes run on the thread pool (scheduling.py)
+            run_schedule(self, schedule, values)
+            steps = ()
         # The hot loop of Algorithm 4.1: one numpy call per node, nothing else.
         step = None
         try:
