@@ -112,9 +112,10 @@ def schedule_for(program, steps: list) -> Schedule | None:
 
     Made once per program and setting (``threads``, ``inter_op``) and kept.
     """
+    if not (AUTO if _mode is None else _mode):
+        return None
     threads = parallel.get_num_threads()
-    enabled = AUTO if _mode is None else _mode
-    if not enabled or threads < 2:
+    if threads < 2:
         return None
     key = (id(steps), threads, _min_cost)
     cached = getattr(program, "_inter_op_schedule", None)
