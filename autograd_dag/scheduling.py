@@ -50,9 +50,12 @@ import numpy as np
 from . import parallel
 from .execution import disposable, step_error
 
-# Automatic use (inter_op(None)): off. Measured on this 2-core VM (the Transformer step, float64,
-# 2 threads, BLAS 2 threads) the plan found a few batched attention products to overlap and gained
-# nothing measurable (see the module's commit); the large GEMMs are already split by BLAS.
+# Automatic use (inter_op(None)): off, as measured on this 2-core VM at 2 threads (BLAS on 2):
+# the Transformer step (float64) hands off 10 nodes (batched attention products, layer-norm
+# Jacobians, bias sums) and ran 1.03x the serial loop (paired medians of 41 interleaved calls):
+# a handed-off node ran 10-40 % slower beside the caller's work than alone, and the GEMMs that
+# dominate the step already use both cores through BLAS. The MLP and LeNet steps have no node
+# worth handing off. Worth trying again with more cores than BLAS uses well.
 AUTO = False
 
 # A step is handed off only if its estimated time and the time of the independent steps that
@@ -84,6 +87,14 @@ def inter_op(enabled: bool | None, *, min_cost: float | None = None):
     a node, and the work beside it, must take to be handed off (default
     :data:`MIN_COST_NS`; 0 hands off every node that has independent work
     after it, as tests do). Restores the previous setting on exit.
+
+    Example:
+        >>> import numpy as np, autograd_dag as ad
+        >>> from autograd_dag import scheduling
+        >>> f = ad.jit(lambda x: ad.sum(ad.tanh(x)) * ad.sum(ad.exp(x)))
+        >>> with ad.num_threads(2), scheduling.inter_op(True, min_cost=0):
+        ...     float(f(np.zeros((2, 3))))
+        0.0
     """
     global _mode, _min_cost
     before = _mode, _min_cost
@@ -117,9 +128,9 @@ def schedule_for(program, steps: list) -> Schedule | None:
     threads = parallel.get_num_threads()
     if threads < 2:
         return None
-    key = (id(steps), threads, _min_cost)
+    key = (steps, threads, _min_cost)   # (the plan's list itself: compared by identity)
     cached = getattr(program, "_inter_op_schedule", None)
-    if cached is not None and cached.key == key:
+    if cached is not None and cached.key[0] is steps and cached.key[1:] == key[1:]:
         return cached if cached.handed_off else None
     schedule = plan_schedule(program.nodes, steps, threads - 1, _min_cost)
     schedule.key = key
