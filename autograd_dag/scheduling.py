@@ -52,10 +52,10 @@ from .execution import disposable, step_error
 
 # Automatic use (inter_op(None)): off, as measured on this 2-core VM at 2 threads (BLAS on 2):
 # the Transformer step (float64) hands off 10 nodes (batched attention products, layer-norm
-# Jacobians, bias sums) and ran 1.03x the serial loop (paired medians of 41 interleaved calls):
-# a handed-off node ran 10-40 % slower beside the caller's work than alone, and the GEMMs that
-# dominate the step already use both cores through BLAS. The MLP and LeNet steps have no node
-# worth handing off. Worth trying again with more cores than BLAS uses well.
+# Jacobians, bias sums) and ran 1.02-1.03x the serial loop (paired medians of 41 interleaved
+# calls; the caller never waited at a join, but its own steps slowed by more than the ~5 ms the
+# worker took off it), and the GEMMs that dominate the step already use both cores through BLAS.
+# The MLP and LeNet steps have no node worth handing off. Worth trying with more cores.
 AUTO = False
 
 # A step is handed off only if its estimated time and the time of the independent steps that
@@ -168,7 +168,20 @@ def plan_schedule(nodes, steps: list, workers: int, min_cost: float) -> Schedule
     off when a worker is idle at that point, its cost and the cost of the
     steps before its first reader (the calling thread's work meanwhile: none
     of them depends on it) both reach ``min_cost``, and BLAS does not already
-    spread it over the cores. The first step reading a pending value waits for it.
+    spread it over the cores. A pending value is waited for at its first
+    reader, or before the next product BLAS spreads, whichever comes first.
+
+    Example (two products the size of attention heads, BLAS does not split them):
+        >>> import numpy as np, autograd_dag as ad
+        >>> from autograd_dag import scheduling
+        >>> def f(a, b):
+        ...     p, q = a @ a, b @ b
+        ...     return ad.sum(p) + ad.sum(q)
+        >>> prog = ad.trace(f, np.ones((16, 8, 32, 32)), np.ones((16, 8, 32, 32)))
+        >>> _, steps = prog._plan()
+        >>> s = scheduling.plan_schedule(prog.nodes, steps, 1, scheduling.MIN_COST_NS)
+        >>> [prog.nodes[steps[i][0]].prim.name for i in s.handed_off]
+        ['matmul']
     """
     blas_many = parallel.get_num_threads() > 1
     position = {}
@@ -205,7 +218,8 @@ def plan_schedule(nodes, steps: list, workers: int, min_cost: float) -> Schedule
         if (idle_at[w] <= now and not split_by_blas[i] and reader > i + 1
                 and costs[i] >= min_cost and prefix[reader] - prefix[i + 1] >= min_cost):
             done_at[i] = idle_at[w] = now + costs[i]
-            joins_at.setdefault(first_reader[i], []).append(i)
+            # Joined before the next product BLAS spreads (it wants both cores), if not read before.
+            joins_at.setdefault(reader, []).append(i)
         else:
             now += costs[i]
     entries = [(step, i in done_at, tuple(joins_at.get(i, ()))) for i, step in enumerate(steps)]
