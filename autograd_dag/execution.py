@@ -20,6 +20,8 @@ import sys
 import numpy as np
 
 from . import parallel, splitting
+from .core import as_array, operation_error
+from .errors import UndefinedDerivativeError, located
 from .splitting import REDUCTIONS, split_reduction, split_ufunc
 
 # Results smaller than this are not written into dying operands: below it the
@@ -165,3 +167,17 @@ def _writes_into_operand(impl) -> bool:
     except (TypeError, ValueError):
         return False
     return param is not None and param.kind is param.KEYWORD_ONLY
+
+
+def step_error(program, k: int, values: list, exc: Exception) -> Exception:
+    """The error to raise for ``exc``, raised by node ``k`` of ``program`` on ``values`` (its operands still there).
+
+    It names the program, the node and the user's line the node was recorded
+    at; an operation's error is the library's, with its operands' shapes.
+    """
+    node = program.nodes[k]
+    if isinstance(exc, UndefinedDerivativeError):   # a check on the values: keep its kind and words
+        return UndefinedDerivativeError(f"program '{program.name}': node %{node.index}: {exc}{located(node.source)}")
+    args = [as_array(values[p]) for p in node.parents]
+    error = operation_error(node.prim, args, node.params, exc)
+    return type(error)(f"program '{program.name}': node %{node.index}: {error.detail}{located(node.source)}")

@@ -142,7 +142,7 @@ class _Job:
     last chunk releases ``done``.
     """
 
-    __slots__ = ("fn", "bounds", "count", "claim", "finish", "done", "error", "context")
+    __slots__ = ("fn", "bounds", "count", "claim", "finish", "done", "error", "context", "joined")
 
     def __init__(self, fn, bounds: list[int]):
         self.fn = fn
@@ -154,6 +154,7 @@ class _Job:
         self.done.acquire()
         self.error = None
         self.context = contextvars.copy_context()
+        self.joined = False
 
     def run(self) -> bool:
         """Run chunks until none is left; whether this thread finished the last one."""
@@ -186,6 +187,13 @@ class _Job:
             if done.acquire(False):
                 return
         done.acquire()
+
+    def join(self) -> None:
+        """Return when every chunk has run, running those no worker has taken yet here (``error`` then says how)."""
+        if not self.joined:
+            if not self.run():
+                self.wait()
+            self.joined = True
 
 
 _pool: _Pool | None = None
@@ -282,6 +290,18 @@ def grains(**sizes: int):
         GRAINS.clear()
         GRAINS.update(before)
         _changed()
+
+
+def submit(fn: Callable[[], object]) -> _Job:
+    """Start ``fn()`` on a worker of the pool; the job's ``join()`` returns once it has run.
+
+    ``join()`` runs ``fn`` on the calling thread if no worker has taken it yet
+    (a worker waking late costs no wait), and leaves its exception in the job's
+    ``error`` (None if it returned). Used by the inter-op executor (scheduling).
+    """
+    job = _Job(lambda start, stop: fn(), [0, 1])
+    _workers().jobs.put(job)
+    return job
 
 
 def chunk_bounds(n: int, parts: int, align: int = ALIGN) -> list[int]:

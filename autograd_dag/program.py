@@ -15,10 +15,10 @@ from typing import Sequence
 
 import numpy as np
 
-from .core import Tensor, _recording_as, apply, as_array, attributed_to, operation_error
+from .core import Tensor, _recording_as, apply, attributed_to
 from .displays import mimebundle
-from .errors import AutogradDagError, ProgramInputError, UndefinedDerivativeError, located
-from .execution import buffer_of, disposable, parallel, plan_steps
+from .errors import AutogradDagError, ProgramInputError
+from .execution import buffer_of, disposable, parallel, plan_steps, step_error
 from .formatting import format_shape, listing
 from .dag import Graph
 from .graph import paused_gc
@@ -27,6 +27,7 @@ from .kinds import ProgramKind
 from .leaf_names import leaf_name
 from .passes import common_subexpressions
 from .program_inputs import checked_inputs
+from .scheduling import run_schedule, schedule_for
 from .tracing import topological_nodes
 from .primitives.structure import IDENTITY
 
@@ -389,6 +390,10 @@ class Program:
         values = list(initial)
         for k, a in zip(self.inputs, args):
             values[k] = a
+        schedule = schedule_for(self, steps)
+        if schedule is not None:   # independent heavy nodes run on the thread pool (scheduling.py)
+            run_schedule(self, schedule, values)
+            steps = ()
         # The hot loop of Algorithm 4.1: one numpy call per node, nothing else.
         step = None
         try:
@@ -410,16 +415,8 @@ class Program:
                     values[p] = None
         except (Warning, FloatingPointError):
             raise  # warnings turned into errors by the user stay theirs
-        except UndefinedDerivativeError as exc:   # a check on the values: keep its kind and words
-            node = self.nodes[step[0]]
-            raise UndefinedDerivativeError(f"program '{self.name}': node %{node.index}: {exc}"
-                                           f"{located(node.source)}") from None
         except Exception as exc:
-            node = self.nodes[step[0]]
-            args = [as_array(values[p]) for p in node.parents]
-            error = operation_error(node.prim, args, node.params, exc)
-            raise type(error)(f"program '{self.name}': node %{node.index}: {error.detail}"
-                              f"{located(node.source)}") from None
+            raise step_error(self, step[0], values, exc) from None
         # numpy gives scalars for 0-d results; a program returns arrays, as ad.grad does.
         outs = tuple(np.asarray(values[k]) for k in self.outputs)
         if self._constant_buffers:

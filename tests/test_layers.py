@@ -23,7 +23,9 @@ LAYERS = [
     "dag", "graph_algorithms",  # the hand-built DAG (Graph), then the book's other questions about DAGs
     "trace_state",  # which transformations run now: written by tracing, read by core (below both)
     "scopes", "anomaly", "operation_errors", "promotion",  # the modes and errors apply reads, not the Tensor record
-    "core", "inlined", "primitives", "tracing", "execution", "passes",
+    "core", "inlined", "primitives", "tracing", "execution",
+    "scheduling",  # inter-op parallelism: a program's independent heavy nodes on the pool (above execution's plan)
+    "passes",
     "graph_recording",  # a hand-built Graph's vertices applied as operations (Program.from_graph)
     "program_inputs",  # a program's arguments checked against its input nodes
     "leaf_names",  # the names a module call gives its parameters, read by program
