@@ -19,6 +19,7 @@ from ..elementwise import add, divide, multiply, negative, sqrt, subtract
 from ..batch import elementwise as elementwise_batch
 from ..batch import materialize
 from ..registry import defprim
+from ..rowsplit import run_rows, splits
 from ..shapes import broadcast, fmt
 from ..structure import broadcast_to, sum, sum_to_shape
 from ..reductions import _float_dtype, _ndim, mean
@@ -35,9 +36,37 @@ def _means(x, axes):
     return np.mean(x, axis=axes, keepdims=True)
 
 
+def _split_rows(name, x, *others) -> bool:
+    """Whether ``name`` over x's last axis is split by rows: x C-contiguous, ``others`` of its shape or a row's."""
+    return (splits(name, x) and isinstance(x, np.ndarray) and x.ndim > 1 and x.flags.c_contiguous
+            and builtins.all(np.ndim(o) <= 1 or (np.shape(o) == x.shape and o.flags.c_contiguous)
+                             for o in others))
+
+
+def _rows(a, n):
+    """a as rows of n (a view), or a itself when it is one row or a number (it broadcasts)."""
+    return a.reshape(-1, n) if np.ndim(a) > 1 else a
+
+
 def _layer_norm_impl(x, gamma, beta, *, axes, eps, out=None):
     # ``out`` (from the program executor) is x itself when x dies here, as it does where a
     # gradient program recomputes x̂ for γ's cotangent: x − μ is written over x (μ read first).
+    if _split_rows("layer_norm", x) and axes == (-1,) and np.ndim(gamma) <= 1 and np.ndim(beta) <= 1:
+        dtype = _float_dtype(np.result_type(x, gamma, beta))
+        if out is None:
+            out = np.empty(x.shape, dtype)
+        n = x.shape[-1]
+        x2, o2 = x.reshape(-1, n), out.reshape(-1, n)
+
+        def rows(a, b):  # the unsplit call on rows a:b (out= the same slice object when out is x)
+            xs = x2[a:b]
+            _layer_norm_whole(xs, gamma, beta, axes, eps, xs if out is x else o2[a:b])
+        run_rows("layer_norm", rows, x2.shape[0], n)
+        return out
+    return _layer_norm_whole(x, gamma, beta, axes, eps, out)
+
+
+def _layer_norm_whole(x, gamma, beta, axes, eps, out):
     dtype = _float_dtype(np.result_type(x, gamma, beta))
     x = x.astype(dtype, copy=False)
     out = np.subtract(x, _means(x, axes), out=out)  # the one array of x's size; the rest works in place
@@ -63,9 +92,26 @@ def _standardize_jacobian_impl(v, x, *, axes, eps, out=None):
     # J v for J = ∂x̂/∂x (symmetric) at x: (v − mean v − x̂·mean(v ⊙ x̂)) / √(σ² + ε), with x̂ recomputed
     # from x. One array of the result's size: c = x − μ, scaled by the row factor, then + v − mean v, ÷ √.
     # ``out`` (from the program executor) may be x (c is computed there) or v (written over once read).
+    if _split_rows("standardize_jacobian", x, v) and axes == (-1,) and np.shape(v) == np.shape(x):
+        dtype = _float_dtype(np.result_type(v, x))
+        if out is None:
+            out = np.empty(x.shape, dtype)
+        n = x.shape[-1]
+        v2, x2, o2 = v.reshape(-1, n), x.reshape(-1, n), out.reshape(-1, n)
+
+        def rows(a, b):  # the unsplit call on rows a:b, into its rows of out (c computed there)
+            vs, xs = v2[a:b], x2[a:b]
+            _standardize_jacobian_whole(vs, xs, axes, eps, vs if out is v else xs if out is x else o2[a:b])
+        run_rows("standardize_jacobian", rows, x2.shape[0], n)
+        return out
+    return _standardize_jacobian_whole(v, x, axes, eps, out)
+
+
+def _standardize_jacobian_whole(v, x, axes, eps, out):
     dtype = _float_dtype(np.result_type(v, x))
     x = x.astype(dtype, copy=False)
-    c = np.subtract(x, _means(x, axes), out=out if out is x else None)
+    # c = x − μ goes into out when out is not v (x itself from the executor, or a chunk's rows of the result).
+    c = np.subtract(x, _means(x, axes), out=out if out is not None and out is not v else None)
     last = (c.ndim - 1,)
     rows = axes == (-1,) and np.shape(v) == c.shape
     var = _row_dots(c, c, last) / c.shape[-1] if axes == (-1,) else np.mean(np.square(c), axis=axes, keepdims=True)

@@ -25,9 +25,10 @@ from ..elementwise import add, multiply, subtract
 from ..numeric import _check_along, take_along_axis
 from ..reductions import _float_dtype
 from ..registry import defprim
+from ..rowsplit import run_rows, splits
 from ..shapes import fmt
 from ..structure import reshape, sum
-from .softmax import _row_sums, _shifted, _softargmax_jacobian, softargmax
+from .softmax import _common_shift, _row_sums, _shifted, _softargmax_jacobian, softargmax
 
 
 def _check(name: str, z_shape, idx) -> None:
@@ -65,12 +66,45 @@ def _ce_impl(z, idx):
         return (np.log(_row_sums(e, (e.ndim - 1,))) - picked)[..., 0]
 
 
+def _split(name, z) -> bool:
+    return splits(name, z) and isinstance(z, np.ndarray) and z.ndim > 1 and z.flags.c_contiguous
+
+
 def _ce_grad_impl(ct, z, loss, idx, *, out=None):
     # ``out`` (from the program executor) is z itself when the scores die here, as they do in a
     # training step's gradient program: z − c is written over them (the shift is read first).
     _check("softmax_cross_entropy_grad", z.shape, idx)
     col = _column(idx)
     dtype = np.result_type(ct.dtype, loss.dtype, _float_dtype(z.dtype))
+    if _split("softmax_cross_entropy_grad", z) and dtype == z.dtype and (out is None or out is z):
+        common = _common_shift(z, z)
+        if common is not None:
+            # The sums are read back from the loss for every row or for none, as in the unsplit call:
+            # decided over all rows first (z[t] − c is what (z − c)[t] is).
+            log_sum = loss[..., None] + (np.take_along_axis(z, col, -1) - common)
+            if np.all(np.isfinite(log_sum)):
+                return _ce_grad_split(ct, z, log_sum, col, common, out)
+    return _ce_grad_whole(ct, z, loss, col, dtype, out)
+
+
+def _ce_grad_split(ct, z, log_sum, col, common, out):
+    n = z.shape[-1]
+    if out is None:
+        out = np.empty_like(z)
+    z2, o2, ls2, col2, ct2 = (a.reshape(-1, n if a is z or a is out else 1) for a in (z, out, log_sum, col, ct))
+
+    def rows(a, b):  # the unsplit call's steps on rows a:b
+        g = np.subtract(z2[a:b], common, out=o2[a:b])
+        g -= ls2[a:b]
+        np.exp(g, out=g)
+        c = col2[a:b]
+        np.put_along_axis(g, c, np.take_along_axis(g, c, -1) - 1, -1)
+        g *= ct2[a:b]
+    run_rows("softmax_cross_entropy_grad", rows, z2.shape[0], n)
+    return out
+
+
+def _ce_grad_whole(ct, z, loss, col, dtype, out):
     g, _ = _shifted(z, (-1,), 1.0, out=out)    # the one array of z's size: z − c
     g = g.astype(dtype, copy=False)
     log_sum = loss[..., None] + np.take_along_axis(g, col, -1)

@@ -22,6 +22,7 @@ from ...errors import ShapeError
 from ..elementwise import add, divide, exp, lowest_finite, maximum, multiply, subtract
 from ..batch import lift_rank, materialize, shift_axis
 from ..registry import defprim
+from ..rowsplit import run_items, run_rows, splits
 from ..shapes import broadcast, fmt, normalize_axes, normalize_axis, reduced_shape
 from ..structure import broadcast_to, reshape, sum, sum_to_shape
 from ..reductions import _float_dtype, _kept, _ndim
@@ -40,7 +41,10 @@ def _check_gamma(name: str, gamma) -> float:
 # ------------------------------------------------- logsumexp, softargmax
 
 
-def _shifted(x, axis, gamma, out=None):
+_UNSET = object()
+
+
+def _shifted(x, axis, gamma, out=None, common=_UNSET):
     """((x − c)/γ, c) with c the max of x over ``axis`` (kept), 0 where it is not finite.
 
     The shift is what makes exp never overflow (§4.4.2: lse(u) = lse(u − c) + c);
@@ -49,12 +53,13 @@ def _shifted(x, axis, gamma, out=None):
     +inf entry or an empty axis is shifted by 0 instead, so that the results
     are −inf, +inf and −inf rather than NaN. c may instead be one number for
     every slice (:func:`_common_shift`). The first result is a fresh array, or
-    ``out`` (which may be x itself).
+    ``out`` (which may be x itself). ``common``: the common shift (or None),
+    when already taken over a whole array of which x is some rows.
     """
     z = x
     if not np.issubdtype(z.dtype, np.inexact):
         z = z.astype(np.float64)
-    c = _common_shift(z, z, gamma)
+    c = _common_shift(z, z, gamma) if common is _UNSET else common
     if c is None:
         c = np.max(z, axis=axis, keepdims=True, initial=-np.inf)
         c = np.where(np.isfinite(c), c, np.zeros((), z.dtype))
@@ -157,13 +162,38 @@ def logsumexp(x, axis=-1, keepdims: bool = False, gamma: float = 1.0) -> Tensor:
                  keepdims=bool(keepdims), gamma=g)
 
 
+def _last_axis_rows(x, axis) -> bool:
+    """Whether x's work along ``axis`` is row by row over a C-contiguous array's last axis (a splittable case)."""
+    return isinstance(x, np.ndarray) and axis == (x.ndim - 1,) and x.ndim > 1 and x.flags.c_contiguous
+
+
 def _softargmax_impl(x, *, axis, gamma, out=None):
     # ``out`` lets the program executor give x itself when x dies here (execution.py).
+    if splits("softargmax", x) and _last_axis_rows(x, axis) and np.issubdtype(x.dtype, np.inexact):
+        return _softargmax_split(x, axis, gamma, out)
     z, _ = _shifted(x, axis, gamma, out)
     e = np.exp(z, out=z)  # z is a fresh array (x − c) or out: one array of x's size in all
     with np.errstate(invalid="ignore"):  # an all -inf slice has no distribution: NaN
         e /= _row_sums(e, axis)
     return e
+
+
+def _softargmax_split(x, axis, gamma, out):
+    # The common shift over the whole array (as the unsplit call takes it), then each chunk of rows as
+    # an unsplit call on those rows, into its rows of the result.
+    common = _common_shift(x, x, gamma)
+    if out is None:
+        out = np.empty_like(x)
+    n = x.shape[-1]
+    x2, o2 = x.reshape(-1, n), out.reshape(-1, n)
+
+    def rows(a, b):
+        z, _ = _shifted(x2[a:b], (1,), gamma, o2[a:b], common)
+        np.exp(z, out=z)
+        with np.errstate(invalid="ignore"):
+            z /= _row_sums(z, (1,))
+    run_rows("softargmax", rows, x2.shape[0], n)
+    return out
 
 
 def _row_dots(v, y, axis):
@@ -176,6 +206,24 @@ def _row_dots(v, y, axis):
 def _jacobian_impl(v, y, *, axis, scale, out=None):
     # One array of v's size, written in place: (v − Σ v⊙y), then ⊙ y, then · scale. ``out`` (from the
     # program executor) may be v, written over once Σ v⊙y is read, or y, written last.
+    if (splits("softargmax_jacobian", v) and np.shape(v) == np.shape(y) and _last_axis_rows(v, axis)
+            and y.flags.c_contiguous):
+        dtype = np.result_type(v, y)
+        if out is None:
+            out = np.empty(v.shape, dtype)
+        n = v.shape[-1]
+        v2, y2, o2 = v.reshape(-1, n), y.reshape(-1, n), out.reshape(-1, n)
+
+        def rows(a, b):  # the unsplit call on rows a:b, out= the same slice object when out is v or y
+            vs, ys = v2[a:b], y2[a:b]
+            o = vs if out is v else ys if out is y else o2[a:b]
+            _jacobian_whole(vs, ys, (1,), scale, o)
+        run_rows("softargmax_jacobian", rows, v2.shape[0], n)
+        return out
+    return _jacobian_whole(v, y, axis, scale, out)
+
+
+def _jacobian_whole(v, y, axis, scale, out):
     dots = _row_dots(v, y, axis)
     if out is y:
         g = np.multiply(np.subtract(v, dots), y, out=out)
@@ -276,10 +324,18 @@ def _masked_softargmax_impl(x, mask, *, axis, scale, out=None):
     dtype = _float_dtype(np.result_type(x, mask))
     if out is None:
         out = np.empty(np.shape(x), dtype=dtype)
+    if (splits("masked_softargmax", x) and _last_axis_rows(x, axis) and x.ndim > 2 and out.flags.c_contiguous
+            and builtins.all(d == 1 for d in np.shape(mask)[:-2])):  # one (T, n) mask, as attention's
+        return _masked_softargmax_split(x, mask, axis, scale, out, dtype)
     z = np.multiply(x, scale, out=out, dtype=dtype)
     mask = np.asarray(mask, dtype=dtype)
     keep = mask == 0
     c = _common_shift(z, z) if np.all(keep | (mask == -np.inf)) else None
+    return _masked_softargmax_rest(z, mask, keep, c, axis, dtype)
+
+
+def _masked_softargmax_rest(z, mask, keep, c, axis, dtype):
+    """The masked softargmax from z = scale·x on, with the common shift c (or None: each row's own)."""
     if c is not None:
         # A mask of 0 and −∞ only (causal, padding): exp(z − c) then zeros where −∞, a product with the
         # (small) 0/1 mask. numpy's float64 exp is 2.5x slower on an array holding −∞.
@@ -294,6 +350,28 @@ def _masked_softargmax_impl(x, mask, *, axis, scale, out=None):
     with np.errstate(invalid="ignore"):  # an all −inf row has no distribution: NaN
         z /= _row_sums(z, axis)
     return z
+
+
+def _masked_softargmax_split(x, mask, axis, scale, out, dtype):
+    # The common shift is the unsplit call's: max and min of scale·x are scale·max x and scale·min x
+    # exactly (rounding is monotonic), so the whole of scale·x is not formed first. Then each chunk
+    # of x's matrices (..., T, n) as an unsplit call, against the one (T, n) mask they share.
+    mask = np.asarray(mask, dtype=dtype)
+    mask = mask.reshape(mask.shape[-2:]) if mask.ndim > 2 else mask
+    keep = mask == 0
+    c = None
+    if np.all(keep | (mask == -np.inf)) and np.issubdtype(dtype, np.floating):
+        top, bottom = np.max(x), np.min(x)
+        top, bottom = (top, bottom) if scale > 0 else (bottom, top)
+        c = _common_shift(np.multiply(bottom, scale, dtype=dtype), np.multiply(top, scale, dtype=dtype))
+    t, n = x.shape[-2:]
+    x3, o3 = x.reshape(-1, t, n), out.reshape(-1, t, n)
+
+    def matrices(a, b):
+        z = np.multiply(x3[a:b], scale, out=o3[a:b], dtype=dtype)
+        _masked_softargmax_rest(z, mask, keep, c, (2,), dtype)
+    run_items("masked_softargmax", matrices, x3.shape[0], t * n)
+    return out
 
 
 def _masked_softargmax_vjp_x(ct, out, x, mask, *, axis, scale):
