@@ -29,9 +29,9 @@ def small_grains(monkeypatch):
     calls = []
     run_chunks = parallel.run_chunks
 
-    def counting(fn, n, *, grain):
+    def counting(fn, n, *, grain, **align):
         calls.append(min(parallel.get_num_threads(), n // max(grain, 1)))
-        return run_chunks(fn, n, grain=grain)
+        return run_chunks(fn, n, grain=grain, **align)
     monkeypatch.setattr(parallel, "run_chunks", counting)
     return calls
 

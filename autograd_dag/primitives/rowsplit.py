@@ -77,7 +77,5 @@ def run_items(name: str, fn, items: int, item_size: int) -> None:
     Shapes: ``fn`` writes items [start, stop) of its result, each ``item_size`` elements.
     Example: ``run_items("masked_softargmax", lambda a, b: np.exp(s[a:b], out=e[a:b]), len(s), s[0].size)``.
     """
-    align = parallel.ALIGN
     grain = -(-GRAIN[name] // max(item_size, 1))
-    # run_chunks starts chunks at multiples of ALIGN: count each item as ALIGN of them.
-    parallel.run_chunks(lambda a, b: fn(a // align, b // align), items * align, grain=grain * align)
+    parallel.run_chunks(fn, items, grain=grain, align=1)
