@@ -19,6 +19,8 @@ import sys
 
 import numpy as np
 
+from .heap import keep, planned_peak
+
 # Results smaller than this are not written into dying operands: below it the
 # checks cost more than the allocation (the per-op chain of 10-element arrays
 # ran at 3.4 instead of 1.1 µs per op), and malloc serves such blocks from its
@@ -73,6 +75,9 @@ def plan_steps(nodes, outputs) -> list[tuple]:
         if writes and frees and "out" not in n.params and _nbytes(n) >= MIN_BYTES:
             inplace = _dying_operand(nodes, n, frees)
         steps.append((n.index, impl, n.parents, n.params or None, tuple(frees), inplace))
+    # Later calls reach this call's high-water mark again: the C heap keeps its pages for them
+    # instead of returning them at the end of each call and faulting them in again (heap.py).
+    keep(planned_peak(nodes, steps))
     return steps
 
 

@@ -18,6 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "autograd_dag"
 LAYERS = [
     "errors", "tree",
     "parallel",  # the thread pool large operations are split over, and set_num_threads
+    "heap",  # glibc's heap kept between a program's calls (mallopt): no page faults each call
     "graph",  # the DAG core: the one topological sort and reachability walk
     "dag", "graph_algorithms",  # the hand-built DAG (Graph), then the book's other questions about DAGs
     "trace_state",  # which transformations run now: written by tracing, read by core (below both)
