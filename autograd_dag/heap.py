@@ -6,16 +6,14 @@ is free there, and a program that frees its intermediates as it goes ends
 every call with its whole working set free at the top: the heap shrinks, and
 the next call faults every page of its arrays in again (a minor page fault:
 the kernel maps and zeroes 4 KiB). On the seed-000 Transformer step that was
-~8,000 faults per call, 34 ms of a 76 ms step on this 2-core VM in a loop of
-jit calls, against 0 faults (and 54 ms) when something else held the top of
-the heap between calls.
+7,900-8,400 faults per call: a loop of its jit step took 66-69 ms a call on
+this 2-core VM, 48 ms with the pages kept (benchmarks/bench_step_loop.py).
 
 :func:`keep` raises glibc's trim threshold to a program's planned high-water
-mark (:func:`planned_peak`; twice that, and 64 MiB at least), so the pages freed at the end of one call stay
-mapped for the next: a program's later calls reach the same peak, so the
-process's peak memory (resident set) does not grow; it only stops dropping
-between calls, as with PyTorch or JAX, whose tensors' memory the next step
-reuses. It also fixes glibc's mmap threshold at 32 MiB (glibc's own ceiling
+mark (:func:`planned_peak`; twice that, and 64 MiB at least), so the pages
+freed at the end of one call stay mapped for the next: a program's later
+calls reach the same peak, so the process's peak memory (resident set) does
+not grow; it only stops dropping between calls. It also fixes glibc's mmap threshold at 32 MiB (glibc's own ceiling
 for it), so arrays up to that size come from the heap from the first call
 rather than after glibc has seen one that large freed. Both are process-wide
 ``mallopt`` settings; they only ever grow, and at most to :data:`MAX_KEEP`.
