@@ -24,6 +24,7 @@ import numpy as np
 from . import core
 from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite
 from .graph import paused_gc
+from .heap import keep
 from .errors import (AutogradDagError, MissingRuleError, NotDifferentiableError, TracingError,
                      UndefinedDerivativeError, user_source, located)
 from .primitives import elementwise as ew
@@ -550,6 +551,9 @@ def backward(self: Tensor, grad=None, create_graph: bool = False, retain_graph: 
         ct = grad if isinstance(grad, Tensor) else Tensor(np.asarray(grad, dtype=self.dtype))
         if ct.shape != self.shape:
             raise AutogradDagError(f"backward: grad has shape {ct.shape}, expected {self.shape}")
+    # A training loop's next step allocates what this one frees: glibc keeps those pages for it
+    # (heap.py; its least threshold, 64 MiB: the tape's size is not known here without a walk).
+    keep(0)
     grads = reverse_sweep([self], [ct], None, create_graph=create_graph,
                           retain_graph=retain_graph or create_graph)
     with _recording_as(create_graph):

@@ -22,6 +22,7 @@ import numpy as np
 from . import parallel, splitting
 from .core import as_array, operation_error
 from .errors import UndefinedDerivativeError, located
+from .heap import keep, planned_peak
 from .splitting import REDUCTIONS, split_reduction, split_ufunc
 
 # Results smaller than this are not written into dying operands: below it the
@@ -81,6 +82,9 @@ def plan_steps(nodes, outputs) -> list[tuple]:
         if threads > 1 and (type(impl) is np.ufunc or n.prim.name in REDUCTIONS):
             impl = _split(nodes, n, impl)
         steps.append((n.index, impl, n.parents, n.params or None, tuple(frees), inplace))
+    # Later calls reach this call's high-water mark again: the C heap keeps its pages for them
+    # instead of returning them at the end of each call and faulting them in again (heap.py).
+    keep(planned_peak(nodes, steps))
     return steps
 
 
