@@ -37,6 +37,8 @@ import threading
 import time
 from typing import Callable
 
+from threadpoolctl import threadpool_limits
+
 from .errors import AutogradDagError
 
 # Chunk starts are multiples of this many items (64 float64 = 8 cache lines: no two
@@ -224,7 +226,7 @@ def set_num_threads(n: int | None = None) -> None:
 
     ``None`` restores the default: every core this process may run on (or
     ``AUTOGRAD_DAG_NUM_THREADS``). One thread runs everything as plain numpy
-    calls. BLAS threads are set through ``threadpoolctl`` when it is installed.
+    calls. BLAS threads are set through ``threadpoolctl``.
 
     Example:
         >>> import autograd_dag as ad
@@ -250,10 +252,6 @@ def _changed() -> None:
 
 
 def _set_blas_threads(n: int) -> None:
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # numpy's BLAS keeps its own setting
-        return
     threadpool_limits(limits=n, user_api="blas")
 
 
