@@ -42,10 +42,11 @@ from .structure import sum as sum_axes
 # a convolution, elements read for pooling. Module attributes, so a test can set
 # them to 1 and force a split. Measured on this 2-vCPU VM, LeNet's convolutions
 # (the largest 6.4M, 0.9 ms) ran 10-20% faster split when timed alone, but the
-# training step split was slower (jit 13.3 ms against 10.0, float64, 2 threads):
-# the pool thread wakes 100-140 us late, the next operation reads half its input
-# from the other core's cache (relu 0.25 -> 0.40 ms), and page faults rose. So
-# nothing below about 4 ms of work is split (LeNet's layers run whole).
+# training step with them split was slower: jit 8.7 ms against 8.1-8.3 whole
+# (float64, 2 threads, BLAS on 1; 9.2-9.3 against 8.1-8.5 with BLAS on 2, whose
+# idle thread spins on the second core): the pool thread starts 100-140 us late,
+# and the next operation reads half its input from the other core's cache (relu
+# 0.25 -> 0.40 ms). So nothing below about 4 ms of work is split (LeNet's layers run whole).
 CONV_GRAIN = 1 << 25
 POOL_GRAIN = 1 << 22
 
@@ -174,7 +175,7 @@ def _cols(x, kernel, stride, padding, out=None):
     else:
         shifted = out[1]
         np.copyto(shifted, view)
-    win = sliding_window_view(shifted, kh, axis=3)[:, :, :, ::sh].transpose(0, 1, 5, 2, 3, 4)   # (N, C, kh, kw, Ho, Wo)
+    win = sliding_window_view(shifted, kh, axis=3)[:, :, :, ::sh].transpose(0, 1, 5, 2, 3, 4)  # (N, C, kh, kw, Ho, Wo)
     if out is None:
         return win.reshape(n, c * kh * kw, ho * wo), (ho, wo)
     np.copyto(out[0].reshape(win.shape), win)
@@ -233,9 +234,13 @@ def _conv2d_impl(x, w, *, stride, padding, bias=None):
     out = np.empty((n, o, ho, wo), dtype=dtype)
     if _forward_channels_last(c, kw, (ho, wo), stride):
         wm = w.transpose(2, 3, 1, 0).reshape(kh * kw * c, o)
+        arrays = _rows_arrays(x, (kh, kw), stride, padding)               # see _cols_arrays
+        products = np.empty((n * ho * wo, o), dtype=np.result_type(x, w))
 
         def chunk(a, b):
-            product = _rows(x[a:b], (kh, kw), stride, padding) @ wm      # (n·Ho·Wo, O)
+            lo, hi = a * ho * wo, b * ho * wo
+            rows = _rows(x[a:b], (kh, kw), stride, padding, (arrays[0][lo:hi], arrays[1][a:b]))
+            product = np.matmul(rows, wm, out=products[lo:hi])                 # (n·Ho·Wo, O)
             if bias is not None:
                 product += bias
             out[a:b] = product.reshape(b - a, ho, wo, o).transpose(0, 3, 1, 2)
@@ -428,7 +433,8 @@ def _input_grad_impl(g, w, *, in_hw, stride, padding):
         def chunk(a, b):
             # The transpose of conv2d's channels-first product, one per image, then each
             # kernel position's (n, C, Ho, Wo) block added back into its strided window.
-            cols = np.matmul(wt, g[a:b].reshape(b - a, o, ho * wo), out=cols_all[a:b]).reshape(b - a, c, kh, kw, ho, wo)
+            cols = np.matmul(wt, g[a:b].reshape(b - a, o, ho * wo), out=cols_all[a:b])
+            cols = cols.reshape(b - a, c, kh, kw, ho, wo)
             xp = xp_all[a:b]
             xp[...] = 0
             for i in range(kh):
