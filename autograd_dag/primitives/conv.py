@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from .. import parallel
 from ..core import Tensor, apply
 from ..errors import ShapeError
 from .elementwise import add
@@ -36,6 +37,37 @@ from .structure import broadcast_to, reshape, transpose
 from .structure import sum as sum_axes
 
 # ---------------------------------------------------------------- helpers
+
+# The least work worth a thread of its own: multiply-adds plus elements copied for
+# a convolution, elements read for pooling. Module attributes, so a test can set
+# them to 1 and force a split. Measured on this 2-vCPU VM, LeNet's convolutions
+# (the largest 6.4M, 0.9 ms) ran 10-20% faster split when timed alone, but the
+# training step with them split was slower: jit 8.7 ms against 8.1-8.3 whole
+# (float64, 2 threads, BLAS on 1; 9.2-9.3 against 8.1-8.5 with BLAS on 2, whose
+# idle thread spins on the second core): the pool thread starts 100-140 us late,
+# and the next operation reads half its input from the other core's cache (relu
+# 0.25 -> 0.40 ms). So nothing below about 4 ms of work is split (LeNet's layers run whole).
+CONV_GRAIN = 1 << 25
+POOL_GRAIN = 1 << 22
+
+
+def _splits(n: int, work: int, grain: int) -> bool:
+    """Whether _by_image(fn, n, work, grain) runs on more than one thread (it may still not, on a pool thread)."""
+    return parallel.get_num_threads() > 1 and n >= 2 * max(1, -(-grain // max(work, 1)))
+
+
+def _by_image(fn, n: int, work: int, grain: int) -> None:
+    """Call fn(start, stop) over chunks of the images range(n), on parallel.run_chunks's threads.
+
+    ``work`` is one image's work, ``grain`` the least work worth a chunk. Each
+    chunk computes whole images, in the code an unsplit call runs, so the result
+    is the unsplit one bit for bit. run_chunks aligns its chunks to 64 items, a
+    whole batch of 64 images; so it is called over 64 items per image, each
+    chunk's bounds divided back.
+    """
+    per = parallel.ALIGN
+    parallel.run_chunks(lambda a, b: fn(a // per, b // per), n * per,
+                        grain=per * max(1, -(-grain // max(work, 1))))
 
 
 def _pair(name: str, what: str, value, minimum: int) -> tuple[int, int]:
@@ -119,7 +151,7 @@ def _forward_channels_last(c: int, kw: int, out_hw, stride) -> bool:
 _LONG_RUN = 16
 
 
-def _cols(x, kernel, stride, padding):
+def _cols(x, kernel, stride, padding, out=None):
     """(N, C, H, W) -> (N, C·kh·kw, Ho·Wo): each image's windows as columns, and (Ho, Wo).
 
     Straight from the window view the copy runs along output rows, Wo elements
@@ -127,43 +159,114 @@ def _cols(x, kernel, stride, padding):
     the kw horizontal shifts of every row (runs of Wo, kw times the input only),
     then the kh vertical shifts of those (each a whole Ho·Wo plane at stride 1):
     2x faster for LeNet's second layer (Wo 8); for its first (Wo 24) the extra
-    copy cost as much as it saved.
+    copy cost as much as it saved. ``out``: the result's array, and the
+    intermediate's (see _cols_arrays), when given.
     """
     (kh, kw), (sh, sw) = kernel, stride
     xp = _pad(x, padding)
     n, c = xp.shape[:2]
     wo = (xp.shape[3] - kw) // sw + 1
+    ho = (xp.shape[2] - kh) // sh + 1
     if wo >= _LONG_RUN:
-        win = _windows(xp, kernel, stride)                                # (N, C, Ho, Wo, kh, kw)
-        ho = win.shape[2]
-        return win.transpose(0, 1, 4, 5, 2, 3).reshape(n, c * kh * kw, ho * wo), (ho, wo)
+        win = _windows(xp, kernel, stride).transpose(0, 1, 4, 5, 2, 3)    # (N, C, kh, kw, Ho, Wo)
+        if out is None:
+            return win.reshape(n, c * kh * kw, ho * wo), (ho, wo)
+        np.copyto(out[0].reshape(win.shape), win)
+        return out[0], (ho, wo)
     # (N, C, kw, Hp, Wo): [n, c, j, y, b] = xp[n, c, y, b·sw + j]
-    shifted = np.ascontiguousarray(sliding_window_view(xp, kw, axis=3)[..., ::sw, :].transpose(0, 1, 4, 2, 3))
-    win = sliding_window_view(shifted, kh, axis=3)[:, :, :, ::sh]       # (N, C, kw, Ho, Wo, kh)
-    ho = win.shape[3]
-    return win.transpose(0, 1, 5, 2, 3, 4).reshape(n, c * kh * kw, ho * wo), (ho, wo)
+    view = sliding_window_view(xp, kw, axis=3)[..., ::sw, :].transpose(0, 1, 4, 2, 3)
+    if out is None:
+        shifted = np.ascontiguousarray(view)
+    else:
+        shifted = out[1]
+        np.copyto(shifted, view)
+    win = sliding_window_view(shifted, kh, axis=3)[:, :, :, ::sh].transpose(0, 1, 5, 2, 3, 4)  # (N, C, kh, kw, Ho, Wo)
+    if out is None:
+        return win.reshape(n, c * kh * kw, ho * wo), (ho, wo)
+    np.copyto(out[0].reshape(win.shape), win)
+    return out[0], (ho, wo)
 
 
-def _rows(x, kernel, stride, padding):
-    """(N, C, H, W) -> (N·Ho·Wo, kh·kw·C): every window as a row, channels last (one copy)."""
-    xl = np.ascontiguousarray(_pad(x, padding).transpose(0, 2, 3, 1))    # (N, Hp, Wp, C)
+def _cols_arrays(x, kernel, stride, padding):
+    """Empty arrays for _cols(x, ..., out=): (N, C·kh·kw, Ho·Wo), and its intermediate (or None).
+
+    Made on the calling thread before a split, so that the chunks allocate
+    nothing: large arrays freed and made again on a pool thread were given back
+    to the system and faulted in again each time (2,164 page faults and 3.3 ms of
+    system time per LeNet step, which then took 14.3 ms against 8.7 unsplit).
+    """
+    (kh, kw), (sh, sw) = kernel, stride
+    n, c, h, w = x.shape
+    hp, wp = h + 2 * padding[0], w + 2 * padding[1]
+    ho, wo = (hp - kh) // sh + 1, (wp - kw) // sw + 1
+    shifted = None if wo >= _LONG_RUN else np.empty((n, c, kw, hp, wo), dtype=x.dtype)
+    return np.empty((n, c * kh * kw, ho * wo), dtype=x.dtype), shifted
+
+
+def _part(arrays, a, b):
+    """Images a:b of each array in ``arrays`` (None stays None), or None: no arrays, as for one thread.
+
+    Unsplit, _cols makes its own arrays (as it did before the split existed: 4% faster for
+    LeNet's first layer in float32 than a copy into an array made beforehand).
+    """
+    return None if arrays is None else tuple(None if arr is None else arr[a:b] for arr in arrays)
+
+
+def _rows(x, kernel, stride, padding, out=None):
+    """(N, C, H, W) -> (N·Ho·Wo, kh·kw·C): every window as a row, channels last (one copy).
+
+    ``out``: (the result's array, the channels-last input's (N, Hp, Wp, C)), when given.
+    """
+    xt = _pad(x, padding).transpose(0, 2, 3, 1)
+    if out is None:
+        xl = np.ascontiguousarray(xt)                                     # (N, Hp, Wp, C)
+    else:
+        xl = out[1]
+        np.copyto(xl, xt)
     win = sliding_window_view(xl, kernel, axis=(1, 2))[:, ::stride[0], ::stride[1]]   # (N, Ho, Wo, C, kh, kw)
     n, ho, wo, c, kh, kw = win.shape
-    return win.transpose(0, 1, 2, 4, 5, 3).reshape(n * ho * wo, kh * kw * c)
+    win = win.transpose(0, 1, 2, 4, 5, 3)
+    if out is None:
+        return win.reshape(n * ho * wo, kh * kw * c)
+    np.copyto(out[0].reshape(win.shape), win)
+    return out[0]
 
 # ----------------------------------------------------------------- conv2d
 
 
-def _conv2d_impl(x, w, *, stride, padding):
+def _conv2d_impl(x, w, *, stride, padding, bias=None):
+    """conv2d(x, w), plus ``bias`` (O,) per output channel when given, split over the images."""
     o, c, kh, kw = w.shape
     n = x.shape[0]
     ho, wo = (_out_size(x.shape[2 + i], w.shape[2 + i], stride[i], padding[i]) for i in range(2))
+    dtype = np.result_type(x, w) if bias is None else np.result_type(x, w, bias)
+    out = np.empty((n, o, ho, wo), dtype=dtype)
+    work = ho * wo * c * kh * kw * (o + 1)      # one image's multiply-adds and window copy's elements
     if _forward_channels_last(c, kw, (ho, wo), stride):
-        out = _rows(x, (kh, kw), stride, padding) @ w.transpose(2, 3, 1, 0).reshape(kh * kw * c, o)
-        return np.ascontiguousarray(out.reshape(n, ho, wo, o).transpose(0, 3, 1, 2))
-    cols, _ = _cols(x, (kh, kw), stride, padding)
-    # One (O, C·kh·kw) x (C·kh·kw, Ho·Wo) product per image, straight into (N, O, Ho·Wo).
-    return np.matmul(w.reshape(o, c * kh * kw), cols).reshape(n, o, ho, wo)
+        wm = w.transpose(2, 3, 1, 0).reshape(kh * kw * c, o)
+        split = _splits(n, work, CONV_GRAIN)
+        arrays = _rows_arrays(x, (kh, kw), stride, padding) if split else None     # see _cols_arrays
+        products = np.empty((n * ho * wo, o), dtype=np.result_type(x, w))
+
+        def chunk(a, b):
+            lo, hi = a * ho * wo, b * ho * wo
+            rows = _rows(x[a:b], (kh, kw), stride, padding, (arrays[0][lo:hi], arrays[1][a:b]) if split else None)
+            product = np.matmul(rows, wm, out=products[lo:hi])                 # (n·Ho·Wo, O)
+            if bias is not None:
+                product += bias
+            out[a:b] = product.reshape(b - a, ho, wo, o).transpose(0, 3, 1, 2)
+    else:
+        wm = w.reshape(o, c * kh * kw)
+        arrays = _cols_arrays(x, (kh, kw), stride, padding) if _splits(n, work, CONV_GRAIN) else None
+
+        def chunk(a, b):
+            # One (O, C·kh·kw) x (C·kh·kw, Ho·Wo) product per image, straight into (n, O, Ho·Wo).
+            planes = out[a:b].reshape(b - a, o, ho * wo)
+            np.matmul(wm, _cols(x[a:b], (kh, kw), stride, padding, _part(arrays, a, b))[0], out=planes)
+            if bias is not None:
+                planes += bias[:, None]
+    _by_image(chunk, n, work, CONV_GRAIN)
+    return out
 
 
 def _conv2d_rule(x, w, *, stride, padding):
@@ -211,12 +314,10 @@ def conv2d(x, w, stride=1, padding=0) -> Tensor:
 
 
 def _conv2d_bias_impl(x, w, b, *, stride, padding):
-    out = _conv2d_impl(x, w, stride=stride, padding=padding)
-    bias = b.reshape(-1, 1, 1)
-    if out.dtype != np.result_type(out, b):
-        return out + bias
-    out += bias  # into the product's own fresh array: no second array of the output's size
-    return out
+    if np.result_type(x, w) != np.result_type(x, w, b):
+        return _conv2d_impl(x, w, stride=stride, padding=padding) + b.reshape(-1, 1, 1)
+    # Added by each chunk into its images' product: no second array of the output's size.
+    return _conv2d_impl(x, w, stride=stride, padding=padding, bias=b)
 
 
 def _conv2d_bias_rule(x, w, b, *, stride, padding):
@@ -309,26 +410,50 @@ def _input_grad_impl(g, w, *, in_hw, stride, padding):
     sh, sw = stride
     ph, pw = padding
     dtype = np.result_type(g, w)
-    if _banded(c, kw, in_hw[1] + 2 * pw, dtype) and np.isfinite(g).all():
-        return _input_grad_banded(g, w, in_hw, stride, padding, dtype)
-    if _channels_last(c, kw, wo):
-        rows = np.ascontiguousarray(g.transpose(0, 2, 3, 1)).reshape(n * ho * wo, o)
-        # One (N·Ho·Wo, O) x (O, C) product per kernel position, added into a strided
-        # block: no (N, Ho, Wo, kh, kw, C) intermediate to scatter (2x slower at LeNet's sizes).
-        xp = np.zeros((n, in_hw[0] + 2 * ph, in_hw[1] + 2 * pw, c), dtype=dtype)
-        for i in range(kh):
-            for j in range(kw):
-                xp[:, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw, :] += \
-                    (rows @ w[:, :, i, j]).reshape(n, ho, wo, c)
-        return np.ascontiguousarray(xp[:, ph:ph + in_hw[0], pw:pw + in_hw[1], :].transpose(0, 3, 1, 2))
-    # The transpose of conv2d's channels-first product, one per image, then each
-    # kernel position's (N, C, Ho, Wo) block added back into its strided window.
-    cols = np.matmul(w.reshape(o, c * kh * kw).T, g.reshape(n, o, ho * wo)).reshape(n, c, kh, kw, ho, wo)
-    xp = np.zeros((n, c, in_hw[0] + 2 * ph, in_hw[1] + 2 * pw), dtype=dtype)
-    for i in range(kh):
-        for j in range(kw):
-            xp[:, :, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw] += cols[:, :, i, j]
-    return np.ascontiguousarray(xp[:, :, ph:ph + in_hw[0], pw:pw + in_hw[1]])
+    hp, wp = in_hw[0] + 2 * ph, in_hw[1] + 2 * pw
+    out = np.empty((n, c) + tuple(in_hw), dtype=dtype)
+    if _banded(c, kw, wp, dtype) and np.isfinite(g).all():
+        chunk = _input_grad_banded(g, w, out, stride, padding)
+    elif _channels_last(c, kw, wo):
+        # Made here, not in the chunks: see _cols_arrays.
+        pixels = ho * wo
+        rows_all = np.empty((n * pixels, o), dtype=g.dtype)
+        products = np.empty((n * pixels, c), dtype=dtype)
+        xp_all = np.empty((n, hp, wp, c), dtype=dtype)
+
+        def chunk(a, b):
+            rows = rows_all[a * pixels:b * pixels]
+            np.copyto(rows.reshape(b - a, ho, wo, o), g[a:b].transpose(0, 2, 3, 1))
+            product = products[a * pixels:b * pixels]
+            # One (n·Ho·Wo, O) x (O, C) product per kernel position, added into a strided
+            # block: no (N, Ho, Wo, kh, kw, C) intermediate to scatter (2x slower at LeNet's sizes).
+            xp = xp_all[a:b]
+            xp[...] = 0
+            for i in range(kh):
+                for j in range(kw):
+                    np.matmul(rows, w[:, :, i, j], out=product)
+                    xp[:, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw, :] += \
+                        product.reshape(b - a, ho, wo, c)
+            out[a:b] = xp[:, ph:ph + in_hw[0], pw:pw + in_hw[1], :].transpose(0, 3, 1, 2)
+    else:
+        wt = w.reshape(o, c * kh * kw).T
+        cols_all = np.empty((n, c * kh * kw, ho * wo), dtype=dtype)
+        xp_all = out if padding == (0, 0) else np.empty((n, c, hp, wp), dtype=dtype)
+
+        def chunk(a, b):
+            # The transpose of conv2d's channels-first product, one per image, then each
+            # kernel position's (n, C, Ho, Wo) block added back into its strided window.
+            cols = np.matmul(wt, g[a:b].reshape(b - a, o, ho * wo), out=cols_all[a:b])
+            cols = cols.reshape(b - a, c, kh, kw, ho, wo)
+            xp = xp_all[a:b]
+            xp[...] = 0
+            for i in range(kh):
+                for j in range(kw):
+                    xp[:, :, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw] += cols[:, :, i, j]
+            if padding != (0, 0):
+                out[a:b] = xp[:, :, ph:ph + in_hw[0], pw:pw + in_hw[1]]
+    _by_image(chunk, n, ho * wo * o * c * kh * kw, CONV_GRAIN)
+    return out
 
 
 def _banded(c: int, kw: int, wp: int, dtype) -> bool:
@@ -346,7 +471,7 @@ def _banded(c: int, kw: int, wp: int, dtype) -> bool:
     return c < 8 and wp < (3.0 if np.dtype(dtype).itemsize <= 4 else 1.5) * kw
 
 
-def _input_grad_banded(g, w, in_hw, stride, padding, dtype):
+def _input_grad_banded(g, w, out, stride, padding):
     """Tx(g, w) as one product (N·Ho, O·Wo) x (O·Wo, kh·C·Wp) and kh row additions.
 
     The kernel is laid out as a banded (Toeplitz) matrix along the width: row
@@ -354,22 +479,34 @@ def _input_grad_banded(g, w, in_hw, stride, padding, dtype):
     block, so one product does every horizontal shift, and each kernel row i adds
     one slice of whole padded rows (runs of C·Wp) into the result. The band's
     zeros multiply the cotangent: only for a finite one (the caller checks), as
-    0 · inf would be a NaN the scatter never makes.
+    0 · inf would be a NaN the scatter never makes. Returns the chunk function
+    fn(start, stop) writing the images start:stop of ``out`` (N, C, H, W).
     """
     n, o, ho, wo = g.shape
     _, c, kh, kw = w.shape
     (sh, sw), (ph, pw) = stride, padding
-    hp, wp = in_hw[0] + 2 * ph, in_hw[1] + 2 * pw
-    rows = np.ascontiguousarray(g.transpose(0, 2, 1, 3)).reshape(n * ho, o * wo)     # [(n, a), (o, b)]
-    band = np.zeros((o, wo, kh, c, wp), dtype=dtype)
+    h, wd = out.shape[2:]
+    hp, wp = h + 2 * ph, wd + 2 * pw
+    band = np.zeros((o, wo, kh, c, wp), dtype=out.dtype)
     kernel = w.transpose(0, 2, 1, 3)                                                  # (O, kh, C, kw)
     for b in range(wo):
         band[:, b, :, :, b * sw:b * sw + kw] = kernel
-    product = (rows @ band.reshape(o * wo, kh * c * wp)).reshape(n, ho, kh, c, wp)
-    xp = np.zeros((n, hp, c, wp), dtype=dtype)
-    for i in range(kh):
-        xp[:, i:i + sh * (ho - 1) + 1:sh] += product[:, :, i]
-    return np.ascontiguousarray(xp[:, ph:ph + in_hw[0], :, pw:pw + in_hw[1]].transpose(0, 2, 1, 3))
+    band = band.reshape(o * wo, kh * c * wp)
+    # Made here, not in the chunks: see _cols_arrays.
+    rows_all = np.empty((n * ho, o * wo), dtype=g.dtype)                               # [(n, a), (o, b)]
+    products = np.empty((n * ho, kh * c * wp), dtype=out.dtype)
+    xp_all = np.empty((n, hp, c, wp), dtype=out.dtype)
+
+    def chunk(a, b):
+        rows = rows_all[a * ho:b * ho]
+        np.copyto(rows.reshape(b - a, ho, o, wo), g[a:b].transpose(0, 2, 1, 3))
+        product = np.matmul(rows, band, out=products[a * ho:b * ho]).reshape(b - a, ho, kh, c, wp)
+        xp = xp_all[a:b]
+        xp[...] = 0
+        for i in range(kh):
+            xp[:, i:i + sh * (ho - 1) + 1:sh] += product[:, :, i]
+        out[a:b] = xp[:, ph:ph + h, :, pw:pw + wd].transpose(0, 2, 1, 3)
+    return chunk
 
 
 def _input_grad_rule(g, w, *, in_hw, stride, padding):
@@ -439,13 +576,66 @@ def _weight_grad_impl(x, g, *, kernel, stride, padding):
     n, o, ho, wo = g.shape
     c = x.shape[1]
     kh, kw = kernel
+    size = c * kh * kw
+    work = ho * wo * size * (o + 1)
+    dtype = np.result_type(x, g)
     if _channels_last(c, kw, wo):
-        gm = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(o, n * ho * wo)
-        out = _product_in_blocks(gm, _rows(x, kernel, stride, padding))    # (O, kh·kw·C)
+        if n * ho * wo <= 2 * _BLOCK or n * work < 2 * CONV_GRAIN or _BLOCK % (ho * wo):
+            gm = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(o, n * ho * wo)
+            out = _product_in_blocks(gm, _rows(x, kernel, stride, padding))    # (O, kh·kw·C)
+        else:
+            out = _weight_grad_blocks(x, g, kernel, stride, padding, work)
         return np.ascontiguousarray(out.reshape(o, kh, kw, c).transpose(0, 3, 1, 2))
-    cols, _ = _cols(x, kernel, stride, padding)
-    per_image = np.matmul(g.reshape(n, o, ho * wo), cols.transpose(0, 2, 1))   # (N, O, C·kh·kw)
+    per_image = np.empty((n, o, size), dtype=dtype)
+    arrays = _cols_arrays(x, kernel, stride, padding) if _splits(n, work, CONV_GRAIN) else None
+
+    def chunk(a, b):
+        cols = _cols(x[a:b], kernel, stride, padding, _part(arrays, a, b))[0]
+        np.matmul(g[a:b].reshape(b - a, o, ho * wo), cols.transpose(0, 2, 1), out=per_image[a:b])
+    _by_image(chunk, n, work, CONV_GRAIN)
     return per_image.sum(axis=0).reshape(o, c, kh, kw)
+
+
+def _weight_grad_blocks(x, g, kernel, stride, padding, work):
+    """_product_in_blocks(gm, rows) of the channels-last weight gradient, its blocks on every thread.
+
+    gm (O, N·Ho·Wo) is the cotangent and rows (N·Ho·Wo, kh·kw·C) the windows;
+    each block holds whole images (Ho·Wo divides _BLOCK). Each chunk of blocks
+    makes the rows of its images, and its block products are kept, then added
+    in order: the unsplit sum, bit for bit.
+    """
+    n, o, ho, wo = g.shape
+    pixels = ho * wo
+    per_block = _BLOCK // pixels
+    blocks = -(-n // per_block)
+    # Made here, not in the chunks: see _cols_arrays.
+    gm = np.empty((o, n * pixels), dtype=g.dtype)
+    rows_all = _rows_arrays(x, kernel, stride, padding)
+    parts = np.empty((blocks, o, rows_all[0].shape[1]), dtype=np.result_type(x, g))
+
+    def chunk(a, b):
+        first, last = a * per_block, min(n, b * per_block)          # the images of blocks a:b
+        lo, hi = first * pixels, last * pixels
+        np.copyto(gm[:, lo:hi].reshape(o, last - first, ho, wo), g[first:last].transpose(1, 0, 2, 3))
+        rows = _rows(x[first:last], kernel, stride, padding,
+                     (rows_all[0][lo:hi], rows_all[1][first:last]))
+        for k in range(a, b):
+            s0, s1 = k * _BLOCK - lo, min(hi, (k + 1) * _BLOCK) - lo
+            np.matmul(gm[:, lo + s0:lo + s1], rows[s0:s1], out=parts[k])
+    _by_image(chunk, blocks, work * per_block, CONV_GRAIN)
+    out = parts[0]
+    for part in parts[1:]:
+        out += part
+    return out
+
+
+def _rows_arrays(x, kernel, stride, padding):
+    """Empty arrays for _rows(x, ..., out=), made before a split (see _cols_arrays)."""
+    (kh, kw), (sh, sw) = kernel, stride
+    n, c, h, w = x.shape
+    hp, wp = h + 2 * padding[0], w + 2 * padding[1]
+    ho, wo = (hp - kh) // sh + 1, (wp - kw) // sw + 1
+    return np.empty((n * ho * wo, kh * kw * c), dtype=x.dtype), np.empty((n, hp, wp, c), dtype=x.dtype)
 
 
 def _weight_grad_rule(x, g, *, kernel, stride, padding):
@@ -558,17 +748,25 @@ def _max_pool_impl(x, *, window, stride):
     # (2x2 pooling at LeNet's sizes: 15-30% faster in float32 than the kh·kw
     # views of x; numpy reduces a 6-d window view over its two last axes about
     # 30x slower). The maximum is the same in any order, NaN included.
-    _pool_rule("max_pool2d", x, window, stride)
-    ho, wo = (x.shape[-2] - window[0]) // stride[0] + 1, (x.shape[-1] - window[1]) // stride[1] + 1
+    shape = _pool_rule("max_pool2d", x, window, stride)
+    ho, wo = shape[-2:]
     sh, sw = stride
-    rows = None
-    for i in range(window[0]):
-        view = x[..., i:i + sh * (ho - 1) + 1:sh, :]
-        rows = view.copy() if rows is None else np.maximum(rows, view, out=rows)
-    out = None
-    for j in range(window[1]):
-        view = rows[..., j:j + sw * (wo - 1) + 1:sw]
-        out = view.copy() if out is None else np.maximum(out, view, out=out)
+    out = np.empty(shape, dtype=x.dtype)
+    rows_all = np.empty(shape[:-1] + x.shape[-1:], dtype=x.dtype)   # made here, not in the chunks
+
+    def chunk(a, b):
+        part, rows = (x[a:b], rows_all[a:b]) if x.ndim > 2 else (x, rows_all)
+        rows[...] = part[..., 0:sh * (ho - 1) + 1:sh, :]
+        for i in range(1, window[0]):
+            np.maximum(rows, part[..., i:i + sh * (ho - 1) + 1:sh, :], out=rows)
+        target = out[a:b] if x.ndim > 2 else out
+        target[...] = rows[..., 0:sw * (wo - 1) + 1:sw]
+        for j in range(1, window[1]):
+            np.maximum(target, rows[..., j:j + sw * (wo - 1) + 1:sw], out=target)
+    if x.ndim > 2 and x.size:
+        _by_image(chunk, x.shape[0], x.size // x.shape[0], POOL_GRAIN)
+    else:
+        chunk(0, 0)
     return out
 
 
