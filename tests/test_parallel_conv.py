@@ -32,11 +32,11 @@ def split_everything(monkeypatch):
     splits = []
     run = parallel.run_chunks
 
-    def watched(fn, n, *, grain):
+    def watched(fn, n, *, grain, **align):
         parts = min(parallel.get_num_threads(), n // max(grain, 1))
         if parts > 1:
             splits.append((n, parts))
-        run(fn, n, grain=grain)
+        run(fn, n, grain=grain, **align)
     monkeypatch.setattr(parallel, "run_chunks", watched)
     return splits
 

@@ -61,13 +61,9 @@ def _by_image(fn, n: int, work: int, grain: int) -> None:
 
     ``work`` is one image's work, ``grain`` the least work worth a chunk. Each
     chunk computes whole images, in the code an unsplit call runs, so the result
-    is the unsplit one bit for bit. run_chunks aligns its chunks to 64 items, a
-    whole batch of 64 images; so it is called over 64 items per image, each
-    chunk's bounds divided back.
+    is the unsplit one bit for bit.
     """
-    per = parallel.ALIGN
-    parallel.run_chunks(lambda a, b: fn(a // per, b // per), n * per,
-                        grain=per * max(1, -(-grain // max(work, 1))))
+    parallel.run_chunks(fn, n, grain=max(1, -(-grain // max(work, 1))), align=1)
 
 
 def _pair(name: str, what: str, value, minimum: int) -> tuple[int, int]:
