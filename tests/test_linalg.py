@@ -242,12 +242,14 @@ def test_a_stack_of_small_transposed_matrices_is_multiplied_c_ordered_and_gives_
     q, k = heads(), heads()
     kt = k.swapaxes(-1, -2)                                             # attention's Kᵀ: a swapaxes view
     assert _transposed_stack(kt)
-    # Not for row-major stacks, one matrix, longer contractions, larger matrices, or integers.
+    # Not for row-major stacks, one matrix, longer contractions, larger matrices, integers or complex.
     assert not _transposed_stack(np.ascontiguousarray(kt))
     assert not _transposed_stack(np.ones((4, 3)).T)
     assert not _transposed_stack(np.ones((2, 8, 128)).swapaxes(-1, -2))
     assert not _transposed_stack(np.ones((2, 128, 64)).swapaxes(-1, -2))
     assert not _transposed_stack(np.ones((2, 4, 3), dtype=np.int64).swapaxes(-1, -2))
+    assert not _transposed_stack(np.ones((2, 4, 3), dtype=np.complex128).swapaxes(-1, -2))
+    assert _transposed_stack(np.ones((2, 4, 3), dtype=np.float32).swapaxes(-1, -2))
     # BLAS may order a transposed operand's sums differently from a C-ordered one's: rounding only.
     np.testing.assert_allclose(_matmul_impl(q, kt), np.matmul(q, kt), rtol=1e-13, atol=1e-13)
     # Through the primitive, with its derivative: Q Kᵀ and the cotangents (ct @ K, Qᵀ ct).
