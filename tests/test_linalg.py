@@ -230,3 +230,30 @@ def test_split_family_errors_and_gradient_spacing_errors():
     # np.array_split of a Tensor gives Tensors whose derivatives reach the input.
     g = ad.grad(lambda x: ad.sum(np.array_split(x, 3)[1] * 5.0))(np.ones(7))
     np.testing.assert_array_equal(g, [0, 0, 0, 5, 5, 0, 0])
+
+
+# ------------------------------------------------------------------ layouts of a stack's product
+
+
+def test_a_stack_of_small_transposed_matrices_is_multiplied_c_ordered_and_gives_numpys_product():
+    from autograd_dag.primitives.linalg.products import _matmul_impl, _transposed_stack
+    rng = np.random.default_rng(0)
+    heads = lambda: rng.standard_normal((2, 5, 3, 4)).swapaxes(1, 2)   # (B, H, T, dh) split by a view
+    q, k = heads(), heads()
+    kt = k.swapaxes(-1, -2)                                             # attention's Kᵀ: a swapaxes view
+    assert _transposed_stack(kt)
+    # Not for row-major stacks, one matrix, longer contractions, larger matrices, integers or complex.
+    assert not _transposed_stack(np.ascontiguousarray(kt))
+    assert not _transposed_stack(np.ones((4, 3)).T)
+    assert not _transposed_stack(np.ones((2, 8, 128)).swapaxes(-1, -2))
+    assert not _transposed_stack(np.ones((2, 128, 64)).swapaxes(-1, -2))
+    assert not _transposed_stack(np.ones((2, 4, 3), dtype=np.int64).swapaxes(-1, -2))
+    assert not _transposed_stack(np.ones((2, 4, 3), dtype=np.complex128).swapaxes(-1, -2))
+    assert _transposed_stack(np.ones((2, 4, 3), dtype=np.float32).swapaxes(-1, -2))
+    # BLAS may order a transposed operand's sums differently from a C-ordered one's: rounding only.
+    np.testing.assert_allclose(_matmul_impl(q, kt), np.matmul(q, kt), rtol=1e-13, atol=1e-13)
+    # Through the primitive, with its derivative: Q Kᵀ and the cotangents (ct @ K, Qᵀ ct).
+    ct = rng.standard_normal((2, 3, 5, 5))
+    dq, dk = ad.grad(lambda a, b: ad.sum(ad.matmul(a, ad.swapaxes(b, -1, -2)) * ct), argnums=(0, 1))(q, k)
+    np.testing.assert_allclose(dq, ct @ k, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(dk, ct.swapaxes(-1, -2) @ q, rtol=1e-13, atol=1e-13)
