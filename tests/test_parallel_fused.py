@@ -159,10 +159,12 @@ def test_standardize_jacobian_split_is_the_unsplit_result(small_grains, shape, i
 
 @pytest.mark.parametrize("shape", [(200, 37), (5, 40, 16)])
 @pytest.mark.parametrize("in_place", [False, True])
-def test_cross_entropy_grad_split_is_the_unsplit_result(small_grains, shape, in_place):
+@pytest.mark.parametrize("ct_kind", ["signed", "positive"])  # positive: exp(z − (lse − log ct)), one pass
+def test_cross_entropy_grad_split_is_the_unsplit_result(small_grains, shape, in_place, ct_kind):
     z = rng.standard_normal(shape) * 4
     idx = rng.integers(0, shape[-1], shape[:-1])
     ct = rng.standard_normal(shape[:-1])
+    ct = np.abs(ct) if ct_kind == "positive" else ct
     loss = losses._ce_impl(z, idx)
 
     def run():
