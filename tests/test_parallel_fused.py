@@ -159,10 +159,12 @@ def test_standardize_jacobian_split_is_the_unsplit_result(small_grains, shape, i
 
 @pytest.mark.parametrize("shape", [(200, 37), (5, 40, 16)])
 @pytest.mark.parametrize("in_place", [False, True])
-def test_cross_entropy_grad_split_is_the_unsplit_result(small_grains, shape, in_place):
+@pytest.mark.parametrize("ct_kind", ["signed", "positive"])  # positive: exp(z − (lse − log ct)), one pass
+def test_cross_entropy_grad_split_is_the_unsplit_result(small_grains, shape, in_place, ct_kind):
     z = rng.standard_normal(shape) * 4
     idx = rng.integers(0, shape[-1], shape[:-1])
     ct = rng.standard_normal(shape[:-1])
+    ct = np.abs(ct) if ct_kind == "positive" else ct
     loss = losses._ce_impl(z, idx)
 
     def run():
@@ -226,3 +228,21 @@ def test_a_jitted_attention_step_is_the_same_on_one_and_two_threads(small_grains
     assert small_grains and max(small_grains) >= 2
     for a, b in zip(ad.tree.flatten(want)[0], ad.tree.flatten(got)[0]):
         np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
+
+
+@pytest.mark.parametrize("dtype, ulps", [(np.float64, 64), (np.float32, 64)])
+def test_cross_entropy_grad_in_one_pass_is_the_general_path_within_rounding(dtype, ulps):
+    # ct > 0 and |z| <= 16: exp(z − (lse − log ct)) − ct at the class; a negated ct takes the general
+    # path (shift, − log Σ, exp, one-hot, × ct). The two round differently: the exponent of the one-pass
+    # form carries the rounding of lse − log ct (~|lse| + |log ct| ≈ 30 ulp here), hence the tolerance.
+    z = (rng.standard_normal((300, 40)) * 5).clip(-16, 16).astype(dtype)
+    idx = rng.integers(0, 40, 300)
+    ct = (rng.random(300) + 1e-3).astype(dtype)
+    loss = losses._ce_impl(z, idx)
+    assert losses._offsets(ct, z, loss, idx[:, None]) is not None          # the one-pass path is taken
+    assert losses._offsets(-ct, z, loss, idx[:, None]) is None
+    one_pass = losses._ce_grad_impl(ct, z, loss, idx)
+    general = -losses._ce_grad_impl(-ct, z, loss, idx)
+    assert one_pass.dtype == general.dtype == dtype
+    np.testing.assert_allclose(one_pass, general, rtol=0, atol=ulps * np.finfo(dtype).eps * np.abs(general).max())
+    assert np.abs(z).max() == 16 and losses._offsets(ct, z * 2, loss, idx[:, None]) is None  # |z| to 32: general

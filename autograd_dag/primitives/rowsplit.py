@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from .. import parallel
 
-# The least number of elements per chunk: nothing is split below twice this. Measured on this 2-vCPU VM
+# The least number of float64 elements (of 8 bytes: GRAIN × 8 bytes of any dtype) per chunk: nothing is
+# split below twice this. Measured on this 2-vCPU VM
 # (float64, ms, the minimum of 7 interleaved rounds, unsplit against split at ad.num_threads(2), BLAS on 2
 # threads; benchmarks/bench_fused_threads.py and sizes around it, under the CPU lock). A dispatch costs
-# ~85 µs (waking the sleeping worker), so in isolation the Transformer's sizes and above gain:
+# ~85 µs (waking the sleeping worker), so only the Transformer's sizes and above gain:
 #   layer_norm            (512, 128) 0.177 → 0.188; (1024, 128) 0.348 → 0.289; (2048, 128) 0.793 → 0.536
 #   standardize_jacobian  (512, 128) 0.224 → 0.326; (1024, 128) 0.465 → 0.417; (2048, 128) 1.170 → 0.726
 #   masked_softargmax     131,072: 0.380 → 0.427; 262,144 (16x4x64x64): 0.787 → 0.629
@@ -33,22 +34,33 @@ from .. import parallel
 # matrix–vector product already on two threads), the cross-entropy's forward (16x64x256: 0.466 → 0.505),
 # a batched matmul (16x4x64x32 @ 16x4x32x64: 0.256 → 0.318) and linear's bias/relu epilogue
 # (1024x512: 1.079 → 1.183 for linear, 1.346 → 1.246 for linear_relu: no gain beyond noise).
-# In a whole step, though, these sizes did not gain: the seed-000 Transformer's layer norms (131,072
-# elements) and softmaxes (262,144) split cost its eager step 2.5 ms and its jit step 0.3 ms (float64,
-# 2 threads: 62.9 vs 60.4 and 53.2 vs 52.9 ms, `python benchmarks/profile_eager.py`, splitting on vs
-# off): the worker, woken per call, competes with BLAS's spinning thread and the caller's Python. So
-# the grains are those of the elementwise splits (parallel.GRAINS): a split from 524,288 elements.
-GRAIN = dict.fromkeys(("layer_norm", "standardize_jacobian", "softmax_cross_entropy_grad",
-                       "masked_softargmax", "softargmax_jacobian", "softargmax"), 1 << 18)
+# Round 2 (i30-G): in a training step these splits lose. The seed-000 Transformer's step in a loop
+# (benchmarks/bench_step_loop.py --rows jit, default threads = 2, under the CPU lock) took 52.1/54.4 ms
+# median with the grains above against 50.6/52.7 ms with nothing split (float64), 25.7/27.1 against
+# 24.7/24.8 ms (float32), and the eager step lost 2.5 ms to them (benchmarks/profile_eager.py, splitting
+# on vs off): a step's row-wise operand was just written by the thread that runs the
+# primitive and sits in its core's L2 cache (1-2 MB), and the other core's chunk fetches it from L3.
+# The isolated figures above ran the same array over and over, warm in both cores' caches. So the grains
+# are now 262,144 float64 elements (2 MiB) for every row-wise primitive: split only from 4 MiB, as
+# parallel.GRAINS splits elementwise work only from ~524,288 float64 items; and counted in bytes
+# (GRAIN × 8), so float32 splits from twice as many elements (a float32 row costs half as much).
+GRAIN = {
+    "layer_norm": 262144,
+    "standardize_jacobian": 262144,
+    "softmax_cross_entropy_grad": 262144,
+    "masked_softargmax": 262144,
+    "softargmax_jacobian": 262144,
+    "softargmax": 262144,
+}
 
 
 def splits(name: str, x) -> bool:
-    """Whether ``name``'s work over array x is split (at least two grains of elements, more than one thread).
+    """Whether ``name``'s work over array x is split (at least two grains of bytes, more than one thread).
 
     The first test of a split path: cheap, so that a small input pays ~0.2 µs before its old code.
     Example: ``splits("layer_norm", np.ones((64, 64, 128)))`` is True on two threads or more.
     """
-    return getattr(x, "size", 0) >= 2 * GRAIN[name] and parallel.get_num_threads() > 1
+    return getattr(x, "nbytes", 0) >= 16 * GRAIN[name] and parallel.get_num_threads() > 1
 
 
 def run_rows(name: str, fn, rows: int, row_size: int) -> None:

@@ -44,7 +44,7 @@ def _check_gamma(name: str, gamma) -> float:
 _UNSET = object()
 
 
-def _shifted(x, axis, gamma, out=None, common=_UNSET):
+def _shifted(x, axis, gamma, out=None, common=_UNSET, exp=False):
     """((x − c)/γ, c) with c the max of x over ``axis`` (kept), 0 where it is not finite.
 
     The shift is what makes exp never overflow (§4.4.2: lse(u) = lse(u − c) + c);
@@ -54,7 +54,9 @@ def _shifted(x, axis, gamma, out=None, common=_UNSET):
     are −inf, +inf and −inf rather than NaN. c may instead be one number for
     every slice (:func:`_common_shift`). The first result is a fresh array, or
     ``out`` (which may be x itself). ``common``: the common shift (or None),
-    when already taken over a whole array of which x is some rows.
+    when already taken over a whole array of which x is some rows. ``exp``:
+    the first result is exp((x − c)/γ) instead (with c = 0 and γ = 1, in one
+    pass over x: no subtraction).
     """
     z = x
     if not np.issubdtype(z.dtype, np.inexact):
@@ -63,10 +65,18 @@ def _shifted(x, axis, gamma, out=None, common=_UNSET):
     if c is None:
         c = np.max(z, axis=axis, keepdims=True, initial=-np.inf)
         c = np.where(np.isfinite(c), c, np.zeros((), z.dtype))
-    shifted = np.subtract(z, c, out=out)
-    if gamma != 1.0:
-        with np.errstate(over="ignore"):  # an entry far below the max becomes −inf: exp gives its 0
-            shifted = np.divide(shifted, gamma, out=shifted)
+    if np.ndim(c) == 0 and c == 0 and (exp or gamma != 1.0):  # x − 0 is x: no pass for it
+        if gamma == 1.0:
+            return np.exp(z, out=out), c
+        with np.errstate(over="ignore"):
+            shifted = np.divide(z, gamma, out=out)
+    else:
+        shifted = np.subtract(z, c, out=out)
+        if gamma != 1.0:
+            with np.errstate(over="ignore"):  # an entry far below the max becomes −inf: exp gives its 0
+                shifted = np.divide(shifted, gamma, out=shifted)
+    if exp:
+        np.exp(shifted, out=shifted)
     return shifted, c
 
 
@@ -86,8 +96,12 @@ def _common_shift(lo, hi, gamma=1.0):
         return None
     top, bottom = np.max(hi), np.min(lo)
     # (top − bottom)/γ is the spread of the exponents.
-    if np.isfinite(top) and np.isfinite(bottom) and top - bottom <= _SAFE_RANGE[np.result_type(hi).type] * gamma:
-        return top
+    safe = _SAFE_RANGE[np.result_type(hi).type] * gamma
+    if np.isfinite(top) and np.isfinite(bottom) and top - bottom <= safe:
+        # Every entry within ±safe of 0 needs no shift at all: exp(x/γ) lies in [e^−R, e^R] (R half the
+        # exponent range: a normal number, and a sum of n of them overflows only past n = e^R). 0 spares
+        # the pass subtracting c, and exp is taken of x itself, unrounded (x − c rounds).
+        return 0.0 if -safe <= bottom and top <= safe else top
     return None
 
 
@@ -104,10 +118,9 @@ def _row_sums(e, axis):
 
 
 def _lse_impl(x, *, axis, keepdims, gamma):
-    z, c = _shifted(x, axis, gamma)
+    e, c = _shifted(x, axis, gamma, exp=True)  # a fresh array: exp((x − c)/γ)
     with np.errstate(divide="ignore"):  # log(0) = -inf for an empty or all -inf slice
-        # z is a fresh array (x − c): exponentiate it in place.
-        out = np.log(_row_sums(np.exp(z, out=z), axis))
+        out = np.log(_row_sums(e, axis))
     # lse_γ(x) = γ·lse((x − c)/γ) + c: c is in x's units (see _shifted).
     out = (out * gamma if gamma != 1.0 else out) + c
     return out if keepdims else np.squeeze(out, axis=axis)
@@ -171,8 +184,16 @@ def _softargmax_impl(x, *, axis, gamma, out=None):
     # ``out`` lets the program executor give x itself when x dies here (execution.py).
     if splits("softargmax", x) and _last_axis_rows(x, axis) and np.issubdtype(x.dtype, np.inexact):
         return _softargmax_split(x, axis, gamma, out)
-    z, _ = _shifted(x, axis, gamma, out)
-    e = np.exp(z, out=z)  # z is a fresh array (x − c) or out: one array of x's size in all
+    e, _ = _shifted(x, axis, gamma, out, exp=True)  # a fresh array or out: one array of x's size in all
+    return _normalized(e, axis)
+
+
+def _normalized(e, axis):
+    """e divided by its sums over ``axis``, in place.
+
+    A division, not a product with the sum's reciprocal: a row with one entry
+    left (a mask) or of equal entries is then exactly one-hot or uniform.
+    """
     with np.errstate(invalid="ignore"):  # an all -inf slice has no distribution: NaN
         e /= _row_sums(e, axis)
     return e
@@ -188,10 +209,8 @@ def _softargmax_split(x, axis, gamma, out):
     x2, o2 = x.reshape(-1, n), out.reshape(-1, n)
 
     def rows(a, b):
-        z, _ = _shifted(x2[a:b], (1,), gamma, o2[a:b], common)
-        np.exp(z, out=z)
-        with np.errstate(invalid="ignore"):
-            z /= _row_sums(z, (1,))
+        e, _ = _shifted(x2[a:b], (1,), gamma, o2[a:b], common, exp=True)
+        _normalized(e, (1,))
     run_rows("softargmax", rows, x2.shape[0], n)
     return out
 
@@ -338,8 +357,9 @@ def _masked_softargmax_rest(z, mask, keep, c, axis, dtype):
     """The masked softargmax from z = scale·x on, with the common shift c (or None: each row's own)."""
     if c is not None:
         # A mask of 0 and −∞ only (causal, padding): exp(z − c) then zeros where −∞, a product with the
-        # (small) 0/1 mask. numpy's float64 exp is 2.5x slower on an array holding −∞.
-        z -= c
+        # (small) 0/1 mask. numpy's float64 exp is 2.5x slower on an array holding −∞. c = 0: no pass.
+        if c != 0:
+            z -= c
         np.exp(z, out=z)
         z *= keep.astype(dtype)
     else:
@@ -347,9 +367,7 @@ def _masked_softargmax_rest(z, mask, keep, c, axis, dtype):
         c = np.max(z, axis=axis, keepdims=True, initial=-np.inf)
         z -= np.where(np.isfinite(c), c, np.zeros((), z.dtype))
         np.exp(z, out=z)
-    with np.errstate(invalid="ignore"):  # an all −inf row has no distribution: NaN
-        z /= _row_sums(z, axis)
-    return z
+    return _normalized(z, axis)  # an all −inf row has no distribution: NaN
 
 
 def _masked_softargmax_split(x, mask, axis, scale, out, dtype):
