@@ -2,10 +2,12 @@
 
 Times each primitive's impl (ms, minimum over 7 interleaved rounds of --repeat calls) at
 ``ad.num_threads(1)``, and at ``ad.num_threads(2)`` (the pool's threads and numpy's BLAS threads
-both) unsplit (every grain made huge: the one-thread code, BLAS on two threads) and split.
+both) unsplit (every grain made huge: the one-thread code, BLAS on two threads) and split (every
+grain made small: the library's own grains split none of these shapes, since splitting them made
+a whole training step slower; see rowsplit.py).
 On a tree without ``ad.num_threads`` (before issue 30) only BLAS threads are set.
 
-Run:  flock /tmp/i30/cpu.lock python benchmarks/bench_fused_threads.py [--repeat 10] [--only layer_norm]
+Run:  python benchmarks/bench_fused_threads.py [--repeat 10] [--only layer_norm]
 """
 
 from __future__ import annotations
@@ -65,19 +67,29 @@ def best(f, repeat):
 
 
 @contextlib.contextmanager
-def unsplit():
-    """Grains too large to split anything (the one-thread code, BLAS still on its threads)."""
+def grains(size: int):
+    """Every row-wise primitive's grain set to ``size`` (the library's grains split nothing at these shapes)."""
     try:
         rowsplit = importlib.import_module("autograd_dag.primitives.rowsplit")
     except ImportError:
         yield
         return
     saved = dict(rowsplit.GRAIN)
-    rowsplit.GRAIN.update((k, 1 << 60) for k in saved)
+    rowsplit.GRAIN.update((k, size) for k in saved)
     try:
         yield
     finally:
         rowsplit.GRAIN.update(saved)
+
+
+def unsplit():
+    """Grains too large to split anything (the one-thread code, BLAS still on its threads)."""
+    return grains(1 << 60)
+
+
+def split():
+    """Grains small enough that every case splits (8,192 float64 elements a chunk at least)."""
+    return grains(8192)
 
 
 def main(argv=None):
@@ -89,7 +101,7 @@ def main(argv=None):
     if args.keep_heap:
         import bench_models
         print("kept heap:", bench_models.keep_heap())
-    settings = {"1 thread": (1, contextlib.nullcontext), "2 unsplit": (2, unsplit), "2 split": (2, contextlib.nullcontext)}
+    settings = {"1 thread": (1, contextlib.nullcontext), "2 unsplit": (2, unsplit), "2 split": (2, split)}
     for name, f in cases().items():
         if args.only not in name:
             continue
