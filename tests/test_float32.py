@@ -17,17 +17,9 @@ from autograd_dag import nn, optim
 from autograd_dag.autodiff import topological_nodes
 from autograd_dag.nn import functional as F
 from autograd_dag.program import NodeKind
+from tests.helpers import Logits
 
 F32 = np.dtype(np.float32)
-
-
-class _Logits(nn.Module):
-    def __init__(self, inner):
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, tokens):
-        return self.inner.logits(tokens)
 
 
 def _mlp():
@@ -38,7 +30,7 @@ def _mlp():
 
 def _transformer():
     rng = np.random.default_rng(0)
-    model = _Logits(nn.TransformerLM(11, d_model=8, heads=2, hidden=16, layers=2, rng=0, dtype=np.float32))
+    model = Logits(nn.TransformerLM(11, d_model=8, heads=2, hidden=16, layers=2, rng=0, dtype=np.float32))
     tokens = rng.integers(0, 11, (3, 6))
     return model, tokens[:, :-1], tokens[:, 1:], F.cross_entropy
 

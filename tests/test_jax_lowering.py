@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import autograd_dag as ad
+from tests.helpers import Logits
 from tests.test_primitives_table import ALL_CASES, case_id, closure, make_args, recorded_ops
 
 jax = pytest.importorskip("jax")
@@ -212,17 +213,6 @@ def test_import_does_not_import_jax():
     assert out.strip() == "False"
 
 
-class _Logits(ad.nn.Module):
-    """A language model whose forward is its logits (functional_call runs forward; the loss needs logits)."""
-
-    def __init__(self, inner):
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, t):
-        return self.inner.logits(t)
-
-
 def _models(dtype):
     """(name, model, inputs, targets) for the models of benchmarks/bench_models.py, at small sizes."""
     rng = np.random.default_rng(0)
@@ -234,7 +224,7 @@ def _models(dtype):
         ("lenet", ad.nn.LeNet(1, image_size=12, channels=(3, 4), kernel_sizes=(3, 3), hidden=10, rng=0,
                               dtype=dtype),
          rng.standard_normal((4, 1, 12, 12)).astype(dtype), rng.integers(0, 10, 4)),
-        ("transformer", _Logits(lm), tokens[:, :-1], tokens[:, 1:]),
+        ("transformer", Logits(lm), tokens[:, :-1], tokens[:, 1:]),
     ]
 
 

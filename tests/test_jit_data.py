@@ -17,6 +17,7 @@ import autograd_dag as ad
 from autograd_dag import nn
 from autograd_dag.errors import TracingError
 from autograd_dag.nn import functional as F
+from tests.helpers import Logits
 
 RNG = np.random.default_rng(7)
 
@@ -84,13 +85,6 @@ def test_transformer_lm_tokens_and_targets():
     model = nn.TransformerLM(11, d_model=8, heads=2, hidden=16, layers=1, rng=0)
     params = {k: p.value for k, p in model.named_parameters()}
 
-    class Logits(nn.Module):
-        def __init__(self, inner):
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, t):
-            return self.inner.logits(t)
     wrapper = Logits(model)
 
     def f(p, tokens, targets):

@@ -21,6 +21,7 @@ import autograd_dag as ad
 from autograd_dag import execution, nn, scheduling
 from autograd_dag.testing import strategies as ads
 from autograd_dag.testing.strategies import X_SHAPE, Y_SHAPE
+from tests.helpers import Logits
 
 FEW = settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -158,15 +159,6 @@ def test_the_in_place_test_fails_when_disposable_ignores_pending_nodes(slow_work
 
 
 # --------------------------------------------------------------- a transformer step
-
-class Logits(nn.Module):
-    def __init__(self, inner):
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, t):
-        return self.inner.logits(t)
-
 
 def test_a_transformer_steps_gradients_equal_the_serial_ones(slow_workers):
     # bench_models' step, smaller: Q/K/V products, attention heads, weight and data gradients.
