@@ -1,8 +1,9 @@
 """Convolution and pooling split over threads along the batch give the unsplit results.
 
 Each chunk computes whole images (or, for the channels-last weight gradient, whole
-blocks of the summed product, added afterwards in the unsplit order), so every split
-result is compared with ``==`` against the same call on one thread. The grains are
+blocks of the summed product, added afterwards in the unsplit order): max pooling is
+compared with ``==`` against the same call on one thread, the convolutions (BLAS
+products) within a few ulps (:func:`assert_blas_equal`). The grains are
 set to 1 so that splitting really happens at these small sizes, and run_chunks is
 watched to prove it did.
 """
@@ -48,10 +49,22 @@ def _all_ops(x, w, b, g, k, stride, padding):
             "weight grad": C._weight_grad_impl(x, g, kernel=(k, k), **kw)}
 
 
+def assert_blas_equal(split, whole, what=""):
+    """Equal within 64 ulps of ``whole``'s largest entry.
+
+    A chunk's products are smaller than the unsplit call's, and BLAS runs on another number
+    of threads: BLAS may block them differently. OpenBLAS's Haswell kernels gave a float32
+    input gradient a few ulps apart (same arithmetic, other summation order), where the
+    SkylakeX kernels gave the same bits.
+    """
+    scale = max(1.0, float(np.abs(whole).max()))
+    np.testing.assert_allclose(split, whole, rtol=0, atol=64 * np.finfo(whole.dtype).eps * scale, err_msg=what)
+
+
 @pytest.mark.parametrize("threads", [2, 4])
 @pytest.mark.parametrize("n, c, h, o, k, stride, padding, dtype", LAYERS)
-def test_split_convolution_is_the_unsplit_one_bit_for_bit(split_everything, threads, n, c, h, o, k, stride,
-                                                         padding, dtype):
+def test_split_convolution_is_the_unsplit_one(split_everything, threads, n, c, h, o, k, stride,
+                                              padding, dtype):
     rng = np.random.default_rng(n * h + c)
     x = rng.standard_normal((n, c, h, h)).astype(dtype)
     w = rng.standard_normal((o, c, k, k)).astype(dtype)
@@ -69,8 +82,8 @@ def test_split_convolution_is_the_unsplit_one_bit_for_bit(split_everything, thre
     for name in whole:
         assert split[name].dtype == whole[name].dtype, name
         assert split[name].shape == whole[name].shape, name
-        # Whole images (or whole summed blocks) per chunk: the same arithmetic in the same order.
-        assert (split[name] == whole[name]).all(), name
+        # Whole images (or whole summed blocks) per chunk: the same arithmetic, BLAS blocking aside.
+        assert_blas_equal(split[name], whole[name], name)
 
 
 @pytest.mark.parametrize("shape, window, stride", [((64, 6, 24, 24), 2, 2), ((5, 3, 9, 7), 3, 2),
@@ -89,7 +102,7 @@ def test_split_max_pool_is_the_unsplit_one_bit_for_bit(split_everything, shape, 
 
 
 def test_lenet_gradients_on_two_threads_are_those_on_one(split_everything):
-    """The LeNet step, eager and jit, split on two threads: the loss and every gradient bit for bit."""
+    """The LeNet step, eager and jit, split on two threads: the loss and every gradient as on one."""
     rng = np.random.default_rng(3)
     model = nn.Sequential(nn.Conv2d(1, 6, 5, rng=rng), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Conv2d(6, 16, 5, rng=rng), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
@@ -122,4 +135,4 @@ def test_lenet_gradients_on_two_threads_are_those_on_one(split_everything):
         split_jit = jitted(step)
     assert len(split_everything) >= 6
     for a, b in zip(split + split_jit, whole + whole_jit):
-        assert (a == b).all()
+        assert_blas_equal(a, b)
