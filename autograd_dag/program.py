@@ -15,10 +15,11 @@ from typing import Sequence
 
 import numpy as np
 
+from . import parallel
 from .core import Tensor, _recording_as, apply, attributed_to
 from .displays import mimebundle
 from .errors import AutogradDagError, ProgramInputError
-from .execution import buffer_of, disposable, parallel, plan_steps, step_error
+from .execution import buffer_of, disposable, plan_steps, step_error
 from .formatting import format_shape, listing
 from .dag import Graph
 from .graph import paused_gc

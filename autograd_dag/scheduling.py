@@ -58,8 +58,8 @@ from .execution import disposable, step_error
 AUTO = False
 
 # A step is handed off only if its estimated time and the time of the independent steps that
-# follow it (what the calling thread does meanwhile) both exceed this: waking a sleeping
-# worker costs ~85 µs on this VM (parallel.py's measurement).
+# follow it (what the calling thread does meanwhile) both exceed this: a sleeping worker
+# starts 25-140 µs after it is woken on this VM (parallel.py).
 MIN_COST_NS = 150_000.0
 # Throughput estimates for one core (float64, this VM): a GEMM's flops, and bytes moved by
 # elementwise work (an add on 131,072 doubles: 3 MiB in ~0.12 ms).
