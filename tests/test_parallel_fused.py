@@ -36,8 +36,25 @@ def small_grains(monkeypatch):
     return calls
 
 
+def assert_split_equal(got, want):
+    """The same non-finite entries, and the finite ones within 16 ulps of the largest.
+
+    Each chunk runs the unsplit code on its rows, but these kernels sum rows as BLAS
+    matrix–vector products, and a chunk's product is a shorter matrix (and BLAS may run on
+    another number of threads): a BLAS may block it differently. (Equal bit for bit with
+    OpenBLAS's SkylakeX, Haswell and Sandybridge kernels; a split convolution's products were
+    not, on Haswell: tests/test_parallel_conv.py.)
+    """
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(np.where(finite, 0, got), np.where(finite, 0, want))
+    scale = max(1.0, float(np.abs(want[finite]).max(initial=0.0)))
+    np.testing.assert_allclose(got[finite], want[finite], rtol=0, atol=16 * np.finfo(want.dtype).eps * scale)
+
+
 def same_at_every_thread_count(f, calls):
-    """f() at 1, 2 and 4 threads: the same arrays bit for bit, and split (≥ 2 chunks) at 2 and 4."""
+    """f() at 1, 2 and 4 threads: the same arrays (:func:`assert_split_equal`), and split (≥ 2 chunks) at 2 and 4."""
     calls.clear()
     with ad.num_threads(1):
         want = f()
@@ -47,9 +64,7 @@ def same_at_every_thread_count(f, calls):
         with ad.num_threads(n):
             got = f()
         assert calls and max(calls) >= 2, f"not split at {n} threads"
-        assert got.dtype == want.dtype and got.shape == want.shape
-        np.testing.assert_array_equal(got, want)   # NaNs in the same places compare equal here
-        assert np.array_equal(got, want, equal_nan=True)
+        assert_split_equal(got, want)
     return want
 
 
@@ -227,7 +242,7 @@ def test_a_jitted_attention_step_is_the_same_on_one_and_two_threads(small_grains
         got = step(q, w)
     assert small_grains and max(small_grains) >= 2
     for a, b in zip(ad.tree.flatten(want)[0], ad.tree.flatten(got)[0]):
-        np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
+        assert_split_equal(b, a)
 
 
 @pytest.mark.parametrize("dtype, ulps", [(np.float64, 64), (np.float32, 64)])

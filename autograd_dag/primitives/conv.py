@@ -61,7 +61,7 @@ def _by_image(fn, n: int, work: int, grain: int) -> None:
 
     ``work`` is one image's work, ``grain`` the least work worth a chunk. Each
     chunk computes whole images, in the code an unsplit call runs, so the result
-    is the unsplit one bit for bit.
+    is the unsplit one (bit for bit but where a BLAS blocks a shorter product otherwise).
     """
     parallel.run_chunks(fn, n, grain=max(1, -(-grain // max(work, 1))), align=1)
 

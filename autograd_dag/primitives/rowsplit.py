@@ -5,9 +5,11 @@ layer_norm's standardisation and its Jacobian, the cross-entropy's gradient)
 do the same work on every row (every matrix) of their input; a chunk of rows
 is a complete smaller instance of the operation, written into its rows of a
 preallocated result, numpy releasing the GIL in each call. So a split result
-is the unsplit one bit for bit: rows are computed by the same calls on the
-same numbers, and a quantity of the whole array (softargmax's common shift)
-is taken once before splitting.
+is the unsplit one: rows are computed by the same calls on the same numbers,
+and a quantity of the whole array (softargmax's common shift) is taken once
+before splitting. (Bit for bit with OpenBLAS's SkylakeX, Haswell and
+Sandybridge kernels; the row sums are BLAS products of fewer rows, which
+another BLAS may block differently, by a few ulps.)
 
 :data:`GRAIN` holds, per primitive, the least number of elements worth a
 chunk of its own; below twice that (or on one thread) nothing is split and
