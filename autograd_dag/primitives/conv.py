@@ -459,12 +459,14 @@ def _banded(c: int, kw: int, wp: int, dtype) -> bool:
     with few input channels those are small products, slow on BLAS (LeNet's
     second layer, C 6, float32: 25 products of 6 columns took 0.63 ms of its
     0.92). The band multiplies Wp/kw times the arithmetic, most of it by zeros:
-    taken with C < 8 below 3x in float32 (LeNet's second layer, 12/5: 0.69 ms
-    against 0.94; 16 channels, 3x3, 16 wide: 3x slower banded), below 1.5x in
-    float64, whose products do half the arithmetic per cycle (LeNet's second
-    layer banded: 1.31 ms against 1.26).
+    taken with C < 8 below 3x (LeNet's second layer, 12/5, float32: 0.69 ms
+    against 0.94; 16 channels, 3x3, 16 wide: 3x slower banded). In float64, whose
+    products do half the arithmetic per cycle, the band measured 1.31 ms against
+    1.26 on an older CPU, but on this 2-vCPU AMD EPYC (AVX2) the per-position
+    products are what is slow: 1.68 ms banded against 2.55 on one thread, 1.11
+    against 2.49 with BLAS on two; so float64 takes the same 3x.
     """
-    return c < 8 and wp < (3.0 if np.dtype(dtype).itemsize <= 4 else 1.5) * kw
+    return c < 8 and wp < 3.0 * kw
 
 
 def _input_grad_banded(g, w, out, stride, padding):
