@@ -203,6 +203,17 @@ def test_conv2d_input_grad_banded_float32_and_an_infinite_cotangent():
     np.testing.assert_array_equal(gx, input_grad_ref(g, w, (4, 4)))
     assert np.isinf(gx[0, 0, :2, :2]).all() and not np.isnan(gx).any()
 
+
+def test_conv2d_input_grad_banded_float64_at_lenets_second_layer():
+    """LeNet's second layer (C 6, 5x5, 12 wide) takes the band in float64 too; against the loops."""
+    rng = np.random.default_rng(1)
+    g, w = rng.standard_normal((3, 16, 8, 8)), rng.standard_normal((16, 6, 5, 5))
+    assert conv._banded(6, 5, 12, np.float64)
+    gx = conv2d_input_grad(g, w, (12, 12)).value
+    assert gx.dtype == np.float64
+    # Sums of 400 products in another order: within 1e-12 of values of order 10.
+    np.testing.assert_allclose(gx, input_grad_ref(g, w, (12, 12)), rtol=0, atol=1e-12)
+
 # ------------------------------------------------------ (c) exact conventions
 
 

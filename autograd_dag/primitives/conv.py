@@ -47,6 +47,10 @@ from .structure import sum as sum_axes
 # idle thread spins on the second core): the pool thread starts 100-140 us late,
 # and the next operation reads half its input from the other core's cache (relu
 # 0.25 -> 0.40 ms). So nothing below about 4 ms of work is split (LeNet's layers run whole).
+# Re-measured on a 2-vCPU AMD EPYC (AVX2), the whole LeNet float64 step, interleaved in one
+# process: jit 14.1 ms whole against 15.3 with a grain of 2**20 and 15.0 with 2**22 (eager
+# 15.4 against 16.8); each layer timed alone was no faster split either (first forward 1.86
+# against 1.90 ms, weight gradients 1.97 against 1.63). POOL_GRAIN 2**16: no change (14.2).
 CONV_GRAIN = 1 << 25
 POOL_GRAIN = 1 << 22
 
@@ -459,12 +463,14 @@ def _banded(c: int, kw: int, wp: int, dtype) -> bool:
     with few input channels those are small products, slow on BLAS (LeNet's
     second layer, C 6, float32: 25 products of 6 columns took 0.63 ms of its
     0.92). The band multiplies Wp/kw times the arithmetic, most of it by zeros:
-    taken with C < 8 below 3x in float32 (LeNet's second layer, 12/5: 0.69 ms
-    against 0.94; 16 channels, 3x3, 16 wide: 3x slower banded), below 1.5x in
-    float64, whose products do half the arithmetic per cycle (LeNet's second
-    layer banded: 1.31 ms against 1.26).
+    taken with C < 8 below 3x (LeNet's second layer, 12/5, float32: 0.69 ms
+    against 0.94; 16 channels, 3x3, 16 wide: 3x slower banded). In float64, whose
+    products do half the arithmetic per cycle, the band measured 1.31 ms against
+    1.26 on an older CPU, but on this 2-vCPU AMD EPYC (AVX2) the per-position
+    products are what is slow: 1.68 ms banded against 2.55 on one thread, 1.11
+    against 2.49 with BLAS on two; so float64 takes the same 3x.
     """
-    return c < 8 and wp < (3.0 if np.dtype(dtype).itemsize <= 4 else 1.5) * kw
+    return c < 8 and wp < 3.0 * kw
 
 
 def _input_grad_banded(g, w, out, stride, padding):
@@ -774,6 +780,10 @@ def _scatter_impl(ct, x, *, window, stride):
     _scatter_rule(ct, x, window=window, stride=stride)  # a broadcastable ct would pass silently
     out = np.zeros(x.size, dtype=ct.dtype)
     # add.at, not assignment: overlapping windows (stride < window) can pick the same pixel.
+    # Without overlap it is no slower than the alternatives (numpy 2.4, AMD EPYC, LeNet's first
+    # pool in float32: add.at 0.12 ms of the 0.49, against 0.22 for an assignment; writes per
+    # kernel position into strided views of the result, 0.48-1.0 ms in all): the first-maximum
+    # index (the stacked copy and the comparisons) is most of the time.
     np.add.at(out, _first_max_index(x, window, stride).ravel(), ct.ravel())
     return out.reshape(x.shape)
 
