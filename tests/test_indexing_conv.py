@@ -296,6 +296,31 @@ def test_take_repeated_ids_accumulate():
     np.testing.assert_array_equal(gt.value, [[0, 0], [3, 4], [0, 0], [6, 8]])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n, size", [(1024, 256), (64, 3), (300, 2), (7, 100), (1, 5)])
+def test_take_add_rounds_and_reduceat_sum_each_ids_rows(dtype, n, size):
+    # The rows of an id repeated up to _TAKE_ADD_ROUNDS times are added round by round (256 ids
+    # over 1024 rows: ~12 rounds), those past it by one reduceat ((64, 3) and (300, 2): both paths);
+    # negative ids count from the end. Against float64 sums of the same rows: a sum of k terms
+    # added one after another is within (k − 1)·ε·Σ|terms| of the exact one (ε of the dtype), the
+    # bound used here with k the id's count.
+    rng = np.random.default_rng(n)
+    ct = rng.standard_normal((n, 2, 3)).astype(dtype)
+    idx = rng.integers(-size, size, n)
+    got = indexing._take_add_impl(ct, idx, size=size, axis=0)
+    assert got.dtype == dtype and got.shape == (size, 2, 3)
+    ids = np.where(idx < 0, idx + size, idx)
+    exact, magnitude = np.zeros((size, 2, 3)), np.zeros((size, 2, 3))
+    np.add.at(exact, ids, ct.astype(np.float64))
+    np.add.at(magnitude, ids, np.abs(ct.astype(np.float64)))
+    count = np.bincount(ids, minlength=size)[:, None, None]
+    assert np.all(np.abs(got - exact) <= np.maximum(count - 1, 0) * np.finfo(dtype).eps * magnitude)
+    assert np.all(got[count[:, 0, 0] == 0] == 0)
+    # An id's one row is its row, copied (bit for bit, −0.0 included).
+    for i in np.flatnonzero(count[:, 0, 0] == 1):
+        assert got[i].tobytes() == ct[ids == i][0].tobytes()
+
+
 def test_getitem_index_forms_are_normalised():
     x = Tensor(np.arange(12.0).reshape(3, 4))
     by_tensor = getitem(x, Tensor(np.array([2, 0])))

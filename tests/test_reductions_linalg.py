@@ -357,3 +357,39 @@ def test_logsumexp_gradient_is_softargmax_at_small_temperatures(x, gamma):
     import autograd_dag as ad
     _, tangent = ad.jvp(lambda t: F.logsumexp(t, gamma=gamma), (x,), (np.ones_like(x),))
     assert float(tangent) == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, axis, keepdims", [
+    ((1024, 128), 0, False),          # a bias's cotangent: one BLAS product
+    ((16, 64, 128), (0, 1), False),   # two leading axes
+    ((16, 64, 128), (0, 1), True),
+    ((3, 1), 0, True),
+    ((4, 5), 1, False),               # not leading: numpy's sum
+    ((4, 5), (0, 1), False),          # every axis: numpy's sum
+    ((2, 0, 3), 0, False),            # empty
+])
+def test_sum_over_leading_axes(dtype, shape, axis, keepdims):
+    # ones @ x adds in the array's dtype as np.sum does, associated otherwise: each result within
+    # (rows − 1)·ε·Σ|x| of the float64 sum (the bound of any order of float additions).
+    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    got = ad.sum(Tensor(x), axis=axis, keepdims=keepdims).value
+    exact = np.sum(x.astype(np.float64), axis=axis, keepdims=keepdims)
+    rows = x.size // max(exact.size, 1)
+    assert got.dtype == dtype and got.shape == exact.shape
+    bound = max(rows - 1, 0) * np.finfo(dtype).eps * np.sum(np.abs(x.astype(np.float64)), axis=axis,
+                                                             keepdims=keepdims)
+    assert np.all(np.abs(got - exact) <= bound)
+    # Not contiguous (a transposed view): numpy's own sum, the same numbers as np.sum.
+    xt = np.ascontiguousarray(np.swapaxes(x, 0, -1)).swapaxes(0, -1)
+    if not xt.flags.c_contiguous:
+            np.testing.assert_array_equal(ad.sum(Tensor(xt), axis=axis, keepdims=keepdims).value,
+                                      np.sum(xt, axis=axis, keepdims=keepdims))
+
+
+def test_sum_over_leading_axes_keeps_non_finite_entries():
+    x = np.ones((4, 3), np.float32)
+    x[1, 0], x[2, 1], x[3, 2] = np.inf, np.nan, -np.inf
+    np.testing.assert_array_equal(ad.sum(Tensor(x), axis=0).value, np.array([np.inf, np.nan, -np.inf], np.float32))
+    # Integers are numpy's sum (no BLAS): exact.
+    assert ad.sum(Tensor(np.arange(6).reshape(3, 2)), axis=0).value.tolist() == [6, 9]
