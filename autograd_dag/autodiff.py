@@ -324,9 +324,7 @@ class _Sweep:
         """
         cts, owned, relevant, record, anomaly, retained, last_change, heap, waiting = self.hot
         if ct is None:  # (the eager sweep: popping lets values go as soon as nothing else holds them)
-            ct = cts.pop(id(t))
-            if record:
-                ct = self.total(t, ct)
+            ct = self.total(t, cts.pop(id(t))) if record else cts.pop(id(t))
         if owned:
             owned.discard(id(t))
         if retained and id(t) in retained and retained[id(t)]() is t:
@@ -337,8 +335,10 @@ class _Sweep:
         if record:
             args, out = parents, t
             core.attribute(t.source, t.scope)
-        else:
-            args, out = list(map(_value, parents)), t.value
+        else:  # (one and two operands spelled out: list(map(_value, parents)) took 0.2 µs a node)
+            args = ([parents[0].value, parents[1].value] if len(parents) == 2 else
+                    [parents[0].value] if len(parents) == 1 else list(map(_value, parents)))
+            out = t.value
             if prim.vjp_into is not None and self.scattered(t, ct, out, args):
                 return
         parts = prim.vjp_parts
@@ -361,8 +361,9 @@ class _Sweep:
             elif (part := parts[i]) is None:  # the rule of this input only
                 continue
             else:
-                try:
-                    g = part(ct, out, *args, **params) if params else part(ct, out, *args)
+                try:  # (one or two operands without parameters passed one by one: 0.1 µs less than *args)
+                    g = (part(ct, out, *args, **params) if params else part(ct, out, args[0], args[1]) if len(args)
+                         == 2 else part(ct, out, args[0]) if len(args) == 1 else part(ct, out, *args))
                 except Exception as exc:
                     raise rule_error(prim, "VJP", exc, t, record) from exc
             if g is None:
@@ -370,7 +371,7 @@ class _Sweep:
             if type(g) is Tensor and not record:
                 g = g.value
             try:  # (builtin dtypes are shared objects: the identity test keeps the common case cheap)
-                if g.shape != p.value.shape or g.dtype is not p.value.dtype:
+                if g.shape != (v := p.value).shape or g.dtype is not v.dtype:
                     g = _fitted(g, p, i, t, record)
             except AttributeError:  # a piece, or a Python number
                 g = _fitted(g, p, i, t, record)
@@ -382,12 +383,10 @@ class _Sweep:
                 cts[pid] = _recorded_add(None, g) if record else g
                 if prim.vjp_into is not None and not record:
                     owned.add(pid)  # (a scatter's cotangent is a fresh array)
-                if heap is None:
-                    pass
-                elif p.parents:
+                if heap is not None and p.parents:
                     heappush(heap, p.serial)
                     waiting[p.serial] = p
-                else:
+                elif heap is not None:
                     _queue(p, heap, waiting, self.leaves)
             else:
                 self.add(pid, previous, g)

@@ -49,8 +49,10 @@ def plan_steps(nodes, outputs) -> list[tuple]:
     """
     # Liveness in one backward pass: going backward, a value's first reader is its last use.
     # (A last-use map and a list of frees per node cost twice as much on long programs, where
-    # jit's first call pays for the plan.)
-    live = set(outputs)
+    # jit's first call pays for the plan.) Constants are never freed: the program keeps their
+    # arrays, so dropping the executor's reference released nothing and cost a store per use
+    # (2 % of the per-op chain's jit time, bench_overhead.py).
+    live = set(outputs) | {n.index for n in nodes if n.prim is None and n.value is not None}
     frees_at = []
     for n in reversed(nodes):
         parents = n.parents

@@ -764,3 +764,24 @@ def test_grad_program_of_many_inputs_does_not_scan_its_outputs_per_input():
     # One Tensor as the gradient of two inputs (x + y) still gives each output its own node.
     both = ad.grad_program(ad.trace(lambda x, y: ad.sum(x + y), np.ones(2), np.ones(2)))
     assert len(set(both.outputs)) == 2
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_backward_calls_vjp_parts_of_one_two_and_three_operands_with_and_without_parameters(create_graph):
+    # The sweep passes one or two operands to a VJP part one by one and more (or parameters)
+    # through *args / **params (autodiff._Sweep.visit): every way gives the closed form.
+    x0 = np.array([[0.3, -1.2, 2.0], [0.5, 0.1, -0.4]])
+    b0 = np.array([1.5, -0.5, 2.0])
+    x = ad.Tensor(x0, requires_grad=True)
+    b = ad.Tensor(b0, requires_grad=True)
+    # tanh: one operand; multiply: two, b broadcast; where: three; sum over an axis: parameters.
+    y = ad.sum(ad.where(x0 > 0, ad.tanh(x) * b, x), axis=1)
+    ad.sum(y * y).backward(create_graph=create_graph)
+    t = np.tanh(x0)
+    inner = np.where(x0 > 0, t * b0, x0)
+    ct = 2 * inner.sum(axis=1, keepdims=True) * np.ones_like(x0)
+    dx = np.where(x0 > 0, ct * b0 * (1 - t * t), ct)
+    db = np.where(x0 > 0, ct * t, 0.0).sum(axis=0)
+    # A few ulps: tanh and the sums are computed by other numpy calls in the reference.
+    np.testing.assert_allclose(x.grad.value, dx, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(b.grad.value, db, rtol=1e-13, atol=1e-15)

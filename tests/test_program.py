@@ -652,3 +652,17 @@ def test_from_graph_concatenate_of_two_parents_with_and_without_its_axis():
     np.testing.assert_array_equal(prog(x, y), np.concatenate([x, y], axis=1))
     with pytest.raises(ad.ProgramInputError, match=r"concatenate\(float64\[2, 3\], float64\[2, 3\]\).*'axis'"):
         Program.from_graph(g, {"s": "concatenate"}, {"x": x, "y": y})
+
+
+def test_the_plan_never_frees_a_constant_and_reruns_read_it_again():
+    # The program keeps its constants' arrays (Program._plan's initial values): freeing the
+    # executor's reference released nothing, so a constant is in no step's frees; the input and
+    # the intermediates still are.
+    c = np.array([2.0, 3.0])
+    prog = ad.trace(lambda x: ad.multiply(ad.exp(ad.multiply(x, c)), c), np.zeros(2))
+    constants = {n.index for n in prog.nodes if n.op is NodeKind.CONSTANT}
+    assert constants
+    frees = [p for step in prog._plan()[1] for p in step[4]]
+    assert not constants & set(frees) and set(frees) == {0, 2, 3}  # x, x·c and exp(x·c)
+    for x in (np.zeros(2), np.ones(2)):
+        np.testing.assert_allclose(prog(x), np.exp(x * c) * c, rtol=1e-15)
