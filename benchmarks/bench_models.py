@@ -370,7 +370,7 @@ class TransformerWorkload(Workload):
         return F.cross_entropy(self.model.logits(self.inputs), self.targets)
 
     def jit_step(self):
-        wrapper = _Logits(self.model)
+        wrapper = nn.Logits(self.model)
 
         def loss(params, tokens, targets):
             # functional_call runs forward() (the probabilities); the loss needs the logits.

@@ -81,17 +81,6 @@ FAST = dict(d_model=16, heads=2, hidden=32, layers=1, length=16, batch=16, steps
 FULL = dict(d_model=64, heads=4, hidden=256, layers=2, length=64, batch=32, steps=300, lr=3e-3)
 
 
-class _Logits(nn.Module):
-    """The LM with ``logits`` as its forward, so ``nn.functional_call`` gives the scores the loss takes."""
-
-    def __init__(self, inner):
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, tokens):
-        return self.inner.logits(tokens)
-
-
 def adam_update(opt: optim.Adam, params: dict, grads: dict, m: dict, v: dict, lr, bias1, bias2):
     """One step of ``opt``'s rule (:class:`optim.Adam`, no weight decay) on Tensors, so that it can be traced.
 
@@ -117,7 +106,7 @@ def make_train_step(model, opt: optim.Adam):
 
     Shapes: x, y (B, T) token ids; params, m, v dicts as ``model.named_parameters()``.
     """
-    wrapper = _Logits(model)
+    wrapper = nn.Logits(model)
 
     def loss(params, x, y):
         return F.cross_entropy(nn.functional_call(wrapper, {"inner." + k: p for k, p in params.items()}, x), y)

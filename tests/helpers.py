@@ -5,8 +5,6 @@ import sys
 
 import numpy as np
 
-from autograd_dag import nn
-
 
 def line_of(marker: str, module: str) -> int:
     """Line number, in the test module named ``module``, of its one source line containing ``marker``.
@@ -83,15 +81,3 @@ def reordered_sum_rtol(n_terms: int, dtype=np.float64) -> float:
     of both signs, multiply by Σ|x| and use it as an absolute tolerance.
     """
     return max(n_terms - 1, 1) * float(np.finfo(dtype).eps)
-
-
-class Logits(nn.Module):
-    """A language model whose forward is its logits (``functional_call`` and ``jit`` run ``forward``;
-    the loss takes logits, not the probabilities ``TransformerLM.forward`` gives)."""
-
-    def __init__(self, inner):
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, tokens):
-        return self.inner.logits(tokens)

@@ -17,7 +17,7 @@ from autograd_dag import nn, optim
 from autograd_dag.autodiff import topological_nodes
 from autograd_dag.nn import functional as F
 from autograd_dag.program import NodeKind
-from tests.helpers import Logits
+from autograd_dag.nn import Logits
 
 F32 = np.dtype(np.float32)
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import autograd_dag as ad
-from tests.helpers import Logits
+from autograd_dag.nn import Logits
 from tests.test_primitives_table import ALL_CASES, case_id, closure, make_args, recorded_ops
 
 jax = pytest.importorskip("jax")

@@ -17,7 +17,7 @@ import autograd_dag as ad
 from autograd_dag import nn
 from autograd_dag.errors import TracingError
 from autograd_dag.nn import functional as F
-from tests.helpers import Logits
+from autograd_dag.nn import Logits
 
 RNG = np.random.default_rng(7)
 

@@ -246,21 +246,11 @@ def test_transformer_lm_forward_and_training_step(dtype):
 
     def lm_loss(logits, targets):
         return F.cross_entropy(logits, targets)
-    step = ad.onnx.training_step_program(_Logits(lm), lm_loss, tokens[:, :-1], tokens[:, 1:])
+    step = ad.onnx.training_step_program(nn.Logits(lm), lm_loss, tokens[:, :-1], tokens[:, 1:])
     args = [tokens[:, :-1], tokens[:, 1:]] + [p.value for p in lm.parameters()]
     ours = step(*args)
     _assert_close_all(ours, ad.onnx.run(ad.onnx.export(step), *args), np.asarray(ours[0]).dtype)
 
-
-class _Logits(nn.Module):
-    """The language model's logits (the loss takes them, not the probabilities)."""
-
-    def __init__(self, lm):
-        super().__init__()
-        self.lm = lm
-
-    def forward(self, tokens):
-        return self.lm.logits(tokens)
 
 # ------------------------------------------------------------------ import
 

@@ -21,7 +21,7 @@ import autograd_dag as ad
 from autograd_dag import execution, nn, scheduling
 from autograd_dag.testing import strategies as ads
 from autograd_dag.testing.strategies import X_SHAPE, Y_SHAPE
-from tests.helpers import Logits
+from autograd_dag.nn import Logits
 
 FEW = settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 

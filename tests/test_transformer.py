@@ -124,6 +124,21 @@ def test_transformer_lm_is_causal():
     assert not np.allclose(a[0, 3], b[0, 3])
 
 
+def test_logits_wraps_a_model_whose_forward_gives_probabilities():
+    lm = nn.TransformerLM(7, d_model=8, heads=2, hidden=8, layers=1, rng=1)
+    tokens = np.array([[1, 2, 3, 4]])
+    wrapped = nn.Logits(lm)
+    # The same parameters, under "inner.": functional_call with a new table changes the scores.
+    assert [k for k, _ in wrapped.named_parameters()] == ["inner." + k for k, _ in lm.named_parameters()]
+    assert np.array_equal(wrapped(tokens).value, lm.logits(tokens).value)
+    E = lm.E.value * 2
+    with_e = nn.functional_call(wrapped, {"inner.E": E}, tokens).value
+    lm.E.value = E
+    assert np.array_equal(with_e, lm.logits(tokens).value)
+    with pytest.raises(ad.AutogradDagError, match="Logits: Expect: a model with a logits method. Actual: Linear"):
+        nn.Logits(nn.Linear(2, 2, rng=0))
+
+
 def test_feedforward_and_block_match_numpy():
     ffn = randomise(nn.FeedForward(4, 6, rng=0), RNG)
     X = RNG.normal(size=(2, 3, 4))

@@ -35,7 +35,7 @@ from .residual import Residual, ResidualBlock, ResidualBranch
 from .word2vec import (CBOW, NegativeSampler, SkipGram, Word2Vec, cbow_hidden, cbow_log_likelihood, cbow_windows,
                        negative_sampling_loss, sgns_loss, skipgram_log_likelihood, skipgram_pairs, subsample)
 from .transformer import (DecoderState, FeedForward, Transformer, TransformerBlock, TransformerDecoder,
-                          TransformerDecoderBlock, TransformerEncoder, TransformerLM)
+                          TransformerDecoderBlock, TransformerEncoder, TransformerLM, Logits)
 from .bert import BERT, BERTClassifier, BERTLoss, MLMHead, TransformerClassifier, insert_cls
 from .rnn import (RNN, ElmanCell, EncoderDecoder, GRUCell, LSTMCell, MLPCell, RecurrentCell, SequenceToSequence,
                   SequenceToVector, VectorToSequence, make_cell, pool)
@@ -51,7 +51,7 @@ __all__ = [
     "NegativeSampler", "GloVe", "Cooccurrence", "cooccurrence_counts", "glove_loss", "glove_weighting",
     "attention", "causal_mask", "positional_encoding", "MultiHeadAttention",
     "FeedForward", "TransformerBlock", "TransformerEncoder", "TransformerDecoderBlock", "TransformerDecoder",
-    "TransformerLM", "Transformer", "DecoderState",
+    "TransformerLM", "Logits", "Transformer", "DecoderState",
     "insert_cls", "TransformerClassifier", "BERT", "BERTLoss", "MLMHead", "BERTClassifier",
     "decoding", "RecurrentCell", "MLPCell", "ElmanCell", "GRUCell", "LSTMCell", "make_cell", "RNN", "pool",
     "VectorToSequence", "SequenceToVector", "SequenceToSequence", "EncoderDecoder",

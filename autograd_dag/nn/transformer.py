@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import Tensor, name_scope, no_grad
-from ..errors import ShapeError
+from ..errors import AutogradDagError, ShapeError
 from ..primitives.arrays import constant
 from ..primitives.elementwise import add, multiply
 from ..primitives.indexing import concatenate, take
@@ -421,6 +421,28 @@ class TransformerLM(Module):
     def extra_repr(self) -> str:
         return (f"vocab_size={self.vocab_size}, d_model={self.d_model}, heads={self.heads}, "
                 f"hidden={self.hidden}, layers={len(self.block)}")
+
+
+class Logits(Module):
+    """A language model with its ``logits`` as ``forward``: what a cross-entropy loss takes.
+
+    ``TransformerLM(tokens)`` gives probabilities, but ``nn.functional_call``,
+    ``ad.onnx.training_step_program`` and other code that runs a module's
+    ``forward`` need the scores. Wrapping the model shares its parameters, named
+    ``"inner." + name`` here. Shapes: as ``inner.logits`` ((B, L) -> (B, L, vocab)
+    for a :class:`TransformerLM`).
+    Example: ``nn.functional_call(nn.Logits(lm), {"inner.E": E}, tokens)`` is ``lm.logits(tokens)``
+    with the embedding table E.
+    """
+
+    def __init__(self, inner: Module):
+        super().__init__()
+        if not callable(getattr(inner, "logits", None)):
+            raise AutogradDagError(f"Logits: Expect: a model with a logits method. Actual: {type(inner).__name__}")
+        self.inner = inner
+
+    def forward(self, *args, **kwargs) -> Tensor:
+        return self.inner.logits(*args, **kwargs)
 
 
 class Transformer(Module):
