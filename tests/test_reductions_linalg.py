@@ -383,7 +383,7 @@ def test_sum_over_leading_axes(dtype, shape, axis, keepdims):
     # Not contiguous (a transposed view): numpy's own sum, the same numbers as np.sum.
     xt = np.ascontiguousarray(np.swapaxes(x, 0, -1)).swapaxes(0, -1)
     if not xt.flags.c_contiguous:
-            np.testing.assert_array_equal(ad.sum(Tensor(xt), axis=axis, keepdims=keepdims).value,
+        np.testing.assert_array_equal(ad.sum(Tensor(xt), axis=axis, keepdims=keepdims).value,
                                       np.sum(xt, axis=axis, keepdims=keepdims))
 
 
