@@ -190,14 +190,14 @@ def test_conv2d_input_grad_banded_float32_and_an_infinite_cotangent():
     (inf over its window, no NaN elsewhere)."""
     rng = np.random.default_rng(0)
     g, w = rng.standard_normal((2, 3, 3, 2)), rng.standard_normal((3, 2, 2, 3))
-    assert conv._banded(2, 3, 4, np.float32)
+    assert conv._banded(2, 3, 4)
     gx = conv2d_input_grad(g.astype(np.float32), w.astype(np.float32), (5, 4), (2, 1), (1, 0)).value
     assert gx.dtype == np.float32
     np.testing.assert_allclose(gx, input_grad_ref(g, w, (5, 4), (2, 1), (1, 0)), rtol=1e-5, atol=1e-5)
     g = np.zeros((1, 2, 3, 3), np.float32)
     g[0, 1, 0, 0] = np.inf
     w = np.ones((2, 1, 2, 2), np.float32)
-    assert conv._banded(1, 2, 4, np.float32)
+    assert conv._banded(1, 2, 4)
     with np.errstate(invalid="ignore"):  # BLAS may flag inf arithmetic (its sums stay inf)
         gx = conv2d_input_grad(g, w, (4, 4)).value
     np.testing.assert_array_equal(gx, input_grad_ref(g, w, (4, 4)))
@@ -208,7 +208,7 @@ def test_conv2d_input_grad_banded_float64_at_lenets_second_layer():
     """LeNet's second layer (C 6, 5x5, 12 wide) takes the band in float64 too; against the loops."""
     rng = np.random.default_rng(1)
     g, w = rng.standard_normal((3, 16, 8, 8)), rng.standard_normal((16, 6, 5, 5))
-    assert conv._banded(6, 5, 12, np.float64)
+    assert conv._banded(6, 5, 12)
     gx = conv2d_input_grad(g, w, (12, 12)).value
     assert gx.dtype == np.float64
     # Sums of 400 products in another order: within 1e-12 of values of order 10.

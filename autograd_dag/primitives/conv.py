@@ -412,7 +412,7 @@ def _input_grad_impl(g, w, *, in_hw, stride, padding):
     dtype = np.result_type(g, w)
     hp, wp = in_hw[0] + 2 * ph, in_hw[1] + 2 * pw
     out = np.empty((n, c) + tuple(in_hw), dtype=dtype)
-    if _banded(c, kw, wp, dtype) and np.isfinite(g).all():
+    if _banded(c, kw, wp) and np.isfinite(g).all():
         chunk = _input_grad_banded(g, w, out, stride, padding)
     elif _channels_last(c, kw, wo):
         # Made here, not in the chunks: see _cols_arrays.
@@ -456,7 +456,7 @@ def _input_grad_impl(g, w, *, in_hw, stride, padding):
     return out
 
 
-def _banded(c: int, kw: int, wp: int, dtype) -> bool:
+def _banded(c: int, kw: int, wp: int) -> bool:
     """Whether conv2d_input_grad runs as one banded product per image row (see _input_grad_banded).
 
     The other layouts make one product per kernel position, C columns wide:
