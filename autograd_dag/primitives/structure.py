@@ -214,9 +214,12 @@ def _sum_impl(x, *, axis, keepdims):
     # (1024, 512) float32 58-84 against 42-49, float64 93-127 against 55-86 (one and two BLAS threads,
     # benchmarks/bench_sum_rows.py). Both add in the array's dtype; BLAS associates differently
     # (within rounding), and an all −0.0 column sums to +0.0. Not past _SUM_ROWS_COLUMNS columns:
-    # OpenBLAS's float32 product over (8, 10⁶) took 7.8 ms against numpy's 1.9.
-    if (type(x) is np.ndarray and x.dtype.char in "fd" and axis and axis == tuple(range(len(axis)))
-            and len(axis) < x.ndim and x.flags.c_contiguous and 0 < x.size
+    # OpenBLAS's float32 product over (8, 10⁶) took 7.8 ms against numpy's 1.9. Nor under
+    # _SUM_ROWS_FROM elements, tested first: a (4, 3) sum took 5.1 µs this way against 3.5 (the
+    # tests and the row of ones cost more than the adds), and small sums are every broadcast's VJP.
+    if (type(x) is np.ndarray and x.size >= _SUM_ROWS_FROM and x.dtype.char in "fd" and axis
+            and axis == tuple(range(len(axis)))
+            and len(axis) < x.ndim and x.flags.c_contiguous
             and math.prod(x.shape[len(axis):]) <= _SUM_ROWS_COLUMNS):
         rows = math.prod(x.shape[:len(axis)])
         out = np.matmul(np.ones(rows, x.dtype), x.reshape(rows, -1))
@@ -226,6 +229,8 @@ def _sum_impl(x, *, axis, keepdims):
 
 # The widest rows (elements after the summed axes) summed by a BLAS product (measured up to 16 × 262,144).
 _SUM_ROWS_COLUMNS = 1 << 18
+# The fewest elements summed by it: from (16, 64) on, ones @ x was faster (2.7 µs against 3.7, float32 and float64).
+_SUM_ROWS_FROM = 1024
 
 
 def _sum_rule(x, *, axis, keepdims):
