@@ -32,7 +32,9 @@ def _row(ms, mib=None):
 def test_goal_rows_are_marked_from_the_figures():
     bench = _bench()
     one_core = {"mlp/float64/numpy": _row(10.0), "mlp/float64/products": _row(10.0),
-                "mlp/float64/jit": _row(10.4), "lenet/float64/numpy": _row(10.0), "lenet/float64/jit": _row(10.1)}
+                "mlp/float64/jit": _row(10.4), "lenet/float64/numpy": _row(10.0), "lenet/float64/jit": _row(10.1),
+                "micrograd/float64/numpy": _row(0.3), "micrograd/float64/micrograd": _row(800.0),
+                "micrograd/float64/jit": _row(200.0)}
     default = {"mlp/float64/numpy": _row(10.0, 10.0), "mlp/float64/jit": _row(9.0, 12.5),
                "mlp/float64/eager": _row(11.5, 11.0), "mlp/float64/torch": _row(10.0),
                "lenet/float64/numpy": _row(10.0, 1.0), "lenet/float64/jit": _row(9.0, 0.5)}
@@ -48,6 +50,8 @@ def test_goal_rows_are_marked_from_the_figures():
     assert "1.04x products" in line("mlp", "jit, one core")                       # the MLP: its floor
     assert line("mlp", "jit, one core").endswith(" met")                          # <= 1.05
     assert "NOT met" in line("lenet", "jit, one core", "numpy")                   # 1.01x > 1.00
+    assert "0.25x micrograd" in line("micrograd", "jit, one core")               # not 667x numpy
+    assert line("micrograd", "jit, one core").endswith("(a graph of scalars: against micrograd)")
     assert "NOT met" in line("mlp", "jit, default threads", "memory")             # 1.25x > 1.2
     assert line("mlp", "eager, default threads", "memory").endswith(" met")       # 1.10x
     assert "lenet       float64  eager" not in text                              # no eager row measured
