@@ -21,9 +21,9 @@ Kept from the loop:
   frame's locals its operands); warnings turned into errors pass untouched.
 * Programs run with inter-op scheduling keep their path (``Program.__call__``
   does not ask for code then), and programs of more than :data:`MAX_STEPS`
-  steps keep the loop: compiling costs about 20 µs a step and 3 kB of memory
-  (``python -m autograd_dag.codegen`` measures it), a second per 50,000 steps
-  that a million-node program run a few times would never get back.
+  steps keep the loop: writing and compiling the code costs 15 to 25 µs a step
+  and, while compiling, 5 kB a step (the syntax tree), against 0.1 to 0.2 µs a
+  step saved per call. A million-node program would take 20 s and 5 GB.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ import numpy as np
 
 from .execution import step_error
 
-# Programs with more steps run in the loop (see the module's docstring).
-MAX_STEPS = 100_000
+# Programs with more steps run in the loop: at most about a second and 250 MB to compile (the docstring).
+MAX_STEPS = 50_000
 # The call with one plan from which its code runs: a program run once never pays for compiling.
 FROM_CALL = 2
 
@@ -45,10 +45,10 @@ FROM_CALL = 2
 class Generated:
     """A plan's compiled function, or its calls so far while it has none."""
 
-    __slots__ = ("steps", "calls", "function", "first_line")
+    __slots__ = ("steps", "calls", "function")
 
     def __init__(self, steps):
-        self.steps, self.calls, self.function, self.first_line = steps, 0, None, 0
+        self.steps, self.calls, self.function = steps, 0, None
 
 
 def generated(program, initial: list, steps: list):
@@ -65,7 +65,7 @@ def generated(program, initial: list, steps: list):
         entry.calls += 1
         if entry.calls < FROM_CALL or len(steps) > MAX_STEPS:
             return None
-        entry.function, entry.first_line = _compile(program, initial, steps)
+        entry.function = _compile(program, initial, steps)
     return entry
 
 
@@ -117,8 +117,8 @@ def source(program) -> str:
     return _source(program, initial, steps)[0]
 
 
-def _source(program, initial, steps) -> tuple[str, dict, int]:
-    """The function's text, its globals, and the line of its first step."""
+def _source(program, initial, steps) -> tuple[str, dict]:
+    """The function's text (step j on line j + 2: FIRST_LINE) and its globals."""
     names: dict = {}   # global name -> object
     impl_names: dict[int, str] = {}
     inputs = set(program.inputs)
@@ -145,13 +145,17 @@ def _source(program, initial, steps) -> tuple[str, dict, int]:
             # The loop's choice, made on the same references (disposable above).
             call = f"{f}({operands}, out=v{inplace}{kwargs}) if disposable(v{inplace}) else {call}"
         line = f"    v{k} = {call}"
-        if frees:
-            line += f"; del {', '.join(f'v{p}' for p in frees)}"
+        dead = [f"v{p}" for p in frees if name(p)[0] == "v"]   # (a global is no local to free)
+        if dead:
+            line += f"; del {', '.join(dead)}"
         lines.append(line)
     outputs = "".join(f"{name(k)}, " for k in program.outputs)
     lines.append(f"    return ({outputs.rstrip(' ')})")
     names["disposable"] = disposable
-    return "\n".join(lines) + "\n", names, 2
+    return "\n".join(lines) + "\n", names
+
+
+FIRST_LINE = 2   # the line of the first step in the generated code (the def is line 1)
 
 
 def _identifier(name: str) -> str:
@@ -163,11 +167,11 @@ def _identifier(name: str) -> str:
 
 
 def _compile(program, initial, steps):
-    text, names, first_line = _source(program, initial, steps)
+    text, names = _source(program, initial, steps)
     filename = f"<program {program.name!r}, generated {id(steps):x}>"
     namespace = dict(names)
     exec(compile(text, filename, "exec"), namespace)
-    return namespace[_identifier(program.name)], first_line
+    return namespace[_identifier(program.name)]
 
 
 def _failed_step(program, entry: Generated, exc: BaseException):
@@ -178,7 +182,7 @@ def _failed_step(program, entry: Generated, exc: BaseException):
         tb = tb.tb_next
     if tb is None:
         return None
-    index = tb.tb_lineno - entry.first_line
+    index = tb.tb_lineno - FIRST_LINE
     if not 0 <= index < len(entry.steps):
         return None
     initial, _ = program._plan()
