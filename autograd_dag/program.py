@@ -19,6 +19,7 @@ from . import parallel
 from .core import Tensor, _recording_as, apply, attributed_to
 from .displays import mimebundle
 from .errors import AutogradDagError, ProgramInputError
+from .codegen import generated as generated_code, run as run_generated
 from .execution import buffer_of, disposable, plan_steps, step_error
 from .formatting import format_shape, listing
 from .dag import Graph
@@ -166,6 +167,7 @@ class Program:
         self._initial: list | None = None
         self._steps, self._epoch = None, -1   # the plan, and parallel.epoch when it was made
         self._constant_buffers: frozenset[int] = frozenset()  # ids of the constants' arrays (by _plan)
+        self._generated = None   # the plan's code and calls (codegen.py)
 
     @property
     def kind(self) -> ProgramKind:
@@ -388,10 +390,16 @@ class Program:
         if any(isinstance(a, Tensor) for a in args):
             return self._replay(args)
         initial, steps = self._plan()
+        schedule = schedule_for(self, steps)
+        # From its second call a plan runs as straight-line Python (codegen.py), the same calls without
+        # the loop's bookkeeping (its step tuples, list of values and frees: a third of the per-op chain's
+        # time, 1.11 µs/op against 0.72). The loop stays Algorithm 4.1 as written, and the reference.
+        generated = None if schedule is not None else generated_code(self, initial, steps)
+        if generated is not None:
+            return self._returned(run_generated(self, generated, args))
         values = list(initial)
         for k, a in zip(self.inputs, args):
             values[k] = a
-        schedule = schedule_for(self, steps)
         if schedule is not None:   # independent heavy nodes run on the thread pool (scheduling.py)
             run_schedule(self, schedule, values)
             steps = ()
@@ -418,8 +426,11 @@ class Program:
             raise  # warnings turned into errors by the user stay theirs
         except Exception as exc:
             raise step_error(self, k, values, exc) from None
+        return self._returned([values[k] for k in self.outputs])
+
+    def _returned(self, outs):
         # numpy gives scalars for 0-d results; a program returns arrays, as ad.grad does.
-        outs = tuple(np.asarray(values[k]) for k in self.outputs)
+        outs = tuple(map(np.asarray, outs))
         if self._constant_buffers:
             outs = tuple(map(self._unshared, outs))
         return outs[0] if self.single_output else outs

@@ -26,6 +26,7 @@ LAYERS = [
     "scopes", "anomaly", "operation_errors", "promotion",  # the modes and errors apply reads, not the Tensor record
     "core", "inlined", "primitives", "tracing", "execution",
     "scheduling",  # inter-op parallelism: a program's independent heavy nodes on the pool (above execution's plan)
+    "codegen",  # a plan as straight-line Python: the executor of a program called again (above execution's plan)
     "passes",
     "graph_recording",  # a hand-built Graph's vertices applied as operations (Program.from_graph)
     "program_inputs",  # a program's arguments checked against its input nodes
