@@ -84,3 +84,20 @@ def test_masked_softargmax_keeps_exp_where_base2_does_not_serve(dtype):
         ref = _reference(xs, ms, 0.5)
         assert _rel_error(softmax._masked_softargmax_impl(xs, ms, axis=(1,), scale=0.5), ref, dtype) <= \
             1.5 * _rel_error(_natural(xs, ms, 0.5, dtype), ref, dtype) + 4
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(7,), (5, 3), (16, 4, 8, 64), (4, 128)])
+@pytest.mark.parametrize("vecdot", [True, False], ids=["vecdot", "numpy<2"])
+def test_row_dots_against_a_long_double_sum(monkeypatch, dtype, shape, vecdot):
+    # np.vecdot where numpy has it (2.0 on), else the batched product: both sum each row in dtype, so
+    # within (n/2 + 2) eps of the row's Σ|v⊙y| (a recursive or blocked sum of n terms; BLAS's is blocked).
+    if not vecdot:
+        monkeypatch.setattr(softmax, "_vecdot", None)
+    v = rng.standard_normal(shape).astype(dtype)
+    y = rng.standard_normal(shape).astype(dtype)[..., ::-1]  # a non-contiguous operand too
+    got = softmax._row_dots(v, y, (len(shape) - 1,))
+    want = np.sum(v.astype(np.longdouble) * y, axis=-1, keepdims=True)
+    bound = np.sum(np.abs(v.astype(np.longdouble) * y), axis=-1, keepdims=True) * (shape[-1] / 2 + 2) * np.finfo(dtype).eps
+    assert got.dtype == dtype and got.shape == shape[:-1] + (1,)
+    assert np.all(np.abs(got - want) <= bound)
