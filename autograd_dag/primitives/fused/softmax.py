@@ -354,7 +354,11 @@ def _masked_softargmax_impl(x, mask, *, axis, scale, out=None):
     mask = np.asarray(mask, dtype=dtype)
     keep = mask == 0
     c = _base2_shift(x, mask, keep, scale, dtype)
-    z = np.multiply(x, scale if c is None else scale * _LOG2E, out=out, dtype=dtype)
+    if c is not None:
+        z = np.multiply(x, scale * _LOG2E, out=out, dtype=dtype)
+        return _masked_softargmax_rest(z, mask, keep, c, axis, dtype, base2=True)
+    z = np.multiply(x, scale, out=out, dtype=dtype)
+    c = _common_shift(z, z) if np.all(keep | (mask == -np.inf)) else None
     return _masked_softargmax_rest(z, mask, keep, c, axis, dtype)
 
 
@@ -366,17 +370,16 @@ _LOG2E = float(np.log2(np.e))
 
 
 def _base2_shift(x, mask, keep, scale, dtype):
-    """The common shift of z = scale·log₂e·x (:func:`_common_shift` in base 2), or None.
+    """The common shift of z = scale·log₂e·x (:func:`_common_shift` in base 2), or None: then base e.
 
-    None unless the mask is 0 and −∞ only, one shift serves every row (and z is finite) and the scale
-    is not a power of 2: then scale·x rounds as scale·log₂e·x does (~|z|/2 ulps of exp(z) either way),
-    where for a power of 2 (1, 0.125 = 1/√64) it is exact and base 2 would add that error. Taken from
-    x's largest and smallest entries: those of z are their products exactly (rounding is monotonic),
-    so z need not be formed first, and a z that would overflow (|x·scale| near the largest float, the
-    1.44 of log₂e too many) is never formed: the natural-base path takes it.
+    None unless the mask is 0 and −∞ only, one shift serves every row, and the scale is not a power of
+    2: for a power of 2 (1, 0.125 = 1/√64) scale·x is exact where scale·log₂e·x would round (~|z|/2
+    ulps of exp(z)); otherwise both round once. Taken from x's largest and smallest entries: those of z
+    are their products exactly (rounding is monotonic), so z need not be formed first, and a z whose
+    base-2 scaling alone would overflow (|scale·x| near the largest float) is never formed.
     """
-    if (math.frexp(scale)[0] in (0.5, -0.5)  # a power of 2: scale·x is exact, scale·log₂e·x would round
-            or not (np.issubdtype(dtype, np.floating) and np.size(x) and np.all(keep | (mask == -np.inf)))):
+    if (math.frexp(scale)[0] in (0.5, -0.5) or not np.issubdtype(dtype, np.floating) or not np.size(x)
+            or not np.all(keep | (mask == -np.inf))):
         return None
     s = scale * _LOG2E
     top, bottom = np.max(x), np.min(x)
@@ -385,15 +388,17 @@ def _base2_shift(x, mask, keep, scale, dtype):
         return _common_shift(np.multiply(bottom, s, dtype=dtype), np.multiply(top, s, dtype=dtype), _LOG2E)
 
 
-def _masked_softargmax_rest(z, mask, keep, c, axis, dtype):
-    """The masked softargmax from z on: with a common shift c, z = scale·log₂e·x and c are in base 2
-    (:func:`_base2_shift`); with None, z = scale·x, the mask is added and each row shifted by its own maximum."""
+def _masked_softargmax_rest(z, mask, keep, c, axis, dtype, base2=False):
+    """The masked softargmax from z = scale·x on, with the common shift c (or None: each row's own).
+
+    ``base2``: z and c are times log₂e (:func:`_base2_shift`), exponentiated by exp2.
+    """
     if c is not None:
-        # A mask of 0 and −∞ only (causal, padding): 2^(z − c) then zeros where −∞, a product with the
+        # A mask of 0 and −∞ only (causal, padding): exp(z − c) then zeros where −∞, a product with the
         # (small) 0/1 mask. numpy's float64 exp is 2.5x slower on an array holding −∞. c = 0: no pass.
         if c != 0:
             z -= c
-        np.exp2(z, out=z)
+        (np.exp2 if base2 else np.exp)(z, out=z)
         z *= keep.astype(dtype)
     else:
         z += mask
@@ -404,20 +409,27 @@ def _masked_softargmax_rest(z, mask, keep, c, axis, dtype):
 
 
 def _masked_softargmax_split(x, mask, axis, scale, out, dtype):
-    # The common shift is the unsplit call's (_base2_shift, from x's extremes). Then each chunk of
+    # The common shift is the unsplit call's (base 2 or e, from x's extremes). Then each chunk of
     # x's matrices (..., T, n) as an unsplit call, against the one (T, n) mask they share.
     mask = np.asarray(mask, dtype=dtype)
     mask = mask.reshape(mask.shape[-2:]) if mask.ndim > 2 else mask
     keep = mask == 0
     c = _base2_shift(x, mask, keep, scale, dtype)
-    if c is not None:
-        scale = scale * _LOG2E  # base 2, as the unsplit call
+    base2 = c is not None
+    if base2:
+        scale = scale * _LOG2E
+    elif np.all(keep | (mask == -np.inf)) and np.issubdtype(dtype, np.floating):
+        # max and min of scale·x are scale·max x and scale·min x exactly (rounding is monotonic), so
+        # the whole of scale·x is not formed first.
+        top, bottom = np.max(x), np.min(x)
+        top, bottom = (top, bottom) if scale > 0 else (bottom, top)
+        c = _common_shift(np.multiply(bottom, scale, dtype=dtype), np.multiply(top, scale, dtype=dtype))
     t, n = x.shape[-2:]
     x3, o3 = x.reshape(-1, t, n), out.reshape(-1, t, n)
 
     def matrices(a, b):
         z = np.multiply(x3[a:b], scale, out=o3[a:b], dtype=dtype)
-        _masked_softargmax_rest(z, mask, keep, c, (2,), dtype)
+        _masked_softargmax_rest(z, mask, keep, c, (2,), dtype, base2)
     run_items("masked_softargmax", matrices, x3.shape[0], t * n)
     return out
 
