@@ -215,9 +215,14 @@ def _softargmax_split(x, axis, gamma, out):
     return out
 
 
+_vecdot = getattr(np, "vecdot", None)  # numpy >= 2.0
+
+
 def _row_dots(v, y, axis):
     """Σ v⊙y over ``axis``, kept as size 1; over the last axis as a batched product (no array of v's size)."""
     if axis == (np.ndim(v) - 1,) and np.shape(v) == np.shape(y):
+        if _vecdot is not None:  # numpy's row-by-row dot: (1024, 128) float32 17 µs, the batched product 24
+            return _vecdot(v, y)[..., None]
         return np.matmul(v[..., None, :], y[..., :, None])[..., 0]
     return np.sum(v * y, axis=axis, keepdims=True)
 
@@ -346,21 +351,54 @@ def _masked_softargmax_impl(x, mask, *, axis, scale, out=None):
     if (splits("masked_softargmax", x) and _last_axis_rows(x, axis) and x.ndim > 2 and out.flags.c_contiguous
             and builtins.all(d == 1 for d in np.shape(mask)[:-2])):  # one (T, n) mask, as attention's
         return _masked_softargmax_split(x, mask, axis, scale, out, dtype)
-    z = np.multiply(x, scale, out=out, dtype=dtype)
     mask = np.asarray(mask, dtype=dtype)
     keep = mask == 0
+    c = _base2_shift(x, mask, keep, scale, dtype)
+    if c is not None:
+        z = np.multiply(x, scale * _LOG2E, out=out, dtype=dtype)
+        return _masked_softargmax_rest(z, mask, keep, c, axis, dtype, base2=True)
+    z = np.multiply(x, scale, out=out, dtype=dtype)
     c = _common_shift(z, z) if np.all(keep | (mask == -np.inf)) else None
     return _masked_softargmax_rest(z, mask, keep, c, axis, dtype)
 
 
-def _masked_softargmax_rest(z, mask, keep, c, axis, dtype):
-    """The masked softargmax from z = scale·x on, with the common shift c (or None: each row's own)."""
+# exp(t) = 2^(t·log₂e): with log₂e folded into the scale (the scores are multiplied by it anyway), the
+# exponential is numpy's exp2, 97 µs on 262,144 float32 entries against exp's 148 (float64 229 against
+# 261). No less accurate where the scale is not a power of 2 (_base2_shift): the product rounds once
+# either way, and numpy's float32 exp2 is within 0.98 ulp where its exp is within 2.4.
+_LOG2E = float(np.log2(np.e))
+
+
+def _base2_shift(x, mask, keep, scale, dtype):
+    """The common shift of z = scale·log₂e·x (:func:`_common_shift` in base 2), or None: then base e.
+
+    None unless the mask is 0 and −∞ only, one shift serves every row, and the scale is not a power of
+    2: for a power of 2 (1, 0.125 = 1/√64) scale·x is exact where scale·log₂e·x would round (~|z|/2
+    ulps of exp(z)); otherwise both round once. Taken from x's largest and smallest entries: those of z
+    are their products exactly (rounding is monotonic), so z need not be formed first, and a z whose
+    base-2 scaling alone would overflow (|scale·x| near the largest float) is never formed.
+    """
+    if (math.frexp(scale)[0] in (0.5, -0.5) or not np.issubdtype(dtype, np.floating) or not np.size(x)
+            or not np.all(keep | (mask == -np.inf))):
+        return None
+    s = scale * _LOG2E
+    top, bottom = np.max(x), np.min(x)
+    top, bottom = (top, bottom) if s > 0 else (bottom, top)
+    with np.errstate(over="ignore"):  # an infinite product: no common shift (_common_shift)
+        return _common_shift(np.multiply(bottom, s, dtype=dtype), np.multiply(top, s, dtype=dtype), _LOG2E)
+
+
+def _masked_softargmax_rest(z, mask, keep, c, axis, dtype, base2=False):
+    """The masked softargmax from z = scale·x on, with the common shift c (or None: each row's own).
+
+    ``base2``: z and c are times log₂e (:func:`_base2_shift`), exponentiated by exp2.
+    """
     if c is not None:
         # A mask of 0 and −∞ only (causal, padding): exp(z − c) then zeros where −∞, a product with the
         # (small) 0/1 mask. numpy's float64 exp is 2.5x slower on an array holding −∞. c = 0: no pass.
         if c != 0:
             z -= c
-        np.exp(z, out=z)
+        (np.exp2 if base2 else np.exp)(z, out=z)
         z *= keep.astype(dtype)
     else:
         z += mask
@@ -371,14 +409,18 @@ def _masked_softargmax_rest(z, mask, keep, c, axis, dtype):
 
 
 def _masked_softargmax_split(x, mask, axis, scale, out, dtype):
-    # The common shift is the unsplit call's: max and min of scale·x are scale·max x and scale·min x
-    # exactly (rounding is monotonic), so the whole of scale·x is not formed first. Then each chunk
-    # of x's matrices (..., T, n) as an unsplit call, against the one (T, n) mask they share.
+    # The common shift is the unsplit call's (base 2 or e, from x's extremes). Then each chunk of
+    # x's matrices (..., T, n) as an unsplit call, against the one (T, n) mask they share.
     mask = np.asarray(mask, dtype=dtype)
     mask = mask.reshape(mask.shape[-2:]) if mask.ndim > 2 else mask
     keep = mask == 0
-    c = None
-    if np.all(keep | (mask == -np.inf)) and np.issubdtype(dtype, np.floating):
+    c = _base2_shift(x, mask, keep, scale, dtype)
+    base2 = c is not None
+    if base2:
+        scale = scale * _LOG2E
+    elif np.all(keep | (mask == -np.inf)) and np.issubdtype(dtype, np.floating):
+        # max and min of scale·x are scale·max x and scale·min x exactly (rounding is monotonic), so
+        # the whole of scale·x is not formed first.
         top, bottom = np.max(x), np.min(x)
         top, bottom = (top, bottom) if scale > 0 else (bottom, top)
         c = _common_shift(np.multiply(bottom, scale, dtype=dtype), np.multiply(top, scale, dtype=dtype))
@@ -387,7 +429,7 @@ def _masked_softargmax_split(x, mask, axis, scale, out, dtype):
 
     def matrices(a, b):
         z = np.multiply(x3[a:b], scale, out=o3[a:b], dtype=dtype)
-        _masked_softargmax_rest(z, mask, keep, c, (2,), dtype)
+        _masked_softargmax_rest(z, mask, keep, c, (2,), dtype, base2)
     run_items("masked_softargmax", matrices, x3.shape[0], t * n)
     return out
 
