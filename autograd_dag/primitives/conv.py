@@ -96,8 +96,9 @@ def _out_size(size: int, kernel: int, stride: int, padding: int) -> int:
 
 
 def _view(a: np.ndarray, shape, strides) -> np.ndarray:
-    """A read-only view of a's memory with the given shape and strides (in elements of a)."""
-    return as_strided(a, shape, tuple(a.itemsize * s for s in strides), writeable=False)
+    """A read-only view of a's memory with the given shape and strides (in bytes, as a.strides: a
+    field of a structured array has strides that are no multiple of its itemsize)."""
+    return as_strided(a, shape, strides, writeable=False)
 
 
 def _window_counts(h: int, w: int, kernel, stride) -> tuple[int, int]:
@@ -116,7 +117,7 @@ def _windows(x: np.ndarray, kernel, stride) -> np.ndarray:
     took 10 us a call, a fifth of a small layer's whole call at LeNet's sizes.
     """
     (sh, sw), ho_wo = stride, _window_counts(*x.shape[-2:], kernel, stride)
-    *lead, s2, s3 = (s // x.itemsize for s in x.strides)
+    *lead, s2, s3 = x.strides
     return _view(x, x.shape[:-2] + ho_wo + tuple(kernel), (*lead, s2 * sh, s3 * sw, s2, s3))
 
 
@@ -193,14 +194,14 @@ def _cols(x, kernel, stride, padding, out=None):
         np.copyto(out[0].reshape(win.shape), win)
         return out[0], (ho, wo)
     # (N, C, kw, Hp, Wo): [n, c, j, y, b] = xp[n, c, y, b·sw + j]
-    s0, s1, s2, s3 = (s // xp.itemsize for s in xp.strides)
+    s0, s1, s2, s3 = xp.strides
     view = _view(xp, (n, c, kw, xp.shape[2], wo), (s0, s1, s3, s2, s3 * sw))
     if out is None:
         shifted = np.ascontiguousarray(view)
     else:
         shifted = out[1]
         np.copyto(shifted, view)
-    t0, t1, t2, t3, t4 = (s // shifted.itemsize for s in shifted.strides)
+    t0, t1, t2, t3, t4 = shifted.strides
     win = _view(shifted, (n, c, kh, kw, ho, wo), (t0, t1, t3, t2, t3 * sh, t4))    # (N, C, kh, kw, Ho, Wo)
     if out is None:
         return win.reshape(n, c * kh * kw, ho * wo), (ho, wo)
@@ -247,7 +248,7 @@ def _rows(x, kernel, stride, padding, out=None):
     (kh, kw), (sh, sw) = kernel, stride
     n, hp, wp, c = xl.shape
     ho, wo = _window_counts(hp, wp, kernel, stride)
-    s0, s1, s2, s3 = (s // xl.itemsize for s in xl.strides)
+    s0, s1, s2, s3 = xl.strides
     win = _view(xl, (n, ho, wo, kh, kw, c), (s0, s1 * sh, s2 * sw, s1, s2, s3))     # (N, Ho, Wo, kh, kw, C)
     if out is None:
         return win.reshape(n * ho * wo, kh * kw * c)
