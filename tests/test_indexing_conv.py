@@ -7,6 +7,8 @@ random u (output-shaped) and v_i (input-shaped),
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -213,6 +215,56 @@ def test_conv2d_input_grad_banded_float64_at_lenets_second_layer():
     assert gx.dtype == np.float64
     # Sums of 400 products in another order: within 1e-12 of values of order 10.
     np.testing.assert_allclose(gx, input_grad_ref(g, w, (12, 12)), rtol=0, atol=1e-12)
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("xs, ws, stride, padding", [
+    ((2, 2, 9, 40), (3, 2, 3, 4), (2, 2), (1, 2)),   # rows of 21 outputs: the windows in one copy (_windows)
+    ((2, 6, 11, 12), (3, 6, 3, 4), (2, 3), (2, 1)),  # kw·C 24 > Wo: channels-last windows (_rows), strided
+])
+def test_conv2d_family_strided_window_views(dtype, xs, ws, stride, padding):
+    """The as_strided window views at strides and paddings, against the loops: float64 within
+    1e-12 (sums of at most 24 products of order 1, in another order); float32 within 1e-4 (its
+    rounding, 6e-8 relative, over the same sums)."""
+    rng = np.random.default_rng(7)
+    x, k = rng.standard_normal(xs), rng.standard_normal(ws)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    y = conv2d(x.astype(dtype), k.astype(dtype), stride, padding).value
+    assert y.dtype == dtype
+    np.testing.assert_allclose(y, conv_ref(x, k, stride, padding), rtol=tol, atol=tol)
+    g = rng.standard_normal(y.shape)
+    gx = conv2d_input_grad(g.astype(dtype), k.astype(dtype), xs[2:], stride, padding).value
+    gw = conv2d_weight_grad(x.astype(dtype), g.astype(dtype), ws[2:], stride, padding).value
+    np.testing.assert_allclose(gx, input_grad_ref(g, k, xs[2:], stride, padding), rtol=tol, atol=tol)
+    np.testing.assert_allclose(gw, weight_grad_ref(x, g, ws[2:], stride, padding), rtol=tol, atol=tol * 10)
+
+
+@pytest.mark.parametrize("xs, ws, stride", [((2, 2, 9, 40), (3, 2, 3, 4), (2, 2)),    # one copy
+                                             ((2, 2, 9, 11), (3, 2, 3, 4), (1, 2)),    # two copies
+                                             ((2, 6, 11, 12), (3, 6, 3, 4), (2, 3))])  # channels-last
+def test_conv2d_of_inputs_with_odd_strides(xs, ws, stride):
+    """Views of inputs whose strides are no multiple of their itemsize (a field of a structured
+    array: 12-byte records) or negative (reversed rows): the window views keep byte strides.
+    Against the loops, within 1e-12 (float64 sums of at most 72 products of order 1)."""
+    rng = np.random.default_rng(8)
+    records = np.zeros(xs, dtype=[("a", "f4"), ("f", "f8")])
+    records["f"] = rng.standard_normal(xs)
+    k = rng.standard_normal(ws)
+    for x, padding in itertools.product((records["f"], rng.standard_normal(xs)[..., ::-1]), (0, 1)):
+        y = conv2d(x, k, stride, padding).value    # padding 0: the views are of x itself, not of a padded copy
+        np.testing.assert_allclose(y, conv_ref(x, k, stride, padding), rtol=1e-12, atol=1e-12)
+        g = rng.standard_normal(y.shape)
+        np.testing.assert_allclose(conv2d_weight_grad(x, g, ws[2:], stride, padding).value,
+                                   weight_grad_ref(x, g, ws[2:], stride, padding), rtol=1e-12, atol=1e-12)
+
+
+def test_conv2d_kernel_larger_than_the_padded_input_is_a_shape_error():
+    # The window views are made with as_strided, which would make an empty view without complaint.
+    for fn in (lambda: conv2d(np.zeros((1, 1, 4, 20)), np.zeros((1, 1, 5, 3))),
+               lambda: conv2d(np.zeros((1, 1, 20, 4)), np.zeros((1, 1, 3, 5)), 1, (0, 0)),
+               lambda: conv2d(np.zeros((1, 3, 3, 3)), np.zeros((2, 3, 6, 2)), 1, 1)):
+        with pytest.raises(ShapeError, match="Expect: kernel"):
+            fn()
+
 
 # ------------------------------------------------------ (c) exact conventions
 
