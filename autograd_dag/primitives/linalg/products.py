@@ -59,7 +59,9 @@ def _matrices(ct, a, b):
     # b (k,) is (k, 1); the output then has those size-1 axes too.
     a2 = a.shape if a.ndim > 1 else (1,) + a.shape
     b2 = b.shape if b.ndim > 1 else b.shape + (1,)
-    batch = np.broadcast_shapes(a2[:-2], b2[:-2])
+    batch, other = tuple(a2[:-2]), tuple(b2[:-2])
+    if other and batch != other:   # (np.broadcast_shapes took 2 µs, in every product's VJP)
+        batch = np.broadcast_shapes(batch, other) if batch else other
     return _as_matrix(ct, batch + (a2[-2], b2[-1])), a2, b2
 
 
