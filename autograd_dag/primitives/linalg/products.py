@@ -202,7 +202,8 @@ def _linear_impl(x, w, b):
 
 
 def _rows(t, width: int):
-    return _as_matrix(t, (int(np.prod(t.shape[:-1], dtype=np.int64)), width))
+    # (math.prod of the shape's ints: np.prod took 4.6 µs, three times in every linear node's VJP)
+    return _as_matrix(t, (math.prod(t.shape[:-1]), width))
 
 
 def _linear_vjp_x(ct, out, x, w, b):
