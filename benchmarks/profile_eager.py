@@ -7,7 +7,10 @@ and the adding of its cotangents into its parents' sums). The jit row
 (``ad.jit(ad.value_and_grad(loss))``): its program's nodes timed as the executor runs them
 (profile_step.py's loop: per-node medians, no executor overhead), split at the loss node
 into forward and backward, by primitive (the backward nodes are the operations the VJP
-rules recorded). Then both whole steps with the row-wise splitting of the fused primitives
+rules recorded). The eager step again with every primitive's implementation timed: its
+forward and backward split into the numpy work (the kernels the jit's nodes run, by
+primitive) and the Python between them (modules, recording, the sweep), which the jit does
+not run. Then both whole steps with the row-wise splitting of the fused primitives
 (primitives/rowsplit.py) and splitting.py's on and off, interleaved: what splitting costs
 or gains in each mode.
 
@@ -21,13 +24,15 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import gc
 import time
+import types
 
 import numpy as np
 
 import bench_models as bm
 import profile_step
-from autograd_dag import autodiff, parallel
+from autograd_dag import autodiff, core, parallel
 from autograd_dag.primitives import rowsplit
 
 
@@ -77,6 +82,82 @@ def jit_profile(w, rounds: int) -> tuple[collections.Counter, collections.Counte
 
 
 @contextlib.contextmanager
+def timed_kernels(spent: collections.Counter, phase: list):
+    """Every primitive's implementation timed into ``spent[phase[0], name]`` (the inlined elementwise functions' too).
+
+    The numpy work of a step, apart from the Python around it. Entered after the jit program
+    is planned, whose steps hold the implementations themselves (its in-place writes and
+    split ufuncs stay as they run).
+    """
+    perf, saved, cells = time.perf_counter, {}, []
+
+    def timer(prim, impl):
+        def timed(*args, **params):
+            t0 = perf()
+            try:
+                return impl(*args, **params)
+            finally:
+                spent[phase[0], prim.name] += perf() - t0
+        return timed
+    for o in gc.get_objects():
+        if type(o) is core.Primitive and id(o) not in saved:
+            saved[id(o)] = (o, o.impl)
+            o.impl = timer(o, o.impl)
+    by_impl = {id(impl): prim for prim, impl in saved.values()}
+    for o in gc.get_objects():   # inlined.operation's closures hold their primitive's impl
+        if type(o) is types.FunctionType and o.__code__.co_name == "op" and "impl" in o.__code__.co_freevars:
+            cell = o.__closure__[o.__code__.co_freevars.index("impl")]
+            prim = by_impl.get(id(cell.cell_contents))
+            if prim is not None:
+                cells.append((cell, cell.cell_contents))
+                cell.cell_contents = prim.impl
+    add = autodiff._Sweep.add   # the eager sweep's own sums of cotangents (the jit's are add nodes)
+
+    def timed_add(self, pid, previous, g):
+        t0 = perf()
+        add(self, pid, previous, g)
+        spent[phase[0], "add"] += perf() - t0
+    autodiff._Sweep.add = timed_add
+    try:
+        yield
+    finally:
+        autodiff._Sweep.add = add
+        for prim, impl in saved.values():
+            prim.impl = impl
+        for cell, impl in cells:
+            cell.cell_contents = impl
+
+
+def kernel_split(w, rounds: int) -> tuple[dict, dict]:
+    """Medians (ms) of the eager step's forward and backward with their time inside primitives' numpy work,
+    and that time by (phase, primitive)."""
+    spent, phase, walls = collections.Counter(), ["warm-up"], collections.defaultdict(list)
+    kernels, by_prim = collections.defaultdict(list), collections.defaultdict(list)
+    with timed_kernels(spent, phase):
+        for r in range(rounds + 2):
+            for _, p in w.named:
+                p.grad = None
+            spent.clear()
+            t0 = time.perf_counter()
+            phase[0] = "forward"
+            loss = w.loss_of_model()
+            t1 = time.perf_counter()
+            phase[0] = "backward"
+            loss.backward()
+            del loss
+            t2 = time.perf_counter()
+            if r >= 2:
+                walls["forward"].append(t1 - t0)
+                walls["backward"].append(t2 - t1)
+                for ph in ("forward", "backward"):
+                    kernels[ph].append(sum(v for (p, _), v in spent.items() if p == ph))
+                for key, v in spent.items():
+                    by_prim[key].append(v)
+    return ({ph: (np.median(walls[ph]) * 1e3, np.median(kernels[ph]) * 1e3) for ph in walls},
+            {k: float(np.median(v + [0.0] * (rounds - len(v)))) * 1e3 for k, v in by_prim.items()})
+
+
+@contextlib.contextmanager
 def splitting(on: bool):
     """Splitting as set (``on``), or off: every grain out of reach."""
     saved = dict(rowsplit.GRAIN), dict(parallel.GRAINS)
@@ -113,6 +194,12 @@ def main(argv=None) -> None:
         print("  " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(e_prims.items(), key=lambda kv: -kv[1])))
         print("jit forward nodes:  " + ", ".join(f"{k} {v:.2f}" for k, v in j_fwd.most_common()))
         print("jit backward nodes: " + ", ".join(f"{k} {v:.2f}" for k, v in j_bwd.most_common()))
+        split, by_prim = kernel_split(w, args.rounds)
+        print("eager, inside the primitives' numpy work / between it (Python: modules, recording, the sweep): "
+              + "; ".join(f"{ph} {wall:.2f} ms = {k:.2f} + {wall - k:.2f}" for ph, (wall, k) in split.items()))
+        for ph in ("forward", "backward"):
+            print(f"  eager {ph} kernels: " + ", ".join(
+                f"{name} {v:.2f}" for (p, name), v in sorted(by_prim.items(), key=lambda kv: -kv[1]) if p == ph))
         steps = collections.defaultdict(list)
         for _ in range(4):
             for on in (True, False):

@@ -535,3 +535,26 @@ def test_attention_maps_are_the_eval_mode_weights_whatever_the_mode():
         for got, w in zip(lm.attention_maps(tokens), want):
             np.testing.assert_allclose(got, w.value, rtol=1e-12, atol=1e-15)
     assert lm.training
+
+
+def test_lm_tables_are_computed_once_read_only_and_equal_to_the_public_functions():
+    # TransformerLM keeps P and the causal mask per (length, d_model, dtype): the eager step
+    # computed both on every call. Shared, they must be read-only (a user's write would change
+    # every later step) and hold exactly the numbers the public functions give.
+    from autograd_dag.nn import transformer
+    for dtype in (np.float32, np.float64):
+        P, M = transformer._positions_table(7, 6, dtype), transformer._causal_table(7, dtype)
+        assert P is transformer._positions_table(7, 6, dtype) and M is transformer._causal_table(7, dtype)
+        assert not P.flags.writeable and not M.flags.writeable
+        assert P.dtype == dtype and M.dtype == dtype
+        np.testing.assert_array_equal(P, nn.positional_encoding(7, 6, dtype=dtype))
+        np.testing.assert_array_equal(M, nn.causal_mask(7, dtype=dtype))
+        with pytest.raises(ValueError):
+            P[0, 0] = 1.0
+    # Tables of several lengths in turn: each call takes its own length's (a length-3 call after a
+    # length-5 one gives the first length-3 call's numbers, and only the first 3 positions of length 5's).
+    lm = nn.TransformerLM(vocab_size=11, d_model=8, heads=2, hidden=16, layers=1, rng=0)
+    short = lm.logits(np.array([[1, 2, 3]])).value
+    long = lm.logits(np.array([[1, 2, 3, 4, 5]])).value
+    np.testing.assert_array_equal(lm.logits(np.array([[1, 2, 3]])).value, short)
+    np.testing.assert_allclose(long[:, :3], short, rtol=1e-12, atol=1e-12)  # (other sizes: other BLAS blocking)

@@ -19,6 +19,7 @@ pass, position by position.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -297,8 +298,35 @@ def _embed(E: Parameter, ids, one_hot, scale: float, positions) -> Tensor:
         else:
             w = matmul(one_hot, E)
         # A table of the model's, not the user's data: a constant of the picture and of ONNX.
-        P = constant(positional_encoding(positions, E.shape[1], dtype=E.dtype), name="P")
+        P = constant(_positions_table(positions, E.shape[1], E.dtype) if isinstance(positions, (int, np.integer))
+                     else positional_encoding(positions, E.shape[1], dtype=E.dtype), name="P")
         return add(multiply(w, float(scale)), P)
+
+
+@functools.lru_cache(maxsize=16)
+def _read_only(make, *args) -> np.ndarray:
+    table = make(*args)
+    table.flags.writeable = False
+    return table
+
+
+def _positions_table(length: int, dim: int, dtype) -> np.ndarray:
+    """:func:`positional_encoding` of ``length`` positions, computed once per (length, dim, dtype) and read-only.
+
+    The eager step computed it on every call (sin and cos of 8,192 numbers:
+    0.10 ms of the seed-000 step at d 128, T 64); read-only, no caller can
+    change the shared table, and an operation does not copy it for the backward pass.
+    """
+    return _read_only(positional_encoding, int(length), int(dim), np.dtype(dtype))
+
+
+def _causal_table(length: int, dtype) -> np.ndarray:
+    """:func:`causal_mask` (length, length), once per (length, dtype) and read-only (as :func:`_positions_table`).
+
+    Computed every call it took 0.04 ms of the seed-000 step, and masked_softargmax copied the
+    writeable mask for the backward pass (core._kept).
+    """
+    return _read_only(causal_mask, int(length), None, np.dtype(dtype))
 
 
 def _tied_logits(x, E: Parameter) -> Tensor:
@@ -372,7 +400,7 @@ class TransformerLM(Module):
         ids, one_hot = _token_input("TransformerLM", tokens, self.vocab_size)
         length = ids.shape[-1] if ids is not None else np.shape(getattr(one_hot, "value", one_hot))[-2]
         x = _embed(self.E, ids, one_hot, np.sqrt(self.d_model), length)
-        mask = causal_mask(length, dtype=self.E.dtype)
+        mask = _causal_table(length, self.E.dtype)
         weights = []
         for block in self.block:
             x, w = block(x, mask=mask, return_weights=True)

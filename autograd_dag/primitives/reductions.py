@@ -55,7 +55,7 @@ def _reduction_rule(name, nonempty=False):
 
 
 def _mean_scale(x_shape, axis) -> float:
-    n = int(np.prod([x_shape[a] for a in axis], dtype=np.int64))
+    n = math.prod(int(x_shape[a]) for a in axis)
     # An empty reduction has an empty input: the cotangent is empty, any scale does.
     return 1.0 / builtins.max(n, 1)
 

@@ -85,7 +85,7 @@ def reshape(x, shape) -> Tensor:
                           f"Actual: {shape!r}")
     shape = tuple(int(d) for d in shape)
     if shape.count(-1) == 1:
-        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        known = math.prod(d for d in shape if d != -1)  # (np.prod of a list: 4.6 µs)
         if known == 0 or size % known:
             raise ShapeError(f"reshape: cannot infer -1 in {fmt(shape)} for {size} elements")
         shape = tuple(size // known if d == -1 else d for d in shape)

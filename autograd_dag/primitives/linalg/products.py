@@ -59,7 +59,9 @@ def _matrices(ct, a, b):
     # b (k,) is (k, 1); the output then has those size-1 axes too.
     a2 = a.shape if a.ndim > 1 else (1,) + a.shape
     b2 = b.shape if b.ndim > 1 else b.shape + (1,)
-    batch = np.broadcast_shapes(a2[:-2], b2[:-2])
+    batch, other = tuple(a2[:-2]), tuple(b2[:-2])
+    if other and batch != other:   # (np.broadcast_shapes took 2 µs, in every product's VJP)
+        batch = np.broadcast_shapes(batch, other) if batch else other
     return _as_matrix(ct, batch + (a2[-2], b2[-1])), a2, b2
 
 
@@ -200,7 +202,8 @@ def _linear_impl(x, w, b):
 
 
 def _rows(t, width: int):
-    return _as_matrix(t, (int(np.prod(t.shape[:-1], dtype=np.int64)), width))
+    # (math.prod of the shape's ints: np.prod took 4.6 µs, three times in every linear node's VJP)
+    return _as_matrix(t, (math.prod(t.shape[:-1]), width))
 
 
 def _linear_vjp_x(ct, out, x, w, b):
