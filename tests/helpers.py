@@ -81,3 +81,15 @@ def reordered_sum_rtol(n_terms: int, dtype=np.float64) -> float:
     of both signs, multiply by Σ|x| and use it as an absolute tolerance.
     """
     return max(n_terms - 1, 1) * float(np.finfo(dtype).eps)
+
+
+def assert_identical(a, b):
+    """Two pytrees of arrays equal leaf by leaf in shape, dtype and every bit (the same numpy calls run twice)."""
+    from autograd_dag.tree import flatten
+    la, lb = flatten(a)[0], flatten(b)[0]
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape and x.dtype == y.dtype
+        np.testing.assert_array_equal(x, y)
+

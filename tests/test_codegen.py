@@ -22,6 +22,7 @@ import autograd_dag as ad
 from autograd_dag import codegen, execution, scheduling
 from autograd_dag.testing import strategies as ads
 from autograd_dag.testing.strategies import X_SHAPE, Y_SHAPE
+from tests.helpers import assert_identical
 
 FEW = settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 BIG = (200, 100)   # 160 kB of float64: above execution.MIN_BYTES, so results may be written into operands
@@ -47,15 +48,6 @@ def loop_and_generated(f, *args):
     finally:
         codegen.FROM_CALL = before
     return loop, generated
-
-
-def assert_identical(a, b):
-    la, lb = ad.tree.flatten(a)[0], ad.tree.flatten(b)[0]
-    assert len(la) == len(lb)
-    for x, y in zip(la, lb):
-        x, y = np.asarray(x), np.asarray(y)
-        assert x.shape == y.shape and x.dtype == y.dtype
-        np.testing.assert_array_equal(x, y)
 
 
 # ------------------------------------------------------------- same results

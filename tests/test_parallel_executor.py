@@ -22,6 +22,7 @@ from autograd_dag import execution, nn, scheduling
 from autograd_dag.testing import strategies as ads
 from autograd_dag.testing.strategies import X_SHAPE, Y_SHAPE
 from autograd_dag.nn import Logits
+from tests.helpers import assert_identical
 
 FEW = settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -50,15 +51,6 @@ def both_ways(jitted, *args, threads=2):
         with scheduling.inter_op(True, min_cost=0):
             par = jitted(*args)
     return serial, par, program_of(jitted)._inter_op_schedule
-
-
-def assert_identical(a, b):
-    la, lb = ad.tree.flatten(a)[0], ad.tree.flatten(b)[0]
-    assert len(la) == len(lb)
-    for x, y in zip(la, lb):
-        x, y = np.asarray(x), np.asarray(y)
-        assert x.shape == y.shape and x.dtype == y.dtype
-        np.testing.assert_array_equal(x, y)
 
 
 # ----------------------------------------------------------- random programs
