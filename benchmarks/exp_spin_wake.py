@@ -15,7 +15,7 @@ BLAS thread (a spinning worker would starve BLAS's own threads):
 * with ``--step``, the seed-000 Transformer's float32 jit step, nothing split against every
   elementwise, reduction and row-wise node of at least ``--grain`` elements split over it.
 
-Measured 2026-12-02 16:00 on the 2-vCPU AMD EPYC Zen 4 VM (``--step``, medians): an empty dispatch
+Measured 2026-12-02 15:40 on the 2-vCPU AMD EPYC Zen 4 VM (``--step``, medians): an empty dispatch
 4.4 µs (queue) / 4.6 µs (spinning); exp 124.5 µs whole, 92.3 split (1.35x); layer_norm 145.9 whole,
 182.3 split (0.80x); standardize_jacobian 285.8 whole, 303.7 split (0.94x); the step 45.9 / 48.3 ms
 with nothing split, 50.2 / 49.8 ms split from 16,384 elements (an earlier run in the same hour: 43.9-48.6
