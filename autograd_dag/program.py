@@ -368,11 +368,14 @@ class Program:
         """
         if self._steps is None or self._epoch != parallel.epoch:   # large steps split per thread setting
             with paused_gc():  # as in from_outputs: one step tuple per node, no cycle
-                self._steps, self._epoch = plan_steps(self.nodes, self.outputs), parallel.epoch
-                self._initial = [n.value if n.prim is None and n.op is not NodeKind.INPUT else None
-                                 for n in self.nodes]
-                self._constant_buffers = frozenset(id(buffer_of(v)) for v in self._initial
-                                                   if isinstance(v, np.ndarray))
+                steps, epoch = plan_steps(self.nodes, self.outputs), parallel.epoch
+                initial = [n.value if n.prim is None and n.op is not NodeKind.INPUT else None for n in self.nodes]
+                self._initial = initial
+                self._constant_buffers = frozenset(id(buffer_of(v)) for v in initial if isinstance(v, np.ndarray))
+                # Published last: a call on another thread that finds the steps reads _initial (the
+                # first calls of one program on 4 threads got None for it, tests/test_jit_adversarial.py).
+                self._steps, self._epoch = steps, epoch
+            return initial, steps
         return self._initial, self._steps
 
     def _check_inputs(self, args, kwargs=None) -> list:
