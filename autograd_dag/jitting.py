@@ -14,6 +14,7 @@ would give the function.)
 from __future__ import annotations
 
 import inspect
+import os
 import threading
 from typing import Callable
 
@@ -91,6 +92,16 @@ def _as_arrays(tree):
 # recording for its own and returned Tensors (tests/test_jit_adversarial.py). Reentrant: f may call
 # jit functions. Only recording takes it: a call running a traced program never waits.
 _recording = threading.RLock()
+
+
+def _after_fork_in_child() -> None:
+    # A fork while another thread recorded left the child a lock no thread of it would release:
+    # its first recording hung (tests/test_jit_adversarial.py).
+    global _recording
+    _recording = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 # The state ``ad.jit``'s programs were traced under, beyond their arguments and the
 # arrays they read in place: bumped by retrace_jit() when that changes.

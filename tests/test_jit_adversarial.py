@@ -139,3 +139,53 @@ def test_a_traced_signature_called_while_another_thread_records_runs_its_program
     thread.join(5.0)
     assert type(got[0]) is np.ndarray
     np.testing.assert_array_equal(got[0], np.exp(x) + 1.0)
+
+
+# ------------------------------------------------------------------- fork
+
+def _in_a_child(fn) -> int:
+    """The exit code of a forked child running ``fn()`` (0 when it returns True), killed after 10 s."""
+    import os
+    import time
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os._exit(0 if fn() else 3)
+        except BaseException:
+            os._exit(4)
+    deadline = time.monotonic() + 10.0
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            return -9
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork")
+def test_a_child_forked_while_another_thread_holds_the_library_locks_can_record_and_split():
+    # Forked while a thread held jit's recording lock and the pool's guard, the child got both
+    # held by a thread it does not have: its first recording, or first split call, hung.
+    from autograd_dag import jitting, parallel
+    held, release = threading.Event(), threading.Event()
+
+    def holder():
+        with jitting._recording, parallel._pool_guard:
+            held.set()
+            release.wait(10.0)
+    thread = threading.Thread(target=holder)
+    thread.start()
+    held.wait(5.0)
+    try:
+        def child():
+            x = np.linspace(0.0, 1.0, 4096)
+            with ad.num_threads(2), parallel.grains(transcendental=64):
+                y = ad.jit(lambda x: ad.exp(x) + 1.0)(x)
+            return bool(np.allclose(y, np.exp(x) + 1.0, rtol=1e-15))   # (exp split or not: the same calls)
+        assert _in_a_child(child) == 0
+    finally:
+        release.set()
+        thread.join()
