@@ -13,6 +13,7 @@ would give the function.)
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import threading
@@ -20,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import trace_state
+from . import parallel, trace_state
 from .core import Tensor, as_array
 from .errors import TracingError, user_source, located
 from .passes import refuse_inputs_as_constants
@@ -58,7 +59,7 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
                  for a in example_args)
     labels = iter([".".join([names[p[0]] if p[0] < len(names) else f"x{p[0]}", *map(str, p[1:])])
                    for p in leaf_paths(args)])
-    with _recording:
+    with _turn():
         rec = record(f, tuple(_as_arrays(a) for a in args), lambda i, value: program_input(value, next(labels)),
                      what="trace", reused=True)
     fname = name or getattr(f, "__name__", "f")
@@ -102,6 +103,16 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _turn():
+    """The recording lock to hold while recording; on a worker of the thread pool, none.
+
+    A worker runs chunks for a thread that may be recording (an operation of
+    ``f`` split over the pool, whose chunks call a jit function) and waits
+    for them: a worker waiting for that thread's lock hung both.
+    """
+    return contextlib.nullcontext() if parallel.on_worker() else _recording
 
 # The state ``ad.jit``'s programs were traced under, beyond their arguments and the
 # arrays they read in place: bumped by retrace_jit() when that changes.
@@ -202,7 +213,7 @@ def jit(f: Callable) -> Callable:
             return f(*args)  # inside another transformation: let it record through f
         if trace_state.transforming():
             # Another thread's jit or trace recording (then waited for here) or this thread's own.
-            with _recording:
+            with _turn():
                 if trace_state.transforming():
                     return f(*args)  # inside another transformation: let it record through f
         if traced_in[0] != _trace_epoch:
@@ -213,7 +224,7 @@ def jit(f: Callable) -> Callable:
         key = (structure_key(treedef), tuple((a.shape, a.dtype.str) for a in arrays))
         entry = programs.get(key)
         if entry is None:
-            with _recording:
+            with _turn():
                 entry = programs.get(key)   # recorded by another thread meanwhile?
                 if entry is None:
                     entry = programs[key] = _recorded(f, fname, treedef, arrays)

@@ -225,6 +225,11 @@ def _workers() -> _Pool:
         return _pool
 
 
+def on_worker() -> bool:
+    """Whether this thread is one of the pool's workers (running a chunk for another thread)."""
+    return getattr(_local, "worker", False)
+
+
 def get_num_threads() -> int:
     """The number of threads an operation is split over (and numpy's BLAS runs on, once set)."""
     return _threads
