@@ -169,6 +169,14 @@ class Program:
         self._constant_buffers: frozenset[int] = frozenset()  # ids of the constants' arrays (by _plan)
         self._generated = None   # the plan's code and calls (codegen.py)
 
+    def __getstate__(self) -> dict:
+        # A copy (copy, deepcopy, pickle) makes its own plan: this one's ids of the constants' buffers
+        # and its generated code's globals are this program's arrays (a deep copy ran on the original's
+        # constants and handed out its own: tests/test_jit_adversarial.py).
+        state = dict(self.__dict__, _steps=None, _epoch=-1, _initial=None, _generated=None)
+        state.update(_constant_buffers=frozenset(), _inter_op_schedule=None)
+        return state
+
     @property
     def kind(self) -> ProgramKind:
         """What the program is (a :class:`ProgramKind`); assigning its value (``"circuit"``) works too."""

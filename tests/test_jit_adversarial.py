@@ -225,3 +225,34 @@ def test_a_pool_chunk_calling_a_jit_function_while_its_caller_records_does_not_h
                 ok = ok and bool(np.allclose(g(x), np.exp(x), rtol=1e-15)) and worker_ran.is_set()
         return ok
     assert _in_a_child(child) == 0
+
+
+# ------------------------------------------------------------------ copies
+
+def test_a_deep_copy_of_a_program_runs_on_its_own_constants():
+    # The copy kept the original's generated code, whose globals are the original's constants.
+    import copy
+    c = np.ones(3)
+    prog = ad.trace(lambda x: x * c + 1.0, np.zeros(3))
+    for _ in range(3):   # (the generated code from the second call)
+        prog(np.ones(3))
+    twin = copy.deepcopy(prog)
+    c[:] = 5.0           # the original's constant, changed in place: the copy holds its own
+    for _ in range(3):
+        np.testing.assert_array_equal(twin(np.ones(3)), np.full(3, 2.0))
+        np.testing.assert_array_equal(prog(np.ones(3)), np.full(3, 6.0))
+
+
+def test_a_deep_copy_of_a_program_hands_out_copies_of_its_constants():
+    # The copy's plan held the ids of the original's constants: its own, an output, was handed out
+    # as it is and the caller's change stuck in every later call.
+    import copy
+    hessian = ad.jit(ad.hessian(lambda v: ad.sum(v * v)))
+    v = np.ones(3)
+    hessian(v)
+    (prog, _), = hessian.programs.values()
+    twin = copy.deepcopy(prog)
+    for _ in range(3):
+        out = np.asarray(twin(v)[0])
+        np.testing.assert_array_equal(out, 2.0 * np.eye(3))
+        out -= 100.0
