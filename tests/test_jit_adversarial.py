@@ -256,3 +256,139 @@ def test_a_deep_copy_of_a_program_hands_out_copies_of_its_constants():
         out = np.asarray(twin(v)[0])
         np.testing.assert_array_equal(out, 2.0 * np.eye(3))
         out -= 100.0
+
+
+# ------------------------------------------------ the fast paths, probed (guards)
+
+@pytest.fixture
+def split_small():
+    """Two threads, every splittable operation split from a few hundred elements."""
+    from autograd_dag import parallel
+    from autograd_dag.primitives import rowsplit
+    saved = dict(rowsplit.GRAIN)
+    rowsplit.GRAIN.update({name: 8 for name in saved})
+    try:
+        with ad.num_threads(2), parallel.grains(cheap=64, transcendental=64, reduction=64):
+            yield
+    finally:
+        rowsplit.GRAIN.update(saved)
+
+
+def _model(x, w):
+    h = ad.tanh(x @ w) + x[:, :32] * 0.5
+    s = ad.softargmax(h * 2.0, axis=-1)
+    return ad.sum(s * h, axis=0), ad.mean(ad.exp(-h * h)), ad.max(h, axis=1)
+
+
+def _model_numpy(x, w):
+    h = np.tanh(x @ w) + x[:, :32] * 0.5
+    z = h * 2.0
+    e = np.exp(z - z.max(-1, keepdims=True))
+    s = e / e.sum(-1, keepdims=True)
+    return (s * h).sum(0), np.exp(-h * h).mean(), h.max(1)
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_split_steps_on_three_threads_at_once_give_numpys_results(split, switch_often, request):
+    if split:
+        request.getfixturevalue("split_small")
+    rng = np.random.default_rng(1)
+    xs, w = rng.standard_normal((3, 256, 64)), rng.standard_normal((64, 32))
+    expected = [_model_numpy(x, w) for x in xs]
+    step = ad.jit(_model)
+    step(xs[0], w)
+
+    def calls(t):
+        for rep in range(30):
+            i = (t + rep) % 3
+            for got, want in zip(step(xs[i], w), expected[i]):
+                # (Split reductions add in another order; BLAS and numpy's own sums: within rounding.)
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    on_threads(calls, 3)
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_odd_arguments_and_held_results_across_calls(split, request):
+    # Inputs aliased, views of each other, strided, Fortran-order, read-only; each result kept by the
+    # caller across the next calls (large enough, 150 kB, for results written into dying operands).
+    if split:
+        request.getfixturevalue("split_small")
+    rng = np.random.default_rng(2)
+    big = rng.standard_normal((600, 192))
+    a, b = big[:300, :64].copy(), big[300:, 64:128].copy()
+    read_only = a.copy()
+    read_only.flags.writeable = False
+    cases = {"plain": (a, b), "same": (a, a), "overlapping views": (big[:300, :64], big[1:301, :64]),
+             "strided": (big[::2, ::3], big[1::2, ::3]), "fortran": (np.asfortranarray(a), b),
+             "negative strides": (a[::-1, ::-1].copy()[::-1, ::-1], b), "read-only": (read_only, b)}
+
+    def f(a, b):
+        c = ad.exp(a) * b + a
+        d = ad.tanh(c) - b * 0.5
+        return ad.sum(d * d, axis=0), ad.softargmax(d, axis=-1) * 2.0, c
+
+    def numpy_f(a, b):
+        c = np.exp(a) * b + a
+        d = np.tanh(c) - b * 0.5
+        e = np.exp(d - d.max(-1, keepdims=True))
+        return (d * d).sum(0), e / e.sum(-1, keepdims=True) * 2.0, c
+    jf = ad.jit(f)
+    for name, (x, y) in cases.items():
+        x_before, y_before = x.copy(), y.copy()
+        expected = numpy_f(x_before, y_before)
+        held = []
+        for _ in range(3):   # the loop, then the generated code
+            out = jf(x, y)
+            held.append((out, [o.copy() for o in out]))
+            for got, want in zip(out, expected):
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14, err_msg=name)
+        np.testing.assert_array_equal(x, x_before, err_msg=name)
+        np.testing.assert_array_equal(y, y_before, err_msg=name)
+        for out, copies in held:
+            for o, c in zip(out, copies):
+                np.testing.assert_array_equal(o, c, err_msg=f"{name}: a result the caller held changed")
+
+
+def test_a_failing_call_leaves_nothing_behind_for_the_next(split_small):
+    def check(x):
+        if np.any(x > 1e6):
+            raise ValueError("too big")
+        return x.copy()
+    checked = ad.primitive("checked_adversarial", check, vjp=lambda ct, out, x: (ct,), replace=True)
+
+    def f(x, y):
+        a = ad.exp(x) * 2.0
+        c = ad.log(checked(a + y)) * ad.tanh(a)
+        return ad.sum(c, axis=0), c * 3.0
+    rng = np.random.default_rng(3)
+    x, y = rng.uniform(0, 1, (300, 64)), rng.uniform(0, 1, (300, 64))
+    a = np.exp(x) * 2.0
+    c = np.log(a + y) * np.tanh(a)
+    jf = ad.jit(f)
+    too_big = y.copy()
+    too_big[5, 5] = 1e7
+    for _ in range(3):
+        for got, want in zip(jf(x, y), (c.sum(0), c * 3.0)):
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+        with pytest.raises(ValueError, match="too big"):
+            jf(x, too_big)
+        with np.errstate(all="raise"), pytest.raises(FloatingPointError):
+            jf(x, np.full_like(y, -100.0))        # log of a negative number, split over the pool
+
+
+def test_a_long_chain_runs_without_recursion_holding_two_arrays_at_once():
+    # 120,000 nodes: beyond codegen.MAX_STEPS (the loop on every call), no recursion anywhere.
+    from autograd_dag.heap import planned_peak
+    def f(x):
+        for _ in range(60_000):
+            x = x * 1.0000001 + 1e-9
+        return x
+    x = np.ones(4)
+    expected = x.copy()
+    for _ in range(60_000):
+        expected = expected * 1.0000001 + 1e-9
+    jf = ad.jit(f)
+    for _ in range(2):
+        np.testing.assert_array_equal(jf(x), expected)   # (the same numpy calls in the same order)
+    (program, _), = jf.programs.values()
+    assert planned_peak(program.nodes, program._plan()[1]) == 2 * x.nbytes   # each freed after its one use
