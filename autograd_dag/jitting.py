@@ -13,12 +13,15 @@ would give the function.)
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import os
+import threading
 from typing import Callable
 
 import numpy as np
 
-from . import trace_state
+from . import parallel, trace_state
 from .core import Tensor, as_array
 from .errors import TracingError, user_source, located
 from .passes import refuse_inputs_as_constants
@@ -56,8 +59,9 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
                  for a in example_args)
     labels = iter([".".join([names[p[0]] if p[0] < len(names) else f"x{p[0]}", *map(str, p[1:])])
                    for p in leaf_paths(args)])
-    rec = record(f, tuple(_as_arrays(a) for a in args), lambda i, value: program_input(value, next(labels)),
-                 what="trace", reused=True)
+    with _turn():
+        rec = record(f, tuple(_as_arrays(a) for a in args), lambda i, value: program_input(value, next(labels)),
+                     what="trace", reused=True)
     fname = name or getattr(f, "__name__", "f")
     if fname == "<lambda>":
         fname = "f"
@@ -81,6 +85,34 @@ def _as_arrays(tree):
     leaves, treedef = flatten(tree)
     return unflatten(treedef, [x.value if isinstance(x, Tensor) else as_array(x) for x in leaves])
 
+
+# Held while jit or trace records a function. The tracer's state (trace_state's stack of running
+# transformations, core's recording flag) is the process's, not a thread's: the first calls of one
+# jit function on 4 threads recorded at once, pushing and popping each other's transformations
+# (wrong gradients), and a call of a traced signature on another thread meanwhile took the
+# recording for its own and returned Tensors (tests/test_jit_adversarial.py). Reentrant: f may call
+# jit functions. Only recording takes it: a call running a traced program never waits.
+_recording = threading.RLock()
+
+
+def _after_fork_in_child() -> None:
+    # A fork while another thread recorded left the child a lock no thread of it would release:
+    # its first recording hung (tests/test_jit_adversarial.py).
+    global _recording
+    _recording = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _turn():
+    """The recording lock to hold while recording; on a worker of the thread pool, none.
+
+    A worker runs chunks for a thread that may be recording (an operation of
+    ``f`` split over the pool, whose chunks call a jit function) and waits
+    for them: a worker waiting for that thread's lock hung both.
+    """
+    return contextlib.nullcontext() if parallel.on_worker() else _recording
 
 # The state ``ad.jit``'s programs were traced under, beyond their arguments and the
 # arrays they read in place: bumped by retrace_jit() when that changes.
@@ -177,8 +209,13 @@ def jit(f: Callable) -> Callable:
 
     def wrapped(*args):
         leaves, treedef = flatten(args)
-        if trace_state.transforming() or any(isinstance(x, Tensor) for x in leaves):
+        if any(isinstance(x, Tensor) for x in leaves):
             return f(*args)  # inside another transformation: let it record through f
+        if trace_state.transforming():
+            # Another thread's jit or trace recording (then waited for here) or this thread's own.
+            with _turn():
+                if trace_state.transforming():
+                    return f(*args)  # inside another transformation: let it record through f
         if traced_in[0] != _trace_epoch:
             programs.clear()  # recorded under a state that has changed since (retrace_jit)
             traced_in[0] = _trace_epoch
@@ -187,13 +224,10 @@ def jit(f: Callable) -> Callable:
         key = (structure_key(treedef), tuple((a.shape, a.dtype.str) for a in arrays))
         entry = programs.get(key)
         if entry is None:
-            count = iter(range(len(arrays)))
-            rec = record(f, unflatten(treedef, arrays), lambda i, value: program_input(value, f"x{next(count)}"),
-                         what="jit", reused=True)
-            program = Program.from_outputs(tuple(rec.inputs), tuple(rec.outputs), name=fname)
-            refuse_inputs_as_constants(program, rec.inputs, "jit")
-            program = program.without_common_subexpressions()
-            entry = programs[key] = (program, rec.out_tree)
+            with _turn():
+                entry = programs.get(key)   # recorded by another thread meanwhile?
+                if entry is None:
+                    entry = programs[key] = _recorded(f, fname, treedef, arrays)
         program, out_treedef = entry
         return unflatten(out_treedef, list(program(*arrays)))
 
@@ -201,3 +235,13 @@ def jit(f: Callable) -> Callable:
     wrapped.__doc__ = f.__doc__
     wrapped.programs = programs
     return wrapped
+
+
+def _recorded(f, fname: str, treedef, arrays: list) -> tuple:
+    """jit's entry for one signature: ``f`` recorded on ``arrays`` (its program, its outputs' structure)."""
+    count = iter(range(len(arrays)))
+    rec = record(f, unflatten(treedef, arrays), lambda i, value: program_input(value, f"x{next(count)}"),
+                 what="jit", reused=True)
+    program = Program.from_outputs(tuple(rec.inputs), tuple(rec.outputs), name=fname)
+    refuse_inputs_as_constants(program, rec.inputs, "jit")
+    return program.without_common_subexpressions(), rec.out_tree

@@ -202,6 +202,15 @@ _pool: _Pool | None = None
 _pool_guard = threading.Lock()
 
 
+def _after_fork_in_child() -> None:
+    # A fork while another thread made the pool left the child a held lock: its first split call hung.
+    global _pool_guard
+    _pool_guard = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _workers() -> _Pool:
     """The pool of ``get_num_threads() - 1`` workers (made on first use, and again after a fork)."""
     global _pool
@@ -214,6 +223,11 @@ def _workers() -> _Pool:
                 _pool.close()
             _pool = _Pool(_threads - 1)
         return _pool
+
+
+def on_worker() -> bool:
+    """Whether this thread is one of the pool's workers (running a chunk for another thread)."""
+    return getattr(_local, "worker", False)
 
 
 def get_num_threads() -> int:

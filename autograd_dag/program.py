@@ -169,6 +169,14 @@ class Program:
         self._constant_buffers: frozenset[int] = frozenset()  # ids of the constants' arrays (by _plan)
         self._generated = None   # the plan's code and calls (codegen.py)
 
+    def __getstate__(self) -> dict:
+        # A copy (copy, deepcopy, pickle) makes its own plan: this one's ids of the constants' buffers
+        # and its generated code's globals are this program's arrays (a deep copy ran on the original's
+        # constants and handed out its own: tests/test_jit_adversarial.py).
+        state = dict(self.__dict__, _steps=None, _epoch=-1, _initial=None, _generated=None)
+        state.update(_constant_buffers=frozenset(), _inter_op_schedule=None)
+        return state
+
     @property
     def kind(self) -> ProgramKind:
         """What the program is (a :class:`ProgramKind`); assigning its value (``"circuit"``) works too."""
@@ -368,11 +376,14 @@ class Program:
         """
         if self._steps is None or self._epoch != parallel.epoch:   # large steps split per thread setting
             with paused_gc():  # as in from_outputs: one step tuple per node, no cycle
-                self._steps, self._epoch = plan_steps(self.nodes, self.outputs), parallel.epoch
-                self._initial = [n.value if n.prim is None and n.op is not NodeKind.INPUT else None
-                                 for n in self.nodes]
-                self._constant_buffers = frozenset(id(buffer_of(v)) for v in self._initial
-                                                   if isinstance(v, np.ndarray))
+                steps, epoch = plan_steps(self.nodes, self.outputs), parallel.epoch
+                initial = [n.value if n.prim is None and n.op is not NodeKind.INPUT else None for n in self.nodes]
+                self._initial = initial
+                self._constant_buffers = frozenset(id(buffer_of(v)) for v in initial if isinstance(v, np.ndarray))
+                # Published last: a call on another thread that finds the steps reads _initial (the
+                # first calls of one program on 4 threads got None for it, tests/test_jit_adversarial.py).
+                self._steps, self._epoch = steps, epoch
+            return initial, steps
         return self._initial, self._steps
 
     def _check_inputs(self, args, kwargs=None) -> list:
