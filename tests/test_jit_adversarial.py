@@ -392,3 +392,20 @@ def test_a_long_chain_runs_without_recursion_holding_two_arrays_at_once():
         np.testing.assert_array_equal(jf(x), expected)   # (the same numpy calls in the same order)
     (program, _), = jf.programs.values()
     assert planned_peak(program.nodes, program._plan()[1]) == 2 * x.nbytes   # each freed after its one use
+
+
+
+def test_overlapping_pauses_of_the_collector_keep_it_off_until_the_last_ends():
+    # Two threads' pauses overlap without nesting (A starts, B starts, A ends, B ends). Each pause
+    # read gc.isenabled() and restored what it read: A's end switched the collector on inside B's
+    # pause, and B, having read "off", never switched it back on when B disabled after A's end.
+    import gc
+    from autograd_dag.graph import paused_gc
+    assert gc.isenabled()
+    a, b = paused_gc(), paused_gc()
+    a.__enter__()
+    b.__enter__()
+    a.__exit__(None, None, None)
+    assert not gc.isenabled()   # B's pause is still open
+    b.__exit__(None, None, None)
+    assert gc.isenabled()
