@@ -80,8 +80,12 @@ def reshape(x, shape) -> Tensor:
         shape = (int(shape),)
     shape = tuple(shape)
     size = x.size if isinstance(x, (Tensor, np.ndarray)) else np.size(x)
-    if all(type(d) is int and d >= 0 for d in shape) and math.prod(shape) == size:
-        return apply(RESHAPE, x, shape=shape)  # the common case, checked at once
+    for d in shape:  # (a loop, not all() of a generator: every reshape of a module and a VJP asks)
+        if type(d) is not int or d < 0:
+            break
+    else:
+        if math.prod(shape) == size:
+            return apply(RESHAPE, x, shape=shape)  # the common case, checked at once
     if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < -1 for d in shape) \
             or shape.count(-1) > 1:
         raise ShapeError(f"reshape: Expect: non-negative integer sizes, at most one of them -1. "
@@ -228,6 +232,8 @@ def _sum_impl(x, *, axis, keepdims):
         rows = math.prod(x.shape[:len(axis)])
         out = np.matmul(np.ones(rows, x.dtype), x.reshape(rows, -1))
         return out.reshape((1,) * len(axis) + x.shape[len(axis):] if keepdims else x.shape[len(axis):])
+    if type(x) is np.ndarray:  # (what np.sum calls for an ndarray, without its Python wrapper)
+        return np.add.reduce(x, axis=axis, keepdims=keepdims)
     return np.sum(x, axis=axis, keepdims=keepdims)
 
 
