@@ -237,3 +237,27 @@ def test_attention_mask_check_fast_path_still_finds_dead_rows(mask_shape):
     mask[..., 0, :] = -np.inf   # a row (or the one row broadcast to all) with every key masked
     with pytest.raises(ad.ShapeError, match="every key masked"):
         nn.attention(q, k, v, mask=mask)
+
+
+@pytest.mark.parametrize("shape", [(6, 5), (2, 3, 5), (5,), (4, 0), (3, 1)])
+def test_cross_entropy_gather_equals_take_along_axis(shape):
+    # losses._gathered: the fancy index over the rows of a contiguous array, and np.take_along_axis
+    # otherwise; a gather copies entries, so the two agree in every bit.
+    losses = importlib.import_module("autograd_dag.primitives.fused.losses")
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal(shape).astype(np.float32)
+    col = rng.integers(0, max(shape[-1], 1), shape[:-1] + (1,)) if shape[-1] else np.zeros(shape[:-1] + (1,), int)
+    for x in (a, np.asfortranarray(a), a[..., ::-1]):
+        if x.shape[-1] == 0:
+            continue
+        assert bits_equal(losses._gathered(x, col), np.take_along_axis(x, col, -1))
+
+
+def test_take_checks_indices_as_before():
+    table = ad.Tensor(np.arange(12.0).reshape(4, 3), requires_grad=True)
+    with pytest.raises(ad.ShapeError, match="index 4 is out of range"):
+        ad.take(table, np.array([0, 4]), axis=0)
+    with pytest.raises(ad.ShapeError, match="index -5 is out of range"):
+        ad.take(table, np.array([-5, 1]), axis=0)
+    out = ad.take(table, np.array([[3, -1], [0, 2]]), axis=0)
+    np.testing.assert_array_equal(out.value, np.take(table.value, [[3, -1], [0, 2]], axis=0))
