@@ -65,7 +65,7 @@ RESHAPE = defprim(
     "reshape", lambda x, *, shape: x.reshape(shape) if type(x) is np.ndarray else np.reshape(x, shape),
     # x.shape is a valid shape for ct's size: no checks (the eager sweep runs this for every reshape).
     # In a bare sweep (the eager backward()) the impl is called directly, as apply's bare branch would.
-    transpose=(lambda ct, x, *, shape: ct.reshape(x.shape) if core._bare and type(ct) is np.ndarray
+    transpose=(lambda ct, x, *, shape: RESHAPE.impl(ct, shape=x.shape) if core._bare and type(ct) is np.ndarray
                else apply(RESHAPE, ct, shape=tuple(x.shape)),),
     shape=_reshape_rule,
     batch=lambda prim, args, batched, *, shape: reshape(args[0], (args[0].shape[0],) + shape))
@@ -137,7 +137,7 @@ def _transpose_rule(x, *, axes):
 
 TRANSPOSE = defprim(
     "transpose", lambda x, *, axes: x.transpose(axes) if type(x) is np.ndarray else np.transpose(x, axes),
-    transpose=(lambda ct, x, *, axes: ct.transpose(_inverse(axes)) if core._bare and type(ct) is np.ndarray
+    transpose=(lambda ct, x, *, axes: TRANSPOSE.impl(ct, axes=_inverse(axes)) if core._bare and type(ct) is np.ndarray
                else apply(TRANSPOSE, ct, axes=_inverse(axes)),),
     shape=_transpose_rule,
     batch=lambda prim, args, batched, *, axes: transpose(args[0], (0,) + tuple(a + 1 for a in axes)))
@@ -289,7 +289,7 @@ def sum_to_shape(x: Tensor, shape: tuple[int, ...]) -> Tensor:
         # A bare sweep (every broadcasting VJP of the eager backward()): the impls apply's bare
         # branch would reach, called directly; ``axes`` is sorted and non-negative already.
         if axes:
-            x = _sum_impl(x, axis=axes, keepdims=False)
+            x = SUM.impl(x, axis=axes, keepdims=False)
         return x if x.shape == shape else RESHAPE.impl(x, shape=shape)
     if axes:
         x = sum(x, axes)

@@ -27,7 +27,7 @@ from ..indexing import getitem
 from ..batch import batch_size, lift_rank, materialize
 from ..registry import defprim
 from ..shapes import fmt
-from ..structure import broadcast_to, reshape, sum, sum_to_shape, swapaxes, transpose
+from ..structure import RESHAPE, TRANSPOSE, broadcast_to, reshape, sum, sum_to_shape, swapaxes, transpose
 from .base import _require_matrix, _shape_of, _T
 
 # ----------------------------------------------------------------- matmul
@@ -120,23 +120,31 @@ def _inner_products(a, ct):
 def _inner_products_bare(a, ct):
     """:func:`_inner_products` on plain arrays (a bare sweep): the same impls, called directly."""
     if a.shape[-1] > ct.shape[-1]:
-        product = _matmul_impl(ct.transpose(_swapped(ct.ndim)), a)
-        return product.transpose(_swapped(product.ndim))
-    return _matmul_impl(a.transpose(_swapped(a.ndim)), ct)
+        product = MATMUL.impl(_swap(ct), a)
+        return _swap(product)
+    return MATMUL.impl(_swap(a), ct)
 
 
-def _swapped(ndim: int) -> tuple:
-    """The axes ``swapaxes(x, -1, -2)`` passes to the transpose impl."""
-    return tuple(range(ndim - 2)) + (ndim - 1, ndim - 2)
+def _swap(x):
+    """``swapaxes(x, -1, -2)`` in a bare sweep: the transpose impl with the axes swapaxes passes it."""
+    n = x.ndim
+    return TRANSPOSE.impl(x, axes=tuple(range(n - 2)) + (n - 1, n - 2))
 
 
+def _reshaped(x, shape: tuple):
+    """``reshape(x, shape)`` in a bare sweep, ``shape`` valid: the reshape impl."""
+    return RESHAPE.impl(x, shape=shape)
+
+
+# (The direct paths call the impls through their primitives, as apply's bare branch does: what
+# benchmarks/profile_eager.py times as the step's numpy work stays all of it.)
 def _matmul_vjp_a_bare(ct, a, b):
     """:func:`_matmul_vjp_a` for matrices (or stacks) a and b in a bare sweep (see :func:`_bare`)."""
     a2, b2 = a.shape, b.shape
     if len(b2) == 2 and len(a2) > 2 and a2[:-2] == ct.shape[:-2]:
         rows = math.prod(a2[:-1])
-        return _matmul_impl(ct.reshape((rows, b2[-1])), b.transpose((1, 0))).reshape(a2)
-    da = _matmul_impl(ct, b.transpose(_swapped(b.ndim)))
+        return _reshaped(MATMUL.impl(_reshaped(ct, (rows, b2[-1])), _swap(b)), a2)
+    da = MATMUL.impl(ct, _swap(b))
     return da if da.shape == a2 else sum_to_shape(da, a2)
 
 
@@ -145,10 +153,10 @@ def _matmul_vjp_b_bare(ct, a, b):
     a2, b2 = a.shape, b.shape
     if len(b2) == 2 and len(a2) > 2 and a2[:-2] == ct.shape[:-2]:
         rows = math.prod(a2[:-1])
-        return _inner_products_bare(a.reshape((rows, a2[-1])), ct.reshape((rows, b2[-1])))
+        return _inner_products_bare(_reshaped(a, (rows, a2[-1])), _reshaped(ct, (rows, b2[-1])))
     if len(a2) == 2 and len(b2) == 2:
         return _inner_products_bare(a, ct)
-    db = _matmul_impl(a.transpose(_swapped(a.ndim)), ct)
+    db = MATMUL.impl(_swap(a), ct)
     return db if db.shape == b2 else sum_to_shape(db, b2)
 
 
@@ -266,14 +274,14 @@ def _rows(t, width: int):
 
 def _rows_bare(t, width: int):
     shape = (math.prod(t.shape[:-1]), width)
-    return t if t.shape == shape else t.reshape(shape)
+    return t if t.shape == shape else _reshaped(t, shape)
 
 
 def _linear_vjp_x(ct, out, x, w, b):
     # One (rows, out) × (out, in) product over all of x's leading axes.
     if _bare(ct, x, w):  # (the same impls, called directly: see _bare)
-        dx = _matmul_impl(_rows_bare(ct, w.shape[0]), w)
-        return dx if dx.shape == x.shape else dx.reshape(x.shape)
+        dx = MATMUL.impl(_rows_bare(ct, w.shape[0]), w)
+        return dx if dx.shape == x.shape else _reshaped(dx, x.shape)
     return _as_matrix(matmul(_rows(ct, w.shape[0]), w), x.shape)
 
 
