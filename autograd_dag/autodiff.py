@@ -555,11 +555,29 @@ def backward(self: Tensor, grad=None, create_graph: bool = False, retain_graph: 
     keep(0)
     grads = reverse_sweep([self], [ct], None, create_graph=create_graph,
                           retain_graph=retain_graph or create_graph)
+    source = None if create_graph else user_source()   # (each new .grad is a leaf made on the user's line)
     with _recording_as(create_graph):
         for leaf, g in grads.values():
             if not create_graph:
-                g = Tensor(_value_of(g))
+                g = _grad_leaf(_value_of(g), source)
             leaf.grad = g if leaf.grad is None else ew.add(leaf.grad, g)
+
+
+def _grad_leaf(value, source) -> Tensor:
+    """``Tensor(value)`` made where ``source`` (the user's line) was found once: what ``Tensor.__init__``
+    makes of an array without ``requires_grad``, without a walk of the frames per gradient."""
+    t = core._new_tensor(Tensor)
+    t.value = core.as_array(value)
+    t.prim = None
+    t.parents = ()
+    t.params = None
+    t.requires_grad = False
+    t.grad = None
+    t.name = None
+    t.source = source
+    t.scope = core.scopes._scope
+    t.serial = 0
+    return t
 
 
 def zero_grad(tensors) -> None:

@@ -126,9 +126,24 @@ def additive_scores(mask: Tensor, dtype) -> Tensor:
     return where(mask, np.zeros((), dtype), np.full((), -np.inf, dtype))
 
 
+def _fits(shape: tuple, scores_shape: tuple) -> bool:
+    """Whether ``shape`` broadcasts to ``scores_shape`` without widening it (np.broadcast_shapes gives it back)."""
+    if len(shape) > len(scores_shape):
+        return False
+    for d, s in zip(reversed(shape), reversed(scores_shape)):
+        if d != s and d != 1:
+            return False
+    return True
+
+
 def _check_rows(mask, scores_shape: tuple) -> None:
     """Raise when some query row has every key masked (softargmax would give NaN)."""
     value = mask.value if isinstance(mask, Tensor) else mask
+    if type(value) is np.ndarray and value.ndim and value.dtype.kind == "f" and _fits(value.shape, scores_shape):
+        # The common case (a float mask, a causal one, every call of every attention layer): the
+        # checks below without numpy's Python wrappers (x == -inf is isneginf for a real float).
+        if scores_shape[-1] == 0 or not (value == -np.inf).all(axis=-1).any():
+            return
     try:
         full_shape = np.broadcast_shapes(np.shape(value), scores_shape)
     except ValueError:

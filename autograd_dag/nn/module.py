@@ -101,6 +101,9 @@ class _Naming:
         self.names = names    # id(parameter) -> (parameter, dotted path), as NamedScope wants it
 
 
+# Attribute types that hold neither a sub-module nor a parameter (exact types: a subclass is looked into).
+_PLAIN = frozenset({bool, int, float, str, bytes, type(None), np.ndarray})
+
 # The naming in force while a module method runs (None outside any).
 _naming: _Naming | None = None
 
@@ -119,7 +122,7 @@ def _enter(module: "Module") -> tuple:
     outer = _naming
     labels: dict[int, str | None] = {}
     names: dict[int, tuple] = {}
-    for mname, own, m, slots in module._walk():
+    for mname, own, m, slots in module._tree():
         labels[id(m)] = _scope_label(own, m) if own else None
         for pname, _, _, p in slots:
             if id(p) not in names:
@@ -266,12 +269,16 @@ class Module:
         [(name, attribute, list index or dict key or None, parameter)], in attribute order (one pass)."""
         children, slots = [], []
         for attr, value in self.__dict__.items():
+            if type(value) in _PLAIN:  # (most attributes: every user call of a module walks them all)
+                continue
             if isinstance(value, Parameter):
                 slots.append((attr, attr, None, value))
             elif isinstance(value, Module):
                 children.append((attr, value))
-            elif isinstance(value, (list, tuple, dict)):
-                for key, item in _items(value):
+            elif isinstance(value, (list, tuple, dict)) and value:  # (not an empty one: every _buffers)
+                for key, item in (value.items() if isinstance(value, dict) else enumerate(value)):
+                    if type(item) in _PLAIN:  # (a kernel size's ints)
+                        continue
                     if isinstance(item, Module):
                         children.append((f"{attr}.{key}", item))
                     elif isinstance(item, Parameter):
@@ -312,6 +319,23 @@ class Module:
             children, slots = m._members()
             yield name, own, m, slots
             stack.extend(reversed([(f"{name}.{n}" if name else n, n, c) for n, c in children]))
+
+    def _tree(self) -> list[tuple[str, str, "Module", list]]:
+        """What :meth:`_walk` yields, as a list made in one go (every user call of a module makes it:
+        no generator frame resumed per module)."""
+        seen: set[int] = set()
+        tree = []
+        stack = [("", "", self)]
+        while stack:
+            name, own, m = stack.pop()
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            children, slots = m._members()
+            tree.append((name, own, m, slots))
+            if children:
+                stack.extend(reversed([(f"{name}.{n}" if name else n, n, c) for n, c in children]))
+        return tree
 
     def modules(self) -> Iterator["Module"]:
         """This module and every descendant."""

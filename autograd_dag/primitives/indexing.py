@@ -417,7 +417,8 @@ def _check_indices(name: str, indices: np.ndarray, size: int, what: str, allow_n
     if indices.size == 0:
         return
     low = -size if allow_negative else 0
-    lo, hi = indices.min(), indices.max()
+    # (the reductions indices.min() and .max() run, without their Python wrappers: every take asks)
+    lo, hi = np.minimum.reduce(indices, axis=None), np.maximum.reduce(indices, axis=None)
     if lo < low or hi >= size:
         bad = int(hi) if hi >= size else int(lo)
         raise ShapeError(f"{name}: index {bad} is out of range for {what}. "
@@ -428,7 +429,7 @@ def _check_indices(name: str, indices: np.ndarray, size: int, what: str, allow_n
 def _take_impl(table, indices, *, axis):
     _check_indices("take", indices, table.shape[axis],
                    f"a table of size {table.shape[axis]} (axis {axis} of shape {fmt(table.shape)})", True)
-    return np.take(table, indices, axis=axis)
+    return table.take(indices, axis=axis) if type(table) is np.ndarray else np.take(table, indices, axis=axis)
 
 
 def _take_rule(table, indices, *, axis):

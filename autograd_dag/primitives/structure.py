@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from .. import core
 from ..core import Tensor, apply
 from ..errors import ShapeError
 from .registry import defprim
@@ -63,7 +64,9 @@ RESHAPE = defprim(
     # (the method: np.reshape's dispatch costs more than the view itself)
     "reshape", lambda x, *, shape: x.reshape(shape) if type(x) is np.ndarray else np.reshape(x, shape),
     # x.shape is a valid shape for ct's size: no checks (the eager sweep runs this for every reshape).
-    transpose=(lambda ct, x, *, shape: apply(RESHAPE, ct, shape=tuple(x.shape)),),
+    # In a bare sweep (the eager backward()) the impl is called directly, as apply's bare branch would.
+    transpose=(lambda ct, x, *, shape: RESHAPE.impl(ct, shape=x.shape) if core._bare and type(ct) is np.ndarray
+               else apply(RESHAPE, ct, shape=tuple(x.shape)),),
     shape=_reshape_rule,
     batch=lambda prim, args, batched, *, shape: reshape(args[0], (args[0].shape[0],) + shape))
 
@@ -77,8 +80,12 @@ def reshape(x, shape) -> Tensor:
         shape = (int(shape),)
     shape = tuple(shape)
     size = x.size if isinstance(x, (Tensor, np.ndarray)) else np.size(x)
-    if all(type(d) is int and d >= 0 for d in shape) and math.prod(shape) == size:
-        return apply(RESHAPE, x, shape=shape)  # the common case, checked at once
+    for d in shape:  # (a loop, not all() of a generator: every reshape of a module and a VJP asks)
+        if type(d) is not int or d < 0:
+            break
+    else:
+        if math.prod(shape) == size:
+            return apply(RESHAPE, x, shape=shape)  # the common case, checked at once
     if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < -1 for d in shape) \
             or shape.count(-1) > 1:
         raise ShapeError(f"reshape: Expect: non-negative integer sizes, at most one of them -1. "
@@ -130,7 +137,8 @@ def _transpose_rule(x, *, axes):
 
 TRANSPOSE = defprim(
     "transpose", lambda x, *, axes: x.transpose(axes) if type(x) is np.ndarray else np.transpose(x, axes),
-    transpose=(lambda ct, x, *, axes: apply(TRANSPOSE, ct, axes=_inverse(axes)),),
+    transpose=(lambda ct, x, *, axes: TRANSPOSE.impl(ct, axes=_inverse(axes)) if core._bare and type(ct) is np.ndarray
+               else apply(TRANSPOSE, ct, axes=_inverse(axes)),),
     shape=_transpose_rule,
     batch=lambda prim, args, batched, *, axes: transpose(args[0], (0,) + tuple(a + 1 for a in axes)))
 
@@ -224,6 +232,8 @@ def _sum_impl(x, *, axis, keepdims):
         rows = math.prod(x.shape[:len(axis)])
         out = np.matmul(np.ones(rows, x.dtype), x.reshape(rows, -1))
         return out.reshape((1,) * len(axis) + x.shape[len(axis):] if keepdims else x.shape[len(axis):])
+    if type(x) is np.ndarray:  # (what np.sum calls for an ndarray, without its Python wrapper)
+        return np.add.reduce(x, axis=axis, keepdims=keepdims)
     return np.sum(x, axis=axis, keepdims=keepdims)
 
 
@@ -275,6 +285,12 @@ def sum_to_shape(x: Tensor, shape: tuple[int, ...]) -> Tensor:
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
                                       if d == 1 and x.shape[lead + i] != 1)
+    if core._bare and type(x) is np.ndarray:
+        # A bare sweep (every broadcasting VJP of the eager backward()): the impls apply's bare
+        # branch would reach, called directly; ``axes`` is sorted and non-negative already.
+        if axes:
+            x = SUM.impl(x, axis=axes, keepdims=False)
+        return x if x.shape == shape else RESHAPE.impl(x, shape=shape)
     if axes:
         x = sum(x, axes)
     if x.shape != shape:

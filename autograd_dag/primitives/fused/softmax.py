@@ -92,9 +92,14 @@ def _common_shift(lo, hi, gamma=1.0):
     over the whole array instead of a maximum per slice and a subtraction per
     slice (numpy loops over short slices one at a time: 4x slower per entry).
     """
-    if not np.size(lo) or not np.issubdtype(np.result_type(lo), np.floating):
+    if type(lo) is np.ndarray and type(hi) is np.ndarray:  # (np.max's own reductions, without its wrappers)
+        if not lo.size or lo.dtype.kind != "f":
+            return None
+        top, bottom = np.maximum.reduce(hi, axis=None), np.minimum.reduce(lo, axis=None)
+    elif not np.size(lo) or not np.issubdtype(np.result_type(lo), np.floating):
         return None
-    top, bottom = np.max(hi), np.min(lo)
+    else:
+        top, bottom = np.max(hi), np.min(lo)
     # (top − bottom)/γ is the spread of the exponents.
     safe = _SAFE_RANGE[np.result_type(hi).type] * gamma
     if np.isfinite(top) and np.isfinite(bottom) and top - bottom <= safe:

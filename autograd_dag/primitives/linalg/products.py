@@ -19,6 +19,7 @@ import string
 
 import numpy as np
 
+from ... import core
 from ...core import Tensor, apply
 from ...errors import ShapeError
 from ..elementwise import add, astype, multiply
@@ -26,7 +27,7 @@ from ..indexing import getitem
 from ..batch import batch_size, lift_rank, materialize
 from ..registry import defprim
 from ..shapes import fmt
-from ..structure import broadcast_to, reshape, sum, sum_to_shape, swapaxes, transpose
+from ..structure import RESHAPE, TRANSPOSE, broadcast_to, reshape, sum, sum_to_shape, swapaxes, transpose
 from .base import _require_matrix, _shape_of, _T
 
 # ----------------------------------------------------------------- matmul
@@ -70,7 +71,27 @@ def _matrices(ct, a, b):
 # (a 2-D W against a (B, T, k) x) gets its cotangent from ONE product over
 # the flattened batch, not a batched product summed afterwards (2.3x slower,
 # see DESIGN.md, Performance).
+def _bare(*operands) -> bool:
+    """Whether a rule runs in a bare sweep on plain arrays: its direct path may then call the impls itself.
+
+    The eager ``backward()`` (and every sweep that records nothing) runs these rules on ndarrays,
+    where each front-end call (``reshape``, ``swapaxes``, ``matmul``) would go through ``apply``'s
+    bare branch to the same impl: the direct paths below call those impls (``_matmul_impl``,
+    ``ndarray.reshape``, ``ndarray.transpose``) on the same operands in the same order, so the
+    cotangents are the same arrays, bit for bit (tests/test_bare_vjps.py). A recorded sweep
+    (``create_graph``, nested transformations) passes Tensors and takes the general path.
+    """
+    if not core._bare:
+        return False
+    for x in operands:
+        if type(x) is not np.ndarray:
+            return False
+    return True
+
+
 def _matmul_vjp_a(ct, a, b):
+    if a.ndim > 1 and b.ndim > 1 and _bare(ct, a, b):
+        return _matmul_vjp_a_bare(ct, a, b)
     ct2, a2, b2 = _matrices(ct, a, b)
     bm = _as_matrix(b, b2)
     if len(b2) == 2 and len(a2) > 2 and tuple(a2[:-2]) == tuple(ct2.shape[:-2]):
@@ -96,7 +117,52 @@ def _inner_products(a, ct):
     return matmul(swapaxes(a, -1, -2), ct)
 
 
+def _inner_products_bare(a, ct):
+    """:func:`_inner_products` on plain arrays (a bare sweep): the same impls, called directly."""
+    if a.shape[-1] > ct.shape[-1]:
+        product = MATMUL.impl(_swap(ct), a)
+        return _swap(product)
+    return MATMUL.impl(_swap(a), ct)
+
+
+def _swap(x):
+    """``swapaxes(x, -1, -2)`` in a bare sweep: the transpose impl with the axes swapaxes passes it."""
+    n = x.ndim
+    return TRANSPOSE.impl(x, axes=tuple(range(n - 2)) + (n - 1, n - 2))
+
+
+def _reshaped(x, shape: tuple):
+    """``reshape(x, shape)`` in a bare sweep, ``shape`` valid: the reshape impl."""
+    return RESHAPE.impl(x, shape=shape)
+
+
+# (The direct paths call the impls through their primitives, as apply's bare branch does: what
+# benchmarks/profile_eager.py times as the step's numpy work stays all of it.)
+def _matmul_vjp_a_bare(ct, a, b):
+    """:func:`_matmul_vjp_a` for matrices (or stacks) a and b in a bare sweep (see :func:`_bare`)."""
+    a2, b2 = a.shape, b.shape
+    if len(b2) == 2 and len(a2) > 2 and a2[:-2] == ct.shape[:-2]:
+        rows = math.prod(a2[:-1])
+        return _reshaped(MATMUL.impl(_reshaped(ct, (rows, b2[-1])), _swap(b)), a2)
+    da = MATMUL.impl(ct, _swap(b))
+    return da if da.shape == a2 else sum_to_shape(da, a2)
+
+
+def _matmul_vjp_b_bare(ct, a, b):
+    """:func:`_matmul_vjp_b` for matrices (or stacks) a and b in a bare sweep (see :func:`_bare`)."""
+    a2, b2 = a.shape, b.shape
+    if len(b2) == 2 and len(a2) > 2 and a2[:-2] == ct.shape[:-2]:
+        rows = math.prod(a2[:-1])
+        return _inner_products_bare(_reshaped(a, (rows, a2[-1])), _reshaped(ct, (rows, b2[-1])))
+    if len(a2) == 2 and len(b2) == 2:
+        return _inner_products_bare(a, ct)
+    db = MATMUL.impl(_swap(a), ct)
+    return db if db.shape == b2 else sum_to_shape(db, b2)
+
+
 def _matmul_vjp_b(ct, a, b):
+    if a.ndim > 1 and b.ndim > 1 and _bare(ct, a, b):
+        return _matmul_vjp_b_bare(ct, a, b)
     ct2, a2, b2 = _matrices(ct, a, b)
     am = _as_matrix(a, a2)
     if len(b2) == 2 and len(a2) > 2 and tuple(a2[:-2]) == tuple(ct2.shape[:-2]):
@@ -206,13 +272,23 @@ def _rows(t, width: int):
     return _as_matrix(t, (math.prod(t.shape[:-1]), width))
 
 
+def _rows_bare(t, width: int):
+    shape = (math.prod(t.shape[:-1]), width)
+    return t if t.shape == shape else _reshaped(t, shape)
+
+
 def _linear_vjp_x(ct, out, x, w, b):
     # One (rows, out) × (out, in) product over all of x's leading axes.
+    if _bare(ct, x, w):  # (the same impls, called directly: see _bare)
+        dx = MATMUL.impl(_rows_bare(ct, w.shape[0]), w)
+        return dx if dx.shape == x.shape else _reshaped(dx, x.shape)
     return _as_matrix(matmul(_rows(ct, w.shape[0]), w), x.shape)
 
 
 def _linear_vjp_w(ct, out, x, w, b):
     # ctᵀ x over all rows, the shorter side first (see _inner_products).
+    if _bare(ct, x, w):
+        return _inner_products_bare(_rows_bare(ct, w.shape[0]), _rows_bare(x, w.shape[1]))
     return _inner_products(_rows(ct, w.shape[0]), _rows(x, w.shape[1]))
 
 
