@@ -566,17 +566,8 @@ def backward(self: Tensor, grad=None, create_graph: bool = False, retain_graph: 
 def _grad_leaf(value, source) -> Tensor:
     """``Tensor(value)`` made where ``source`` (the user's line) was found once: what ``Tensor.__init__``
     makes of an array without ``requires_grad``, without a walk of the frames per gradient."""
-    t = core._new_tensor(Tensor)
-    t.value = core.as_array(value)
-    t.prim = None
-    t.parents = ()
-    t.params = None
-    t.requires_grad = False
-    t.grad = None
-    t.name = None
+    t = core._leaf(core.as_array(value))
     t.source = source
-    t.scope = core.scopes._scope
-    t.serial = 0
     return t
 
 

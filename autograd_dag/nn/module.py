@@ -309,23 +309,14 @@ class Module:
     def _walk(self, prefix: str = "") -> Iterator[tuple[str, str, "Module", list]]:
         """(dotted name, name in its parent ('' for self), module, its parameter slots), depth first,
         each module once (at its first path)."""
-        seen: set[int] = set()
-        stack = [(prefix, "", self)]
-        while stack:
-            name, own, m = stack.pop()
-            if id(m) in seen:
-                continue
-            seen.add(id(m))
-            children, slots = m._members()
-            yield name, own, m, slots
-            stack.extend(reversed([(f"{name}.{n}" if name else n, n, c) for n, c in children]))
+        yield from self._tree(prefix)
 
-    def _tree(self) -> list[tuple[str, str, "Module", list]]:
+    def _tree(self, prefix: str = "") -> list[tuple[str, str, "Module", list]]:
         """What :meth:`_walk` yields, as a list made in one go (every user call of a module makes it:
         no generator frame resumed per module)."""
         seen: set[int] = set()
         tree = []
-        stack = [("", "", self)]
+        stack = [(prefix, "", self)]
         while stack:
             name, own, m = stack.pop()
             if id(m) in seen:
