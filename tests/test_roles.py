@@ -9,6 +9,7 @@ named (the renderer used to read both from a ``d…/d…`` name and a constant 1
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 import re
 import sys
@@ -189,8 +190,14 @@ def test_programs_display_is_a_method_of_its_own_that_reads_the_views_registered
 
 
 ROOT = pathlib.Path(ad.__file__).parent
-CLASSES = {n.name for path in ROOT.rglob("*.py") for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-           if isinstance(n, ast.ClassDef)}
+
+
+@functools.cache
+def _library_classes() -> frozenset[str]:
+    """Every class the library defines. (Built on first use, not at import: parsing the library
+    cost each xdist worker ~1 s of its collection.)"""
+    return frozenset(n.name for path in ROOT.rglob("*.py")
+                     for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.ClassDef))
 
 
 def _assigned_classes(path: pathlib.Path) -> list[str]:
@@ -206,7 +213,7 @@ def _assigned_classes(path: pathlib.Path) -> list[str]:
               and node.args):
             targets = [node.args[0]]
         for t in targets:
-            if isinstance(t, ast.Name) and t.id in CLASSES and t.id not in own:
+            if isinstance(t, ast.Name) and t.id in _library_classes() and t.id not in own:
                 found.append(f"{path.name}:{node.lineno} {t.id}")
     return found
 
