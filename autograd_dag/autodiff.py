@@ -31,6 +31,7 @@ from .primitives import elementwise as ew
 from .primitives import random
 from .passes import refuse_inputs_as_constants
 from .kinds import ProgramKind
+from .modes import modes
 from .program import NodeKind, Program
 from . import trace_state, tracing
 from .tracing import changed_since_recorded, graph_freed, refuse_complex, slot_input, topological_nodes, values_of
@@ -821,11 +822,12 @@ def _standing_in():
     masked-out row, an index out of range) that refuses the placeholders is a
     node of the recorded program all the same, and runs on every call's values.
     """
-    previous, core._stand_in = core._stand_in, _stand_in
+    m = modes()
+    previous, m.stand_in = m.stand_in, _stand_in
     try:
         yield
     finally:
-        core._stand_in = previous
+        m.stand_in = previous
 
 
 def _stand_in(prim: Primitive, args, params: dict) -> np.ndarray | None:
@@ -1059,7 +1061,7 @@ def checkpoint(f: Callable) -> Callable:
             for t in _closure_tensors(f):
                 if t.requires_grad:
                     _refuse_closure_tensor(t, name, user_source())
-            if trace_state.recording_programs:
+            if trace_state.program_depth():
                 _refuse_traced_reads(f, args, name)
         return apply(prim, *args)
     wrapped.__name__ = name
