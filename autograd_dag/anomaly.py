@@ -38,7 +38,8 @@ def check_finite(t, what: str, node=None, consumer=None) -> None:
 def detect_anomaly():
     """Context manager: raise at the first NaN or infinity, forward or backward.
 
-    The error names the operation, its node and the user's source line.
+    The error names the operation, its node and the user's source line. The
+    mode is the calling thread's (modes.py), as ``no_grad`` is.
 
     numpy's own floating-point warnings are silenced inside: the error says
     more, and says it once.

@@ -663,7 +663,7 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
 
 
 def is_recording() -> bool:
-    """Whether operations currently record nodes (False inside ``no_grad``).
+    """Whether operations on this thread currently record nodes (False inside ``no_grad``).
 
     Example:
         >>> import autograd_dag as ad
@@ -777,7 +777,7 @@ def bare_values():
 
 
 def no_grad():
-    """Context manager: operations inside compute values but record no nodes.
+    """Context manager: operations inside compute values but record no nodes (on this thread: modes.py).
 
     Example:
         >>> import autograd_dag as ad

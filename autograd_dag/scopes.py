@@ -23,7 +23,8 @@ def name_scope(name: str):
     """Context manager: nodes recorded inside carry ``name`` in their scope.
 
     Scopes nest (``("encoder", "layer0", "attention")``); the renderer draws
-    them as clusters and the layer library opens one per module call.
+    them as clusters and the layer library opens one per module call. A scope
+    is the calling thread's (modes.py).
 
     Example:
         >>> import autograd_dag as ad
