@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import operator
+import os
+import threading
 from heapq import heappop, heappush
 from typing import Any, Callable, Sequence
 
@@ -557,11 +559,24 @@ def backward(self: Tensor, grad=None, create_graph: bool = False, retain_graph: 
     grads = reverse_sweep([self], [ct], None, create_graph=create_graph,
                           retain_graph=retain_graph or create_graph)
     source = None if create_graph else user_source()   # (each new .grad is a leaf made on the user's line)
-    with _recording_as(create_graph):
+    with _recording_as(create_graph), _accumulating:
         for leaf, g in grads.values():
             if not create_graph:
                 g = _grad_leaf(_value_of(g), source)
             leaf.grad = g if leaf.grad is None else ew.add(leaf.grad, g)
+
+
+# backward() on several threads into shared leaves (a model the threads share) adds every
+# gradient, as PyTorch's accumulation does: .grad's read-add-write is one thread's at a time.
+_accumulating = threading.Lock()
+
+
+def _after_fork() -> None:
+    global _accumulating   # forked while another thread held it: the child's copy would stay held
+    _accumulating = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _grad_leaf(value, source) -> Tensor:

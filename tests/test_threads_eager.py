@@ -186,3 +186,27 @@ def test_eager_gradients_on_four_threads_are_those_of_one_thread(switch_often):
     wrong = [(s, i) for s in seeds for i, got in enumerate(results[s])
              if not all(np.array_equal(g, e) for g, e in zip(got, expected[s]))]
     assert wrong == []
+
+
+def test_backward_on_several_threads_adds_every_gradient_into_a_shared_parameter(switch_often):
+    # Hogwild-style: threads share the model and call backward() into the same .grad,
+    # which PyTorch accumulates under a lock. Read-add-write of .grad on two threads
+    # lost one of the two additions when the GIL changed hands between them.
+    w = ad.Tensor(np.ones(3), requires_grad=True)
+    calls, errors = 300, []
+
+    def run():
+        try:
+            for _ in range(calls):
+                (w * np.array([1.0, 2.0, 3.0])).sum().backward()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    # Small integers: every partial sum is exact in float64, whatever the order of the additions.
+    np.testing.assert_array_equal(w.grad.value, 4 * calls * np.array([1.0, 2.0, 3.0]))
