@@ -1,7 +1,8 @@
 """Anomaly mode: :func:`detect_anomaly` raises at the first NaN or infinity, forward or backward.
 
-``core.apply`` and the differentiation sweeps read the flag below and call
-:func:`check_finite`; only this module writes the flag.
+``core.apply`` and the differentiation sweeps read the flag (``anomaly``, this
+thread's modes: ``modes.py``) and call :func:`check_finite`; only this module
+writes the flag.
 """
 
 from __future__ import annotations
@@ -11,9 +12,7 @@ import contextlib
 import numpy as np
 
 from .errors import AnomalyError, located
-
-# Read on every operation (core.apply, the inlined elementwise functions).
-_anomaly = False
+from .modes import _per_thread
 
 
 def check_finite(t, what: str, node=None, consumer=None) -> None:
@@ -39,7 +38,8 @@ def check_finite(t, what: str, node=None, consumer=None) -> None:
 def detect_anomaly():
     """Context manager: raise at the first NaN or infinity, forward or backward.
 
-    The error names the operation, its node and the user's source line.
+    The error names the operation, its node and the user's source line. The
+    mode is the calling thread's (modes.py), as ``no_grad`` is.
 
     numpy's own floating-point warnings are silenced inside: the error says
     more, and says it once.
@@ -52,16 +52,16 @@ def detect_anomaly():
         ...
         autograd_dag.errors.AnomalyError: detect_anomaly: forward value of 'log' contains NaN ...
     """
-    global _anomaly
-    previous = _anomaly
-    _anomaly = True
+    m = _per_thread.modes
+    previous = m.anomaly
+    m.anomaly = True
     try:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
             yield
     finally:
-        _anomaly = previous
+        m.anomaly = previous
 
 
 def anomaly_enabled() -> bool:
     """Whether ``detect_anomaly`` is in force."""
-    return _anomaly
+    return _per_thread.modes.anomaly

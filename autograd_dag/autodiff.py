@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import operator
+import os
+import threading
 from heapq import heappop, heappush
 from typing import Any, Callable, Sequence
 
@@ -31,6 +33,7 @@ from .primitives import elementwise as ew
 from .primitives import random
 from .passes import refuse_inputs_as_constants
 from .kinds import ProgramKind
+from .modes import modes
 from .program import NodeKind, Program
 from . import trace_state, tracing
 from .tracing import changed_since_recorded, graph_freed, refuse_complex, slot_input, topological_nodes, values_of
@@ -556,11 +559,24 @@ def backward(self: Tensor, grad=None, create_graph: bool = False, retain_graph: 
     grads = reverse_sweep([self], [ct], None, create_graph=create_graph,
                           retain_graph=retain_graph or create_graph)
     source = None if create_graph else user_source()   # (each new .grad is a leaf made on the user's line)
-    with _recording_as(create_graph):
+    with _recording_as(create_graph), _accumulating:
         for leaf, g in grads.values():
             if not create_graph:
                 g = _grad_leaf(_value_of(g), source)
             leaf.grad = g if leaf.grad is None else ew.add(leaf.grad, g)
+
+
+# backward() on several threads into shared leaves (a model the threads share) adds every
+# gradient, as PyTorch's accumulation does: .grad's read-add-write is one thread's at a time.
+_accumulating = threading.Lock()
+
+
+def _after_fork() -> None:
+    global _accumulating   # forked while another thread held it: the child's copy would stay held
+    _accumulating = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _grad_leaf(value, source) -> Tensor:
@@ -821,11 +837,12 @@ def _standing_in():
     masked-out row, an index out of range) that refuses the placeholders is a
     node of the recorded program all the same, and runs on every call's values.
     """
-    previous, core._stand_in = core._stand_in, _stand_in
+    m = modes()
+    previous, m.stand_in = m.stand_in, _stand_in
     try:
         yield
     finally:
-        core._stand_in = previous
+        m.stand_in = previous
 
 
 def _stand_in(prim: Primitive, args, params: dict) -> np.ndarray | None:
@@ -1059,7 +1076,7 @@ def checkpoint(f: Callable) -> Callable:
             for t in _closure_tensors(f):
                 if t.requires_grad:
                     _refuse_closure_tensor(t, name, user_source())
-            if trace_state.recording_programs:
+            if trace_state.program_depth():
                 _refuse_traced_reads(f, args, name)
         return apply(prim, *args)
     wrapped.__name__ = name

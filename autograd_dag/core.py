@@ -22,26 +22,24 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
-from . import anomaly, scopes, trace_state
+from . import trace_state
 from .anomaly import anomaly_enabled, check_finite, detect_anomaly  # noqa: F401  (for core's importers)
-from .trace_state import recording_programs
+from .modes import _per_thread
 from .errors import (AutogradDagError, NotDifferentiableError, TracingError, UndefinedDerivativeError, site_of,
                      user_source, located)
 from .operation_errors import check_operand_count, failure, operation_error
 from .promotion import PY_NUMBERS, weak
 from .scopes import attribute, attributed_to, attribution, current_scope, name_scope  # noqa: F401  (as above)
 
-# Module globals rather than thread-locals: they are read on every operation,
-# and a global lookup is the cheapest read Python has. (The name scope, the
-# sweeps' attribution and anomaly mode are the modules scopes and anomaly.)
-_recording = True
-# Bare-value mode: set by the differentiation sweeps when nothing records.
-# Derivative rules then run on plain ndarrays and every primitive call is a
-# direct numpy call, with no Tensor made at all.
-_bare = False
-# While grad_program records on placeholders: make(prim, tensors, params) -> the array apply gives
-# for an operation whose implementation raised on them, or None to raise (autodiff._standing_in).
-_stand_in: Callable | None = None
+# What an operation asks before it records (recording? bare values? which
+# scope, which attribution, anomaly mode, a program being recorded?) is this
+# thread's: modes.py. Read as ``m = _per_thread.modes`` once, then its slots,
+# on every operation. Written here: ``recording`` (no_grad), ``bare`` (the
+# sweeps that record nothing: derivative rules then run on plain ndarrays,
+# every primitive call a direct numpy call) and ``stand_in`` (while grad_program
+# records on placeholders: make(prim, tensors, params) -> the array apply gives
+# for an operation whose implementation raised on them, or None to raise;
+# autodiff._standing_in).
 
 
 # How many primitives were made without a VJP rule (only users' can be): while
@@ -165,7 +163,7 @@ class Tensor:
     def __init__(self, value: Any, requires_grad: bool = False, name: str | None = None):
         if isinstance(value, Tensor):
             numbers = concrete(value, "ad.Tensor(t) (a new leaf of t's numbers)")   # (jit: frozen data)
-            if value.requires_grad and _recording:
+            if value.requires_grad and _per_thread.modes.recording:
                 # A new leaf of its numbers would be a silent detach: the derivative through
                 # it (say ad.Tensor(x) of grad's own argument) would be zero.
                 raise NotDifferentiableError(
@@ -193,7 +191,7 @@ class Tensor:
         self.grad = None
         self.name = name
         self.source = user_source()
-        self.scope = scopes._scope
+        self.scope = _per_thread.modes.scope
         self.serial = 0
 
     def __deepcopy__(self, memo: dict) -> "Tensor":
@@ -245,7 +243,8 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         # numpy's conversion would silently cut the graph here: the array it
         # returns has no derivative, so any gradient through it would be zero.
-        if self.requires_grad and _recording:
+        m = _per_thread.modes
+        if self.requires_grad and m.recording:
             raise NotDifferentiableError(
                 f"converting a Tensor that requires a gradient (shape {self.shape}) to a numpy array "
                 f"would lose its derivative: np.asarray/np.array, or a numpy function without a rule "
@@ -253,7 +252,7 @@ class Tensor:
                 f"ad.primitive; take the number out explicitly with t.value or t.detach()"
                 f"{located(user_source())}")
         value = concrete(self, "a numpy conversion (np.asarray, or a numpy function without a rule "
-                               "for Tensors)") if recording_programs else self.value
+                               "for Tensors)") if m.recording_programs else self.value
         return value if dtype is None else value.astype(dtype)
 
     def numpy(self) -> np.ndarray:
@@ -499,7 +498,7 @@ def _leaf(value: np.ndarray) -> Tensor:
     t.grad = None
     t.name = None
     t.source = None
-    t.scope = scopes._scope
+    t.scope = _per_thread.modes.scope
     t.serial = 0
     return t
 
@@ -514,7 +513,8 @@ def _kept(array: np.ndarray, prim: Primitive | None, position: int) -> np.ndarra
     by identity on every call, its derivative computed in the same call), and
     read-only arrays (a broadcast view would be materialized to its full size).
     """
-    if (not _recording or recording_programs or (prim is not None and prim.reads is not None
+    m = _per_thread.modes
+    if (not m.recording or m.recording_programs or (prim is not None and prim.reads is not None
                                                and position not in prim.reads)
             or not array.flags.writeable):
         return array
@@ -527,7 +527,8 @@ def _unshared(value: np.ndarray, operands: tuple) -> np.ndarray:
     The view would be a constant operand of later nodes (``ad.reshape(x, s) @ w``),
     which _kept never sees: it is not an ndarray there.
     """
-    if _recording and not recording_programs:
+    m = _per_thread.modes
+    if m.recording and not m.recording_programs:
         for a in operands:
             if isinstance(a, np.ndarray) and a.flags.writeable and np.may_share_memory(value, a):
                 return value.copy()
@@ -595,7 +596,8 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
     turned into a :class:`ShapeError` (or the primitive's own error) naming the
     operation, the operand shapes and the user's line; nothing is recorded then.
     """
-    if _bare:
+    m = _per_thread.modes
+    if m.bare:
         for a in args:
             if type(a) is Tensor:
                 break
@@ -619,7 +621,7 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
         else:
             value = prim.impl(*[a.value for a in args], **params)
     except Exception as exc:
-        value = None if _stand_in is None else _stand_in(prim, args, params)
+        value = None if m.stand_in is None else m.stand_in(prim, args, params)
         if value is None:
             raise failure(prim, args, params, exc) from None
     if type(value) is not np.ndarray:
@@ -632,9 +634,9 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
     out.params = params or None
     out.grad = None
     out.name = None
-    out.scope = scopes._scope
+    out.scope = m.scope
     out.serial = next(_serials)
-    if _recording:
+    if m.recording:
         out.parents = args
         for a in args:
             if a.requires_grad:
@@ -642,7 +644,7 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
                 break
         else:
             out.requires_grad = False
-        override = scopes._source_override
+        override = m.source_override
         if override is None:
             out.source = site_of(_getframe(1))
         else:
@@ -651,7 +653,7 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
         out.parents = ()
         out.requires_grad = False
         out.source = None
-    if anomaly._anomaly:
+    if m.anomaly:
         for a in args:
             if a.prim is None:
                 # A NaN that came in from outside is the input's fault, not the operation's.
@@ -661,7 +663,7 @@ def apply(prim: Primitive, *args, **params) -> Tensor:
 
 
 def is_recording() -> bool:
-    """Whether operations currently record nodes (False inside ``no_grad``).
+    """Whether operations on this thread currently record nodes (False inside ``no_grad``).
 
     Example:
         >>> import autograd_dag as ad
@@ -669,7 +671,7 @@ def is_recording() -> bool:
         ...     ad.is_recording()
         False
     """
-    return _recording
+    return _per_thread.modes.recording
 
 
 def _set_recording(recording: bool, bare: bool = False) -> tuple[bool, bool]:
@@ -678,9 +680,9 @@ def _set_recording(recording: bool, bare: bool = False) -> tuple[bool, bool]:
     Passing the pair back restores it. For ``tracing.tracing``, entered on every
     transformation call, where one more context manager costs more than its function.
     """
-    global _recording, _bare
-    previous = _recording, _bare
-    _recording, _bare = recording, bare
+    m = _per_thread.modes
+    previous = m.recording, m.bare
+    m.recording, m.bare = recording, bare
     return previous
 
 
@@ -710,7 +712,7 @@ def concrete(x, what: str):
     """
     if not isinstance(x, Tensor):
         return x
-    if recording_programs:
+    if _per_thread.modes.recording_programs:
         transformation = trace_state.program_behind(x)
         if transformation is not None:
             raise TracingError(
@@ -732,7 +734,7 @@ def parameter(x, what: str):
     inputs require gradients too, and a frozen value is the nearer fault there).
     """
     value = concrete(x, what)
-    if isinstance(x, Tensor) and x.requires_grad and _recording:
+    if isinstance(x, Tensor) and x.requires_grad and _per_thread.modes.recording:
         raise NotDifferentiableError(
             f"{what} is a constant of the operation (no derivative flows to it), but it is a Tensor that "
             f"requires a gradient (shape {x.shape}): its derivative would be lost. Pass t.value or "
@@ -754,7 +756,7 @@ def tracer_of(x) -> str | None:
 
     Example: ``tracer_of(ad.Tensor(1.0))`` is None (not computed from a traced input).
     """
-    if not isinstance(x, Tensor) or not recording_programs:
+    if not isinstance(x, Tensor) or not _per_thread.modes.recording_programs:
         return None
     return trace_state.program_behind(x)
 
@@ -765,17 +767,17 @@ def bare_values():
 
     Used by the sweeps that need no derivative program (``create_graph=False``).
     """
-    global _bare, _recording
-    previous = _bare, _recording
-    _bare, _recording = True, False
+    m = _per_thread.modes
+    previous = m.bare, m.recording
+    m.bare, m.recording = True, False
     try:
         yield
     finally:
-        _bare, _recording = previous
+        m.bare, m.recording = previous
 
 
 def no_grad():
-    """Context manager: operations inside compute values but record no nodes.
+    """Context manager: operations inside compute values but record no nodes (on this thread: modes.py).
 
     Example:
         >>> import autograd_dag as ad

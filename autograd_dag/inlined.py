@@ -17,9 +17,9 @@ from typing import Callable
 
 import numpy as np
 
-from . import anomaly, core, scopes
 from .core import Primitive, Tensor, _getframe, _lift, _new_tensor, _serials
 from .errors import AutogradDagError, site_of
+from .modes import _per_thread
 
 
 def operation(prim: Primitive) -> Callable[[Callable], Callable]:
@@ -34,14 +34,15 @@ def operation(prim: Primitive) -> Callable[[Callable], Callable]:
 
     def unary(f: Callable) -> Callable:
         def op(x):
+            m = _per_thread.modes
             if type(x) is not Tensor:
-                if core._bare:
+                if m.bare:
                     try:
                         return impl(x)
                     except Exception:
                         pass  # the general path raises the library's error
                 return f(x)
-            if anomaly._anomaly or core._bare or scopes._source_override is not None:
+            if m.anomaly or m.bare or m.source_override is not None:
                 return f(x)
             try:
                 value = impl(x.value)
@@ -55,9 +56,9 @@ def operation(prim: Primitive) -> Callable[[Callable], Callable]:
             out.params = None
             out.grad = None
             out.name = None
-            out.scope = scopes._scope
+            out.scope = m.scope
             out.serial = next(_serials)
-            if not core._recording:
+            if not m.recording:
                 out.parents = ()
                 out.requires_grad = False
                 out.source = None
@@ -70,14 +71,15 @@ def operation(prim: Primitive) -> Callable[[Callable], Callable]:
 
     def binary(f: Callable) -> Callable:
         def op(x, y):
-            if core._bare:
+            m = _per_thread.modes
+            if m.bare:
                 if type(x) is not Tensor and type(y) is not Tensor:
                     try:
                         return impl(x, y)
                     except Exception:
                         pass  # the general path raises the library's error
                 return f(x, y)
-            if anomaly._anomaly or scopes._source_override is not None:
+            if m.anomaly or m.source_override is not None:
                 return f(x, y)
             if type(x) is not Tensor or type(y) is not Tensor:
                 x, y = _lift((x, y), prim)
@@ -93,9 +95,9 @@ def operation(prim: Primitive) -> Callable[[Callable], Callable]:
             out.params = None
             out.grad = None
             out.name = None
-            out.scope = scopes._scope
+            out.scope = m.scope
             out.serial = next(_serials)
-            if not core._recording:
+            if not m.recording:
                 out.parents = ()
                 out.requires_grad = False
                 out.source = None

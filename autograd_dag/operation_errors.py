@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import scopes
+from .modes import modes
 from .errors import AutogradDagError, ShapeError, UndefinedDerivativeError, located, user_source
 
 
@@ -19,7 +19,7 @@ def failure(prim, args, params: dict, exc: Exception) -> Exception:
         if " (at " in str(exc):
             return exc
         # A derivative rule's check names the forward node's line (the sweep's attribution).
-        override = scopes._source_override
+        override = modes().source_override
         source = override if isinstance(exc, UndefinedDerivativeError) and override else None
         return type(exc)(f"{exc}{located(source or user_source())}")
     if isinstance(exc, (Warning, FloatingPointError)):

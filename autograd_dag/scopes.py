@@ -5,19 +5,17 @@ call; the renderer draws them as clusters). While a derivative rule records
 (``create_graph``), the sweeps attribute its nodes to the forward node being
 differentiated (:func:`attributed_to`, :func:`attribute`), so that a gradient
 program's nodes point at the user's line and layer. ``core.apply`` reads the
-two module globals below on every operation; only this module writes them.
+two fields below (this thread's modes, ``modes.py``) on every operation; only
+this module writes them: ``scope``, the names in force, and ``source_override``,
+while a derivative rule records (create_graph) the forward node's source line
+its nodes are attributed to (None: the user's line).
 """
 
 from __future__ import annotations
 
 import contextlib
 
-# Module globals rather than thread-locals: they are read on every operation,
-# and a module attribute is about the cheapest read Python has.
-_scope: tuple[str, ...] = ()
-# While a derivative rule records (create_graph), its nodes are attributed to
-# the forward node being differentiated: its source line and its name scope.
-_source_override: tuple[str, int] | None = None
+from .modes import _per_thread
 
 
 @contextlib.contextmanager
@@ -25,7 +23,8 @@ def name_scope(name: str):
     """Context manager: nodes recorded inside carry ``name`` in their scope.
 
     Scopes nest (``("encoder", "layer0", "attention")``); the renderer draws
-    them as clusters and the layer library opens one per module call.
+    them as clusters and the layer library opens one per module call. A scope
+    is the calling thread's (modes.py).
 
     Example:
         >>> import autograd_dag as ad
@@ -34,13 +33,13 @@ def name_scope(name: str):
         >>> y.scope
         ('block',)
     """
-    global _scope
-    previous = _scope
-    _scope = previous + (str(name),)
+    m = _per_thread.modes
+    previous = m.scope
+    m.scope = previous + (str(name),)
     try:
         yield
     finally:
-        _scope = previous
+        m.scope = previous
 
 
 @contextlib.contextmanager
@@ -50,13 +49,13 @@ def attributed_to(source, scope: tuple[str, ...]):
     The differentiation sweeps use it so that a gradient program's nodes point
     at the user's line (and layer) whose derivative they compute.
     """
-    global _source_override, _scope
-    previous = _source_override, _scope
-    _source_override, _scope = source, scope
+    m = _per_thread.modes
+    previous = m.source_override, m.scope
+    m.source_override, m.scope = source, scope
     try:
         yield
     finally:
-        _source_override, _scope = previous
+        m.source_override, m.scope = previous
 
 
 def attribute(source, scope: tuple[str, ...]) -> tuple:
@@ -66,15 +65,16 @@ def attribute(source, scope: tuple[str, ...]) -> tuple:
     manager per node would cost more than many rules); it restores the
     returned pair when it is done.
     """
-    global _source_override, _scope
-    previous = _source_override, _scope
-    _source_override, _scope = source, scope
+    m = _per_thread.modes
+    previous = m.source_override, m.scope
+    m.source_override, m.scope = source, scope
     return previous
 
 
 def attribution() -> tuple:
     """The ``(source, scope)`` pair new nodes are attributed to (source None: the caller's line)."""
-    return _source_override, _scope
+    m = _per_thread.modes
+    return m.source_override, m.scope
 
 
 def current_scope() -> tuple[str, ...]:
@@ -86,4 +86,4 @@ def current_scope() -> tuple[str, ...]:
         ...     ad.current_scope()
         ('encoder', 'layer0')
     """
-    return _scope
+    return _per_thread.modes.scope

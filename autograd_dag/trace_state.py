@@ -23,10 +23,10 @@ could not be read from ``core``. Here it knows nodes only as objects with a
 ``core``'s Tensor-typed entry points (``concrete``, ``tracer_of``, ``traced``)
 are a few lines each that read it.
 
-:data:`recording_programs` is the one name read directly rather than called:
-``core`` tests it for truth on its hot path, where a function call would cost
-more than the test. It is a list changed in place by this module only, so a
-reader's ``from .trace_state import recording_programs`` stays bound to it.
+The state is this thread's (``modes.py``): a transformation running on one
+thread is not running on another. ``core`` reads ``recording_programs``'s
+truth from the modes directly on its hot path, where a function call would
+cost more than the test; only this module changes the three lists.
 """
 
 from __future__ import annotations
@@ -34,21 +34,19 @@ from __future__ import annotations
 from typing import Iterable
 
 from .graph import reachable
+from .modes import _per_thread
 
-# Per running transformation, outermost first: the ids of its inputs, whether it records a
-# program, and the set it collects inner transformations' inputs in (or None). An inner
-# transformation whose result depends on an outer one's input (a closure over it) must record
-# its own sweep, so that the outer one can differentiate through it (tracing.depends_on_outer).
-_active: list[tuple[frozenset[int], bool, set | None]] = []
-
-#: ``(input ids, name)`` of each running transformation that records a program run again on
-#: other arguments (``'jit'``, ``'trace'``, ``'vmap'``), outermost first; empty when none does.
-#: Reading the numbers of one of their inputs would freeze them into the program.
-#: Read-only outside this module (its truth value is what ``core`` asks).
-recording_programs: list[tuple[frozenset[int], str]] = []
-
-# The open collections of the input ids of every transformation started inside them.
-_sinks: list[set[int]] = []
+# This thread's modes hold the three lists (modes.Modes):
+# ``active``: per running transformation, outermost first, the ids of its inputs, whether it
+#   records a program, and the set it collects inner transformations' inputs in (or None). An
+#   inner transformation whose result depends on an outer one's input (a closure over it) must
+#   record its own sweep, so that the outer one can differentiate through it
+#   (tracing.depends_on_outer).
+# ``recording_programs``: ``(input ids, name)`` of each running transformation that records a
+#   program run again on other arguments (``'jit'``, ``'trace'``, ``'vmap'``), outermost first;
+#   empty when none does. Reading the numbers of one of their inputs would freeze them into the
+#   program.
+# ``sinks``: the open collections of the input ids of every transformation started inside them.
 
 
 def enter(inputs: Iterable, reused_as: str | None = None, collect: set | None = None) -> None:
@@ -62,43 +60,46 @@ def enter(inputs: Iterable, reused_as: str | None = None, collect: set | None = 
     pairs it with :func:`leave` (two calls, not a context manager: every
     ``grad``/``vmap`` call pays for this).
     """
+    m = _per_thread.modes
     ids = frozenset(id(t) for t in inputs)
-    for sink in _sinks:
+    for sink in m.sinks:
         sink.update(ids)
-    _active.append((ids, reused_as is not None, collect))
+    m.active.append((ids, reused_as is not None, collect))
     if reused_as is not None:
-        recording_programs.append((ids, reused_as))
+        m.recording_programs.append((ids, reused_as))
     if collect is not None:
-        _sinks.append(collect)
+        m.sinks.append(collect)
 
 
 def leave() -> None:
     """The innermost running transformation's function has returned (or raised): undo its :func:`enter`."""
-    _, program, collect = _active.pop()
+    m = _per_thread.modes
+    _, program, collect = m.active.pop()
     if program:
-        recording_programs.pop()
+        m.recording_programs.pop()
     if collect is not None:
-        _sinks.remove(collect)
+        m.sinks.remove(collect)
 
 
 def transforming() -> bool:
     """Whether the function of some transformation (``grad``, ``vmap``, ``jit``, ...) is running now."""
-    return bool(_active)
+    return bool(_per_thread.modes.active)
 
 
 def enclosing_inputs() -> frozenset[int]:
     """The ids of the inputs of every transformation running now (empty at the top level)."""
-    return frozenset().union(*[ids for ids, _, _ in _active])
+    return frozenset().union(*[ids for ids, _, _ in _per_thread.modes.active])
 
 
 def program_depth() -> int:
     """How many program-recording transformations (``jit``, ``trace``, ``vmap``) are running now."""
-    return len(recording_programs)
+    return len(_per_thread.modes.recording_programs)
 
 
 def innermost_program() -> str | None:
     """The name of the innermost program-recording transformation running now, or None."""
-    return recording_programs[-1][1] if recording_programs else None
+    programs = _per_thread.modes.recording_programs
+    return programs[-1][1] if programs else None
 
 
 def program_behind(node) -> str | None:
@@ -110,10 +111,11 @@ def program_behind(node) -> str | None:
 
     Example: ``program_behind(ad.Tensor(1.0))`` is None outside ``jit``/``trace``/``vmap``.
     """
-    if not recording_programs:
+    programs = _per_thread.modes.recording_programs
+    if not programs:
         return None
     found = reachable([node], lambda u: u.parents or ())
-    for ids, name in reversed(recording_programs):
+    for ids, name in reversed(programs):
         if any(id(u) in ids for u in found):
             return name
     return None

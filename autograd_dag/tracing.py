@@ -201,7 +201,7 @@ def depends_on_outer(outputs, inputs) -> bool:
     # bare numbers computed from an integer one (an index, a count: nothing requiring a
     # gradient) would be a constant of that program, the first call's (the first example's)
     # for every later one. So every parent is followed there; elsewhere only the differentiated.
-    along = None if trace_state.recording_programs else _requires_grad
+    along = None if trace_state.program_depth() else _requires_grad
     return any(id(t) in outer and id(t) not in stop for t in _behind(outputs, stop, along))
 
 
@@ -228,7 +228,7 @@ def outer_traced_leaf(outputs, inputs=()) -> tuple[Tensor, str] | None:
     own) would keep such a leaf's values for every later call of the enclosing program.
     Free when no such transformation records.
     """
-    if not trace_state.recording_programs:
+    if not trace_state.program_depth():
         return None
     for t in topological_nodes(outputs, {id(t) for t in inputs}):
         if not t.parents and (transformation := trace_state.program_behind(t)) is not None:

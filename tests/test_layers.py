@@ -20,6 +20,7 @@ LAYERS = [
     "parallel",  # the thread pool large operations are split over, and set_num_threads
     "splitting",  # large elementwise calls and reductions split into chunks run on that pool
     "heap",  # glibc's heap kept between a program's calls (mallopt): no page faults each call
+    "modes",  # what every operation reads before it records (no_grad, scope, anomaly, tracer stack): one set per thread
     "graph",  # the DAG core: the one topological sort and reachability walk
     "dag", "graph_algorithms",  # the hand-built DAG (Graph), then the book's other questions about DAGs
     "trace_state",  # which transformations run now: written by tracing, read by core (below both)

@@ -18,6 +18,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import autograd_dag as ad  # noqa: E402
 from autograd_dag import core, trace_state  # noqa: E402
+from autograd_dag.modes import modes  # noqa: E402
 from autograd_dag.onnx import _ops  # noqa: E402
 
 _D, _I = TensorProto.DOUBLE, TensorProto.INT64
@@ -282,7 +283,8 @@ def test_load_function_of_a_model_without_static_inputs_loads_once_per_shape():
 
 
 def _global_state():
-    return (list(trace_state._active), list(trace_state.recording_programs), list(trace_state._sinks),
+    m = modes()
+    return (list(m.active), list(m.recording_programs), list(m.sinks),
             core.is_recording(), gc.isenabled(), np.geterr(), dict(_ops.HANDLERS))
 
 

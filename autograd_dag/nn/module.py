@@ -30,6 +30,7 @@ import numpy as np
 from ..core import Tensor, attribute, attribution, changed_in_place
 from ..errors import AutogradDagError, SerializationError, located, user_source
 from ..leaf_names import NamedScope
+from ..modes import modes
 from ..jitting import retrace_jit
 
 __all__ = ["Parameter", "Module", "ModuleList", "Sequential", "functional_call"]
@@ -104,8 +105,8 @@ class _Naming:
 # Attribute types that hold neither a sub-module nor a parameter (exact types: a subclass is looked into).
 _PLAIN = frozenset({bool, int, float, str, bytes, type(None), np.ndarray})
 
-# The naming in force while a module method runs (None outside any).
-_naming: _Naming | None = None
+# The naming in force while a module method runs (None outside any) is this thread's
+# (``modes().naming``): a module called on two threads at once names each call from its own.
 
 
 def _enter(module: "Module") -> tuple:
@@ -117,9 +118,9 @@ def _enter(module: "Module") -> tuple:
     running the method: every operation recorded inside looks up its user's
     line through the frames in between.)
     """
-    global _naming
+    mine = modes()
     module._check_initialised()
-    outer = _naming
+    outer = mine.naming
     labels: dict[int, str | None] = {}
     names: dict[int, tuple] = {}
     for mname, own, m, slots in module._tree():
@@ -134,14 +135,13 @@ def _enter(module: "Module") -> tuple:
         names.update(outer.names)
     source, scope = attribution()
     previous = attribute(source, NamedScope(scope, names))
-    _naming = _Naming(labels, names)
+    mine.naming = _Naming(labels, names)
     return outer, previous
 
 
 def _leave(entered: tuple) -> None:
     """End the call :func:`_enter` started (also when it raised)."""
-    global _naming
-    _naming, previous = entered
+    modes().naming, previous = entered
     attribute(*previous)
 
 
@@ -149,7 +149,7 @@ def _names_parameters(fn):
     """``fn``, a public method of a Module subclass, entered as the user's call when no call of its tree runs."""
     @functools.wraps(fn)
     def method(self, *args, **kwargs):
-        naming = _naming
+        naming = modes().naming
         if naming is not None and id(self) in naming.labels:
             return fn(self, *args, **kwargs)
         entered = _enter(self)
@@ -212,7 +212,7 @@ class Module:
         # Every operation recorded looks up its user's line through the frames
         # in between: forward's naming wrapper (see __init_subclass__) is skipped.
         forward = getattr(forward, "_plain", forward)
-        naming = _naming
+        naming = modes().naming
         if naming is None or id(self) not in naming.labels:
             # The user's call: the parameters are named by their path from here (fc3.weight),
             # whatever was called before (a sub-module alone, or this module inside another).

@@ -23,6 +23,7 @@ import numpy as np
 from .. import core, trace_state
 from ..core import Tensor, apply
 from ..errors import AutogradDagError, ShapeError, TracingError, located, user_source
+from ..modes import modes
 from .registry import defprim
 from .shapes import fmt
 from .structure import broadcast_to
@@ -105,11 +106,10 @@ def dropout_mask(x, seed, p: float, stream: int = 0) -> Tensor:
 
 # ----------------------------------------------------------------- seeds
 
-# Open random_seed blocks (innermost last): [seed, the number of streams used, the number of
-# program-recording transformations (jit, trace, vmap) open when the block was].
-_seed_blocks: list[list] = []
-# Depth of the functions being run twice (ad.checkpoint's forward and replay).
-_replayed = 0
+# This thread's modes hold the open random_seed blocks (``seed_blocks``, innermost last: [seed,
+# the number of streams used, the number of program-recording transformations (jit, trace, vmap)
+# open when the block was]) and the depth of the functions being run twice (``replayed``:
+# ad.checkpoint's forward and replay).
 
 
 @contextlib.contextmanager
@@ -120,37 +120,39 @@ def random_seed(seed):
     function, so that each step draws new masks from the program traced once:
     ``with ad.random_seed(step_seed): loss = model_loss(...)``.
     """
+    blocks = modes().seed_blocks
     block = [seed, 0, trace_state.program_depth()]
-    _seed_blocks.append(block)
+    blocks.append(block)
     try:
         yield
     finally:
-        _seed_blocks.remove(block)
+        blocks.remove(block)
 
 
 @contextlib.contextmanager
 def replayed():
     """Context manager for a function that runs again later (ad.checkpoint): its draws must repeat."""
-    global _replayed
-    _replayed += 1
+    m = modes()
+    m.replayed += 1
     try:
         yield
     finally:
-        _replayed -= 1
+        m.replayed -= 1
 
 
 def seed_for(what: str, rng: np.random.Generator) -> tuple:
     """``(seed, stream)`` for one random operation ``what`` with no explicit seed (see the module docstring)."""
-    if _replayed:
+    m = modes()
+    if m.replayed:
         raise AutogradDagError(
             f"{what} inside ad.checkpoint needs an explicit seed=: the function runs again for the "
             f"backward pass and must draw the same mask both times{located(user_source())}")
-    block = _seed_blocks[-1] if _seed_blocks else None
+    block = m.seed_blocks[-1] if m.seed_blocks else None
     # A block opened outside the jit being traced, with a seed that is not its input, would freeze too.
     if block is not None and (block[2] == trace_state.program_depth() or core.traced(block[0])):
         block[1] += 1
         return block[0], block[1] - 1
-    if trace_state.recording_programs:
+    if trace_state.program_depth():
         raise TracingError(
             f"{what} inside {trace_state.innermost_program()} needs a seed that is an input: a seed drawn "
             f"now would be kept by the program and give the same mask on every call. Pass a seed "

@@ -16,9 +16,9 @@ import math
 
 import numpy as np
 
-from .. import core
 from ..core import Tensor, apply
 from ..errors import ShapeError
+from ..modes import _per_thread
 from .registry import defprim
 from .shapes import fmt, normalize_axes, normalize_axis, reduced_shape
 
@@ -65,7 +65,7 @@ RESHAPE = defprim(
     "reshape", lambda x, *, shape: x.reshape(shape) if type(x) is np.ndarray else np.reshape(x, shape),
     # x.shape is a valid shape for ct's size: no checks (the eager sweep runs this for every reshape).
     # In a bare sweep (the eager backward()) the impl is called directly, as apply's bare branch would.
-    transpose=(lambda ct, x, *, shape: RESHAPE.impl(ct, shape=x.shape) if core._bare and type(ct) is np.ndarray
+    transpose=(lambda ct, x, *, shape: RESHAPE.impl(ct, shape=x.shape) if _per_thread.modes.bare and type(ct) is np.ndarray
                else apply(RESHAPE, ct, shape=tuple(x.shape)),),
     shape=_reshape_rule,
     batch=lambda prim, args, batched, *, shape: reshape(args[0], (args[0].shape[0],) + shape))
@@ -137,7 +137,7 @@ def _transpose_rule(x, *, axes):
 
 TRANSPOSE = defprim(
     "transpose", lambda x, *, axes: x.transpose(axes) if type(x) is np.ndarray else np.transpose(x, axes),
-    transpose=(lambda ct, x, *, axes: TRANSPOSE.impl(ct, axes=_inverse(axes)) if core._bare and type(ct) is np.ndarray
+    transpose=(lambda ct, x, *, axes: TRANSPOSE.impl(ct, axes=_inverse(axes)) if _per_thread.modes.bare and type(ct) is np.ndarray
                else apply(TRANSPOSE, ct, axes=_inverse(axes)),),
     shape=_transpose_rule,
     batch=lambda prim, args, batched, *, axes: transpose(args[0], (0,) + tuple(a + 1 for a in axes)))
@@ -285,7 +285,7 @@ def sum_to_shape(x: Tensor, shape: tuple[int, ...]) -> Tensor:
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
                                       if d == 1 and x.shape[lead + i] != 1)
-    if core._bare and type(x) is np.ndarray:
+    if _per_thread.modes.bare and type(x) is np.ndarray:
         # A bare sweep (every broadcasting VJP of the eager backward()): the impls apply's bare
         # branch would reach, called directly; ``axes`` is sorted and non-negative already.
         if axes:

@@ -19,9 +19,9 @@ import string
 
 import numpy as np
 
-from ... import core
 from ...core import Tensor, apply
 from ...errors import ShapeError
+from ...modes import _per_thread
 from ..elementwise import add, astype, multiply
 from ..indexing import getitem
 from ..batch import batch_size, lift_rank, materialize
@@ -81,7 +81,7 @@ def _bare(*operands) -> bool:
     cotangents are the same arrays, bit for bit (tests/test_bare_vjps.py). A recorded sweep
     (``create_graph``, nested transformations) passes Tensors and takes the general path.
     """
-    if not core._bare:
+    if not _per_thread.modes.bare:
         return False
     for x in operands:
         if type(x) is not np.ndarray:
