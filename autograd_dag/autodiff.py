@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import operator
+import threading as _threading
 from heapq import heappop, heappush
 from typing import Any, Callable, Sequence
 
@@ -29,6 +30,8 @@ from .errors import (AutogradDagError, MissingRuleError, NotDifferentiableError,
                      UndefinedDerivativeError, user_source, located)
 from .primitives import elementwise as ew
 from .primitives import random
+from .primitives.indexing import concatenate
+from .primitives.structure import reshape
 from .passes import refuse_inputs_as_constants
 from .kinds import ProgramKind
 from .program import NodeKind, Program
@@ -1003,7 +1006,8 @@ def checkpoint(f: Callable) -> Callable:
     ``ad.checkpoint(block)(x, W, b)``; the call records one node. A Tensor
     requiring a gradient that ``f`` reads from outside (a closure, a module's
     parameters) is refused with NotDifferentiableError, not silently given none.
-    Shapes: those of ``f``: the wrapped function takes and returns what ``f`` does.
+    Shapes: those of ``f``: the wrapped function takes and returns what ``f`` does
+    (a Tensor, or a tuple, list or dict of Tensors of one dtype).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -1014,10 +1018,18 @@ def checkpoint(f: Callable) -> Callable:
         array([0.6398])
     """
     name = f"checkpoint[{getattr(f, '__name__', type(f).__name__)}]"
+    # A tuple, list or dict of results is one node all the same: its leaves' numbers packed into
+    # one vector, unpacked by wrapped (np.asarray stacked a tuple into one array, and a dict became
+    # an array of objects, and the backward failed). The structure f returned is kept per thread.
+    packed = _threading.local()
 
     def impl(*arrays):
         with _recording_as(False), random.replayed():
             out = f(*[Tensor(a) for a in arrays])
+        if isinstance(out, (tuple, list, dict)):
+            packed.layout, vector = _pack(out, name, lambda v: np.concatenate([np.ravel(_value_of(x)) for x in v]))
+            return vector
+        packed.layout = None
         # (A transformation inside f, on constant arguments, returns numbers here.)
         return out.value if isinstance(out, Tensor) else np.asarray(out)
 
@@ -1033,9 +1045,15 @@ def checkpoint(f: Callable) -> Callable:
         # derivative would be a silent zero.
         # Recorded by the one tracer, as grad records its function.
         with random.replayed():
-            rec = tracing.record(f, inputs, lambda position, x: slot_input(x, name), what=name)
+            rec = tracing.record(packed_f, inputs, lambda position, x: slot_input(x, name), what=name)
         _refuse_closure_gradients(rec.result, rec.inputs, name, rec.inner)
         return rec.inputs, rec.result
+
+    def packed_f(*args):
+        out = f(*args)
+        if isinstance(out, (tuple, list, dict)):   # packed as impl packs it, recorded
+            out = _pack(out, name, lambda v: concatenate([reshape(x, (-1,)) for x in v]))[1]
+        return out
 
     def rule_vjp(ct, out, *inputs):
         recording = core.is_recording()
@@ -1061,9 +1079,38 @@ def checkpoint(f: Callable) -> Callable:
                     _refuse_closure_tensor(t, name, user_source())
             if trace_state.recording_programs:
                 _refuse_traced_reads(f, args, name)
-        return apply(prim, *args)
+        packed.layout = None
+        out = apply(prim, *args)
+        return out if packed.layout is None else _unpack(out, packed.layout)
     wrapped.__name__ = name
     return wrapped
+
+
+def _pack(out, name: str, join: Callable) -> tuple:
+    """``(layout, join(leaves))`` for a checkpointed function's tuple, list or dict of results.
+
+    ``layout``: the structure and the leaves' shapes and dtype, for :func:`_unpack`.
+    One vector holds one dtype: results of several dtypes are refused.
+    """
+    leaves, treedef = flatten(out)
+    leaves = [x if isinstance(x, Tensor) else np.asarray(x) for x in leaves]
+    dtypes = {np.dtype(x.dtype) for x in leaves}
+    if len(dtypes) != 1:
+        raise AutogradDagError(f"{name}: the function returns {len(leaves)} results of dtypes "
+                               f"{sorted(map(str, dtypes)) or 'none'}; a checkpoint returning several "
+                               f"results needs one dtype for all (checkpoint them separately)")
+    return (treedef, [x.shape for x in leaves]), join(leaves)
+
+
+def _unpack(vector, layout):
+    """The results :func:`_pack` packed into ``vector`` (a Tensor, or an array when nothing records)."""
+    treedef, shapes = layout
+    leaves, start = [], 0
+    for shape in shapes:
+        stop = start + int(np.prod(shape, dtype=np.int64))
+        leaves.append(vector[start:stop].reshape(shape))
+        start = stop
+    return unflatten(treedef, leaves)
 
 
 def _refuse_traced_reads(f: Callable, args: tuple, name: str) -> None:
@@ -1079,9 +1126,10 @@ def _refuse_traced_reads(f: Callable, args: tuple, name: str) -> None:
     """
     with _recording_as(True), random.replayed(), np.errstate(all="ignore"):
         result = f(*[Tensor(a.value if isinstance(a, Tensor) else np.asarray(a)) for a in args])
-    if not isinstance(result, Tensor):
+    results = [x for x in flatten(result)[0] if isinstance(x, Tensor)]
+    if not results:
         return  # (the checkpoint node refuses it, naming f)
-    found = tracing.outer_traced_leaf([result])
+    found = tracing.outer_traced_leaf(results)
     if found is not None:
         t, transformation = found
         what = f"'{t.name}' (shape {t.shape}, {t.dtype})" if t.name else f"a Tensor of shape {t.shape} ({t.dtype})"

@@ -29,3 +29,40 @@ def test_jit_gives_a_python_int_argument_the_dtype_of_the_float_arrays():
     # Beside float64 arrays, and alone, as before: float64.
     assert ad.jit(f)(w.astype(np.float64), 3).dtype == np.float64
     assert ad.jit(lambda k: k * 2)(3).dtype == np.float64
+
+
+def test_checkpoint_returns_a_tuple_or_dict_as_the_function_does():
+    # ad.checkpoint(f) of an f returning (sin(x), cos(x)) returned one stacked Tensor of shape
+    # (2, n) (a dict became an array of objects), and its backward raised "'tuple' object has no
+    # attribute 'requires_grad'". Now: f's structure, and the gradient of every route.
+    x = np.array([[0.3, -1.2, 2.0], [0.7, 0.1, -0.4]])
+    w = np.array([[0.5, -1.0], [1.5, 0.25], [-0.75, 2.0]])
+
+    def block(a, W):
+        h = ad.tanh(a @ W)
+        return {"h": h, "pair": (ad.sin(a), ad.sum(h))}
+
+    def loss(a, W):
+        out = ad.checkpoint(block)(a, W)
+        return ad.sum(out["h"] ** 2) + ad.sum(out["pair"][0] * 3.0) + out["pair"][1] ** 2
+
+    def plain(a, W):   # the same loss without the checkpoint: the reference
+        out = block(a, W)
+        return ad.sum(out["h"] ** 2) + ad.sum(out["pair"][0] * 3.0) + out["pair"][1] ** 2
+
+    out = ad.checkpoint(block)(x, w)
+    assert set(out) == {"h", "pair"} and isinstance(out["pair"], tuple)
+    np.testing.assert_allclose(out["h"], np.tanh(x @ w), rtol=1e-15)   # (one matmul and tanh: same bits)
+    np.testing.assert_allclose(out["pair"][0], np.sin(x), rtol=1e-15)
+    expected = ad.grad(plain, argnums=(0, 1))(x, w)
+    # Recomputed in the same operations; the sums add the same terms in another order: 1e-12.
+    for got in (ad.grad(loss, argnums=(0, 1))(x, w), ad.jit(ad.grad(loss, argnums=(0, 1)))(x, w),
+                ad.grad_program(ad.trace(loss, x, w))(x, w)):
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
+    tangents = (np.ones_like(x), w * 2)
+    np.testing.assert_allclose(ad.jvp(loss, (x, w), tangents)[1], ad.jvp(plain, (x, w), tangents)[1], rtol=1e-12)
+    np.testing.assert_allclose(ad.hessian(loss, argnums=1)(x, w), ad.hessian(plain, argnums=1)(x, w),
+                               rtol=1e-12, atol=1e-12)
+    with np.testing.assert_raises_regex(ad.AutogradDagError, "one dtype"):
+        ad.checkpoint(lambda a: (a, a > 0))(ad.Tensor(x, requires_grad=True))
