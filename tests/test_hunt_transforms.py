@@ -1,11 +1,14 @@
-"""Defects found by an adversarial hunt in the transformations (jit, vmap, jvp, grad), one test each.
+"""Defects found by an adversarial hunt in the transformations (jit, checkpoint) and at numeric edges, one test each.
 
 Each test failed before its fix; its comment names what was wrong.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+import pytest
 
 import autograd_dag as ad
 
@@ -66,3 +69,28 @@ def test_checkpoint_returns_a_tuple_or_dict_as_the_function_does():
                                rtol=1e-12, atol=1e-12)
     with np.testing.assert_raises_regex(ad.AutogradDagError, "one dtype"):
         ad.checkpoint(lambda a: (a, a > 0))(ad.Tensor(x, requires_grad=True))
+
+
+@pytest.mark.parametrize("fn", [ad.logaddexp, ad.logaddexp2])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_logaddexp_at_plus_infinity_has_derivative_one_not_nan(fn, dtype):
+    # d logaddexp(x, y)/dx = 1 / (1 + e^(y − x)) is 1 at x = +inf (PyTorch and JAX say 1);
+    # the rule's exp(x − out) was exp(inf − inf) = NaN, eager, jit and forward mode.
+    x = np.array([np.inf, np.inf, 0.0, -np.inf, 1.0], dtype)
+    y = np.array([0.0, -np.inf, np.inf, -np.inf, 2.0], dtype)
+    base = 2.0 if fn is ad.logaddexp2 else np.e
+    s = 1.0 / (1.0 + base ** (2.0 - 1.0))          # the finite pair's weight of x, 1/(1 + b^(y−x))
+    expected_x = np.array([1.0, 1.0, 0.0, 0.0, s], dtype)   # (−inf, −inf): 0, the library's log-sum-exp rule
+    expected_y = np.array([0.0, 0.0, 1.0, 0.0, 1.0 - s], dtype)
+    def pullback(a, b):   # (not grad of a sum: its forward adds inf and −inf)
+        return ad.vjp(fn, a, b)[1](np.ones_like(x))
+    rtol = 1e-15 if dtype == np.float64 else 1e-6   # (one exp of a difference, against the closed form)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # and no "invalid value" warning from inf − inf
+        for gx, gy in (pullback(x, y), ad.jit(pullback)(x, y)):
+            assert gx.dtype == dtype and gy.dtype == dtype
+            np.testing.assert_allclose(gx, expected_x, rtol=rtol)
+            np.testing.assert_allclose(gy, expected_y, rtol=rtol)
+        ones, zeros = np.ones_like(x), np.zeros_like(x)
+        np.testing.assert_allclose(ad.jvp(fn, (x, y), (ones, zeros))[1], expected_x, rtol=rtol)
+        np.testing.assert_allclose(ad.jvp(fn, (x, y), (zeros, ones))[1], expected_y, rtol=rtol)
