@@ -517,6 +517,11 @@ def forward_sweep(outputs: Sequence[Tensor], primals: Sequence[Tensor], tangents
                 if np.shape(out) != t.shape:
                     raise AutogradDagError(f"JVP of '{prim.name}' returned a tangent of shape {np.shape(out)} "
                                            f"for an output of shape {t.shape}{located(t.source)}")
+                if getattr(out, "dtype", None) != t.dtype and t.dtype.kind == "f":
+                    # A tangent has its primal's dtype (JAX's rule): x32 + i64 is float64 (numpy's
+                    # promotion), but add's JVP passed x's float32 tangent on, and what followed
+                    # summed it in float32. (The reverse sweep casts cotangents likewise: _fitted.)
+                    out = ew.astype(out, t.dtype) if create_graph else np.asarray(out, dtype=t.dtype)
                 if anomaly:
                     check_finite(out, "tangent from the JVP", node=t)
                 tan[id(t)] = out

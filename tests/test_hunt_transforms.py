@@ -128,3 +128,18 @@ def test_jacobian_and_hessian_take_and_return_nested_structures_as_jax_does():
     np.testing.assert_allclose(H["w"]["v"], 2 * (np.outer(y[0], x) + x @ y[0] * eye), rtol=1e-15)
     np.testing.assert_allclose(H["w"]["w"], 2 * np.outer(y[0], y[0]), rtol=1e-15)
     np.testing.assert_allclose(H["v"]["v"], 2 * np.outer(x, x), rtol=1e-15)
+
+
+def test_a_tangent_has_its_primals_dtype_when_promotion_widens_it():
+    # x32 + i64 is float64 (numpy's promotion), but add's JVP passed x's float32 tangent on and the
+    # sum after it added the tangents in float32: 1 + 1e-8 + 1e-8 gave 1.0 (float32), not 1.00000002.
+    # Reverse mode casts cotangents to each node's dtype; forward mode now casts tangents likewise.
+    x = np.array([0.5, 1.0, 3.0], np.float32)
+    i = np.arange(3)
+    t = np.array([1.0, 1e-8, 1e-8], np.float32)
+    expected = np.sum(t.astype(np.float64))   # (three float64 adds in one order on both sides: exact)
+    for how, (value, tangent) in [
+            ("eager", ad.jvp(lambda a: ad.sum(a + i), (x,), (t,))),
+            ("jit", ad.jit(lambda a, u: ad.jvp(lambda b: ad.sum(b + i), (a,), (u,)))(x, t))]:
+        assert value.dtype == np.float64 and tangent.dtype == np.float64, how
+        assert tangent == expected, how
