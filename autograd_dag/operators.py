@@ -274,7 +274,9 @@ NUMPY_FUNCTIONS = {
     np.swapaxes: lambda a, axis1, axis2: structure.swapaxes(a, axis1, axis2), np.squeeze: structure.squeeze,
     np.expand_dims: structure.expand_dims, np.broadcast_to: structure.broadcast_to,
     np.concatenate: _np_concatenate, np.stack: _np_stack,
-    np.where: ew.where, np.einsum: linalg.einsum,
+    # (np.where(condition) alone is np.nonzero(condition): it raised "missing 2 required arguments")
+    np.where: lambda condition, *xy: ew.where(condition, *xy) if xy else np.nonzero(condition),
+    np.einsum: linalg.einsum,
     np.take: lambda a, indices, axis=None: indexing.take(
         a if axis is not None else structure.reshape(a, (-1,)), indices, 0 if axis is None else axis),
     # numpy.linalg (ad.linalg)

@@ -143,3 +143,15 @@ def test_a_tangent_has_its_primals_dtype_when_promotion_widens_it():
             ("jit", ad.jit(lambda a, u: ad.jvp(lambda b: ad.sum(b + i), (a,), (u,)))(x, t))]:
         assert value.dtype == np.float64 and tangent.dtype == np.float64, how
         assert tangent == expected, how
+
+
+def test_numpy_where_with_only_a_condition_is_nonzero_on_a_tensor():
+    # np.where(t > 0) on a Tensor raised TypeError "where() missing 2 required positional
+    # arguments"; numpy's one-argument where is nonzero (indices, no derivative).
+    a = np.array([[1.0, -2.0], [3.0, 4.0]])
+    t = ad.Tensor(a, requires_grad=True)
+    got = np.where(t > 0)
+    assert len(got) == 2
+    for g, e in zip(got, np.where(a > 0)):
+        np.testing.assert_array_equal(g, e)
+    np.testing.assert_array_equal(np.where(t > 0, t, 0.0).value, np.where(a > 0, a, 0.0))
