@@ -155,3 +155,16 @@ def test_numpy_where_with_only_a_condition_is_nonzero_on_a_tensor():
     for g, e in zip(got, np.where(a > 0)):
         np.testing.assert_array_equal(g, e)
     np.testing.assert_array_equal(np.where(t > 0, t, 0.0).value, np.where(a > 0, a, 0.0))
+
+
+def test_named_trace_of_a_dict_of_named_tensors():
+    # named.trace(f) of an f returning a dict raised "numpy and positional ad functions have no
+    # names" (the dict's NamedTensors reached the positional trace); a tuple worked.
+    from autograd_dag import named
+    X = named.NamedTensor(np.arange(6.0).reshape(2, 3), "a b")
+    program = named.trace(lambda x: {"s": x.nsum("a"), "e": (named.exp(x), x.nsum(("a", "b")))}, X)
+    s, e, total = program(np.full((2, 3), 2.0))
+    np.testing.assert_array_equal(s, [4.0, 4.0, 4.0])
+    np.testing.assert_allclose(e, np.exp(np.full((2, 3), 2.0)), rtol=1e-15)   # (one exp: same bits)
+    assert total == 12.0
+    assert [named.program_axes(program).get(k) for k in program.outputs] == [("b",), ("a", "b"), ()]
