@@ -628,6 +628,27 @@ def _finish(t, nested: bool):
     return t if nested else np.asarray(_value_of(t))
 
 
+def _weak_slot(args, chosen) -> Callable:
+    """``slot_input`` for the leaves of the arguments at positions ``chosen``, a Python number weak.
+
+    A Python float, int or bool takes the floating dtype of the arguments' arrays (float64
+    without any), as numpy 2 promotes a Python number and as the call f(w32, 3.0) computes: its
+    slot was a float64 input, so ad.jvp(f, (w32, 3.0), ...) and vjp computed in float64 (JAX's:
+    float32). ``jit`` takes its arguments so (jitting._arguments_as_arrays).
+    """
+    floats = [np.dtype(x.dtype) for x in flatten(tuple(args))[0]
+              if isinstance(x, (Tensor, np.ndarray, np.generic)) and np.dtype(x.dtype).kind == "f"]
+    weak = np.result_type(*floats) if floats else np.dtype(np.float64)
+
+    def make(position, leaf, what):
+        if position not in chosen:
+            return None
+        if type(leaf) in (float, int, bool):
+            leaf = np.array(leaf, weak)
+        return slot_input(leaf, what)
+    return make
+
+
 def vjp(f: Callable, *args, has_aux: bool = False) -> tuple:
     """``(f(*args), vjp_fn)`` where ``vjp_fn(ct)`` returns ⟨ct, ∂f⟩ for each argument.
 
@@ -647,7 +668,8 @@ def vjp(f: Callable, *args, has_aux: bool = False) -> tuple:
         >>> f_vjp(np.ones(2))
         (array([2., 4.]),)
     """
-    rec = tracing.record(f, args, lambda position, leaf: slot_input(leaf, "vjp: input"), what="vjp", has_aux=has_aux)
+    make = _weak_slot(args, range(len(args)))
+    rec = tracing.record(f, args, lambda position, leaf: make(position, leaf, "vjp: input"), what="vjp", has_aux=has_aux)
     inputs, out_leaves, out_td, nested = rec.inputs, rec.outputs, rec.out_tree, rec.nested
     _refuse_complex_outputs(out_leaves, "vjp")
     arg_td = flatten(args)[1]
@@ -711,7 +733,8 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
                         f"grad requires real floating-point inputs, but the differentiated argument "
                         f"(argnums={argnums!r}, leaf {i}) has dtype {dtype}. Pass x.astype(float) to "
                         f"differentiate it, or leave an index argument out of argnums{located(user_source())}")
-        rec = tracing.record(f, args, lambda position, leaf: slot_input(leaf, "grad: input") if position in nums else None,
+        make = _weak_slot(args, nums)
+        rec = tracing.record(f, args, lambda position, leaf: make(position, leaf, "grad: input"),
                      what="grad", has_aux=has_aux)
         inputs, nested, out = rec.inputs, rec.nested, rec.result
         if not isinstance(out, Tensor):
@@ -780,7 +803,8 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
                 f"jvp: primal leaf {i} has dtype {dtype}, so it has no tangent (an index), but its tangent "
                 f"is nonzero. Pass x.astype(float) to differentiate it, or a zero tangent"
                 f"{located(user_source())}")
-    rec = tracing.record(f, tuple(primals), lambda position, leaf: slot_input(leaf, "jvp: input"), what="jvp")
+    make = _weak_slot(tuple(primals), range(len(primals)))
+    rec = tracing.record(f, tuple(primals), lambda position, leaf: make(position, leaf, "jvp: input"), what="jvp")
     inputs, out_leaves, out_td = rec.inputs, rec.outputs, rec.out_tree
     _refuse_complex_outputs(out_leaves, "jvp")
     nested = rec.nested or _nested(t_leaves)

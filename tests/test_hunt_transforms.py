@@ -168,3 +168,24 @@ def test_named_trace_of_a_dict_of_named_tensors():
     np.testing.assert_allclose(e, np.exp(np.full((2, 3), 2.0)), rtol=1e-15)   # (one exp: same bits)
     assert total == 12.0
     assert [named.program_axes(program).get(k) for k in program.outputs] == [("b",), ("a", "b"), ()]
+
+
+def test_a_python_number_differentiated_beside_float32_arrays_is_float32():
+    # ad.jvp(f, (w32, 3.0), ...), ad.vjp(f, w32, 3.0) and grad with argnums=(0, 1) made 3.0 a
+    # float64 input, so f computed in float64 where f(w32, 3.0) itself, numpy 2 and JAX stay float32.
+    w = np.array([0.5, -1.25], np.float32)
+    def f(a, k):
+        return a * k
+    value, tangent = ad.jvp(f, (w, 3.0), (w, 0.0))
+    assert value.dtype == tangent.dtype == np.float32
+    np.testing.assert_array_equal(tangent, 3 * w)           # (one float32 product: exact)
+    out, pullback = ad.vjp(f, w, 3.0)
+    gw, gk = pullback(np.ones(2, np.float32))
+    assert out.dtype == gw.dtype == gk.dtype == np.float32
+    assert gk == np.float32(w.sum())
+    value, (gw, gk) = ad.value_and_grad(lambda a, k: ad.sum(f(a, k)), argnums=(0, 1))(w, 3.0)
+    assert value.dtype == gw.dtype == gk.dtype == np.float32
+    assert ad.grad(lambda a, k: ad.sum(f(a, k)), argnums=1)(w, 3.0).dtype == np.float32
+    # Alone, or beside float64 arrays, a Python number is float64, as before.
+    assert ad.grad(lambda k: k * k)(3.0).dtype == np.float64
+    assert ad.jvp(f, (w.astype(np.float64), 3.0), (w.astype(np.float64), 0.0))[1].dtype == np.float64
