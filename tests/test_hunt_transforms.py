@@ -189,3 +189,25 @@ def test_a_python_number_differentiated_beside_float32_arrays_is_float32():
     # Alone, or beside float64 arrays, a Python number is float64, as before.
     assert ad.grad(lambda k: k * k)(3.0).dtype == np.float64
     assert ad.jvp(f, (w.astype(np.float64), 3.0), (w.astype(np.float64), 0.0))[1].dtype == np.float64
+
+
+def test_masks_combine_with_and_or_xor_invert_under_jit_and_vmap():
+    # (x > 0) & (y > 0), |, ^ and ~ on Tensors raised TypeError "unsupported operand type(s)", and
+    # np.logical_and reads the numbers, which jit refuses: a mask could not be combined in a trace.
+    a = np.array([1.5, -2.0, 3.0, 0.5])
+    b = np.array([1.0, 1.0, -1.0, -2.0])
+    m = np.array([True, False, True, False])
+
+    def f(lib, x, y):
+        where = ad.where if lib is ad else np.where
+        return where(((x > 0) & (y > 0)) | ~(x > -1) ^ (m & (y < 0)), x, 0.0)
+    fast = ad.jit(lambda x, y: f(ad, x, y))
+    for x in (a, -a):   # the second call runs the program on other data: its masks follow them
+        np.testing.assert_array_equal(fast(x, b), f(np, x, b))
+        np.testing.assert_array_equal(f(ad, ad.Tensor(x), ad.Tensor(b)).value, f(np, x, b))
+    np.testing.assert_array_equal(ad.vmap(lambda x, y: f(ad, x, y))(np.stack([a, -a]), np.stack([b, b])),
+                                  np.stack([f(np, a, b), f(np, -a, b)]))
+    np.testing.assert_array_equal(ad.grad(lambda x: ad.sum(f(ad, x, b)))(a), f(np, a, b) != 0)
+    np.testing.assert_array_equal((m & ad.Tensor(~m)).value, np.zeros(4, bool))   # (numpy's operand first)
+    with pytest.raises(TypeError, match="boolean operands"):
+        ad.Tensor(np.arange(3)) & 1
