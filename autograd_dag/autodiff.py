@@ -636,15 +636,17 @@ def _weak_slot(args, chosen) -> Callable:
     slot was a float64 input, so ad.jvp(f, (w32, 3.0), ...) and vjp computed in float64 (JAX's:
     float32). ``jit`` takes its arguments so (jitting._arguments_as_arrays).
     """
-    floats = [np.dtype(x.dtype) for x in flatten(tuple(args))[0]
-              if isinstance(x, (Tensor, np.ndarray, np.generic)) and np.dtype(x.dtype).kind == "f"]
-    weak = np.result_type(*floats) if floats else np.dtype(np.float64)
+    weak: list = []   # (found at the first Python number: most calls have none, and need no walk)
 
     def make(position, leaf, what):
         if position not in chosen:
             return None
         if type(leaf) in (float, int, bool):
-            leaf = np.array(leaf, weak)
+            if not weak:
+                floats = [np.dtype(x.dtype) for x in flatten(tuple(args))[0]
+                          if isinstance(x, (Tensor, np.ndarray, np.generic)) and np.dtype(x.dtype).kind == "f"]
+                weak.append(np.result_type(*floats) if floats else np.dtype(np.float64))
+            leaf = np.array(leaf, weak[0])
         return slot_input(leaf, what)
     return make
 
