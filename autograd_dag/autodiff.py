@@ -31,6 +31,8 @@ from .errors import (AutogradDagError, MissingRuleError, NotDifferentiableError,
                      UndefinedDerivativeError, user_source, located)
 from .primitives import elementwise as ew
 from .primitives import random
+from .primitives.indexing import concatenate
+from .primitives.structure import reshape
 from .passes import refuse_inputs_as_constants
 from .kinds import ProgramKind
 from .modes import modes
@@ -517,6 +519,11 @@ def forward_sweep(outputs: Sequence[Tensor], primals: Sequence[Tensor], tangents
                 if np.shape(out) != t.shape:
                     raise AutogradDagError(f"JVP of '{prim.name}' returned a tangent of shape {np.shape(out)} "
                                            f"for an output of shape {t.shape}{located(t.source)}")
+                if getattr(out, "dtype", None) != t.dtype and t.dtype.kind == "f":
+                    # A tangent has its primal's dtype (JAX's rule): x32 + i64 is float64 (numpy's
+                    # promotion), but add's JVP passed x's float32 tangent on, and what followed
+                    # summed it in float32. (The reverse sweep casts cotangents likewise: _fitted.)
+                    out = ew.astype(out, t.dtype) if create_graph else np.asarray(out, dtype=t.dtype)
                 if anomaly:
                     check_finite(out, "tangent from the JVP", node=t)
                 tan[id(t)] = out
@@ -636,6 +643,29 @@ def _finish(t, nested: bool):
     return t if nested else np.asarray(_value_of(t))
 
 
+def _weak_slot(args, chosen) -> Callable:
+    """``slot_input`` for the leaves of the arguments at positions ``chosen``, a Python number weak.
+
+    A Python float, int or bool takes the floating dtype of the arguments' arrays (float64
+    without any), as numpy 2 promotes a Python number and as the call f(w32, 3.0) computes: its
+    slot was a float64 input, so ad.jvp(f, (w32, 3.0), ...) and vjp computed in float64 (JAX's:
+    float32). ``jit`` takes its arguments so (jitting._arguments_as_arrays).
+    """
+    weak: list = []   # (found at the first Python number: most calls have none, and need no walk)
+
+    def make(position, leaf, what):
+        if position not in chosen:
+            return None
+        if type(leaf) in (float, int, bool):
+            if not weak:
+                floats = [np.dtype(x.dtype) for x in flatten(tuple(args))[0]
+                          if isinstance(x, (Tensor, np.ndarray, np.generic)) and np.dtype(x.dtype).kind == "f"]
+                weak.append(np.result_type(*floats) if floats else np.dtype(np.float64))
+            leaf = np.array(leaf, weak[0])
+        return slot_input(leaf, what)
+    return make
+
+
 def vjp(f: Callable, *args, has_aux: bool = False) -> tuple:
     """``(f(*args), vjp_fn)`` where ``vjp_fn(ct)`` returns ⟨ct, ∂f⟩ for each argument.
 
@@ -655,7 +685,8 @@ def vjp(f: Callable, *args, has_aux: bool = False) -> tuple:
         >>> f_vjp(np.ones(2))
         (array([2., 4.]),)
     """
-    rec = tracing.record(f, args, lambda position, leaf: slot_input(leaf, "vjp: input"), what="vjp", has_aux=has_aux)
+    make = _weak_slot(args, range(len(args)))
+    rec = tracing.record(f, args, lambda position, leaf: make(position, leaf, "vjp: input"), what="vjp", has_aux=has_aux)
     inputs, out_leaves, out_td, nested = rec.inputs, rec.outputs, rec.out_tree, rec.nested
     _refuse_complex_outputs(out_leaves, "vjp")
     arg_td = flatten(args)[1]
@@ -719,7 +750,8 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
                         f"grad requires real floating-point inputs, but the differentiated argument "
                         f"(argnums={argnums!r}, leaf {i}) has dtype {dtype}. Pass x.astype(float) to "
                         f"differentiate it, or leave an index argument out of argnums{located(user_source())}")
-        rec = tracing.record(f, args, lambda position, leaf: slot_input(leaf, "grad: input") if position in nums else None,
+        make = _weak_slot(args, nums)
+        rec = tracing.record(f, args, lambda position, leaf: make(position, leaf, "grad: input"),
                      what="grad", has_aux=has_aux)
         inputs, nested, out = rec.inputs, rec.nested, rec.result
         if not isinstance(out, Tensor):
@@ -788,7 +820,8 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
                 f"jvp: primal leaf {i} has dtype {dtype}, so it has no tangent (an index), but its tangent "
                 f"is nonzero. Pass x.astype(float) to differentiate it, or a zero tangent"
                 f"{located(user_source())}")
-    rec = tracing.record(f, tuple(primals), lambda position, leaf: slot_input(leaf, "jvp: input"), what="jvp")
+    make = _weak_slot(tuple(primals), range(len(primals)))
+    rec = tracing.record(f, tuple(primals), lambda position, leaf: make(position, leaf, "jvp: input"), what="jvp")
     inputs, out_leaves, out_td = rec.inputs, rec.outputs, rec.out_tree
     _refuse_complex_outputs(out_leaves, "jvp")
     nested = rec.nested or _nested(t_leaves)
@@ -1020,7 +1053,8 @@ def checkpoint(f: Callable) -> Callable:
     ``ad.checkpoint(block)(x, W, b)``; the call records one node. A Tensor
     requiring a gradient that ``f`` reads from outside (a closure, a module's
     parameters) is refused with NotDifferentiableError, not silently given none.
-    Shapes: those of ``f``: the wrapped function takes and returns what ``f`` does.
+    Shapes: those of ``f``: the wrapped function takes and returns what ``f`` does
+    (a Tensor, or a tuple, list or dict of Tensors of one dtype).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -1031,10 +1065,18 @@ def checkpoint(f: Callable) -> Callable:
         array([0.6398])
     """
     name = f"checkpoint[{getattr(f, '__name__', type(f).__name__)}]"
+    # A tuple, list or dict of results is one node all the same: its leaves' numbers packed into
+    # one vector, unpacked by wrapped (np.asarray stacked a tuple into one array, and a dict became
+    # an array of objects, and the backward failed). The structure f returned is kept per thread.
+    packed = threading.local()
 
     def impl(*arrays):
         with _recording_as(False), random.replayed():
             out = f(*[Tensor(a) for a in arrays])
+        if isinstance(out, (tuple, list, dict)):
+            packed.layout, vector = _pack(out, name, lambda v: np.concatenate([np.ravel(_value_of(x)) for x in v]))
+            return vector
+        packed.layout = None
         # (A transformation inside f, on constant arguments, returns numbers here.)
         return out.value if isinstance(out, Tensor) else np.asarray(out)
 
@@ -1050,9 +1092,15 @@ def checkpoint(f: Callable) -> Callable:
         # derivative would be a silent zero.
         # Recorded by the one tracer, as grad records its function.
         with random.replayed():
-            rec = tracing.record(f, inputs, lambda position, x: slot_input(x, name), what=name)
+            rec = tracing.record(packed_f, inputs, lambda position, x: slot_input(x, name), what=name)
         _refuse_closure_gradients(rec.result, rec.inputs, name, rec.inner)
         return rec.inputs, rec.result
+
+    def packed_f(*args):
+        out = f(*args)
+        if isinstance(out, (tuple, list, dict)):   # packed as impl packs it, recorded
+            out = _pack(out, name, lambda v: concatenate([reshape(x, (-1,)) for x in v]))[1]
+        return out
 
     def rule_vjp(ct, out, *inputs):
         recording = core.is_recording()
@@ -1078,9 +1126,38 @@ def checkpoint(f: Callable) -> Callable:
                     _refuse_closure_tensor(t, name, user_source())
             if trace_state.program_depth():
                 _refuse_traced_reads(f, args, name)
-        return apply(prim, *args)
+        packed.layout = None
+        out = apply(prim, *args)
+        return out if packed.layout is None else _unpack(out, packed.layout)
     wrapped.__name__ = name
     return wrapped
+
+
+def _pack(out, name: str, join: Callable) -> tuple:
+    """``(layout, join(leaves))`` for a checkpointed function's tuple, list or dict of results.
+
+    ``layout``: the structure and the leaves' shapes and dtype, for :func:`_unpack`.
+    One vector holds one dtype: results of several dtypes are refused.
+    """
+    leaves, treedef = flatten(out)
+    leaves = [x if isinstance(x, Tensor) else np.asarray(x) for x in leaves]
+    dtypes = {np.dtype(x.dtype) for x in leaves}
+    if len(dtypes) != 1:
+        raise AutogradDagError(f"{name}: the function returns {len(leaves)} results of dtypes "
+                               f"{sorted(map(str, dtypes)) or 'none'}; a checkpoint returning several "
+                               f"results needs one dtype for all (checkpoint them separately)")
+    return (treedef, [x.shape for x in leaves]), join(leaves)
+
+
+def _unpack(vector, layout):
+    """The results :func:`_pack` packed into ``vector`` (a Tensor, or an array when nothing records)."""
+    treedef, shapes = layout
+    leaves, start = [], 0
+    for shape in shapes:
+        stop = start + int(np.prod(shape, dtype=np.int64))
+        leaves.append(vector[start:stop].reshape(shape))
+        start = stop
+    return unflatten(treedef, leaves)
 
 
 def _refuse_traced_reads(f: Callable, args: tuple, name: str) -> None:
@@ -1096,9 +1173,10 @@ def _refuse_traced_reads(f: Callable, args: tuple, name: str) -> None:
     """
     with _recording_as(True), random.replayed(), np.errstate(all="ignore"):
         result = f(*[Tensor(a.value if isinstance(a, Tensor) else np.asarray(a)) for a in args])
-    if not isinstance(result, Tensor):
+    results = [x for x in flatten(result)[0] if isinstance(x, Tensor)]
+    if not results:
         return  # (the checkpoint node refuses it, naming f)
-    found = tracing.outer_traced_leaf([result])
+    found = tracing.outer_traced_leaf(results)
     if found is not None:
         t, transformation = found
         what = f"'{t.name}' (shape {t.shape}, {t.dtype})" if t.name else f"a Tensor of shape {t.shape} ({t.dtype})"

@@ -211,6 +211,9 @@ def jacobian(f: Callable, argnums=0) -> Callable:
     output's entries (rather than one reverse pass per entry).
     ``argnums`` is an int or, as in JAX, a tuple of ints: then the result is
     the tuple of the Jacobians w.r.t. those arguments (from the same passes).
+    ``f``'s output and arguments may be nested tuples, lists or dicts (as for
+    JAX's ``jacrev``): the result has the output's structure, each of its leaves
+    the chosen argument's (a tuple over a tuple of argnums).
     Shapes: out.shape + arg.shape (a tuple of those for a tuple of argnums).
 
     Example:
@@ -231,23 +234,40 @@ def jacobian(f: Callable, argnums=0) -> Callable:
                 rebuilt[n] = x
             return f(*rebuilt)
         out, f_vjp = vjp(f_of, *(args[n] for n in nums))
-        nested = isinstance(out, Tensor)
-        out_value = out.value if nested else np.asarray(out)
-        x_shapes = [np.shape(args[n].value if isinstance(args[n], Tensor) else args[n]) for n in nums]
-        size = out_value.size
-        if size == 0:
-            zeros = [np.zeros(out_value.shape + s, dtype=out_value.dtype) for s in x_shapes]
-            jacobians = [Tensor(z) if nested else z for z in zeros]
+        # Outputs and arguments may be tuples, lists or dicts, as JAX's jacrev takes them: the
+        # Jacobian has the output's structure, each leaf the chosen arguments' (a tuple of them for
+        # a tuple of argnums), of shape out_leaf.shape + arg_leaf.shape. (An array took the first
+        # output leaf only, and a tuple argument raised AttributeError: no 'reshape'.)
+        out_leaves, out_tree = flatten(out)
+        nested = any(isinstance(o, Tensor) for o in out_leaves)
+        outs = [o.value if isinstance(o, Tensor) else np.asarray(o) for o in out_leaves]
+        chosen = [flatten(args[n]) for n in nums]
+        x_shapes = [np.shape(x.value if isinstance(x, Tensor) else x) for leaves, _ in chosen for x in leaves]
+        sizes = [o.size for o in outs]
+        total, ends = sum(sizes), np.cumsum(sizes)
+        if total == 0:
+            rows = [np.zeros((0,) + s, dtype=outs[0].dtype if outs else np.float64) for s in x_shapes]
         else:
-            basis = np.eye(size, dtype=out_value.dtype).reshape((size,) + out_value.shape)
+            # One batch of unit cotangents over every output entry: row i is 1 at entry i of the leaf holding it.
+            basis = [np.eye(total, dtype=o.dtype)[:, end - o.size:end].reshape((total,) + o.shape)
+                     for o, end in zip(outs, ends)]
             # On numbers, the VJP reads its recording's own input, a fresh leaf requiring a gradient:
             # not a parameter whose gradient the rows must carry (the Jacobian is numbers, as grad's
             # result). On a Tensor (nested) the rows are recorded, as grad's are, so that backward()
             # reaches the Tensor through them (before: J was numbers and its derivative was dropped).
-            rows = _vmap(lambda ct: tuple(f_vjp(ct)), 0, 0, keep_leaves=nested)(basis)
-            jacobians = [structure.reshape(r, out_value.shape + s) if isinstance(r, Tensor)
-                         else r.reshape(out_value.shape + s) for r, s in zip(rows, x_shapes)]
-        return jacobians[0] if single else tuple(jacobians)
+            rows = _vmap(lambda *cts: flatten(tuple(f_vjp(unflatten(out_tree, list(cts)))))[0], 0, 0,
+                         keep_leaves=nested)(*basis)
+        rows = [r if isinstance(r, Tensor) or not nested else Tensor(r) for r in rows]
+
+        def block(r, o, end, s):   # rows of output leaf o, shaped o.shape + s
+            r = r[end - o.size:end]
+            return structure.reshape(r, o.shape + s) if isinstance(r, Tensor) else r.reshape(o.shape + s)
+
+        def of_leaf(o, end):
+            blocks = iter([block(r, o, end, s) for r, s in zip(rows, x_shapes)])
+            per_argument = [unflatten(tree, [next(blocks) for _ in leaves]) for leaves, tree in chosen]
+            return per_argument[0] if single else tuple(per_argument)
+        return unflatten(out_tree, [of_leaf(o, end) for o, end in zip(outs, ends)])
     return wrapped
 
 

@@ -153,14 +153,19 @@ def _refuse_non_numeric(args: tuple, what: str) -> None:
                     f"{what}(lambda x: f(x, {shown}){', x' if what == 'trace' else ''}){located(user_source())}")
 
 
+# Python numbers: weak, as numpy 2 and an eager call take them (a bool or int too: ``as_array``
+# makes them floats, and a float64 input ``step`` made ``w32 * step`` float64 under jit only).
+_PYTHON_NUMBERS = (float, int, bool)
+
+
 def _arguments_as_arrays(leaves: list) -> list:
-    """jit's arguments as arrays: a Python float takes the floating dtype of the array arguments.
+    """jit's arguments as arrays: a Python number takes the floating dtype of the array arguments.
 
     As numpy 2 promotes a Python number (weakly), so that a float32 model's step
     ``step(params32, x32, lr)`` stays float32 (a float64 input ``lr`` turned every
     array it touched float64). Without floating arrays it is float64.
     """
-    arrays = [None if type(x) is float else as_array(x) for x in leaves]
+    arrays = [None if type(x) in _PYTHON_NUMBERS else as_array(x) for x in leaves]
     if len(arrays) == sum(a is not None for a in arrays):
         return arrays
     floats = [a.dtype for a in arrays if a is not None and a.dtype.kind == "f"]
@@ -189,7 +194,8 @@ def jit(f: Callable) -> Callable:
     arguments (``ad.jit(ad.value_and_grad(loss))(params, x, y)``); called on
     Tensors, it records ``f`` as usual. A Python float argument (a learning rate)
     is an input of the floating dtype of the array arguments (float32 beside a
-    float32 model), as numpy promotes a Python number. ``.programs`` holds the traced
+    float32 model), as numpy promotes a Python number (an int or a bool as well: they
+    are floats here, as ``Tensor(3)`` is). ``.programs`` holds the traced
     programs by signature.
 
     Shapes: as ``f``'s.

@@ -66,6 +66,31 @@ def _setitem(self, index, value):
 Tensor.__iter__ = _iter
 Tensor.__setitem__ = _setitem
 
+
+# Masks combined as numpy combines them: m1 & m2, m1 | m2, m1 ^ m2, ~m on boolean Tensors, recorded
+# through comparisons and products of booleans (no derivative), so that jit and vmap trace them (they
+# raised TypeError: unsupported operand type(s) for &; np.logical_and reads the numbers, which a trace refuses).
+def _mask(x, op: str):
+    if isinstance(x, bool):
+        return np.bool_(x)
+    dtype = x.dtype if isinstance(x, (Tensor, np.ndarray, np.generic)) else None
+    if dtype != np.bool_:
+        raise TypeError(f"{op} on a Tensor: Expect: boolean operands (masks such as x > 0). Actual: "
+                        f"{dtype if dtype is not None else type(x).__name__} (a bitwise operation of numbers has no rule)")
+    return x
+
+
+def _logical(op: str, combine):
+    return lambda a, b: combine(_mask(a, op), _mask(b, op))
+
+
+_LOGICAL = {"__and__": _logical("&", ew.multiply), "__or__": _logical("|", ew.add),   # (numpy's bool * and +)
+            "__xor__": _logical("^", ew.not_equal)}
+for _name, _fn in _LOGICAL.items():
+    setattr(Tensor, _name, _fn)
+    setattr(Tensor, "__r" + _name[2:], _swap(_fn))
+Tensor.__invert__ = lambda self: ew.equal(_mask(self, "~"), np.False_)
+
 # Methods named as numpy's ndarray names them.
 def _in_dtype(x, dtype):
     # numpy casts the entries to dtype= before it accumulates: np.sum([0.6, 0.6], dtype=int) is 0,
@@ -274,7 +299,9 @@ NUMPY_FUNCTIONS = {
     np.swapaxes: lambda a, axis1, axis2: structure.swapaxes(a, axis1, axis2), np.squeeze: structure.squeeze,
     np.expand_dims: structure.expand_dims, np.broadcast_to: structure.broadcast_to,
     np.concatenate: _np_concatenate, np.stack: _np_stack,
-    np.where: ew.where, np.einsum: linalg.einsum,
+    # (np.where(condition) alone is np.nonzero(condition): it raised "missing 2 required arguments")
+    np.where: lambda condition, *xy: ew.where(condition, *xy) if xy else np.nonzero(condition),
+    np.einsum: linalg.einsum,
     np.take: lambda a, indices, axis=None: indexing.take(
         a if axis is not None else structure.reshape(a, (-1,)), indices, 0 if axis is None else axis),
     # numpy.linalg (ad.linalg)
@@ -330,6 +357,8 @@ _VALUE_UFUNCS = {np.isfinite, np.isnan, np.isinf, np.signbit, np.logical_and, np
 
 # numpy's everyday functions (primitives/mathfuncs.py, numeric.py, arrays.py).
 _UFUNCS.update({
+    np.bitwise_and: _LOGICAL["__and__"], np.bitwise_or: _LOGICAL["__or__"], np.bitwise_xor: _LOGICAL["__xor__"],
+    np.invert: Tensor.__invert__,
     np.sin: mathfuncs.sin, np.cos: mathfuncs.cos,
     np.tan: mathfuncs.tan, np.arcsin: mathfuncs.arcsin, np.arccos: mathfuncs.arccos,
     np.arctan: mathfuncs.arctan, np.arctan2: mathfuncs.arctan2, np.sinh: mathfuncs.sinh,

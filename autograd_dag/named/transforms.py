@@ -60,11 +60,10 @@ def _dress(leaves, names):
 
 def _unname_output(out, op: str):
     """f's output for the positional transformation: a NamedTensor becomes its Tensor."""
-    if isinstance(out, NamedTensor):
-        return out.tensor
-    if isinstance(out, (tuple, list)):
-        return type(out)(_unname_output(o, op) for o in out)
-    return out
+    # Every leaf of a tuple, list or dict (a dict of NamedTensors reached the positional trace,
+    # whose Tensor(...) of a NamedTensor raised "positional ad functions have no names").
+    leaves, td = flatten(out)
+    return unflatten(td, [o.tensor if isinstance(o, NamedTensor) else o for o in leaves])
 
 
 def _named_args(f: Callable, args, op: str):
@@ -214,8 +213,7 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
     program = _trace(positional, *values, name=name or (None if getattr(f, "__name__", "<lambda>") == "<lambda>"
                                                            else f.__name__))
     out = results[-1]
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    axes = node_axes(program, [o for o in outs])
+    axes = node_axes(program, flatten(out)[0])   # (the program's outputs are f's leaves, in flatten's order)
     for k, n in zip(program.inputs, names):
         if n is not None:
             axes[k] = n

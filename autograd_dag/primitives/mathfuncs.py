@@ -402,12 +402,22 @@ HYPOT = _binary("hypot", np.hypot,
                 lambda g, out, x, y: divide(multiply(g, y), _safe_denominator(out)), (0, 1, OUT))
 
 
+def _log_weight(x, out):
+    """x − out, the log of x's weight in logaddexp(x, y) = out: 0 where x = +inf (then out = +inf).
+
+    There inf − inf was NaN, where the derivative is 1 (PyTorch's and JAX's); an out of
+    −inf is raised to the lowest finite number (:func:`lowest_finite`: derivative 0 there).
+    """
+    infinite = equal(x, math.inf)   # (both sides zeroed there: inf − inf is never computed, nor warned about)
+    return subtract(where(infinite, 0.0, x), where(infinite, 0.0, lowest_finite(out)))
+
+
 LOGADDEXP = _binary("logaddexp", np.logaddexp,
-                    lambda g, out, x, y: multiply(g, exp(subtract(x, lowest_finite(out)))),
-                    lambda g, out, x, y: multiply(g, exp(subtract(y, lowest_finite(out)))), (0, 1, OUT))
+                    lambda g, out, x, y: multiply(g, exp(_log_weight(x, out))),
+                    lambda g, out, x, y: multiply(g, exp(_log_weight(y, out))), (0, 1, OUT))
 LOGADDEXP2 = _binary("logaddexp2", np.logaddexp2,
-                     lambda g, out, x, y: multiply(g, exp2(subtract(x, lowest_finite(out)))),
-                     lambda g, out, x, y: multiply(g, exp2(subtract(y, lowest_finite(out)))), (0, 1, OUT))
+                     lambda g, out, x, y: multiply(g, exp2(_log_weight(x, out))),
+                     lambda g, out, x, y: multiply(g, exp2(_log_weight(y, out))), (0, 1, OUT))
 MOD = _binary("mod", np.mod, ONE, lambda g, out, x, y: negative(multiply(g, floor(divide(x, y)))), (0, 1))
 
 
