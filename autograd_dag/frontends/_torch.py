@@ -154,6 +154,22 @@ def _convolution(x, w, b, stride, padding, dilation, transposed, output_padding,
     return conv2d_bias(x, w, b, stride=tuple(stride), padding=tuple(padding))
 
 
+def _embedding(w, idx, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """Rows of ``w`` with torch's gradient: none to row ``padding_idx``, and with ``scale_grad_by_freq``
+    each row's divided by how often the batch uses it (the values are the rows either way)."""
+    out = indexing.take(w, idx, axis=0)
+    if scale_grad_by_freq:
+        # The value is out exactly; the derivative, out's scaled by 1 / count of the row.
+        counts = st.sum(indexing.one_hot(st.reshape(idx, (-1,)), w.shape[0], dtype=w.dtype), axis=0)
+        scale = st.expand_dims(mf.reciprocal(indexing.take(counts, idx, axis=0)), -1)
+        fixed = el.stop_gradient(out)
+        out = el.add(fixed, el.multiply(el.subtract(out, fixed), scale))
+    if padding_idx >= 0:
+        # torch.nn.Embedding's padding row gets no gradient (an index below 0 never occurs: none).
+        out = el.where(st.expand_dims(el.equal(idx, _scalar(padding_idx, idx)), -1), el.stop_gradient(out), out)
+    return out
+
+
 class _Unavailable:
     """A result the library does not compute (max pooling's indices): using it is refused."""
 
@@ -235,7 +251,7 @@ _RULES = {
     "aten.native_layer_norm": _layer_norm, "aten.convolution": _convolution,
     "aten._native_batch_norm_legit_no_training": _batch_norm,
     "aten.max_pool2d_with_indices": _max_pool2d,
-    "aten.embedding": lambda w, idx, *_: indexing.take(w, idx, axis=0),
+    "aten.embedding": _embedding,
     "aten.flip": lambda x, dims: arrays.flip(x, tuple(dims)),
     "getitem": lambda xs, i: xs[i],
     # A check of dtype and device that .to() leaves in the graph: nothing to compute.
