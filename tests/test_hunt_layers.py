@@ -23,3 +23,26 @@ def test_from_torch_embedding_keeps_torchs_padding_and_frequency_gradients():
         grad = ad.grad(lambda t: ad.sum(prog(idx.numpy(), t) * w))(table)
         np.testing.assert_allclose(np.asarray(getattr(grad, "value", grad)), m.weight.grad.numpy(),
                                    rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("label, fn, dtype", [
+    ("int floor division", lambda t, a: t.div(a, 2, rounding_mode="floor"), np.int64),
+    ("int trunc division", lambda t, a: t.div(a, -3, rounding_mode="trunc"), np.int64),
+    ("int // int", lambda t, a: a // 2, np.int64),
+    ("int / int", lambda t, a: a / 2, np.float32),
+    ("int + float scalar", lambda t, a: a + 1.5, np.float32),
+    ("int ** float scalar", lambda t, a: a.abs() ** 0.5, np.float32),
+    ("clamp of ints by a float", lambda t, a: t.clamp(a, min=0.5), np.float32),
+    ("int tensor * float32 tensor", lambda t, a: a * t.ones(3), np.float32),
+    ("full with a float value", lambda t, a: a + t.full((2, 3), 1.5), np.float32),
+    ("where of two Python floats", lambda t, a: t.where(a > 0, 1.0, 0.0), np.float32),
+])
+def test_from_torch_gives_torchs_result_dtypes(label, fn, dtype):
+    """numpy promotes int64 with float32 to float64 and divides integers to float64; torch does neither."""
+    torch = pytest.importorskip("torch")
+    x = np.array([[-7, 2, 7], [1, -5, 4]], np.int64)
+    got = ad.from_torch(lambda a: fn(torch, a), torch.tensor(x))(x)
+    expected = fn(torch, torch.tensor(x)).numpy()
+    assert got.dtype == expected.dtype == dtype, label
+    np.testing.assert_array_equal(got, expected)  # small integers and halves: exact in every dtype here
+
