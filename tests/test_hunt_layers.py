@@ -46,3 +46,14 @@ def test_from_torch_gives_torchs_result_dtypes(label, fn, dtype):
     assert got.dtype == expected.dtype == dtype, label
     np.testing.assert_array_equal(got, expected)  # small integers and halves: exact in every dtype here
 
+
+
+def test_from_jax_divides_integers_as_lax_does():
+    """lax.div of integers rounds toward zero to integers: it replayed as numpy's true division (-3.5, float64)."""
+    jax = pytest.importorskip("jax")
+    x = np.array([[-7, 2, 7], [1, -5, 4]], np.int32)
+    for f in (lambda a: jax.lax.div(a, 2), lambda a: a // -3, lambda a: a % 3):
+        expected = np.asarray(f(x))
+        got = ad.from_jax(f, x)(x)
+        assert got.dtype == expected.dtype == np.int32
+        np.testing.assert_array_equal(got, expected)  # integers: exact
