@@ -57,3 +57,16 @@ def test_from_jax_divides_integers_as_lax_does():
         got = ad.from_jax(f, x)(x)
         assert got.dtype == expected.dtype == np.int32
         np.testing.assert_array_equal(got, expected)  # integers: exact
+
+
+def test_a_disagreement_within_the_differences_rounding_is_not_called_a_kink():
+    """f = sum(x) + 1e8 is smooth: its differences at h = 1e-6 carry rounding ~ 1e-16·1e8/1e-6, which the
+    report blamed on a kink ("f is not differentiable here"); it now names the rounding. A real kink still is one."""
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    with pytest.raises(ad.GradientCheckError) as caught:
+        ad.check_grads(lambda x: ad.sum(x) + 1e8, (x,), modes=("rev",))
+    assert "within the rounding of the finite differences" in str(caught.value)
+    assert "on a kink" not in str(caught.value)
+    with pytest.raises(ad.GradientCheckError) as caught:
+        ad.check_grads(lambda x: ad.relu(x), (np.array([0.0, 1.0]),), modes=("rev",))
+    assert "on a kink" in str(caught.value) and "rounding" not in str(caught.value)
