@@ -70,3 +70,17 @@ def test_a_disagreement_within_the_differences_rounding_is_not_called_a_kink():
     with pytest.raises(ad.GradientCheckError) as caught:
         ad.check_grads(lambda x: ad.relu(x), (np.array([0.0, 1.0]),), modes=("rev",))
     assert "on a kink" in str(caught.value) and "rounding" not in str(caught.value)
+
+
+def test_an_exported_where_of_booleans_runs_on_onnx_runtime():
+    """ONNX Runtime has no boolean Where kernel: clip's gradient program (a where of booleans) did not run."""
+    pytest.importorskip("onnxruntime")
+    from autograd_dag.onnx import run
+    c, a, b = np.array([True, False, False, True]), np.array([True, True, False, False]), np.array([False, True, True, False])
+    prog = ad.trace(lambda c, a, b: ad.where(c, a, b), c, a, b)
+    got = run(ad.onnx.export(prog), c, a, b)[0]
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, np.where(c, a, b))
+    x = np.array([-1.0, 2.0, 0.0, 3.5, -4.0])  # on both bounds, inside, outside
+    grad = ad.trace(lambda x: ad.grad(lambda z: ad.sum(ad.clip(z, -1.0, 2.0)))(x), x)
+    np.testing.assert_array_equal(run(ad.onnx.export(grad), x)[0], grad(x))  # 0/1 entries: exact

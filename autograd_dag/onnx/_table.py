@@ -213,6 +213,11 @@ def _tie_weights(b, node, args):
 def _where(b, node, args):
     cond = b.cast(args[0], np.bool_)
     x, y = _all_as(b, args[1:], node.dtype)
+    if np.dtype(node.dtype) == np.bool_:
+        # ONNX Runtime has no Where kernel for booleans (clip's derivative selects them): (c ∧ x) ∨ (¬c ∧ y).
+        kept = b.op("And", [cond, x], hint=_hint(node))
+        other = b.op("And", [b.op("Not", [cond], hint=_hint(node)), y], hint=_hint(node))
+        return b.op("Or", [kept, other], hint=_hint(node))
     return b.op("Where", [cond, x, y], hint=_hint(node))
 
 
