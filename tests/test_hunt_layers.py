@@ -84,3 +84,18 @@ def test_an_exported_where_of_booleans_runs_on_onnx_runtime():
     x = np.array([-1.0, 2.0, 0.0, 3.5, -4.0])  # on both bounds, inside, outside
     grad = ad.trace(lambda x: ad.grad(lambda z: ad.sum(ad.clip(z, -1.0, 2.0)))(x), x)
     np.testing.assert_array_equal(run(ad.onnx.export(grad), x)[0], grad(x))  # 0/1 entries: exact
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_exported_arctan2_at_signed_zeros_is_numpys(dtype):
+    """arctan2(±0, −0) is ±π (numpy, C99); the export gave 0 (it read the sign of y only)."""
+    pytest.importorskip("onnxruntime")
+    from autograd_dag.onnx import run
+    y = np.array([0.0, -0.0, 0.0, -0.0, 1.0, -1.0, 0.0, -0.0], dtype)
+    x = np.array([-0.0, -0.0, 0.0, 0.0, -0.0, -0.0, -1.0, -1.0], dtype)
+    prog = ad.trace(lambda y, x: ad.arctan2(y, x), y, x)
+    got = run(ad.onnx.export(prog), y, x)[0]
+    # The exact values ±π, ±π/2, ±0 in the dtype: equality.
+    np.testing.assert_array_equal(got, np.arctan2(y, x))
+    if dtype == np.float64:  # (ONNX Runtime's float32 Where returns +0 for a selected −0: its sign only in float64)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(np.arctan2(y, x)))

@@ -453,8 +453,14 @@ def _arctan2(b, node, args):
     y_nonneg = b.op("Or", [b.op("Greater", [y, zero]), positive_zero])
     left = b.op("Where", [y_nonneg, b.op("Add", [base, pi]), b.op("Sub", [base, pi])])
     on_axis = b.op("Mul", [b.op("Sign", [y]), b.scalar(math.pi / 2, dt)])
+    # y = ±0 there (x = +0): y itself, as Sign(−0)·π/2 is +0.
+    on_axis = b.op("Where", [b.op("Equal", [y, zero]), y, on_axis])
     res = b.op("Where", [b.op("Less", [x, zero]), left, on_axis])
     res = b.op("Where", [b.op("Greater", [x, zero]), base, res])
+    # y = ±0 and x = −0 (0/0 above): ±π, as numpy reads x's sign bit too.
+    minus_zero_x = b.op("And", [b.op("Equal", [x, zero]), b.op("Less", [b.op("Reciprocal", [x]), zero])])
+    res = b.op("Where", [b.op("And", [minus_zero_x, b.op("Equal", [y, zero])]),
+                         b.op("Where", [y_nonneg, pi, b.op("Neg", [pi])]), res])
     # Both infinite: y/x is NaN; numpy gives ±π/4 (x = +inf) or ±3π/4 (x = −inf).
     corner = b.op("Mul", [b.op("Sign", [y]), b.op("Where", [b.op("Greater", [x, zero]), b.scalar(math.pi / 4, dt),
                                                                b.scalar(3 * math.pi / 4, dt)])])
