@@ -453,8 +453,6 @@ def _arctan2(b, node, args):
     y_nonneg = b.op("Or", [b.op("Greater", [y, zero]), positive_zero])
     left = b.op("Where", [y_nonneg, b.op("Add", [base, pi]), b.op("Sub", [base, pi])])
     on_axis = b.op("Mul", [b.op("Sign", [y]), b.scalar(math.pi / 2, dt)])
-    # y = ±0 there (x = +0): y itself, as Sign(−0)·π/2 is +0.
-    on_axis = b.op("Where", [b.op("Equal", [y, zero]), y, on_axis])
     res = b.op("Where", [b.op("Less", [x, zero]), left, on_axis])
     res = b.op("Where", [b.op("Greater", [x, zero]), base, res])
     # y = ±0 and x = −0 (0/0 above): ±π, as numpy reads x's sign bit too.
