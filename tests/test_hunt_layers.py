@@ -98,3 +98,18 @@ def test_exported_arctan2_at_signed_zeros_is_numpys(dtype):
     # The exact values ±π, ±π/2, 0 in the dtype: equality (ONNX Runtime's Where returns +0 for a selected −0,
     # so the sign of a zero result is not compared).
     np.testing.assert_array_equal(got, np.arctan2(y, x))
+
+
+def test_check_module_leaves_a_training_batch_norms_running_statistics_as_they_were():
+    """Each of check_module's ~90 evaluations updated the running statistics (num_batches_tracked 0 -> 45)."""
+    from autograd_dag import nn
+    model = nn.Sequential(nn.Linear(4, 3, rng=0), nn.BatchNorm(3), nn.Tanh())
+    x = np.random.default_rng(1).standard_normal((6, 4))
+    before = {name: np.array(b, copy=True) for name, b in model.named_buffers()}
+    arrays = [b for _, b in model.named_buffers()]
+    assert nn.check_module(model, x).ok
+    for name, b in model.named_buffers():
+        np.testing.assert_array_equal(b, before[name], err_msg=name)  # restored copies: exact
+    assert all(a is b for a, (_, b) in zip(arrays, model.named_buffers()))  # the same arrays (jit reads them)
+    model(x)  # and the next training step updates them once, as without the check
+    assert int(model[1].num_batches_tracked) == 1
