@@ -113,3 +113,30 @@ def test_check_module_leaves_a_training_batch_norms_running_statistics_as_they_w
     assert all(a is b for a, (_, b) in zip(arrays, model.named_buffers()))  # the same arrays (jit reads them)
     model(x)  # and the next training step updates them once, as without the check
     assert int(model[1].num_batches_tracked) == 1
+
+
+def test_from_torch_tied_weights_are_one_input_with_torchs_summed_gradient():
+    """torch.export gives each name of a tied weight a placeholder: the program took it twice (3 parameters
+    where named_parameters() has 2), and each input's gradient was one use's share of torch's."""
+    torch = pytest.importorskip("torch")
+
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.out = torch.nn.Embedding(6, 4), torch.nn.Linear(4, 6, bias=False)
+            self.out.weight = self.emb.weight
+
+        def forward(self, idx):
+            return self.out(torch.tanh(self.emb(idx))).sum(-1)
+
+    torch.manual_seed(0)
+    model, idx = Tied().double(), torch.tensor([[1, 2, 2, 5]])
+    prog = ad.from_torch(model, idx)
+    assert [prog.nodes[k].name for k in prog.inputs] == ["idx", "emb.weight"]
+    table = model.emb.weight.detach().numpy().copy()
+    w = np.random.default_rng(0).standard_normal((1, 4))
+    (model(idx) * torch.tensor(w)).sum().backward()
+    grad = ad.grad(lambda t: ad.sum(prog(idx.numpy(), t) * w))(table)
+    # Two uses summed in float64 on both sides, in possibly different orders: rounding level.
+    np.testing.assert_allclose(np.asarray(getattr(grad, "value", grad)), model.emb.weight.grad.numpy(),
+                               rtol=1e-12, atol=1e-14)

@@ -373,6 +373,7 @@ def from_torch(module_or_fn, *args, parameters: str = "inputs", name: str | None
     refuse_missing("from_torch", "operator", [_key(n.target) for n in calls if _key(n.target) not in _RULES])
     kinds = {spec.arg.name: spec for spec in signature.input_specs}
     env, user, params = {}, [], []
+    tied: dict[int, Tensor] = {}  # a tensor's id -> its input: tied weights are one parameter, as in torch
     for node in graph.nodes:
         if node.op != "placeholder":
             continue
@@ -382,6 +383,9 @@ def from_torch(module_or_fn, *args, parameters: str = "inputs", name: str | None
         if kind == "USER_INPUT":
             t = program_input(np.zeros(tuple(value.shape), dtype=_torch_dtype(value.dtype, None)), node.name)
             user.append(t)
+        elif kind == "PARAMETER" and id(ep.state_dict[target]) in tied:
+            # (torch.export gives each name of a tied weight a placeholder; named_parameters() the first.)
+            t = tied[id(ep.state_dict[target])]
         elif kind == "PARAMETER":
             array = ep.state_dict[target].detach().cpu().numpy().copy()
             if parameters == "inputs":
@@ -389,6 +393,7 @@ def from_torch(module_or_fn, *args, parameters: str = "inputs", name: str | None
                 params.append((target, t))
             else:
                 t = Tensor(array, name=target, requires_grad=array.dtype.kind == "f")
+            tied[id(ep.state_dict[target])] = t
         elif kind in ("BUFFER", "CONSTANT_TENSOR"):
             values = ep.state_dict if target in ep.state_dict else ep.constants
             t = constant(values[target].detach().cpu().numpy().copy(), name=target)
