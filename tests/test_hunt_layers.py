@@ -140,3 +140,31 @@ def test_from_torch_tied_weights_are_one_input_with_torchs_summed_gradient():
     # Two uses summed in float64 on both sides, in possibly different orders: rounding level.
     np.testing.assert_allclose(np.asarray(getattr(grad, "value", grad)), model.emb.weight.grad.numpy(),
                                rtol=1e-12, atol=1e-14)
+
+
+def test_layers_nested_two_containers_deep_are_refused_not_silently_dropped():
+    """A list of lists of layers was searched one level deep: its parameters were missing from parameters()
+    (never trained, never saved) and eval() left its Dropout training; now that is an error naming the place."""
+    from autograd_dag import nn
+
+    class Grid(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.sizes = [[1, 2], (3, 4)]          # plain nested data stays allowed
+            self.grid = [[nn.Linear(2, 2, rng=0), nn.Dropout(0.5)]]
+
+        def forward(self, x):
+            return self.grid[0][1](self.grid[0][0](x))
+
+    with pytest.raises(ad.AutogradDagError, match=r"Grid\.grid\[0\] is a list holding modules.*ModuleList"):
+        Grid().parameters()
+
+    class Flat(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.sizes = [[1, 2], (3, 4)]
+            self.grid = nn.ModuleList([nn.ModuleList([nn.Linear(2, 2, rng=0), nn.Dropout(0.5)])])
+
+    flat = Flat()
+    assert [n for n, _ in flat.named_parameters()] == ["grid.0.0.weight", "grid.0.0.bias"]
+    assert flat.eval().grid[0][1].training is False
