@@ -171,16 +171,20 @@ def _numerical_jacobian(f, td, leaves, i, eps) -> np.ndarray:
 
 
 def _difference_jacobians(f, td, leaves, i, eps, one_sided: bool) -> tuple[np.ndarray, ...]:
-    """The central-difference Jacobian of argument i, and with ``one_sided`` the backward and forward ones.
+    """The central-difference Jacobian of argument i, and with ``one_sided`` the backward and forward ones
+    and the rounding bound of a one-sided difference.
 
     The one-sided Jacobians (f(x) − f(x − h))/h and (f(x + h) − f(x))/h reuse the
     central difference's evaluations (plus f(x)): where they disagree, f has a
-    kink at x and no derivative is there to check.
+    kink at x and no derivative is there to check, unless they differ by no more
+    than their rounding, precision·(|f(x)| + |f(x ± h)|)/h: f's values large against
+    their change over a step (f = sum(x) + 1e8) make every difference that noisy.
     """
     x = np.asarray(leaves[i], dtype=np.float64)
     steps = eps * _step_scale(x)
     f0 = np.concatenate([o.ravel() for o in _evaluate(f, td, leaves)]) if one_sided else None
-    central, left, right = [], [], []
+    precision = np.finfo(f0.dtype if one_sided and f0.dtype.kind == "f" else np.float64).eps
+    central, left, right, rounding = [], [], [], []
     for j in np.ndindex(x.shape):
         fp, fm, fp2, fm2 = (_evaluate_flat_moved(f, td, leaves, i, j, step)
                             for step in (steps[j], -steps[j], steps[j] / 2, -steps[j] / 2))
@@ -188,9 +192,10 @@ def _difference_jacobians(f, td, leaves, i, eps, one_sided: bool) -> tuple[np.nd
         if one_sided:
             left.append((f0 - fm) / steps[j])
             right.append((fp - f0) / steps[j])
+            rounding.append(precision * (np.abs(f0) + np.maximum(np.abs(fp), np.abs(fm))) / steps[j])
     if not central:
-        return (np.zeros((0, 0)),) * (3 if one_sided else 1)
-    return tuple(np.stack(cols, axis=1) for cols in ((central, left, right) if one_sided else (central,)))
+        return (np.zeros((0, 0)),) * (4 if one_sided else 1)
+    return tuple(np.stack(cols, axis=1) for cols in ((central, left, right, rounding) if one_sided else (central,)))
 
 
 def _evaluate_flat_moved(f, td, leaves, i, j, step) -> np.ndarray:
@@ -268,14 +273,16 @@ def _describe_arg(names, path, x) -> str:
     return f"{label}, shape {tuple(np.shape(x))}, {np.asarray(x).dtype}"
 
 
-def _kinks(left, right, atol, rtol) -> np.ndarray:
+def _kinks(left, right, rounding, atol, rtol) -> np.ndarray:
     """Entries where the one-sided differences disagree (by far more than their truncation error): kinks.
 
     Each side of a smooth f is off by about h·|f''|/2 (h = 1e-6 by default), so a
-    gap ten times the tolerance is a jump in the derivative, as relu's at 0.
+    gap ten times the tolerance is a jump in the derivative, as relu's at 0; unless
+    it is within twice the sides' ``rounding`` (each side's is at most that): noise.
     """
     scale = np.maximum(np.abs(left), np.abs(right))
-    return np.abs(left - right) > 10 * (atol + rtol * scale)
+    gap = np.abs(left - right)
+    return (gap > 10 * (atol + rtol * scale)) & (gap > 4 * rounding)
 
 
 def _kink_note(analytic: float, left: float, right: float, atol, rtol) -> str:
@@ -287,6 +294,14 @@ def _kink_note(analytic: float, left: float, right: float, atol, rtol) -> str:
     return (f"\n      on a kink: one-sided derivatives {left: .6e} (left) and {right: .6e} (right); the "
             f"analytic value is {side}. f is not differentiable here (or has a kink or a steep bend "
             f"within a step, eps * max(1, |x|), of here): check at a point off the kink")
+
+
+def _rounding_note(rounding: float) -> str:
+    """What a report says of an entry whose disagreement is within the differences' rounding."""
+    return (f"\n      within the rounding of the finite differences (about {rounding:.1e}): f's values are "
+            f"large against their change over a step (a large constant or offset in f), so differences "
+            f"cannot check this entry to the tolerance; subtract the offset, or give a larger eps or "
+            f"looser atol/rtol")
 
 
 def _output_labels(out_td, n: int) -> list[str]:
@@ -303,7 +318,8 @@ def _output_labels(out_td, n: int) -> list[str]:
 
 def _worst_entries(analytic, numeric, out_shapes, x_shape, atol, rtol, k=5, sides=None,
                    out_labels=None) -> list[str]:
-    """The k entries furthest outside the tolerance, non-finite ones first; ``sides``: (left, right) differences."""
+    """The k entries furthest outside the tolerance, non-finite ones first; ``sides``: (left, right) differences
+    and their rounding (see :func:`_difference_jacobians`)."""
     err = np.abs(analytic - numeric)
     scale = np.maximum(np.abs(analytic), np.abs(numeric))
     excess = err - (atol + rtol * scale)
@@ -326,7 +342,10 @@ def _worst_entries(analytic, numeric, out_shapes, x_shape, atol, rtol, k=5, side
                      f"analytic {analytic[r, c]: .6e}, numeric {numeric[r, c]: .6e}, "
                      f"abs err {err[r, c]:.2e}, rel err {rel:.2e}"
                      + (_kink_note(analytic[r, c], sides[0][r, c], sides[1][r, c], atol, rtol)
-                        if kinks is not None and kinks[r, c] else ""))
+                        if kinks is not None and kinks[r, c] else
+                        # (the central difference's rounding is about 1.5 times a side's)
+                        _rounding_note(2 * sides[2][r, c])
+                        if sides is not None and err[r, c] <= 2 * sides[2][r, c] else ""))
     return lines
 
 
@@ -552,9 +571,9 @@ def _projection_line(analytic: float, numeric: float, tol: _Tolerances) -> tuple
 
 def _jacobian_lines(p: _Point, pos, mode, tol: _Tolerances) -> tuple[bool, list[str]]:
     """Compare argument pos's Jacobian entry by entry, so that the report says where a derivative is wrong."""
-    J_num, left, right = _difference_jacobians(p.f, p.floats_td, p.floats, pos, tol.eps, one_sided=True)
+    J_num, *sides = _difference_jacobians(p.f, p.floats_td, p.floats, pos, tol.eps, one_sided=True)
     J_ana = _analytic_jacobian(p.f, p.floats_td, p.floats, pos, mode, p.out_shapes, p.out_td)
-    return _entry_comparison(J_ana, J_num, (left, right), p.out_shapes, np.shape(p.floats[pos]), p.out_td, tol)
+    return _entry_comparison(J_ana, J_num, tuple(sides), p.out_shapes, np.shape(p.floats[pos]), p.out_td, tol)
 
 
 def _entry_bad(J_ana, J_num, tol: _Tolerances) -> np.ndarray:

@@ -175,6 +175,7 @@ def _jax_cases(jax):
     JAX_CASES = {
         "add": lambda x, y: S(x + y), "sub": lambda x, y: S(x - y), "mul": lambda x, y: S(x * y),
         "div": lambda x, y: S(x / (y * y + 1)), "max": lambda x, y: S(jnp.maximum(x, y)),
+        "rem": lambda x, y: S(lax.rem(x, y * y + 0.5) * y),
         "min": lambda x, y: S(jnp.minimum(x, y)), "pow": lambda x, y: S((x * x + 1) ** y),
         "atan2": lambda x, y: S(jnp.arctan2(x, y)),
         "eq": lambda x, y: S(jnp.where(x == y, x, 2 * y)), "ne": lambda x, y: S(jnp.where(x != y, x, 2 * y)),

@@ -30,6 +30,15 @@ def _same_dtype(fn):
     return handler
 
 
+def _div(x, y, **_):
+    """lax.div: integers divide rounding toward zero to integers (numpy's divide would give floats)."""
+    if x.dtype.kind not in "iu":
+        return el.divide(x, y)
+    # Exact below 2**53: the float64 quotient of two such integers never rounds across an integer.
+    q = el.divide(el.astype(x, np.float64), el.astype(y, np.float64))
+    return el.astype(mf.trunc(q), x.dtype)
+
+
 def _integer_pow(x, *, y, **_):
     if y == 2:
         return mf.square(x)
@@ -146,7 +155,7 @@ def _logical(kind):
 
 _RULES = {
     "add": _same_dtype(el.add), "sub": _same_dtype(el.subtract), "mul": _same_dtype(el.multiply),
-    "div": _same_dtype(el.divide), "max": _same_dtype(el.maximum), "min": _same_dtype(el.minimum),
+    "div": _div, "rem": _same_dtype(mf.fmod), "max": _same_dtype(el.maximum), "min": _same_dtype(el.minimum),
     "pow": _same_dtype(el.power), "atan2": _same_dtype(mf.arctan2),
     "eq": _same_dtype(el.equal), "ne": _same_dtype(el.not_equal), "lt": _same_dtype(el.less),
     "le": _same_dtype(el.less_equal), "gt": _same_dtype(el.greater), "ge": _same_dtype(el.greater_equal),

@@ -35,6 +35,22 @@ def _scalar(s, like: Tensor):
     return constant(np.asarray(s, dtype=np.float32 if isinstance(s, float) else np.int64))
 
 
+def _category(dtype) -> int:
+    return "biufc".index(dtype.kind) - (dtype.kind == "u")  # bool 0, integers 1, floats 2, complex 3
+
+
+def _promoted(*xs: Tensor) -> list[Tensor]:
+    """Operands cast to torch's result dtype, where numpy's differs (int64 with float32 is float64 there).
+
+    torch takes the highest category (bool < integer < float < complex) and, within it, the
+    operands with dimensions before 0-d ones (a 0-d float64 leaves a float32 vector float32).
+    """
+    top = max(_category(x.dtype) for x in xs)
+    highest = [x for x in xs if _category(x.dtype) == top]
+    dtype = np.result_type(*[x.dtype for x in ([x for x in highest if x.ndim] or highest)])
+    return [x if x.dtype == dtype else el.astype(x, dtype) for x in xs]
+
+
 def _binary(fn):
     def handler(x, y, *, alpha=1, **_):
         if not isinstance(x, Tensor):
@@ -42,14 +58,21 @@ def _binary(fn):
         y = _scalar(y, x)
         if alpha != 1:
             y = el.multiply(y, _scalar(alpha, y))
-        return fn(x, y)
+        return fn(*_promoted(x, y))
     return handler
 
 
 def _div(x, y, *, rounding_mode=None):
     if not isinstance(x, Tensor):
         x = _scalar(x, y)
-    q = el.divide(x, _scalar(y, x))
+    x, y = _promoted(x, _scalar(y, x))
+    if x.dtype.kind not in "fc":
+        if rounding_mode is None:  # true division of integers gives torch's default float32
+            return el.divide(el.astype(x, np.float32), el.astype(y, np.float32))
+        # Integers divide to integers (exactly below 2**53, as float64 holds them).
+        q = el.divide(el.astype(x, np.float64), el.astype(y, np.float64))
+        return el.astype((mf.floor if rounding_mode == "floor" else mf.trunc)(q), x.dtype)
+    q = el.divide(x, y)
     if rounding_mode is None:
         return q
     return (mf.floor if rounding_mode == "floor" else mf.trunc)(q)
@@ -105,7 +128,9 @@ def _torch_dtype(dtype, default):
 
 
 def _full(size, value, *, dtype=None, **_):
-    return constant(np.full(tuple(size), value, dtype=_torch_dtype(dtype, np.result_type(type(value)))))
+    # Without a dtype, torch's defaults: float32 for a float value (numpy's would be float64).
+    default = np.float32 if isinstance(value, float) else np.result_type(type(value))
+    return constant(np.full(tuple(size), value, dtype=_torch_dtype(dtype, default)))
 
 
 def _arange(start, end=None, step=1, *, dtype=None, **_):
@@ -154,6 +179,22 @@ def _convolution(x, w, b, stride, padding, dilation, transposed, output_padding,
     return conv2d_bias(x, w, b, stride=tuple(stride), padding=tuple(padding))
 
 
+def _embedding(w, idx, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """Rows of ``w`` with torch's gradient: none to row ``padding_idx``, and with ``scale_grad_by_freq``
+    each row's divided by how often the batch uses it (the values are the rows either way)."""
+    out = indexing.take(w, idx, axis=0)
+    if scale_grad_by_freq:
+        # The value is out exactly; the derivative, out's scaled by 1 / count of the row.
+        counts = st.sum(indexing.one_hot(st.reshape(idx, (-1,)), w.shape[0], dtype=w.dtype), axis=0)
+        scale = st.expand_dims(mf.reciprocal(indexing.take(counts, idx, axis=0)), -1)
+        fixed = el.stop_gradient(out)
+        out = el.add(fixed, el.multiply(el.subtract(out, fixed), scale))
+    if padding_idx >= 0:
+        # torch.nn.Embedding's padding row gets no gradient (an index below 0 never occurs: none).
+        out = el.where(st.expand_dims(el.equal(idx, _scalar(padding_idx, idx)), -1), el.stop_gradient(out), out)
+    return out
+
+
 class _Unavailable:
     """A result the library does not compute (max pooling's indices): using it is refused."""
 
@@ -189,9 +230,13 @@ def _logical(fn):
 
 
 def _where(c, x, y):
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        # Two Python numbers (aten.where.Scalar): torch's default dtypes (float32, int64, bool).
+        kind = float if float in (type(x), type(y)) else bool if type(x) is type(y) is bool else int
+        x = constant(np.asarray(x, dtype={float: np.float32, int: np.int64, bool: np.bool_}[kind]))
     if not isinstance(x, Tensor):
         x = _scalar(x, y)
-    return el.where(c, x, _scalar(y, x))
+    return el.where(c, *_promoted(x, _scalar(y, x)))
 
 
 def _pow(x, y):
@@ -199,7 +244,14 @@ def _pow(x, y):
         x = _scalar(x, y)
     if not isinstance(y, Tensor) and y == 2:
         return mf.square(x)
-    return el.power(x, _scalar(y, x))
+    return el.power(*_promoted(x, _scalar(y, x)))
+
+
+def _clamp(x, min=None, max=None):
+    bounds = [b if b is None else _scalar(b, x) for b in (min, max)]
+    x, *given = _promoted(x, *[b for b in bounds if b is not None])
+    lo = given.pop(0) if min is not None else None
+    return mf.clip(x, lo, given.pop(0) if max is not None else None)
 
 
 _RULES = {
@@ -216,7 +268,7 @@ _RULES = {
     "aten.sign": el.sign, "aten.sin": mf.sin, "aten.cos": mf.cos, "aten.erf": mf.erf, "aten.log1p": mf.log1p,
     "aten.expm1": mf.expm1, "aten.floor": mf.floor, "aten.ceil": mf.ceil,
     "aten.gelu": lambda x, approximate="none": F.gelu(x, approximate),
-    "aten.clamp": lambda x, min=None, max=None: mf.clip(x, min, max),
+    "aten.clamp": _clamp,
     "aten._softmax": lambda x, dim, half_to_float=False: F.softmax(x, axis=dim),
     "aten._log_softmax": lambda x, dim, half_to_float=False: F.log_softmax(x, axis=dim),
     "aten.mm": matmul, "aten.bmm": matmul, "aten.addmm": _addmm,
@@ -235,7 +287,7 @@ _RULES = {
     "aten.native_layer_norm": _layer_norm, "aten.convolution": _convolution,
     "aten._native_batch_norm_legit_no_training": _batch_norm,
     "aten.max_pool2d_with_indices": _max_pool2d,
-    "aten.embedding": lambda w, idx, *_: indexing.take(w, idx, axis=0),
+    "aten.embedding": _embedding,
     "aten.flip": lambda x, dims: arrays.flip(x, tuple(dims)),
     "getitem": lambda xs, i: xs[i],
     # A check of dtype and device that .to() leaves in the graph: nothing to compute.
@@ -321,6 +373,7 @@ def from_torch(module_or_fn, *args, parameters: str = "inputs", name: str | None
     refuse_missing("from_torch", "operator", [_key(n.target) for n in calls if _key(n.target) not in _RULES])
     kinds = {spec.arg.name: spec for spec in signature.input_specs}
     env, user, params = {}, [], []
+    tied: dict[int, Tensor] = {}  # a tensor's id -> its input: tied weights are one parameter, as in torch
     for node in graph.nodes:
         if node.op != "placeholder":
             continue
@@ -330,6 +383,9 @@ def from_torch(module_or_fn, *args, parameters: str = "inputs", name: str | None
         if kind == "USER_INPUT":
             t = program_input(np.zeros(tuple(value.shape), dtype=_torch_dtype(value.dtype, None)), node.name)
             user.append(t)
+        elif kind == "PARAMETER" and id(ep.state_dict[target]) in tied:
+            # (torch.export gives each name of a tied weight a placeholder; named_parameters() the first.)
+            t = tied[id(ep.state_dict[target])]
         elif kind == "PARAMETER":
             array = ep.state_dict[target].detach().cpu().numpy().copy()
             if parameters == "inputs":
@@ -337,6 +393,7 @@ def from_torch(module_or_fn, *args, parameters: str = "inputs", name: str | None
                 params.append((target, t))
             else:
                 t = Tensor(array, name=target, requires_grad=array.dtype.kind == "f")
+            tied[id(ep.state_dict[target])] = t
         elif kind in ("BUFFER", "CONSTANT_TENSOR"):
             values = ep.state_dict if target in ep.state_dict else ep.constants
             t = constant(values[target].detach().cpu().numpy().copy(), name=target)

@@ -91,7 +91,8 @@ def check_module(model: Module, x, loss: Callable | None = None, *, eps: float |
     (directions: h = eps), in float64; an entry agrees within
     atol + rtol · max(|analytic|, |numeric|). The model must be deterministic
     (call ``model.eval()`` first if it has dropout): a loss that differs between
-    two evaluations is refused.
+    two evaluations is refused. Buffers (a training-mode BatchNorm's running
+    statistics, which every evaluation moves) are restored afterwards.
     Shapes: x as the model takes it; the loss a scalar.
 
     Returns the :class:`ModuleCheck`; raises :class:`GradientCheckError` with it
@@ -128,14 +129,22 @@ def check_module(model: Module, x, loss: Callable | None = None, *, eps: float |
             value = objective(*params)
         return float(np.asarray(value.value if isinstance(value, Tensor) else value).reshape(()))
 
-    base = evaluate(values)
-    if evaluate(values) != base:   # the same call twice: equal unless the model draws random numbers
-        raise AutogradDagError(f"check_module: {type(model).__name__}'s loss changes between two evaluations "
-                               f"at the same parameters (dropout in training mode? call model.eval())")
-    grads = grad(objective, argnums=tuple(range(len(values))))(*values)
-    rng = np.random.default_rng(seed)
-    checks = [_check_parameter(name, k, values, grads[k], evaluate, rng, eps, atol, rtol, max_entries, directions)
-              for k, name in enumerate(names)]
+    # Every evaluation of a training-mode BatchNorm moves its running statistics: the check
+    # would leave them (and num_batches_tracked) dozens of updates on, from this one batch.
+    buffers = [(b, np.array(b, copy=True)) for _, b in model.named_buffers()]
+    try:
+        base = evaluate(values)
+        if evaluate(values) != base:   # the same call twice: equal unless the model draws random numbers
+            raise AutogradDagError(f"check_module: {type(model).__name__}'s loss changes between two "
+                                   f"evaluations at the same parameters (dropout in training mode? call "
+                                   f"model.eval())")
+        grads = grad(objective, argnums=tuple(range(len(values))))(*values)
+        rng = np.random.default_rng(seed)
+        checks = [_check_parameter(name, k, values, grads[k], evaluate, rng, eps, atol, rtol, max_entries,
+                                   directions) for k, name in enumerate(names)]
+    finally:
+        for array, saved in buffers:  # in place: a program ad.jit recorded reads them by identity
+            np.copyto(array, saved)
     report = ModuleCheck(type(model).__name__, checks, seed)
     if raise_on_failure and not report.ok:
         raise GradientCheckError(f"{report}\n  wrong: {', '.join(report.failed)}")

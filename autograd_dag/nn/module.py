@@ -92,6 +92,12 @@ def _parameters_under(name: str, value) -> list[tuple[str, "Parameter"]]:
             for found in _parameters_under(f"{name}.{key}", item)]
 
 
+def _holds_learned(value) -> bool:
+    """Whether a list, tuple or dict holds a Module or Parameter at any depth."""
+    return any(isinstance(item, (Module, Parameter)) or (isinstance(item, (list, tuple, dict)) and _holds_learned(item))
+               for _, item in _items(value))
+
+
 class _Naming:
     """The naming of one outermost module call: each module's scope label, each parameter's path."""
 
@@ -166,7 +172,8 @@ class Module:
     """Base class of layers and models, as a PyTorch user expects it.
 
     Subclasses set parameters and sub-modules as attributes in ``__init__``
-    (lists and tuples of them are found too) and define ``forward``. Non-learned
+    (lists, tuples and dicts of them are found too, one level deep: a list of lists
+    of layers is refused, use :class:`ModuleList`) and define ``forward``. Non-learned
     state that must be saved (batch norm's running statistics) is registered with
     :meth:`register_buffer`.
 
@@ -283,6 +290,14 @@ class Module:
                         children.append((f"{attr}.{key}", item))
                     elif isinstance(item, Parameter):
                         slots.append((f"{attr}.{key}", attr, key, item))
+                    elif isinstance(item, (list, tuple, dict)) and _holds_learned(item):
+                        # Searched one level deep only: they were silently left out of parameters(),
+                        # the optimizer, the state dict and train()/eval().
+                        raise AutogradDagError(
+                            f"{type(self).__name__}.{attr}[{key!r}] is a {type(item).__name__} holding modules "
+                            f"or parameters inside the {type(value).__name__} '{attr}': only one level of list, "
+                            f"tuple or dict is searched, so they would be left out of parameters(), the state "
+                            f"dict and train()/eval(); hold them in an nn.ModuleList (or a Module) instead")
         return children, slots
 
     def _named_children(self) -> Iterator[tuple[str, "Module"]]:

@@ -213,6 +213,11 @@ def _tie_weights(b, node, args):
 def _where(b, node, args):
     cond = b.cast(args[0], np.bool_)
     x, y = _all_as(b, args[1:], node.dtype)
+    if np.dtype(node.dtype) == np.bool_:
+        # ONNX Runtime has no Where kernel for booleans (clip's derivative selects them): (c ∧ x) ∨ (¬c ∧ y).
+        kept = b.op("And", [cond, x], hint=_hint(node))
+        other = b.op("And", [b.op("Not", [cond], hint=_hint(node)), y], hint=_hint(node))
+        return b.op("Or", [kept, other], hint=_hint(node))
     return b.op("Where", [cond, x, y], hint=_hint(node))
 
 
@@ -450,6 +455,10 @@ def _arctan2(b, node, args):
     on_axis = b.op("Mul", [b.op("Sign", [y]), b.scalar(math.pi / 2, dt)])
     res = b.op("Where", [b.op("Less", [x, zero]), left, on_axis])
     res = b.op("Where", [b.op("Greater", [x, zero]), base, res])
+    # y = ±0 and x = −0 (0/0 above): ±π, as numpy reads x's sign bit too.
+    minus_zero_x = b.op("And", [b.op("Equal", [x, zero]), b.op("Less", [b.op("Reciprocal", [x]), zero])])
+    res = b.op("Where", [b.op("And", [minus_zero_x, b.op("Equal", [y, zero])]),
+                         b.op("Where", [y_nonneg, pi, b.op("Neg", [pi])]), res])
     # Both infinite: y/x is NaN; numpy gives ±π/4 (x = +inf) or ±3π/4 (x = −inf).
     corner = b.op("Mul", [b.op("Sign", [y]), b.op("Where", [b.op("Greater", [x, zero]), b.scalar(math.pi / 4, dt),
                                                                b.scalar(3 * math.pi / 4, dt)])])
