@@ -41,6 +41,14 @@ def record_graph(graph: Graph, ops: dict, inputs: dict, outputs=None, params: di
     for v in [] if outputs is None else outputs:
         if v not in graph:
             raise ProgramInputError(f"Program.from_graph: output {v!r} is not a vertex of the graph")
+    # A key naming no vertex (a typo) or an input was ignored: params={"S": {"axis": 0}} for
+    # vertex "s" summed over every axis, a wrong value without a word.
+    for what, table in (("ops", ops), ("params", params)):
+        for v in table:
+            if v not in graph or v in tensors:
+                where = "an input (its value is given, not computed)" if v in tensors else "not a vertex of the graph"
+                raise ProgramInputError(f"Program.from_graph: {what} names {v!r}, which is {where}; {what} "
+                                        f"maps the graph's non-input vertices")
     with _recording_as(True):
         for v in graph.topological_order():
             if v in tensors:

@@ -1,0 +1,25 @@
+"""Regressions from an adversarial hunt for wrong results in graphs, circuits, text and the CLI."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autograd_dag as ad
+from autograd_dag.errors import ProgramInputError
+
+
+# ------------------------------------------------------------------ hand-built DAGs (Program.from_graph)
+def test_from_graph_refuses_params_and_ops_for_no_vertex_or_an_input():
+    # params={"S": ...} for vertex "s" was ignored: the sum ran over every axis and gave 6.0
+    # instead of the column sums [2, 2, 2], without a word. Keys naming an input were ignored too.
+    g = ad.Graph.from_edges([("x", "s")])
+    x = np.ones((2, 3))
+    good = ad.Program.from_graph(g, {"s": "sum"}, {"x": x}, params={"s": {"axis": 0}})
+    np.testing.assert_array_equal(good(x), x.sum(axis=0))  # exact: sums of ones
+    for ops, params, key in [({"s": "sum"}, {"S": {"axis": 0}}, "'S'"),
+                             ({"s": "sum"}, {"x": {"axis": 0}}, "'x'"),
+                             ({"s": "sum", "t": "exp"}, None, "'t'"),
+                             ({"s": "sum", "x": "exp"}, None, "'x'")]:
+        with pytest.raises(ProgramInputError, match=f"names {key}, which is"):
+            ad.Program.from_graph(g, ops, {"x": x}, params=params)
