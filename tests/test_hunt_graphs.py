@@ -23,3 +23,19 @@ def test_from_graph_refuses_params_and_ops_for_no_vertex_or_an_input():
                              ({"s": "sum", "x": "exp"}, None, "'x'")]:
         with pytest.raises(ProgramInputError, match=f"names {key}, which is"):
             ad.Program.from_graph(g, ops, {"x": x}, params=params)
+
+
+# ------------------------------------------------------------------ text
+@pytest.mark.parametrize("text, words", [
+    ("हिन्दी भाषा", ["हिन्दी", "भाषा"]),                 # Devanagari vowel signs and virama are marks
+    ("cafe\u0301 au lait.", ["cafe\u0301", "au", "lait", "."]),  # a decomposed é; the "." stays apart
+    ("\u0130stanbul", ["i\u0307stanbul"]),                # "İ".lower() is i + combining dot
+])
+def test_word_tokenizer_keeps_combining_marks_inside_words(text, words):
+    # \w does not match combining marks: each one cut its word, "हिन्दी" was six tokens and
+    # join gave back "ह ि न ् द ी". Independent reference: words are the space-separated pieces.
+    tok = ad.text.WordTokenizer()
+    assert tok.split(text) == words
+    assert tok.join(tok.split(text)) == text.lower()
+    fitted = ad.text.WordTokenizer().fit([text])
+    assert fitted.decode(fitted.encode(text)) == text.lower()
