@@ -39,3 +39,18 @@ def test_word_tokenizer_keeps_combining_marks_inside_words(text, words):
     assert tok.join(tok.split(text)) == text.lower()
     fitted = ad.text.WordTokenizer().fit([text])
     assert fitted.decode(fitted.encode(text)) == text.lower()
+
+
+# ------------------------------------------------------------------ the CLI
+def test_cli_names_the_users_line_for_a_library_error_without_one(tmp_path, capsys):
+    # A library error raised in the user's function whose message names no line
+    # (Program.from_graph's) was printed without the user's file:line.
+    from autograd_dag.cli import main
+    script = tmp_path / "user_graph.py"
+    script.write_text("import numpy as np\nimport autograd_dag as ad\n\n\ndef build():\n"
+                      "    g = ad.Graph.from_edges([('x', 'e')])\n"
+                      "    return ad.Program.from_graph(g, {'e': 'nonexistent_op'}, {'x': np.ones(2)})\n")
+    assert main(["render", f"{script}:build", "-o", str(tmp_path / "out.dot")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("autograd-dag: error:") and "unknown primitive 'nonexistent_op'" in err
+    assert "(at user_graph.py:7)" in err
