@@ -54,3 +54,21 @@ def test_cli_names_the_users_line_for_a_library_error_without_one(tmp_path, caps
     err = capsys.readouterr().err
     assert err.startswith("autograd-dag: error:") and "unknown primitive 'nonexistent_op'" in err
     assert "(at user_graph.py:7)" in err
+
+
+# ------------------------------------------------------------------ circuits
+def test_gradient_circuit_keeps_constants_float64_cannot_hold():
+    # The gradient is built by a float64 program; constants were mapped back by their float64
+    # value, so 2**60 + 1 came back as the float 2**60 (f and df/dx both off by one), and a
+    # float 1/3 beside a Fraction 1/3 became that Fraction (f no longer the circuit's polynomial).
+    from fractions import Fraction
+    from autograd_dag.circuits import Circuit, Polynomial, gradient_circuit, variables
+    x, y = variables("x y")
+    big = 2**60 + 1
+    f, dx = gradient_circuit(Circuit.from_outputs(big * x * x)).circuit.to_polynomial()
+    assert f == Polynomial({(("x", 2),): big}) and dx == Polynomial({(("x", 1),): 2 * big})
+    assert isinstance(dx.coefficient({"x": 1}), int)
+    third = 1 / 3  # a float, not exactly 1/3
+    f, dx, dy = gradient_circuit(Circuit.from_outputs(Fraction(1, 3) * x + third * y)).circuit.to_polynomial()
+    assert f == Polynomial({(("x", 1),): Fraction(1, 3), (("y", 1),): third})
+    assert dx == Fraction(1, 3) and dy == third and isinstance(dy.coefficient(), float)
