@@ -72,3 +72,29 @@ def test_gradient_circuit_keeps_constants_float64_cannot_hold():
     f, dx, dy = gradient_circuit(Circuit.from_outputs(Fraction(1, 3) * x + third * y)).circuit.to_polynomial()
     assert f == Polynomial({(("x", 1),): Fraction(1, 3), (("y", 1),): third})
     assert dx == Fraction(1, 3) and dy == third and isinstance(dy.coefficient(), float)
+
+
+# ------------------------------------------------------------------ pictures
+def _labels(dot_source: str) -> dict:
+    """{node id: label text} parsed from DOT source (the renderer's HTML-like labels)."""
+    import re
+    return {m.group(1): m.group(2) for m in re.finditer(r"^\s*(n\d+) \[label=<(.*?)> ", dot_source, re.M)}
+
+
+def test_gradient_circuit_picture_says_which_derivative_a_variable_or_constant_is():
+    # d(x·y)/dx = y and d(x·y)/dy = x are the input nodes themselves: their boxes read "x" and
+    # "y" with no word that x is df/dy, so a reader took the box "x" for df/dx. The two
+    # derivatives of x + y are one constant node "1", which named neither.
+    import subprocess
+    from autograd_dag.circuits import Circuit, gradient_circuit, variables
+    x, y = variables("x y")
+    prog = gradient_circuit(Circuit.from_outputs(x * y)).to_program()
+    assert [prog.nodes[k].name for k in prog.outputs[1:]] == ["y", "x"]  # df/dx is y, df/dy is x
+    source = ad.render(prog).source
+    labels = _labels(source)
+    assert "<I>df/dy</I>" in labels["n0"] and "<I>df/dx</I>" in labels["n1"]
+    assert "<I>f</I>" in labels["n2"]
+    prog = gradient_circuit(Circuit.from_outputs(x + y)).to_program()
+    (k,) = set(prog.outputs[1:])
+    assert "<I>df/dx, df/dy</I>" in _labels(ad.render(prog).source)[f"n{k}"]
+    assert subprocess.run(["dot", "-Tsvg"], input=source.encode(), capture_output=True).returncode == 0
