@@ -25,6 +25,25 @@ def test_from_graph_refuses_params_and_ops_for_no_vertex_or_an_input():
             ad.Program.from_graph(g, ops, {"x": x}, params=params)
 
 
+
+def test_from_graph_refuses_an_operand_given_as_a_parameter():
+    # clip's bounds are operands; given as params the value was right (np.clip takes them as
+    # keywords) but the recorded clip had one operand where its rules read three, and its
+    # gradient raised "<lambda>() got an unexpected keyword argument 'a_min'".
+    x = np.array([[-2.0, 0.25, 3.0]])
+    g = ad.Graph.from_edges([("x", "c")])
+    with pytest.raises(ProgramInputError, match=r"params of vertex 'c' name \['a_min', 'a_max'\], operand"):
+        ad.Program.from_graph(g, {"c": "clip"}, {"x": x}, params={"c": {"a_min": -0.5, "a_max": 0.5}})
+    # as in-edges it runs and differentiates as ad.clip does (exact: the gradient is a 0/1 mask)
+    g = ad.Graph.from_edges([("x", "c"), ("lo", "c"), ("hi", "c")])
+    lo, hi = np.array(-0.5), np.array(0.5)
+    prog = ad.Program.from_graph(g, {"c": "clip"}, {"x": x, "lo": lo, "hi": hi})
+    np.testing.assert_array_equal(prog(x, lo, hi), np.clip(x, -0.5, 0.5))
+    got = ad.grad(lambda t: ad.sum(prog(t, lo, hi)))(x)
+    want = ad.grad(lambda t: ad.sum(ad.clip(t, -0.5, 0.5)))(x)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, [[0.0, 1.0, 0.0]])
+
 # ------------------------------------------------------------------ text
 @pytest.mark.parametrize("text, words", [
     ("हिन्दी भाषा", ["हिन्दी", "भाषा"]),                 # Devanagari vowel signs and virama are marks
