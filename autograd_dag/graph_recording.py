@@ -61,8 +61,6 @@ def record_graph(graph: Graph, ops: dict, inputs: dict, outputs=None, params: di
             if prim is None:
                 raise ProgramInputError(f"Program.from_graph: vertex {v!r} names unknown primitive {op!r}")
             parents = graph.parents(v)
-            # (The public function takes no such parameter either: its result has other parents.)
-            _refuse_operands_as_params(prim, v, params.get(v, {}))
             try:
                 operands = [tensors[p] for p in parents]
                 out = _through_public_function(prim, operands, params.get(v, {}))
@@ -82,28 +80,6 @@ def record_graph(graph: Graph, ops: dict, inputs: dict, outputs=None, params: di
     # One leaf (by default) gives a program returning one array, as trace() does.
     result = tensors[outs[0]] if outputs is None and len(outs) == 1 else tuple(tensors[v] for v in outs)
     return tuple(tensors[v] for v in inputs), result
-
-
-def _refuse_operands_as_params(prim: Primitive, v, params: dict) -> None:
-    """Refuse a parameter naming one of ``prim``'s operands (``clip``'s ``a_min``): operands are in-edges.
-
-    ``np.clip(x, a_min=0)`` computes, so the value came out right, but the recorded
-    ``clip`` had one operand where its derivative rules read three: its gradient raised
-    "<lambda>() got an unexpected keyword argument 'a_min'".
-    """
-    if not params or prim.vjp_parts is None:
-        return
-    try:
-        slots = list(inspect.signature(prim.impl).parameters.values())[:len(prim.vjp_parts)]
-    except (TypeError, ValueError):
-        return
-    names = [q.name for q in slots if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)]
-    taken = [k for k in params if k in names]
-    if taken:
-        raise ProgramInputError(
-            f"Program.from_graph: params of vertex {v!r} name {taken}, operand(s) of {prim.name} (its operands "
-            f"are {names}, in this order): an operand is an in-edge from a vertex holding it (an input "
-            f"for a fixed value), not a parameter")
 
 
 def _positional_names(fn: Callable, n: int) -> list[str] | None:

@@ -32,8 +32,13 @@ def test_from_graph_refuses_an_operand_given_as_a_parameter():
     # gradient raised "<lambda>() got an unexpected keyword argument 'a_min'".
     x = np.array([[-2.0, 0.25, 3.0]])
     g = ad.Graph.from_edges([("x", "c")])
-    with pytest.raises(ProgramInputError, match=r"params of vertex 'c' name \['a_min', 'a_max'\], operand"):
+    with pytest.raises(ProgramInputError, match=r"vertex 'c' .* clip takes a_min, a_max as operand"):
         ad.Program.from_graph(g, {"c": "clip"}, {"x": x}, params={"c": {"a_min": -0.5, "a_max": 0.5}})
+    # calling the primitive itself took the same path
+    from autograd_dag.errors import AutogradDagError
+    from autograd_dag.primitives.registry import PRIMITIVES
+    with pytest.raises(AutogradDagError, match=r"clip takes a_min as operand.*operands are \['a', 'a_min', 'a_max'\]"):
+        PRIMITIVES["clip"](ad.Tensor(x, requires_grad=True), a_min=-0.5)
     # as in-edges it runs and differentiates as ad.clip does (exact: the gradient is a 0/1 mask)
     g = ad.Graph.from_edges([("x", "c"), ("lo", "c"), ("hi", "c")])
     lo, hi = np.array(-0.5), np.array(0.5)
