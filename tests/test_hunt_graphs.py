@@ -122,3 +122,26 @@ def test_gradient_circuit_picture_says_which_derivative_a_variable_or_constant_i
     (k,) = set(prog.outputs[1:])
     assert "<I>df/dx, df/dy</I>" in _labels(ad.render(prog).source)[f"n{k}"]
     assert subprocess.run(["dot", "-Tsvg"], input=source.encode(), capture_output=True).returncode == 0
+
+
+def test_circuit_constants_must_be_finite():
+    # inf and nan were accepted as constants: x·inf expanded to "inf*x", its gradient circuit
+    # computed nan with a RuntimeWarning only, and equivalent() crashed with OverflowError
+    # "cannot convert Infinity to integer ratio". (parse() already refused 1e400.)
+    from autograd_dag.circuits import Circuit, Polynomial, constant, equivalent, variables
+    from autograd_dag.errors import CircuitError
+    x = variables("x")
+    for bad in (float("inf"), -float("inf"), float("nan"), np.float64("inf")):
+        with pytest.raises(CircuitError, match="not a finite number"):
+            x * bad
+        with pytest.raises(CircuitError, match="not a finite number"):
+            constant(bad)
+        with pytest.raises(CircuitError, match="not a finite number"):
+            Polynomial({(("x", 1),): bad})
+    # float constants multiplied past float64's range: refused on expansion, not printed as inf
+    c = Circuit.from_outputs(1e200 * x * 1e200)
+    with pytest.raises(CircuitError, match="multiplied past 1.8e308"):
+        c.to_polynomial()
+    # the random test reads floats as exact rationals, so it still decides (1e200·1e200 = 1e400 exactly)
+    assert equivalent(c, 1e200 * (1e200 * x), method="random", seed=0).equivalent
+    assert not equivalent(c, 1e200 * x, method="random", seed=0).equivalent
