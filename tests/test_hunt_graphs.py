@@ -49,6 +49,21 @@ def test_from_graph_refuses_an_operand_given_as_a_parameter():
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(got, [[0.0, 1.0, 0.0]])
 
+
+def test_from_graph_concatenate_with_a_negative_axis_differentiates():
+    # concatenate's primitive takes *xs, so its public function (one list of tensors) was never
+    # used and axis=-1 was recorded raw: the value was right, but the gradient raised "VJP of
+    # 'concatenate' returned a cotangent of shape (2, 6) for an input of shape (2, 3)".
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(4.0).reshape(2, 2)
+    g = ad.Graph.from_edges([("a", "c"), ("b", "c")])
+    prog = ad.Program.from_graph(g, {"c": "concatenate"}, {"a": a, "b": b}, params={"c": {"axis": -1}})
+    assert [n.op for n in prog.nodes if n.parents] == ["concatenate"]  # still one node for the vertex
+    np.testing.assert_array_equal(prog(a, b), np.concatenate([a, b], axis=-1))
+    # d/da, d/db of sum(c * c) are 2a, 2b: exact in float64 (doubling small integers)
+    ga, gb = ad.grad(lambda u, v: ad.sum(prog(u, v) * prog(u, v)), argnums=(0, 1))(a, b)
+    np.testing.assert_array_equal(ga, 2 * a)
+    np.testing.assert_array_equal(gb, 2 * b)
+
 # ------------------------------------------------------------------ text
 @pytest.mark.parametrize("text, words", [
     ("हिन्दी भाषा", ["हिन्दी", "भाषा"]),                 # Devanagari vowel signs and virama are marks
