@@ -103,8 +103,8 @@ def user_code_error(what: str, exc: BaseException) -> AutogradDagError:
     """A one-line error for an exception raised by the user's code, naming their ``file:line``.
 
     The line is the innermost frame of the traceback outside this package
-    (for the library's own errors, whose message names the line already, the
-    message is kept as it is).
+    (a library error whose message names a line already is kept as it is; one
+    that names none gets the user's line too).
 
     Example:
         >>> try:
@@ -113,12 +113,13 @@ def user_code_error(what: str, exc: BaseException) -> AutogradDagError:
         ...     print(user_code_error("f raised", exc))  # doctest: +ELLIPSIS
         f raised ZeroDivisionError: division by zero (at ...:2)
     """
-    if isinstance(exc, AutogradDagError):
-        return AutogradDagError(f"{what} {type(exc).__name__}: {exc}")
     package = os.path.dirname(os.path.abspath(__file__)) + os.sep
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not os.path.abspath(f.filename).startswith(package) and not f.filename.startswith("<frozen")]
     at = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
+    if isinstance(exc, AutogradDagError):
+        # Not every library error names the user's line (Program.from_graph's do not): add it then.
+        return AutogradDagError(f"{what} {type(exc).__name__}: {exc}{'' if ' (at ' in str(exc) else at}")
     message = str(exc).splitlines()[0] if str(exc) else ""
     if isinstance(exc, SyntaxError) and exc.filename:
         at = f" (at {os.path.basename(exc.filename)}:{exc.lineno})"

@@ -41,6 +41,14 @@ def record_graph(graph: Graph, ops: dict, inputs: dict, outputs=None, params: di
     for v in [] if outputs is None else outputs:
         if v not in graph:
             raise ProgramInputError(f"Program.from_graph: output {v!r} is not a vertex of the graph")
+    # A key naming no vertex (a typo) or an input was ignored: params={"S": {"axis": 0}} for
+    # vertex "s" summed over every axis, a wrong value without a word.
+    for what, table in (("ops", ops), ("params", params)):
+        for v in table:
+            if v not in graph or v in tensors:
+                where = "an input (its value is given, not computed)" if v in tensors else "not a vertex of the graph"
+                raise ProgramInputError(f"Program.from_graph: {what} names {v!r}, which is {where}; {what} "
+                                        f"maps the graph's non-input vertices")
     with _recording_as(True):
         for v in graph.topological_order():
             if v in tensors:
@@ -85,6 +93,15 @@ def _positional_names(fn: Callable, n: int) -> list[str] | None:
     return [q.name for q in parameters]
 
 
+def _takes_any_number(fn: Callable) -> bool:
+    """Whether ``fn``'s first parameter is ``*args``."""
+    try:
+        first = next(iter(inspect.signature(fn).parameters.values()), None)
+    except (TypeError, ValueError):
+        return False
+    return first is not None and first.kind is first.VAR_POSITIONAL
+
+
 def _through_public_function(prim: Primitive, operands: list, params: dict) -> Tensor | None:
     """``prim`` applied by its public function (``sum`` for the primitive ``sum``), or None.
 
@@ -101,12 +118,19 @@ def _through_public_function(prim: Primitive, operands: list, params: dict) -> T
     if not callable(public) or public is prim.impl or isinstance(public, Primitive):
         return None
     # The parents must land on the same parameters in both: ad.concatenate(tensors, axis)
-    # would read a second parent as its axis.
-    names = _positional_names(prim.impl, len(operands))
-    if names is None or names != _positional_names(public, len(operands)):
-        return None
+    # would read a second parent as its axis. A primitive taking any number of operands
+    # (concatenate's *xs) is the public function given them as one list.
+    if _takes_any_number(prim.impl):
+        args = [list(operands)]
+        if _positional_names(public, 1) is None:
+            return None
+    else:
+        args = operands
+        names = _positional_names(prim.impl, len(operands))
+        if names is None or names != _positional_names(public, len(operands)):
+            return None
     try:
-        out = public(*operands, **params)
+        out = public(*args, **params)
     except TypeError as exc:  # its signature differs from the primitive's parameters: apply it raw
         if isinstance(exc, AutogradDagError):  # (the library's own, a user's mistake: say it)
             raise

@@ -7,6 +7,8 @@ primitive's shape rule usually knows precisely what is wrong. Kept apart from
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from .modes import modes
@@ -41,6 +43,43 @@ def check_operand_count(prim, args, params: dict) -> None:
                               TypeError(f"{prim.name} takes {impl.nin} operand{'s' * (impl.nin != 1)} and no "
                                         f"parameters; got {got}{_OVERWRITE * (len(args) > impl.nin)}"
                                         f"{located(user_source())}"))
+    taken = _operands_as_params(prim, params)
+    if taken:
+        raise operation_error(prim, [np.asarray(getattr(a, "value", a)) for a in args], {},
+                              TypeError(f"{prim.name} takes {', '.join(taken)} as operand(s), not as "
+                                        f"parameter(s): its operands are {_operand_slots(prim)}, in this order"
+                                        f"{located(user_source())}"))
+
+
+_SLOTS: dict = {}  # Primitive -> its operand names (a signature costs ~10 µs; primitives live forever)
+
+
+def _operand_slots(prim) -> list:
+    """The names of ``prim``'s operands: its implementation's positional parameters, one per derivative rule."""
+    slots = _SLOTS.get(prim)
+    if slots is None:
+        slots = []
+        if prim.vjp_parts is not None:
+            try:
+                found = list(inspect.signature(prim.impl).parameters.values())[:len(prim.vjp_parts)]
+            except (TypeError, ValueError):
+                found = []
+            slots = [q.name for q in found if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)]
+        _SLOTS[prim] = slots
+    return slots
+
+
+def _operands_as_params(prim, params: dict) -> list:
+    """The params naming one of ``prim``'s operands (``clip``'s ``a_min``).
+
+    ``np.clip(x, a_min=0)`` computes, so the value came out right, but the recorded
+    ``clip`` had one operand where its derivative rules read three: its gradient raised
+    "<lambda>() got an unexpected keyword argument 'a_min'".
+    """
+    if not params:
+        return []
+    slots = _operand_slots(prim)
+    return [k for k in params if k in slots]
 
 
 _OVERWRITE = " (numpy would write the result into the extra operand, overwriting it)"

@@ -19,12 +19,11 @@ before it is measured. ``unsimplified_size`` keeps the raw size.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 from autograd_dag.autodiff import grad_program
 from autograd_dag.errors import CircuitError
 from autograd_dag.kinds import ProgramKind
-from autograd_dag.circuits.circuit import Circuit, Wire
+from autograd_dag.circuits.circuit import Circuit, Node, Wire
 from autograd_dag.circuits.simplify import simplify as _simplify
 
 
@@ -75,6 +74,59 @@ class GradientCircuit:
         return f"gradient circuit: size {self.size}{how}; S(f) = {self.original_size}; ratio {ratio} (bound {self.bound:.3g})"
 
 
+def _comes_back_from_float64(value) -> bool:
+    """Whether ``value`` read back from a float64 program constant is ``value``, type included.
+
+    Floats are; ints below 2**53 are (``Circuit.from_program`` reads those back as ints);
+    Fractions come back as floats, and 2**60 + 1 as the float 2**60.
+    """
+    return isinstance(value, float) or (isinstance(value, int) and abs(value) < 2**53)
+
+
+def _inexact_constants_as_variables(c: Circuit) -> tuple[Circuit, dict]:
+    """``c`` with each constant a float64 would change as a new variable after its own, and ``{name: value}``."""
+    out = Circuit()
+    for v in c.variables:
+        out.variable(v)
+    named: dict = {}
+    mapping = [0] * len(c._nodes)
+    for i, node in enumerate(c._nodes):
+        if node.kind == "var":
+            mapping[i] = out.variable(node.name).index
+        elif node.kind == "const" and not _comes_back_from_float64(node.value):
+            name = f"_c{len(named)}"
+            while name in c._var_index:
+                name = "_" + name
+            named[name] = node.value
+            mapping[i] = out.variable(name).index
+        elif node.kind == "const":
+            mapping[i] = out.constant(node.value).index
+        else:
+            mapping[i] = out._append(Node(node.kind, tuple(mapping[j] for j in node.operands)))
+    out._outputs = [mapping[o] for o in c._outputs]
+    out._output_names = list(c._output_names)
+    return out, named
+
+
+def _substitute(c: Circuit, values: dict) -> Circuit:
+    """``c`` with the variables named in ``values`` replaced by those constants."""
+    out = Circuit()
+    for v in c.variables:
+        if v not in values:
+            out.variable(v)
+    mapping = [0] * len(c._nodes)
+    for i, node in enumerate(c._nodes):
+        if node.kind == "var":
+            mapping[i] = (out.constant(values[node.name]) if node.name in values else out.variable(node.name)).index
+        elif node.kind == "const":
+            mapping[i] = out.constant(node.value).index
+        else:
+            mapping[i] = out._append(Node(node.kind, tuple(mapping[j] for j in node.operands)))
+    out._outputs = [mapping[o] for o in c._outputs]
+    out._output_names = list(c._output_names)
+    return out
+
+
 def gradient_circuit(circuit, *, simplify: bool = True) -> GradientCircuit:
     """A circuit computing f and all ∂f/∂xi, built by reverse-mode program transformation.
 
@@ -99,14 +151,17 @@ def gradient_circuit(circuit, *, simplify: bool = True) -> GradientCircuit:
         raise CircuitError(
             f"gradient_circuit: the circuit has {len(c.outputs)} outputs; a gradient needs a single output"
         )
-    # The program runs in float64; Fraction constants come back exactly through this map.
-    exact = {float(n.value): n.value for n in c._nodes if n.kind == "const" and isinstance(n.value, Fraction)}
-    program = c.to_program(name="f")
+    # The program runs in float64: a constant it would change (1/3, 2**60 + 1) is an extra
+    # input of it, held fixed, and put back as that constant in the circuit read back.
+    # (Mapping values back by their float64 turned a float 1/3 beside a Fraction 1/3 into
+    # the Fraction, and 2**60 + 1 into the float 2**60.)
+    held, named = _inexact_constants_as_variables(c)
+    program = held.to_program(name="f")
     if not c.variables:
         grad = program
     else:
-        grad = grad_program(program, with_value=True)
-    g = Circuit.from_program(grad, exact_constants=exact)
+        grad = grad_program(program, tuple(range(len(c.variables))), with_value=True)
+    g = _substitute(Circuit.from_program(grad), named)
     names = ["f"] + [f"df/d{v}" for v in c.variables]
     g._output_names = names[: len(g._outputs)]
     raw = g.size

@@ -13,6 +13,7 @@ than running for hours.
 
 from __future__ import annotations
 
+import math
 import numbers
 import re
 from fractions import Fraction
@@ -43,18 +44,28 @@ def normalize_coefficient(value):
     if isinstance(value, Fraction):
         return value.numerator if value.denominator == 1 else value
     if isinstance(value, float):
-        return value
+        return _finite(value)
     # numpy scalars and other registered numbers, converted without losing exactness
     if isinstance(value, numbers.Integral):
         return int(value)
     if isinstance(value, numbers.Rational):
         return normalize_coefficient(Fraction(int(value.numerator), int(value.denominator)))
     if isinstance(value, numbers.Real):
-        return float(value)
+        return _finite(float(value))
     raise CircuitError(
         f"constant {value!r} of type {type(value).__name__} is not a field element: "
         "use an int, a fractions.Fraction or a float"
     )
+
+
+def _finite(value: float) -> float:
+    # inf and nan are no field elements: x·inf expanded to "inf*x", its gradient circuit to nan
+    # with a RuntimeWarning only, and equivalent() crashed with "cannot convert Infinity to
+    # integer ratio".
+    if not math.isfinite(value):
+        raise CircuitError(f"coefficient {value!r} is not a finite number (a float constant, or float constants "
+                           f"multiplied past 1.8e308): circuits compute over the rationals")
+    return value
 
 
 def mono_mul(a: Monomial, b: Monomial) -> Monomial:

@@ -164,6 +164,14 @@ class Labeller:
         self.outputs = set(program.outputs)
         # {node index: axis names} of a program recorded with named tensors (see render.axes).
         self.axes = axes or {}
+        # A gradient circuit returns f, df/dx1, … (inputs in order): a derivative that is a variable
+        # (d(x·y)/dx = y), a constant or another's node too (d(x + y)/dx = d(x + y)/dy = 1) has no name
+        # of its own, and its box read "y" or "1" beside no word of which derivative it is.
+        self.returned_as: dict[int, list[str]] = {}
+        if program.kind is ProgramKind.GRADIENT_CIRCUIT:
+            names = ["f"] + [f"df/d{program.nodes[i].name}" for i in program.inputs]
+            for pos, k in enumerate(program.outputs[:len(names)]):
+                self.returned_as.setdefault(k, []).append(names[pos])
 
     def _type(self, k: int, show_shapes: bool, show_dtypes: bool) -> str:
         """``float64[3,4]``, or ``float64 seq:3 × layer:4`` when node k's axes have names."""
@@ -240,6 +248,8 @@ class Labeller:
 
     def name(self, k: int) -> str:
         node = self.program.nodes[k]
+        if k in self.returned_as:
+            return f'<FONT POINT-SIZE="10"><I>{name_html(", ".join(self.returned_as[k]))}</I></FONT>'
         if node.name and node.prim is not None:
             return f'<FONT POINT-SIZE="10"><I>{name_html(node.name)}</I></FONT>'
         return ""
