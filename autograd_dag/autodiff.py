@@ -25,7 +25,7 @@ import numpy as np
 
 from . import core
 from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite
-from .graph import paused_gc
+from .graph import paused_gc, reachable
 from .heap import keep
 from .errors import (AutogradDagError, MissingRuleError, NotDifferentiableError, TracingError,
                      UndefinedDerivativeError, user_source, located)
@@ -253,10 +253,11 @@ class _Sweep:
     the nodes needing a cotangent, or None when ``requires_grad`` tells (the
     eager sweep). ``retained``: the non-leaves whose cotangent the user asked
     to keep (Tensor.retain_grad), or None. ``heap``, ``waiting``, ``leaves``:
-    the eager sweep's queue (:func:`_queue`), None in the program sweep.
+    the eager sweep's queue (:func:`_queue`), None in the program sweep;
+    ``zeroed``: its parents whose VJP gave no cotangent (a zero: sign, round).
     """
     __slots__ = ("cts", "owned", "results", "relevant", "retained", "record", "retain_graph",
-                 "anomaly", "outer", "last_change", "what", "heap", "waiting", "leaves", "hot")
+                 "anomaly", "outer", "last_change", "what", "heap", "waiting", "leaves", "zeroed", "hot")
 
     def __init__(self, relevant: set[int] | None, retained: dict | None, *, record: bool,
                  retain_graph: bool, what: str, queue: bool):
@@ -268,7 +269,7 @@ class _Sweep:
         self.anomaly = core.anomaly_enabled()
         self.outer = core.attribution()
         self.last_change = core._last_change
-        self.heap, self.waiting, self.leaves = ([], {}, {}) if queue else (None, None, None)
+        self.heap, self.waiting, self.leaves, self.zeroed = ([], {}, {}, []) if queue else (None, None, None, None)
         # What visit reads at every node, unpacked there in one step (fewer bytecodes per node
         # than an attribute each: the per-op chain's backward is this loop).
         self.hot = (self.cts, self.owned, relevant, record, self.anomaly, retained, self.last_change,
@@ -363,7 +364,9 @@ class _Sweep:
                 continue
             if parts is None:
                 g = grads[i]
-            elif (part := parts[i]) is None:  # the rule of this input only
+            elif (part := parts[i]) is None:  # the rule of this input only (None: a zero derivative)
+                if heap is not None:
+                    self.zeroed.append(p)
                 continue
             else:
                 try:  # (one or two operands without parameters passed one by one: 0.1 µs less than *args)
@@ -372,6 +375,8 @@ class _Sweep:
                 except Exception as exc:
                     raise rule_error(prim, "VJP", exc, t, record) from exc
             if g is None:
+                if heap is not None:
+                    self.zeroed.append(p)
                 continue
             if type(g) is Tensor and not record:
                 g = g.value
@@ -442,11 +447,29 @@ def eager_sweep(outputs: Sequence[Tensor], cotangents: Sequence, *, create_graph
                 visit(waiting.pop(heappop(heap)))
             for lid, leaf in sweep.leaves.items():
                 sweep.results[lid] = (leaf, _recorded_total(cts[lid]) if record else cts[lid])
+            if sweep.zeroed:
+                _zero_leaves(sweep)
     finally:
         # Recorded derivative nodes were attributed to the forward node they
         # differentiate (source line and name scope); restore the caller's.
         core.attribute(*sweep.outer)
     return sweep.results
+
+
+def _zero_leaves(sweep: _Sweep) -> None:
+    """A zero gradient for each leaf requiring one that is behind ``sweep.zeroed`` and got none.
+
+    A leaf whose every path to the output runs through an operation of zero
+    derivative (sign, round, floor) has the gradient zero, as PyTorch's
+    backward() and ``ad.grad`` give it, not None (``w.grad.value`` raised, and an
+    optimizer skipped its weight decay). Walked only when such an operation ran;
+    visited nodes have dropped their parents, so the walk stays in the part of
+    the graph the sweep did not reach (a leaf behind a visited node got its sum).
+    """
+    for u in reachable(sweep.zeroed, lambda u: u.parents or ()):
+        if u.prim is None and u.requires_grad and id(u) not in sweep.results:
+            zero = np.zeros(u.shape, dtype=u.dtype)
+            sweep.results[id(u)] = (u, Tensor(zero) if sweep.record else zero)
 
 
 def program_sweep(outputs: Sequence[Tensor], cotangents: Sequence, wrt: Sequence[Tensor], *,
