@@ -1104,16 +1104,10 @@ def checkpoint(f: Callable) -> Callable:
         return out.value if isinstance(out, Tensor) else np.asarray(out)
 
     def replay(inputs):
-        # When the sweep records, f is replayed on identity nodes of the
-        # recorded inputs, so the derivative stays connected to them (and
-        # differentiates again) while each argument slot keeps its own
-        # cotangent even if one Tensor fills two slots; otherwise on fresh
-        # leaves holding their values. Either way they are the inputs of a
-        # transformation, as grad's slots are (float ones require a gradient):
-        # a transformation inside f that reads one from a closure (vmap over
-        # constant scales of x) must record, not compute bare numbers whose
-        # derivative would be a silent zero.
-        # Recorded by the one tracer, as grad records its function.
+        # f replayed by the one tracer, as grad records its function: on identity nodes of the
+        # recorded inputs when the sweep records (connected to them, one cotangent per slot even
+        # if one Tensor fills two), else on fresh leaves; inputs of a transformation either way,
+        # so an inner one reading them from a closure records instead of a silent zero derivative.
         with random.replayed():
             rec = tracing.record(packed_f, inputs, lambda position, x: slot_input(x, name), what=name)
         _refuse_closure_gradients(rec.result, rec.inputs, name, rec.inner)
