@@ -253,8 +253,8 @@ class _Sweep:
     the nodes needing a cotangent, or None when ``requires_grad`` tells (the
     eager sweep). ``retained``: the non-leaves whose cotangent the user asked
     to keep (Tensor.retain_grad), or None. ``heap``, ``waiting``, ``leaves``:
-    the eager sweep's queue (:func:`_queue`), None in the program sweep;
-    ``zeroed``: its parents whose VJP gave no cotangent (a zero: sign, round).
+    the eager sweep's queue (:func:`_queue`), None in the program sweep.
+    ``zeroed``: the parents whose VJP gave no cotangent (a zero: sign, round).
     """
     __slots__ = ("cts", "owned", "results", "relevant", "retained", "record", "retain_graph",
                  "anomaly", "outer", "last_change", "what", "heap", "waiting", "leaves", "zeroed", "hot")
@@ -269,7 +269,8 @@ class _Sweep:
         self.anomaly = core.anomaly_enabled()
         self.outer = core.attribution()
         self.last_change = core._last_change
-        self.heap, self.waiting, self.leaves, self.zeroed = ([], {}, {}, []) if queue else (None, None, None, None)
+        self.heap, self.waiting, self.leaves = ([], {}, {}) if queue else (None, None, None)
+        self.zeroed: list[Tensor] = []
         # What visit reads at every node, unpacked there in one step (fewer bytecodes per node
         # than an attribute each: the per-op chain's backward is this loop).
         self.hot = (self.cts, self.owned, relevant, record, self.anomaly, retained, self.last_change,
@@ -365,9 +366,7 @@ class _Sweep:
             if parts is None:
                 g = grads[i]
             elif (part := parts[i]) is None:  # the rule of this input only (None: a zero derivative)
-                if heap is not None:
-                    self.zeroed.append(p)
-                continue
+                g = None
             else:
                 try:  # (one or two operands without parameters passed one by one: 0.1 µs less than *args)
                     g = (part(ct, out, *args, **params) if params else part(ct, out, args[0], args[1]) if len(args)
@@ -375,8 +374,7 @@ class _Sweep:
                 except Exception as exc:
                     raise rule_error(prim, "VJP", exc, t, record) from exc
             if g is None:
-                if heap is not None:
-                    self.zeroed.append(p)
+                self.zeroed.append(p)   # (the eager sweep gives the leaves behind p zeros)
                 continue
             if type(g) is Tensor and not record:
                 g = g.value
