@@ -25,7 +25,7 @@ import numpy as np
 
 from . import core
 from .core import Primitive, Tensor, _recording_as, apply, bare_values, check_finite
-from .graph import paused_gc
+from .graph import paused_gc, reachable
 from .heap import keep
 from .errors import (AutogradDagError, MissingRuleError, NotDifferentiableError, TracingError,
                      UndefinedDerivativeError, user_source, located)
@@ -254,9 +254,10 @@ class _Sweep:
     eager sweep). ``retained``: the non-leaves whose cotangent the user asked
     to keep (Tensor.retain_grad), or None. ``heap``, ``waiting``, ``leaves``:
     the eager sweep's queue (:func:`_queue`), None in the program sweep.
+    ``zeroed``: the parents whose VJP gave no cotangent (a zero: sign, round).
     """
     __slots__ = ("cts", "owned", "results", "relevant", "retained", "record", "retain_graph",
-                 "anomaly", "outer", "last_change", "what", "heap", "waiting", "leaves", "hot")
+                 "anomaly", "outer", "last_change", "what", "heap", "waiting", "leaves", "zeroed", "hot")
 
     def __init__(self, relevant: set[int] | None, retained: dict | None, *, record: bool,
                  retain_graph: bool, what: str, queue: bool):
@@ -269,6 +270,7 @@ class _Sweep:
         self.outer = core.attribution()
         self.last_change = core._last_change
         self.heap, self.waiting, self.leaves = ([], {}, {}) if queue else (None, None, None)
+        self.zeroed: list[Tensor] = []
         # What visit reads at every node, unpacked there in one step (fewer bytecodes per node
         # than an attribute each: the per-op chain's backward is this loop).
         self.hot = (self.cts, self.owned, relevant, record, self.anomaly, retained, self.last_change,
@@ -363,8 +365,8 @@ class _Sweep:
                 continue
             if parts is None:
                 g = grads[i]
-            elif (part := parts[i]) is None:  # the rule of this input only
-                continue
+            elif (part := parts[i]) is None:  # the rule of this input only (None: a zero derivative)
+                g = None
             else:
                 try:  # (one or two operands without parameters passed one by one: 0.1 µs less than *args)
                     g = (part(ct, out, *args, **params) if params else part(ct, out, args[0], args[1]) if len(args)
@@ -372,6 +374,7 @@ class _Sweep:
                 except Exception as exc:
                     raise rule_error(prim, "VJP", exc, t, record) from exc
             if g is None:
+                self.zeroed.append(p)   # (the eager sweep gives the leaves behind p zeros)
                 continue
             if type(g) is Tensor and not record:
                 g = g.value
@@ -442,11 +445,29 @@ def eager_sweep(outputs: Sequence[Tensor], cotangents: Sequence, *, create_graph
                 visit(waiting.pop(heappop(heap)))
             for lid, leaf in sweep.leaves.items():
                 sweep.results[lid] = (leaf, _recorded_total(cts[lid]) if record else cts[lid])
+            if sweep.zeroed:
+                _zero_leaves(sweep)
     finally:
         # Recorded derivative nodes were attributed to the forward node they
         # differentiate (source line and name scope); restore the caller's.
         core.attribute(*sweep.outer)
     return sweep.results
+
+
+def _zero_leaves(sweep: _Sweep) -> None:
+    """A zero gradient for each leaf requiring one that is behind ``sweep.zeroed`` and got none.
+
+    A leaf whose every path to the output runs through an operation of zero
+    derivative (sign, round, floor) has the gradient zero, as PyTorch's
+    backward() and ``ad.grad`` give it, not None (``w.grad.value`` raised, and an
+    optimizer skipped its weight decay). Walked only when such an operation ran;
+    visited nodes have dropped their parents, so the walk stays in the part of
+    the graph the sweep did not reach (a leaf behind a visited node got its sum).
+    """
+    for u in reachable(sweep.zeroed, lambda u: u.parents or ()):
+        if u.prim is None and u.requires_grad and id(u) not in sweep.results:
+            zero = np.zeros(u.shape, dtype=u.dtype)
+            sweep.results[id(u)] = (u, Tensor(zero) if sweep.record else zero)
 
 
 def program_sweep(outputs: Sequence[Tensor], cotangents: Sequence, wrt: Sequence[Tensor], *,
@@ -1081,16 +1102,10 @@ def checkpoint(f: Callable) -> Callable:
         return out.value if isinstance(out, Tensor) else np.asarray(out)
 
     def replay(inputs):
-        # When the sweep records, f is replayed on identity nodes of the
-        # recorded inputs, so the derivative stays connected to them (and
-        # differentiates again) while each argument slot keeps its own
-        # cotangent even if one Tensor fills two slots; otherwise on fresh
-        # leaves holding their values. Either way they are the inputs of a
-        # transformation, as grad's slots are (float ones require a gradient):
-        # a transformation inside f that reads one from a closure (vmap over
-        # constant scales of x) must record, not compute bare numbers whose
-        # derivative would be a silent zero.
-        # Recorded by the one tracer, as grad records its function.
+        # f replayed by the one tracer, as grad records its function: on identity nodes of the
+        # recorded inputs when the sweep records (connected to them, one cotangent per slot even
+        # if one Tensor fills two), else on fresh leaves; inputs of a transformation either way,
+        # so an inner one reading them from a closure records instead of a silent zero derivative.
         with random.replayed():
             rec = tracing.record(packed_f, inputs, lambda position, x: slot_input(x, name), what=name)
         _refuse_closure_gradients(rec.result, rec.inputs, name, rec.inner)

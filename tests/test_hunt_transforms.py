@@ -211,3 +211,31 @@ def test_masks_combine_with_and_or_xor_invert_under_jit_and_vmap():
     np.testing.assert_array_equal((m & ad.Tensor(~m)).value, np.zeros(4, bool))   # (numpy's operand first)
     with pytest.raises(TypeError, match="boolean operands"):
         ad.Tensor(np.arange(3)) & 1
+
+
+@pytest.mark.parametrize("op", ["sign", "round", "floor"])
+def test_backward_gives_a_zero_gradient_behind_an_operation_of_zero_derivative(op):
+    # PyTorch's backward() and ad.grad give zeros; the eager sweep left .grad None
+    # (w.grad.value raised, and an optimizer skipped the weight's decay).
+    w = ad.Tensor(np.array([0.3, 1.7, -2.2]), requires_grad=True)
+    b = ad.Tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    loss = (getattr(ad, op)(w * 2.0) * b).sum()
+    loss.backward()
+    np.testing.assert_array_equal(w.grad.value, np.zeros(3))
+    assert w.grad.value.dtype == w.dtype
+    # b's gradient is op(2w): the forward's own numbers, exact.
+    np.testing.assert_array_equal(b.grad.value, getattr(np, op)(w.value * 2.0))
+    np.testing.assert_array_equal(ad.grad(lambda w: (getattr(ad, op)(w * 2.0) * b.value).sum())(w.value),
+                                  np.zeros(3))
+
+
+def test_a_zero_gradient_keeps_the_leafs_dtype_and_adds_into_an_existing_one():
+    w = ad.Tensor(np.ones(2, dtype=np.float32), requires_grad=True)
+    ad.sign(w).sum().backward()
+    assert w.grad.value.dtype == np.float32
+    w.grad = ad.Tensor(np.full(2, 7.0, dtype=np.float32))
+    ad.sign(w).sum().backward()
+    np.testing.assert_array_equal(w.grad.value, [7.0, 7.0])
+    unused = ad.Tensor(np.ones(2), requires_grad=True)
+    (w * 1.0).sum().backward()
+    assert unused.grad is None   # not behind the output at all: None, as in PyTorch
