@@ -19,6 +19,7 @@ before it is measured. ``unsimplified_size`` keeps the raw size.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from autograd_dag.autodiff import grad_program
 from autograd_dag.errors import CircuitError
@@ -85,41 +86,41 @@ def _comes_back_from_float64(value) -> bool:
 
 def _inexact_constants_as_variables(c: Circuit) -> tuple[Circuit, dict]:
     """``c`` with each constant a float64 would change as a new variable after its own, and ``{name: value}``."""
-    out = Circuit()
-    for v in c.variables:
-        out.variable(v)
     named: dict = {}
-    mapping = [0] * len(c._nodes)
-    for i, node in enumerate(c._nodes):
-        if node.kind == "var":
-            mapping[i] = out.variable(node.name).index
-        elif node.kind == "const" and not _comes_back_from_float64(node.value):
+
+    def leaf(out: Circuit, node):
+        if node.kind == "const" and not _comes_back_from_float64(node.value):
             name = f"_c{len(named)}"
             while name in c._var_index:
                 name = "_" + name
             named[name] = node.value
-            mapping[i] = out.variable(name).index
-        elif node.kind == "const":
-            mapping[i] = out.constant(node.value).index
-        else:
-            mapping[i] = out._append(Node(node.kind, tuple(mapping[j] for j in node.operands)))
-    out._outputs = [mapping[o] for o in c._outputs]
-    out._output_names = list(c._output_names)
-    return out, named
+            return out.variable(name)
+        return out.variable(node.name) if node.kind == "var" else out.constant(node.value)
+
+    return _rebuilt(c, c.variables, leaf), named
 
 
 def _substitute(c: Circuit, values: dict) -> Circuit:
     """``c`` with the variables named in ``values`` replaced by those constants."""
+    def leaf(out: Circuit, node):
+        if node.kind == "var":
+            return out.constant(values[node.name]) if node.name in values else out.variable(node.name)
+        return out.constant(node.value)
+
+    return _rebuilt(c, [v for v in c.variables if v not in values], leaf)
+
+
+def _rebuilt(c: Circuit, variables, leaf: Callable) -> Circuit:
+    """A new circuit declaring ``variables`` first (their order), then ``c``'s nodes in order:
+    each variable or constant made by ``leaf(new circuit, node)`` (a Wire), each gate on its
+    operands' new nodes; same outputs and output names."""
     out = Circuit()
-    for v in c.variables:
-        if v not in values:
-            out.variable(v)
+    for v in variables:
+        out.variable(v)
     mapping = [0] * len(c._nodes)
     for i, node in enumerate(c._nodes):
-        if node.kind == "var":
-            mapping[i] = (out.constant(values[node.name]) if node.name in values else out.variable(node.name)).index
-        elif node.kind == "const":
-            mapping[i] = out.constant(node.value).index
+        if node.kind in ("var", "const"):
+            mapping[i] = leaf(out, node).index
         else:
             mapping[i] = out._append(Node(node.kind, tuple(mapping[j] for j in node.operands)))
     out._outputs = [mapping[o] for o in c._outputs]
