@@ -392,6 +392,8 @@ def cross_entropy(logits, target, reduction: str = "mean", ignore_index: int | N
     whose index is ``ignore_index`` (e.g. -100 for padding, as in PyTorch) add
     nothing and send no gradient; "mean" averages over the other positions.
     Shapes: logits (..., C); target (...) ints or (..., C) floats -> () (or (...) with 'none').
+    Unlike PyTorch's (N, C, d...), the class axis is the last one: for scores of shape
+    (N, C, L) pass ``logits.swapaxes(1, -1)``.
     Example: ``cross_entropy(ad.Tensor([[0., 0.]]), np.array([1])).value`` is ``log 2``.
     """
     logits = _as_tensor(logits)

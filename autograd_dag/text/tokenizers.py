@@ -155,9 +155,11 @@ class WordTokenizer(Tokenizer):
     """Words and punctuation marks as tokens, lower-cased by default.
 
     ``split("Don't panic!")`` is ``["don't", "panic", "!"]``; :meth:`join`
-    puts spaces between words but none before closing punctuation, so text
+    puts spaces between words but none before closing punctuation, so prose
     written with ordinary spacing comes back unchanged (lower-cased), and an
-    unknown word comes back as ``[UNK]``.
+    unknown word comes back as ``[UNK]``. Punctuation inside a token is split
+    and comes back spaced: "well-known", "e.g.", "3.14" and straight double
+    quotes join as "well - known", "e. g.", "3. 14", '" quoted "'.
 
     Example:
         >>> from autograd_dag.text import WordTokenizer
