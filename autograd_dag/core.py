@@ -29,6 +29,7 @@ from .errors import (AutogradDagError, NotDifferentiableError, TracingError, Und
                      user_source, located)
 from .operation_errors import check_operand_count, failure, operation_error
 from .promotion import PY_NUMBERS, weak
+from .public_functions import through_public_function
 from .scopes import attribute, attributed_to, attribution, current_scope, name_scope  # noqa: F401  (as above)
 
 # What an operation asks before it records (recording? bare values? which
@@ -67,7 +68,8 @@ class Primitive:
     primitive's rules were derived from (``primitives.registry.linear_rules``), else None, False;
     ``partials``: what an elementwise one's were (``elementwise.defelementwise``).
 
-    Calling a primitive applies it: ``exp_prim(x)`` records a node like ``ad.exp(x)``.
+    Calling a primitive applies it: ``exp_prim(x)`` records a node like ``ad.exp(x)``; a built-in one
+    takes its parameters as its public function does (``PRIMITIVES["flip"](x, axis=-1)``).
     """
 
     __slots__ = ("name", "impl", "vjp", "vjp_parts", "jvp", "shape", "nondiff", "batch", "vjp_into", "reads",
@@ -121,6 +123,11 @@ class Primitive:
         self.vjp_piece = None
 
     def __call__(self, *args, **params):
+        # A built-in primitive goes through its public function, which puts the parameters as a
+        # user writes them (axis=-1) in the form its derivative and vmap rules read (axis=(1,)).
+        out = through_public_function(self, args, params)
+        if out is not None:
+            return out
         check_operand_count(self, args, params)
         return apply(self, *args, **params)
 

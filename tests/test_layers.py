@@ -25,6 +25,7 @@ LAYERS = [
     "dag", "graph_algorithms",  # the hand-built DAG (Graph), then the book's other questions about DAGs
     "trace_state",  # which transformations run now: written by tracing, read by core (below both)
     "scopes", "anomaly", "operation_errors", "promotion",  # the modes and errors apply reads, not the Tensor record
+    "public_functions",  # a built-in primitive called with user-form parameters goes through its public function
     "core", "inlined", "primitives", "tracing", "execution",
     "scheduling",  # inter-op parallelism: a program's independent heavy nodes on the pool (above execution's plan)
     "codegen",  # a plan as straight-line Python: the executor of a program called again (above execution's plan)
