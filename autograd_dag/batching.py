@@ -128,7 +128,9 @@ def _argument_axes(in_axes, n: int, keywords: bool = False) -> list:
     axes = list(in_axes)
     if len(axes) != n or not all(a is None or isinstance(a, int) for a in axes):
         raise AutogradDagError(f"vmap: in_axes={in_axes!r} must be an int, None, or one int/None per "
-                               f"argument ({n} given){located(user_source())}")
+                               f"positional argument ({n} given"
+                               f"{'; keyword arguments are always batched along axis 0' if keywords else ''})"
+                               f"{located(user_source())}")
     if all(a is None for a in axes) and not keywords:
         raise AutogradDagError(f"vmap: in_axes={in_axes!r} batches no argument{located(user_source())}")
     return axes

@@ -385,7 +385,7 @@ def _static_arguments(f: Callable, fname: str, static_argnums, static_argnames) 
     P = inspect.Parameter
     kinds = {p.kind for p in parameters}
     positional = [p.name for p in parameters if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
-    shown = f"{fname}({', '.join(str(p) for p in parameters)})"
+    shown = f"{fname}{inspect.signature(f)}"
     if P.VAR_POSITIONAL not in kinds and any(not -len(positional) <= n < len(positional) for n in nums):
         raise AutogradDagError(f"jit: static_argnums={static_argnums!r}, but {shown} takes {len(positional)} "
                                f"positional argument(s){located(user_source())}")
@@ -394,7 +394,7 @@ def _static_arguments(f: Callable, fname: str, static_argnums, static_argnames) 
         if kind is P.POSITIONAL_ONLY or (kind is None and P.VAR_KEYWORD not in kinds):
             raise AutogradDagError(
                 f"jit: static_argnames={static_argnames!r} names {name!r}, which "
-                f"{'is positional-only: use static_argnums' if kind else 'is not a parameter'} of {shown}"
+                f"{'is positional-only: use static_argnums' if kind is not None else 'is not a parameter'} of {shown}"
                 f"{located(user_source())}")
     by_position = [(i, p.name) for i, p in enumerate(parameters) if p.kind is P.POSITIONAL_OR_KEYWORD]
     return (tuple(sorted(set(nums) | {i for i, name in by_position if name in names})),
