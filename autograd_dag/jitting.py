@@ -277,14 +277,14 @@ def jit(f: Callable | None = None, *, static_argnums=None, static_argnames=None)
         program, out_treedef = entry
         return unflatten(out_treedef, list(program(*arrays)))
 
-    if statics[0] or statics[1]:
-        def wrapped(*args, **kwargs):  # noqa: F811  (every call may hold a static argument)
-            return _call_with_keywords(f, fname, programs, traced_in, statics, args, kwargs)
+    def with_statics(*args, **kwargs):   # (every call may hold a static argument)
+        return _call_with_keywords(f, fname, programs, traced_in, statics, args, kwargs)
 
-    wrapped.__name__ = f"jit_{fname}"
-    wrapped.__doc__ = f.__doc__
-    wrapped.programs = programs
-    return wrapped
+    jitted = with_statics if statics[0] or statics[1] else wrapped
+    jitted.__name__ = f"jit_{fname}"
+    jitted.__doc__ = f.__doc__
+    jitted.programs = programs
+    return jitted
 
 
 def _call_with_keywords(f, fname: str, programs: dict, traced_in: list, statics: tuple, args: tuple, kwargs: dict):
