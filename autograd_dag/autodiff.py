@@ -727,8 +727,12 @@ def vjp(f: Callable, *args, has_aux: bool = False) -> tuple:
     return out_value, vjp_fn
 
 
-def select_arguments(args: tuple, argnums):
-    """``(single, nums)`` for ``argnums``, an int or a tuple (or list) of ints, as JAX takes them."""
+def select_arguments(args: tuple, argnums, kwargs=None):
+    """``(single, nums)`` for ``argnums``, an int or a tuple (or list) of ints, as JAX takes them.
+
+    ``argnums`` counts positional arguments only: keyword arguments (``kwargs``) are passed to f
+    and never differentiated, as in JAX.
+    """
     def is_int(n):
         return isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
     single = is_int(argnums)
@@ -738,7 +742,11 @@ def select_arguments(args: tuple, argnums):
     nums = (int(argnums),) if single else tuple(int(n) for n in argnums)
     for n in nums:
         if not -len(args) <= n < len(args):
-            raise AutogradDagError(f"argnums={argnums!r} but the function got {len(args)} argument(s)")
+            raise AutogradDagError(
+                f"argnums={argnums!r} but the function got {len(args)} positional argument(s)"
+                + (f" and keyword argument(s) {', '.join(map(repr, kwargs))}, which are never differentiated "
+                   f"(argnums counts positional arguments, as in JAX): pass the one to differentiate "
+                   f"positionally" if kwargs else "") + located(user_source()))
     if len({n % len(args) for n in nums}) != len(nums):
         raise AutogradDagError(f"argnums={argnums!r} names an argument twice")
     return single, nums
@@ -752,16 +760,19 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     The chosen arguments must be real floating point: a gradient with
     respect to an integer is refused (as JAX does), never a silent zero.
     With ``has_aux=True``, ``f`` returns ``(value, aux)`` and the result is
-    ``((value, aux), ∇f)``.
+    ``((value, aux), ∇f)``. Keyword arguments are passed to ``f`` and not
+    differentiated (``argnums`` counts positional arguments, as in JAX).
     Shapes: ``f``'s arguments -> (() value, gradient shaped like the chosen argument(s)).
 
     Example:
         >>> import numpy as np, autograd_dag as ad
         >>> ad.value_and_grad(lambda x: (x ** 3).sum())(np.array([2.0]))
         (array(8.), array([12.]))
+        >>> ad.value_and_grad(lambda x, scale: (scale * x ** 3).sum())(np.array([2.0]), scale=np.ones(1))
+        (array(8.), array([12.]))
     """
-    def wrapped(*args):
-        single, nums = select_arguments(args, argnums)
+    def wrapped(*args, **kwargs):
+        single, nums = select_arguments(args, argnums, kwargs)
         nums = tuple(n % len(args) for n in nums)
         for n in nums:
             for i, leaf in enumerate(flatten(args[n])[0]):
@@ -773,7 +784,7 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
                         f"differentiate it, or leave an index argument out of argnums{located(user_source())}")
         make = _weak_slot(args, nums)
         rec = tracing.record(f, args, lambda position, leaf: make(position, leaf, "grad: input"),
-                     what="grad", has_aux=has_aux)
+                             what="grad", has_aux=has_aux, kwargs=kwargs)
         inputs, nested, out = rec.inputs, rec.nested, rec.result
         if not isinstance(out, Tensor):
             raise AutogradDagError(f"grad: f must return a Tensor computed from its inputs; "
@@ -799,20 +810,23 @@ def grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     Shapes: the gradient has the shape (and nesting) of the chosen argument.
     Compose freely: ``ad.grad(ad.grad(f))`` is the second derivative. With
     ``has_aux=True``, ``f`` returns ``(value, aux)`` and the result is
-    ``(∇f, aux)``.
+    ``(∇f, aux)``. Keyword arguments are passed to ``f`` and not
+    differentiated (``argnums`` counts positional arguments, as in JAX).
 
     Example:
-        >>> import autograd_dag as ad
+        >>> import numpy as np, autograd_dag as ad
         >>> float(ad.grad(ad.grad(lambda x: x ** 3))(2.0))
         12.0
+        >>> ad.grad(lambda w, x, scale=1.0: scale * ad.sum(x @ w))(np.ones(3), np.eye(2, 3), scale=2.0)
+        array([2., 2., 0.])
     """
     return gradient_of(value_and_grad(f, argnums, has_aux), f, has_aux)
 
 
 def gradient_of(vg: Callable, f: Callable, has_aux: bool) -> Callable:
     """``grad`` from a ``value_and_grad`` function ``vg`` of ``f``: the gradient alone (with aux)."""
-    def wrapped(*args):
-        value, g = vg(*args)
+    def wrapped(*args, **kwargs):
+        value, g = vg(*args, **kwargs)
         return (g, value[1]) if has_aux else g
     wrapped.__name__ = f"grad_{getattr(f, '__name__', 'f')}"
     return wrapped
@@ -1069,9 +1083,9 @@ def _refuse_closure_gradients(result: Tensor, targets: list, name: str, made: se
 def checkpoint(f: Callable) -> Callable:
     """``f`` that stores no intermediates: its forward is recomputed during backward.
 
-    The book's checkpointing trades compute for memory. Everything to be
-    differentiated must be passed as an argument (Tensors), e.g.
-    ``ad.checkpoint(block)(x, W, b)``; the call records one node. A Tensor
+    The book's checkpointing trades compute for memory. Everything to be differentiated
+    must be passed as an argument (Tensors), positional or keyword, e.g. ``ad.checkpoint(block)(x, W,
+    b=b)``; the call records one node (operands: the arguments, then the keyword ones). A Tensor
     requiring a gradient that ``f`` reads from outside (a closure, a module's
     parameters) is refused with NotDifferentiableError, not silently given none.
     Shapes: those of ``f``: the wrapped function takes and returns what ``f`` does
@@ -1084,6 +1098,10 @@ def checkpoint(f: Callable) -> Callable:
         >>> g(x).sum().backward()
         >>> np.round(x.grad.value, 4)
         array([0.6398])
+        >>> W = ad.Tensor(np.ones((3, 2)), requires_grad=True)      # a keyword argument: (3, 2)
+        >>> ad.checkpoint(lambda x, W: ad.tanh(x @ W))(np.ones((4, 3)), W=W).sum().backward()
+        >>> W.grad.shape
+        (3, 2)
     """
     name = f"checkpoint[{getattr(f, '__name__', type(f).__name__)}]"
     # A tuple, list or dict of results is one node all the same: its leaves' numbers packed into
@@ -1091,9 +1109,9 @@ def checkpoint(f: Callable) -> Callable:
     # an array of objects, and the backward failed). The structure f returned is kept per thread.
     packed = threading.local()
 
-    def impl(*arrays):
+    def impl(*arrays, names=()):
         with _recording_as(False), random.replayed():
-            out = f(*[Tensor(a) for a in arrays])
+            out = _keywords_last(f, [Tensor(a) for a in arrays], names)
         if isinstance(out, (tuple, list, dict)):
             packed.layout, vector = _pack(out, name, lambda v: np.concatenate([np.ravel(_value_of(x)) for x in v]))
             return vector
@@ -1101,51 +1119,66 @@ def checkpoint(f: Callable) -> Callable:
         # (A transformation inside f, on constant arguments, returns numbers here.)
         return out.value if isinstance(out, Tensor) else np.asarray(out)
 
-    def replay(inputs):
+    def replay(inputs, names):
         # f replayed by the one tracer, as grad records its function: on identity nodes of the
         # recorded inputs when the sweep records (connected to them, one cotangent per slot even
         # if one Tensor fills two), else on fresh leaves; inputs of a transformation either way,
         # so an inner one reading them from a closure records instead of a silent zero derivative.
         with random.replayed():
-            rec = tracing.record(packed_f, inputs, lambda position, x: slot_input(x, name), what=name)
+            rec = tracing.record(packed_f, inputs[:len(inputs) - len(names)], lambda position, x: slot_input(
+                x, name), what=name, kwargs=dict(zip(names, inputs[len(inputs) - len(names):])))
         _refuse_closure_gradients(rec.result, rec.inputs, name, rec.inner)
         return rec.inputs, rec.result
 
-    def packed_f(*args):
-        out = f(*args)
+    def packed_f(*args, **kwargs):
+        out = f(*args, **kwargs)
         if isinstance(out, (tuple, list, dict)):   # packed as impl packs it, recorded
             out = _pack(out, name, lambda v: concatenate([reshape(x, (-1,)) for x in v]))[1]
         return out
 
-    def rule_vjp(ct, out, *inputs):
+    def rule_vjp(ct, out, *inputs, names=()):
         recording = core.is_recording()
-        targets, result = replay(inputs)
+        targets, result = replay(inputs, names)
         grads = reverse_sweep([result], [ct], targets, create_graph=recording, retain_graph=recording)
         return tuple(grads[id(t)][1] if id(t) in grads else None for t in targets)
 
-    def rule_jvp(tangents, out, *inputs):
+    def rule_jvp(tangents, out, *inputs, names=()):
         recording = core.is_recording()
-        targets, result = replay(inputs)
+        targets, result = replay(inputs, names)
         pairs = [(x, t) for x, t in zip(targets, tangents) if t is not None]
         tan = forward_sweep([result], [x for x, _ in pairs], [t for _, t in pairs], create_graph=recording)
         return tan.get(id(result))
 
     prim = Primitive(name, impl, vjp=rule_vjp, jvp=rule_jvp)
 
-    def wrapped(*args):
+    def wrapped(*args, **kwargs):
         if core.is_recording():
-            # The forward runs unrecorded: a Tensor read from f's closure is seen by no
-            # derivative (a slot of ad.grad that is not an argument here would get zero).
-            for t in _closure_tensors(f):
-                if t.requires_grad:
-                    _refuse_closure_tensor(t, name, user_source())
-            if trace_state.program_depth():
-                _refuse_traced_reads(f, args, name)
+            _refuse_unseen_reads(f, args, kwargs, name)
         packed.layout = None
-        out = apply(prim, *args)
+        # Keyword arguments are operands after the positional ones, their names a parameter of the node.
+        out = apply(prim, *args, *kwargs.values(), names=tuple(kwargs)) if kwargs else apply(prim, *args)
         return out if packed.layout is None else _unpack(out, packed.layout)
     wrapped.__name__ = name
     return wrapped
+
+
+def _keywords_last(f: Callable, operands: list, names: tuple):
+    """``f`` called on a checkpoint node's operands: the last ``len(names)`` are its keyword arguments."""
+    positional = len(operands) - len(names)
+    return f(*operands[:positional], **dict(zip(names, operands[positional:])))
+
+
+def _refuse_unseen_reads(f: Callable, args: tuple, kwargs: dict, name: str) -> None:
+    """Refuse what a checkpointed ``f`` reads that its node would not see (while something records).
+
+    The forward runs unrecorded: a Tensor read from f's closure is seen by no
+    derivative (a slot of ad.grad that is not an argument here would get zero).
+    """
+    for t in _closure_tensors(f):
+        if t.requires_grad:
+            _refuse_closure_tensor(t, name, user_source())
+    if trace_state.program_depth():
+        _refuse_traced_reads(f, args, kwargs, name)
 
 
 def _pack(out, name: str, join: Callable) -> tuple:
@@ -1175,7 +1208,7 @@ def _unpack(vector, layout):
     return unflatten(treedef, leaves)
 
 
-def _refuse_traced_reads(f: Callable, args: tuple, name: str) -> None:
+def _refuse_traced_reads(f: Callable, args: tuple, kwargs: dict, name: str) -> None:
     """Refuse a checkpointed ``f`` that reads a Tensor computed from an input of the jit/trace/vmap being recorded.
 
     The checkpoint node runs ``f`` on its arguments' numbers; anything else
@@ -1187,7 +1220,8 @@ def _refuse_traced_reads(f: Callable, args: tuple, name: str) -> None:
     result was read from outside, through a closure, a global or an attribute.
     """
     with _recording_as(True), random.replayed(), np.errstate(all="ignore"):
-        result = f(*[Tensor(a.value if isinstance(a, Tensor) else np.asarray(a)) for a in args])
+        result = _keywords_last(f, [Tensor(a.value if isinstance(a, Tensor) else np.asarray(a))
+                                    for a in (*args, *kwargs.values())], tuple(kwargs))
     results = [x for x in flatten(result)[0] if isinstance(x, Tensor)]
     if not results:
         return  # (the checkpoint node refuses it, naming f)

@@ -42,6 +42,9 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
     ``in_axes``: the batched axis of every argument (an int), or one entry
     per positional argument (an int, or None for an argument shared by all
     examples); an entry applies to every array inside a nested argument.
+    Keyword arguments are always batched along their leading axis (axis 0),
+    as in JAX: ``in_axes`` covers the positional arguments only, so pass a
+    shared argument positionally with ``None``.
     ``out_axes``: where the batch axis goes in the outputs (an int, or one
     per output leaf). Python control flow in ``f`` must not depend on the
     values (as with ``jit``): ``f`` is recorded once, on the first example.
@@ -49,13 +52,16 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
     one that ``f`` reads from a closure (a parameter), for ``backward()``.
 
     Shapes: an argument of shape (..., B, ...) with its batch axis at
-    ``in_axes`` -> outputs of f's shapes with B inserted at ``out_axes``.
+    ``in_axes`` (a keyword argument: (B, ...)) -> outputs of f's shapes with B
+    inserted at ``out_axes``.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
         >>> per_example = ad.vmap(ad.grad(lambda w, x: ad.sum(ad.tanh(x @ w))), in_axes=(None, 0))
         >>> per_example(np.ones(3), np.eye(3)).shape     # one gradient per row of x
         (3, 3)
+        >>> ad.vmap(lambda w, x: x @ w, in_axes=(None,))(np.ones(3), x=np.ones((5, 3))).shape  # x: (5, 3)
+        (5,)
     """
     return _vmap(f, in_axes, out_axes, keep_leaves=True)
 
@@ -64,9 +70,12 @@ def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool) -> Callable:
     """:func:`vmap`; ``keep_leaves``: record when f reads a leaf requiring a gradient from a closure."""
     fname = getattr(f, "__name__", "f")
 
-    def wrapped(*args):
-        axes = _argument_axes(in_axes, len(args))
-        size = _batch_size([(x, axis) for arg, axis in zip(args, axes) for x in flatten(arg)[0]])
+    def wrapped(*args, **kwargs):
+        # Keyword arguments: positions after the positional ones, batched along axis 0 (JAX's rule).
+        axes = _argument_axes(in_axes, len(args), bool(kwargs)) + [0] * len(kwargs)
+        labels = [f"argument {p}" for p in range(len(args))] + [f"keyword argument '{k}'" for k in kwargs]
+        size = _batch_size([(x, axis, label) for arg, axis, label in zip((*args, *kwargs.values()), axes, labels)
+                            for x in flatten(arg)[0]])
         env: dict[int, Tensor] = {}  # node id -> its batched value
 
         def make_input(position, x):
@@ -86,7 +95,7 @@ def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool) -> Callable:
 
         # An empty batch records f on a stand-in: the values are never returned, so neither are their warnings.
         with np.errstate(all="ignore") if size == 0 else contextlib.nullcontext():
-            rec = record(f, args, make_input, what="vmap", reused=True)
+            rec = record(f, args, make_input, what="vmap", reused=True, kwargs=kwargs)
         out_tensors, out_td = rec.outputs, rec.out_tree
         record_nodes = rec.nested or (keep_leaves and depends_on_a_leaf(out_tensors, rec.inputs, rec.inner))
         order = topological_nodes(out_tensors, stop=set(env))
@@ -113,14 +122,16 @@ def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool) -> Callable:
     return wrapped
 
 
-def _argument_axes(in_axes, n: int) -> list:
+def _argument_axes(in_axes, n: int, keywords: bool = False) -> list:
     if in_axes is None or isinstance(in_axes, int):
         return [in_axes] * n
     axes = list(in_axes)
     if len(axes) != n or not all(a is None or isinstance(a, int) for a in axes):
         raise AutogradDagError(f"vmap: in_axes={in_axes!r} must be an int, None, or one int/None per "
-                               f"argument ({n} given){located(user_source())}")
-    if all(a is None for a in axes):
+                               f"positional argument ({n} given"
+                               f"{'; keyword arguments are always batched along axis 0' if keywords else ''})"
+                               f"{located(user_source())}")
+    if all(a is None for a in axes) and not keywords:
         raise AutogradDagError(f"vmap: in_axes={in_axes!r} batches no argument{located(user_source())}")
     return axes
 
@@ -135,18 +146,22 @@ def _output_axes(out_axes, n: int) -> list:
 
 
 def _batch_size(flat) -> int:
-    sizes = {}
-    for i, (x, axis) in enumerate(flat):
+    """The batch size of ``flat``, ``(leaf, its axis, its argument's label)`` triples: one for all."""
+    sizes: dict = {}
+    for x, axis, label in flat:
         if axis is None:
             continue
         shape = np.shape(x.value if isinstance(x, Tensor) else x)
         if not -len(shape) <= axis < len(shape):
-            raise ShapeError(f"vmap: in_axes {axis} for an argument of shape {shape}{located(user_source())}")
-        sizes.setdefault(shape[axis], i)
+            keyword = (" (a keyword argument is always batched along axis 0, as in JAX; pass an argument shared "
+                       "by all examples positionally, with in_axes None)" if label.startswith("keyword") else "")
+            raise ShapeError(f"vmap: in_axes {axis} for {label} of shape {shape}{keyword}{located(user_source())}")
+        sizes.setdefault(shape[axis], label)
     if not sizes:
         raise AutogradDagError(f"vmap: no argument is batched (in_axes are all None){located(user_source())}")
     if len(sizes) > 1:
-        raise ShapeError(f"vmap: the batched axes have different sizes {sorted(sizes)}; every batched "
+        raise ShapeError(f"vmap: the batched axes have different sizes "
+                         f"({', '.join(f'{size} for {label}' for size, label in sizes.items())}); every batched "
                          f"argument needs the same batch size{located(user_source())}")
     return next(iter(sizes))
 
@@ -213,7 +228,9 @@ def jacobian(f: Callable, argnums=0) -> Callable:
     the tuple of the Jacobians w.r.t. those arguments (from the same passes).
     ``f``'s output and arguments may be nested tuples, lists or dicts (as for
     JAX's ``jacrev``): the result has the output's structure, each of its leaves
-    the chosen argument's (a tuple over a tuple of argnums).
+    the chosen argument's (a tuple over a tuple of argnums). Keyword
+    arguments are passed to ``f`` and not differentiated (``argnums`` counts
+    positional arguments, as in JAX's ``jacrev``).
     Shapes: out.shape + arg.shape (a tuple of those for a tuple of argnums).
 
     Example:
@@ -223,16 +240,19 @@ def jacobian(f: Callable, argnums=0) -> Callable:
                [0., 4.]])
         >>> [j.shape for j in ad.jacobian(lambda x, y: x * y[0], argnums=(0, 1))(np.ones(2), np.ones(3))]
         [(2, 2), (2, 3)]
+        >>> ad.jacobian(lambda x, scale: scale * x)(np.ones(2), scale=3.0)   # scale: not differentiated
+        array([[3., 0.],
+               [0., 3.]])
     """
-    def wrapped(*args):
-        single, nums = select_arguments(args, argnums)
+    def wrapped(*args, **kwargs):
+        single, nums = select_arguments(args, argnums, kwargs)
         nums = tuple(n % len(args) for n in nums)
 
         def f_of(*chosen):
             rebuilt = list(args)
             for n, x in zip(nums, chosen):
                 rebuilt[n] = x
-            return f(*rebuilt)
+            return f(*rebuilt, **kwargs)
         out, f_vjp = vjp(f_of, *(args[n] for n in nums))
         # Outputs and arguments may be tuples, lists or dicts, as JAX's jacrev takes them: the
         # Jacobian has the output's structure, each leaf the chosen arguments' (a tuple of them for
@@ -275,19 +295,23 @@ def hessian(f: Callable, argnums=0) -> Callable:
     """The Hessian of a scalar ``f``: the Jacobian of its gradient. Shapes: arg.shape * 2.
 
     For a tuple of argnums the result is nested as JAX's: ``H[i][j]`` is
-    ∂²f/∂x_i∂x_j, of shape arg_i.shape + arg_j.shape.
+    ∂²f/∂x_i∂x_j, of shape arg_i.shape + arg_j.shape. Keyword arguments are
+    passed to ``f`` and not differentiated, as in JAX.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
         >>> ad.hessian(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]))
         array([[ 6.,  0.],
                [ 0., 12.]])
+        >>> ad.hessian(lambda x, scale: scale * (x ** 3).sum())(np.array([1.0, 2.0]), scale=0.5)
+        array([[3., 0.],
+               [0., 6.]])
     """
     if not isinstance(argnums, (tuple, list)):
         return jacobian(grad(f, argnums), argnums)
 
-    def wrapped(*args):
-        _, nums = select_arguments(args, argnums)
+    def wrapped(*args, **kwargs):
+        _, nums = select_arguments(args, argnums, kwargs)
         # one Jacobian (over every chosen argument) of each gradient component
-        return tuple(jacobian(lambda *a, n=n: grad(f, n)(*a), nums)(*args) for n in nums)
+        return tuple(jacobian(lambda *a, n=n: grad(f, n)(*a, **kwargs), nums)(*args) for n in nums)
     return wrapped

@@ -62,18 +62,18 @@ class Recording(NamedTuple):
 
 
 def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | None], *, what: str,
-           has_aux: bool = False, reused: bool = False) -> Recording:
-    """Call ``f(*args)`` recording, each leaf of argument p replaced by ``make_input(p, leaf)``.
+           has_aux: bool = False, reused: bool = False, kwargs: dict | None = None) -> Recording:
+    """Call ``f(*args, **kwargs)`` recording, each leaf of argument p replaced by ``make_input(p, leaf)``.
 
     ``reused``: the recording becomes a program run again on other arguments
     (jit, trace, vmap), so the inputs' numbers may not be read (``core.concrete``).
     The one tracer: every transformation, and ``checkpoint``'s replay, records through it.
 
-    ``make_input`` returns the input Tensor for a leaf, or None to pass the
-    leaf unchanged. Shapes: as ``f``'s.
+    ``make_input`` returns the input Tensor for a leaf, or None to pass it unchanged; keyword
+    argument j is position ``len(args) + j`` (``slots`` too). Shapes: as ``f``'s.
     """
     slots, rebuilt, nested = [], [], False
-    for position, arg in enumerate(args):
+    for position, arg in enumerate((*args, *kwargs.values()) if kwargs else args):
         leaves, tree = flatten(arg)
         made, new_leaves = [], []
         for leaf in leaves:
@@ -89,7 +89,7 @@ def record(f: Callable, args: tuple, make_input: Callable[[int, Any], Tensor | N
     # inner: the inputs of the transformations f runs itself (an inner grad's slots)
     inner: set[int] = set()
     with tracing(inputs, reused_as=what if reused else None, collect=inner):
-        out = f(*rebuilt)
+        out = f(*rebuilt[:len(args)], **dict(zip(kwargs, rebuilt[len(args):]))) if kwargs else f(*rebuilt)
     aux = None
     if has_aux:
         if not (isinstance(out, (tuple, list)) and len(out) == 2):

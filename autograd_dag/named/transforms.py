@@ -66,18 +66,24 @@ def _unname_output(out, op: str):
     return unflatten(td, [o.tensor if isinstance(o, NamedTensor) else o for o in leaves])
 
 
-def _named_args(f: Callable, args, op: str):
-    """(positional args, f on positional args, the names of every argument leaf per argument)."""
+def _named_args(f: Callable, args, op: str, kwargs: dict | None = None):
+    """(positional args, f on positional args, the names of every argument leaf per argument, keyword args).
+
+    Keyword arguments go in and come back to ``f`` as positional ones do (their NamedTensors as Tensors).
+    """
     per_arg = [_strip(a) for a in args]
     raw_args = [unflatten(td, raw) for raw, _, td in per_arg]
+    per_kw = {k: _strip(v) for k, v in (kwargs or {}).items()}
+    raw_kwargs = {k: unflatten(td, raw) for k, (raw, _, td) in per_kw.items()}
 
-    def positional(*xs):
-        rebuilt = []
-        for x, (_, names, _td) in zip(xs, per_arg):
-            leaves, td = flatten(x)
-            rebuilt.append(unflatten(td, _dress(leaves, names)))
-        return f(*rebuilt)
-    return raw_args, positional, per_arg
+    def dressed(x, names):
+        leaves, td = flatten(x)
+        return unflatten(td, _dress(leaves, names))
+
+    def positional(*xs, **kw):
+        return f(*[dressed(x, names) for x, (_, names, _td) in zip(xs, per_arg)],
+                 **{k: dressed(v, per_kw[k][1]) for k, v in kw.items()})
+    return raw_args, positional, per_arg, raw_kwargs
 
 
 def _scalar(out, op: str):
@@ -93,7 +99,8 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     """``(f(*args), ∇f)`` for a scalar-valued ``f`` of NamedTensors; the gradient has the arguments' names.
 
     As :func:`autograd_dag.value_and_grad` (``argnums``, ``has_aux``, nested
-    arguments), with NamedTensor arguments: ``f`` receives NamedTensors, its
+    arguments, keyword arguments passed to ``f`` and not differentiated), with
+    NamedTensor arguments (keyword ones too): ``f`` receives NamedTensors, its
     scalar result may be a NamedTensor without axes, and each gradient leaf
     is a NamedTensor with the names of its argument leaf. A NamedTensor in
     ``aux`` keeps its names.
@@ -108,20 +115,23 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
         (14.0, NamedTensor(seq:1 × layer:3, float64))
         >>> g.align("layer", "seq").value.ravel()
         array([2., 4., 6.])
+        >>> w = named.NamedTensor(np.array([1.0, 0.0, 1.0]), "layer")     # a keyword argument: not differentiated
+        >>> named.value_and_grad(lambda x, w: (x * w).nsum(("seq", "layer")))(x, w=w)[1].names
+        ('seq', 'layer')
     """
-    def wrapped(*args):
-        raw_args, positional, per_arg = _named_args(f, args, "grad")
+    def wrapped(*args, **kwargs):
+        raw_args, positional, per_arg, raw_kwargs = _named_args(f, args, "grad", kwargs)
         aux_names: list = []
 
-        def g(*xs):
-            out = positional(*xs)
+        def g(*xs, **kw):
+            out = positional(*xs, **kw)
             if has_aux:
                 value, aux = out
                 raw, names, td = _strip(aux)
                 aux_names.append((names, td))
                 return _scalar(value, "grad"), unflatten(td, raw)
             return _scalar(out, "grad")
-        value, grads = _autodiff.value_and_grad(g, argnums, has_aux)(*raw_args)
+        value, grads = _autodiff.value_and_grad(g, argnums, has_aux)(*raw_args, **raw_kwargs)
         if has_aux:
             value, aux = value
             names, td = aux_names[-1]
@@ -143,6 +153,7 @@ def grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     """The gradient function of a scalar-valued ``f`` of NamedTensors; gradients keep the arguments' names.
 
     Shapes: the gradient has the names and sizes of the chosen argument (and its nesting).
+    Keyword arguments (NamedTensors or not) are passed to ``f`` and not differentiated.
 
     Example:
         >>> import numpy as np
@@ -152,6 +163,8 @@ def grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
         >>> g = named.grad(lambda W: named.ndot(W, x, "layer").nsum("hidden"))(W)
         >>> g.names, g.align("hidden", "layer").value[1]
         (('hidden', 'layer'), array([1., 2., 3.]))
+        >>> named.grad(lambda W, x: named.ndot(W, x, "layer").nsum("hidden"))(W, x=x).names  # W (2, 3)
+        ('hidden', 'layer')
     """
     return _autodiff.gradient_of(value_and_grad(f, argnums, has_aux), f, has_aux)
 
