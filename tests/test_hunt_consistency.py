@@ -41,3 +41,120 @@ def test_trace_gives_a_python_number_the_dtype_of_the_float_arrays_as_jit_does()
     assert _input_dtypes(ad.trace(f, 1.0, 2.0)) == [np.float64] * 2
     # A list of numbers is an array, strong as numpy's np.asarray([..]): float64.
     assert _input_dtypes(ad.trace(f, x, [1.0, 2.0, 3.0])) == [np.float32, np.float64]
+
+
+# ---------------------------------------------------------------- jit outputs are the caller's own arrays
+# JAX's jit returns fresh buffers (jax.jit(lambda t: t)(a) is a new array, and (t, t) two of them);
+# numpy users write into results (g -= lr * ..., h[...] = 0). So a jit (or program) output shares no
+# memory with the caller's inputs, the program's constants or another output of the call, and no later
+# call writes into it. ad.jit(lambda t: t)(a) was a itself, and (t, t) one array twice.
+
+BIG = 1 << 14   # float64 elements: 128 KiB, above execution.MIN_BYTES, so results overwrite dying operands
+
+
+def _calls(f, *args, n=3):
+    """n calls' outputs as flat lists (the first runs the plan's loop, the later ones its generated code)."""
+    outs = []
+    for _ in range(n):
+        out = f(*args)
+        outs.append(list(out.values()) if isinstance(out, dict) else list(out) if isinstance(out, tuple) else [out])
+    return outs
+
+
+def _assert_own(outputs, holders):
+    for i, o in enumerate(outputs):
+        assert isinstance(o, np.ndarray)
+        for h in holders:
+            assert not np.shares_memory(o, h), (i, "shares memory with an input or a constant")
+        for j in range(i):
+            assert not np.shares_memory(o, outputs[j]), (i, j, "two outputs share memory")
+
+
+@pytest.mark.parametrize("f", [
+    lambda t: t,
+    lambda t: ad.reshape(t, (-1,)),
+    lambda t: ad.transpose(t),
+    lambda t: t[1:],
+    lambda t: ad.stop_gradient(t),
+    lambda t: t.astype(np.float64),
+    lambda t: (t, t),
+    lambda t: (t * 2.0, t * 2.0),                                  # one node after CSE
+    lambda t: (t * 2.0, ad.reshape(t * 2.0, (-1,))),               # an output and a view of it
+    lambda t: {"a": ad.transpose(t), "b": ad.sum(t, axis=0), "c": t},
+], ids=["identity", "reshape", "transpose", "slice", "stop_gradient", "astype", "pair", "cse_pair",
+        "view_of_output", "dict"])
+def test_a_jit_output_shares_no_memory_with_the_inputs_or_another_output(f):
+    a = np.arange(12.0).reshape(3, 4)
+    kept = a.copy()
+    for outputs in _calls(ad.jit(f), a) + _calls(ad.trace(f, a), a):
+        _assert_own(outputs, [a])
+        for o in outputs:
+            o[...] = -7.0          # the caller writes into what it got: its input stays
+        np.testing.assert_array_equal(a, kept)
+    # And the other way: writing into the input after the call leaves the output as it was.
+    out = ad.jit(lambda t: t)(a)
+    a[0, 0] = 100.0
+    assert out[0, 0] == 0.0
+
+
+def test_a_jit_output_is_not_a_closure_constant_and_a_later_call_never_overwrites_it():
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal(BIG)
+    w_kept = w.copy()
+
+    def f(x):
+        y = ad.exp(x) * 2.0 + 1.0          # elementwise chain: each result overwrites a dying operand
+        z = ad.tanh(y) - x
+        return y, z, ad.reshape(ad.Tensor(w), (-1,)), ad.sin(z) + w
+    fast = ad.jit(f)
+    xs = [rng.standard_normal(BIG) for _ in range(4)]
+    held = []
+    for x in xs:
+        outputs = _calls(fast, x, n=1)[0]
+        _assert_own(outputs, [x, w])
+        held.append((outputs, [o.copy() for o in outputs]))
+    for outputs, copies in held:       # the later calls wrote into none of the earlier results
+        for o, c in zip(outputs, copies):
+            np.testing.assert_array_equal(o, c)
+    np.testing.assert_array_equal(w, w_kept)
+    held[0][0][2][:] = 0.0               # the caller zeroes the returned constant: w and later calls keep theirs
+    np.testing.assert_array_equal(w, w_kept)
+    np.testing.assert_array_equal(fast(xs[0])[2], w_kept)
+    # The numbers (numpy, float64: the same operations in the same order).
+    y = np.exp(xs[-1]) * 2.0 + 1.0
+    np.testing.assert_allclose(held[-1][0][1], np.tanh(y) - xs[-1], rtol=1e-15)
+
+
+def test_only_outputs_that_may_share_memory_are_copied():
+    # Decided once per program (execution.shared_outputs): a fresh result is returned as computed.
+    x = np.ones((2, 3))
+    for f, shared in [(lambda t: ad.exp(t), set()), (lambda t: ad.sum(t), set()), (lambda t: t @ t.T, set()),
+                      (lambda t: (t, ad.exp(t)), {0}), (lambda t: (lambda e: (e, e))(ad.exp(t)), {1}),
+                      (lambda t: (lambda e: (e, ad.transpose(e)))(ad.exp(t)), {1})]:
+        prog = ad.trace(f, x)
+        prog._plan()
+        assert set(prog._shared) == shared
+
+
+def _table_cases():
+    from tests.test_primitives_table import ALL_CASES, case_id
+    return ALL_CASES, [case_id(c) for c in ALL_CASES]
+
+
+@pytest.mark.parametrize("case", _table_cases()[0], ids=_table_cases()[1])
+def test_no_primitive_hands_a_jit_caller_memory_it_does_not_own(case):
+    # Every case of the primitive table under jit, its arguments as inputs and (closure) as constants:
+    # this is what checks execution.FRESH, the primitives trusted to return new arrays.
+    from tests.test_primitives_table import closure, make_args
+    args = make_args(case)
+    for f, call_args, holders in [(case.fn, args, args)]:
+        try:
+            outs = _calls(ad.jit(f), *call_args, n=2)
+        except ad.AutogradDagError:
+            pytest.skip("not jit-able with these arguments as inputs")
+        for outputs in outs:
+            _assert_own([np.asarray(o) for o in outputs], [a for a in holders if isinstance(a, np.ndarray)])
+    g, wrt_args = closure(case, args)
+    fixed = [a for a in args if isinstance(a, np.ndarray)]
+    for outputs in _calls(ad.jit(g), *wrt_args, n=2):
+        _assert_own(outputs, list(wrt_args) + fixed)
