@@ -158,3 +158,59 @@ def test_no_primitive_hands_a_jit_caller_memory_it_does_not_own(case):
     fixed = [a for a in args if isinstance(a, np.ndarray)]
     for outputs in _calls(ad.jit(g), *wrt_args, n=2):
         _assert_own(outputs, list(wrt_args) + fixed)
+
+
+# ---------------------------------------------------------------- gelu's tanh form in the negative tail
+
+_C = np.sqrt(2.0 / np.pi)
+
+
+def _gelu_tanh_ref(x):
+    """float64 numpy: x·σ(2u) = x/2·(1 + tanh u), u = √(2/π)(x + 0.044715x³), and its derivative."""
+    u = _C * (x + 0.044715 * x ** 3)
+    s = 1.0 / (1.0 + np.exp(-2.0 * u))
+    return x * s, s + x * s * (1.0 - s) * 2.0 * _C * (1.0 + 3 * 0.044715 * x ** 2)
+
+
+def test_gelu_tanh_is_accurate_relative_to_its_value_in_the_negative_tail():
+    # 0.5·x·(1 + tanh(u)) in float32 lost 30 % of the value at x = −5 (1 + tanh(u) cancels; PyTorch's too)
+    # and all of it from −6 on; x·σ(2u) is the same function without the cancellation.
+    from autograd_dag.nn import functional as F
+    x = np.concatenate([np.linspace(-10, 10, 201), [-5.0, -7.5]]).astype(np.float32)
+    x = x[x != 0]
+    x64 = x.astype(np.float64)
+    value, slope = _gelu_tanh_ref(x64)
+    eps = np.finfo(np.float32).eps
+    # Tolerance: a few float32 roundings times the condition number |x·f'/f| of the value (≤ 230 at
+    # x = −10, where σ(2u) ~ e^-87), and |x·f''/f'| of the derivative (large near its root x ≈ −0.75).
+    cond = np.abs(x64 * slope / value)
+    h = 1e-6
+    slope2 = (_gelu_tanh_ref(x64 + h)[1] - _gelu_tanh_ref(x64 - h)[1]) / (2 * h)
+    cond_slope = np.abs(x64 * slope2 / slope)
+    for route in (lambda t: F.gelu(ad.Tensor(t), approximate="tanh").value,
+                  ad.jit(lambda t: F.gelu(t, approximate="tanh"))):
+        got = route(x)
+        assert got.dtype == np.float32
+        np.testing.assert_array_less(np.abs(got / value - 1), 4 * eps * (1 + cond))
+        assert abs(got[x == -5.0][0] / value[x64 == -5.0][0] - 1) < 1e-5
+    grad = ad.grad(lambda t: ad.sum(F.gelu(t, approximate="tanh")))(x)
+    assert grad.dtype == np.float32
+    np.testing.assert_array_less(np.abs(grad / slope - 1), 64 * eps * (1 + cond_slope))
+    # float64: the derivative against central differences of the forward (step 1e-6: truncation
+    # ~h²·f''' ≈ 1e-12, rounding ~eps64·|f|/h ≈ 1e-9 absolute).
+    grad64 = ad.grad(lambda t: ad.sum(F.gelu(t, approximate="tanh")))(x64)
+    fwd = lambda t: F.gelu(ad.Tensor(t), approximate="tanh").value
+    np.testing.assert_allclose(grad64, (fwd(x64 + h) - fwd(x64 - h)) / (2 * h), rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(grad64, slope, rtol=1e-12, atol=1e-300)
+
+
+def test_gelu_exact_form_keeps_its_documented_absolute_accuracy():
+    # x/2·(1 + erf(x/√2)), as PyTorch and ONNX define it: 1 + erf cancels for x ≪ 0, so the float32 error
+    # is a few ulps of |x|/2 (absolute), not of the tiny value (documented; PyTorch's float32 is worse).
+    from math import erfc
+    from autograd_dag.nn import functional as F
+    x = np.linspace(-10, 10, 201).astype(np.float32)
+    ref = np.array([0.5 * v * erfc(-v / np.sqrt(2.0)) for v in x.astype(np.float64)])
+    got = F.gelu(ad.Tensor(x)).value
+    np.testing.assert_allclose(got, ref, rtol=4 * np.finfo(np.float32).eps,
+                               atol=2 * np.finfo(np.float32).eps * float(np.abs(x).max()))
