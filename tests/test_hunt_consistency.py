@@ -214,3 +214,39 @@ def test_gelu_exact_form_keeps_its_documented_absolute_accuracy():
     got = F.gelu(ad.Tensor(x)).value
     np.testing.assert_allclose(got, ref, rtol=4 * np.finfo(np.float32).eps,
                                atol=2 * np.finfo(np.float32).eps * float(np.abs(x).max()))
+
+
+# ---------------------------------------------------------------- a circuit's picture has size edges
+
+def _edges_laid_out_by_dot(obj) -> int:
+    """The edges in Graphviz's own layout of ``ad.render(obj)`` (``dot -Tjson``), the legend has none."""
+    import json
+    import shutil
+    import subprocess
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz's dot is not installed")
+    laid = subprocess.run(["dot", "-Tjson"], input=ad.render(obj).source, capture_output=True, text=True,
+                          check=True, timeout=60).stdout
+    return len(json.loads(laid).get("edges", []))
+
+
+def test_a_circuit_is_drawn_with_each_gate_at_its_fan_in_so_its_picture_has_size_edges():
+    # Circuit.size counts edges (seed 001 §4.1.4: a gate of fan-in k has k). The picture came from
+    # to_program, which runs numpy's binary add and multiply: a gate of fan-in 3 was a chain of two
+    # nodes, 4 edges, and this circuit of size 9 was drawn with 12.
+    from autograd_dag.circuits import Circuit, gradient_circuit
+    c = Circuit()
+    x, y, z = c.variable("x"), c.variable("y"), c.variable("z")
+    s = c.add(x, y, z)
+    c.set_outputs(c.add(c.mul(s, x, x), s, 1))      # x twice: two edges, as size counts them
+    assert c.size == 9
+    assert _edges_laid_out_by_dot(c) == c.size
+    source = ad.render(c).source
+    assert source.count("%3 = add(%0, %1, %2)") == 1 and "out0" in source
+    # A gate no output needs is drawn too (size counts it), and the gradient circuit's picture.
+    c.add(x, y, z, 2)
+    assert c.size == 13 and _edges_laid_out_by_dot(c) == 13
+    grad = gradient_circuit(c)
+    assert _edges_laid_out_by_dot(grad) == grad.size == grad.circuit.size
+    # Running stays the binary program's: to_program computes the same value.
+    assert float(c.to_program()(1.0, 2.0, 3.0)) == c.evaluate({"x": 1, "y": 2, "z": 3}) == 13   # (1 + 2 + 3)·1·1 + 6 + 1
