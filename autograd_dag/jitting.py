@@ -199,7 +199,10 @@ def jit(f: Callable) -> Callable:
     carry no derivative: a Tensor that ``f`` reads from a closure (a model's
     weight) gets no gradient through them, so train with the parameters as
     arguments (``ad.jit(ad.value_and_grad(loss))(params, x, y)``); called on
-    Tensors, it records ``f`` as usual. A Python float argument (a learning rate)
+    Tensors, it records ``f`` as usual. The arrays it returns are the caller's own, as
+    ``jax.jit``'s are fresh buffers: none shares memory with an argument, a closure's
+    array or another output (``jit(lambda t: (t, t))`` returns two copies), and no
+    later call writes into them. A Python float argument (a learning rate)
     is an input of the floating dtype of the array arguments (float32 beside a
     float32 model), as numpy promotes a Python number (an int or a bool as well: they
     are floats here, as ``Tensor(3)`` is). ``.programs`` holds the traced
