@@ -440,10 +440,16 @@ class Program:
         return self._returned([values[k] for k in self.outputs])
 
     def _returned(self, outs):
-        # numpy gives scalars for 0-d results; a program returns arrays, as ad.grad does.
-        # Each output is the caller's own array, as jax.jit's: one that may be an input, a constant (the
-        # Hessian of a quadratic: the caller's h -= λI changed every later call's), another output or a
-        # view of one is copied (execution.shared_outputs).
+        """The outputs as the caller gets them: arrays of its own, one or a tuple.
+
+        numpy gives scalars for 0-d results; a program returns arrays, as ad.grad does.
+        Each output is the caller's own array, as jax.jit's are fresh buffers: one that
+        may be an input, a constant (the Hessian of a quadratic: the caller's h -= λI
+        changed every later call's), another output or a view of one is copied (which
+        ones is decided once per program, execution.shared_outputs). No later call
+        writes into it: the executor writes only into arrays nothing else holds
+        (execution.disposable counts their references).
+        """
         outs = tuple(map(np.asarray, outs))
         if self._shared:
             outs = tuple(o.copy() if i in self._shared else o for i, o in enumerate(outs))
