@@ -90,6 +90,58 @@ def plan_steps(nodes, outputs) -> list[tuple]:
     return steps
 
 
+# Primitives whose result is always a new array, as a ufunc's is: never an operand nor a view of one
+# (each checked over the primitive table's cases, tests/test_hunt_consistency.py). The others (reshape,
+# transpose, getitem, astype, stop_gradient, einsum, a fused kernel given ``out=``) may return an
+# operand's memory; a primitive missing here only costs a copy of an output it computes.
+FRESH = frozenset({
+    "sum", "mean", "max", "min", "prod", "all", "any", "norm", "logsumexp", "cumsum", "cumprod",
+    "matmul", "linear", "linear_relu", "conv2d", "conv2d_bias", "relu", "logistic", "softplus", "erf",
+    "power", "clip", "round", "nan_to_num", "where", "concatenate", "pad", "roll", "take", "one_hot",
+    "argmax", "argmin", "argsort", "softargmax", "layer_norm", "det", "inv", "solve", "tie_weights", "step",
+})
+
+
+def shared_outputs(nodes, outputs) -> frozenset[int]:
+    """The positions of the ``outputs`` that may share memory with an input, a constant or an earlier output.
+
+    Decided once per program from the nodes alone. An output computed by a
+    ufunc or a :data:`FRESH` primitive owns its array; one computed by another
+    primitive may be (a view of) an operand, and so on back. The program
+    returns a copy of each of these: a jit output is the caller's own, as
+    ``jax.jit``'s are fresh buffers (``jit(lambda t: t)(a)`` was ``a`` itself,
+    and ``lambda t: (t, t)`` gave one array twice).
+    """
+    roots: dict[int, frozenset] = {}   # node -> the nodes whose arrays its array may be
+    seen: set[int] = set()            # the roots of the outputs returned as they are
+    shared = set()
+    for position, k in enumerate(outputs):
+        mine = _roots(nodes, k, roots)
+        if seen & mine or any(nodes[j].prim is None for j in mine):
+            shared.add(position)   # (its copy is new: it adds nothing to ``seen``)
+        else:
+            seen |= mine
+    return frozenset(shared)
+
+
+def _roots(nodes, k: int, roots: dict) -> frozenset:
+    """``k`` and the nodes whose arrays node k's array may view (through primitives not :data:`FRESH`)."""
+    stack = [k]
+    while stack:   # (iterative: a chain of 100,000 reshapes)
+        j = stack[-1]
+        n = nodes[j]
+        if j in roots:
+            stack.pop()
+        elif n.prim is None or "out" not in (n.params or ()) and (
+                type(n.prim.impl) is np.ufunc and n.prim.impl.nout == 1 or n.prim.name in FRESH):
+            roots[stack.pop()] = frozenset((j,))
+        elif missing := [p for p in n.parents if p not in roots]:
+            stack += missing
+        else:
+            roots[stack.pop()] = frozenset((j,)).union(*(roots[p] for p in n.parents))
+    return roots[k]
+
+
 def _split(nodes, node, impl):
     """``impl``, or for a large float elementwise ufunc or reduction its split form (:mod:`.splitting`).
 

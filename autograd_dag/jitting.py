@@ -41,6 +41,10 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
     (of arrays, or of further dicts: a model's parameters) becomes one input
     per entry, named by its path (``params.fc1.weight``). ``f`` returns a
     Tensor, or a tuple, list or dict of them: one program output per Tensor.
+    A Python number (float, int or bool) becomes an input of the floating dtype
+    of the array arguments, as under :func:`jit` and numpy's promotion
+    (``trace(f, x32, 2.0)`` has a float32 input and result; float64 without
+    floating arrays); a list of numbers is a float64 array.
     Shapes: the program's inputs and outputs have the shapes of the example
     arguments and of ``f``'s results on them.
 
@@ -58,8 +62,11 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
         names = []
     _refuse_non_numeric(example_args, "trace")
     # A list of numbers is one array, not a tree; a dict is a tree of inputs, one per leaf.
-    args = tuple(a if isinstance(a, dict) else a.value if isinstance(a, Tensor) else as_array(a)
-                 for a in example_args)
+    args = tuple(a if isinstance(a, dict) or type(a) in _PYTHON_NUMBERS else a.value if isinstance(a, Tensor)
+                 else as_array(a) for a in example_args)
+    # Python numbers weak, as jit takes them: trace(f, x32, 2.0) gave a float64 input and result.
+    leaves, treedef = flatten(args)
+    args = unflatten(treedef, _arguments_as_arrays([x.value if isinstance(x, Tensor) else x for x in leaves]))
     labels = iter([".".join([names[p[0]] if p[0] < len(names) else f"x{p[0]}", *map(str, p[1:])])
                    for p in leaf_paths(args)])
     with _turn():
@@ -205,7 +212,10 @@ def jit(f: Callable | None = None, *, static_argnums=None, static_argnames=None)
     carry no derivative: a Tensor that ``f`` reads from a closure (a model's
     weight) gets no gradient through them, so train with the parameters as
     arguments (``ad.jit(ad.value_and_grad(loss))(params, x, y)``); called on
-    Tensors, it records ``f`` as usual. A Python float argument (a learning rate)
+    Tensors, it records ``f`` as usual. The arrays it returns are the caller's own, as
+    ``jax.jit``'s are fresh buffers: none shares memory with an argument, a closure's
+    array or another output (``jit(lambda t: (t, t))`` returns two copies), and no
+    later call writes into them. A Python float argument (a learning rate)
     is an input of the floating dtype of the array arguments (float32 beside a
     float32 model), as numpy promotes a Python number (an int or a bool as well: they
     are floats here, as ``Tensor(3)`` is). ``.programs`` holds the traced

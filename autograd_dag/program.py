@@ -20,7 +20,7 @@ from .core import Tensor, _recording_as, apply, attributed_to
 from .displays import mimebundle
 from .errors import AutogradDagError, ProgramInputError
 from .codegen import generated as generated_code, run as run_generated
-from .execution import buffer_of, disposable, plan_steps, step_error
+from .execution import disposable, plan_steps, shared_outputs, step_error
 from .formatting import format_shape, listing
 from .dag import Graph
 from .graph import paused_gc
@@ -166,7 +166,7 @@ class Program:
         self._children: list[list[int]] | None = None
         self._initial: list | None = None
         self._steps, self._epoch = None, -1   # the plan, and parallel.epoch when it was made
-        self._constant_buffers: frozenset[int] = frozenset()  # ids of the constants' arrays (by _plan)
+        self._shared: frozenset[int] = frozenset()  # outputs that may share memory: copied (by _plan)
         self._generated = None   # the plan's code and calls (codegen.py)
 
     def __getstate__(self) -> dict:
@@ -174,7 +174,7 @@ class Program:
         # and its generated code's globals are this program's arrays (a deep copy ran on the original's
         # constants and handed out its own: tests/test_jit_adversarial.py).
         state = dict(self.__dict__, _steps=None, _epoch=-1, _initial=None, _generated=None)
-        state.update(_constant_buffers=frozenset(), _inter_op_schedule=None)
+        state.update(_shared=frozenset(), _inter_op_schedule=None)
         return state
 
     @property
@@ -379,7 +379,7 @@ class Program:
                 steps, epoch = plan_steps(self.nodes, self.outputs), parallel.epoch
                 initial = [n.value if n.prim is None and n.op is not NodeKind.INPUT else None for n in self.nodes]
                 self._initial = initial
-                self._constant_buffers = frozenset(id(buffer_of(v)) for v in initial if isinstance(v, np.ndarray))
+                self._shared = shared_outputs(self.nodes, self.outputs)
                 # Published last: a call on another thread that finds the steps reads _initial (the
                 # first calls of one program on 4 threads got None for it, tests/test_jit_adversarial.py).
                 self._steps, self._epoch = steps, epoch
@@ -440,20 +440,20 @@ class Program:
         return self._returned([values[k] for k in self.outputs])
 
     def _returned(self, outs):
-        # numpy gives scalars for 0-d results; a program returns arrays, as ad.grad does.
-        outs = tuple(map(np.asarray, outs))
-        if self._constant_buffers:
-            outs = tuple(map(self._unshared, outs))
-        return outs[0] if self.single_output else outs
+        """The outputs as the caller gets them: arrays of its own, one or a tuple.
 
-    def _unshared(self, out: np.ndarray) -> np.ndarray:
-        """``out``, copied if it is a writeable view of one of the program's constants.
-
-        An output that does not depend on the inputs is a constant (the Hessian
-        of a quadratic under ``jit``) or a reshape of one: handed out as it is,
-        the caller's ``h -= λI`` would change every later call's result.
+        numpy gives scalars for 0-d results; a program returns arrays, as ad.grad does.
+        Each output is the caller's own array, as jax.jit's are fresh buffers: one that
+        may be an input, a constant (the Hessian of a quadratic: the caller's h -= λI
+        changed every later call's), another output or a view of one is copied (which
+        ones is decided once per program, execution.shared_outputs). No later call
+        writes into it: the executor writes only into arrays nothing else holds
+        (execution.disposable counts their references).
         """
-        return out.copy() if out.flags.writeable and id(buffer_of(out)) in self._constant_buffers else out
+        outs = tuple(map(np.asarray, outs))
+        if self._shared:
+            outs = tuple(o.copy() if i in self._shared else o for i, o in enumerate(outs))
+        return outs[0] if self.single_output else outs
 
     def _replay(self, args):
         values: list = [None] * len(self.nodes)

@@ -88,8 +88,12 @@ def test_gelu_exact_and_tanh_forms():
     # ONNX), so the error is absolute: within a few ulps of |x|.
     exact = 0.5 * x * np.vectorize(math.erfc, otypes=[float])(-x / math.sqrt(2))
     assert (np.abs(F.gelu(ad.Tensor(x)).value - exact) <= 4 * np.spacing(np.abs(x))).all()
-    tanh_form = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
-    np.testing.assert_allclose(F.gelu(ad.Tensor(x), "tanh").value, tanh_form, rtol=1e-14, atol=1e-300)
+    # x/2·(1 + tanh u) written as x·σ(2u), the same function without 1 + tanh's cancellation for x ≪ 0 (the
+    # cancelling form lost the tail entirely: −0.0 for −4e-19). Relative: a few roundings times the value's
+    # condition number |x·f'/f| (≤ 300 over |x| ≤ 10).
+    u = math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)
+    tanh_form = x / (1 + np.exp(-2 * u))
+    np.testing.assert_allclose(F.gelu(ad.Tensor(x), "tanh").value, tanh_form, rtol=1e-13, atol=1e-300)
     ad.check_grads(F.gelu, (x[:6],), order=2)
     ad.check_grads(lambda t: F.gelu(t, "tanh"), (x[:6],), order=2)
     assert F.get_activation("gelu") is F.gelu
@@ -136,7 +140,8 @@ def test_erf_and_gelu_nodes():
     np.testing.assert_allclose(y, _erf(x), rtol=1e-15)
     _grads(prog, x)
     for approximate, want in [("none", 0.5 * x * (1 + _erf(x / np.sqrt(2)))),
-                              ("tanh", 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))))]:
+                              # (x·σ(2u): the same function as x/2·(1 + tanh u), without its cancellation for x ≪ 0)
+                              ("tanh", x / (1 + np.exp(-2 * np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))))]:
         prog, (y,) = _load_run(_model("Gelu", [("x", _D, [3, 4])], [("y", _D)], opset=20,
                                       approximate=approximate), x)
         np.testing.assert_allclose(y, want, rtol=1e-14, atol=1e-300)

@@ -33,7 +33,7 @@ from autograd_dag.graph import reachable
 from autograd_dag.primitives.elementwise import add as _program_add
 from autograd_dag.primitives.elementwise import multiply as _program_multiply
 from autograd_dag.kinds import ProgramKind
-from autograd_dag.program import NodeKind, Program
+from autograd_dag.program import NodeKind, Program, ProgramNode
 from autograd_dag.circuits.polynomial import (
     DEFAULT_MONOMIAL_LIMIT,
     Polynomial,
@@ -559,6 +559,41 @@ class Circuit:
         # kind "circuit" tells the renderer to draw + and × gates, not tensor ops.
         program = Program.from_outputs(inputs, outputs, name=name, kind=ProgramKind.CIRCUIT)
         program.single_output = len(outputs) == 1
+        return program
+
+    def drawing_program(self, name: str = "f") -> Program:
+        """The circuit as drawn (``ad.render``): one node per gate with its true fan-in, every node kept.
+
+        :meth:`to_program` runs on numpy's binary add and multiply, so an n-ary gate is a
+        chain of n − 1 nodes there, and its picture had more edges than ``size`` (a gate of
+        fan-in 3 drew 4). Here each gate is one node with one edge per operand (an operand
+        met twice, x·x, twice): the picture has ``size`` edges, the seed's measure. Like a
+        hand-built Graph's program it describes structure only: it is drawn, never run
+        (run :meth:`to_program`).
+
+        >>> x, y, z = variables("x y z")
+        >>> c = Circuit()
+        >>> c.set_outputs(c.add(c.mul(x, y, z), 1))
+        >>> prog = c.drawing_program()
+        >>> sum(len(n.parents) for n in prog.nodes) == c.size == 5
+        True
+        """
+        self._require_outputs("drawing_program")
+        nodes: list = []
+        for i, (kind, ops, vname, value) in enumerate(self._nodes):
+            if kind == "var":
+                nodes.append(ProgramNode(i, NodeKind.INPUT, None, (), None, (), np.float64, name=vname))
+            elif kind == "const":
+                nodes.append(ProgramNode(i, NodeKind.CONSTANT, None, (), None, (), np.float64,
+                                         value=np.float64(float(value))))
+            else:   # (op the primitive's name, prim None: the renderer draws + and ×, nothing runs it)
+                nodes.append(ProgramNode(i, "add" if kind == "add" else "multiply", None, tuple(ops), None, (),
+                                         np.float64))
+        for o, oname in zip(self._outputs, self._output_names):
+            if nodes[o].parents and nodes[o].name is None:
+                nodes[o].name = oname
+        program = Program(nodes, list(self._var_index.values()), self._outputs, name=name, kind=ProgramKind.CIRCUIT)
+        program.single_output = len(self._outputs) == 1
         return program
 
     def copy(self) -> "Circuit":

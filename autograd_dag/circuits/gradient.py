@@ -61,18 +61,26 @@ class GradientCircuit:
         >>> gradient_circuit(Circuit.from_outputs(x * y)).to_program().kind == "gradient_circuit"
         True
         """
-        program = self.circuit.to_program(name)
-        program.kind = ProgramKind.GRADIENT_CIRCUIT
-        # Outputs f, ∂f/∂x1, …: one input per variable, in the same order. (A node returned as two
-        # derivatives, a folded constant 0, is the gradient of the last.)
-        for p, k in enumerate(program.outputs[1:]):
-            program.nodes[k].gradient_of = p
-        return program
+        return _as_gradient(self.circuit.to_program(name))
+
+    def drawing_program(self, name: str = "grad_f"):
+        """The gradient circuit as drawn (``ad.render``): each gate with its true fan-in, ``size`` edges
+        (:meth:`Circuit.drawing_program`); titled as a gradient, as :meth:`to_program`."""
+        return _as_gradient(self.circuit.drawing_program(name))
 
     def __str__(self) -> str:
         ratio = "n/a" if self.ratio is None else f"{self.ratio:.3g}"
         how = f", simplified from {self.unsimplified_size}" if self.simplified else ""
         return f"gradient circuit: size {self.size}{how}; S(f) = {self.original_size}; ratio {ratio} (bound {self.bound:.3g})"
+
+
+def _as_gradient(program):
+    program.kind = ProgramKind.GRADIENT_CIRCUIT
+    # Outputs f, ∂f/∂x1, …: one input per variable, in the same order. (A node returned as two
+    # derivatives, a folded constant 0, is the gradient of the last.)
+    for p, k in enumerate(program.outputs[1:]):
+        program.nodes[k].gradient_of = p
+    return program
 
 
 def _comes_back_from_float64(value) -> bool:

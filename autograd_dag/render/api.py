@@ -58,8 +58,10 @@ def as_program(obj, *, parameters_as_inputs: bool = False) -> Program:
         return obj
     if isinstance(obj, Graph):
         return graph_program(obj)
+    if callable(getattr(obj, "drawing_program", None)):
+        return obj.drawing_program()  # an arithmetic circuit, each gate with its fan-in (render imports no circuits)
     if callable(getattr(obj, "to_program", None)):
-        return obj.to_program()  # an arithmetic circuit (duck-typed: render does not import circuits)
+        return obj.to_program()
     if callable(obj) and isinstance(getattr(obj, "programs", None), dict):
         return _jit_program(obj)
     if isinstance(obj, Tensor):

@@ -150,7 +150,7 @@ def node_data(program) -> list[dict]:
     names = scope_names(program)
     rows = []
     for node, scope in zip(program.nodes, names):
-        rows.append({"name": node.name or "", "primitive": str(node.op.value if node.prim is None else node.op),
+        rows.append({"name": node.name or "", "primitive": str(node.op),
                      "shape": [int(d) for d in node.shape], "dtype": str(node.dtype),
                      "scope": ".".join(scope), "source": _where(node.source)})
     return rows

@@ -250,7 +250,7 @@ class Labeller:
         node = self.program.nodes[k]
         if k in self.returned_as:
             return f'<FONT POINT-SIZE="10"><I>{name_html(", ".join(self.returned_as[k]))}</I></FONT>'
-        if node.name and node.prim is not None:
+        if node.name and (node.prim is not None or node.parents):   # (a circuit's drawn gate: no primitive)
             return f'<FONT POINT-SIZE="10"><I>{name_html(node.name)}</I></FONT>'
         return ""
 
