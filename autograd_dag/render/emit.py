@@ -7,7 +7,7 @@ import re
 import graphviz
 
 from ..kinds import ProgramKind
-from .labels import html, name_html, small
+from .labels import bold, html, name_html, small
 from .layout import graph_attributes
 from .output import RenderedGraph
 from .scene import Scene, output_role
@@ -37,7 +37,8 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
     graph_attr.update(extra_graph_attrs or {})
     heading = title if title is not None else program.name
     kind = _KIND_TITLES[program.kind]
-    graph_attr["label"] = (f"<<B>{name_html(heading, 60)}</B><BR/>"
+    heading = bold(name_html(heading, 60))  # title="" draws no heading line
+    graph_attr["label"] = ("<" + (heading + "<BR/>" if heading else "")
                            + small(html(f"{kind}: {len(program.nodes)} nodes, {program.num_edges} edges, "
                                         f"{scene.view} view"))
                            + (f"<BR/>{small(html(note, 120), '#b83250')}" if note else "") + ">")
@@ -91,8 +92,9 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
             continue
         joined = container.subgraph(name=cluster_id[sub])
         c = joined.__enter__()
-        c.attr(label=f"<<B>{name_html(sub[-1][0], 50)}</B>>", style="dashed,rounded", color="#888888",
-               fontcolor="#444444", fontsize="10", labeljust="l")
+        title = name_html(sub[-1][0], 50)  # a scope named "" has no title: Graphviz rejects <B></B> and <>
+        c.attr(style="dashed,rounded", color="#888888", fontcolor="#444444", fontsize="10", labeljust="l",
+               **({"label": f"<<B>{title}</B>>"} if title else {}))
         add_nodes(c, sub)
         stack.append((c, iter(subclusters.get(sub, ())), joined))
     for edge in scene.edges:

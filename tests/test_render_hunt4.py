@@ -1,0 +1,86 @@
+"""Defect hunt 4 of the renderer: texts Graphviz rejected, and what a picture says about its program.
+
+Every test lays the picture out with ``dot`` for real and reads the SVG back.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import warnings
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+import autograd_dag as ad
+
+pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot")
+
+SVG = "{http://www.w3.org/2000/svg}"
+XLINK = "{http://www.w3.org/1999/xlink}"
+
+
+def svg_of(graph) -> ET.Element:
+    """Lay ``graph`` out with dot and parse the SVG (a RenderError or invalid XML fails the test)."""
+    return ET.fromstring(graph.pipe(format="svg"))
+
+
+def texts(root: ET.Element) -> list[str]:
+    return [t.text or "" for t in root.iter(f"{SVG}text")]
+
+
+def tooltips(root: ET.Element) -> list[str]:
+    return [a.get(f"{XLINK}title") or "" for a in root.iter(f"{SVG}a")]
+
+
+# Graphviz 2.43 refused each of these (a syntax error, so render raised RenderError): a label
+# text of just "]" or "]]", an empty <B></B> (an empty name, title or scope), and in a quoted
+# tooltip a name ending in a backslash or holding a control character.
+TEXTS = ["]", "]]", "", "a\\", "ctrl\x01"]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+@pytest.mark.parametrize("view", ["dag", "bipartite"])
+def test_program_names_titles_scopes_and_vertices_of_any_text_are_drawn(text, view):
+    def f(x):
+        with ad.name_scope(text), ad.name_scope(text):
+            return ad.exp(x)
+    program = ad.trace(f, np.ones(2))
+    program.name = text
+    assert "exp" in texts(svg_of(ad.render(program, view)))
+    if text and not text.strip("]"):
+        assert text in texts(svg_of(ad.render(program, view)))  # the scopes' cluster titles
+    svg_of(ad.render(program, view, title=text))
+    for depth in (0, 1):  # the scope collapsed: its box's title
+        assert "1 nodes: 1 ops" in texts(svg_of(ad.render(program, view, depth=depth)))
+    graph = ad.render(ad.Graph.from_edges([(text, "b"), ("b", "c")]), view)
+    assert "c" in texts(svg_of(graph))
+
+
+@pytest.mark.parametrize("text", TEXTS + ['say "hi"'])
+def test_an_overlays_label_and_unit_of_any_text_reach_the_tooltip_whole(text):
+    program = ad.trace(lambda x: ad.exp(x), np.ones(2))
+    overlay = ad.Overlay({0: 1.0, 1: 2.0}, label=text, unit=text)
+    root = svg_of(ad.render(program, overlay=overlay))
+    printable = text.replace("\x01", "")  # control characters are dropped from tooltips
+    shown = f"{printable}: 2" + (f" {printable}" if text else "")  # the unit follows the number
+    assert any(t.endswith(shown) for t in tooltips(root)), tooltips(root)
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_a_site_and_an_html_view_of_scopes_named_with_any_text(text, tmp_path):
+    def f(x):
+        for i in range(3):
+            with ad.name_scope(f"{text}{i}"), ad.name_scope(text):
+                x = ad.tanh(x * 2.0) + x
+        return ad.sum(x)
+    program = ad.grad_program(ad.trace(f, np.ones(2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        site = ad.render_site(program, tmp_path, max_nodes=6)
+    assert len(site.pages) > 1
+    for page in site.pages:
+        for name in page.files.values():
+            ET.parse(os.path.join(site.directory, name))
+    ad.render_html(program, max_nodes=6)
