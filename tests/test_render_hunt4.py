@@ -5,6 +5,7 @@ Every test lays the picture out with ``dot`` for real and reads the SVG back.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import warnings
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 import autograd_dag as ad
+from autograd_dag.render import as_program
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot")
 
@@ -84,3 +86,34 @@ def test_a_site_and_an_html_view_of_scopes_named_with_any_text(text, tmp_path):
         for name in page.files.values():
             ET.parse(os.path.join(site.directory, name))
     ad.render_html(program, max_nodes=6)
+
+
+def laid_out_nodes(graph) -> dict:
+    """{node name: its attributes} as Graphviz laid them out (``dot -Tjson``), the legend apart."""
+    objects = json.loads(graph.pipe(format="json")).get("objects", [])
+    return {o["name"]: o for o in objects if "nodes" not in o and not o["name"].startswith("cluster")}
+
+
+@pytest.mark.parametrize("view", ["dag", "bipartite"])
+def test_an_input_parameter_or_constant_the_program_returns_keeps_its_own_shape_and_fill(view):
+    # Drawn as an output, each was a green box in the DAG view, read as an operation, and the
+    # legend listed no input, parameter or constant at all.
+    x = ad.Tensor(np.ones(3), name="x")
+    w = ad.Tensor(np.ones(3), requires_grad=True, name="w")
+    two = (x * 2.0).parents[1]  # a constant lifted from a Python number
+    program = as_program((x, w, two, ad.exp(x) * w))
+    roots = {n.index: n.op.value for n in program.nodes if not n.parents}
+    assert sorted(roots.values()) == ["constant", "input", "parameter"]
+    drawn = laid_out_nodes(ad.render(program, view, inline_constants=False))
+    prefix = "n" if view == "dag" else "v"
+    shapes = {"input": "ellipse", "parameter": "cylinder" if view == "dag" else "ellipse",
+              "constant": "note" if view == "dag" else "ellipse"}
+    fills = {"input": "#cfe3f7", "parameter": "#fde2c0", "constant": "#ececec"}
+    for k, role in roots.items():
+        node = drawn[f"{prefix}{k}"]
+        assert node["shape"] == shapes[role] and node["fillcolor"] == fills[role], (k, role, node["shape"])
+        assert (node.get("peripheries") == "2") == (k in program.outputs), (k, role)
+    legend = drawn["legend"]["label"]
+    for role in set(roots.values()):
+        assert f">{role} " in legend or f">{role} (" in legend, role
+    assert "double border: returned" in legend

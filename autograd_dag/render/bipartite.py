@@ -38,7 +38,7 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
         else:
             title = ""
         scene.add_node(VNode(f"v{k}", labeller.role(k), join_lines(title, labeller.info(k)), scope,
-                             (k,), labeller.short(k), labeller.tooltip(k)))
+                             (k,), labeller.short(k), labeller.tooltip(k), labeller.returned_root(k)))
 
     for node in program.nodes:
         k = node.index

@@ -156,7 +156,8 @@ def mark_boundary(scene: Scene, sp: ScopeProgram) -> None:
             node.role = "boundary input"
         elif node.role == "input" and set(node.members) <= sp.boundary_inputs:
             node.role = "boundary input"
-        elif node.role in ("output", "gradient") and sp.boundary_outputs.intersection(node.members):
+        elif node.role in ("output", "gradient", "input", "parameter", "constant") \
+                and sp.boundary_outputs.intersection(node.members):  # a weight used outside too
             node.role = "boundary output"
 
 

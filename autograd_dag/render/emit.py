@@ -10,7 +10,7 @@ from ..kinds import ProgramKind
 from .labels import bold, html, name_html, small
 from .layout import graph_attributes
 from .output import RenderedGraph
-from .scene import Scene, output_role
+from .scene import RETURNED_TEXT, Scene, output_role
 from .styles import (DIM_FILL, DIM_LINE, DIM_TEXT, EDGE_COLOR, FONT, HIGHLIGHT_COLOR, NEUTRAL_FILL, ROLE_COLORS,
                      legend_label, node_attrs, op_color)
 
@@ -114,6 +114,9 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
             if n.role == "group":  # a collapsed scope holding an output wears the output's double border
                 present.update(output_role(program, k) for k in outputs.intersection(n.members))
         roles = [r for r in _ROLE_ORDER if r in present and r in ROLE_COLORS]
+        rows = list(legend_rows)
+        if any(n.role in ("input", "parameter", "constant") and outputs.intersection(n.members) for n in scene.nodes):
+            rows = [f'<TR><TD COLSPAN="2" ALIGN="LEFT">{html(RETURNED_TEXT, 0)}</TD></TR>', *legend_rows]
         ops = None
         if color_by == "op":
             seen: dict[str, str] = {}
@@ -125,7 +128,7 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
             ops = list(seen.items())
         g.node("legend", label=legend_label(scene.view, roles, ops,
                                             None if highlight is None else _highlight_text(program, highlight),
-                                            legend_rows, role_fill=NEUTRAL_FILL if legend_rows else None),
+                                            rows, role_fill=NEUTRAL_FILL if legend_rows else None),
                shape="plaintext", margin="0")
     return g
 

@@ -144,6 +144,10 @@ def output_role(program: Program, k: int) -> str:
     return "output" if program.nodes[k].gradient_of is None else "gradient"
 
 
+# The mark of a returned input, parameter or constant: an output's double border on its own shape.
+RETURNED = {"peripheries": "2", "penwidth": "1.5"}
+RETURNED_TEXT = "double border: returned by the program (an output)"
+
 # An arithmetic circuit's gates are drawn with the book's symbols.
 CIRCUIT_GATES = {"add": "+", "multiply": "\u00d7"}
 CIRCUIT_KINDS = (ProgramKind.CIRCUIT, ProgramKind.GRADIENT_CIRCUIT)
@@ -192,11 +196,17 @@ class Labeller:
 
     def role(self, k: int) -> str:
         node = self.program.nodes[k]
-        if k in self.outputs:
-            return output_role(self.program, k)
+        # An input (parameter, constant) the program returns stays one: drawn as an output it was a
+        # green box, read as an operation, and the legend had no input. Its double border says returned.
         if node.op in (NodeKind.INPUT, NodeKind.PARAMETER, NodeKind.CONSTANT):
             return node.op.value
+        if k in self.outputs:
+            return output_role(self.program, k)
         return "intermediate"
+
+    def returned_root(self, k: int) -> dict | None:
+        """The double border (an output's) of node k when it is a root the program returns, else None."""
+        return dict(RETURNED) if k in self.outputs and not self.program.nodes[k].parents else None
 
     def number(self, k: int) -> int:
         """The number node k is labelled with (``%k``)."""
