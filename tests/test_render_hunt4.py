@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
 import shutil
 import warnings
 import xml.etree.ElementTree as ET
@@ -117,3 +119,42 @@ def test_an_input_parameter_or_constant_the_program_returns_keeps_its_own_shape_
     for role in set(roots.values()):
         assert f">{role} " in legend or f">{role} (" in legend, role
     assert "double border: returned" in legend
+
+
+def unscoped_program(n_ops: int, returned: int):
+    """A program without scopes (so the budget cuts it into chunks) returning its last value summed
+    and its value number ``returned``; each op reads a random earlier value and one of the last 20."""
+    rng = random.Random(0)
+
+    def f(x, y):
+        vals = [x, y]
+        for i in range(n_ops):
+            a, b = vals[rng.randrange(len(vals))], vals[-1 - rng.randrange(min(len(vals), 20))]
+            vals.append(ad.tanh(a) * b if i % 2 else a + b)
+        return ad.sum(vals[-1]), vals[returned]
+    return ad.trace(f, np.ones(3), np.ones(3))
+
+
+def test_the_pooled_values_of_a_chunk_say_how_many_are_left_out_and_which_are_returned():
+    # The bipartite view draws the outputs of a chunk as one "N values: %a, %b, %c, %d, …" node: it
+    # read "4 values: %180, %184, %186, %191, …" for four values, and with %55, an output of the
+    # program, among seven it did not say which value the double border was for.
+    program = unscoped_program(280, 40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        drawn = laid_out_nodes(ad.render(program, "bipartite"))
+    pooled = {name: node["label"] for name, node in drawn.items() if name.startswith("w")}
+    assert pooled
+    counts = []
+    named = {int(name[1:]) for name in drawn if name.startswith("v")}
+    for label in pooled.values():
+        text = re.sub(r"<[^>]*>", "\n", label.replace("&#8230;", "\u2026"))
+        n, listed = re.search(r"(\d+) values: ([^\n]*)", text).groups()
+        counts.append(int(n))
+        shown = re.findall(r"%(\d+)", listed)
+        assert listed.endswith("\u2026") == (int(n) > len(shown)), text
+        returned = re.search(r"returns ([^\n]*)", text)
+        if returned:
+            named.update(int(k) for k in re.findall(r"%(\d+)", returned.group(1)))
+    assert 4 in counts  # the case that read "…" with nothing left out
+    assert set(program.outputs) <= named
