@@ -58,9 +58,11 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
                     listed = ", ".join(f"%{labeller.number(o)}" for o in outs[:4]) + ", \u2026" * (len(outs) > 4)
                     held = [o for o in outs if o in labeller.outputs]
                     label = small(html(f"{len(outs)} values: {listed}", 60))
-                    if held:
-                        returned = ", ".join(f"%{labeller.number(o)} ({output_role(program, o)})" for o in held[:6])
-                        label += "<BR/>" + small(html(f"returns {returned}" + ", \u2026" * (len(held) > 6), 70),
+                    if len(held) == len(outs):
+                        label += "<BR/>" + small(html(f"all returned ({output_role(program, held[0])}s)"), "#222222")
+                    elif held:
+                        returned = ", ".join(f"%{labeller.number(o)} ({output_role(program, o)})" for o in held[:3])
+                        label += "<BR/>" + small(html(f"returns {returned}" + ", \u2026" * (len(held) > 3), 70),
                                                  "#222222")
                     label = "<" + label + ">"
                     role = output_role(program, held[0]) if held else "intermediate"
