@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import autograd_dag as ad
-from autograd_dag.render import as_program
+from autograd_dag.render import as_program, save
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot")
 
@@ -158,3 +158,55 @@ def test_the_pooled_values_of_a_chunk_say_how_many_are_left_out_and_which_are_re
             named.update(int(k) for k in re.findall(r"%(\d+)", returned.group(1)))
     assert 4 in counts  # the case that read "…" with nothing left out
     assert set(program.outputs) <= named
+
+
+def test_pooled_gradients_of_a_gradient_program_are_drawn_as_gradients():
+    # lm40_grad_bipartite in viz/ drew its 440 + 40 + 40 pooled weight gradients as plain outputs (green,
+    # legend "output"): every value this gradient program returns is a gradient (no with_value).
+    def f(x, *ws):
+        for i, w in enumerate(ws):
+            with ad.name_scope(f"block.{i}"):
+                x = ad.tanh(x * w) + x
+        return ad.sum(x)
+    program = ad.grad_program(ad.trace(f, np.ones(3), *[np.full(3, 0.5)] * 12), wrt=tuple(range(1, 13)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        drawn = laid_out_nodes(ad.render(program, "bipartite", max_nodes=50))
+    pooled = [node for name, node in drawn.items() if name.startswith("w") and node.get("peripheries") == "2"]
+    assert pooled
+    for node in pooled:
+        assert node["fillcolor"] == "#f7cdd6", node["label"]  # the gradient role's fill
+        assert "returns %" in node["label"] or "all returned (gradients)" in node["label"]
+    assert "gradient (output)" in drawn["legend"]["label"] and ">output " not in drawn["legend"]["label"]
+
+
+BAD_OPTIONS = [
+    ("render", {"max_nodes": 0}), ("render", {"max_nodes": -1}), ("render", {"max_nodes": 1.5}),
+    ("render", {"max_nodes": "10"}), ("render", {"max_nodes": True}),    # drawn with some budget, or a TypeError
+    ("render", {"timeout": "5"}), ("render", {"timeout": -1}),            # a TypeError, or "within -1 s"
+    ("render", {"axes": "seq"}),                                          # an AttributeError
+    ("render_site", {"max_nodes": "3"}), ("render_html", {"max_nodes": 2.5}), ("render_html", {"timeout": 0}),
+]
+
+
+@pytest.mark.parametrize("entry, options", BAD_OPTIONS)
+def test_options_that_mean_nothing_are_refused_at_the_users_line(entry, options, tmp_path):
+    program = ad.trace(lambda x, y: ad.exp(x) * y, np.ones((2, 3)), np.ones(3))
+    call = {"render": lambda: ad.render(program, **options).pipe(),
+            "render_site": lambda: ad.render_site(program, tmp_path, **options),
+            "render_html": lambda: ad.render_html(program, **options)}[entry]
+    with pytest.raises(ad.RenderError) as info:
+        call()
+    name = next(iter(options))
+    assert f"{entry}: {name} must be" in str(info.value) and repr(options[name]) in str(info.value)
+    assert f"(at {__file__}:" in str(info.value)
+
+
+@pytest.mark.parametrize("path", [3, None])
+def test_a_file_name_that_is_no_path_is_refused_at_the_users_line(path):
+    program = ad.trace(lambda x: ad.exp(x), np.ones(2))
+    for call in (lambda: ad.render_to(program, path), lambda: ad.render(program).render(3),
+                 lambda: save(ad.render(program), path)):
+        with pytest.raises(ad.RenderError, match=r"must be a path .* got (int 3|NoneType None)") as info:
+            call()
+        assert f"(at {__file__}:" in str(info.value)
