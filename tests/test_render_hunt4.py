@@ -210,3 +210,33 @@ def test_a_file_name_that_is_no_path_is_refused_at_the_users_line(path):
         with pytest.raises(ad.RenderError, match=r"must be a path .* got (int 3|NoneType None)") as info:
             call()
         assert f"(at {__file__}:" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["<!--<script>", "</script><b>x", "<!--"])
+def test_the_html_views_data_survives_any_node_name(name, tmp_path):
+    # A node named "<!--<script>" put the browser's parser in the script's "double escaped" state: the
+    # data block swallowed the page's script (one <script> left, data unparseable, nothing clickable).
+    def f(x):
+        with ad.name_scope("layer"):
+            y = ad.exp(x)
+            y.name = name
+            return ad.sum(y)
+    page = ad.render_html(ad.trace(f, np.ones(2)), max_nodes=20).html
+    data = re.search(r'<script type="application/json" id="ad-data">(.*?)</script>', page, re.S).group(1)
+    assert "<" not in data  # no "<" at all: no "</script", no "<!--"
+    assert name in json.dumps(json.loads(data), ensure_ascii=False)  # the name itself is kept
+    browser = "/usr/bin/chromium"
+    sync_api = pytest.importorskip("playwright.sync_api") if os.path.exists(browser) else None
+    if sync_api is None:
+        return
+    path = tmp_path / "page.html"
+    path.write_text(page, encoding="utf-8")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=browser, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        try:
+            tab = b.new_page()
+            tab.goto(f"file://{path}")
+            assert tab.evaluate("document.scripts.length") == 2
+            assert tab.evaluate("JSON.parse(document.getElementById('ad-data').textContent).top") == "program.dag.svg"
+        finally:
+            b.close()
