@@ -571,16 +571,18 @@ def backward(self: Tensor, grad=None, create_graph: bool = False, retain_graph: 
     """
     if not self.requires_grad:
         raise AutogradDagError("backward: this Tensor does not require a gradient; mark an input with "
-                               "requires_grad=True (and don't compute it inside no_grad())")
+                               f"requires_grad=True (and don't compute it inside no_grad()){located(user_source())}")
     if grad is None:
         if self.size != 1:
             raise AutogradDagError(f"backward: grad can be implicitly created only for a scalar output; "
-                                   f"this output has shape {self.shape}. Pass grad= of that shape")
+                                   f"this output has shape {self.shape}. Pass grad= of that shape"
+                                   f"{located(user_source())}")
         ct = _ones_like(self)
     else:
         ct = grad if isinstance(grad, Tensor) else Tensor(np.asarray(grad, dtype=self.dtype))
         if ct.shape != self.shape:
-            raise AutogradDagError(f"backward: grad has shape {ct.shape}, expected {self.shape}")
+            raise AutogradDagError(f"backward: grad has shape {ct.shape}, expected {self.shape}"
+                                   f"{located(user_source())}")
     # A training loop's next step allocates what this one frees: glibc keeps those pages for it
     # (heap.py; its least threshold, 64 MiB: the tape's size is not known here without a walk).
     keep(0)
@@ -788,11 +790,11 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
         inputs, nested, out = rec.inputs, rec.nested, rec.result
         if not isinstance(out, Tensor):
             raise AutogradDagError(f"grad: f must return a Tensor computed from its inputs; "
-                                   f"got {type(out).__name__}")
+                                   f"got {type(out).__name__}{located(user_source())}")
         refuse_complex(out, "grad: the output")
         if out.size != 1:
             raise AutogradDagError(f"grad: f must return a scalar (one element); got shape {out.shape}. "
-                                   f"Use ad.vjp or ad.jacobian for vector outputs")
+                                   f"Use ad.vjp or ad.jacobian for vector outputs{located(user_source())}")
         grads = reverse_sweep([out], [_ones_like(out)], inputs, create_graph=nested, retain_graph=nested)
         g = [unflatten(flatten(args[n])[1], [_finish(grads[id(t)][1], nested) if id(t) in grads
                                              else _zeros_for(t, nested) for t in rec.slots[n]]) for n in nums]

@@ -107,7 +107,8 @@ def main(argv=None) -> int:
           f"polynomial {circuit.to_polynomial()}")
     print(grad_circuit)
     pictures.append(render(circuit, os.path.join(folder, "circuit.svg")))
-    pictures.append(render(grad_circuit.circuit, os.path.join(folder, "circuit_grad.svg")))
+    # The GradientCircuit itself, not its .circuit: drawn as one, titled grad_f, derivatives in the gradient style.
+    pictures.append(render(grad_circuit, os.path.join(folder, "circuit_grad.svg")))
 
     print(f"\n== 4. LeNet on scikit-learn's digits ({'fast' if args.fast else 'full'} run)")
     result = lenet_digits.run(fast=args.fast, out=folder, show_progress=not args.no_progress)

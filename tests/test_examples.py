@@ -117,6 +117,8 @@ def test_fast_mode_runs_with_output_logged_to_files(tmp_path, name):
         assert "== 5. A sequence model" in stdout and "reverse [2, 7, 1] -> greedy [" in stdout
         assert stdout.rstrip().endswith(f"Output folder: {out}")
         assert is_png(out / "lenet_digits_curves.png")
+        # The gradient circuit's picture says what it is (it was drawn as an "arithmetic circuit" titled f).
+        assert "gradient circuit (f and its partial derivatives)" in (out / "circuit_grad.svg").read_text()
 
 
 @pytest.mark.parametrize("enabled", [True, False])

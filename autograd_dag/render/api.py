@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 
 from ..core import Tensor
-from ..errors import RenderError
+from ..errors import RenderError, located, user_source
 from ..dag import Graph
 from ..graph import topological_sort
 from ..primitives.registry import PRIMITIVES
@@ -25,7 +26,7 @@ from .drill import (Page, Site, add_parent_link, link_groups, mark_boundary, pag
 from .emit import emit
 from .layout import SMALL_GRAPH, add_references
 from .html_view import HtmlView, build_html
-from .output import DEFAULT_TIMEOUT, RenderedGraph, save
+from .output import DEFAULT_TIMEOUT, RenderedGraph, check_path, save
 from .overlay import as_overlay, paint, resolve as resolve_overlay
 from .scene import CIRCUIT_KINDS, Labeller
 
@@ -285,6 +286,7 @@ def _draw(obj, view, *, depth, highlight, rankdir, show_shapes, show_dtypes, edg
         raise RenderError(f"render: color_by must be 'role' or 'op', got {color_by!r}")
     if long_edges not in ("auto", "keep"):
         raise RenderError(f"render: long_edges must be 'auto' or 'keep', got {long_edges!r}")
+    _check_budget_timeout_axes("render", max_nodes, timeout, axes)
     if depth is not None:
         if isinstance(depth, (bool, np.bool_)) or not isinstance(depth, (int, np.integer)) or depth < 0:
             raise RenderError(f"render: depth must be a whole number >= 0 or None (how many levels of name "
@@ -350,6 +352,26 @@ def _draw(obj, view, *, depth, highlight, rankdir, show_shapes, show_dtypes, edg
                 timeout=timeout, note=note, legend_rows=rows)
 
 
+def _whole(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _check_budget_timeout_axes(caller: str, max_nodes, timeout, axes) -> None:
+    """Refuse what the options cannot mean, at the user's line: a budget of no boxes (0, -1, 1.5 and True
+    were drawn as some budget; "10" raised numpy's TypeError), a timeout that is no positive number
+    ("5" raised a TypeError, -1 "did not finish within -1 s"), axes that are no mapping."""
+    if max_nodes is not None and not (_whole(max_nodes) and max_nodes >= 1):
+        raise RenderError(f"{caller}: max_nodes must be a whole number >= 1 (the most boxes a picture draws), or "
+                          f"None to draw every node; got {max_nodes!r}{located(user_source())}")
+    if timeout is not None and (isinstance(timeout, (bool, np.bool_)) or not isinstance(
+            timeout, (int, float, np.integer, np.floating)) or not timeout > 0):
+        raise RenderError(f"{caller}: timeout must be a number of seconds > 0, or None for no limit; got "
+                          f"{timeout!r}{located(user_source())}")
+    if axes is not None and not isinstance(axes, Mapping):
+        raise RenderError(f"{caller}: axes must be a mapping {{node index: axis names}}, got "
+                          f"{type(axes).__name__} {axes!r:.60}{located(user_source())}")
+
+
 def _auto_collapse(program, view, count, max_nodes, fold, inline_constants):
     grouping = budget_grouping(program, view, max_nodes, fold=fold, inline_constants=inline_constants)
     n = grouping.count_nodes(view)
@@ -375,7 +397,7 @@ def render_to(obj, path, *, format: str | None = None, **options) -> str:
         >>> ad.render_to(ad.trace(ad.exp, np.ones(2)), out) == out
         True
     """
-    if (format or os.path.splitext(os.fspath(path))[1].lstrip(".")).lower() == "html":
+    if (format or os.path.splitext(check_path(path, "render_to"))[1].lstrip(".")).lower() == "html":
         return render_html(obj, **options).save(path)
     graph = render(obj, **options)
     return save(graph, path, format=format)
@@ -385,11 +407,12 @@ _PAGE_OPTIONS = {"rankdir", "show_shapes", "show_dtypes", "edge_labels", "color_
                  "fold", "inline_constants", "long_edges"}
 
 
-def _check_pages_options(caller: str, max_nodes, options: dict) -> None:
+def _check_pages_options(caller: str, max_nodes, options: dict, timeout=None) -> None:
     """Refuse a page budget below 1 and options a page of render_site / render_html cannot take."""
-    if max_nodes is None or max_nodes < 1:
+    if not (_whole(max_nodes) and max_nodes >= 1):
         raise RenderError(f"{caller}: max_nodes must be a whole number >= 1 (the budget of each page), "
-                          f"got {max_nodes!r}")
+                          f"got {max_nodes!r}{located(user_source())}")
+    _check_budget_timeout_axes(caller, None, timeout, None)
     unknown = set(options) - _PAGE_OPTIONS
     if unknown:
         raise RenderError(f"{caller}: unknown options {sorted(unknown)}")
@@ -427,7 +450,7 @@ def render_site(obj, directory, *, view: str = "both", max_nodes: int = DEFAULT_
     """
     if view not in VIEWS + ("both",):
         raise RenderError(f"render_site: view must be 'dag', 'bipartite' or 'both', got {view!r}")
-    _check_pages_options("render_site", max_nodes, options)
+    _check_pages_options("render_site", max_nodes, options, timeout)
     views = VIEWS if view == "both" else (view,)
     program = as_program(obj)
     directory = os.fspath(directory)
@@ -513,7 +536,7 @@ def render_html(obj, *, max_nodes: int = DEFAULT_MAX_NODES, timeout: float | Non
         >>> view.save("model.html")  # doctest: +SKIP
         'model.html'
     """
-    _check_pages_options("render_html", max_nodes, options)
+    _check_pages_options("render_html", max_nodes, options, timeout)
     program = as_program(obj)
     svgs: dict = {}
     boxes: dict = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..program import NodeKind
 from .collapse import Grouping
 from .labels import html, name_html, small
-from .scene import Labeller, Scene, VNode, crossing_edges, join_lines
+from .scene import Labeller, Scene, VNode, crossing_edges, join_lines, output_role
 from .styles import op_color
 
 
@@ -38,7 +38,7 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
         else:
             title = ""
         scene.add_node(VNode(f"v{k}", labeller.role(k), join_lines(title, labeller.info(k)), scope,
-                             (k,), labeller.short(k), labeller.tooltip(k)))
+                             (k,), labeller.short(k), labeller.tooltip(k), labeller.returned_root(k)))
 
     for node in program.nodes:
         k = node.index
@@ -53,9 +53,19 @@ def bipartite_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str 
                                      tuple(group.members), group.title, labeller.group_tooltip(gi)))
                 if gi in pooled:
                     outs = sorted(group_outputs[gi])
-                    listed = ", ".join(f"%{labeller.number(o)}" for o in outs[:4]) + ", \u2026"
-                    label = "<" + small(html(f"{len(outs)} values: {listed}", 60)) + ">"
-                    role = "output" if any(o in labeller.outputs for o in outs) else "intermediate"
+                    # "…" only when values are left out (4 values were listed with one); the program
+                    # outputs among them are named, or a reader cannot tell which value is returned.
+                    listed = ", ".join(f"%{labeller.number(o)}" for o in outs[:4]) + ", \u2026" * (len(outs) > 4)
+                    held = [o for o in outs if o in labeller.outputs]
+                    label = small(html(f"{len(outs)} values: {listed}", 60))
+                    if len(held) == len(outs):
+                        label += "<BR/>" + small(html(f"all returned ({output_role(program, held[0])}s)"), "#222222")
+                    elif held:
+                        returned = ", ".join(f"%{labeller.number(o)} ({output_role(program, o)})" for o in held[:3])
+                        label += "<BR/>" + small(html(f"returns {returned}" + ", \u2026" * (len(held) > 3), 70),
+                                                 "#222222")
+                    label = "<" + label + ">"
+                    role = output_role(program, held[0]) if held else "intermediate"
                     scene.add_node(VNode(f"w{gi}", role, label, group.parent_scope, tuple(outs),
                                          f"{len(outs)} values of {group.title}", labeller.group_tooltip(gi)))
                     scene.add_edge(f"g{gi}", f"w{gi}", (outs[0], outs[0]), None, merge=False)

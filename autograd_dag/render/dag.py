@@ -40,7 +40,7 @@ def dag_scene(grouping: Grouping, labeller: Labeller, *, edge_labels: str | None
         label = join_lines(labeller.title(k), labeller.params(k), labeller.name(k), labeller.info(k))
         fill = op_color(node.op) if color_by == "op" and node.parents else None
         scene.add_node(VNode(f"n{k}", role, label, labeller.scope_of(k), (k,), labeller.short(k),
-                             labeller.tooltip(k), {"fillcolor": fill} if fill else None))
+                             labeller.tooltip(k), {"fillcolor": fill} if fill else labeller.returned_root(k)))
     for p, j, i in crossing_edges(grouping):
         src = f"g{owner[p]}" if owner[p] is not None else f"n{p}"
         dst = f"g{owner[j]}" if owner[j] is not None else f"n{j}"

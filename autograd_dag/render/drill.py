@@ -27,6 +27,7 @@ from ..errors import RenderError
 from ..kinds import ProgramKind
 from ..program import NodeKind, Program, ProgramNode
 from .budget import backward_pass
+from .labels import html, plain
 from .scene import Scene, VNode
 
 BACKWARD_SCOPE = "backward pass"
@@ -155,7 +156,8 @@ def mark_boundary(scene: Scene, sp: ScopeProgram) -> None:
             node.role = "boundary input"
         elif node.role == "input" and set(node.members) <= sp.boundary_inputs:
             node.role = "boundary input"
-        elif node.role in ("output", "gradient") and sp.boundary_outputs.intersection(node.members):
+        elif node.role in ("output", "gradient", "input", "parameter", "constant") \
+                and sp.boundary_outputs.intersection(node.members):  # a weight used outside too
             node.role = "boundary output"
 
 
@@ -240,16 +242,18 @@ def link_groups(scene: Scene, address: str, page_names: list[tuple], view: str, 
             members = [m if numbers is None else numbers[m] for m in group.members]
         node.attrs["URL"] = page_file(full, view)
         more = f" (the first of {group.count} folded)" if group.count > 1 else ""
-        node.tooltip = f"open {full}{more}: {node.tooltip}"
+        # Tooltips are DOT strings: the scope names in them escaped as the node's own (a name ending in
+        # "\\" ended the quoted string).
+        node.tooltip = plain(f"open {full}{more}: ", 0) + node.tooltip
         found.append((full, members))
     return found
 
 
 def add_parent_link(scene: Scene, parent: str, view: str) -> None:
     """A box at the top of the picture linking back to the page of the scope around it."""
-    label = "<<B>\u2191 " + _html.escape(parent or "the whole program") + "</B>>"
+    label = "<<B>\u2191 " + html(parent or "the whole program", 0) + "</B>>"
     scene.add_node(VNode("parent_link", "parent link", label, (), (), "parent",
-                         f"back to {parent or 'the whole program'}", {"URL": page_file(parent, view)}))
+                         plain(f"back to {parent or 'the whole program'}"), {"URL": page_file(parent, view)}))
 
 
 def write_index(directory: str, program_name: str, pages: list[Page], views) -> str:

@@ -7,10 +7,10 @@ import re
 import graphviz
 
 from ..kinds import ProgramKind
-from .labels import html, name_html, small
+from .labels import bold, html, name_html, small
 from .layout import graph_attributes
 from .output import RenderedGraph
-from .scene import Scene, output_role
+from .scene import RETURNED_TEXT, Scene, output_role
 from .styles import (DIM_FILL, DIM_LINE, DIM_TEXT, EDGE_COLOR, FONT, HIGHLIGHT_COLOR, NEUTRAL_FILL, ROLE_COLORS,
                      legend_label, node_attrs, op_color)
 
@@ -37,7 +37,8 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
     graph_attr.update(extra_graph_attrs or {})
     heading = title if title is not None else program.name
     kind = _KIND_TITLES[program.kind]
-    graph_attr["label"] = (f"<<B>{name_html(heading, 60)}</B><BR/>"
+    heading = bold(name_html(heading, 60))  # title="" draws no heading line
+    graph_attr["label"] = ("<" + (heading + "<BR/>" if heading else "")
                            + small(html(f"{kind}: {len(program.nodes)} nodes, {program.num_edges} edges, "
                                         f"{scene.view} view"))
                            + (f"<BR/>{small(html(note, 120), '#b83250')}" if note else "") + ">")
@@ -91,8 +92,9 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
             continue
         joined = container.subgraph(name=cluster_id[sub])
         c = joined.__enter__()
-        c.attr(label=f"<<B>{name_html(sub[-1][0], 50)}</B>>", style="dashed,rounded", color="#888888",
-               fontcolor="#444444", fontsize="10", labeljust="l")
+        title = name_html(sub[-1][0], 50)  # a scope named "" has no title: Graphviz rejects <B></B> and <>
+        c.attr(style="dashed,rounded", color="#888888", fontcolor="#444444", fontsize="10", labeljust="l",
+               **({"label": f"<<B>{title}</B>>"} if title else {}))
         add_nodes(c, sub)
         stack.append((c, iter(subclusters.get(sub, ())), joined))
     for edge in scene.edges:
@@ -112,6 +114,9 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
             if n.role == "group":  # a collapsed scope holding an output wears the output's double border
                 present.update(output_role(program, k) for k in outputs.intersection(n.members))
         roles = [r for r in _ROLE_ORDER if r in present and r in ROLE_COLORS]
+        rows = list(legend_rows)
+        if any(n.role in ("input", "parameter", "constant") and outputs.intersection(n.members) for n in scene.nodes):
+            rows = [f'<TR><TD COLSPAN="2" ALIGN="LEFT">{html(RETURNED_TEXT, 0)}</TD></TR>', *legend_rows]
         ops = None
         if color_by == "op":
             seen: dict[str, str] = {}
@@ -123,7 +128,7 @@ def emit(scene: Scene, *, rankdir: str = "TB", highlight: set | None = None, leg
             ops = list(seen.items())
         g.node("legend", label=legend_label(scene.view, roles, ops,
                                             None if highlight is None else _highlight_text(program, highlight),
-                                            legend_rows, role_fill=NEUTRAL_FILL if legend_rows else None),
+                                            rows, role_fill=NEUTRAL_FILL if legend_rows else None),
                shape="plaintext", margin="0")
     return g
 

@@ -176,8 +176,10 @@ def build_html(program, pages: list, svgs: dict, boxes: dict, view: str) -> str:
     data = {"top": pages[0].files[view], "nodes": node_data(program),
             "pages": {p.files[view]: {"scope": p.scope, "parent": p.parent, "boxes": boxes[p.files[view]]}
                       for p in pages}}
-    # "</" inside a <script> would end it early; JSON allows "<\/".
-    blob = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    # Inside a <script>, "</script" ends it early and "<!--<script" makes the browser skip the real
+    # "</script>" (swallowing the page's script): no "<" at all, as the JSON escape \u003c (a name
+    # "<!--<script>" left the page with no script and unparseable data).
+    blob = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
     title = _html.escape(program.name)
     parts = ["<!DOCTYPE html>", '<html><head><meta charset="utf-8">', f"<title>{title}</title>",
              f"<style>{_STYLE}</style></head><body>",

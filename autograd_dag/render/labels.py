@@ -41,6 +41,10 @@ def html(text, limit: int = _MAX_TEXT) -> str:
     s = s.replace("\t", " ").replace("\r\n", "\n").replace("\r", "\n")
     s = _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else "\ufffd", s)
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    if s and s.strip("]") == "":
+        # Graphviz 2.43 rejects a label text of just "]" or "]]" ("<B>]</B>": a syntax error); a
+        # character reference passes. (Only then: "]" inside longer text, as in "[3]", is fine.)
+        s = "&#93;" * len(s)
     # Graphviz expands escString sequences (\N, \G, \\) even inside HTML
     # labels, after decoding entities: doubling is the only way to keep one.
     s = s.replace("\\", "\\\\")
@@ -97,6 +101,12 @@ def plain(text, limit: int = 200) -> str:
         s = s[: limit - 1] + "\u2026"
     s = _UNSAFE.sub("", s.replace("\r", ""))
     return s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def bold(text: str) -> str:
+    """Already-escaped ``text`` in bold; empty text stays empty (Graphviz rejects ``<B></B>``, as an empty
+    name, title or scope gave)."""
+    return f"<B>{text}</B>" if text else ""
 
 
 def small(text: str, color: str = "#555555", size: int = 9) -> str:

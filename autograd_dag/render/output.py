@@ -80,8 +80,17 @@ def layout(source: str, fmt: str = "svg", *, engine: str = "dot", timeout: float
     return proc.stdout
 
 
+def check_path(path, caller: str = "render") -> str:
+    """``path`` as a str; a path that is none (3, None) is refused at the user's line, not by os.fspath's TypeError."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise RenderError(f"{caller}: the file to write must be a path (str or pathlib.Path) such as 'out/f.svg', "
+                          f"got {type(path).__name__} {path!r}{located(user_source())}")
+    return os.fspath(path)
+
+
 def format_from_path(path, format: str | None = None) -> str:
     """The output format: ``format`` if given, else the file suffix (``out.svg`` -> ``svg``)."""
+    path = check_path(path)
     if format:
         return format.lower()
     suffix = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
@@ -145,7 +154,7 @@ class RenderedGraph(graphviz.Digraph):
         picture to ``filename.format``. Returns the path written.
         Example: ``ad.render(program).render("out.svg")``.
         """
-        suffix = None if filename is None else os.path.splitext(os.fspath(filename))[1].lstrip(".").lower()
+        suffix = None if filename is None else os.path.splitext(check_path(filename))[1].lstrip(".").lower()
         if suffix is not None and suffix not in SOURCE_FORMATS + IMAGE_FORMATS and format is None:
             # graphviz would write the source to this name and the picture to name.pdf, silently
             raise RenderError(f"render: cannot tell the format of {os.fspath(filename)!r}: give it one of the "
@@ -198,7 +207,7 @@ def save(graph: graphviz.Digraph, path, *, format: str | None = None, timeout: f
         >>> save(g, os.path.join(tempfile.mkdtemp(), "exp.dot")).endswith("exp.dot")
         True
     """
-    path = os.fspath(path)
+    path = check_path(path)
     fmt = format_from_path(path, format)
     if fmt in SOURCE_FORMATS:
         data = graph.source.encode("utf-8")

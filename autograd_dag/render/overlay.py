@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import RenderError
 from ..program import Program, ProgramNode
-from .labels import html, small
+from .labels import html, plain, small
 from .scene import Scene
 from .styles import NEUTRAL_FILL, OUTLINE_COLOR, colorbar_rows, is_dark, sequential_color
 
@@ -239,7 +239,7 @@ def paint(scene: Scene, overlay: Overlay, values: dict[int, float], outlined: se
             fill = sequential_color(position(number))
             attrs["fillcolor"] = fill
             text = _number_text(number, overlay.unit)
-            node.tooltip = (node.tooltip + "  " if node.tooltip else "") + f"{overlay.label}: {text}"
+            node.tooltip = (node.tooltip + "  " if node.tooltip else "") + plain(f"{overlay.label}: {text}")
             if overlay.numbers and node.label.startswith("<") and node.label.endswith(">"):
                 prefix = f"{overlay.aggregate} " if node.role == "group" else ""
                 node.label = node.label[:-1] + "<BR/>" + small(html(prefix + text), "#000000", 10) + ">"

@@ -14,7 +14,7 @@ import numpy as np
 from ..kinds import ProgramKind
 from ..program import NodeKind, Program
 from .axes import axes_shape_str
-from .labels import constant_str, html, name_html, plain, shape_str, small, source_str, type_str, value_str, params_str
+from .labels import bold, constant_str, html, name_html, plain, shape_str, small, source_str, type_str, value_str, params_str
 from .collapse import Grouping
 
 
@@ -144,6 +144,10 @@ def output_role(program: Program, k: int) -> str:
     return "output" if program.nodes[k].gradient_of is None else "gradient"
 
 
+# The mark of a returned input, parameter or constant: an output's double border on its own shape.
+RETURNED = {"peripheries": "2", "penwidth": "1.5"}
+RETURNED_TEXT = "double border: returned by the program (an output)"
+
 # An arithmetic circuit's gates are drawn with the book's symbols.
 CIRCUIT_GATES = {"add": "+", "multiply": "\u00d7"}
 CIRCUIT_KINDS = (ProgramKind.CIRCUIT, ProgramKind.GRADIENT_CIRCUIT)
@@ -192,11 +196,17 @@ class Labeller:
 
     def role(self, k: int) -> str:
         node = self.program.nodes[k]
-        if k in self.outputs:
-            return output_role(self.program, k)
+        # An input (parameter, constant) the program returns stays one: drawn as an output it was a
+        # green box, read as an operation, and the legend had no input. Its double border says returned.
         if node.op in (NodeKind.INPUT, NodeKind.PARAMETER, NodeKind.CONSTANT):
             return node.op.value
+        if k in self.outputs:
+            return output_role(self.program, k)
         return "intermediate"
+
+    def returned_root(self, k: int) -> dict | None:
+        """The double border (an output's) of node k when it is a root the program returns, else None."""
+        return dict(RETURNED) if k in self.outputs and not self.program.nodes[k].parents else None
 
     def number(self, k: int) -> int:
         """The number node k is labelled with (``%k``)."""
@@ -218,7 +228,7 @@ class Labeller:
             text = f"<B>{name_html(constant_str(node.value))}</B>"
             return text + (f"<BR/><I>{name_html(node.name)}</I>" if node.name else "")
         if self.program.kind is ProgramKind.GRAPH:  # a hand-built Graph: its vertices are the labels
-            return f"<B>{name_html(node.name)}</B>"
+            return bold(name_html(node.name))
         inlined = self.grouping.inlined
         op = (CIRCUIT_GATES.get(node.op, node.op) if self.program.kind in CIRCUIT_KINDS else node.op)
         text = f"<B>{html(op, 40)}</B>"
@@ -262,7 +272,7 @@ class Labeller:
         """The bold line of function f_k's box in the bipartite view."""
         node = self.program.nodes[k]
         if self.program.kind is ProgramKind.GRAPH and node.op is NodeKind.VERTEX:
-            return f"<B>f</B><SUB>{name_html(node.name)}</SUB>"
+            return "<B>f</B>" + (f"<SUB>{name_html(node.name)}</SUB>" if node.name else "")
         if self.program.kind is ProgramKind.GRAPH:  # a vertex naming a primitive
             return f"<B>{html(node.op, 40)}</B>"
         return self.title(k)
@@ -294,7 +304,7 @@ class Labeller:
         (the DAG view, where no node of their own is drawn for them)."""
         grouping, program = self.grouping, self.program
         group = grouping.groups[gi]
-        lines = [f"<B>{name_html(group.title)}</B>"]
+        lines = [bold(name_html(group.title))]
         ops = sum(1 for k in group.members if program.nodes[k].parents)
         params = [k for k in group.members if program.nodes[k].op is NodeKind.PARAMETER]
         # Folded blocks are identical (that is why they fold) and the in/out types
@@ -318,7 +328,7 @@ class Labeller:
             listed = ", ".join(f"%{self.number(k)} ({output_role(program, k)})" for k in held[:6])
             listed += ", \u2026" if len(held) > 6 else ""
             lines.append(small(html(f"returns {listed}", 70), "#222222"))
-        return "<" + "<BR/>".join(lines) + ">"
+        return "<" + "<BR/>".join(line for line in lines if line) + ">"
 
     def group_tooltip(self, gi: int) -> str:
         group = self.grouping.groups[gi]
