@@ -507,7 +507,10 @@ def _numeric_projection(p: _Point, tangents, eps) -> float:
 
 
 def _analytic_projector(p: _Point, pos, mode, v, tangents, fname) -> Callable[[list], float]:
-    """us ↦ ⟨vjp(us), v⟩ or ⟨us, jvp(v)⟩ of float argument pos, from the mode's rules.
+    """(us, direction=v) ↦ ⟨vjp(us), v⟩ or ⟨us, jvp(v)⟩ of float argument pos, from the mode's rules.
+
+    Its ``gradient()`` is vjp(u) of argument pos, which sets the per-input weights
+    (:func:`_per_input_failure`).
 
     The function is run forward once (the JVP once), so a second projection costs a
     backward sweep (nothing, in forward mode). A derivative of the wrong shape could
@@ -535,14 +538,25 @@ def _analytic_projector(p: _Point, pos, mode, v, tangents, fname) -> Callable[[l
     if mode == "rev":
         f_vjp = guarded(lambda: vjp(p.f, *p.floats)[1])
 
-        def reverse(us) -> float:
-            g = derivative_of(lambda: [np.asarray(f_vjp(unflatten(p.out_td, us))[pos], dtype=np.float64)],
-                              [np.shape(p.floats[pos])])
-            return float(np.sum(g[0] * v))
+        def gradient(us) -> np.ndarray:
+            return derivative_of(lambda: [np.asarray(f_vjp(unflatten(p.out_td, us))[pos], dtype=np.float64)],
+                                 [np.shape(p.floats[pos])])[0]
+
+        def reverse(us, direction=None) -> float:
+            return float(np.sum(gradient(us) * (v if direction is None else direction)))
+        reverse.gradient = lambda: gradient(p.us)
         return reverse
-    tout = derivative_of(lambda: [np.asarray(t) for t in flatten(
-        jvp(_of_one_leaf(p.f, p.floats, pos), (p.floats[pos],), (tangents[pos],))[1])[0]], list(p.out_shapes))
-    return lambda us: sum(float(np.sum(u * t)) for u, t in zip(us, tout))
+
+    def tangent_out(t) -> list[np.ndarray]:
+        return derivative_of(lambda: [np.asarray(o) for o in flatten(
+            jvp(_of_one_leaf(p.f, p.floats, pos), (p.floats[pos],), (t,))[1])[0]], list(p.out_shapes))
+    tout = tangent_out(tangents[pos])
+
+    def forward(us, direction=None) -> float:
+        return sum(float(np.sum(u * t)) for u, t in zip(us, tout if direction is None else tangent_out(direction)))
+    # The per-input weights need |vjp(u)| only as a scale: where there is no VJP rule they are skipped.
+    forward.gradient = lambda: np.asarray(vjp(p.f, *p.floats)[1](p.u_tree)[pos], dtype=np.float64)
+    return forward
 
 
 def _missing_rule_error(exc: MissingRuleError, fname) -> GradientCheckError:
@@ -704,6 +718,57 @@ def _per_entry_failure(p: _Point, project, tangents, jv, tol: _Tolerances) -> st
             f"others is wrong (the plain projection, dominated by the large entries, agrees)")
 
 
+def _per_input_failure(p: _Point, pos, project, v, tol: _Tolerances) -> str | None:
+    """The per-input weighted projection's report; None when it agrees (one JVP or VJP, four evaluations of f).
+
+    The mirror of :func:`_per_entry_failure` on the argument's side: with v, an error
+    confined to an entry j of the gradient g = vjp(u) far smaller than the others
+    adds v_j·err_j to ⟨g, v⟩, below the tolerance the large entries set: a gradient
+    of sum(x·[1e3, 1, 1, 1e-4, 1]) wrong by 100% in entry 3 passed. The direction
+    t_j = sign(v_j) / (atol + rtol·|g_j|), scaled down so that no entry moves further
+    than v's would (max(1, |x_j|)), counts each entry in units of its own tolerance;
+    one entry off by its tolerance moves the projection by ``unit``.
+    """
+    x = np.asarray(p.floats[pos], dtype=np.float64)
+    if x.size < 2:
+        return None   # one entry: the plain projection is already that entry's own comparison
+    try:
+        g = np.asarray(project.gradient(), dtype=np.float64)
+    except (AutogradDagError, _DerivativeUnusable):
+        return None   # no gradient to weight by (no VJP rule in a forward-only check): nothing to add
+    weights = 1.0 / (tol.atol + tol.rtol * np.abs(g))
+    if g.shape != x.shape or not np.all(np.isfinite(weights)):
+        return None   # a wrong shape or a non-finite gradient fails elsewhere
+    unit = 1.0 / float(np.max(weights / _step_scale(x)))
+    t = np.sign(v) * weights * unit
+    try:
+        analytic = project(p.us, t)
+    except _DerivativeUnusable as exc:
+        return f"    {exc}"
+    tangents = _one_leaf_tangents(p.floats, pos, t)
+    numeric = _numeric_projection(p, tangents, tol.eps)
+    # The differences' rounding, 3·ε·Σ|u f| / step with f rounded to numdiff.ROUNDING_ULPS ulps (a sum of
+    # exp over [-20, 20], |f| ~ 8e8, was off by 0.2 where one ulp bounds 0.05): unit is far below it there
+    size = sum(float(np.sum(np.abs(u) * np.abs(np.asarray(o, dtype=np.float64)))) for u, o in zip(p.us, p.values))
+    # (in the outputs' own precision: a float32 output, checked with the caller's loose tolerances, rounds at 1e-7)
+    precision = numdiff.ROUNDING_ULPS * max([np.finfo(np.asarray(o).dtype).eps for o in p.values
+                                             if np.asarray(o).dtype.kind == "f"] + [np.finfo(np.float64).eps])
+    allowed = unit + 3 * precision * size / tol.eps
+    if abs(analytic - numeric) <= allowed:
+        return None
+    if np.isfinite(analytic) and np.isfinite(numeric):
+        # As for the per-output weights: the finer step, believed where its rounding is a tenth of the gap.
+        finer_step = tol.eps * FINER_STEP
+        finer_rounding = 3 * precision * size / finer_step
+        if (finer_rounding <= 0.1 * abs(analytic - numeric)
+                and abs(analytic - _numeric_projection(p, tangents, finer_step)) <= unit + finer_rounding):
+            return None
+    return (f"    per-input projection (each argument entry's weight 1 / (atol + rtol·|g_j|), g = vjp(u), its "
+            f"own tolerance): analytic {analytic: .6e}, numeric {numeric: .6e}, difference "
+            f"{abs(analytic - numeric):.2e} > {allowed:.2e} allowed: a derivative entry far smaller than the "
+            f"others is wrong (the plain projection, dominated by the large entries, agrees)")
+
+
 def _mode_failure(p: _Point, pos, mode, v, tangents, numeric, tol: _Tolerances, full, fname,
                   finer: Callable[[], tuple[float, float]], jv: list[np.ndarray]) -> str | None:
     """The report on float argument pos in one mode; None when it agrees with finite differences."""
@@ -718,7 +783,7 @@ def _mode_failure(p: _Point, pos, mode, v, tangents, numeric, tol: _Tolerances, 
         return None
     weak = None
     if not bad and not full:
-        weak = _per_entry_failure(p, project, tangents, jv, tol)
+        weak = _per_entry_failure(p, project, tangents, jv, tol) or _per_input_failure(p, pos, project, v, tol)
         if weak is None:
             return None
         bad, line = True, weak
