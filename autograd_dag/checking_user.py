@@ -52,7 +52,7 @@ from .autodiff import vjp
 from .checking import (DEFAULT_ATOL, DEFAULT_EPS, DEFAULT_RTOL, FINER_STEP, _Tolerances, _analytic_jacobian,
                        _argument_names, _as_leaf, _checked_options, _describe_arg, _difference_jacobians,
                        _entry_bad, _entry_comparison, _float_leaves, _is_float_leaf, _kinks, _once, _on_floats,
-                       _output_labels, _refuse_complex_leaves, _size, _step_scale, numerical_grad)
+                       _output_labels, _refuse_complex_leaves, _second_look, _size, _step_scale, numerical_grad)
 from .check_records import recorded
 from .core import Tensor
 from .errors import AutogradDagError, GradientCheckError
@@ -243,21 +243,9 @@ def _jacobians_from_blocks(c: _Check, values, places, out_shapes) -> dict[int, n
 
 
 def _finer_look(c: _Check, f_fd, i, J_user, J_num) -> np.ndarray:
-    """J_num with the disagreeing entries replaced by differences at a finer step where those are believed.
-
-    As check_grads' re-look: a step may straddle a kink or a wiggle near x; the finer
-    difference is believed only where its rounding bound, 3·precision·|f_r| / step,
-    is a tenth of the disagreement it settles, so a wrong entry cannot pass on noise.
-    """
-    bad = _entry_bad(J_user, J_num, c.tol) & np.isfinite(J_user) & np.isfinite(J_num)
-    if not bad.any():
-        return J_num
-    step = c.tol.eps * FINER_STEP
-    J_fine = _difference_jacobians(f_fd, c.td, c.leaves, i, step, one_sided=False)[0]
-    x = np.asarray(c.leaves[i], dtype=np.float64)
-    noise = 3 * c.precision * np.abs(c.out_flat)[:, None] / (step * _step_scale(x).ravel()[None, :])
-    believed = (noise <= 0.1 * np.abs(J_user - J_num)) & ~_entry_bad(J_user, J_fine, c.tol)
-    return np.where(bad & believed, J_fine, J_num)
+    """J_num with the disagreeing entries replaced where a second look is believed (check_grads' re-look:
+    a finer step, then numdiff's adaptive steps; see :func:`autograd_dag.checking._second_look`)."""
+    return _second_look(f_fd, c.td, c.leaves, i, J_user, J_num, c.tol, c.precision, c.out_flat)
 
 
 def _entry_names(flat_indices, out_shapes, x_shape, out_labels) -> str:

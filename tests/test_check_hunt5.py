@@ -40,3 +40,47 @@ def test_per_input_weights_raise_no_false_alarm_over_a_wide_dynamic_range():
     ad.check_grads(lambda t: ad.sum(ad.relu(t) * t), (x + 0.05,))
     ad.check_grads(lambda t: ad.sum(t ** 3), (x * 1e6,))
     ad.check_grads(lambda t: ad.sum(ad.exp(t * 0.1) * t), (x.reshape(5, 8),), order=2)
+
+
+# ------------------------------------------- entry by entry: the second look (finer step, then numdiff's steps)
+
+_X4 = np.array([16.47339066, 9.17487983, 10.66934867, 0.47672731])   # sum(x⁴) ~ 9e4 against d/dx_3 = 0.43
+
+
+def _grad_x4(x):
+    return 4 * x ** 3
+
+
+@pytest.mark.parametrize("case", ["kink", "rounding", "domain"])
+def test_full_check_grads_looks_again_before_it_fails(case):
+    # Before: with full=True there was no second look, so points the default check passes failed:
+    # relu·x + relu at 1e-8 (numeric 0.51 for 1.0, a kink within the step), sum(x⁴) at |x| ~ 16
+    # (0.433388 for 0.433381: rounding 8e-5), sqrt at 1e-7 (NaN: x - 1e-6 leaves the domain).
+    f, x = {"kink": (lambda t: ad.sum(ad.relu(t) * t + ad.relu(t)), np.array([0.3, 1e-8, -0.7])),
+            "rounding": (lambda t: ad.sum(t ** 4), _X4),
+            "domain": (lambda t: ad.sum(ad.sqrt(t)), np.array([1e-7, 1.0]))}[case]
+    ad.check_grads(f, (x,))
+    ad.check_grads(f, (x,), full=True)
+
+
+def test_full_check_grads_still_fails_a_wrong_entry_where_it_looks_again():
+    wrong = ad.primitive("test_hunt5_x4_wrong", lambda u: u ** 4, replace=True,
+                         vjp=lambda ct, out, u: (ct * 4 * u ** 3 * np.array([1, 1, 1, 1.001]),),
+                         jvp=lambda t, out, u: t[0] * 4 * u ** 3 * np.array([1, 1, 1, 1.001]))
+    with pytest.raises(ad.GradientCheckError, match=r"d input \(3,\): analytic  4\.33814.*numeric  4\.33381"):
+        ad.check_grads(lambda t: ad.sum(wrong(t)), (_X4,), full=True)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in sqrt")
+def test_check_gradient_looks_again_with_adaptive_steps():
+    # Before: right gradients failed: sum(x⁴) at |x| ~ 16 (0.433368 for 0.433381, abs err 1.3e-5 > 5.3e-6:
+    # f's rounding over the step 1e-6), sqrt at 1e-7 (numeric NaN). torch.autograd.gradcheck passes both.
+    ad.check_gradient(lambda x: np.sum(x ** 4), _grad_x4, (_X4,))
+    ad.check_gradient(lambda x: np.sum(np.sqrt(x)), lambda x: 0.5 / np.sqrt(x), (np.array([1e-7, 1.0]),))
+    ad.check_jacobian(lambda x: x ** 4 + np.sum(x ** 4), lambda x: np.diag(4 * x ** 3) + 4 * x ** 3, (_X4,))
+    # ... and a gradient 1e-3 off in that entry (4.3e-4, 80 times the tolerance) still fails there.
+    with pytest.raises(ad.GradientCheckError, match=r"analytic  4\.33814.*numeric  4\.33381.*\n.*disagrees with both"):
+        ad.check_gradient(lambda x: np.sum(x ** 4), lambda x: _grad_x4(x) * np.array([1, 1, 1, 1.001]), (_X4,))
+    with pytest.raises(ad.GradientCheckError, match=r"d input \(0,\): analytic  1\.5827.*numeric  1\.5811"):
+        ad.check_gradient(lambda x: np.sum(np.sqrt(x)), lambda x: 0.5 / np.sqrt(x) * np.array([1.001, 1]),
+                          (np.array([1e-7, 1.0]),))
