@@ -71,7 +71,6 @@ def test_full_check_grads_still_fails_a_wrong_entry_where_it_looks_again():
         ad.check_grads(lambda t: ad.sum(wrong(t)), (_X4,), full=True)
 
 
-@pytest.mark.filterwarnings("ignore:invalid value encountered in sqrt")
 def test_check_gradient_looks_again_with_adaptive_steps():
     # Before: right gradients failed: sum(x⁴) at |x| ~ 16 (0.433368 for 0.433381, abs err 1.3e-5 > 5.3e-6:
     # f's rounding over the step 1e-6), sqrt at 1e-7 (numeric NaN). torch.autograd.gradcheck passes both.
@@ -84,3 +83,43 @@ def test_check_gradient_looks_again_with_adaptive_steps():
     with pytest.raises(ad.GradientCheckError, match=r"d input \(0,\): analytic  1\.5827.*numeric  1\.5811"):
         ad.check_gradient(lambda x: np.sum(np.sqrt(x)), lambda x: 0.5 / np.sqrt(x) * np.array([1.001, 1]),
                           (np.array([1e-7, 1.0]),))
+
+
+# ------------------------------------------- check_hessian: float32, and a large f in float64
+
+_X_SIN = np.array([0.3, -1.2, 0.8, 2.1])
+
+
+def test_check_hessian_passes_a_right_float32_hessian_and_fails_a_wrong_one():
+    # Before: every right float32 Hessian failed: the second difference of the float32 f rounds at ~1e-3
+    # (sum(sin(x)): 7.6e-4 where the exact entry is 0, tolerance 4.2e-4). Now the reference is f in float64.
+    x32 = _X_SIN.astype(np.float32)
+    ad.check_hessian(lambda x: np.sum(np.sin(x)), lambda x: np.diag(-np.sin(x)), (x32,))
+    ad.check_hessian(lambda x: np.sum(np.exp(x)) * 0.5, lambda x: np.diag(np.exp(x) * 0.5), (x32,))
+    wrong = np.diag([1.0, 1.01, 1.0, 1.0]).astype(np.float32)           # ∂²/∂x₁² 1% off
+    with pytest.raises(ad.GradientCheckError, match=r"\(1,\): analytic  9\.41359.e-01, numeric  9\.32039"):
+        ad.check_hessian(lambda x: np.sum(np.sin(x)), lambda x: np.diag(-np.sin(x)) @ wrong, (x32,))
+
+
+def test_check_hessian_of_a_large_f_looks_again_at_other_steps():
+    # Before: sum(x⁴) at x = [16.5, 9.2, 10.7, 0.48] (|f| ~ 9e4) gave ∂²/∂x₃² = 2.727409 for 2.727227
+    # (abs err 1.8e-4 > 2.8e-5: rounding over the steps 1e-3 and 1e-4), and at |x| ~ 4 the zero
+    # entries came out 1.3e-6 (atol 1e-6).
+    ad.check_hessian(lambda x: np.sum(x ** 4), lambda x: np.diag(12 * x ** 2), (_X4,))
+    ad.check_hessian(lambda x: np.sum(x ** 4), lambda x: np.diag(12 * x ** 2),
+                     (np.array([0.48302873, -1.75658647, -4.02365914, -4.20456064]),))
+    with pytest.raises(ad.GradientCheckError, match=r"\(3,\) / d input \(3,\): analytic  2\.7299.*numeric  2\.72722"):
+        ad.check_hessian(lambda x: np.sum(x ** 4), lambda x: np.diag(12 * x ** 2 * [1, 1, 1, 1.001]), (_X4,))
+
+
+# ------------------------------------------- a step outside f's domain under pytest's -W error
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_step_outside_the_domain_is_no_warning_under_w_error():
+    # Before: numpy's "invalid value encountered in sqrt" of x - 1e-6 < 0, an exception under
+    # filterwarnings = error, crashed checks that pass (the README: "sqrt at 1e-7 ... passes").
+    x = np.array([1e-7, 1.0])
+    ad.check_grads(lambda t: ad.sum(ad.sqrt(t)), (x,))
+    ad.check_grads(lambda t: ad.sum(ad.log(t)), (x,))
+    ad.check_gradient(lambda t: np.sum(np.sqrt(t)), lambda t: 0.5 / np.sqrt(t), (x,))
