@@ -931,8 +931,11 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
 
     ``args`` is a tuple of arrays (or nested structures); every float
     argument is checked, integer ones are held fixed. By default each
-    argument is checked through random projections; ``full=True`` compares
-    the whole Jacobian entry by entry. ``order=2`` also checks the
+    argument is checked through random projections (and two weighted ones that
+    give each output entry and each argument entry its own tolerance);
+    ``full=True`` compares the whole Jacobian entry by entry. A disagreement is
+    looked at again (a 1000 times finer step, then numdiff's adaptive steps)
+    before it fails, in either case. ``order=2`` also checks the
     derivatives of the derivatives: of the VJP (``"rev"`` in ``modes``) and of
     the JVP (``"fwd"``), in each of ``modes``, as ``jax.test_util.check_grads``. Inputs must be float64: float32/16
     finite differences are too coarse to tell a wrong derivative from

@@ -52,8 +52,8 @@ from .autodiff import vjp
 from .checking import (DEFAULT_ATOL, DEFAULT_EPS, DEFAULT_RTOL, _Tolerances, _analytic_jacobian,
                        _argument_names, _as_leaf, _checked_options, _describe_arg, _difference_jacobians,
                        _entry_bad, _entry_comparison, _evaluate_flat_moved, _extrapolated, _float_leaves,
-                       _is_float_leaf, _kinks, _once, _on_floats,
-                       _output_labels, _refuse_complex_leaves, _second_look, _size, _step_scale, numerical_grad)
+                       _is_float_leaf, _kinks, _once, _on_floats, _output_labels, _refuse_complex_leaves,
+                       _second_look, _size, numerical_grad)
 from .check_records import recorded
 from .core import Tensor
 from .errors import AutogradDagError, GradientCheckError
@@ -593,10 +593,12 @@ def check_hessian(f: Callable, hess_f: Callable, args: Sequence, *, eps: float |
     default 1e-4, both extrapolated), so only f is needed; it costs about
     16·n² evaluations of f for n entries. The report's "outputs" are the
     gradient's entries: "output 0 (2,) / d input (1,)" is ∂²f/∂x₀[2]∂x₀[1]
-    (output k: the gradient of float argument k). No finer-step re-look and no
-    kink notes: the differences' rounding is the inner gradient's, not bounded
-    by f's, and their one-sided differences at step 1e-4 are too coarse to
-    tell a kink from curvature.
+    (output k: the gradient of float argument k). No kink notes: the
+    differences' one-sided differences at step 1e-4 are too coarse to tell a
+    kink from curvature; an entry that disagrees is differenced again with both
+    steps times 0.25, 4, 16 and 64 (:func:`_hessian_second_look`). Float32
+    arguments: the reference is f in float64 (if f computes in float64 when
+    given it), compared at float32's tolerances.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
