@@ -73,7 +73,7 @@ def test_full_check_grads_still_fails_a_wrong_entry_where_it_looks_again():
 
 def test_check_gradient_looks_again_with_adaptive_steps():
     # Before: right gradients failed: sum(x⁴) at |x| ~ 16 (0.433368 for 0.433381, abs err 1.3e-5 > 5.3e-6:
-    # f's rounding over the step 1e-6), sqrt at 1e-7 (numeric NaN). torch.autograd.gradcheck passes both.
+    # f's rounding over the step 1e-6; torch's gradcheck and jax's check_grads pass it), sqrt at 1e-7 (NaN).
     ad.check_gradient(lambda x: np.sum(x ** 4), _grad_x4, (_X4,))
     ad.check_gradient(lambda x: np.sum(np.sqrt(x)), lambda x: 0.5 / np.sqrt(x), (np.array([1e-7, 1.0]),))
     ad.check_jacobian(lambda x: x ** 4 + np.sum(x ** 4), lambda x: np.diag(4 * x ** 3) + 4 * x ** 3, (_X4,))
