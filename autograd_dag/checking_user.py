@@ -49,10 +49,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .autodiff import vjp
-from .checking import (DEFAULT_ATOL, DEFAULT_EPS, DEFAULT_RTOL, FINER_STEP, _Tolerances, _analytic_jacobian,
+from .checking import (DEFAULT_ATOL, DEFAULT_EPS, DEFAULT_RTOL, _Tolerances, _analytic_jacobian,
                        _argument_names, _as_leaf, _checked_options, _describe_arg, _difference_jacobians,
-                       _entry_bad, _entry_comparison, _float_leaves, _is_float_leaf, _kinks, _once, _on_floats,
-                       _output_labels, _refuse_complex_leaves, _size, _step_scale, numerical_grad)
+                       _entry_bad, _entry_comparison, _evaluate_flat_moved, _extrapolated, _float_leaves,
+                       _is_float_leaf, _kinks, _once, _on_floats, _output_labels, _refuse_complex_leaves,
+                       _second_look, _size, numerical_grad)
 from .check_records import recorded
 from .core import Tensor
 from .errors import AutogradDagError, GradientCheckError
@@ -243,21 +244,52 @@ def _jacobians_from_blocks(c: _Check, values, places, out_shapes) -> dict[int, n
 
 
 def _finer_look(c: _Check, f_fd, i, J_user, J_num) -> np.ndarray:
-    """J_num with the disagreeing entries replaced by differences at a finer step where those are believed.
+    """J_num with the disagreeing entries replaced where a second look is believed (check_grads' re-look:
+    a finer step, then numdiff's adaptive steps; see :func:`autograd_dag.checking._second_look`)."""
+    return _second_look(f_fd, c.td, c.leaves, i, J_user, J_num, c.tol, c.precision, c.out_flat)
 
-    As check_grads' re-look: a step may straddle a kink or a wiggle near x; the finer
-    difference is believed only where its rounding bound, 3·precision·|f_r| / step,
-    is a tenth of the disagreement it settles, so a wrong entry cannot pass on noise.
+
+# The second look of check_hessian: both steps times each factor (1: the first look).
+HESSIAN_STEP_FACTORS = (0.25, 1.0, 4.0, 16.0, 64.0)
+
+
+def _hessian_second_look(c: _Check, gradient_at: Callable, i, J_user, J_num) -> np.ndarray:
+    """J_num with the disagreeing entries replaced where differences at other steps are believed.
+
+    No fixed pair of steps suits every f: at (1e-3, 1e-4) the rounding of sum(x⁴) at
+    |x| ~ 16 (|f| ~ 1e5) is 1.8e-4 on ∂²/∂x₃² = 2.7 (tolerance 2.8e-5), and at steps 10
+    times larger sin(10·x) at |x| ~ 10 is off by its truncation. As numdiff does, each
+    column in doubt is differenced with both steps times HESSIAN_STEP_FACTORS, and an entry
+    takes the value whose gap to the next larger factor's (truncation and rounding both
+    show in it) is the least, believed where that gap is a tenth of its tolerance, agreeing
+    or not (the report then shows the better value). A wrong entry disagrees at every step.
     """
-    bad = _entry_bad(J_user, J_num, c.tol) & np.isfinite(J_user) & np.isfinite(J_num)
+    bad = _entry_bad(J_user, J_num, c.tol) & np.isfinite(J_user)
     if not bad.any():
         return J_num
-    step = c.tol.eps * FINER_STEP
-    J_fine = _difference_jacobians(f_fd, c.td, c.leaves, i, step, one_sided=False)[0]
+    J_num = np.array(J_num, dtype=np.float64)
     x = np.asarray(c.leaves[i], dtype=np.float64)
-    noise = 3 * c.precision * np.abs(c.out_flat)[:, None] / (step * _step_scale(x).ravel()[None, :])
-    believed = (noise <= 0.1 * np.abs(J_user - J_num)) & ~_entry_bad(J_user, J_fine, c.tol)
-    return np.where(bad & believed, J_fine, J_num)
+    allowed = c.tol.atol + c.tol.rtol * np.abs(J_user)
+    for col in np.flatnonzero(bad.any(axis=0)):
+        j = np.unravel_index(col, x.shape) if x.shape else ()
+        values = []
+        for k in HESSIAN_STEP_FACTORS:
+            if k == 1.0:
+                values.append(J_num[:, col])
+                continue
+            g, step = gradient_at(k), c.tol.eps * k * max(1.0, abs(float(x[j])))
+            fp, fm, fp2, fm2 = (_evaluate_flat_moved(g, c.td, c.leaves, i, j, s)
+                                for s in (step, -step, step / 2, -step / 2))
+            values.append(_extrapolated((fp - fm) / (2 * step), (fp2 - fm2) / step))
+        values = np.array(values)
+        with np.errstate(invalid="ignore"):
+            gaps = np.abs(values[:-1] - values[1:])
+        gaps = np.where(np.isfinite(gaps), gaps, np.inf)
+        best = np.argmin(gaps, axis=0)
+        rows = np.arange(values.shape[1])
+        believed = bad[:, col] & (gaps[best, rows] <= 0.1 * allowed[:, col])
+        J_num[:, col] = np.where(believed, values[best, rows], J_num[:, col])
+    return J_num
 
 
 def _entry_names(flat_indices, out_shapes, x_shape, out_labels) -> str:
@@ -346,12 +378,13 @@ def _autodiff_jacobians(c: _Check, f, second: bool) -> tuple[Callable | None, st
 
 
 def _compare(c: _Check, f_fd, user_jac: dict, out_shapes, out_td, third_opinion: Callable,
-             nested: bool = False) -> None:
+             nested: Callable | None = None) -> None:
     """Each float leaf's hand-written Jacobian against differences of f_fd; raises with the report.
 
     ``nested``: f_fd is itself a differenced gradient (check_hessian), whose rounding is not
     bounded by f's and whose one-sided differences, at its larger step, are off by more than
-    the kink test allows: no finer-step re-look and no kink notes.
+    the kink test allows: no kink notes, and the second look is :func:`_hessian_second_look`'s,
+    with ``nested(k)`` the gradient differenced at k times the inner step.
 
     ``third_opinion()`` gives (autodiff's Jacobian of leaf i, or None, and why not); it
     is asked only when a comparison fails, so a passing check never runs f on Tensors.
@@ -365,8 +398,8 @@ def _compare(c: _Check, f_fd, user_jac: dict, out_shapes, out_td, third_opinion:
         J_user = user_jac[i]
         if J_num.size == 0:
             continue
-        if not nested:
-            J_num = _finer_look(c, f_fd, i, J_user, J_num)
+        J_num = _hessian_second_look(c, nested, i, J_user, J_num) if nested else _finer_look(
+            c, f_fd, i, J_user, J_num)
         bad, lines = _entry_comparison(J_user, J_num, sides, out_shapes, x_shape, out_td, c.tol)
         if not bad:
             continue
@@ -531,6 +564,22 @@ def check_jvp(f: Callable, jvp_f: Callable, args: Sequence, *, eps: float | None
     _compare(c, c.plain, user, c.out_shapes, c.out_td, _third_opinion(c, f, three_way))
 
 
+def _wide(c: _Check, f: Callable) -> Callable:
+    """f in float64, the differences' reference for a float32 Hessian, if f computes in float64 when given it.
+
+    A second difference of a float32 f rounds at 9·ε·|f| / (h_inner·h_outer): about 1e-3
+    at the float32 steps (4.9e-2, 4.9e-3), over the tolerance 3.5e-4, so every right
+    Hessian of sum(sin(x)) failed. The float32 Hessian is compared with the float64
+    one at float32's tolerances; an f that casts to float32 itself keeps c.plain.
+    """
+    wide = _plain(f, [np.dtype(np.float64) if i in c.float_idx else None for i in range(len(c.leaves))])
+    try:
+        outputs = _output_values(wide(*unflatten(c.td, c.leaves)))
+    except Exception:   # any failure of user code in float64 only means no wider reference
+        return c.plain
+    return wide if all(o.dtype == np.float64 for o in outputs if o.dtype.kind == "f") else c.plain
+
+
 @recorded
 def check_hessian(f: Callable, hess_f: Callable, args: Sequence, *, eps: float | None = None,
                   atol: float | None = None, rtol: float | None = None, names: Sequence[str] | None = None,
@@ -544,10 +593,12 @@ def check_hessian(f: Callable, hess_f: Callable, args: Sequence, *, eps: float |
     default 1e-4, both extrapolated), so only f is needed; it costs about
     16·n² evaluations of f for n entries. The report's "outputs" are the
     gradient's entries: "output 0 (2,) / d input (1,)" is ∂²f/∂x₀[2]∂x₀[1]
-    (output k: the gradient of float argument k). No finer-step re-look and no
-    kink notes: the differences' rounding is the inner gradient's, not bounded
-    by f's, and their one-sided differences at step 1e-4 are too coarse to
-    tell a kink from curvature.
+    (output k: the gradient of float argument k). No kink notes: the
+    differences' one-sided differences at step 1e-4 are too coarse to tell a
+    kink from curvature; an entry that disagrees is differenced again with both
+    steps times 0.25, 4, 16 and 64 (:func:`_hessian_second_look`). Float32
+    arguments: the reference is f in float64 (if f computes in float64 when
+    given it), compared at float32's tolerances.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -555,13 +606,18 @@ def check_hessian(f: Callable, hess_f: Callable, args: Sequence, *, eps: float |
         ...                  lambda x: np.diag(6 * x) + np.array([[0, 1.0], [1.0, 0]]), (np.array([0.5, -1.0]),))
     """
     c = _setup("check_hessian", f, hess_f, args, "Hessian", eps, atol, rtol, names, scalar=True)
-    if eps is None and c.precision <= np.finfo(np.float64).eps:
+    in_float64 = c.precision <= np.finfo(np.float64).eps
+    reference = c.plain if in_float64 else _wide(c, f)
+    if eps is None and (in_float64 or reference is not c.plain):
         c.tol = c.tol._replace(eps=HESSIAN_OUTER_EPS)
     inner = max(HESSIAN_INNER_EPS, c.tol.eps * 10)
 
-    def gradient(*a):
-        g = flatten(numerical_grad(c.plain, a, eps=inner))[0]
-        return tuple(g[k] for k in c.float_idx)
+    def gradient_at(factor: float) -> Callable:
+        def gradient(*a):
+            g = flatten(numerical_grad(reference, a, eps=inner * factor))[0]
+            return tuple(g[k] for k in c.float_idx)
+        return gradient
+    gradient = gradient_at(1.0)
     grad_shapes = [tuple(np.shape(c.leaves[k])) for k in c.float_idx]
     grad_td = flatten(tuple(np.zeros(s) for s in grad_shapes))[1]
     # Rows: the argument level again (args-of-args), non-float rows held as "any".
@@ -572,4 +628,4 @@ def check_hessian(f: Callable, hess_f: Callable, args: Sequence, *, eps: float |
     float_rows = [(v, (c.float_idx.index(k), i)) for v, (k, i) in zip(values, places) if k in c.float_idx]
     user = _jacobians_from_blocks(c, [v for v, _ in float_rows], [p for _, p in float_rows], grad_shapes)
     _compare(c, gradient, user, grad_shapes, grad_td, _third_opinion(c, f, three_way, second=True),
-             nested=True)
+             nested=gradient_at)
