@@ -18,7 +18,7 @@ from ..core import Tensor, parameter, traced
 from ..errors import ShapeError
 from .elementwise import add, astype, multiply, subtract, where
 from .arrays import split
-from .indexing import concatenate, getitem, index_add, stack
+from .indexing import concatenate, getitem, index_add, numpy_operand, stack
 from .linalg import matmul
 from .numeric import sort
 from .shapes import fmt, normalize_axis
@@ -46,7 +46,7 @@ def _items(tup, name: str) -> list:
         if not _shape(tup):
             raise ShapeError(f"{name}: Expect: a sequence of arrays. Actual: a 0-d array")
         return [getitem(tup, i) for i in range(_shape(tup)[0])]
-    items = list(tup)
+    items = [numpy_operand(a) for a in tup]
     if not items:
         raise ShapeError(f"{name}: Expect: at least one array. Actual: none")
     return items
@@ -191,7 +191,7 @@ def append(arr, values, axis=None) -> Tensor:
         >>> ad.append(ad.Tensor([1.0, 2.0]), ad.Tensor([3.0])).value
         array([1., 2., 3.])
     """
-    arr, values = _array_like(arr), _array_like(values)
+    arr, values = numpy_operand(_array_like(arr)), numpy_operand(_array_like(values))
     if axis is None:
         return concatenate([ravel(arr), ravel(values)], 0)
     return concatenate([arr, values], axis)
@@ -590,7 +590,7 @@ def gradient(f, *varargs, axis=None, edge_order: int = 1):
 # ------------------------------------------------------ select, partition
 
 
-def select(condlist, choicelist, default=0.0) -> Tensor:
+def select(condlist, choicelist, default=0) -> Tensor:
     """The choice of the first true condition at each position, else ``default`` (``np.select``).
 
     Nested ``where``s (conditions get no derivative). Shapes: conditions and

@@ -199,12 +199,19 @@ def arctanh(x) -> Tensor:
     return apply(ARCTANH, x)
 
 
+def _as_ufunc_float(x):
+    # numpy's deg2rad and rad2deg, like exp, compute integers and booleans in the smallest float that
+    # holds them (float16 for int8, uint8 and bool); times a Python float they became float64.
+    dtype = x.dtype if isinstance(x, (Tensor, np.ndarray, np.generic)) else None
+    return astype(x, _to_float(dtype)) if dtype is not None and dtype.kind in "biu" else x
+
+
 def deg2rad(x) -> Tensor:
     """Degrees to radians: x · π/180 (a multiplication). Shapes: (*s) -> (*s).
 
     Example: ``ad.deg2rad(ad.Tensor([180.])).value`` is ``[π]``.
     """
-    return multiply(x, math.pi / 180.0)
+    return multiply(_as_ufunc_float(x), math.pi / 180.0)
 
 
 def rad2deg(x) -> Tensor:
@@ -212,7 +219,7 @@ def rad2deg(x) -> Tensor:
 
     Example: ``ad.rad2deg(ad.Tensor([np.pi])).value`` is ``[180.]``.
     """
-    return multiply(x, 180.0 / math.pi)
+    return multiply(_as_ufunc_float(x), 180.0 / math.pi)
 
 
 radians = deg2rad
