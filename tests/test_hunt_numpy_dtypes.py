@@ -127,3 +127,33 @@ def test_diff_with_python_prepend_gradient_against_torch():
     (ref * torch.tensor(w)).sum().backward()
     np.testing.assert_allclose(out.value, ref.detach().numpy(), rtol=1e-12, atol=1e-15)  # (sums of 3 terms)
     np.testing.assert_allclose(x.grad.value, xt.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+CLIP_BOUNDS = [(150.5, None), (np.int16(1000), None), (np.array([200, 0, 0]), None), ([200, 0, 0], None),
+               (np.float32(1.5), None), (None, np.float32(1.5)), (None, -200.5), (2, None), (None, 2),
+               (np.int16(3), None), (None, True)]
+
+
+@pytest.mark.parametrize("dtype", INTS + [np.float16, np.float32])
+@pytest.mark.parametrize("a_min, a_max", CLIP_BOUNDS)
+def test_clip_with_one_bound_widening_the_dtype(dtype, a_min, a_max):
+    # The missing bound was x's own extreme: np.clip(int8_x, 150.5, None) gave 127 where numpy gives 150.5,
+    # np.clip(int8_x, [200, 0, 0], None) [127, 0, 100] where numpy gives [200, 0, 100]; and a bool x
+    # became float64.
+    a = np.array([1, 0, 100]).astype(dtype) if dtype != np.bool_ else np.array([True, False, True])
+    _same(np.clip(ad.Tensor(a), a_min, a_max), np.clip(a, a_min, a_max))
+
+
+def test_clip_with_one_bound_gradient_against_torch():
+    torch = pytest.importorskip("torch")
+    a = np.array([-2.0, 0.5, 3.0, 1.0], dtype=np.float32)
+    for a_min, a_max in ((1.0, None), (None, 1.0)):
+        x = ad.Tensor(a, requires_grad=True)
+        out = np.clip(x, a_min, a_max)
+        xt = torch.tensor(a, requires_grad=True)
+        ref = torch.clamp(xt, a_min, a_max)
+        out.sum().backward()
+        ref.sum().backward()
+        assert out.dtype == np.float32 and x.grad.dtype == np.float32
+        np.testing.assert_array_equal(out.value, ref.detach().numpy())
+        np.testing.assert_array_equal(x.grad.value, xt.grad.numpy())  # (0s and 1s, bound included)
