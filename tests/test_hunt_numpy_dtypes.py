@@ -157,3 +157,35 @@ def test_clip_with_one_bound_gradient_against_torch():
         assert out.dtype == np.float32 and x.grad.dtype == np.float32
         np.testing.assert_array_equal(out.value, ref.detach().numpy())
         np.testing.assert_array_equal(x.grad.value, xt.grad.numpy())  # (0s and 1s, bound included)
+
+
+LISTED = {
+    "add list": lambda t: t + [1, 2, 3],
+    "radd list": lambda t: [1, 2, 3] + t,
+    "multiply list": lambda t: t * [[2], [3]],
+    "maximum list": lambda t: np.maximum(t, [0, 2, 1]),
+    "where list": lambda t: np.where(t > 1, t, [7, 8, 9]),
+    "matmul list": lambda t: t @ [1, 2, 3],
+    "dot list": lambda t: np.dot(t, [1, 2, 3]),
+    "dot python number": lambda t: np.dot(t, 2),
+    "outer list": lambda t: np.outer(t[0], [1, 2]),
+    "kron list": lambda t: np.kron(t, [[1, 2]]),
+    "inner list": lambda t: np.inner(t, [1, 2, 3]),
+    "tensordot list": lambda t: np.tensordot(t, [1, 2, 3], 1),
+    "clip list": lambda t: np.clip(t, [0, 1, 1], None),
+}
+
+
+@pytest.mark.parametrize("dtype", INTS + [np.float16, np.float32])
+@pytest.mark.parametrize("name", sorted(LISTED))
+def test_python_list_beside_a_tensor_as_numpy_reads_it(name, dtype):
+    # A Python list beside array operands is np.asarray's: int_t + [1, 2, 3] is int64 in numpy (it was
+    # float64, the rule for a list alone, ad.Tensor([1, 2])); beside floats the result is unchanged.
+    a = _operand(dtype)
+    f = LISTED[name]
+    _same(f(ad.Tensor(a)), f(a))
+
+
+def test_a_list_alone_is_still_float64():
+    assert ad.Tensor([1, 2]).dtype == np.float64
+    assert ad.exp([0, 1]).dtype == np.float64

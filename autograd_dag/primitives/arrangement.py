@@ -244,6 +244,7 @@ def kron(a, b) -> Tensor:
         >>> ad.kron(ad.Tensor([1.0, 2.0]), ad.Tensor([1.0, 10.0])).value
         array([ 1., 10.,  2., 20.])
     """
+    a, b = numpy_operand(a), numpy_operand(b)   # (a Python list as numpy reads it: ints stay int64)
     sa, sb = _shape(a), _shape(b)
     nd = builtins.max(len(sa), len(sb))
     sa, sb = (1,) * (nd - len(sa)) + sa, (1,) * (nd - len(sb)) + sb
@@ -262,6 +263,7 @@ def inner(a, b) -> Tensor:
         >>> float(ad.inner(ad.Tensor([1.0, 2.0]), ad.Tensor([3.0, 4.0])).value)
         11.0
     """
+    a, b = numpy_operand(a), numpy_operand(b)   # (a Python list as numpy reads it: ints stay int64)
     sa, sb = _shape(a), _shape(b)
     if not sa or not sb:
         return multiply(a, b)
