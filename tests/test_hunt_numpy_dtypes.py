@@ -189,3 +189,22 @@ def test_python_list_beside_a_tensor_as_numpy_reads_it(name, dtype):
 def test_a_list_alone_is_still_float64():
     assert ad.Tensor([1, 2]).dtype == np.float64
     assert ad.exp([0, 1]).dtype == np.float64
+
+
+def test_take_along_axis_default_axis_and_axis_none_against_torch():
+    # numpy 2's take_along_axis(arr, indices) runs along axis -1 and axis=None along the flattened arr;
+    # ours required axis and refused None ("axis None is out of range").
+    torch = pytest.importorskip("torch")
+    a = np.arange(12.0).reshape(3, 4)
+    rows = np.array([[3, 0], [1, 1], [2, 2]])
+    _same(np.take_along_axis(ad.Tensor(a), rows), np.take_along_axis(a, rows))
+    flat = np.array([11, 0, 11])                     # (repeats: the gradient adds)
+    x = ad.Tensor(a, requires_grad=True)
+    out = np.take_along_axis(x, flat, axis=None)
+    _same(out, np.take_along_axis(a, flat, axis=None))
+    xt = torch.tensor(a, requires_grad=True)
+    ref = torch.take_along_dim(xt, torch.tensor(flat))  # (torch: dim None flattens too)
+    w = np.array([1.0, 2.0, 3.0])
+    (out * w).sum().backward()
+    (ref * torch.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(x.grad.value, xt.grad.numpy())  # (sums of at most two small integers)

@@ -625,15 +625,17 @@ TAKE_ALONG_AXIS = defprim(
     nondiff=(1,), batch=_along_axis_batch)
 
 
-def take_along_axis(x, /, indices, axis: int) -> Tensor:
+def take_along_axis(x, /, indices, axis: int | None = -1) -> Tensor:
     """Pick entries of ``x`` along ``axis`` at ``indices`` (integer, no derivative), as ``np.take_along_axis``.
 
     Shapes: x (*s), indices with as many dimensions, broadcasting off ``axis`` ->
-    the broadcast shape with indices' length on ``axis``.
+    the broadcast shape with indices' length on ``axis``; ``axis=None``: the flattened x, 1-D indices.
     Example: ``ad.take_along_axis(ad.Tensor([[1., 2.]]), np.array([[1, 1, 0]]), 1).value`` is ``[[2., 2., 1.]]``.
     """
     if not isinstance(indices, Tensor):
         indices = np.asarray(indices)
+    if axis is None:  # (numpy's: x flattened; it raised "axis None is out of range")
+        x, axis = reshape(x, (-1,)), 0
     ndim = _ndim_of(x)
     return apply(TAKE_ALONG_AXIS, x, indices, axis=normalize_axis("take_along_axis", axis, ndim))
 
