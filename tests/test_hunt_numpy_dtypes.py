@@ -208,3 +208,23 @@ def test_take_along_axis_default_axis_and_axis_none_against_torch():
     (out * w).sum().backward()
     (ref * torch.tensor(w)).sum().backward()
     np.testing.assert_array_equal(x.grad.value, xt.grad.numpy())  # (sums of at most two small integers)
+
+
+@pytest.mark.parametrize("mode", ["wrap", "clip"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_take_modes_as_numpy(mode, axis):
+    # np.take(t, i, mode='wrap' / 'clip') raised TypeError (no mode keyword). The gradient adds at the
+    # moved indices: numpy's own np.add.at on the indices numpy's take used is the reference.
+    a = np.arange(12.0).reshape(3, 4)
+    idx = np.array([[0, 5, -7], [13, -1, 2]])
+    x = ad.Tensor(a, requires_grad=True)
+    out = np.take(x, idx, axis=axis, mode=mode)
+    _same(out, np.take(a, idx, axis=axis, mode=mode))
+    w = np.arange(out.size, dtype=float).reshape(out.shape)
+    (out * w).sum().backward()
+    size = a.size if axis is None else a.shape[axis]
+    moved = idx % size if mode == "wrap" else np.clip(idx, 0, size - 1)
+    expected = np.zeros(a.size if axis is None else a.shape)
+    lead = () if axis is None else (slice(None),) * (axis % a.ndim)
+    np.add.at(expected, lead + (moved,), w)
+    np.testing.assert_array_equal(x.grad.value, expected.reshape(a.shape))  # (sums of small integers)
