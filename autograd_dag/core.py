@@ -408,12 +408,11 @@ class Tensor:
 _retained: dict[int, weakref.ref] = {}
 
 
-def as_array(value: Any) -> np.ndarray:
+def as_array(value: Any, listed_as_numpy: bool = False) -> np.ndarray:
     """numpy array of ``value``; Python scalars and lists become float64.
 
-    ndarrays and numpy scalars keep their dtype; ``bool``/``int`` Python
-    scalars inside lists are still float64, as the user most likely meant a
-    number.
+    ndarrays and numpy scalars keep their dtype; ``bool``/``int`` Python scalars inside lists are
+    float64 (the user meant a number), unless ``listed_as_numpy`` (beside operands: i32 + [1, 2] is int64).
     """
     if isinstance(value, np.ndarray):
         return value
@@ -425,7 +424,8 @@ def as_array(value: Any) -> np.ndarray:
             f"use ad.stack([...]) or ad.concatenate([...]){located(user_source())}")
     if isinstance(value, (bool, int, float, list, tuple)):
         try:
-            return np.asarray(value, dtype=np.float64)
+            listed = listed_as_numpy and isinstance(value, (list, tuple))
+            return np.asarray(value, dtype=None if listed else np.float64)
         except (ValueError, TypeError) as exc:
             raise AutogradDagError(f"cannot make a float64 array of {value!r}: {exc}") from None
     array = np.asarray(value)
@@ -592,7 +592,7 @@ def _lift(args: tuple, prim: Primitive | None = None) -> tuple[Tensor, ...]:
             out.append(_leaf(np.asarray(a, dtype=float_dtype) if float_dtype is not None and not integer else
                              weak(a, tuple(v.dtype for v in args if isinstance(v, (Tensor, np.ndarray))))))
         else:
-            out.append(_leaf(as_array(a)))
+            out.append(_leaf(as_array(a, listed_as_numpy=len(args) > 1)))
     return tuple(out)
 
 

@@ -16,6 +16,7 @@ from .autodiff import backward
 from .core import Tensor
 from .errors import AutogradDagError, NotDifferentiableError, user_source, located
 from .primitives import elementwise as ew
+from .primitives.shapes import normalize_axis
 from .primitives import (arrangement, arrays, indexing, linalg, mathfuncs, numeric,
                          reductions, structure)
 
@@ -257,6 +258,21 @@ def _as_tensor(x) -> Tensor:
     return x if isinstance(x, Tensor) else Tensor(x)
 
 
+def _np_take(a, indices, axis, out, mode):
+    # numpy's mode='wrap' and 'clip' move out-of-range indices in (they raised TypeError: mode);
+    # 'raise' is take's own range check.
+    _refuse("np.take", out)
+    a, axis = (a, axis) if axis is not None else (structure.reshape(a, (-1,)), 0)
+    if mode not in ("raise", "wrap", "clip"):
+        raise AutogradDagError(f"np.take on a Tensor: mode={mode!r} is not one of 'raise', 'wrap', 'clip'")
+    if mode != "raise":
+        shape = np.shape(a)
+        n = shape[normalize_axis("take", axis, len(shape))]
+        i = indices if isinstance(indices, Tensor) else np.asarray(indices)
+        indices = mathfuncs.mod(i, n) if mode == "wrap" else mathfuncs.clip(i, 0, n - 1)
+    return indexing.take(a, indices, axis)
+
+
 def _np_reshape(a, shape=None, order="C", *, newshape=None):
     if order != "C":
         raise AutogradDagError(f"np.reshape on a Tensor: order={order!r} is not supported (only 'C')")
@@ -302,8 +318,7 @@ NUMPY_FUNCTIONS = {
     # (np.where(condition) alone is np.nonzero(condition): it raised "missing 2 required arguments")
     np.where: lambda condition, *xy: ew.where(condition, *xy) if xy else np.nonzero(condition),
     np.einsum: linalg.einsum,
-    np.take: lambda a, indices, axis=None: indexing.take(
-        a if axis is not None else structure.reshape(a, (-1,)), indices, 0 if axis is None else axis),
+    np.take: lambda a, indices, axis=None, out=None, mode="raise": _np_take(a, indices, axis, out, mode),
     # numpy.linalg (ad.linalg)
     np.linalg.solve: linalg.solve, np.linalg.inv: linalg.inv,
     np.linalg.det: linalg.det, np.linalg.slogdet: linalg.slogdet,

@@ -18,7 +18,7 @@ from ..core import Tensor, parameter, traced
 from ..errors import ShapeError
 from .elementwise import add, astype, multiply, subtract, where
 from .arrays import split
-from .indexing import concatenate, getitem, index_add, stack
+from .indexing import concatenate, getitem, index_add, numpy_operand, stack
 from .linalg import matmul
 from .numeric import sort
 from .shapes import fmt, normalize_axis
@@ -46,7 +46,7 @@ def _items(tup, name: str) -> list:
         if not _shape(tup):
             raise ShapeError(f"{name}: Expect: a sequence of arrays. Actual: a 0-d array")
         return [getitem(tup, i) for i in range(_shape(tup)[0])]
-    items = list(tup)
+    items = [numpy_operand(a) for a in tup]
     if not items:
         raise ShapeError(f"{name}: Expect: at least one array. Actual: none")
     return items
@@ -191,7 +191,7 @@ def append(arr, values, axis=None) -> Tensor:
         >>> ad.append(ad.Tensor([1.0, 2.0]), ad.Tensor([3.0])).value
         array([1., 2., 3.])
     """
-    arr, values = _array_like(arr), _array_like(values)
+    arr, values = numpy_operand(_array_like(arr)), numpy_operand(_array_like(values))
     if axis is None:
         return concatenate([ravel(arr), ravel(values)], 0)
     return concatenate([arr, values], axis)
@@ -244,6 +244,7 @@ def kron(a, b) -> Tensor:
         >>> ad.kron(ad.Tensor([1.0, 2.0]), ad.Tensor([1.0, 10.0])).value
         array([ 1., 10.,  2., 20.])
     """
+    a, b = numpy_operand(a), numpy_operand(b)   # (a Python list as numpy reads it: ints stay int64)
     sa, sb = _shape(a), _shape(b)
     nd = builtins.max(len(sa), len(sb))
     sa, sb = (1,) * (nd - len(sa)) + sa, (1,) * (nd - len(sb)) + sb
@@ -262,6 +263,7 @@ def inner(a, b) -> Tensor:
         >>> float(ad.inner(ad.Tensor([1.0, 2.0]), ad.Tensor([3.0, 4.0])).value)
         11.0
     """
+    a, b = numpy_operand(a), numpy_operand(b)   # (a Python list as numpy reads it: ints stay int64)
     sa, sb = _shape(a), _shape(b)
     if not sa or not sb:
         return multiply(a, b)
@@ -590,7 +592,7 @@ def gradient(f, *varargs, axis=None, edge_order: int = 1):
 # ------------------------------------------------------ select, partition
 
 
-def select(condlist, choicelist, default=0.0) -> Tensor:
+def select(condlist, choicelist, default=0) -> Tensor:
     """The choice of the first true condition at each position, else ``default`` (``np.select``).
 
     Nested ``where``s (conditions get no derivative). Shapes: conditions and

@@ -30,7 +30,7 @@ import numpy as np
 from ..core import Tensor, apply, concrete
 from ..errors import AutogradDagError, ShapeError
 from .elementwise import astype, multiply, where
-from .indexing import concatenate, getitem, take
+from .indexing import concatenate, getitem, numpy_operand, take
 from .linalg import matmul
 from .linalg.products import _diagonal
 from .reductions import _ndim
@@ -379,6 +379,7 @@ def outer(a, b) -> Tensor:
     Shapes: (*s), (*t) -> (size(s), size(t)).
     Example: ``ad.outer(ad.Tensor([1., 2.]), ad.Tensor([3., 4.])).value`` is ``[[3., 4.], [6., 8.]]``.
     """
+    a, b = numpy_operand(a), numpy_operand(b)   # (a Python list as numpy reads it: ints stay int64)
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
 
 
@@ -389,6 +390,8 @@ def dot(a, b) -> Tensor:
     Shapes: (..., k), (k,) -> (...); (..., k), (k, n) -> (..., n); (..., k), (*c, k, n) -> (..., *c, n).
     Example: ``ad.dot(ad.Tensor([1., 2.]), ad.Tensor([3., 4.])).value`` is ``11.0``.
     """
+    # (numpy reads a Python number here as a float64 or int64 array: np.dot(x32, 2.0) is float64)
+    a, b = numpy_operand(a), numpy_operand(b)
     na, nb = len(_shape(a)), len(_shape(b))
     if na == 0 or nb == 0:
         return multiply(a, b)
@@ -404,6 +407,7 @@ def tensordot(a, b, axes=2) -> Tensor:
     Shapes: a's free axes then b's free axes.
     Example: ``ad.tensordot(ad.Tensor(np.ones((2, 3))), ad.Tensor(np.ones((3, 4))), 1).shape == (2, 4)``.
     """
+    a, b = numpy_operand(a), numpy_operand(b)   # (a Python list as numpy reads it: ints stay int64)
     sa, sb = _shape(a), _shape(b)
     if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
         n = int(axes)

@@ -24,7 +24,7 @@ import builtins
 
 import numpy as np
 
-from ..core import Tensor, apply, concrete
+from ..core import Tensor, _contains_tensor, apply, concrete
 from ..errors import ShapeError
 from .batch import materialize, move_batch_axis
 from .registry import defprim
@@ -343,6 +343,15 @@ def _ndim_of(x) -> int:
     return x.ndim if isinstance(x, (Tensor, np.ndarray)) else np.ndim(x)
 
 
+def numpy_operand(x):
+    """``x`` as numpy's joining functions read it: a Python number or list (of no Tensor) through
+    ``np.asarray``, so that integers and booleans keep numpy's dtype (``np.concatenate([int_t, [5]])``
+    is int64; as a Tensor the list became float64). Anything else is returned as it is."""
+    if isinstance(x, (bool, int, float)) or (isinstance(x, (list, tuple)) and not _contains_tensor(x)):
+        return np.asarray(x)
+    return x
+
+
 def concatenate(xs, axis: int | None = 0) -> Tensor:
     """Join tensors along an existing axis, as ``np.concatenate``.
 
@@ -352,7 +361,7 @@ def concatenate(xs, axis: int | None = 0) -> Tensor:
     Example: ``ad.concatenate([ad.Tensor(np.ones((2, 3))), ad.Tensor(np.zeros((1, 3)))]).shape == (3, 3)``;
     ``ad.concatenate([ad.Tensor(np.ones((2, 2))), ad.Tensor(5.0)], axis=None).shape == (5,)``.
     """
-    xs = list(xs)
+    xs = [numpy_operand(x) for x in xs]
     if not xs:
         raise ShapeError("concatenate: Expect: at least one operand. Actual: none")
     if axis is None:
@@ -370,7 +379,7 @@ def stack(xs, /, axis: int = 0) -> Tensor:
     of its own. Shapes: k operands of (*s) -> s with k inserted at ``axis``.
     Example: ``ad.stack([ad.Tensor(np.ones(3)), ad.Tensor(np.zeros(3))], axis=1).shape == (3, 2)``.
     """
-    xs = list(xs)
+    xs = [numpy_operand(x) for x in xs]
     if not xs:
         raise ShapeError("stack: Expect: at least one operand. Actual: none")
     shapes = [tuple(np.shape(x.value if isinstance(x, Tensor) else x)) for x in xs]
@@ -616,15 +625,17 @@ TAKE_ALONG_AXIS = defprim(
     nondiff=(1,), batch=_along_axis_batch)
 
 
-def take_along_axis(x, /, indices, axis: int) -> Tensor:
+def take_along_axis(x, /, indices, axis: int | None = -1) -> Tensor:
     """Pick entries of ``x`` along ``axis`` at ``indices`` (integer, no derivative), as ``np.take_along_axis``.
 
     Shapes: x (*s), indices with as many dimensions, broadcasting off ``axis`` ->
-    the broadcast shape with indices' length on ``axis``.
+    the broadcast shape with indices' length on ``axis``; ``axis=None``: the flattened x, 1-D indices.
     Example: ``ad.take_along_axis(ad.Tensor([[1., 2.]]), np.array([[1, 1, 0]]), 1).value`` is ``[[2., 2., 1.]]``.
     """
     if not isinstance(indices, Tensor):
         indices = np.asarray(indices)
+    if axis is None:  # (numpy's: x flattened; it raised "axis None is out of range")
+        x, axis = reshape(x, (-1,)), 0
     ndim = _ndim_of(x)
     return apply(TAKE_ALONG_AXIS, x, indices, axis=normalize_axis("take_along_axis", axis, ndim))
 

@@ -43,6 +43,7 @@ from ..inlined import operation
 from ..errors import AutogradDagError, ShapeError
 from .elementwise import (ONE, TIE_WEIGHTS, _to_float, abs, add, astype, defelementwise, divide, equal, exp,
                           greater, less, lowest_finite, multiply, negative, sqrt, subtract, where)
+from .indexing import numpy_operand
 from .registry import OUT
 from .shapes import broadcast
 
@@ -199,12 +200,19 @@ def arctanh(x) -> Tensor:
     return apply(ARCTANH, x)
 
 
+def _as_ufunc_float(x):
+    # numpy's deg2rad and rad2deg, like exp, compute integers and booleans in the smallest float that
+    # holds them (float16 for int8, uint8 and bool); times a Python float they became float64.
+    dtype = x.dtype if isinstance(x, (Tensor, np.ndarray, np.generic)) else None
+    return astype(x, _to_float(dtype)) if dtype is not None and dtype.kind in "biu" else x
+
+
 def deg2rad(x) -> Tensor:
     """Degrees to radians: x · π/180 (a multiplication). Shapes: (*s) -> (*s).
 
     Example: ``ad.deg2rad(ad.Tensor([180.])).value`` is ``[π]``.
     """
-    return multiply(x, math.pi / 180.0)
+    return multiply(_as_ufunc_float(x), math.pi / 180.0)
 
 
 def rad2deg(x) -> Tensor:
@@ -212,7 +220,7 @@ def rad2deg(x) -> Tensor:
 
     Example: ``ad.rad2deg(ad.Tensor([np.pi])).value`` is ``[180.]``.
     """
-    return multiply(x, 180.0 / math.pi)
+    return multiply(_as_ufunc_float(x), 180.0 / math.pi)
 
 
 radians = deg2rad
@@ -727,11 +735,28 @@ def clip(x, /, a_min=None, a_max=None) -> Tensor:
     """
     if a_min is None and a_max is None:
         raise ShapeError("clip: Expect: at least one of a_min and a_max. Actual: both None")
-    # A missing bound is the dtype's own extreme: ±inf would make an integer x float, which np.clip does not.
-    dtype = x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype
-    low, high = (-math.inf, math.inf) if dtype.kind not in "iu" else (int(np.iinfo(dtype).min),
-                                                                     int(np.iinfo(dtype).max))
+    # (a list bound is read as numpy reads it, [200, 0] as int64; a Python number stays weak)
+    a_min, a_max = (numpy_operand(b) if isinstance(b, (list, tuple)) else b for b in (a_min, a_max))
+    low, high = _clip_extremes(x, a_max if a_min is None else a_min)
     return apply(CLIP, x, low if a_min is None else a_min, high if a_max is None else a_max)
+
+
+def _clip_extremes(x, bound):
+    """A missing bound of clip: the extremes of the result's dtype (x's promoted with the given bound).
+
+    ±inf would make an integer or boolean x float, which np.clip does not; x's own extremes would cap
+    the result where the bound widens it (np.clip(int8_x, 150.5, None) is 150.5, not 127).
+    """
+    def dtype_of(v):
+        return v.dtype if isinstance(v, (Tensor, np.ndarray, np.generic)) else None
+    x_dtype = dtype_of(x) or np.asarray(x).dtype
+    given = dtype_of(bound)
+    dtype = np.result_type(x_dtype, given if given is not None else (
+        bound if isinstance(bound, (bool, int, float)) else np.asarray(bound)))  # (a Python number is weak)
+    # (0-d arrays of that dtype: as Python numbers they were weak, and took x's dtype beside a numpy scalar)
+    extremes = ((False, True) if dtype.kind == "b" else (-math.inf, math.inf) if dtype.kind not in "iu"
+                else (np.iinfo(dtype).min, np.iinfo(dtype).max))
+    return tuple(np.array(e, dtype) for e in extremes)
 
 # ------------------------------------------------------------ nan_to_num
 

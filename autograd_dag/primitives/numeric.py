@@ -54,8 +54,8 @@ import numpy as np
 
 from ..core import Tensor, apply
 from ..errors import ShapeError
-from .elementwise import add, astype, divide, equal, multiply, subtract, where
-from .indexing import (PUT_ALONG_AXIS_ADD, _check_along, concatenate, getitem,  # noqa: F401 (numeric's names too)
+from .elementwise import add, astype, divide, equal, multiply, not_equal, subtract, where
+from .indexing import (PUT_ALONG_AXIS_ADD, _check_along, concatenate, getitem, numpy_operand,  # noqa: F401 (numeric's names too)
                        put_along_axis_add, take_along_axis)
 from .mathfuncs import _safe_denominator, isinf, isnan
 from .reductions import _float_dtype, _kept, _ndim, max, mean, min
@@ -416,7 +416,9 @@ def diff(x, /, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tensor:
         shape[axis] = 1
 
         def part(extra):
-            # A scalar is repeated along the other axes, as numpy does.
+            # A scalar is repeated along the other axes, as numpy does (which reads a Python
+            # number or list with np.asarray: diff(int_t, prepend=0) stays int64).
+            extra = numpy_operand(extra)
             return broadcast_to(extra, tuple(shape)) if _ndim(extra) == 0 else extra
         x = concatenate(([] if prepend is None else [part(prepend)]) + [x]
                         + ([] if append is None else [part(append)]), axis)
@@ -425,7 +427,9 @@ def diff(x, /, n: int = 1, axis: int = -1, prepend=None, append=None) -> Tensor:
         m = x.shape[axis]
         if m == 0:
             break
-        x = getitem(x, lead + (slice(1, None),)) - getitem(x, lead + (slice(None, m - 1),))
+        # (numpy's diff of booleans is "changed": not_equal, as bool subtraction is refused)
+        step = not_equal if x.dtype == np.bool_ else subtract
+        x = step(getitem(x, lead + (slice(1, None),)), getitem(x, lead + (slice(None, m - 1),)))
     return x
 
 # ---------------------------------------------------------- sort, argsort

@@ -648,7 +648,11 @@ def vecdot(x1, x2, *, axis: int = -1) -> Tensor:
         >>> float(ad.linalg.vecdot(ad.Tensor([1.0, 2.0]), ad.Tensor([3.0, 4.0])).value)
         11.0
     """
-    return sum(multiply(x1, x2), axis)
+    product = multiply(x1, x2)
+    total = sum(product, axis)
+    # numpy's vecdot keeps the operands' dtype, where sum widens bool and small integers to int64:
+    # a bool vecdot is an OR of ANDs (True, not the count 2), an int8 one wraps in int8.
+    return total if total.dtype == product.dtype else astype(total, product.dtype)
 
 
 def outer(x1, x2) -> Tensor:
