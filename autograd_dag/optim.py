@@ -41,9 +41,11 @@ class Optimizer:
         if not self.params:
             raise AutogradDagError(f"{type(self).__name__}: got an empty parameter list")
         for i, p in enumerate(self.params):
-            if not isinstance(p, Tensor) or not p.requires_grad or not p.is_leaf:
+            # A frozen nn.Parameter (requires_grad False: fine-tuning passes model.parameters()) is taken,
+            # as PyTorch takes it: it gets no gradient, so step() leaves it. A plain constant Tensor is refused.
+            if not isinstance(p, Tensor) or not p.is_leaf or not (p.requires_grad or _is_parameter(p)):
                 raise AutogradDagError(f"{type(self).__name__}: parameter {i} is not a leaf Tensor with "
-                                       f"requires_grad=True (got {type(p).__name__})")
+                                       f"requires_grad=True (got {_describe(p)})")
         # A parameter listed twice would take two updates per step (PyTorch only warns).
         first: dict[int, int] = {}
         for i, p in enumerate(self.params):
@@ -87,6 +89,17 @@ class Optimizer:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(lr={self.lr:g}, {len(self.params)} parameters)"
+
+
+def _is_parameter(p) -> bool:
+    from .nn.module import Parameter  # (here: nn imports optim's neighbours, not the other way round)
+    return isinstance(p, Parameter)
+
+
+def _describe(p) -> str:
+    if not isinstance(p, Tensor):
+        return f"a {type(p).__name__}"
+    return f"a {type(p).__name__} with requires_grad={p.requires_grad}, is_leaf={p.is_leaf}"
 
 
 def _check_non_negative(optimizer: Optimizer, **values: float) -> None:
