@@ -87,6 +87,42 @@ class Optimizer:
     def _update(self, i: int, p: Tensor, g: np.ndarray) -> None:
         raise NotImplementedError
 
+    def state_dict(self) -> dict:
+        """Copies of what the next steps depend on: lr, the step count and each parameter's state (momenta).
+
+        Saved with the model's state dict, it resumes training on the same trajectory
+        (a fresh Adam would restart its moments and bias correction).
+        Example: ``opt2.load_state_dict(opt.state_dict())``.
+        """
+        return {"lr": self.lr, "steps": self.steps,
+                "state": {i: {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in st.items()}
+                          for i, st in enumerate(self.state) if st}}
+
+    def load_state_dict(self, state: dict) -> "Optimizer":
+        """Take the lr, step count and per-parameter state of :meth:`state_dict` (of an optimizer of the
+        same parameters, in the same order); every array is checked before any is taken. Returns self."""
+        name = type(self).__name__
+        per_param = state.get("state", {}) if isinstance(state, dict) else None
+        if per_param is None or "lr" not in state:
+            raise AutogradDagError(f"{name}.load_state_dict: expected the dict Optimizer.state_dict() "
+                                   f"returns (keys 'lr', 'steps', 'state'); got {type(state).__name__}")
+        loaded: list[dict] = [{} for _ in self.params]
+        for i, st in per_param.items():
+            i = int(i)
+            if not 0 <= i < len(self.params):
+                raise AutogradDagError(f"{name}.load_state_dict: state of parameter {i}, but this optimizer "
+                                       f"has {len(self.params)} parameters")
+            p = self.params[i]
+            for key, value in st.items():
+                if isinstance(value, np.ndarray):
+                    if value.shape != p.shape:
+                        raise AutogradDagError(f"{name}.load_state_dict: state '{key}' of parameter {i} has "
+                                               f"shape {value.shape}, but the parameter has shape {p.shape}")
+                    value = np.array(value, dtype=p.dtype, copy=True)  # in the parameter's precision
+                loaded[i][key] = value
+        self.state, self.lr, self.steps = loaded, float(state["lr"]), int(state.get("steps", 0))
+        return self
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(lr={self.lr:g}, {len(self.params)} parameters)"
 
@@ -242,6 +278,16 @@ class LRScheduler:
     def get_lr(self) -> float:
         """The learning rate in force."""
         return self.optimizer.lr
+
+    def state_dict(self) -> dict:
+        """The schedule step reached, for :meth:`load_state_dict` on resuming. Example: ``{'last_step': 12}``."""
+        return {"last_step": self.last_step}
+
+    def load_state_dict(self, state: dict) -> "LRScheduler":
+        """Continue from the schedule step of :meth:`state_dict`, setting the optimizer's lr for it; returns self."""
+        self.last_step = int(state["last_step"])
+        self.optimizer.lr = float(self.fn(self.last_step))
+        return self
 
 
 class LambdaLR(LRScheduler):
