@@ -246,8 +246,11 @@ def cosine_schedule(step: int, total: int, base_lr: float, min_lr: float = 0.0, 
     """
     if warmup and step < warmup:
         return base_lr * (step + 1) / warmup
-    span = max(total - warmup, 1)
-    progress = min(max(step - warmup, 0), span) / span
+    if step >= total:
+        # (the span below is at least 1: with total = warmup, step `total` was base_lr, a step past the end)
+        return min_lr
+    span = total - warmup
+    progress = (step - warmup) / span
     return min_lr + 0.5 * (base_lr - min_lr) * (1 + math.cos(math.pi * progress))
 
 

@@ -112,3 +112,14 @@ def test_optimizer_state_of_another_shape_is_refused_before_anything_is_taken():
     with pytest.raises(ad.AutogradDagError, match=r"state 'm' of parameter 0 has shape \(2,\).*\(3,\)"):
         other.load_state_dict(opt.state_dict())
     assert other.state == [{}, {}] and other.lr == 0.5
+
+
+def test_cosine_schedule_ends_at_min_lr_at_step_total_also_when_the_warmup_fills_it():
+    # warmup = total = 4: steps 0..3 warm up to base_lr; step 4 is past the schedule. Before it was
+    # base_lr (1.0) and only step 5 min_lr, one step later than with any shorter warm-up.
+    lrs = [optim.cosine_schedule(s, 4, 1.0, 0.1, warmup=4) for s in range(7)]
+    assert lrs == [0.25, 0.5, 0.75, 1.0, 0.1, 0.1, 0.1]
+    assert [optim.cosine_schedule(s, 5, 1.0, 0.1, warmup=4) for s in (3, 4, 5, 9)] == [1.0, 1.0, 0.1, 0.1]
+    p = nn.Parameter(np.zeros(1))
+    sched = optim.CosineAnnealingLR(optim.SGD([p], lr=2.0), T_max=3, eta_min=0.5, warmup=3)
+    assert [sched.step() for _ in range(4)] == [2.0 * 2 / 3, 2.0, 0.5, 0.5]  # before: [.., 2.0, 2.0, 0.5]
