@@ -123,3 +123,25 @@ def test_cosine_schedule_ends_at_min_lr_at_step_total_also_when_the_warmup_fills
     p = nn.Parameter(np.zeros(1))
     sched = optim.CosineAnnealingLR(optim.SGD([p], lr=2.0), T_max=3, eta_min=0.5, warmup=3)
     assert [sched.step() for _ in range(4)] == [2.0 * 2 / 3, 2.0, 0.5, 0.5]  # before: [.., 2.0, 2.0, 0.5]
+
+
+def _npy(descr: str, shape: tuple, payload: bytes) -> bytes:
+    header = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}".ljust(117) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + payload
+
+
+def test_an_array_cut_short_in_a_saved_file_is_called_truncated_not_pickled(tmp_path):
+    # A weight whose header promises 6 float64 but holds 2: before, "a pickled object array ...
+    # refusing to unpickle it", which sends the user looking for pickle in a file of plain floats.
+    import zipfile
+    path = tmp_path / "short.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("weight.npy", _npy("<f8", (2, 3), bytes(16)))
+        archive.writestr("bias.npy", _npy("<f8", (2,), bytes(16)))
+    with pytest.raises(ad.SerializationError, match="key 'weight' is truncated or corrupt") as caught:
+        nn.Linear(3, 2).load(path)
+    assert "pickle" not in str(caught.value)
+    with zipfile.ZipFile(tmp_path / "objects.npz", "w") as archive:   # a real object array: still named so
+        archive.writestr("weight.npy", _npy("|O", (2, 3), b"\x80\x04N."))
+    with pytest.raises(ad.SerializationError, match="pickled object array"):
+        nn.Linear(3, 2).load(tmp_path / "objects.npz")

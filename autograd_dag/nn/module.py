@@ -592,6 +592,9 @@ class Module:
                 try:
                     state[key] = archive[key]
                 except ValueError as exc:
+                    if "pickle" not in str(exc):  # numpy's ValueError for a short or malformed array too
+                        raise SerializationError(f"load: '{path}' key '{key}' is truncated or corrupt ({exc}); "
+                                                 f"expected a file written by Module.save") from None
                     raise SerializationError(f"load: '{path}' key '{key}' is a pickled object array "
                                              f"({exc}); refusing to unpickle it") from None
                 except (OSError, zipfile.BadZipFile, EOFError) as exc:
