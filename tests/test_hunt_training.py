@@ -145,3 +145,30 @@ def test_an_array_cut_short_in_a_saved_file_is_called_truncated_not_pickled(tmp_
         archive.writestr("weight.npy", _npy("|O", (2, 3), b"\x80\x04N."))
     with pytest.raises(ad.SerializationError, match="pickled object array"):
         nn.Linear(3, 2).load(tmp_path / "objects.npz")
+
+
+def test_embedding_outputs_a_loaded_padding_row_as_pytorch_and_sends_it_no_gradient():
+    # A table from a trained model (or tied to an output matrix) has a nonzero padding row:
+    # PyTorch looks it up and only stops its gradient. Before, the lookup was masked to zeros.
+    torch = pytest.importorskip("torch")
+    emb = nn.Embedding(6, 3, padding_idx=2, rng=0)
+    ref = torch.nn.Embedding(6, 3, padding_idx=2, dtype=torch.float64)
+    table = np.random.default_rng(3).standard_normal((6, 3))      # row 2 nonzero, as loaded
+    emb.load_state_dict({"weight": table})
+    with torch.no_grad():
+        ref.weight.copy_(torch.tensor(table))
+    ids = np.array([[2, 1, 1], [5, 2, 0]])
+    g = np.random.default_rng(4).standard_normal((2, 3, 3))
+    tout = ref(torch.tensor(ids))
+    (tout * torch.tensor(g)).sum().backward()
+    for given in (ids, ad.Tensor(ids)):     # an ndarray, and a Tensor (a jit input's path)
+        emb.zero_grad()
+        out = emb(given)
+        (out * g).sum().backward()
+        np.testing.assert_array_equal(out.value, tout.detach().numpy())   # a lookup: exact
+        # sums of the same few products: rounding differences only
+        np.testing.assert_allclose(emb.weight.grad.value, ref.weight.grad.numpy(), rtol=1e-14, atol=1e-15)
+        assert not emb.weight.grad.value[2].any()
+    lookup = ad.jit(lambda i: emb(i))
+    lookup(np.array([0, 1]))
+    np.testing.assert_array_equal(lookup(np.array([2, 2])), table[[2, 2]])   # the traced program too
