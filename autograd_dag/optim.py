@@ -25,7 +25,7 @@ from .core import Tensor, changed_in_place
 from .errors import AutogradDagError
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "LRScheduler", "StepLR", "CosineAnnealingLR", "LambdaLR",
-           "cosine_schedule", "step_schedule"]
+           "cosine_schedule", "step_schedule", "clip_grad_norm_", "clip_grad_value_"]
 
 
 class Optimizer:
@@ -60,10 +60,13 @@ class Optimizer:
         self.state: list[dict] = [{} for _ in self.params]
         self.steps = 0
 
-    def zero_grad(self) -> None:
-        """Reset every parameter's ``.grad`` to None."""
-        for p in self.params:
-            p.grad = None
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's ``.grad`` to None (to zeros with ``set_to_none=False``, as PyTorch).
+
+        Zeros are a gradient: SGD's momentum and Adam then step the parameter, where None skips it.
+        """
+        from .nn.module import _zero_grads
+        _zero_grads(self.params, set_to_none)
 
     def step(self) -> None:
         """Apply one update to every parameter that has a gradient."""
@@ -235,6 +238,51 @@ class AdamW(Adam):
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.01):
         super().__init__(params, lr, betas, eps, weight_decay)
+
+# ------------------------------------------------------------- gradient clipping
+
+
+def _gradients(parameters) -> list:
+    params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    return [(p, np.asarray(p.grad.value if isinstance(p.grad, Tensor) else p.grad)) for p in params
+            if p.grad is not None]
+
+
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False) -> float:
+    """Scale the gradients so that their total norm (over all parameters together) is at most ``max_norm``.
+
+    PyTorch's ``torch.nn.utils.clip_grad_norm_``: the total norm is the ``norm_type``
+    norm of every gradient entry (``inf``: the largest magnitude); each gradient is
+    multiplied by min(1, max_norm / (total + 1e-6)). Parameters without a gradient are
+    skipped. Returns the total norm before clipping (a float).
+    Example: ``optim.clip_grad_norm_(model.parameters(), 1.0)`` between ``backward()`` and ``step()``.
+    """
+    found = _gradients(parameters)
+    if not found:
+        return 0.0
+    norm_type = float(norm_type)
+    if norm_type == math.inf:
+        total = max(float(np.max(np.abs(g), initial=0.0)) for _, g in found)
+    else:
+        total = float(np.linalg.norm([np.linalg.norm(g.ravel(), norm_type) for _, g in found], norm_type))
+    if error_if_nonfinite and not math.isfinite(total):
+        raise AutogradDagError(f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is "
+                               f"{total}; set error_if_nonfinite=False to scale them anyway")
+    scale = min(1.0, float(max_norm) / (total + 1e-6))
+    for p, g in found:
+        # A new array: a gradient may share its array with another's (scaled twice in place) or the user's.
+        p.grad = Tensor((g * scale).astype(g.dtype, copy=False))
+    return total
+
+
+def clip_grad_value_(parameters, clip_value: float) -> None:
+    """Clip every gradient entry into [−clip_value, clip_value] (PyTorch's ``clip_grad_value_``).
+
+    Example: ``optim.clip_grad_value_(model.parameters(), 0.5)``.
+    """
+    clip_value = float(clip_value)
+    for p, g in _gradients(parameters):
+        p.grad = Tensor(np.clip(g, -clip_value, clip_value))
 
 # ------------------------------------------------------------- schedules
 

@@ -1,5 +1,7 @@
 """Training as a PyTorch user does it, against torch.optim and torch.nn step by step (defect hunt 7)."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -172,3 +174,72 @@ def test_embedding_outputs_a_loaded_padding_row_as_pytorch_and_sends_it_no_gradi
     lookup = ad.jit(lambda i: emb(i))
     lookup(np.array([0, 1]))
     np.testing.assert_array_equal(lookup(np.array([2, 2])), table[[2, 2]])   # the traced program too
+
+
+@pytest.mark.parametrize("norm_type, max_norm", [(2.0, 0.5), (1.0, 0.3), (float("inf"), 0.05), (2.0, 1e3)])
+def test_clip_grad_norm_scales_all_gradients_by_their_total_norm_as_pytorch(norm_type, max_norm):
+    # Before, there was no gradient clipping: a PyTorch training loop's clip_grad_norm_ had no counterpart.
+    torch = pytest.importorskip("torch")
+    model = nn.MLP([3, 5, 2], activation="tanh", rng=0)
+    net = _torch_mlp(model, torch)
+    x, y = _batch()
+    nn.functional.cross_entropy(model(x), y).backward()
+    torch.nn.functional.cross_entropy(net(torch.tensor(x)), torch.tensor(y)).backward()
+    model.layers[1].bias.grad = None          # skipped by both
+    net[2].bias.grad = None
+    total = optim.clip_grad_norm_(model.parameters(), max_norm, norm_type)
+    ttotal = torch.nn.utils.clip_grad_norm_(net.parameters(), max_norm, norm_type)
+    # norms of a few dozen float64 entries, summed in another order: rounding differences only
+    assert math.isclose(total, float(ttotal), rel_tol=1e-13)
+    for p, t in zip(model.parameters(), net.parameters()):
+        assert (p.grad is None) == (t.grad is None)
+        if p.grad is not None:
+            np.testing.assert_allclose(p.grad.value, t.grad.numpy(), rtol=1e-13, atol=1e-16)
+
+
+def test_clipping_gradients_that_share_one_array_scales_each_once():
+    a, b = nn.Parameter(np.ones(3)), nn.Parameter(np.ones(3))
+    (a + b).sum().backward()                  # both gradients may be one array
+    total = optim.clip_grad_norm_([a, b], 1.0)
+    assert math.isclose(total, math.sqrt(6.0), rel_tol=1e-15)
+    scale = 1.0 / (math.sqrt(6.0) + 1e-6)
+    np.testing.assert_allclose(a.grad.value, scale, rtol=1e-15)
+    np.testing.assert_allclose(b.grad.value, scale, rtol=1e-15)
+    a.grad, b.grad = ad.Tensor(np.array([3.0, -0.2, -7.0])), None
+    optim.clip_grad_value_([a, b], 0.5)
+    np.testing.assert_array_equal(a.grad.value, [0.5, -0.2, -0.5])
+    assert b.grad is None
+
+
+def test_module_requires_grad_apply_and_zero_grad_to_zeros_as_pytorch():
+    # Before: Module had no requires_grad_ nor apply (AttributeError), and zero_grad(set_to_none=False)
+    # was a TypeError. Zeros, unlike None, are a gradient: SGD with momentum keeps moving the parameter.
+    torch = pytest.importorskip("torch")
+    model = nn.MLP([3, 5, 2], activation="tanh", rng=0)
+    net = _torch_mlp(model, torch)
+    assert model.layers[0].requires_grad_(False) is model.layers[0]
+    net[0].requires_grad_(False)
+    assert [p.requires_grad for p in model.parameters()] == [p.requires_grad for p in net.parameters()]
+    seen, tseen = [], []
+    nn.Sequential(nn.Linear(2, 2), nn.Tanh(), nn.Sequential(nn.Linear(2, 2), nn.ReLU())).apply(
+        lambda m: seen.append(type(m).__name__))
+    torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Tanh(), torch.nn.Sequential(
+        torch.nn.Linear(2, 2), torch.nn.ReLU())).apply(lambda m: tseen.append(type(m).__name__))
+    assert seen == tseen == ["Linear", "Tanh", "Linear", "ReLU", "Sequential", "Sequential"]
+    opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    topt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    x, y = _batch()
+    for step in range(3):
+        if step:   # after the first step: zeros, not None
+            opt.zero_grad(set_to_none=False)
+            topt.zero_grad(set_to_none=False)
+        if step < 2:
+            nn.functional.cross_entropy(model(x), y).backward()
+            torch.nn.functional.cross_entropy(net(torch.tensor(x)), torch.tensor(y)).backward()
+        opt.step()
+        topt.step()
+    for p, t in zip(model.parameters(), net.parameters()):
+        # float64, 3 steps of the same formulas: rounding differences only
+        np.testing.assert_allclose(p.value, t.detach().numpy(), rtol=1e-12, atol=1e-13)
+    model.zero_grad(set_to_none=False)
+    assert not model.layers[1].weight.grad.value.any() and model.layers[0].weight.grad is None
