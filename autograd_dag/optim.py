@@ -23,6 +23,7 @@ import numpy as np
 
 from .core import Tensor, changed_in_place
 from .errors import AutogradDagError
+from .nn.module import Parameter, _zero_grads
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "LRScheduler", "StepLR", "CosineAnnealingLR", "LambdaLR",
            "cosine_schedule", "step_schedule", "clip_grad_norm_", "clip_grad_value_"]
@@ -43,7 +44,7 @@ class Optimizer:
         for i, p in enumerate(self.params):
             # A frozen nn.Parameter (requires_grad False: fine-tuning passes model.parameters()) is taken,
             # as PyTorch takes it: it gets no gradient, so step() leaves it. A plain constant Tensor is refused.
-            if not isinstance(p, Tensor) or not p.is_leaf or not (p.requires_grad or _is_parameter(p)):
+            if not isinstance(p, Tensor) or not p.is_leaf or not (p.requires_grad or isinstance(p, Parameter)):
                 raise AutogradDagError(f"{type(self).__name__}: parameter {i} is not a leaf Tensor with "
                                        f"requires_grad=True (got {_describe(p)})")
         # A parameter listed twice would take two updates per step (PyTorch only warns).
@@ -65,7 +66,6 @@ class Optimizer:
 
         Zeros are a gradient: SGD's momentum and Adam then step the parameter, where None skips it.
         """
-        from .nn.module import _zero_grads
         _zero_grads(self.params, set_to_none)
 
     def step(self) -> None:
@@ -130,12 +130,11 @@ class Optimizer:
         return f"{type(self).__name__}(lr={self.lr:g}, {len(self.params)} parameters)"
 
 
-def _is_parameter(p) -> bool:
-    from .nn.module import Parameter  # (here: nn imports optim's neighbours, not the other way round)
-    return isinstance(p, Parameter)
-
-
 def _describe(p) -> str:
+    if isinstance(p, dict):
+        # PyTorch's parameter groups: one optimizer per group does the same here.
+        return ("a dict: parameter groups ({'params': ..., 'lr': ...}) are not supported; make one optimizer "
+                "per group and call step() on each")
     if not isinstance(p, Tensor):
         return f"a {type(p).__name__}"
     return f"a {type(p).__name__} with requires_grad={p.requires_grad}, is_leaf={p.is_leaf}"

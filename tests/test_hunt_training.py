@@ -243,3 +243,10 @@ def test_module_requires_grad_apply_and_zero_grad_to_zeros_as_pytorch():
         np.testing.assert_allclose(p.value, t.detach().numpy(), rtol=1e-12, atol=1e-13)
     model.zero_grad(set_to_none=False)
     assert not model.layers[1].weight.grad.value.any() and model.layers[0].weight.grad is None
+
+
+def test_parameter_groups_are_refused_with_what_to_do_instead():
+    # Before: "parameter 0 is not a leaf Tensor with requires_grad=True (got dict)".
+    model = nn.MLP([3, 5, 2], rng=0)
+    with pytest.raises(ad.AutogradDagError, match="parameter groups .* one optimizer per group"):
+        optim.SGD([{"params": model.layers[0].parameters(), "lr": 0.1}], lr=0.01)
