@@ -23,9 +23,10 @@ import numpy as np
 
 from .core import Tensor, changed_in_place
 from .errors import AutogradDagError
+from .nn.module import Parameter, _zero_grads
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "LRScheduler", "StepLR", "CosineAnnealingLR", "LambdaLR",
-           "cosine_schedule", "step_schedule"]
+           "cosine_schedule", "step_schedule", "clip_grad_norm_", "clip_grad_value_"]
 
 
 class Optimizer:
@@ -41,9 +42,11 @@ class Optimizer:
         if not self.params:
             raise AutogradDagError(f"{type(self).__name__}: got an empty parameter list")
         for i, p in enumerate(self.params):
-            if not isinstance(p, Tensor) or not p.requires_grad or not p.is_leaf:
+            # A frozen nn.Parameter (requires_grad False: fine-tuning passes model.parameters()) is taken,
+            # as PyTorch takes it: it gets no gradient, so step() leaves it. A plain constant Tensor is refused.
+            if not isinstance(p, Tensor) or not p.is_leaf or not (p.requires_grad or isinstance(p, Parameter)):
                 raise AutogradDagError(f"{type(self).__name__}: parameter {i} is not a leaf Tensor with "
-                                       f"requires_grad=True (got {type(p).__name__})")
+                                       f"requires_grad=True (got {_describe(p)})")
         # A parameter listed twice would take two updates per step (PyTorch only warns).
         first: dict[int, int] = {}
         for i, p in enumerate(self.params):
@@ -58,10 +61,12 @@ class Optimizer:
         self.state: list[dict] = [{} for _ in self.params]
         self.steps = 0
 
-    def zero_grad(self) -> None:
-        """Reset every parameter's ``.grad`` to None."""
-        for p in self.params:
-            p.grad = None
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's ``.grad`` to None (to zeros with ``set_to_none=False``, as PyTorch).
+
+        Zeros are a gradient: SGD's momentum and Adam then step the parameter, where None skips it.
+        """
+        _zero_grads(self.params, set_to_none)
 
     def step(self) -> None:
         """Apply one update to every parameter that has a gradient."""
@@ -85,8 +90,54 @@ class Optimizer:
     def _update(self, i: int, p: Tensor, g: np.ndarray) -> None:
         raise NotImplementedError
 
+    def state_dict(self) -> dict:
+        """Copies of what the next steps depend on: lr, the step count and each parameter's state (momenta).
+
+        Saved with the model's state dict, it resumes training on the same trajectory
+        (a fresh Adam would restart its moments and bias correction).
+        Example: ``opt2.load_state_dict(opt.state_dict())``.
+        """
+        return {"lr": self.lr, "steps": self.steps,
+                "state": {i: {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in st.items()}
+                          for i, st in enumerate(self.state) if st}}
+
+    def load_state_dict(self, state: dict) -> "Optimizer":
+        """Take the lr, step count and per-parameter state of :meth:`state_dict` (of an optimizer of the
+        same parameters, in the same order); every array is checked before any is taken. Returns self."""
+        name = type(self).__name__
+        per_param = state.get("state", {}) if isinstance(state, dict) else None
+        if per_param is None or "lr" not in state:
+            raise AutogradDagError(f"{name}.load_state_dict: expected the dict Optimizer.state_dict() "
+                                   f"returns (keys 'lr', 'steps', 'state'); got {type(state).__name__}")
+        loaded: list[dict] = [{} for _ in self.params]
+        for i, st in per_param.items():
+            i = int(i)
+            if not 0 <= i < len(self.params):
+                raise AutogradDagError(f"{name}.load_state_dict: state of parameter {i}, but this optimizer "
+                                       f"has {len(self.params)} parameters")
+            p = self.params[i]
+            for key, value in st.items():
+                if isinstance(value, np.ndarray):
+                    if value.shape != p.shape:
+                        raise AutogradDagError(f"{name}.load_state_dict: state '{key}' of parameter {i} has "
+                                               f"shape {value.shape}, but the parameter has shape {p.shape}")
+                    value = np.array(value, dtype=p.dtype, copy=True)  # in the parameter's precision
+                loaded[i][key] = value
+        self.state, self.lr, self.steps = loaded, float(state["lr"]), int(state.get("steps", 0))
+        return self
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(lr={self.lr:g}, {len(self.params)} parameters)"
+
+
+def _describe(p) -> str:
+    if isinstance(p, dict):
+        # PyTorch's parameter groups: one optimizer per group does the same here.
+        return ("a dict: parameter groups ({'params': ..., 'lr': ...}) are not supported; make one optimizer "
+                "per group and call step() on each")
+    if not isinstance(p, Tensor):
+        return f"a {type(p).__name__}"
+    return f"a {type(p).__name__} with requires_grad={p.requires_grad}, is_leaf={p.is_leaf}"
 
 
 def _check_non_negative(optimizer: Optimizer, **values: float) -> None:
@@ -187,6 +238,51 @@ class AdamW(Adam):
                  weight_decay: float = 0.01):
         super().__init__(params, lr, betas, eps, weight_decay)
 
+# ------------------------------------------------------------- gradient clipping
+
+
+def _gradients(parameters) -> list:
+    params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    return [(p, np.asarray(p.grad.value if isinstance(p.grad, Tensor) else p.grad)) for p in params
+            if p.grad is not None]
+
+
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False) -> float:
+    """Scale the gradients so that their total norm (over all parameters together) is at most ``max_norm``.
+
+    PyTorch's ``torch.nn.utils.clip_grad_norm_``: the total norm is the ``norm_type``
+    norm of every gradient entry (``inf``: the largest magnitude); each gradient is
+    multiplied by min(1, max_norm / (total + 1e-6)). Parameters without a gradient are
+    skipped. Returns the total norm before clipping (a float).
+    Example: ``optim.clip_grad_norm_(model.parameters(), 1.0)`` between ``backward()`` and ``step()``.
+    """
+    found = _gradients(parameters)
+    if not found:
+        return 0.0
+    norm_type = float(norm_type)
+    if norm_type == math.inf:
+        total = max(float(np.max(np.abs(g), initial=0.0)) for _, g in found)
+    else:
+        total = float(np.linalg.norm([np.linalg.norm(g.ravel(), norm_type) for _, g in found], norm_type))
+    if error_if_nonfinite and not math.isfinite(total):
+        raise AutogradDagError(f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is "
+                               f"{total}; set error_if_nonfinite=False to scale them anyway")
+    scale = min(1.0, float(max_norm) / (total + 1e-6))
+    for p, g in found:
+        # A new array: a gradient may share its array with another's (scaled twice in place) or the user's.
+        p.grad = Tensor((g * scale).astype(g.dtype, copy=False))
+    return total
+
+
+def clip_grad_value_(parameters, clip_value: float) -> None:
+    """Clip every gradient entry into [−clip_value, clip_value] (PyTorch's ``clip_grad_value_``).
+
+    Example: ``optim.clip_grad_value_(model.parameters(), 0.5)``.
+    """
+    clip_value = float(clip_value)
+    for p, g in _gradients(parameters):
+        p.grad = Tensor(np.clip(g, -clip_value, clip_value))
+
 # ------------------------------------------------------------- schedules
 
 
@@ -197,8 +293,11 @@ def cosine_schedule(step: int, total: int, base_lr: float, min_lr: float = 0.0, 
     """
     if warmup and step < warmup:
         return base_lr * (step + 1) / warmup
-    span = max(total - warmup, 1)
-    progress = min(max(step - warmup, 0), span) / span
+    if step >= total:
+        # (the span below is at least 1: with total = warmup, step `total` was base_lr, a step past the end)
+        return min_lr
+    span = total - warmup
+    progress = (step - warmup) / span
     return min_lr + 0.5 * (base_lr - min_lr) * (1 + math.cos(math.pi * progress))
 
 
@@ -229,6 +328,16 @@ class LRScheduler:
     def get_lr(self) -> float:
         """The learning rate in force."""
         return self.optimizer.lr
+
+    def state_dict(self) -> dict:
+        """The schedule step reached, for :meth:`load_state_dict` on resuming. Example: ``{'last_step': 12}``."""
+        return {"last_step": self.last_step}
+
+    def load_state_dict(self, state: dict) -> "LRScheduler":
+        """Continue from the schedule step of :meth:`state_dict`, setting the optimizer's lr for it; returns self."""
+        self.last_step = int(state["last_step"])
+        self.optimizer.lr = float(self.fn(self.last_step))
+        return self
 
 
 class LambdaLR(LRScheduler):

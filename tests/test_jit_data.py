@@ -184,8 +184,13 @@ def test_vmap_per_example_labels_ids_and_masks():
     table = emb.weight.value + 1.0
     ids = np.array([[1, 0, 3], [0, 2, 2]])
     out = ad.vmap(lambda i: nn.functional_call(emb, {"weight": table}, i))(ids)
+    # The padding row is looked up (as PyTorch's) and gets no gradient, at each example's own padding.
+    grads = ad.vmap(ad.grad(lambda t, i: ad.sum(nn.functional_call(emb, {"weight": t}, i))), in_axes=(None, 0))(
+        table, ids)
     for i in range(len(ids)):
-        np.testing.assert_allclose(out[i], table[ids[i]] * (ids[i] != 0)[:, None], rtol=0)
+        np.testing.assert_allclose(out[i], table[ids[i]], rtol=0)
+        counts = np.bincount(ids[i], minlength=7) * (np.arange(7) != 0)
+        np.testing.assert_allclose(grads[i], np.repeat(counts[:, None], 3, axis=1), rtol=0)
     q = RNG.standard_normal((3, 2, 4))
     masks = np.array([np.tril(np.ones((2, 2), bool)), np.ones((2, 2), bool), np.eye(2, dtype=bool)])
     out = ad.vmap(lambda q, m: nn.attention(q, q, q, mask=m))(q, masks)

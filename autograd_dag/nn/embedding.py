@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core import Tensor
 from ..errors import AutogradDagError, ShapeError
-from ..primitives.elementwise import astype, not_equal
+from ..primitives.elementwise import equal, stop_gradient, where
 from ..primitives.indexing import checked_indices, take
 from ..primitives.structure import reshape
 from . import init as _init
@@ -51,8 +51,9 @@ class Embedding(Module):
 
     ``weight`` has shape (num_embeddings, embedding_dim), initialised N(0, σ²)
     with σ = ``std`` (1 by default, as in PyTorch). With ``padding_idx``, that
-    row starts at zero and positions holding it output zeros and send no
-    gradient, so ``[PAD]`` never learns. Ids must be integers in
+    row starts at zero and positions holding it output the row and send it no
+    gradient, so ``[PAD]`` does not learn from its lookups (as PyTorch's: a
+    padding row loaded or tied to a trained output matrix is output as it is). Ids must be integers in
     [0, num_embeddings): negative ids are refused rather than counted from the
     end, since a −1 id is nearly always a bug in the data.
 
@@ -92,14 +93,15 @@ class Embedding(Module):
         out = take(self.weight, ids, axis=0)
         if self.padding_idx is None:
             return out
-        # Multiplying by a 0/1 mask both zeroes the output and stops the
-        # padding row's gradient, without a special primitive. Tensor ids may
-        # be a jit input, whose padding changes from call to call: always mask.
+        # As PyTorch: the padding row's value is looked up (zero unless loaded or tied
+        # weights changed it), its gradient stopped. Before, the output was multiplied by a
+        # 0/1 mask: a nonzero padding row (a loaded table, a tied output matrix) gave zeros.
+        # Tensor ids may be a jit input, whose padding changes from call to call: always masked.
         if isinstance(ids, Tensor):
-            keep = astype(not_equal(ids, self.padding_idx), out.dtype)
-            return out * reshape(keep, tuple(ids.shape) + (1,))
+            pad = reshape(equal(ids, np.asarray(self.padding_idx, ids.dtype)), tuple(ids.shape) + (1,))
+            return where(pad, stop_gradient(out), out)
         if np.any(ids == self.padding_idx):
-            out = out * (ids != self.padding_idx).astype(out.dtype)[..., None]
+            out = where((ids == self.padding_idx)[..., None], stop_gradient(out), out)
         return out
 
     def extra_repr(self) -> str:

@@ -435,10 +435,27 @@ class Module:
             if changed:
                 retrace_jit()  # as train(): a jitted function may have recorded the eval mode
 
-    def zero_grad(self) -> None:
-        """Reset ``.grad`` of every parameter to None."""
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset ``.grad`` of every parameter to None (or to zeros with ``set_to_none=False``, as PyTorch)."""
+        _zero_grads(self.parameters(), set_to_none)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        """Freeze (False) or unfreeze every parameter, as PyTorch's; returns self.
+
+        A frozen parameter gets no ``.grad`` from ``backward()``, so an optimizer given
+        ``model.parameters()`` leaves it. Example: ``model.layers[0].requires_grad_(False)``.
+        """
         for p in self.parameters():
-            p.grad = None
+            p.requires_grad = bool(requires_grad)
+        return self
+
+    def apply(self, fn) -> "Module":
+        """Call ``fn(module)`` on every sub-module, then on this one (PyTorch's order, e.g. to initialise
+        weights); returns self. Example: ``model.apply(lambda m: print(type(m).__name__))``."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
 
     # --------------------------------------------------------- state dicts
 
@@ -592,6 +609,9 @@ class Module:
                 try:
                     state[key] = archive[key]
                 except ValueError as exc:
+                    if "pickle" not in str(exc):  # numpy's ValueError for a short or malformed array too
+                        raise SerializationError(f"load: '{path}' key '{key}' is truncated or corrupt ({exc}); "
+                                                 f"expected a file written by Module.save") from None
                     raise SerializationError(f"load: '{path}' key '{key}' is a pickled object array "
                                              f"({exc}); refusing to unpickle it") from None
                 except (OSError, zipfile.BadZipFile, EOFError) as exc:
@@ -619,6 +639,15 @@ class Module:
             text = repr(child).replace("\n", "\n  ")
             lines.append(f"  ({name}): {text}")
         return "\n".join(lines) + "\n)"
+
+
+def _zero_grads(params, set_to_none: bool) -> None:
+    """``.grad`` of each parameter to None, or (``set_to_none=False``) to a fresh array of zeros."""
+    for p in params:
+        if set_to_none or p.grad is None:
+            p.grad = None
+        else:   # a new array: a gradient may share its array with another's, or with the user's cotangent
+            p.grad = Tensor(np.zeros_like(p.grad.value if isinstance(p.grad, Tensor) else p.grad))
 
 
 # Module's own methods (parameters, state_dict, train, ...) record nothing: a subclass's
