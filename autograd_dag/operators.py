@@ -17,6 +17,7 @@ from .core import Tensor
 from .errors import AutogradDagError, NotDifferentiableError, user_source, located
 from .primitives import elementwise as ew
 from .primitives.shapes import normalize_axis
+from .ufunc_methods import ufunc_method
 from .primitives import (arrangement, arrays, indexing, linalg, mathfuncs, numeric,
                          reductions, structure)
 
@@ -556,6 +557,10 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     fn = _UFUNCS.get(ufunc)
     if fn is not None and method == "__call__" and not kwargs:
         return fn(*inputs)
+    if method != "__call__" and fn is not None:   # np.add.reduce, np.multiply.accumulate, np.maximum.outer
+        out = ufunc_method(ufunc, method, inputs, kwargs)
+        if out is not None:
+            return out
     name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
     if ufunc in _VALUE_UFUNCS or not (_differentiable(inputs) or _differentiable(kwargs)):
         return _on_values(getattr(ufunc, method), inputs, kwargs, name)
