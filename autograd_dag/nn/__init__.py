@@ -29,6 +29,8 @@ from .glove import Cooccurrence, GloVe, cooccurrence_counts, glove_loss, glove_w
 from .layers import (MLP, Activation, Argmax, Classifier, Dropout, Identity, Linear, Logistic, LogisticRegression,
                      LogSumExp, Max,
                      ReLU, Sigmoid, Softargmax, Softmax, Softplus, Step, Tanh)
+from .layers import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid,
+                     Mish, ReLU6, SiLU, Softshrink, Softsign, Tanhshrink, MORE_ACTIVATIONS)
 from .module import Module, ModuleList, Parameter, Sequential, functional_call
 from .norm import BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm
 from .residual import Residual, ResidualBlock, ResidualBranch
@@ -43,7 +45,7 @@ from .rnn import (RNN, ElmanCell, EncoderDecoder, GRUCell, LSTMCell, MLPCell, Re
 __all__ = [
     "functional", "init", "Module", "ModuleList", "Sequential", "Parameter", "functional_call",
     "Linear", "Dropout", "Classifier", "MLP", "LogisticRegression", "Activation", "Identity", "ReLU", "Softplus", "Step",
-    "Logistic", "Sigmoid", "Tanh", "Softargmax", "Softmax", "Argmax", "Max", "LogSumExp",
+    "Logistic", "Sigmoid", "Tanh", "Softargmax", "Softmax", "Argmax", "Max", "LogSumExp", *MORE_ACTIVATIONS,
     "BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Residual", "ResidualBranch", "ResidualBlock",
     "Conv2d", "MaxPool2d", "Flatten", "LeNet",
     "Embedding", "WordVectors", "Word2Vec", "SkipGram", "CBOW", "skipgram_log_likelihood", "cbow_log_likelihood",
