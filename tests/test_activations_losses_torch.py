@@ -179,3 +179,9 @@ def test_modules_take_torchs_arguments():
         ad.nn.LeakyReLU(negative_slop=0.2)
     with pytest.raises(ad.ShapeError, match="even size"):
         F.glu(np.ones(3))
+
+
+def test_expm1_derivative_keeps_its_relative_accuracy_for_very_negative_x():
+    # expm1' = eˣ; computed as expm1(x) + 1 (PyTorch's and JAX's rule) it rounds to 0 for x < −37.
+    x = np.array([-40.0, -700.0, 1e-10, 3.0])
+    np.testing.assert_allclose(ad.grad(lambda a: ad.sum(ad.expm1(a)))(x), np.exp(x), rtol=1e-15)
