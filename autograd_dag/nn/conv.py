@@ -1,4 +1,4 @@
-"""Convolutional layers and LeNet (seed 000): Conv2d, MaxPool2d, Flatten."""
+"""Convolutional layers and LeNet (seed 000): Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from ..errors import ShapeError
 from ..primitives.conv import _pair as _checked_pair
 from ..primitives.conv import conv2d, conv2d_bias, max_pool2d
 from ..primitives.elementwise import relu
+from ..primitives.pooling import adaptive_avg_pool2d, avg_pool2d
 from ..primitives.structure import reshape
 from . import init as _init
 from .layers import Classifier, Linear
 from .module import Module, Parameter
 
-__all__ = ["Conv2d", "MaxPool2d", "Flatten", "LeNet"]
+__all__ = ["Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten", "LeNet"]
 
 
 def _pair(name: str, what: str, v, minimum: int = 1) -> tuple[int, int]:
@@ -87,6 +88,45 @@ class MaxPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"window={self.window}, stride={self.stride}"
+
+
+class AvgPool2d(Module):
+    """Mean over each window of the last two axes (:func:`autograd_dag.avg_pool2d`); stride defaults to the window.
+
+    Shapes: (..., H, W) -> (..., (H + 2ph − kh)//sh + 1, (W + 2pw − kw)//sw + 1).
+    Example: ``nn.AvgPool2d(2)(np.zeros((1, 6, 28, 28))).shape == (1, 6, 14, 14)``.
+    """
+
+    def __init__(self, window=2, stride=None, padding=0, count_include_pad: bool = True):
+        super().__init__()
+        self.window = _pair("AvgPool2d", "window", window)
+        self.stride = self.window if stride is None else _pair("AvgPool2d", "stride", stride)
+        self.padding = _pair("AvgPool2d", "padding", padding, 0)
+        self.count_include_pad = bool(count_include_pad)
+
+    def forward(self, x):
+        return avg_pool2d(x, self.window, self.stride, self.padding, self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"window={self.window}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    """Mean over PyTorch's adaptive bins to ``output_size`` (1: global average pooling).
+
+    Shapes: (..., H, W) -> (..., oh, ow).
+    Example: ``nn.AdaptiveAvgPool2d(1)(np.zeros((2, 8, 7, 7))).shape == (2, 8, 1, 1)``.
+    """
+
+    def __init__(self, output_size=1):
+        super().__init__()
+        self.output_size = _pair("AdaptiveAvgPool2d", "output_size", output_size)
+
+    def forward(self, x):
+        return adaptive_avg_pool2d(x, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
 
 
 class Flatten(Module):
