@@ -23,7 +23,7 @@ Example:
 from . import decoding, functional, init
 from .checking import ModuleCheck, ParameterCheck, check_module
 from .attention import MultiHeadAttention, attention, causal_mask, positional_encoding
-from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, Flatten, LeNet, MaxPool2d
+from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, Flatten, LeNet, MaxPool2d
 from .embedding import Embedding, WordVectors
 from .glove import Cooccurrence, GloVe, cooccurrence_counts, glove_loss, glove_weighting
 from .layers import (MLP, Activation, Argmax, Classifier, Dropout, Identity, Linear, Logistic, LogisticRegression,
@@ -47,7 +47,7 @@ __all__ = [
     "Linear", "Dropout", "Classifier", "MLP", "LogisticRegression", "Activation", "Identity", "ReLU", "Softplus", "Step",
     "Logistic", "Sigmoid", "Tanh", "Softargmax", "Softmax", "Argmax", "Max", "LogSumExp", *MORE_ACTIVATIONS,
     "BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Residual", "ResidualBranch", "ResidualBlock",
-    "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten", "LeNet",
+    "Conv2d", "Conv1d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten", "LeNet",
     "Embedding", "WordVectors", "Word2Vec", "SkipGram", "CBOW", "skipgram_log_likelihood", "cbow_log_likelihood",
     "cbow_hidden", "negative_sampling_loss", "sgns_loss", "skipgram_pairs", "cbow_windows", "subsample",
     "NegativeSampler", "GloVe", "Cooccurrence", "cooccurrence_counts", "glove_loss", "glove_weighting",
