@@ -71,3 +71,17 @@ def test_bad_shapes_are_refused_naming_them():
         ad.conv_transpose2d(np.ones((1, 2, 3, 3)), np.ones((3, 2, 3, 3)))
     with pytest.raises(ad.ShapeError, match="conv1d"):
         ad.conv1d(np.ones((1, 2, 3, 3)), np.ones((2, 2, 3)))
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda: torch.nn.Conv1d(4, 8, 3, padding=1, groups=2), (2, 4, 9)),
+    (lambda: torch.nn.Conv2d(4, 4, 3, padding=1, groups=4), (2, 4, 6, 6)),
+    (lambda: torch.nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1, output_padding=1), (2, 4, 5, 5)),
+], ids=["conv1d-groups", "depthwise", "transposed"])
+def test_from_torch_replays_grouped_1d_and_transposed_convolutions(make, shape):
+    torch.manual_seed(0)
+    model = make().double()
+    x = torch.randn(*shape, dtype=torch.float64)
+    prog = ad.from_torch(model, x)                    # refused before: only 2-d, groups=1, not transposed
+    params = [p.detach().numpy() for p in model.parameters()]
+    np.testing.assert_allclose(prog(x.numpy(), *params), model(x).detach().numpy(), rtol=1e-12, atol=1e-12)
