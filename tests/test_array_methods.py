@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import autograd_dag as ad
+from tests.helpers import central_gradient
 
 X = np.arange(12.0).reshape(3, 4) / 7 - 0.5
 W = np.random.default_rng(0).normal(size=(3, 4))
@@ -22,15 +23,6 @@ CALLS = {   # name: (function of a Tensor or an array; numpy's version runs on X
 }
 
 
-def _grad_fd(f, x, w, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (np.sum(w * f(x + e)) - np.sum(w * f(x - e))) / (2 * eps)
-    return g
-
-
 @pytest.mark.parametrize("name", CALLS)
 def test_values_and_gradients_as_numpy(name):
     f = CALLS[name]
@@ -41,7 +33,7 @@ def test_values_and_gradients_as_numpy(name):
     w = np.random.default_rng(1).normal(size=expected.shape)
     g = ad.grad(lambda a: ad.sum(w * f(a)))(X)
     # linear functions: central differences exact up to rounding of O(1) sums (~1e-10 at step 1e-6)
-    np.testing.assert_allclose(g, _grad_fd(f, X, w), rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(g, central_gradient(lambda x: np.sum(w * f(x)), X), rtol=1e-7, atol=1e-8)
 
 
 def test_metadata_and_search_as_numpy():

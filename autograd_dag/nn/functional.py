@@ -458,10 +458,14 @@ def binary_cross_entropy_with_logits(logits, target, reduction: str = "mean") ->
 # ------------------------------------------- PyTorch's regression and embedding losses
 
 
-def _same_shape(name: str, prediction, target):
-    if _shape(prediction) != _shape(target):
+def _check_same_shape(name: str, x, target) -> None:
+    if _shape(x) != _shape(target):
         raise ShapeError(f"{name}: Expect: input and target of the same shape (broadcasting would compare "
-                         f"every pair). Actual: {_shape(prediction)} and {_shape(target)}")
+                         f"every pair). Actual: {_shape(x)} and {_shape(target)}")
+
+
+def _same_shape(name: str, prediction, target):
+    _check_same_shape(name, prediction, target)
     return subtract(prediction, _in_precision(target, prediction))
 
 
@@ -512,9 +516,7 @@ def kl_div(log_q, target, reduction: str = "mean", log_target: bool = False) -> 
     Example: ``kl_div(ad.Tensor(np.log([0.5, 0.5])), np.array([1., 0.]), "sum").value`` is ``log 2``.
     """
     log_q = _as_tensor(log_q)
-    if _shape(log_q) != _shape(target):
-        raise ShapeError(f"kl_div: Expect: input and target of the same shape. Actual: {_shape(log_q)} and "
-                         f"{_shape(target)}")
+    _check_same_shape("kl_div", log_q, target)
     target = _in_precision(target, log_q)
     if log_target:
         loss = multiply(exp(target), subtract(target, log_q))
@@ -538,9 +540,7 @@ def binary_cross_entropy(probabilities, target, reduction: str = "mean") -> Tens
     Example: ``binary_cross_entropy(ad.Tensor([0.5]), np.array([1.])).value`` is ``log 2``.
     """
     p = _as_tensor(probabilities)
-    if _shape(p) != _shape(target):
-        raise ShapeError(f"binary_cross_entropy: Expect: input and target of the same shape. Actual: "
-                         f"{_shape(p)} and {_shape(target)}")
+    _check_same_shape("binary_cross_entropy", p, target)
     y = _in_precision(target, p)
     # log(max(p, e^-100)): the clamp at −100 before the log, so p = 0 gives a finite derivative (0, as
     # PyTorch's (p − y)/max(p(1 − p), 1e-12) where y = p), not 0/0.
