@@ -34,6 +34,8 @@ from .primitives.arrangement import (append, atleast_1d, atleast_2d, atleast_3d,
                                      cross, diag, dsplit, dstack, fliplr, flipud, hsplit, hstack, inner, kron,
                                      moveaxis, partition, ravel, rollaxis, rot90, select, vsplit, vstack)
 from .primitives.conv import conv2d, max_pool2d
+from .primitives.pooling import adaptive_avg_pool2d, avg_pool2d
+from .primitives.conv_family import conv1d, conv_transpose2d
 from .primitives.elementwise import (abs, add, astype, divide, equal, exp, greater, greater_equal,
                                      less, less_equal, log, logistic, maximum, minimum, multiply,
                                      negative, not_equal, power, relu, sigmoid, sign, softplus, sqrt,
@@ -89,7 +91,7 @@ __all__ = [
     "softmax", "argmax", "matmul", "einsum", "reshape", "transpose", "swapaxes", "broadcast_to",
     "expand_dims", "squeeze", "sum_to_shape", "getitem", "index_add", "concatenate", "stack", "unstack",
     "take",
-    "one_hot", "checked_indices", "conv2d", "max_pool2d",
+    "one_hot", "checked_indices", "conv2d", "conv1d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
     "sin", "cos",
     "hstack", "vstack", "dstack", "column_stack", "append", "atleast_1d", "atleast_2d", "atleast_3d",
     "ravel", "diag", "kron", "inner", "cross", "rot90", "flipud", "fliplr", "moveaxis", "rollaxis",

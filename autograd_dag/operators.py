@@ -14,9 +14,10 @@ import numpy as np
 from . import core
 from .autodiff import backward
 from .core import Tensor
-from .errors import AutogradDagError, NotDifferentiableError, user_source, located
+from .errors import AutogradDagError, NotDifferentiableError, ShapeError, user_source, located
 from .primitives import elementwise as ew
 from .primitives.shapes import normalize_axis
+from .ufunc_methods import ufunc_method
 from .primitives import (arrangement, arrays, indexing, linalg, mathfuncs, numeric,
                          reductions, structure)
 
@@ -221,6 +222,40 @@ def _sort_in_place(self, axis=-1, kind=None, order=None):
 
 Tensor.sort = _sort_in_place
 
+
+def _copy(a, order="K", subok=False):
+    # A Tensor never changes in place (its node keeps its value), so a copy is the value itself: one
+    # identity node, derivative one, as jnp.copy under jit. (t.copy().value is t.value's array.)
+    return structure.identity(a) if isinstance(a, Tensor) else np.copy(a, order=order)
+
+
+def _matrix_transpose(self):
+    if self.ndim < 2:
+        raise ShapeError(f"t.mT: Expect: a Tensor of 2 or more axes (a stack of matrices). Actual: shape "
+                         f"{self.shape}{located(user_source())}")
+    return structure.swapaxes(self, -1, -2)
+
+
+def _np_compress(condition, a, axis=None, out=None):
+    # The entries where condition holds, along axis (a flattened first if None), as np.compress: a take
+    # of the true positions, so its derivative scatters back. condition's numbers decide the shape.
+    _refuse("np.compress", out)
+    keep = np.asarray(core.concrete(condition, "np.compress") if isinstance(condition, Tensor) else condition)
+    if keep.ndim != 1:
+        raise ShapeError(f"np.compress: Expect: a 1-d condition. Actual: shape {keep.shape}{located(user_source())}")
+    a = _as_tensor(a)
+    a = structure.reshape(a, (-1,)) if axis is None else a
+    return indexing.take(a, np.flatnonzero(keep), axis=0 if axis is None else axis)
+
+
+Tensor.copy = lambda self, order="C": structure.identity(self)   # ndarray.copy(order)
+Tensor.mT = property(_matrix_transpose)
+Tensor.nbytes = property(lambda self: self.size * self.dtype.itemsize)
+Tensor.itemsize = property(lambda self: self.dtype.itemsize)
+Tensor.take = lambda self, indices, axis=None, out=None, mode="raise": _np_take(self, indices, axis, out, mode)
+Tensor.compress = lambda self, condition, axis=None, out=None: _np_compress(condition, self, axis, out)
+Tensor.searchsorted = lambda self, v, side="left", sorter=None: np.searchsorted(self, v, side=side, sorter=sorter)
+
 def _reshape_method(self, *shape):
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
         shape = shape[0]
@@ -319,6 +354,7 @@ NUMPY_FUNCTIONS = {
     np.where: lambda condition, *xy: ew.where(condition, *xy) if xy else np.nonzero(condition),
     np.einsum: linalg.einsum,
     np.take: lambda a, indices, axis=None, out=None, mode="raise": _np_take(a, indices, axis, out, mode),
+    np.copy: _copy, np.compress: _np_compress,
     # numpy.linalg (ad.linalg)
     np.linalg.solve: linalg.solve, np.linalg.inv: linalg.inv,
     np.linalg.det: linalg.det, np.linalg.slogdet: linalg.slogdet,
@@ -556,6 +592,10 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     fn = _UFUNCS.get(ufunc)
     if fn is not None and method == "__call__" and not kwargs:
         return fn(*inputs)
+    if method != "__call__" and fn is not None:   # np.add.reduce, np.multiply.accumulate, np.maximum.outer
+        out = ufunc_method(ufunc, method, inputs, kwargs)
+        if out is not None:
+            return out
     name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
     if ufunc in _VALUE_UFUNCS or not (_differentiable(inputs) or _differentiable(kwargs)):
         return _on_values(getattr(ufunc, method), inputs, kwargs, name)

@@ -193,14 +193,21 @@ for shape in [(3, 3), (4, 2), (2, 4), (2, 3, 2)]:
     CASES.append(Case("svd", _svd_fixed, _normal(shape), _svd_ref, id=f"svd-{shape}"))
 CASES.append(Case("svd", lambda a: LF.svd(a, compute_uv=False), _normal((3, 4)),
                   lambda a: _svd_ref(a)[9:12], id="svd-values-only"))
-CASES.append(Case("svd", lambda a: LF.svd(a)[1], _normal((3, 4)),     # full_matrices=True: value only
-                  lambda a: _svd_ref(a)[9:12], wrt=(), id="svd-full-matrices-value"))
+CASES.append(Case("svd", lambda a: LF.svd(a)[1], _normal((3, 4)),     # full_matrices=True: S differentiates
+                  lambda a: _svd_ref(a)[9:12], id="svd-full-matrices-values"))
 
 # The 1/s of svd's non-square factor terms (refusals at s = 0: tests/test_silent_grads.py).
 CASES.append(Case("svd_reciprocal",
                   lambda s, proj: ad.core.apply(ad.PRIMITIVES["svd_reciprocal"], s, proj, rule="VJP"),
                   lambda rng: (rng.uniform(0.5, 2.0, (2, 3)), rng.standard_normal((2, 4, 3))),
                   lambda s, proj: 1.0 / s, wrt=(0,), id="svd_reciprocal"))
+
+# The check of a full_matrices svd's VJP: the extra columns' cotangent zero, the rest passed through.
+CASES.append(Case("svd_complement_unused",
+                  lambda g_extra, g_thin: ad.core.apply(ad.PRIMITIVES["svd_complement_unused"], g_extra, g_thin,
+                                                        factor="u"),
+                  lambda rng: (np.zeros((2, 4, 1)), rng.standard_normal((2, 4, 3))),
+                  lambda g_extra, g_thin: g_thin, wrt=(1,), id="svd_complement_unused"))
 
 # ------------------------------------------------------------------------- qr
 

@@ -37,6 +37,7 @@ LAYERS = [
     "formatting",  # the short texts of shapes, constants, parameters in listings and pictures
     "program",
     "jitting",  # trace and jit: programs recorded from functions, above the program model
+    "ufunc_methods",  # np.add.reduce and the other ufunc methods, as the numpy functions they name (for operators)
     "autodiff", "operators",  # the one place Tensor gets methods from above (backward too)
     "batching",
     "numdiff",  # numerical derivatives (adaptive steps, Richardson): plain numpy, read by checking

@@ -55,16 +55,27 @@ def test_singular_solve_inside_a_recorded_function_names_the_line():
         ad.grad(lambda a: ad.sum(L.solve(a, np.ones(2))))(SINGULAR)
 
 
-def test_full_matrices_svd_of_a_rectangle_has_no_derivative():
+def test_full_matrices_svd_of_a_rectangle_differentiates_what_the_thin_svd_has():
+    # numpy's default full_matrices=True adds rows to a wide matrix's vh (columns to a tall one's
+    # u): any orthonormal basis of a complement, not a function of x. A loss using S or the first
+    # min(m, n) rows is differentiated as with the thin SVD, as torch.linalg.svd does (before: refused
+    # whatever the loss used); one using the extra rows is refused when its VJP runs.
     x = np.arange(6.0).reshape(2, 3) + np.eye(2, 3)
     u, s, vh = L.svd(ad.Tensor(x))                      # numpy's default: value fine
     assert u.shape == (2, 2) and vh.shape == (3, 3)
-    with pytest.raises(ad.NotDifferentiableError, match="full_matrices=False"):
+    with pytest.raises(ad.UndefinedDerivativeError, match="vh extra rows"):
         ad.grad(lambda a: ad.sum(L.svd(a)[2]))(x)
-    # The singular values alone are computed from the reduced factors: differentiable.
-    g = ad.grad(lambda a: ad.sum(L.svd(a, compute_uv=False)))(x)
     u, _, vh = np.linalg.svd(x, full_matrices=False)
+    g = ad.grad(lambda a: ad.sum(L.svd(a)[1]))(x)
     np.testing.assert_allclose(g, u @ vh, rtol=1e-12)   # d Σ s_i / dA = U Vᵀ
+    w = np.array([[0.3, -1.0, 2.0], [1.5, 0.2, -0.7]])
+    full = ad.grad(lambda a: ad.sum(w * L.svd(a)[2][:2] ** 2))(x)
+    thin = ad.grad(lambda a: ad.sum(w * L.svd(a, full_matrices=False)[2] ** 2))(x)
+    np.testing.assert_allclose(full, thin, rtol=1e-12, atol=1e-14)  # the same formula on the same factors
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(x, requires_grad=True)
+    (torch.tensor(w) * torch.linalg.svd(t)[2][:2] ** 2).sum().backward()
+    np.testing.assert_allclose(full, t.grad.numpy(), rtol=1e-10, atol=1e-12)  # LAPACK vs MKL: ulps apart
 
 # ------------------------------------------------------------- conventions
 

@@ -137,10 +137,11 @@ def test_unsupported_primitives_are_exactly_the_decompositions_and_dropout():
     from autograd_dag.primitives.registry import USER_PRIMITIVES
     builtin = set(ad.PRIMITIVES) - USER_PRIMITIVES
     unsupported = set(ad.onnx.unsupported_primitives()) & builtin
-    # Met only in derivatives: qr_full_rank (qr's rank check), svd_reciprocal (svd's), cofactor
+    # Met only in derivatives: qr_full_rank (qr's rank check), svd_reciprocal and svd_complement_unused (svd's), cofactor
     # and cofactor_derivative (det's, an inverse or an SVD) and linear_scan (cumprod's, a recurrence).
     assert unsupported == {"inv", "solve", "cholesky", "eigh", "svd", "qr", "qr_full_rank", "pinv", "dropout_mask",
-                           "cofactor", "cofactor_derivative", "linear_scan", "svd_reciprocal"}
+                           "cofactor", "cofactor_derivative", "linear_scan", "svd_reciprocal",
+                           "svd_complement_unused"}
     assert set(ad.onnx.supported_primitives()) == builtin - unsupported
 
 

@@ -18,6 +18,7 @@ from ..nn import functional as F
 from ..primitives import elementwise as el, mathfuncs as mf, reductions as red, structure as st
 from ..primitives import arrays, indexing, numeric
 from ..primitives.conv import conv2d, conv2d_bias, max_pool2d
+from ..primitives.conv_family import conv1d, conv_transpose2d, grouped_conv2d
 from ..primitives.linalg.products import matmul
 from ..scopes import attributed_to
 from ..tracing import program_input, tracing
@@ -170,10 +171,16 @@ def _batch_norm(x, w, b, mean, var, momentum, eps):
 
 
 def _convolution(x, w, b, stride, padding, dilation, transposed, output_padding, groups):
-    if x.ndim != 4 or transposed or groups != 1 or any(d != 1 for d in dilation):
+    if x.ndim not in (3, 4) or (transposed and (groups != 1 or x.ndim != 4)) or any(d != 1 for d in dilation):
         raise FrontendError(f"from_torch: convolution of {x.ndim - 2} spatial dimension(s), transposed="
-                            f"{transposed}, groups={groups}, dilation={list(dilation)}: only 2-d, "
-                            f"not transposed, groups=1, dilation 1 have a primitive here")
+                            f"{transposed}, groups={groups}, dilation={list(dilation)}: 1-d and 2-d with groups, "
+                            f"2-d transposed without groups, all with dilation 1 have a rule here")
+    if transposed:
+        return conv_transpose2d(x, w, tuple(stride), tuple(padding), tuple(output_padding), b)
+    if x.ndim == 3:
+        return conv1d(x, w, tuple(stride), tuple(padding), groups, b)
+    if groups != 1:
+        return grouped_conv2d(x, w, tuple(stride), tuple(padding), groups, b)
     if b is None:
         return conv2d(x, w, stride=tuple(stride), padding=tuple(padding))
     return conv2d_bias(x, w, b, stride=tuple(stride), padding=tuple(padding))

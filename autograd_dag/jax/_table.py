@@ -41,6 +41,7 @@ UNCHECKED: dict[str, str] = {
     "take_along_axis": "an index out of range is clamped, not refused",
     "qr_full_rank": "the identity: a rank-deficient R is not refused (its derivative is then not finite)",
     "svd_reciprocal": "NaN where the VJP would refuse a zero singular value that is used",
+    "svd_complement_unused": "NaN where the VJP would refuse a used extra column of a full_matrices svd",
     "inv": "a singular matrix gives inf/NaN entries instead of an error",
     "solve": "a singular matrix gives inf/NaN entries instead of an error",
     "cholesky": "a matrix that is not positive definite gives NaN instead of an error",
@@ -645,6 +646,11 @@ def _cofactor_derivative(J, node, a, t):
     d = diagonal[..., None] * eye - pairs * jnp.swapaxes(e, -1, -2)
     sign = jnp.linalg.det(u) * jnp.linalg.det(vh)
     return sign[..., None, None] * (u @ d @ vh)
+
+
+@rule("svd_complement_unused")
+def _svd_complement_unused(J, node, g_extra, g_thin):
+    return J.jnp.where(J.jnp.any(g_extra != 0), J.jnp.nan, g_thin)
 
 
 @rule("svd_reciprocal")

@@ -23,14 +23,16 @@ Example:
 from . import decoding, functional, init
 from .checking import ModuleCheck, ParameterCheck, check_module
 from .attention import MultiHeadAttention, attention, causal_mask, positional_encoding
-from .conv import Conv2d, Flatten, LeNet, MaxPool2d
+from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, ConvTranspose2d, Flatten, LeNet, MaxPool2d
 from .embedding import Embedding, WordVectors
 from .glove import Cooccurrence, GloVe, cooccurrence_counts, glove_loss, glove_weighting
 from .layers import (MLP, Activation, Argmax, Classifier, Dropout, Identity, Linear, Logistic, LogisticRegression,
                      LogSumExp, Max,
                      ReLU, Sigmoid, Softargmax, Softmax, Softplus, Step, Tanh)
+from .layers import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid,
+                     Mish, ReLU6, SiLU, Softshrink, Softsign, Tanhshrink, MORE_ACTIVATIONS)
 from .module import Module, ModuleList, Parameter, Sequential, functional_call
-from .norm import BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm
+from .norm import BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm2d, LayerNorm, group_norm
 from .residual import Residual, ResidualBlock, ResidualBranch
 from .word2vec import (CBOW, NegativeSampler, SkipGram, Word2Vec, cbow_hidden, cbow_log_likelihood, cbow_windows,
                        negative_sampling_loss, sgns_loss, skipgram_log_likelihood, skipgram_pairs, subsample)
@@ -43,9 +45,9 @@ from .rnn import (RNN, ElmanCell, EncoderDecoder, GRUCell, LSTMCell, MLPCell, Re
 __all__ = [
     "functional", "init", "Module", "ModuleList", "Sequential", "Parameter", "functional_call",
     "Linear", "Dropout", "Classifier", "MLP", "LogisticRegression", "Activation", "Identity", "ReLU", "Softplus", "Step",
-    "Logistic", "Sigmoid", "Tanh", "Softargmax", "Softmax", "Argmax", "Max", "LogSumExp",
-    "BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Residual", "ResidualBranch", "ResidualBlock",
-    "Conv2d", "MaxPool2d", "Flatten", "LeNet",
+    "Logistic", "Sigmoid", "Tanh", "Softargmax", "Softmax", "Argmax", "Max", "LogSumExp", *MORE_ACTIVATIONS,
+    "BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "InstanceNorm2d", "group_norm", "Residual", "ResidualBranch", "ResidualBlock",
+    "Conv2d", "Conv1d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten", "LeNet",
     "Embedding", "WordVectors", "Word2Vec", "SkipGram", "CBOW", "skipgram_log_likelihood", "cbow_log_likelihood",
     "cbow_hidden", "negative_sampling_loss", "sgns_loss", "skipgram_pairs", "cbow_windows", "subsample",
     "NegativeSampler", "GloVe", "Cooccurrence", "cooccurrence_counts", "glove_loss", "glove_weighting",

@@ -1,4 +1,4 @@
-"""Convolutional layers and LeNet (seed 000): Conv2d, MaxPool2d, Flatten."""
+"""Convolutional layers and LeNet (seed 000): Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from ..errors import ShapeError
 from ..primitives.conv import _pair as _checked_pair
 from ..primitives.conv import conv2d, conv2d_bias, max_pool2d
 from ..primitives.elementwise import relu
+from ..primitives.conv_family import check_groups, conv1d, conv_transpose2d, grouped_conv2d
+from ..primitives.pooling import adaptive_avg_pool2d, avg_pool2d
 from ..primitives.structure import reshape
 from . import init as _init
 from .layers import Classifier, Linear
 from .module import Module, Parameter
 
-__all__ = ["Conv2d", "MaxPool2d", "Flatten", "LeNet"]
+__all__ = ["Conv2d", "Conv1d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten", "LeNet"]
 
 
 def _pair(name: str, what: str, v, minimum: int = 1) -> tuple[int, int]:
@@ -25,10 +27,12 @@ def _pair(name: str, what: str, v, minimum: int = 1) -> tuple[int, int]:
 class Conv2d(Module):
     """Convolution with bias: Conv2d(X; W, b) = conv2d(X, W) + b per output channel (seed 000).
 
-    ``weight`` W has shape (out_channels, in_channels, kh, kw) (He init by
+    ``weight`` W has shape (out_channels, in_channels/groups, kh, kw) (He init by
     default, for the ReLU that follows in LeNet); ``bias`` b has shape (out_channels,).
-    No dilation or groups; ``bias`` is keyword-only, so PyTorch's positional
-    ``dilation`` (the sixth argument there) is refused rather than read as ``bias``.
+    ``groups`` splits the channels as PyTorch's (``groups=in_channels``: depthwise; one conv2d per
+    group, ``primitives.conv_family.grouped_conv2d``). No dilation; ``bias`` and ``groups`` are
+    keyword-only, so PyTorch's positional ``dilation`` (the sixth argument there) is refused
+    rather than read as ``bias``.
     Shapes: (B, in_channels, H, W) -> (B, out_channels, (H + 2p − kh)//s + 1, (W + 2p − kw)//s + 1).
 
     Example:
@@ -39,13 +43,14 @@ class Conv2d(Module):
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, *, bias: bool = True,
-                 init: str = "he", rng=None, dtype=np.float64):
+                 groups: int = 1, init: str = "he", rng=None, dtype=np.float64):
         super().__init__()
         self.in_channels, self.out_channels = int(in_channels), int(out_channels)
         self.kernel_size = _pair("Conv2d", "kernel_size", kernel_size)
         self.stride = _pair("Conv2d", "stride", stride)
         self.padding = _pair("Conv2d", "padding", padding, 0)
-        shape = (self.out_channels, self.in_channels) + self.kernel_size
+        self.groups = check_groups("Conv2d", groups, self.in_channels, self.out_channels)
+        shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
         self.weight = Parameter(_init.initialise(init, shape, rng=rng, dtype=dtype))
         self.bias = Parameter(np.zeros(self.out_channels, dtype=dtype)) if bias else None
 
@@ -56,13 +61,70 @@ class Conv2d(Module):
         return (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
 
     def forward(self, x):
+        if self.groups > 1:
+            return grouped_conv2d(x, self.weight, self.stride, self.padding, self.groups, self.bias)
         if self.bias is None:
             return conv2d(x, self.weight, self.stride, self.padding)
         return conv2d_bias(x, self.weight, self.bias, self.stride, self.padding)
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-                f"stride={self.stride}, padding={self.padding}")
+                f"stride={self.stride}, padding={self.padding}" + (f", groups={self.groups}" if self.groups > 1 else ""))
+
+
+class Conv1d(Module):
+    """1-d convolution with bias over sequences (N, C, L), as PyTorch's ``nn.Conv1d``: conv2d at height 1.
+
+    ``weight`` has shape (out_channels, in_channels/groups, kernel_size); ``bias`` (out_channels,).
+    Shapes: (B, in_channels, L) -> (B, out_channels, (L + 2p − k)//s + 1).
+    Example: ``nn.Conv1d(3, 4, 3, padding=1, rng=0)(np.zeros((2, 3, 10))).shape == (2, 4, 10)``.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, padding: int = 0, *,
+                 bias: bool = True, groups: int = 1, init: str = "he", rng=None, dtype=np.float64):
+        super().__init__()
+        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
+        self.kernel_size, self.stride = _pair("Conv1d", "kernel_size", kernel_size)[0], _pair("Conv1d", "stride", stride)[0]
+        self.padding = _pair("Conv1d", "padding", padding, 0)[0]
+        self.groups = check_groups("Conv1d", groups, self.in_channels, self.out_channels)
+        shape = (self.out_channels, self.in_channels // self.groups, self.kernel_size)
+        self.weight = Parameter(_init.initialise(init, shape, rng=rng, dtype=dtype))
+        self.bias = Parameter(np.zeros(self.out_channels, dtype=dtype)) if bias else None
+
+    def forward(self, x):
+        return conv1d(x, self.weight, self.stride, self.padding, self.groups, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"padding={self.padding}" + (f", groups={self.groups}" if self.groups > 1 else ""))
+
+
+class ConvTranspose2d(Module):
+    """Transposed convolution with bias (PyTorch's ``nn.ConvTranspose2d``): :func:`autograd_dag.conv_transpose2d`.
+
+    ``weight`` has PyTorch's layout (in_channels, out_channels, kh, kw); ``bias`` (out_channels,).
+    Shapes: (B, in_channels, H, W) -> (B, out_channels, (H − 1)·s − 2p + kh + op, (W − 1)·s − 2p + kw + op).
+    Example: ``nn.ConvTranspose2d(2, 3, 3, stride=2, rng=0)(np.zeros((1, 2, 4, 4))).shape == (1, 3, 9, 9)``.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0, *,
+                 bias: bool = True, init: str = "he", rng=None, dtype=np.float64):
+        super().__init__()
+        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
+        self.kernel_size = _pair("ConvTranspose2d", "kernel_size", kernel_size)
+        self.stride = _pair("ConvTranspose2d", "stride", stride)
+        self.padding = _pair("ConvTranspose2d", "padding", padding, 0)
+        self.output_padding = _pair("ConvTranspose2d", "output_padding", output_padding, 0)
+        shape = (self.in_channels, self.out_channels) + self.kernel_size
+        self.weight = Parameter(_init.initialise(init, shape, rng=rng, dtype=dtype))
+        self.bias = Parameter(np.zeros(self.out_channels, dtype=dtype)) if bias else None
+
+    def forward(self, x):
+        return conv_transpose2d(x, self.weight, self.stride, self.padding, self.output_padding, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"padding={self.padding}, output_padding={self.output_padding}")
 
 
 class MaxPool2d(Module):
@@ -87,6 +149,45 @@ class MaxPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"window={self.window}, stride={self.stride}"
+
+
+class AvgPool2d(Module):
+    """Mean over each window of the last two axes (:func:`autograd_dag.avg_pool2d`); stride defaults to the window.
+
+    Shapes: (..., H, W) -> (..., (H + 2ph − kh)//sh + 1, (W + 2pw − kw)//sw + 1).
+    Example: ``nn.AvgPool2d(2)(np.zeros((1, 6, 28, 28))).shape == (1, 6, 14, 14)``.
+    """
+
+    def __init__(self, window=2, stride=None, padding=0, count_include_pad: bool = True):
+        super().__init__()
+        self.window = _pair("AvgPool2d", "window", window)
+        self.stride = self.window if stride is None else _pair("AvgPool2d", "stride", stride)
+        self.padding = _pair("AvgPool2d", "padding", padding, 0)
+        self.count_include_pad = bool(count_include_pad)
+
+    def forward(self, x):
+        return avg_pool2d(x, self.window, self.stride, self.padding, self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"window={self.window}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    """Mean over PyTorch's adaptive bins to ``output_size`` (1: global average pooling).
+
+    Shapes: (..., H, W) -> (..., oh, ow).
+    Example: ``nn.AdaptiveAvgPool2d(1)(np.zeros((2, 8, 7, 7))).shape == (2, 8, 1, 1)``.
+    """
+
+    def __init__(self, output_size=1):
+        super().__init__()
+        self.output_size = _pair("AdaptiveAvgPool2d", "output_size", output_size)
+
+    def forward(self, x):
+        return adaptive_avg_pool2d(x, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
 
 
 class Flatten(Module):

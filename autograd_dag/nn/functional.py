@@ -15,7 +15,10 @@ from ..core import Tensor
 from ..errors import AutogradDagError, ShapeError
 from ..primitives.elementwise import (add, astype, divide, logistic, multiply, negative, not_equal, relu, sigmoid,
                                       softplus, step, stop_gradient, subtract, tanh, where)
+from ..primitives.elementwise import abs as _abs
+from ..primitives.elementwise import exp, greater, less, log, maximum
 from ..primitives.indexing import checked_indices, one_hot
+from ..primitives.linalg.norms import vector_norm
 from ..primitives.mathfuncs import erf
 from ..primitives.fused import argmax as _argmax
 from ..primitives.fused import layer_norm as _layer_norm
@@ -28,11 +31,15 @@ from ..primitives.reductions import max as _max
 from ..primitives.reductions import mean as _mean
 from ..primitives.structure import reshape
 from ..primitives.structure import sum as _sum
+from . import activations as _more
+from .activations import (celu, elu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid,
+                          mish, relu6, selu, silu, softshrink, softsign, tanhshrink)
 
 __all__ = ["relu", "softplus", "step", "logistic", "sigmoid", "tanh", "identity", "softargmax",
            "softmax", "log_softargmax", "log_softmax", "argmax", "max", "logsumexp", "mse_loss",
            "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "get_activation", "layer_norm", "dropout",
-           "gelu"]
+           "gelu", *_more.__all__, "l1_loss", "huber_loss", "smooth_l1_loss", "kl_div", "binary_cross_entropy",
+           "normalize", "cosine_similarity", "pairwise_distance"]
 
 
 # The Generator of dropout calls given neither a seed nor an rng (as torch's global generator).
@@ -197,7 +204,8 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -
 
 _ACTIVATIONS = {"relu": relu, "softplus": softplus, "step": step, "logistic": logistic,
                 "sigmoid": sigmoid, "tanh": tanh, "softargmax": softargmax, "softmax": softargmax,
-                "argmax": argmax, "gelu": gelu, "identity": identity, "linear": identity, "none": identity}
+                "argmax": argmax, "gelu": gelu, "identity": identity, "linear": identity, "none": identity,
+                **{name: getattr(_more, name) for name in _more.__all__ if name != "glu"}, "swish": silu}
 
 
 def get_activation(activation):
@@ -445,3 +453,127 @@ def binary_cross_entropy_with_logits(logits, target, reduction: str = "mean") ->
     return _reduce(subtract(softplus(logits), multiply(target, logits)), reduction,
                    "binary_cross_entropy_with_logits")
 
+
+
+# ------------------------------------------- PyTorch's regression and embedding losses
+
+
+def _check_same_shape(name: str, x, target) -> None:
+    if _shape(x) != _shape(target):
+        raise ShapeError(f"{name}: Expect: input and target of the same shape (broadcasting would compare "
+                         f"every pair). Actual: {_shape(x)} and {_shape(target)}")
+
+
+def _same_shape(name: str, prediction, target):
+    _check_same_shape(name, prediction, target)
+    return subtract(prediction, _in_precision(target, prediction))
+
+
+def l1_loss(prediction, target, reduction: str = "mean") -> Tensor:
+    """|prediction − target|, reduced; derivative 0 where they are equal (PyTorch's sign(0) = 0).
+
+    Shapes: prediction and target of the same shape -> () (that shape with 'none').
+    Example: ``l1_loss(ad.Tensor([1., -3.]), np.zeros(2)).value`` is ``2.0``.
+    """
+    return _reduce(_abs(_same_shape("l1_loss", _as_tensor(prediction), target)), reduction, "l1_loss")
+
+
+def huber_loss(prediction, target, reduction: str = "mean", delta: float = 1.0) -> Tensor:
+    """d²/2 where |d| < δ, else δ·(|d| − δ/2), d = prediction − target (PyTorch's ``huber_loss``).
+
+    Shapes: as :func:`l1_loss`. Example: ``huber_loss(ad.Tensor([3.]), np.zeros(1)).value`` is ``2.5``.
+    """
+    if not delta > 0:
+        raise AutogradDagError(f"huber_loss: Expect: delta > 0. Actual: {delta}")
+    d = _same_shape("huber_loss", _as_tensor(prediction), target)
+    size = _abs(d)
+    loss = where(less(size, delta), multiply(multiply(d, d), 0.5), multiply(subtract(size, delta * 0.5), delta))
+    return _reduce(loss, reduction, "huber_loss")
+
+
+def smooth_l1_loss(prediction, target, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """d²/(2β) where |d| < β, else |d| − β/2 (PyTorch's; β = 0 is the L1 loss). Shapes: as :func:`l1_loss`.
+
+    Example: ``smooth_l1_loss(ad.Tensor([0.5]), np.zeros(1)).value`` is ``0.125``.
+    """
+    if beta < 0:
+        raise AutogradDagError(f"smooth_l1_loss: Expect: beta >= 0. Actual: {beta}")
+    if beta == 0:
+        return l1_loss(prediction, target, reduction)
+    d = _same_shape("smooth_l1_loss", _as_tensor(prediction), target)
+    size = _abs(d)
+    loss = where(less(size, beta), divide(multiply(d, d), 2.0 * beta), subtract(size, beta * 0.5))
+    return _reduce(loss, reduction, "smooth_l1_loss")
+
+
+def kl_div(log_q, target, reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """Pointwise KL divergence target·(log target − log_q), PyTorch's ``F.kl_div`` (input = log q).
+
+    A zero target entry adds 0 (0·log 0 = 0). ``log_target``: the target given as log p.
+    ``reduction="batchmean"`` divides the sum by the size of axis 0 — the KL divergence per example,
+    which "mean" (the mean over every entry, PyTorch's default) is not.
+    Shapes: log_q and target of the same shape -> () (that shape with 'none').
+    Example: ``kl_div(ad.Tensor(np.log([0.5, 0.5])), np.array([1., 0.]), "sum").value`` is ``log 2``.
+    """
+    log_q = _as_tensor(log_q)
+    _check_same_shape("kl_div", log_q, target)
+    target = _in_precision(target, log_q)
+    if log_target:
+        loss = multiply(exp(target), subtract(target, log_q))
+    else:
+        positive = greater(target, 0.0)
+        log_p = log(where(positive, target, 1.0))   # 1 where p = 0: its term is 0 and its derivative finite
+        loss = where(positive, multiply(target, subtract(log_p, log_q)), multiply(target, negative(log_q)))
+    if reduction == "batchmean":
+        return divide(_sum(loss), log_q.shape[0] if log_q.ndim else 1)
+    return _reduce(loss, reduction, "kl_div")
+
+
+_E_MINUS_100 = math.exp(-100.0)
+
+
+def binary_cross_entropy(probabilities, target, reduction: str = "mean") -> Tensor:
+    """−[y log p + (1 − y) log(1 − p)] from probabilities, each log clamped at −100 as PyTorch's.
+
+    Prefer :func:`binary_cross_entropy_with_logits` (stable for any logit); a probability outside
+    [0, 1] gives NaN (PyTorch refuses it, reading the values). Shapes: as :func:`l1_loss`.
+    Example: ``binary_cross_entropy(ad.Tensor([0.5]), np.array([1.])).value`` is ``log 2``.
+    """
+    p = _as_tensor(probabilities)
+    _check_same_shape("binary_cross_entropy", p, target)
+    y = _in_precision(target, p)
+    # log(max(p, e^-100)): the clamp at −100 before the log, so p = 0 gives a finite derivative (0, as
+    # PyTorch's (p − y)/max(p(1 − p), 1e-12) where y = p), not 0/0.
+    log_p = log(maximum(p, _E_MINUS_100))
+    log_1mp = log(maximum(subtract(1.0, p), _E_MINUS_100))
+    loss = negative(add(multiply(y, log_p), multiply(subtract(1.0, y), log_1mp)))
+    return _reduce(loss, reduction, "binary_cross_entropy")
+
+
+def normalize(x, p: float = 2.0, axis: int = -1, eps: float = 1e-12) -> Tensor:
+    """x / max(‖x‖_p, eps) along ``axis`` (PyTorch's ``F.normalize``, its ``dim=1`` our last axis).
+
+    Shapes: (*s) -> (*s). Example: ``normalize(ad.Tensor([3., 4.])).value`` is ``[0.6, 0.8]``.
+    """
+    norm = vector_norm(x, ord=p, axis=axis, keepdims=True)
+    return divide(x, maximum(norm, eps))
+
+
+def cosine_similarity(x1, x2, axis: int = -1, eps: float = 1e-8) -> Tensor:
+    """⟨x1, x2⟩ / (max(‖x1‖, eps)·max(‖x2‖, eps)) along ``axis`` (PyTorch's, its ``dim=1`` our last axis).
+
+    Shapes: broadcastable (..., d) and (..., d) -> (...).
+    Example: ``cosine_similarity(ad.Tensor([1., 0.]), np.array([1., 1.])).value`` is ``1/√2``.
+    """
+    n1 = maximum(vector_norm(x1, axis=axis), eps)
+    n2 = maximum(vector_norm(x2, axis=axis), eps)
+    return divide(_sum(multiply(x1, x2), axis), multiply(n1, n2))
+
+
+def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """‖x1 − x2 + eps‖_p over the last axis, as PyTorch's (eps keeps the derivative at x1 = x2 finite).
+
+    Shapes: broadcastable (..., d) and (..., d) -> (...). Example: ``pairwise_distance(ad.Tensor([3., 0.]),
+    np.array([0., 4.]), eps=0.).value`` is ``5.0``.
+    """
+    return vector_norm(add(subtract(x1, x2), eps), ord=p, axis=-1, keepdims=keepdim)

@@ -198,6 +198,63 @@ class LogSumExp(Max):
         return F.logsumexp(x, self.axis, self.keepdims, self.gamma)
 
 
+def _configured_activation(name: str, fn, **defaults):
+    """A module class applying ``fn(x, **settings)``: PyTorch's constructor arguments, in order or by name.
+
+    ``inplace`` (PyTorch's) is accepted and changes nothing: a Tensor is never changed in place.
+    """
+    names = tuple(defaults)
+
+    def __init__(self, *args, inplace: bool = False, **kwargs):
+        Module.__init__(self)
+        if len(args) > len(names):
+            raise TypeError(f"{name} takes at most {len(names)} settings ({', '.join(names)}); got {len(args)}")
+        settings = dict(defaults, **dict(zip(names, args)))
+        for key, value in kwargs.items():
+            if key not in defaults:
+                raise TypeError(f"{name} got an unexpected keyword argument {key!r} (it takes {names or 'none'})")
+            settings[key] = value
+        with no_grad():   # a bad setting is refused here, not at the first call
+            fn(np.zeros(2), **settings)
+        for key, value in settings.items():
+            setattr(self, key, value)
+
+    def forward(self, x):
+        return fn(x, **{key: getattr(self, key) for key in names})
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{key}={getattr(self, key)!r}" for key in names)
+
+    summary = (fn.__doc__ or "").strip().splitlines()[0]
+    doc = (f"``F.{fn.__name__}`` as a module: {summary}\n\nShapes: as ``F.{fn.__name__}``. Example: "
+           f"``nn.{name}({', '.join(f'{k}={v!r}' for k, v in defaults.items())})(x)`` is ``F.{fn.__name__}(x)``.")
+    return type(name, (Activation,), {"__init__": __init__, "forward": forward, "extra_repr": extra_repr,
+                                      "__doc__": doc})
+
+
+# PyTorch's other activation modules (functions in nn/activations.py), with its argument names.
+LeakyReLU = _configured_activation("LeakyReLU", F.leaky_relu, negative_slope=0.01)
+ELU = _configured_activation("ELU", F.elu, alpha=1.0)
+SELU = _configured_activation("SELU", F.selu)
+CELU = _configured_activation("CELU", F.celu, alpha=1.0)
+SiLU = _configured_activation("SiLU", F.silu)
+Mish = _configured_activation("Mish", F.mish)
+GELU = _configured_activation("GELU", F.gelu, approximate="none")
+Hardtanh = _configured_activation("Hardtanh", F.hardtanh, min_val=-1.0, max_val=1.0)
+ReLU6 = _configured_activation("ReLU6", F.relu6)
+Hardsigmoid = _configured_activation("Hardsigmoid", F.hardsigmoid)
+Hardswish = _configured_activation("Hardswish", F.hardswish)
+Softsign = _configured_activation("Softsign", F.softsign)
+LogSigmoid = _configured_activation("LogSigmoid", F.logsigmoid)
+Tanhshrink = _configured_activation("Tanhshrink", F.tanhshrink)
+Softshrink = _configured_activation("Softshrink", F.softshrink, lambd=0.5)
+Hardshrink = _configured_activation("Hardshrink", F.hardshrink, lambd=0.5)
+GLU = _configured_activation("GLU", F.glu, axis=-1)
+MORE_ACTIVATIONS = ["LeakyReLU", "ELU", "SELU", "CELU", "SiLU", "Mish", "GELU", "Hardtanh", "ReLU6", "Hardsigmoid",
+                    "Hardswish", "Softsign", "LogSigmoid", "Tanhshrink", "Softshrink", "Hardshrink", "GLU"]
+__all__ += MORE_ACTIVATIONS
+
+
 def _activation_module(activation) -> Module:
     if isinstance(activation, Module):
         return activation

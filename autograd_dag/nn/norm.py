@@ -1,4 +1,4 @@
-"""Normalization layers (§4.5): batch normalization and layer normalization.
+"""Normalization layers (§4.5): batch, layer, group and instance normalization.
 
 Both standardise with ŝ = (s − μ) / √(σ² + ε) and rescale with learnable γ, β.
 ε goes under the square root (as in PyTorch) rather than onto σ as the book
@@ -20,7 +20,7 @@ from ..primitives.structure import reshape
 from . import init as _init
 from .module import Module, Parameter
 
-__all__ = ["BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm"]
+__all__ = ["BatchNorm", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "InstanceNorm2d", "group_norm"]
 
 
 def _standardize(x: Tensor, axes: tuple[int, ...], eps: float) -> tuple[Tensor, Tensor, Tensor]:
@@ -167,3 +167,85 @@ class LayerNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps:g}, affine={self.gamma is not None}"
+
+
+def group_norm(x, num_groups: int, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+    """Group normalization (Wu & He, 2018), PyTorch's ``F.group_norm``: each example's channels split in
+    ``num_groups`` groups, each group standardised over its channels and positions, then ⊙ weight + bias
+    per channel. Layer norm's primitive on the (N, groups, rest) view, so one fused node.
+
+    Shapes: x (N, C, *S), weight and bias (C,) -> x's shape.
+    Example: ``group_norm(np.arange(8.0).reshape(1, 2, 4), 1).shape == (1, 2, 4)``.
+    """
+    x = x if isinstance(x, Tensor) else Tensor(x)
+    if x.ndim < 2 or isinstance(num_groups, bool) or not isinstance(num_groups, (int, np.integer)) \
+            or num_groups < 1 or x.shape[1] % num_groups:
+        raise ShapeError(f"group_norm: Expect: x (N, C, ...) with C divisible by num_groups. Actual: shape {x.shape}, "
+                         f"num_groups {num_groups!r}")
+    n, c = x.shape[:2]
+    for what, operand in (("weight", weight), ("bias", bias)):
+        if operand is not None and tuple(np.shape(operand.value if isinstance(operand, Tensor) else operand)) != (c,):
+            raise ShapeError(f"group_norm: Expect: {what} of shape ({c},). Actual: {np.shape(operand)}")
+    standardized = reshape(layer_norm(reshape(x, (n, int(num_groups), -1)), 1.0, 0.0, (-1,), eps), x.shape)
+    per_channel = (c,) + (1,) * (x.ndim - 2)
+    if weight is not None:
+        standardized = multiply(standardized, reshape(weight, per_channel))
+    if bias is not None:
+        standardized = add(standardized, reshape(bias, per_channel))
+    return standardized
+
+
+class GroupNorm(Module):
+    """Group normalization over (N, C, ...) inputs (:func:`group_norm`), γ and β per channel as PyTorch's.
+
+    Identical in ``train()`` and ``eval()`` (no running statistics). ``num_groups = 1`` standardises each
+    example over all its channels and positions; ``num_groups = C`` is instance normalization.
+    Shapes: (N, C, *S) -> same shape.
+    Example: ``nn.GroupNorm(2, 4)(np.ones((3, 4, 5, 5))).shape == (3, 4, 5, 5)``.
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, *,
+                 dtype=np.float64):
+        super().__init__()
+        self.num_groups = _init.size("GroupNorm", "num_groups", num_groups)
+        self.num_channels = _init.size("GroupNorm", "num_channels", num_channels)
+        if self.num_channels % self.num_groups:
+            raise ShapeError(f"GroupNorm: Expect: num_channels divisible by num_groups. Actual: "
+                             f"{self.num_channels} and {self.num_groups}")
+        self.eps = float(eps)
+        self.gamma = Parameter(np.ones(self.num_channels, dtype=dtype)) if affine else None
+        self.beta = Parameter(np.zeros(self.num_channels, dtype=dtype)) if affine else None
+
+    def forward(self, x):
+        x = x if isinstance(x, Tensor) else Tensor(x)
+        if x.ndim < 2 or x.shape[1] != self.num_channels:
+            raise ShapeError(f"{type(self).__name__}({self.num_channels}): Expect: input (N, {self.num_channels}, "
+                             f"...). Actual: shape {x.shape}")
+        return group_norm(x, self.num_groups, self.gamma, self.beta, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps:g}, affine={self.gamma is not None}"
+
+
+class InstanceNorm2d(GroupNorm):
+    """Instance normalization of images (N, C, H, W): each channel of each image standardised over its
+    pixels; γ, β per channel with ``affine=True`` (PyTorch's default False). No running statistics
+    (PyTorch's ``track_running_stats=False`` default; True is refused).
+    Shapes: (N, C, H, W) -> same shape.
+    Example: ``nn.InstanceNorm2d(3)(np.ones((2, 3, 4, 4))).shape == (2, 3, 4, 4)``.
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, *, dtype=np.float64):
+        if track_running_stats:
+            raise ShapeError("InstanceNorm2d: track_running_stats=True is not supported (statistics are "
+                             "computed per image, in training and evaluation alike)")
+        super().__init__(num_features, num_features, eps, affine, dtype=dtype)
+
+    def forward(self, x):
+        if (x.ndim if isinstance(x, Tensor) else np.ndim(x)) != 4:
+            raise ShapeError(f"InstanceNorm2d: Expect: images (N, C, H, W). Actual: shape {np.shape(x)}")
+        return super().forward(x)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_channels}, eps={self.eps:g}, affine={self.gamma is not None}"

@@ -35,6 +35,7 @@ UNSUPPORTED: dict[str, str] = {
     "cofactor": "ONNX has no matrix inverse nor SVD operator (the cofactor matrix is det's derivative)",
     "linear_scan": "ONNX's Scan would loop in the graph (it is cumprod's derivative, chosen by the values)",
     "svd_reciprocal": "svd's derivative, which ONNX cannot raise (nor has it svd)",
+    "svd_complement_unused": "the check of a full_matrices svd's derivative, which ONNX cannot raise (nor has it svd)",
     "qr_full_rank": "the rank check of qr's derivative, which ONNX cannot raise (nor has it qr)",
     "pinv": "ONNX has no pseudo-inverse operator",
     "dropout_mask": "ONNX's random operators take their seed as an attribute, not an input (export the "

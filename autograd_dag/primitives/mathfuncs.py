@@ -230,7 +230,8 @@ degrees = rad2deg
 
 
 LOG1P = _unary("log1p", np.log1p, lambda g, out, x: divide(g, add(x, 1.0)), (0,))
-EXPM1 = _unary("expm1", np.expm1, lambda g, out, x: multiply(g, add(out, 1.0)), (OUT,))
+# expm1' = eˣ from x, not out + 1 (PyTorch's and JAX's): for x ≪ 0, out + 1 rounds to 0 (x = −40: 0 for 4e-18)
+EXPM1 = _unary("expm1", np.expm1, lambda g, out, x: multiply(g, exp(x)), (0,))
 LOG2 = _unary("log2", np.log2, lambda g, out, x: divide(g, multiply(x, _LN2)), (0,))
 LOG10 = _unary("log10", np.log10, lambda g, out, x: divide(g, multiply(x, _LN10)), (0,))
 EXP2 = _unary("exp2", np.exp2, lambda g, out, x: multiply(g, multiply(out, _LN2)), (OUT,))

@@ -35,8 +35,10 @@ Conventions, documented where they matter:
   singular value 0 to working precision (<= max(m, n)·eps·s_max), the extra
   factor column is not unique: a VJP that uses it raises
   :class:`UndefinedDerivativeError`, and the JVP gives NaN in that column. ``full_matrices=True`` on a
-  non-square matrix has non-unique extra columns: its value is computed, its
-  derivative raises :class:`NotDifferentiableError`.
+  non-square matrix adds extra columns of u (rows of vh), an arbitrary basis of a complement:
+  a loss that does not use them (S, u[:, :k]) is differentiated as with the thin SVD (PyTorch's
+  convention; JAX refuses), a VJP through them raises :class:`UndefinedDerivativeError`, and
+  the JVP gives NaN there.
 * ``qr`` (mode 'reduced', 'r', or 'complete' for a wide or square matrix) needs
   a full-rank leading square block: where it is rank-deficient to working
   precision (min |r_ii| <= k·eps·‖R_kk‖_F, R_kk the k×k block, k = min(m, n)) the
@@ -52,7 +54,7 @@ import builtins
 import numpy as np
 
 from ...core import Tensor, apply, parameter, traced
-from ...errors import NotDifferentiableError, ShapeError, UndefinedDerivativeError
+from ...errors import ShapeError, UndefinedDerivativeError
 from ..elementwise import add, astype, divide, equal, greater, multiply, negative, subtract, where
 from ..indexing import concatenate, getitem
 from ..reductions import max
@@ -247,11 +249,39 @@ def _svd_parts(packed, m, n, full_matrices):
     return _unpack(packed, tuple(packed.shape[:-1]), _svd_cores(m, n, full_matrices))
 
 
-def _svd_check(m, n, full_matrices):
-    if full_matrices and m != n:
-        raise NotDifferentiableError(
-            f"svd: full_matrices=True on a {m}x{n} matrix has extra singular vectors that are not "
-            f"unique, so they have no derivative; use full_matrices=False")
+def _complement_unused_impl(g_extra, g_thin, *, factor):
+    # The cotangent of the extra columns of u (rows of vh) that full_matrices=True adds to a
+    # non-square matrix's factors: any orthonormal basis of a complement, not a function of a.
+    # A loss that does not read them (S, or u[:, :k]) has a derivative; one that does, none.
+    if np.any(g_extra != 0):
+        at = tuple(int(i) for i in np.argwhere(g_extra != 0)[0])
+        raise UndefinedDerivativeError(
+            f"svd: full_matrices=True gives a non-square matrix's {factor} extra "
+            f"{'columns' if factor == 'u' else 'rows'} beyond min(m, n), an arbitrary basis of a "
+            f"complement that has no derivative, and the loss uses them (nonzero cotangent at index {at} "
+            f"of those). Use full_matrices=False, or only the first min(m, n) of them")
+    return g_thin.view()
+
+
+# Hand-written pair: passes g_thin through (identity rules) after refusing a used g_extra (nondiff).
+SVD_COMPLEMENT_UNUSED = defprim(
+    "svd_complement_unused", _complement_unused_impl,
+    vjp=lambda ct, out, g_extra, g_thin, *, factor: (None, ct),
+    jvp=lambda t, out, g_extra, g_thin, *, factor: t[1],
+    shape=lambda g_extra, g_thin, *, factor: (tuple(g_thin.shape), g_thin.dtype),
+    nondiff=(0,), batch=leading_axes)
+
+
+def _thin_factors(u, vh, gu, gvh, k):
+    """u, vh and their cotangents cut to the first k = min(m, n) columns of u and rows of vh.
+
+    The cut-off part of a cotangent must be zero (checked when the VJP runs: ``svd_complement_unused``).
+    """
+    cut_u, extra_u = (Ellipsis, slice(None), slice(None, k)), (Ellipsis, slice(None), slice(k, None))
+    cut_vh, extra_vh = (Ellipsis, slice(None, k), slice(None)), (Ellipsis, slice(k, None), slice(None))
+    gu = apply(SVD_COMPLEMENT_UNUSED, getitem(gu, extra_u), getitem(gu, cut_u), factor="u")
+    gvh = apply(SVD_COMPLEMENT_UNUSED, getitem(gvh, extra_vh), getitem(gvh, cut_vh), factor="vh")
+    return getitem(u, cut_u), getitem(vh, cut_vh), gu, gvh
 
 
 def _svd_reciprocal_impl(s, proj, *, rule):
@@ -300,10 +330,11 @@ def _svd_reciprocal(s, proj, rule):
 
 def _svd_vjp(ct, out, a, *, full_matrices):
     m, n = a.shape[-2:]
-    _svd_check(m, n, full_matrices)
     k = builtins.min(m, n)
     u, s, vh = _svd_parts(out, m, n, full_matrices)
     gu, gs, gvh = _svd_parts(ct, m, n, full_matrices)
+    if full_matrices and m != n:   # as PyTorch: the derivative of what the thin SVD has
+        u, vh, gu, gvh = _thin_factors(u, vh, gu, gvh, k)
     v, gv = _T(vh), _T(gvh)
     s_row = reshape(s, tuple(s.shape[:-1]) + (1, k))
     s_col = reshape(s, tuple(s.shape) + (1,))
@@ -325,10 +356,11 @@ def _svd_vjp(ct, out, a, *, full_matrices):
 
 def _svd_jvp(t, out, a, *, full_matrices):
     m, n = a.shape[-2:]
-    _svd_check(m, n, full_matrices)
     k = builtins.min(m, n)
     da = t[0]
     u, s, vh = _svd_parts(out, m, n, full_matrices)
+    if full_matrices and m != n:   # the thin factors' tangents; the extra columns' are NaN (undefined)
+        u, vh = getitem(u, (Ellipsis, slice(None), slice(None, k))), getitem(vh, (Ellipsis, slice(None, k), slice(None)))
     v = _T(vh)
     s_row = reshape(s, tuple(s.shape[:-1]) + (1, k))
     s_col = reshape(s, tuple(s.shape) + (1,))
@@ -344,7 +376,19 @@ def _svd_jvp(t, out, a, *, full_matrices):
     if n > k:
         proj = subtract(matmul(_T(da), u), matmul(v, _T(p)))
         dv = add(dv, multiply(proj, _svd_reciprocal(s, proj, "JVP")))
-    return _pack([du, ds, _T(dv)], tuple(out.shape[:-1]))
+    dvh = _T(dv)
+    if full_matrices and m != n:
+        du, dvh = _undefined_extra(du, m - k, axis=-1), _undefined_extra(dvh, n - k, axis=-2)
+    return _pack([du, ds, dvh], tuple(out.shape[:-1]))
+
+
+def _undefined_extra(d, count, axis):
+    """``d`` with ``count`` NaN columns (axis −1) or rows (axis −2) appended: the extra factor part's tangent."""
+    if count == 0:
+        return d
+    shape = list(d.shape)
+    shape[axis] = count
+    return concatenate([d, np.full(tuple(shape), np.nan, d.dtype)], axis=axis)
 
 
 # Hand-written pair: LAPACK's svd has no composite to derive from; closed forms in the factors, O(mn·k).
@@ -360,8 +404,9 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     the module docstring). Derivatives of u and vh need distinct non-zero
     singular values; the singular values alone are differentiable wherever they
     are distinct. ``full_matrices=True`` (numpy's default) on a non-square
-    matrix: value only (its extra columns are not unique); pass
-    ``full_matrices=False`` to differentiate.
+    matrix: a loss using S or the first min(m, n) columns of u (rows of vh) is
+    differentiated; one using the extra ones (not unique) is refused when the
+    derivative runs (``UndefinedDerivativeError``).
     Shapes: (..., m, n) -> (..., m, k), (..., k), (..., k, n) with k = min(m, n)
     (u (..., m, m) and vh (..., n, n) with full_matrices=True).
 
