@@ -283,14 +283,22 @@ def _power_partial_x(g, out, x, y=None, *, exponent=None):
 
 
 def _power_partial_y(g, out, x, y):  # (only a Tensor exponent is an input)
-    return multiply(g, multiply(out, _safe_log(x)))
+    return multiply(g, multiply(out, _log_base(x, y)))
 
 
-def _safe_log(x):
-    # d(x**y)/dy = x**y log x: defined as 0 where x <= 0 (the power is then
-    # an integer power or NaN anyway), so that no NaN leaks into the gradient.
+def _log_base(x, y):
+    """log x, the factor of d(x**y)/dy = x**y·log x, where it is one; NaN where the derivative is not real.
+
+    x < 0: (−2)**y is not real off the integers, so no derivative (NaN, as PyTorch and JAX).
+    x = 0 (either sign), y ≥ 0: 0 (PyTorch and JAX agree): for y > 0, 0**y is 0 on a neighbourhood
+    of y, so 0 is the true derivative; at y = 0 (0**0 = 1, a jump) it is their shared convention.
+    x = 0, y < 0: 0**y is +inf on a neighbourhood of y, inf − inf has no value: NaN, as JAX
+    (PyTorch gives ±inf with the sign of the zero, the limit of x**y·log x along x, not along y).
+    The masks keep log off x ≤ 0, so no "invalid value" warning is raised.
+    """
     positive = greater(x, 0.0)
-    return where(positive, log(where(positive, x, 1.0)), 0.0)
+    at_zero = where(multiply(equal(x, 0.0), greater_equal(y, 0.0)), 0.0, np.nan)
+    return where(positive, log(where(positive, x, 1.0)), at_zero)
 
 
 POWER = defelementwise("power", _power_impl, (_power_partial_x, _power_partial_y), reads=(0, 1, OUT),
