@@ -174,3 +174,47 @@ def test_exact_gelu_and_its_derivative_for_x_far_below_zero(dtype):
     tol = 4 * 66 * np.finfo(dtype).eps
     np.testing.assert_allclose(F.gelu(ad.Tensor(x)).value, value.astype(dtype), rtol=tol, atol=0)
     np.testing.assert_allclose(ad.grad(lambda t: ad.sum(F.gelu(t)))(x), slope.astype(dtype), rtol=tol, atol=0)
+
+# ---------------------------------------------- integers: pad, comparisons, refused values
+
+
+def test_pad_int64_with_a_constant_above_2_to_53_is_exact():
+    x = np.arange(3, dtype=np.int64)
+    for value in (2 ** 53 + 1, -(2 ** 62) - 1, np.int64(2 ** 63 - 1)):
+        want = np.pad(x, 1, constant_values=value)
+        np.testing.assert_array_equal(ad.pad(ad.Tensor(x), 1, constant_values=value).value, want)
+        np.testing.assert_array_equal(ad.jit(lambda t: ad.pad(t, 1, constant_values=value))(x), want)
+    u = np.arange(3, dtype=np.uint64)
+    np.testing.assert_array_equal(ad.pad(ad.Tensor(u), 1, constant_values=2 ** 64 - 1).value,
+                                  np.pad(u, 1, constant_values=2 ** 64 - 1))
+
+
+_BEYOND = [(np.int8, "<", 1000), (np.int8, "!=", 300), (np.uint8, "==", -1), (np.uint8, ">=", -5),
+           (np.int64, ">", 2 ** 70), (np.int64, "<=", -(2 ** 70)), (np.uint64, "<", -1), (np.int16, ">", -40000)]
+
+
+@pytest.mark.parametrize("dtype, op, number", _BEYOND)
+def test_integer_tensor_compared_with_an_int_beyond_its_dtype(dtype, op, number):
+    a = np.array([0, 1, np.iinfo(dtype).max, np.iinfo(dtype).min], dtype)
+    ops = {"<": lambda p, q: p < q, "<=": lambda p, q: p <= q, ">": lambda p, q: p > q, ">=": lambda p, q: p >= q,
+           "==": lambda p, q: p == q, "!=": lambda p, q: p != q}
+    compare = ops[op]
+    want, mirrored = compare(a, number), compare(number, a)   # numpy 2's answers
+    np.testing.assert_array_equal(compare(ad.Tensor(a), number).value, want)
+    np.testing.assert_array_equal(compare(number, ad.Tensor(a)).value, mirrored)
+    np.testing.assert_array_equal(ad.jit(lambda t: compare(t, number))(a), want)
+    np.testing.assert_array_equal(ad.trace(lambda t: compare(number, t), a)(a), mirrored)
+    np.testing.assert_array_equal(ad.vmap(lambda t: compare(t, number))(a.reshape(2, 2)), want.reshape(2, 2))
+
+
+def test_arithmetic_with_an_int_beyond_the_dtype_still_refused():
+    with pytest.raises(ad.AutogradDagError, match=r"1000.*int8.*test_numeric_edges9"):
+        ad.Tensor(np.ones(2, np.int8)) + 1000     # numpy 2 raises OverflowError here too
+
+
+@pytest.mark.parametrize("value", ["abc", np.array(["a", "b"]), np.array([1.0, None], dtype=object), b"xy"])
+def test_strings_and_objects_are_not_tensors(value):
+    with pytest.raises(TypeError):
+        torch.tensor(value)                       # (the reference refuses them too)
+    with pytest.raises(ad.AutogradDagError, match=r"cannot make a numeric array.*dtype.*test_numeric_edges9"):
+        ad.Tensor(value)
