@@ -53,7 +53,7 @@ from .primitives.arrays import (arange, array_split, constant, diagonal, dot, ey
                                linspace, ones, ones_like, outer, pad, repeat, roll, split, tensordot,
                                tile, tril, triu, zeros, zeros_like)
 from .primitives.mathfuncs import (arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, around,
-                                   ceil, clip, conj, conjugate, cos, cosh, deg2rad, degrees, erf, exp2, expm1,
+                                   ceil, clip, conj, conjugate, cos, cosh, deg2rad, degrees, erf, erfc, exp2, expm1,
                                    fabs, floor, fmax, fmin, fmod, hypot, imag, isfinite, isinf, isnan, log1p,
                                    log2, log10, logaddexp, logaddexp2, mod, nan_to_num, rad2deg, radians, real,
                                    reciprocal, remainder, rint, round, sin, sinc, sinh, square, tan, trunc)
@@ -107,7 +107,7 @@ __all__ += [
     "deg2rad", "rad2deg", "radians", "degrees", "log1p", "expm1", "log2", "log10", "exp2", "square",
     "reciprocal", "floor", "ceil", "trunc", "round", "rint", "around", "fabs", "hypot", "logaddexp",
     "logaddexp2", "mod", "remainder", "fmax", "fmin", "clip", "nan_to_num", "isfinite", "isnan", "isinf",
-    "real", "imag", "conj", "conjugate", "fmod", "sinc", "erf",
+    "real", "imag", "conj", "conjugate", "fmod", "sinc", "erf", "erfc",
     "prod", "std", "norm", "cumsum", "cumprod", "diff", "sort", "argsort", "argmin", "any", "all",
     "take_along_axis", "put_along_axis_add", "median", "nansum", "nanmean", "nanmax", "nanmin",
     "pad", "flip", "roll", "tile", "repeat", "split", "diagonal", "triu", "tril",

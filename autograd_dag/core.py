@@ -415,7 +415,7 @@ def as_array(value: Any, listed_as_numpy: bool = False) -> np.ndarray:
     float64 (the user meant a number), unless ``listed_as_numpy`` (beside operands: i32 + [1, 2] is int64).
     """
     if isinstance(value, np.ndarray):
-        return value
+        return value if value.dtype.kind not in "OUS" else _refused(value)
     if isinstance(value, np.generic):
         return np.asarray(value)
     if isinstance(value, (list, tuple)) and _contains_tensor(value):
@@ -428,11 +428,14 @@ def as_array(value: Any, listed_as_numpy: bool = False) -> np.ndarray:
             return np.asarray(value, dtype=None if listed else np.float64)
         except (ValueError, TypeError) as exc:
             raise AutogradDagError(f"cannot make a float64 array of {value!r}: {exc}") from None
-    array = np.asarray(value)
-    if array.dtype == object:  # (a dict, a set, any object: numpy wraps it in a 0-d array of objects)
-        raise AutogradDagError(f"cannot make a numeric array of a {type(value).__name__}"
-                               f"{located(user_source())}")
-    return array
+    array = np.asarray(value)   # (a dict, a set, any object: numpy wraps it in a 0-d array of objects)
+    return array if array.dtype.kind not in "OUS" else _refused(value)
+
+
+def _refused(value):
+    # Strings and objects have no arithmetic: refused here, as torch.tensor("abc") is, not at a later operation.
+    raise AutogradDagError(f"cannot make a numeric array of a {type(value).__name__} ({repr(value)[:60]}; "
+                           f"dtype {np.asarray(value).dtype}){located(user_source())}")
 
 
 def _contains_tensor(items) -> bool:

@@ -58,6 +58,7 @@ _unary("arcsinh", ad.arcsinh, lambda s: _normal(s), lambda x: np.log(x + np.sqrt
 _unary("arccosh", ad.arccosh, lambda s: _uniform(1.2, 3.0, s), lambda x: np.log(x + np.sqrt(x * x - 1)))
 _unary("arctanh", ad.arctanh, lambda s: _uniform(-0.9, 0.9, s), lambda x: 0.5 * np.log((1 + x) / (1 - x)))
 _unary("erf", ad.erf, lambda s: _uniform(-3.0, 3.0, s), np.vectorize(math.erf, otypes=[float]))
+_unary("erfc", ad.erfc, lambda s: _uniform(-3.0, 6.0, s), np.vectorize(math.erfc, otypes=[float]))
 _unary("log1p", ad.log1p, lambda s: _uniform(-0.5, 2.0, s), lambda x: np.log(1 + x))
 _unary("expm1", ad.expm1, lambda s: _normal(s), lambda x: np.exp(x) - 1)
 _unary("log2", ad.log2, lambda s: _uniform(0.2, 5.0, s), lambda x: np.log(x) / np.log(2))

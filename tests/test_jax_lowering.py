@@ -82,8 +82,8 @@ OTHER_PRIMITIVE = {"getitem-partition": "a slice of sort's result: the trace kee
 # Where JAX's autodiff and ours take different conventions at a point where the derivative is a limit: the
 # lowering is right (the values agree), JAX's VJP of it is not ours there. Each must really differ (strict).
 JAX_CONVENTIONS = {
-    "power-tensor_exponent_base_zero": "d(x**y)/dy at x = 0: JAX gives x**y·log(x) = 0·(−inf) = NaN, ours the "
-                                       "limit 0",
+    "power-tensor_exponent_base_zero": "d(x**y)/dx at x = y = 0: JAX gives y·x**(y−1) = 0·inf = NaN, ours "
+                                       "the limit 0 (x⁰ = 1 near x)",
     "svd-full-matrices-values": "JAX's svd has no derivative with full_matrices=True on a non-square matrix "
                                 "(NotImplementedError); ours differentiates S as the thin SVD, as PyTorch",
 }

@@ -167,6 +167,7 @@ _RULES = {
     "tan": lambda x, **_: mf.tan(x), "exp2": lambda x, **_: mf.exp2(x), "log1p": lambda x, **_: mf.log1p(x),
     "expm1": lambda x, **_: mf.expm1(x), "floor": lambda x: mf.floor(x), "ceil": lambda x: mf.ceil(x),
     "is_finite": lambda x: mf.isfinite(x), "erf": lambda x: mf.erf(x), "square": lambda x: mf.square(x),
+    "erfc": lambda x: mf.erfc(x),
     "integer_pow": _integer_pow, "stop_gradient": lambda x: el.stop_gradient(x),
     "copy": lambda x: st.identity(x),
     "select_n": _select_n, "clamp": _clamp,

@@ -273,7 +273,7 @@ _RULES = {
     "aten.rsqrt": lambda x: mf.reciprocal(el.sqrt(x)), "aten.reciprocal": mf.reciprocal,
     "aten.tanh": el.tanh, "aten.sigmoid": el.logistic, "aten.relu": el.relu, "aten.abs": el.abs,
     "aten.sign": el.sign, "aten.sin": mf.sin, "aten.cos": mf.cos, "aten.erf": mf.erf, "aten.log1p": mf.log1p,
-    "aten.expm1": mf.expm1, "aten.floor": mf.floor, "aten.ceil": mf.ceil,
+    "aten.erfc": mf.erfc, "aten.expm1": mf.expm1, "aten.floor": mf.floor, "aten.ceil": mf.ceil,
     "aten.gelu": lambda x, approximate="none": F.gelu(x, approximate),
     "aten.clamp": _clamp,
     "aten._softmax": lambda x, dim, half_to_float=False: F.softmax(x, axis=dim),

@@ -131,6 +131,11 @@ def _erf(J, node, x):
     return J.lax.erf(x.astype(node.dtype))
 
 
+@rule("erfc")
+def _erfc(J, node, x):
+    return J.lax.erfc(x.astype(node.dtype))
+
+
 @rule("power")
 def _power(J, node, x, y=None):
     e = node.params.get("exponent")

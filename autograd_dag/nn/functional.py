@@ -19,7 +19,7 @@ from ..primitives.elementwise import abs as _abs
 from ..primitives.elementwise import exp, greater, less, log, maximum
 from ..primitives.indexing import checked_indices, one_hot
 from ..primitives.linalg.norms import vector_norm
-from ..primitives.mathfuncs import erf
+from ..primitives.mathfuncs import erfc
 from ..primitives.fused import argmax as _argmax
 from ..primitives.fused import layer_norm as _layer_norm
 from ..primitives.fused import logsumexp as _logsumexp
@@ -83,10 +83,10 @@ def gelu(x, approximate: str = "none") -> Tensor:
     ``F.gelu(x, approximate="tanh")`` and ONNX's Gelu, computed as the same function
     x·σ(2√(2/π)·(x + 0.044715·x³)): accurate relative to the result for x ≪ 0 too,
     where PyTorch's float32 loses 30 % at x = −5. A composite of recorded
-    primitives (:func:`~autograd_dag.primitives.mathfuncs.erf` for the exact form),
-    so it differentiates to any order. As in PyTorch and ONNX's definition, 1 + erf(x/√2) cancels
-    for x ≪ 0: the exact form's error is within a few ulps of |x| (absolute), not of the tiny result
-    (4 % of the float32 value at x = −5, PyTorch's 17 %). Shapes: (*s) -> (*s).
+    primitives (:func:`~autograd_dag.primitives.mathfuncs.erfc` for the exact form, x/2·erfc(−x/√2)),
+    so it differentiates to any order. The exact form is accurate relative to the result for x ≪ 0
+    too, where PyTorch's and ONNX's 1 + erf(x/√2) cancels (PyTorch's float32 loses 17 % at x = −5).
+    Shapes: (*s) -> (*s).
 
     Example:
         >>> import autograd_dag as ad
@@ -95,7 +95,9 @@ def gelu(x, approximate: str = "none") -> Tensor:
         array([-0.15865525,  0.        ,  0.84134475])
     """
     if approximate == "none":
-        return multiply(multiply(x, 0.5), add(1.0, erf(divide(x, _SQRT_2))))
+        # Φ(x) = erfc(−x/√2)/2, not (1 + erf(x/√2))/2: for x ≪ 0, 1 + erf cancels (4 % of the float32 value
+        # lost at x = −5, all of it from x = −5.9); erfc stays accurate relative to the result.
+        return multiply(multiply(x, 0.5), erfc(divide(x, -_SQRT_2)))
     if approximate == "tanh":
         # (1 + tanh(u))/2 is σ(2u), computed without the cancellation of 1 + tanh(u) for x ≪ 0 (30 %
         # of the float32 value lost at x = −5, as PyTorch's); its derivative σ(1 − σ) keeps it too.

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..primitives.mathfuncs import cody_erf
+from ..primitives.mathfuncs import cody_erf, cody_erfc
 from ._build import INT64_MIN, Builder, Value
 
 RULES: dict = {}
@@ -405,18 +405,31 @@ def _arcsinh(b, node, args):
     return b.op("Mul", [b.op("Sign", [x]), _log1p(b, Value(inner, x.shape, x.dtype))], hint=_hint(node))
 
 
+def _onnx_arithmetic(b, dtype):
+    """The arithmetic of :func:`cody_erf` / :func:`cody_erfc` as ONNX operators on ``dtype``."""
+    def emit(op_type):
+        return lambda *vs: b.op(op_type, [b.scalar(v, dtype) if isinstance(v, float) else v for v in vs])
+    ops = dict(abs="Abs", add="Add", sub="Sub", mul="Mul", div="Div", exp="Exp", floor="Floor", neg="Neg",
+               gt="Greater", le="LessOrEqual", lt="Less", where="Where")
+    return type("OnnxArithmetic", (), {k: staticmethod(emit(v)) for k, v in ops.items()})
+
+
 @rule("erf")
 def _erf(b, node, args):
     x = b.cast(args[0], node.dtype)
     if node.dtype != np.float64:
         return b.op("Erf", [x], hint=_hint(node))
     # ONNX Runtime has no float64 Erf kernel: the primitive's own algorithm, spelled in ONNX operators.
+    return cody_erf(x.name, _onnx_arithmetic(b, x.dtype))
 
-    def emit(op_type):
-        return lambda *vs: b.op(op_type, [b.scalar(v, x.dtype) if isinstance(v, float) else v for v in vs])
-    ops = dict(abs="Abs", add="Add", sub="Sub", mul="Mul", div="Div", exp="Exp", floor="Floor", neg="Neg",
-               gt="Greater", le="LessOrEqual", lt="Less", where="Where")
-    return cody_erf(x.name, type("OnnxArithmetic", (), {k: staticmethod(emit(v)) for k, v in ops.items()}))
+
+@rule("erfc")
+def _erfc(b, node, args):
+    # ONNX has no Erfc, and 1 − Erf(x) cancels for x ≫ 0 (all digits lost from x = 4 in float32): the
+    # primitive's own algorithm in float64 operators, as the primitive computes it, then rounded once.
+    x = b.cast(args[0], np.float64)
+    out = Value(cody_erfc(x.name, _onnx_arithmetic(b, x.dtype)), x.shape, np.float64)
+    return b.cast(out, node.dtype).name
 
 
 @rule("arccosh")

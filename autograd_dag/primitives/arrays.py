@@ -139,7 +139,9 @@ def pad(x, /, pad_width, mode: str = "constant", *, constant_values=0.0, reflect
         raise ShapeError(f"pad: Expect: non-negative pad widths. Actual: {pad_width!r}")
     pairs = tuple((int(b), int(a)) for b, a in widths)
     if mode == "constant":
-        return apply(PAD, x, pad_width=pairs, value=float(constant_values))
+        # An integer stays a Python int: through float64, 2**53 + 1 would pad an int64 x with 2**53.
+        exact = isinstance(constant_values, (int, np.integer)) and not isinstance(constant_values, (bool, np.bool_))
+        return apply(PAD, x, pad_width=pairs, value=int(constant_values) if exact else float(constant_values))
     shape = tuple(x.shape) if isinstance(x, Tensor) else np.shape(x)
     for axis, (before, after) in enumerate(pairs):
         n = shape[axis]

@@ -283,14 +283,22 @@ def _power_partial_x(g, out, x, y=None, *, exponent=None):
 
 
 def _power_partial_y(g, out, x, y):  # (only a Tensor exponent is an input)
-    return multiply(g, multiply(out, _safe_log(x)))
+    return multiply(g, multiply(out, _log_base(x, y)))
 
 
-def _safe_log(x):
-    # d(x**y)/dy = x**y log x: defined as 0 where x <= 0 (the power is then
-    # an integer power or NaN anyway), so that no NaN leaks into the gradient.
+def _log_base(x, y):
+    """log x, the factor of d(x**y)/dy = x**y·log x, where it is one; NaN where the derivative is not real.
+
+    x < 0: (−2)**y is not real off the integers, so no derivative (NaN, as PyTorch and JAX).
+    x = 0 (either sign), y ≥ 0: 0 (PyTorch and JAX agree): for y > 0, 0**y is 0 on a neighbourhood
+    of y, so 0 is the true derivative; at y = 0 (0**0 = 1, a jump) it is their shared convention.
+    x = 0, y < 0: 0**y is +inf on a neighbourhood of y, inf − inf has no value: NaN, as JAX
+    (PyTorch gives ±inf with the sign of the zero, the limit of x**y·log x along x, not along y).
+    The masks keep log off x ≤ 0, so no "invalid value" warning is raised.
+    """
     positive = greater(x, 0.0)
-    return where(positive, log(where(positive, x, 1.0)), 0.0)
+    at_zero = where(multiply(equal(x, 0.0), greater_equal(y, 0.0)), 0.0, np.nan)
+    return where(positive, log(where(positive, x, 1.0)), at_zero)
 
 
 POWER = defelementwise("power", _power_impl, (_power_partial_x, _power_partial_y), reads=(0, 1, OUT),
@@ -521,6 +529,32 @@ LESS = _comparison("less", np.less)
 LESS_EQUAL = _comparison("less_equal", np.less_equal)
 GREATER = _comparison("greater", np.greater)
 GREATER_EQUAL = _comparison("greater_equal", np.greater_equal)
+_MIRRORED = {"less": "greater", "less_equal": "greater_equal", "greater": "less", "greater_equal": "less_equal",
+             "equal": "equal", "not_equal": "not_equal"}
+
+
+def _beyond_range(name, x, y):
+    """x <op> y where one is an integer Tensor and the other a Python int its dtype cannot hold (int8 < 1000,
+    uint8 == −1), as numpy 2 answers it: every element compares the same way, so the comparison becomes one
+    with the dtype's lowest value, always true or always false (it still runs under jit and vmap). None
+    otherwise: the weak int then fits, or another rule applies (``weak`` refuses i8 + 1000 as numpy does).
+    Reached only when lifting the number failed (inlined.py), not on the common path."""
+    if type(x) is int and isinstance(y, Tensor):
+        name, x, y = _MIRRORED[name], y, x
+    if type(y) is not int or not isinstance(x, Tensor) or x.dtype.kind not in "iu":
+        return None
+    bounds = np.iinfo(x.dtype)
+    if bounds.min <= y <= bounds.max:
+        return None
+    above = y > bounds.max
+    true = name in (("less", "less_equal", "not_equal") if above else ("greater", "greater_equal", "not_equal"))
+    lowest = x.dtype.type(bounds.min)
+    return apply(GREATER_EQUAL, x, lowest) if true else apply(LESS, x, lowest)
+
+
+def _compare(prim, x, y):
+    out = _beyond_range(prim.name, x, y)
+    return apply(prim, x, y) if out is None else out
 
 
 @operation(EQUAL)
@@ -529,7 +563,7 @@ def equal(x, y) -> Tensor:
 
     Example: ``ad.equal(ad.Tensor([1., 2.]), 2.).value`` is ``[False, True]``.
     """
-    return apply(EQUAL, x, y)
+    return _compare(EQUAL, x, y)
 
 
 @operation(NOT_EQUAL)
@@ -538,7 +572,7 @@ def not_equal(x, y) -> Tensor:
 
     Example: ``ad.not_equal(ad.Tensor([1., 2.]), 2.).value`` is ``[True, False]``.
     """
-    return apply(NOT_EQUAL, x, y)
+    return _compare(NOT_EQUAL, x, y)
 
 
 @operation(LESS)
@@ -547,7 +581,7 @@ def less(x, y) -> Tensor:
 
     Example: ``ad.less(ad.Tensor([1., 2.]), 2.).value`` is ``[True, False]``.
     """
-    return apply(LESS, x, y)
+    return _compare(LESS, x, y)
 
 
 @operation(LESS_EQUAL)
@@ -556,7 +590,7 @@ def less_equal(x, y) -> Tensor:
 
     Example: ``ad.less_equal(ad.Tensor([1., 2.]), 2.).value`` is ``[True, True]``.
     """
-    return apply(LESS_EQUAL, x, y)
+    return _compare(LESS_EQUAL, x, y)
 
 
 @operation(GREATER)
@@ -565,7 +599,7 @@ def greater(x, y) -> Tensor:
 
     Example: ``ad.greater(ad.Tensor([1., 2.]), 1.).value`` is ``[False, True]``.
     """
-    return apply(GREATER, x, y)
+    return _compare(GREATER, x, y)
 
 
 @operation(GREATER_EQUAL)
@@ -574,7 +608,7 @@ def greater_equal(x, y) -> Tensor:
 
     Example: ``ad.greater_equal(ad.Tensor([1., 2.]), 2.).value`` is ``[False, True]``.
     """
-    return apply(GREATER_EQUAL, x, y)
+    return _compare(GREATER_EQUAL, x, y)
 
 
 def _where_rule(cond, x, y):
