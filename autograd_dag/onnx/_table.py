@@ -539,7 +539,10 @@ def _float_floor_divide(b, x, y, dt, hint) -> str:
     div = b.op("Where", [down, b.op("Sub", [div, one]), div])
     low = b.op("Floor", [div])
     near = b.op("Where", [b.op("Greater", [b.op("Sub", [div, low]), b.scalar(0.5, dt)]), b.op("Add", [low, one]), low])
-    return b.op("Where", [b.op("Equal", [y, zero]), b.op("Div", [x, y]), near], hint=hint)
+    # A zero quotient takes the sign of x / y (numpy's copysign(0, x / y); x / y is finite there: 0·(x / y)).
+    quotient = b.op("Div", [x, y])
+    near = b.op("Where", [b.op("Equal", [div, zero]), b.op("Mul", [quotient, zero]), near])
+    return b.op("Where", [b.op("Equal", [y, zero]), quotient, near], hint=hint)
 
 
 def _integer_floor_divide(b, x, y, dt, hint) -> str:
