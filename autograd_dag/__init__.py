@@ -57,6 +57,8 @@ from .primitives.mathfuncs import (arccos, arccosh, arcsin, arcsinh, arctan, arc
                                    fabs, floor, fmax, fmin, fmod, hypot, imag, isfinite, isinf, isnan, log1p,
                                    log2, log10, logaddexp, logaddexp2, mod, nan_to_num, rad2deg, radians, real,
                                    reciprocal, remainder, rint, round, sin, sinc, sinh, square, tan, trunc)
+from .primitives.integer import (bitwise_and, bitwise_or, bitwise_xor, divmod, floor_divide, gcd, invert,
+                                 lcm, left_shift, right_shift)
 from .primitives.numeric import (all, any, argsort, cumprod, cumsum, diff, median, nanmax, nanmean,
                                  nanmin, nansum, prod, put_along_axis_add, sort, std, take_along_axis)
 from .program import NodeKind, Program, ProgramNode
@@ -108,6 +110,8 @@ __all__ += [
     "reciprocal", "floor", "ceil", "trunc", "round", "rint", "around", "fabs", "hypot", "logaddexp",
     "logaddexp2", "mod", "remainder", "fmax", "fmin", "clip", "nan_to_num", "isfinite", "isnan", "isinf",
     "real", "imag", "conj", "conjugate", "fmod", "sinc", "erf", "erfc",
+    "floor_divide", "divmod", "left_shift", "right_shift", "bitwise_and", "bitwise_or", "bitwise_xor", "invert",
+    "gcd", "lcm",
     "prod", "std", "norm", "cumsum", "cumprod", "diff", "sort", "argsort", "argmin", "any", "all",
     "take_along_axis", "put_along_axis_add", "median", "nansum", "nanmean", "nanmax", "nanmin",
     "pad", "flip", "roll", "tile", "repeat", "split", "diagonal", "triu", "tril",

@@ -85,6 +85,10 @@ class ShapeError(AutogradDagError, ValueError):
         super().__init__(message if " (at " in message else message + located(user_source()))
 
 
+class DTypeError(ShapeError, TypeError):
+    """An operation got operands of a dtype it has no rule for (``x & 1`` on floats): numpy raises TypeError."""
+
+
 class CycleError(AutogradDagError, ValueError):
     """A graph has (or an edge would close) a directed cycle.
 

@@ -94,14 +94,15 @@ def operation_error(prim, args, params: dict, exc: Exception) -> AutogradDagErro
     shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in args)
     # The implementation's own check says what is wrong, without numpy's vocabulary.
     detail = exc.detail if isinstance(exc, ShapeError) else f"{type(exc).__name__}: {exc}"
+    kind = ShapeError
     if prim.shape is not None:
         try:
             prim.shape(*args, **params)
         except ShapeError as rule_exc:
-            detail = rule_exc.detail
+            detail, kind = rule_exc.detail, type(rule_exc)   # (a DTypeError stays a TypeError, as numpy's)
         except AutogradDagError as rule_exc:
             detail = str(rule_exc)
         except Exception:
             pass
     shown = ", ".join(f"{k}={v!r}" for k, v in params.items() if not isinstance(v, np.ndarray))
-    return ShapeError(f"{prim.name}({shapes}{', ' + shown if shown else ''}): {detail}")
+    return kind(f"{prim.name}({shapes}{', ' + shown if shown else ''}): {detail}")

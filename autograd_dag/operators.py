@@ -18,7 +18,7 @@ from .errors import AutogradDagError, NotDifferentiableError, ShapeError, user_s
 from .primitives import elementwise as ew
 from .primitives.shapes import normalize_axis
 from .ufunc_methods import ufunc_method
-from .primitives import (arrangement, arrays, indexing, linalg, mathfuncs, numeric,
+from .primitives import (arrangement, arrays, indexing, integer, linalg, mathfuncs, numeric,
                          reductions, structure)
 
 
@@ -69,29 +69,17 @@ Tensor.__iter__ = _iter
 Tensor.__setitem__ = _setitem
 
 
-# Masks combined as numpy combines them: m1 & m2, m1 | m2, m1 ^ m2, ~m on boolean Tensors, recorded
-# through comparisons and products of booleans (no derivative), so that jit and vmap trace them (they
-# raised TypeError: unsupported operand type(s) for &; np.logical_and reads the numbers, which a trace refuses).
-def _mask(x, op: str):
-    if isinstance(x, bool):
-        return np.bool_(x)
-    dtype = x.dtype if isinstance(x, (Tensor, np.ndarray, np.generic)) else None
-    if dtype != np.bool_:
-        raise TypeError(f"{op} on a Tensor: Expect: boolean operands (masks such as x > 0). Actual: "
-                        f"{dtype if dtype is not None else type(x).__name__} (a bitwise operation of numbers has no rule)")
-    return x
-
-
-def _logical(op: str, combine):
-    return lambda a, b: combine(_mask(a, op), _mask(b, op))
-
-
-_LOGICAL = {"__and__": _logical("&", ew.multiply), "__or__": _logical("|", ew.add),   # (numpy's bool * and +)
-            "__xor__": _logical("^", ew.not_equal)}
-for _name, _fn in _LOGICAL.items():
+# Integer operators as numpy's (primitives/integer.py): t // 2, 3 // t, divmod(t, 2), t << 1, 2 << t, t >> 1,
+# and bitwise &, |, ^, ~ of integers and of boolean masks (m1 & m2). Recorded primitives, so that jit, vmap and
+# the exports trace them (they raised "unsupported operand type(s)", and & | ^ ~ took booleans only); t //= 2
+# rebinds t to a new Tensor, as t += 1 does (Python falls back to __floordiv__).
+_INTEGER = {"__floordiv__": integer.floor_divide, "__divmod__": integer.divmod, "__lshift__": integer.left_shift,
+            "__rshift__": integer.right_shift, "__and__": integer.bitwise_and, "__or__": integer.bitwise_or,
+            "__xor__": integer.bitwise_xor}
+for _name, _fn in _INTEGER.items():
     setattr(Tensor, _name, _fn)
     setattr(Tensor, "__r" + _name[2:], _swap(_fn))
-Tensor.__invert__ = lambda self: ew.equal(_mask(self, "~"), np.False_)
+Tensor.__invert__ = integer.invert
 
 # Methods named as numpy's ndarray names them.
 def _in_dtype(x, dtype):
@@ -408,8 +396,9 @@ _VALUE_UFUNCS = {np.isfinite, np.isnan, np.isinf, np.signbit, np.logical_and, np
 
 # numpy's everyday functions (primitives/mathfuncs.py, numeric.py, arrays.py).
 _UFUNCS.update({
-    np.bitwise_and: _LOGICAL["__and__"], np.bitwise_or: _LOGICAL["__or__"], np.bitwise_xor: _LOGICAL["__xor__"],
-    np.invert: Tensor.__invert__,
+    np.bitwise_and: integer.bitwise_and, np.bitwise_or: integer.bitwise_or, np.bitwise_xor: integer.bitwise_xor,
+    np.invert: integer.invert, np.left_shift: integer.left_shift, np.right_shift: integer.right_shift,
+    np.floor_divide: integer.floor_divide, np.divmod: integer.divmod, np.gcd: integer.gcd, np.lcm: integer.lcm,
     np.sin: mathfuncs.sin, np.cos: mathfuncs.cos,
     np.tan: mathfuncs.tan, np.arcsin: mathfuncs.arcsin, np.arccos: mathfuncs.arccos,
     np.arctan: mathfuncs.arctan, np.arctan2: mathfuncs.arctan2, np.sinh: mathfuncs.sinh,

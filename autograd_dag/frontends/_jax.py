@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import site_of
 from ..primitives import elementwise as el, mathfuncs as mf, reductions as red, structure as st
-from ..primitives import arrays, indexing, numeric
+from ..primitives import arrays, indexing, integer, numeric
 from ..primitives.fused.softmax import argmax, argmin
 from ..primitives.linalg.products import einsum
 from ..scopes import attributed_to
@@ -140,17 +140,24 @@ def _clamp(lo, x, hi):
 
 
 def _not(x):
-    if x.dtype != np.bool_:
-        raise FrontendError("from_jax: 'not' of integers (bitwise) has no primitive here; only of booleans")
-    return el.equal(x, constant(np.False_))
+    # lax.not_: logical on booleans, bitwise on integers (numpy's invert)
+    return el.equal(x, constant(np.False_)) if x.dtype == np.bool_ else integer.invert(x)
 
 
 def _logical(kind):
     def handler(x, y):
-        if x.dtype != np.bool_:
-            raise FrontendError(f"from_jax: '{kind}' of integers (bitwise) has no primitive here; only of booleans")
-        return (el.minimum if kind == "and" else el.maximum)(x, y)
+        if x.dtype != np.bool_:   # lax.and_/or_/xor on integers are bitwise
+            return getattr(integer, f"bitwise_{kind}")(x, y)
+        return {"and": el.minimum, "or": el.maximum, "xor": el.not_equal}[kind](x, y)
     return handler
+
+
+def _shift_right_logical(x, s):
+    # lax's logical shift of a signed x: the unsigned integer of its bits shifted (numpy's >> is arithmetic)
+    if x.dtype.kind != "i":
+        return integer.right_shift(x, s)
+    u = np.dtype(f"uint{8 * x.dtype.itemsize}")
+    return el.astype(integer.right_shift(el.astype(x, u), el.astype(s, u)), x.dtype)
 
 
 _RULES = {
@@ -159,7 +166,9 @@ _RULES = {
     "pow": _same_dtype(el.power), "atan2": _same_dtype(mf.arctan2),
     "eq": _same_dtype(el.equal), "ne": _same_dtype(el.not_equal), "lt": _same_dtype(el.less),
     "le": _same_dtype(el.less_equal), "gt": _same_dtype(el.greater), "ge": _same_dtype(el.greater_equal),
-    "and": _logical("and"), "or": _logical("or"), "not": _not,
+    "and": _logical("and"), "or": _logical("or"), "xor": _logical("xor"), "not": _not,
+    "shift_left": _same_dtype(integer.left_shift), "shift_right_arithmetic": _same_dtype(integer.right_shift),
+    "shift_right_logical": _same_dtype(_shift_right_logical),
     "neg": lambda x: el.negative(x), "exp": lambda x, **_: el.exp(x), "log": lambda x, **_: el.log(x),
     "tanh": lambda x, **_: el.tanh(x), "logistic": lambda x, **_: el.logistic(x),
     "sqrt": lambda x, **_: el.sqrt(x), "rsqrt": _rsqrt, "abs": lambda x: el.abs(x),

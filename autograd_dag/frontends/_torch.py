@@ -16,7 +16,7 @@ import numpy as np
 from ..core import Tensor
 from ..nn import functional as F
 from ..primitives import elementwise as el, mathfuncs as mf, reductions as red, structure as st
-from ..primitives import arrays, indexing, numeric
+from ..primitives import arrays, indexing, integer, numeric
 from ..primitives.conv import conv2d, conv2d_bias, max_pool2d
 from ..primitives.conv_family import conv1d, conv_transpose2d, grouped_conv2d
 from ..primitives.linalg.products import matmul
@@ -269,6 +269,12 @@ _RULES = {
     "aten.le": _binary(el.less_equal), "aten.gt": _binary(el.greater), "aten.ge": _binary(el.greater_equal),
     "aten.logical_not": _logical_not, "aten.logical_and": _logical(el.minimum),
     "aten.logical_or": _logical(el.maximum), "aten.where": _where,
+    "aten.bitwise_and": _binary(integer.bitwise_and), "aten.bitwise_or": _binary(integer.bitwise_or),
+    "aten.bitwise_xor": _binary(integer.bitwise_xor), "aten.bitwise_not": integer.invert,
+    "aten.bitwise_left_shift": _binary(integer.left_shift), "aten.bitwise_right_shift": _binary(integer.right_shift),
+    "aten.__lshift__": _binary(integer.left_shift), "aten.__rshift__": _binary(integer.right_shift),
+    "aten.floor_divide": _binary(integer.floor_divide), "aten.remainder": _binary(mf.mod),
+    "aten.fmod": _binary(mf.fmod),
     "aten.neg": el.negative, "aten.exp": el.exp, "aten.log": el.log, "aten.sqrt": el.sqrt,
     "aten.rsqrt": lambda x: mf.reciprocal(el.sqrt(x)), "aten.reciprocal": mf.reciprocal,
     "aten.tanh": el.tanh, "aten.sigmoid": el.logistic, "aten.relu": el.relu, "aten.abs": el.abs,

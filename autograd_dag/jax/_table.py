@@ -68,7 +68,7 @@ _SAME = ["add", "subtract", "multiply", "divide", "negative", "exp", "log", "sqr
          "arcsinh", "arccosh", "arctanh", "floor", "ceil", "trunc", "reciprocal", "square", "exp2", "expm1",
          "log1p", "log2", "log10", "fmax", "fmin", "fmod", "mod", "hypot", "logaddexp", "logaddexp2",
          "isfinite", "isinf", "isnan", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-         "matmul", "clip"]
+         "matmul", "clip", "left_shift", "right_shift", "bitwise_and", "bitwise_or", "bitwise_xor", "invert"]
 
 
 def _same(name):
@@ -88,6 +88,26 @@ def _arith_or_logical(J, node, x, y):
         fn = J.jnp.logical_or if node.op in ("add", "maximum") else J.jnp.logical_and
         return fn(x.astype(bool), y.astype(bool))
     return getattr(J.jnp, node.op)(x, y)
+
+
+@rule("floor_divide")
+def _floor_divide(J, node, x, y):
+    # numpy gives 0 for an integer divided by 0 (XLA gives -1 or the type's maximum); floats are jnp's.
+    if not J.jnp.issubdtype(node.dtype, J.jnp.integer):
+        # A zero quotient takes the sign of x / y, as numpy's (jnp gives -0.0 // -3.0 = -0.0, numpy 0.0).
+        q = J.jnp.floor_divide(x, y)
+        return J.jnp.where(q == 0, (x / y) * 0, q)
+    zero = y == 0
+    return J.jnp.where(zero, 0, J.jnp.floor_divide(x, J.jnp.where(zero, 1, y)))
+
+
+@rule("gcd", "lcm")
+def _gcd_lcm(J, node, x, y):
+    # On the magnitudes as unsigned integers: jnp.gcd never ends on int64's minimum (its abs stays negative);
+    # |INT_MIN| is exact unsigned, and the cast back wraps as numpy's result does.
+    u = J.jnp.dtype(f"uint{8 * node.dtype.itemsize}")
+    mag = [J.jnp.abs(v).astype(node.dtype).astype(u) for v in (x, y)]
+    return getattr(J.jnp, node.op)(*mag).astype(node.dtype)
 
 
 @rule("identity", "checked_indices", "checked_mask")

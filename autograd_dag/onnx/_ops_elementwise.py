@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..primitives import elementwise as el, indexing, mathfuncs, reductions as red, structure as st
+from ..primitives import elementwise as el, indexing, integer, mathfuncs, reductions as red, structure as st
 from ..primitives.linalg import matmul
 from ._ops import HANDLERS, OnnxImportError, handles, _shape, _ndim, _np_dtype
 
@@ -119,6 +119,17 @@ def _or(c):
 @handles("Xor")
 def _xor(c):
     return el.not_equal(c.arg(0), c.arg(1))
+
+
+# (ONNX's Bitwise* take integers of one type, BitShift unsigned ones: numpy's ufuncs compute them as ONNX does.)
+HANDLERS.update({"BitwiseAnd": _binary(integer.bitwise_and), "BitwiseOr": _binary(integer.bitwise_or),
+                 "BitwiseXor": _binary(integer.bitwise_xor), "BitwiseNot": _unary(integer.invert)})
+
+
+@handles("BitShift")
+def _bit_shift(c):
+    shift = integer.left_shift if c.attr("direction", "LEFT") == "LEFT" else integer.right_shift
+    return shift(c.arg(0), c.arg(1))
 
 
 @handles("IsInf")

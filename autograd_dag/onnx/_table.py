@@ -38,6 +38,8 @@ UNSUPPORTED: dict[str, str] = {
     "svd_complement_unused": "the check of a full_matrices svd's derivative, which ONNX cannot raise (nor has it svd)",
     "qr_full_rank": "the rank check of qr's derivative, which ONNX cannot raise (nor has it qr)",
     "pinv": "ONNX has no pseudo-inverse operator",
+    "gcd": "ONNX has no gcd operator (Euclid's algorithm would loop in the graph)",
+    "lcm": "ONNX has no lcm operator (it needs gcd, which Euclid's algorithm computes in a loop)",
     "dropout_mask": "ONNX's random operators take their seed as an attribute, not an input (export the "
                     "model in eval mode: dropout is then the identity)",
 }
@@ -530,6 +532,78 @@ def _fmod(b, node, args):
     x, y = _all_as(b, args, node.dtype)
     # ONNX's fmod=1 is C's fmod, numpy's for floats and integers alike.
     return b.op("Mod", [x, y], fmod=1, hint=_hint(node))
+
+
+# ------------------------------------------------------------ integers (primitives/integer.py)
+
+@rule("floor_divide")
+def _floor_divide(b, node, args):
+    x, y = _all_as(b, args, node.dtype)
+    return (_float_floor_divide if node.dtype.kind == "f" else _integer_floor_divide)(b, x, y, node.dtype, _hint(node))
+
+
+def _float_floor_divide(b, x, y, dt, hint) -> str:
+    # numpy's npy_divmod, not Floor(x / y): (x - fmod(x, y)) / y moved down where the remainder and y differ
+    # in sign, then snapped to the nearest integer (1.0 // 0.1 is 9, floor(1.0 / 0.1) is 10); x / y where y == 0.
+    zero, one = b.scalar(0, dt), b.scalar(1, dt)
+    r = b.op("Mod", [x, y], fmod=1)
+    div = b.op("Div", [b.op("Sub", [x, r]), y])
+    down = b.op("And", [b.op("Not", [b.op("Equal", [r, zero])]),
+                        b.op("Xor", [b.op("Less", [y, zero]), b.op("Less", [r, zero])])])
+    div = b.op("Where", [down, b.op("Sub", [div, one]), div])
+    low = b.op("Floor", [div])
+    near = b.op("Where", [b.op("Greater", [b.op("Sub", [div, low]), b.scalar(0.5, dt)]), b.op("Add", [low, one]), low])
+    # A zero quotient takes the sign of x / y (numpy's copysign(0, x / y); x / y is finite there: 0·(x / y)).
+    quotient = b.op("Div", [x, y])
+    near = b.op("Where", [b.op("Equal", [div, zero]), b.op("Mul", [quotient, zero]), near])
+    return b.op("Where", [b.op("Equal", [y, zero]), quotient, near], hint=hint)
+
+
+def _integer_floor_divide(b, x, y, dt, hint) -> str:
+    # ONNX's integer Div truncates and traps on y == 0 (and on INT_MIN / -1): those divisors are replaced by 1,
+    # numpy's results (0, and -x wrapped) put back; the truncated quotient moves down where the remainder
+    # and y differ in sign.
+    zero, one = b.scalar(0, dt), b.scalar(1, dt)
+    by_zero = b.op("Equal", [y, zero])
+    traps = by_zero if dt.kind == "u" else b.op("Or", [by_zero, b.op("Equal", [y, b.scalar(-1, dt)])])
+    safe = b.op("Where", [traps, one, y])
+    q = b.op("Div", [x, safe])
+    if dt.kind == "i":
+        r = b.op("Mod", [x, safe], fmod=1)
+        down = b.op("And", [b.op("Not", [b.op("Equal", [r, zero])]),
+                            b.op("Xor", [b.op("Less", [safe, zero]), b.op("Less", [r, zero])])])
+        q = b.op("Sub", [q, b.op("Cast", [down], to=b.tensor_type(dt))])
+        q = b.op("Where", [b.op("Equal", [y, b.scalar(-1, dt)]), b.op("Sub", [zero, x]), q])
+    return b.op("Where", [by_zero, zero, q], hint=hint)
+
+
+_BITWISE = {"bitwise_and": ("And", "BitwiseAnd"), "bitwise_or": ("Or", "BitwiseOr"),
+            "bitwise_xor": ("Xor", "BitwiseXor"), "invert": ("Not", "BitwiseNot")}
+
+
+@rule(*_BITWISE)
+def _bitwise(b, node, args):
+    # Booleans: ONNX's logical operators (its Bitwise* take integers only).
+    return b.op(_BITWISE[node.op][node.dtype != np.bool_], _all_as(b, args, node.dtype), hint=_hint(node))
+
+
+@rule("left_shift", "right_shift")
+def _shift(b, node, args):
+    # ONNX's BitShift takes unsigned integers only (and, as numpy, gives 0 past the width): a signed x is
+    # shifted as the unsigned integer of its bits; a negative one shifted right fills with ones, ~(~x >> s).
+    x, s = _all_as(b, args, node.dtype)
+    direction = "LEFT" if node.op == "left_shift" else "RIGHT"
+    if node.dtype.kind == "u":
+        return b.op("BitShift", [x, s], direction=direction, hint=_hint(node))
+    u, to = np.dtype(f"uint{8 * node.dtype.itemsize}"), b.tensor_type(node.dtype)
+    ux, us = b.cast(x, u), b.cast(s, u)
+    out = b.op("Cast", [b.op("BitShift", [ux, us], direction=direction)], to=to)
+    if direction == "LEFT":
+        return b.op("Identity", [out], hint=_hint(node))
+    # (selected after the cast back: ONNX Runtime has no uint64 Where)
+    ones = b.op("Cast", [b.op("BitwiseNot", [b.op("BitShift", [b.op("BitwiseNot", [ux]), us], direction="RIGHT")])],
+                to=to)
+    return b.op("Where", [b.op("Less", [x, b.scalar(0, node.dtype)]), ones, out], hint=_hint(node))
 
 
 @rule("fmax", "fmin")
