@@ -1,0 +1,113 @@
+"""Defects found in gradient verification (hunt of 2026-12-03), each test failing on the code before it."""
+
+import numpy as np
+import pytest
+
+import autograd_dag as ad
+from autograd_dag.testing import assert_grads_close
+
+# ------------------------------------------- float32: checked at float32's own tolerances
+
+
+def _layer_norm(h, mean, sqrt):
+    c = h - mean(h, axis=-1, keepdims=True)
+    return c / sqrt(mean(c * c, axis=-1, keepdims=True) + 1e-5)
+
+
+_OURS = [ad.tanh, lambda h: ad.exp(ad.tanh(h)), lambda h: ad.log(1 + h * h), lambda h: ad.softmax(h, axis=-1),
+         lambda h: _layer_norm(h, ad.mean, ad.sqrt), ad.sin]
+
+
+def _softmax_np(h):
+    e = np.exp(h - np.max(h, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+_NUMPY = [np.tanh, lambda h: np.exp(np.tanh(h)), lambda h: np.log(1 + h * h), _softmax_np,
+          lambda h: _layer_norm(h, np.mean, np.sqrt), np.sin]
+
+
+def _random_chain(k, ops):
+    """A float32 point and f = sum(g3(g2(g1(x @ w)))²) with g drawn from ``ops``: a random ordinary function."""
+    rng = np.random.default_rng(k)
+    n, m = rng.integers(2, 7, size=2)
+    x = rng.standard_normal((3, n)).astype(np.float32) * np.float32(rng.choice([0.3, 1.0, 3.0]))
+    w = (rng.standard_normal((n, m)) / np.sqrt(n)).astype(np.float32)
+    chain = [ops[i] for i in rng.integers(0, len(ops), size=3)]
+
+    def f(x, w):
+        h = x @ w
+        for g in chain:
+            h = g(h)
+        return (h * h).sum()
+    return f, x, w
+
+
+def test_check_grads_passes_32_random_float32_functions_at_its_defaults():
+    # Before: refused ("inputs of dtype float32 ... pass atol= and rtol="). Now the derivatives are
+    # float32, the differences float64 (f computes in float64 when given it), and the tolerance
+    # sqrt(eps32) = 3.5e-4 (atol and rtol): no false failure on any of them, at order 2 for 8.
+    for k in range(32):
+        f, x, w = _random_chain(k, _OURS)
+        assert x.dtype == w.dtype == np.float32
+        ad.check_grads(f, (x, w), order=2 if k < 8 else 1)
+
+
+def test_check_gradient_passes_32_random_float32_functions():
+    # Before: chain 29 (log(1 + h²), softmax, tanh at |x| ~ 3) failed with a right gradient: its float32
+    # differences at step 1.5e-2 gave -18.580 for -18.598 (tolerance 8.4e-3). Now f is differenced in
+    # float64 at step 1e-6. The "hand-written" gradient is our autodiff's, in float32.
+    for k in range(32):
+        f, x, w = _random_chain(k, _NUMPY)
+        g = ad.grad(f, argnums=(0, 1))
+        ad.check_gradient(f, lambda x, w: tuple(np.asarray(getattr(t, "value", t)) for t in g(x, w)), (x, w))
+
+
+def _rms_norm(name, vjp_kind, jvp_kind):
+    """u ↦ u / r, r = sqrt(mean(u²) + 0.1), with a VJP and a JVP right or wrong in a chosen way."""
+    def r(u):
+        return ad.sqrt(ad.mean(u * u, axis=-1, keepdims=True) + 0.1)
+
+    def vjp(ct, out, u):
+        right = (ct - out * ad.mean(ct * out, axis=-1, keepdims=True)) / r(u)
+        return ({"right": right, "1%": right * 1.01, "10%": right * 1.1, "sign": -right,
+                 "missing term": ct / r(u)}[vjp_kind],)
+
+    def jvp(t, out, u):
+        right = (t[0] - out * ad.mean(t[0] * out, axis=-1, keepdims=True)) / r(u)
+        return {"right": right, "1%": right * 1.01, "10%": right * 1.1, "sign": -right,
+                "missing term": t[0] / r(u)}[jvp_kind]
+    return ad.primitive(name, lambda u: u / np.sqrt(np.mean(u * u, axis=-1, keepdims=True) + 0.1),
+                        vjp=vjp, jvp=jvp, replace=True)
+
+
+@pytest.mark.parametrize("wrong", ["1%", "10%", "sign", "missing term"])
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
+def test_check_grads_fails_wrong_float32_rules(mode, wrong):
+    # Before: refused without tolerances. A rule 1 % off is 29 times sqrt(eps32) relative: it must fail.
+    prim = _rms_norm(f"test_hunt9_rms_{mode}_{wrong}", wrong if mode == "rev" else "right",
+                     wrong if mode == "fwd" else "right")
+    x = np.random.default_rng(1).standard_normal((3, 5)).astype(np.float32)
+    w = np.random.default_rng(2).standard_normal((5, 5)).astype(np.float32)
+
+    def f(x, w):
+        return ad.sum(ad.tanh(prim(x @ w)) * np.arange(5, dtype=np.float32))
+    with pytest.raises(ad.GradientCheckError, match="float32"):
+        ad.check_grads(f, (x, w), modes=(mode,))
+    right = _rms_norm(f"test_hunt9_rms_right_{mode}", "right", "right")
+    ad.check_grads(lambda x, w: ad.sum(ad.tanh(right(x @ w)) * np.arange(5, dtype=np.float32)), (x, w),
+                   modes=(mode,), order=2)
+
+
+def test_an_f_that_casts_down_to_float32_is_differenced_in_float32_and_still_fails_a_1_percent_error():
+    # Its differences round at eps32·|f| / h: the step is eps32^(1/3) = 4.9e-3, atol grows with |f|.
+    for scale, should_pass in ((2.0, True), (2.02, False)):
+        down = ad.primitive(f"test_hunt9_down_{scale}", lambda u: np.tanh(u).astype(np.float32) * 2,
+                            vjp=lambda ct, out, u, s=scale: (ct * s * (1 - ad.tanh(u) ** 2),),
+                            jvp=lambda t, out, u, s=scale: t[0] * s * (1 - ad.tanh(u) ** 2), replace=True)
+        x = np.random.default_rng(3).standard_normal(6).astype(np.float32)
+        if should_pass:
+            assert_grads_close(lambda v: ad.sum(down(v) * np.arange(6.0, dtype=np.float32)), (x,))
+        else:
+            with pytest.raises(AssertionError, match="disagree"):
+                assert_grads_close(lambda v: ad.sum(down(v) * np.arange(6.0, dtype=np.float32)), (x,))
