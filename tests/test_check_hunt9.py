@@ -1,10 +1,17 @@
 """Defects found in gradient verification (hunt of 2026-12-03), each test failing on the code before it."""
 
+import importlib.metadata
+
 import numpy as np
 import pytest
 
 import autograd_dag as ad
 from autograd_dag.testing import assert_grads_close
+
+pytest_plugins = ["pytester"]
+# The plugin by its entry point if installed, else by name (as tests/test_pytest_plugin.py).
+_PLUGIN = "autograd_dag.pytest_plugin"
+_LOAD = () if any(ep.value == _PLUGIN for ep in importlib.metadata.entry_points(group="pytest11")) else ("-p", _PLUGIN)
 
 # ------------------------------------------- float32: checked at float32's own tolerances
 
@@ -111,3 +118,97 @@ def test_an_f_that_casts_down_to_float32_is_differenced_in_float32_and_still_fai
         else:
             with pytest.raises(AssertionError, match="disagree"):
                 assert_grads_close(lambda v: ad.sum(down(v) * np.arange(6.0, dtype=np.float32)), (x,))
+
+
+# ------------------------------------------- assert_grads_close and the fixture take batched=, as check_grads
+
+
+_times_3sq = ad.primitive("test_hunt9_times_3sq", lambda c, x: c * 3.0 * x * x, replace=True)
+_cube = ad.primitive("test_hunt9_cube", lambda x: x ** 3, vjp=lambda ct, out, x: (_times_3sq(ct, x),),
+                     jvp=lambda t, out, x: _times_3sq(t[0], x), replace=True)
+
+
+@pytest.fixture
+def broken_batching():
+    def first_example_for_all(prim, operands, flags, **params):   # wrong on purpose: example 0's cotangent
+        c, x = operands
+        return ad.Tensor(np.broadcast_to(c.value[:1], c.shape) * 3.0 * x.value ** 2)
+    _times_3sq.prim.batch = first_example_for_all
+    yield
+    _times_3sq.prim.batch = None
+
+
+def test_assert_grads_close_takes_batched_and_catches_a_wrong_batching_rule(broken_batching):
+    # Before: TypeError (unexpected keyword 'batched'): the assert form lacked check_grads' option.
+    x = np.array([0.5, -1.0, 2.0])
+    assert_grads_close(lambda x: _cube(x), (x,))        # finite differences cannot see a batching rule
+    with pytest.raises(AssertionError, match="batched reverse mode"):
+        assert_grads_close(lambda x: _cube(x), (x,), batched=True)
+
+
+def test_the_gradcheck_fixture_takes_batched_from_the_marker(pytester):
+    # Before: the marker's batched=True was not a gradcheck setting, and the wrong rule passed.
+    pytester.makepyfile(test_inner='''
+import numpy as np, pytest, autograd_dag as ad
+times = ad.primitive("inner_times_3sq", lambda c, x: c * 3.0 * x * x, replace=True)
+cube = ad.primitive("inner_cube", lambda x: x ** 3, vjp=lambda ct, out, x: (times(ct, x),),
+                    jvp=lambda t, out, x: times(t[0], x), replace=True)
+times.prim.batch = lambda prim, ops, flags, **p: ad.Tensor(
+    np.broadcast_to(ops[0].value[:1], ops[0].shape) * 3.0 * ops[1].value ** 2)
+
+@pytest.mark.gradcheck(batched=True)
+def test_batched(gradcheck):
+    gradcheck(lambda x: cube(x), (np.array([0.5, -1.0, 2.0]),))
+
+def test_unbatched(gradcheck):
+    gradcheck(lambda x: cube(x), (np.array([0.5, -1.0, 2.0]),))
+''')
+    result = pytester.runpytest_inprocess(*_LOAD, "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_batched*", "*batched reverse mode*"])
+
+
+# ------------------------------------------- check_module: every entry of a small parameter; a loss with an offset
+
+from autograd_dag import nn  # noqa: E402
+
+_GAIN_WRONG = np.ones((10, 10))
+_GAIN_WRONG[6, 3] = 1.0 + 3e-5          # the VJP for the gain, entry (6, 3) alone, 3e-5 off (tolerance 1.1e-5)
+_gained = ad.primitive("test_hunt9_gained", lambda x, s: x * s,
+                       vjp=lambda ct, out, x, s: (ct * s, ad.sum(ct * x, axis=0) * _GAIN_WRONG),
+                       jvp=lambda t, out, x, s: ((t[0] * s if t[0] is not None else 0.0)
+                                                 + (t[1] * x if t[1] is not None else 0.0)), replace=True)
+
+
+class _Gain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gain = nn.Parameter(np.random.default_rng(4).uniform(0.5, 1.5, (10, 10)))
+
+    def forward(self, x):
+        return _gained(x, self.gain)
+
+
+def test_check_module_checks_every_entry_of_a_100_entry_parameter_and_names_the_wrong_one():
+    # Before: 32 random entries of 100 (seed 0 missed (6, 3)) and 4 directions (tolerance 1e-5·|<g, v>|
+    # ~ 1e-4, the error 3e-5·|v|): the wrong gradient passed. torch's gradcheck says "Jacobian mismatch
+    # for output 0 with respect to input 1" and prints both whole Jacobians.
+    model = nn.Sequential(_Gain())
+    x = np.random.default_rng(5).uniform(0.8, 1.2, (3, 10, 10))
+    with pytest.raises(ad.GradientCheckError) as info:
+        nn.check_module(model, x)
+    msg = str(info.value)
+    assert "all 100 entries" in msg and "1 of 100 compared values disagree" in msg
+    assert "layers.0.gain entry (6, 3): analytic" in msg or "0.gain entry (6, 3): analytic" in msg
+    assert "rel err" in msg and "tolerance" in msg
+
+
+def test_check_module_passes_a_loss_with_a_large_offset():
+    # Before: loss = sum(y) + 1e6 + 1e-3·sum(y²) failed 3 of 4 parameters of a right MLP: at step 1e-6 the
+    # loss rounds at 1e6·1.1e-16 / 1e-6 ~ 1e-4 (abs err 6.5e-05, tolerance 9.8e-6). Now a disagreement is
+    # differenced again at numdiff's adaptive steps, their error estimate counted against the agreement.
+    model, x = nn.MLP([3, 4, 2], activation="tanh", rng=0), np.random.default_rng(0).standard_normal((5, 3))
+    assert nn.check_module(model, x, loss=lambda y: ad.sum(y) + 1e6 + 1e-3 * ad.sum(y * y)).ok
+    # ... and a wrong gradient with the same offset still fails.
+    assert nn.check_module(nn.Sequential(_Gain()), np.ones((3, 10, 10)), raise_on_failure=False,
+                           loss=lambda y: ad.sum(y) + 1e6).failed
