@@ -36,11 +36,13 @@ class ParameterCheck:
     max_abs_err: float
     ok: bool
     worst: list[str] = field(default_factory=list)
+    disagreeing: int = 0         # how many of the compared values (entries, directions) disagree
 
     def line(self) -> str:
         verdict = "ok" if self.ok else "WRONG"
+        count = f", {self.disagreeing} disagree; worst:" if self.disagreeing else ""
         return (f"  {verdict:5s} {self.name} {self.shape}: {self.checked}, max abs err {self.max_abs_err:.2e}, "
-                f"{self.evaluations} loss evaluations" + "".join(f"\n{w}" for w in self.worst))
+                f"{self.evaluations} loss evaluations{count}" + "".join(f"\n{w}" for w in self.worst))
 
 
 @dataclass
@@ -211,10 +213,9 @@ def _check_parameter(name, k, values, g, evaluate, rng, eps, atol, rtol, max_ent
             rel = abs(a - n) / scale if scale > 0 else np.inf
             worst.append(f"      {name} {what}: analytic {a: .6e}, numeric {n: .6e}, abs err {abs(a - n):.2e}, "
                          f"rel err {rel:.2e} (tolerance {t:.2e} = atol {atol:g} + rtol {rtol:g} * |value|)")
-    n_bad = sum(e > 0 for e in excess)
-    if n_bad:
-        worst.insert(0, f"      {n_bad} of {len(compared)} compared values disagree; worst:")
-    return ParameterCheck(name, tuple(p.shape), checked, evaluations, max(errs, default=0.0), not n_bad, worst)
+    n_bad = int(sum(e > 0 for e in excess))
+    return ParameterCheck(name, tuple(p.shape), checked, evaluations, max(errs, default=0.0), not n_bad, worst,
+                          n_bad)
 
 
 def _agree(a: float, n: float, atol: float, rtol: float) -> bool:
