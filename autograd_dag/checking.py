@@ -489,6 +489,7 @@ def _checked_outputs(f: Callable, td, leaves, fname, loose: bool) -> tuple[Any, 
     out_vals = _values(out)
     for k, o in enumerate(out_vals):
         refuse_complex(o, f"check_grads: output leaf {k}")
+        _refuse_non_numbers(o, k, f"check_grads({fname})")
         if o.dtype.kind == "f" and o.dtype.itemsize < 4 and not loose:
             raise AutogradDagError(
                 f"check_grads({fname}): output leaf {k} is {o.dtype}: central "
@@ -505,6 +506,17 @@ def _checked_outputs(f: Callable, td, leaves, fname, loose: bool) -> tuple[Any, 
                 f"cannot measure its derivative. Random numbers inside f? Fix them (a seeded generator "
                 f"made inside f) or check the model in eval() mode")
     return out_td, [o.shape for o in out_vals], out_vals
+
+
+def _refuse_non_numbers(o: np.ndarray, k: int, what: str) -> None:
+    """An output leaf that is not numbers (None, a string) cannot be differenced: say which one, not TypeError.
+
+    f returning (loss, None) crashed the check with "unsupported operand type(s) for -: 'NoneType'".
+    """
+    if o.dtype.kind not in "biufc":
+        shown = repr(o.item()) if o.size == 1 else f"an array of shape {o.shape}"
+        raise AutogradDagError(f"{what}: output leaf {k} is {shown} ({o.dtype}), not numbers, so it has no "
+                               f"derivative to check; return only arrays and Tensors (e.g. lambda *a: f(*a)[0])")
 
 
 # The default tolerances of a check in float32 (its inputs, or f's outputs). The analytic derivatives

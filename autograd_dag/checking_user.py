@@ -53,7 +53,7 @@ from .checking import (DEFAULT_ATOL, DEFAULT_EPS, DEFAULT_RTOL, _Tolerances, _an
                        _argument_names, _as_leaf, _checked_options, _describe_arg, _difference_jacobians,
                        _entry_bad, _entry_comparison, _evaluate_flat_moved, _extrapolated, _float_leaves,
                        _is_float_leaf, _kinks, _once, _on_floats, _output_labels, _refuse_complex_leaves,
-                       _refuse_nothing_to_compare,
+                       _refuse_non_numbers, _refuse_nothing_to_compare,
                        _second_look, _size, numerical_grad)
 from .check_records import recorded
 from .core import Tensor
@@ -165,6 +165,7 @@ def _setup(what, f, derivative, args, dname, eps, atol, rtol, names, scalar: boo
     for k, (a, b) in enumerate(zip(out_vals, again)):
         if a.dtype.kind == "c":
             raise AutogradDagError(f"{what}({fname}): output leaf {k} is complex; only real functions are checked")
+        _refuse_non_numbers(a, k, f"{what}({fname})")
         # Bit for bit on purpose, as check_grads: the same code on the same numbers rounds the same way.
         if not np.array_equal(a, b, equal_nan=True):
             raise GradientCheckError(f"{what}({fname}): f gives different values at the same point (output "

@@ -231,3 +231,13 @@ def test_a_check_of_empty_arguments_or_outputs_is_refused():
     # One empty argument beside a real one is checked (and the wrong rule fails on the real one).
     with pytest.raises(ad.GradientCheckError, match="argument 1"):
         ad.check_grads(lambda e, x: ad.sum(e) + ad.sum(wrong(x)), (np.zeros(0), np.ones(3)))
+
+
+def test_an_output_that_is_not_numbers_is_a_clear_error():
+    # Before: f returning (loss, None) crashed check_grads with "TypeError: unsupported operand type(s) for -:
+    # 'NoneType' and 'NoneType'" (jax's check_grads takes None as an empty subtree; here it is named).
+    x = np.array([0.3, 1.2, -0.5])
+    with pytest.raises(ad.AutogradDagError, match=r"check_grads\(<lambda>\): output leaf 1 is None"):
+        ad.check_grads(lambda x: (ad.sum(x * x), None), (x,))
+    with pytest.raises(ad.AutogradDagError, match=r"check_jacobian\(<lambda>\): output leaf 1 is 'aux'"):
+        ad.check_jacobian(lambda x: (x * 2, "aux"), lambda x: (2 * np.eye(3), None), (x,))
