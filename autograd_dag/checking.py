@@ -373,7 +373,13 @@ class _Point:
     out_shapes: list[tuple]
     us: list[np.ndarray]   # u, one array per output leaf
     u_tree: Any            # u in the structure of f's output, as vjp takes it
-    values: list           # f's outputs at the point (their size bounds the differences' rounding)
+    values: list           # f's outputs at the widened point (their size bounds the differences' rounding)
+    wide: list             # the float leaves in float64: the finite differences' point (see _widened)
+
+    @property
+    def precision(self) -> float:
+        """The machine epsilon the finite differences round at: of f's outputs at the widened point."""
+        return _precision(self.values)
 
 
 class _DerivativeUnusable(Exception):
@@ -432,14 +438,31 @@ def _checked_options(f, order, modes, eps, atol, rtol) -> tuple[str, ...]:
 
 
 def _refuse_low_precision(leaves, atol, rtol) -> None:
-    """Default tolerances are meant for float64: lower precision needs tolerances the caller chose."""
-    low = [x.dtype for x in leaves if _is_float_leaf(x) and x.dtype.itemsize < 8]
+    """Default tolerances are meant for float64 and float32 (:func:`_default_tolerances`): float16 and
+    bfloat16 need tolerances the caller chose."""
+    low = [x.dtype for x in leaves if _is_float_leaf(x) and x.dtype.itemsize < 4]
     if low and (atol is None or rtol is None):
         raise AutogradDagError(
             f"check_grads: inputs of dtype {low[0]} were given. Central differences in that precision "
             f"cannot separate a wrong derivative from rounding error (the rounding error of f(x±h)/2h is "
             f"about machine-eps/h). Check in float64 (x.astype(np.float64)), or pass atol= and rtol= "
             f"explicitly if you accept loose tolerances")
+
+
+def _refuse_nothing_to_compare(what: str, leaves, out_shapes) -> None:
+    """Refuses a check whose Jacobians have no entry: every float argument, or every output, is empty.
+
+    It compared nothing and passed (so do torch's gradcheck and jax's check_grads), whatever
+    the rules: as with no float argument, a check that compares nothing must not pass.
+    """
+    floats = [np.shape(x) for x in leaves if _is_float_leaf(x)]
+    if floats and all(_size(s) == 0 for s in floats):
+        raise AutogradDagError(f"{what}: every float argument is empty (shapes {', '.join(map(str, floats))}), "
+                               f"so no derivative would be compared; check at a point with entries")
+    if all(_size(s) == 0 for s in out_shapes):
+        raise AutogradDagError(f"{what}: every output of f is empty (shapes "
+                               f"{', '.join(map(str, out_shapes)) or 'none'}), so no derivative would be "
+                               f"compared; check a function with outputs")
 
 
 def _argument_names(f: Callable) -> list[str] | None:
@@ -450,14 +473,15 @@ def _argument_names(f: Callable) -> list[str] | None:
         return None
 
 
-def _checked_outputs(f: Callable, td, leaves, fname, loose: bool) -> tuple[Any, list[tuple]]:
-    """f's output treedef and leaf shapes, which size u and the Jacobians.
+def _checked_outputs(f: Callable, td, leaves, fname, loose: bool) -> tuple[Any, list[tuple], list]:
+    """f's output treedef and leaf shapes, which size u and the Jacobians, and its outputs at the point.
 
     A complex output is refused, and so is an f that gives two different values at
     the same point (random numbers inside it, a layer in training mode that draws a
     mask): its finite differences would measure the noise, not the derivative. A
     float32/16 output is refused unless the tolerances were given (``loose``), as
-    such inputs are: its rounding swamps the differences.
+    such inputs are: its rounding swamps the differences. A float32 one is checked at
+    float32's tolerances (:func:`_default_tolerances`).
     """
     with no_grad():
         out = f(*unflatten(td, _as_arguments(leaves)))
@@ -465,9 +489,10 @@ def _checked_outputs(f: Callable, td, leaves, fname, loose: bool) -> tuple[Any, 
     out_vals = _values(out)
     for k, o in enumerate(out_vals):
         refuse_complex(o, f"check_grads: output leaf {k}")
-        if o.dtype.kind == "f" and o.dtype.itemsize < 8 and not loose:
+        _refuse_non_numbers(o, k, f"check_grads({fname})")
+        if o.dtype.kind == "f" and o.dtype.itemsize < 4 and not loose:
             raise AutogradDagError(
-                f"check_grads({fname}): output leaf {k} is {o.dtype} for float64 inputs: central "
+                f"check_grads({fname}): output leaf {k} is {o.dtype}: central "
                 f"differences of {o.dtype} values cannot separate a wrong derivative from rounding error. "
                 f"Compute f in float64 (an operation or a primitive's implementation casts down), or pass "
                 f"atol= and rtol= explicitly if you accept loose tolerances")
@@ -480,14 +505,66 @@ def _checked_outputs(f: Callable, td, leaves, fname, loose: bool) -> tuple[Any, 
                 f"largest change {np.max(np.abs(a.astype(np.float64) - b)):.3e}), so finite differences "
                 f"cannot measure its derivative. Random numbers inside f? Fix them (a seeded generator "
                 f"made inside f) or check the model in eval() mode")
-    return out_td, [o.shape for o in out_vals]
+    return out_td, [o.shape for o in out_vals], out_vals
 
 
-def _point(f: Callable, td, leaves, float_idx, out_td, out_shapes, us) -> _Point:
+def _refuse_non_numbers(o: np.ndarray, k: int, what: str) -> None:
+    """An output leaf that is not numbers (None, a string) cannot be differenced: say which one, not TypeError.
+
+    f returning (loss, None) crashed the check with "unsupported operand type(s) for -: 'NoneType'".
+    """
+    if o.dtype.kind not in "biufc":
+        shown = repr(o.item()) if o.size == 1 else f"an array of shape {o.shape}"
+        raise AutogradDagError(f"{what}: output leaf {k} is {shown} ({o.dtype}), not numbers, so it has no "
+                               f"derivative to check; return only arrays and Tensors (e.g. lambda *a: f(*a)[0])")
+
+
+# The default tolerances of a check in float32 (its inputs, or f's outputs). The analytic derivatives
+# are computed in float32, each entry rounded at a few ε32·(its terms) ~ 1e-6 in an ordinary chain;
+# sqrt(ε32) = 3.5e-4 leaves two decades above that and is 30 times below a rule 1 % off (jax's
+# check_grads takes 2e-3 for float32, as its differences are float32 at step 1e-4: ε32/1e-4 = 1e-3).
+FLOAT32_TOLERANCE = float(np.sqrt(np.finfo(np.float32).eps))
+
+
+def _default_tolerances(eps, atol, rtol, leaves, outputs, values) -> _Tolerances:
+    """The step and tolerances the caller left out, from the precision of the derivatives and of the differences.
+
+    ``outputs``: f at the user's point (the precision the derivatives are computed in, with the float
+    leaves'); ``values``: f at the point widened to float64 (:func:`_widened`), the differences'
+    precision. Differences in float64 (f computes in float64 when given it) keep float64's step 1e-6;
+    an f that casts to float32 itself is differenced at ε32^(1/3) = 4.9e-3, where rounding
+    (ε32·|f|/h) and Richardson's truncation (h⁴) balance, with atol grown by |f| for that rounding
+    (3·ε32^(2/3)·|f| = 7e-5·|f|, under 3.5e-4·|f|), as check_gradient does.
+    """
+    analytic = _precision([x for x in leaves if _is_float_leaf(x)] + list(outputs))
+    differences = _precision(values)
+    if analytic <= np.finfo(np.float64).eps and differences <= np.finfo(np.float64).eps:
+        return _Tolerances(DEFAULT_EPS if eps is None else eps, DEFAULT_ATOL if atol is None else atol,
+                           DEFAULT_RTOL if rtol is None else rtol)
+    loose = max(FLOAT32_TOLERANCE, float(np.sqrt(analytic)))
+    size = max([1.0] + [float(np.max(np.abs(v), initial=0.0)) for v in values if np.asarray(v).dtype.kind == "f"])
+    wide = differences <= np.finfo(np.float64).eps
+    step = DEFAULT_EPS if wide else float(differences ** (1 / 3))
+    return _Tolerances(step if eps is None else eps, (loose if wide else loose * size) if atol is None else atol,
+                       loose if rtol is None else rtol)
+
+
+def _point(f: Callable, td, leaves, float_idx, out_td, out_shapes, us, values) -> _Point:
     """Bundle f on its float leaves with u, once per check, for the comparisons of every argument and mode."""
     floats = [leaves[k] for k in float_idx]
     return _Point(_on_floats(f, td, leaves, float_idx), floats, flatten(tuple(floats))[1], out_td,
-                  list(out_shapes), us, unflatten(out_td, us), _evaluate(f, td, leaves))
+                  list(out_shapes), us, unflatten(out_td, us), values, _widened(floats))
+
+
+def _widened(leaves) -> list:
+    """The float leaves in float64, the others as given: where the finite differences are taken.
+
+    The differences move x in float64 anyway (x32 + h is not a float32), so a float32 f that
+    computes in float64 when given float64 (numpy's promotion: ours do) is differenced in
+    float64, and f(x) itself, the one-sided differences' centre, must be float64 too: a
+    float32 f(x) against float64 f(x ± h) is off by ε32·|f| / h ~ 0.1 at h = 1e-6.
+    """
+    return [np.asarray(x, dtype=np.float64) if _is_float_leaf(x) else x for x in leaves]
 
 
 def _one_leaf_tangents(leaves, i, t) -> list[np.ndarray]:
@@ -587,10 +664,10 @@ def _projection_line(analytic: float, numeric: float, tol: _Tolerances) -> tuple
 
 def _jacobian_lines(p: _Point, pos, mode, tol: _Tolerances) -> tuple[bool, list[str]]:
     """Compare argument pos's Jacobian entry by entry, so that the report says where a derivative is wrong."""
-    J_num, *sides = _difference_jacobians(p.f, p.floats_td, p.floats, pos, tol.eps, one_sided=True)
+    J_num, *sides = _difference_jacobians(p.f, p.floats_td, p.wide, pos, tol.eps, one_sided=True)
     J_ana = _analytic_jacobian(p.f, p.floats_td, p.floats, pos, mode, p.out_shapes, p.out_td)
     out_flat = np.concatenate([np.ravel(o) for o in p.values] + [np.zeros(0)])
-    J_num = _second_look(p.f, p.floats_td, p.floats, pos, J_ana, J_num, tol, _precision(p.values), out_flat)
+    J_num = _second_look(p.f, p.floats_td, p.wide, pos, J_ana, J_num, tol, p.precision, out_flat)
     return _entry_comparison(J_ana, J_num, tuple(sides), p.out_shapes, np.shape(p.floats[pos]), p.out_td, tol)
 
 
@@ -703,9 +780,9 @@ def _finer_projection(p: _Point, tangents, tol: _Tolerances) -> Callable[[], tup
     def compute() -> tuple[float, float]:
         step = tol.eps * FINER_STEP
         size = sum(float(np.sum(np.abs(u) * np.abs(np.asarray(o, dtype=np.float64))))
-                   for u, o in zip(p.us, _evaluate(p.f, p.floats_td, p.floats)))
+                   for u, o in zip(p.us, p.values))
         # Richardson's (4·D(h/2) − D(h))/3 triples the rounding of one central difference.
-        return _numeric_projection(p, tangents, step), 3 * np.finfo(np.float64).eps * size / step
+        return _numeric_projection(p, tangents, step), 3 * p.precision * size / step
     return _once(compute)
 
 
@@ -753,13 +830,13 @@ def _per_entry_failure(p: _Point, project, tangents, jv, tol: _Tolerances) -> st
         return sum(float(np.sum(w * d)) for w, d in zip(weights, directional))
 
     numeric = weighted(jv)
-    allowed = 1.0 + 3 * np.finfo(np.float64).eps * size / tol.eps
+    allowed = 1.0 + 3 * p.precision * size / tol.eps
     if abs(analytic - numeric) <= allowed:
         return None
     if np.isfinite(analytic) and np.isfinite(numeric):
         # Believed only where its own rounding is a tenth of the disagreement it settles.
         finer_step = tol.eps * FINER_STEP
-        finer_rounding = 3 * np.finfo(np.float64).eps * size / finer_step
+        finer_rounding = 3 * p.precision * size / finer_step
         if (finer_rounding <= 0.1 * abs(analytic - numeric) and abs(
                 analytic - weighted(_numeric_directional(p, tangents, finer_step))) <= 1.0 + finer_rounding):
             return None
@@ -801,9 +878,8 @@ def _per_input_failure(p: _Point, pos, project, v, tol: _Tolerances) -> str | No
     # The differences' rounding, 3·ε·Σ|u f| / step with f rounded to numdiff.ROUNDING_ULPS ulps (a sum of
     # exp over [-20, 20], |f| ~ 8e8, was off by 0.2 where one ulp bounds 0.05): unit is far below it there
     size = sum(float(np.sum(np.abs(u) * np.abs(np.asarray(o, dtype=np.float64)))) for u, o in zip(p.us, p.values))
-    # (in the outputs' own precision: a float32 output, checked with the caller's loose tolerances, rounds at 1e-7)
-    precision = numdiff.ROUNDING_ULPS * max([np.finfo(np.asarray(o).dtype).eps for o in p.values
-                                             if np.asarray(o).dtype.kind == "f"] + [np.finfo(np.float64).eps])
+    # (in the outputs' own precision: an f that casts to float32 rounds at 1e-7)
+    precision = numdiff.ROUNDING_ULPS * p.precision
     allowed = unit + 3 * precision * size / tol.eps
     if abs(analytic - numeric) <= allowed:
         return None
@@ -937,9 +1013,12 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
     looked at again (a 1000 times finer step, then numdiff's adaptive steps)
     before it fails, in either case. ``order=2`` also checks the
     derivatives of the derivatives: of the VJP (``"rev"`` in ``modes``) and of
-    the JVP (``"fwd"``), in each of ``modes``, as ``jax.test_util.check_grads``. Inputs must be float64: float32/16
-    finite differences are too coarse to tell a wrong derivative from
-    rounding, so they are refused unless ``atol`` and ``rtol`` are given.
+    the JVP (``"fwd"``), in each of ``modes``, as ``jax.test_util.check_grads``. Defaults: float64
+    eps 1e-6, atol 1e-6, rtol 1e-5. Float32 inputs (or outputs): the derivatives are
+    computed in float32 and the finite differences in float64 where f computes in
+    float64 when given it (else in float32 at step 4.9e-3, atol times max(1, |f|)),
+    compared at atol = rtol = sqrt(ε32) = 3.5e-4 (:func:`_default_tolerances`). float16
+    is refused unless ``atol`` and ``rtol`` are given.
     ``batched=True`` also compares ``vmap`` of the VJP/JVP over random
     cotangents/tangents with the per-example loop (first order; see
     :mod:`autograd_dag.batched_checking`), as torch's ``check_batched_grad``.
@@ -954,15 +1033,16 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
     """
     modes = _checked_options(f, order, modes, eps, atol, rtol)
     leaves, td, paths = _checked_leaves(args, modes, atol, rtol)
-    tol = _Tolerances(DEFAULT_EPS if eps is None else eps, DEFAULT_ATOL if atol is None else atol,
-                      DEFAULT_RTOL if rtol is None else rtol)
     fname = getattr(f, "__name__", "f")
     names = _argument_names(f) if names is None else names
-    out_td, out_shapes = _checked_outputs(f, td, leaves, fname, atol is not None and rtol is not None)
+    out_td, out_shapes, outputs = _checked_outputs(f, td, leaves, fname, atol is not None and rtol is not None)
+    _refuse_nothing_to_compare(f"check_grads({fname})", leaves, out_shapes)
+    values = _evaluate(f, td, _widened(leaves))
+    tol = _default_tolerances(eps, atol, rtol, leaves, outputs, values)
     # A seed fixes the projections through the order of the draws: u for every output, then v per argument.
     rng = np.random.default_rng(seed)
     float_idx = _float_leaves(leaves)
-    p = _point(f, td, leaves, float_idx, out_td, out_shapes, [rng.standard_normal(s) for s in out_shapes])
+    p = _point(f, td, leaves, float_idx, out_td, out_shapes, [rng.standard_normal(s) for s in out_shapes], values)
     failures: list[str] = []
     vs = []
     for pos, i in enumerate(float_idx):

@@ -53,6 +53,7 @@ from .checking import (DEFAULT_ATOL, DEFAULT_EPS, DEFAULT_RTOL, _Tolerances, _an
                        _argument_names, _as_leaf, _checked_options, _describe_arg, _difference_jacobians,
                        _entry_bad, _entry_comparison, _evaluate_flat_moved, _extrapolated, _float_leaves,
                        _is_float_leaf, _kinks, _once, _on_floats, _output_labels, _refuse_complex_leaves,
+                       _refuse_non_numbers, _refuse_nothing_to_compare,
                        _second_look, _size, numerical_grad)
 from .check_records import recorded
 from .core import Tensor
@@ -104,6 +105,12 @@ class _Check:
     out_flat: np.ndarray      # f's outputs at the point, flattened (their size bounds the rounding)
     tol: _Tolerances
     precision: float          # machine epsilon of the lowest float precision f sees or returns
+    reference: Callable | None = None   # what is differenced: plain, or f in float64 (see _widen)
+
+    @property
+    def fd_precision(self) -> float:
+        """The machine epsilon the differences round at: float64's if f is differenced widened."""
+        return float(np.finfo(np.float64).eps) if self.reference is not self.plain else self.precision
 
     def arg_template(self, slot_of) -> list:
         """Expected structures with the argument level: args', and for one argument args[0]'s too."""
@@ -158,11 +165,13 @@ def _setup(what, f, derivative, args, dname, eps, atol, rtol, names, scalar: boo
     for k, (a, b) in enumerate(zip(out_vals, again)):
         if a.dtype.kind == "c":
             raise AutogradDagError(f"{what}({fname}): output leaf {k} is complex; only real functions are checked")
+        _refuse_non_numbers(a, k, f"{what}({fname})")
         # Bit for bit on purpose, as check_grads: the same code on the same numbers rounds the same way.
         if not np.array_equal(a, b, equal_nan=True):
             raise GradientCheckError(f"{what}({fname}): f gives different values at the same point (output "
                                      f"leaf {k}), so finite differences cannot measure its derivative. Random "
                                      f"numbers inside f? Fix them (a seeded generator made inside f)")
+    _refuse_nothing_to_compare(f"{what}({fname})", leaves, [o.shape for o in out_vals])
     if scalar and (len(out_vals) != 1 or out_vals[0].size != 1):
         raise AutogradDagError(f"{what}({fname}): f must return one scalar; it returned "
                                f"{_described(out)} (use check_jacobian or check_vjp for other outputs)")
@@ -180,9 +189,28 @@ def _setup(what, f, derivative, args, dname, eps, atol, rtol, names, scalar: boo
     else:
         tol = _Tolerances(DEFAULT_EPS if eps is None else eps, DEFAULT_ATOL if atol is None else atol,
                           DEFAULT_RTOL if rtol is None else rtol)
-    return _Check(what, fname, dname, args, leaves, td, leaf_paths(args),
-                  _argument_names(f) if names is None else list(names), float_idx, plain, out_td,
-                  [o.shape for o in out_vals], out_flat, tol, precision)
+    c = _Check(what, fname, dname, args, leaves, td, leaf_paths(args),
+               _argument_names(f) if names is None else list(names), float_idx, plain, out_td,
+               [o.shape for o in out_vals], out_flat, tol, precision, plain)
+    if precision > np.finfo(np.float64).eps:
+        _widen(c, f, eps, atol)
+    return c
+
+
+def _widen(c: _Check, f: Callable, eps, atol) -> None:
+    """A float32 check differences f in float64 (if f computes in float64 when given it), at float64's step.
+
+    Differenced in float32 at ε32^(1/3) = 4.9e-3, a right gradient (-18.598) of a chain of
+    log(1 + h²), softmax and tanh at |x| ~ 3 failed: the differences (step 1.5e-2 there) gave
+    -18.580, 1.7e-2 off against a tolerance of 8.4e-3. Widened, only the hand-written derivative is
+    float32, compared at float32's tolerances (atol = rtol = sqrt(ε32)), as check_grads does.
+    """
+    reference = _wide(c, f)
+    if reference is c.plain:
+        return
+    c.reference = reference
+    c.tol = c.tol._replace(eps=DEFAULT_EPS if eps is None else eps,
+                           atol=float(np.sqrt(c.precision)) if atol is None else atol)
 
 
 def _parsed(c: _Check, result, templates: list, labels: list[str]) -> list:
@@ -246,7 +274,7 @@ def _jacobians_from_blocks(c: _Check, values, places, out_shapes) -> dict[int, n
 def _finer_look(c: _Check, f_fd, i, J_user, J_num) -> np.ndarray:
     """J_num with the disagreeing entries replaced where a second look is believed (check_grads' re-look:
     a finer step, then numdiff's adaptive steps; see :func:`autograd_dag.checking._second_look`)."""
-    return _second_look(f_fd, c.td, c.leaves, i, J_user, J_num, c.tol, c.precision, c.out_flat)
+    return _second_look(f_fd, c.td, c.leaves, i, J_user, J_num, c.tol, c.fd_precision, c.out_flat)
 
 
 # The second look of check_hessian: both steps times each factor (1: the first look).
@@ -438,8 +466,9 @@ def check_gradient(f: Callable, grad_f: Callable, args: Sequence, *, eps: float 
     leaf of its argument's shape (one argument: the gradient array itself).
     Every float argument is checked entry by entry; integer ones are held fixed
     (their gradient entries may be ``None``). float64 defaults: eps 1e-6,
-    atol 1e-6, rtol 1e-5; float32 arguments or outputs get a step and
-    tolerances from their precision (eps ≈ 4.9e-3, rtol ≈ 3.5e-4). Where f runs
+    atol 1e-6, rtol 1e-5; float32 arguments or outputs: f is differenced in
+    float64 at eps 1e-6 if it computes in float64 when given float64, else in
+    float32 at eps ≈ 4.9e-3 (atol ≈ 3.5e-4·max(1, |f|)); rtol ≈ 3.5e-4 = sqrt(ε32). Where f runs
     on Tensors (numpy dispatch), autodiff's gradient is compared too
     (``three_way=False`` skips it).
 
@@ -462,7 +491,7 @@ def check_gradient(f: Callable, grad_f: Callable, args: Sequence, *, eps: float 
     labels = [f"{c.label(i)}" for i in range(len(c.leaves))]
     values = _parsed(c, grad_f(*c.args), c.arg_template(c.arg_slot), labels)
     user = {i: values[i].reshape(1, -1) for i in c.float_idx}
-    _compare(c, c.plain, user, c.out_shapes, c.out_td, _third_opinion(c, f, three_way))
+    _compare(c, c.reference, user, c.out_shapes, c.out_td, _third_opinion(c, f, three_way))
 
 
 @recorded
@@ -486,7 +515,7 @@ def check_jacobian(f: Callable, jac_f: Callable, args: Sequence, *, eps: float |
     c = _setup("check_jacobian", f, jac_f, args, "Jacobian", eps, atol, rtol, names, scalar=False)
     templates, labels, places = _blocks_template(c, [_Slot(tuple(s)) for s in c.out_shapes], c.out_td)
     values = _parsed(c, jac_f(*c.args), templates, labels)
-    _compare(c, c.plain, _jacobians_from_blocks(c, values, places, c.out_shapes), c.out_shapes, c.out_td,
+    _compare(c, c.reference, _jacobians_from_blocks(c, values, places, c.out_shapes), c.out_shapes, c.out_td,
              _third_opinion(c, f, three_way))
 
 
@@ -526,7 +555,7 @@ def check_vjp(f: Callable, vjp_f: Callable, args: Sequence, *, eps: float | None
             rows[i].append(values[i].ravel())
     user = {i: np.stack(rows[i]) if rows[i] else np.zeros((0, _size(np.shape(c.leaves[i]))))
             for i in c.float_idx}
-    _compare(c, c.plain, user, c.out_shapes, c.out_td, _third_opinion(c, f, three_way))
+    _compare(c, c.reference, user, c.out_shapes, c.out_td, _third_opinion(c, f, three_way))
 
 
 @recorded
@@ -561,7 +590,7 @@ def check_jvp(f: Callable, jvp_f: Callable, args: Sequence, *, eps: float | None
             values = _parsed(c, jvp_f(*c.args, tangents[0] if len(c.args) == 1 else tangents), [template], labels)
             cols.append(np.concatenate([v.ravel() for v in values]) if values else np.zeros(0))
         user[i] = np.stack(cols, axis=1) if cols else np.zeros((len(c.out_flat), 0))
-    _compare(c, c.plain, user, c.out_shapes, c.out_td, _third_opinion(c, f, three_way))
+    _compare(c, c.reference, user, c.out_shapes, c.out_td, _third_opinion(c, f, three_way))
 
 
 def _wide(c: _Check, f: Callable) -> Callable:
@@ -607,7 +636,7 @@ def check_hessian(f: Callable, hess_f: Callable, args: Sequence, *, eps: float |
     """
     c = _setup("check_hessian", f, hess_f, args, "Hessian", eps, atol, rtol, names, scalar=True)
     in_float64 = c.precision <= np.finfo(np.float64).eps
-    reference = c.plain if in_float64 else _wide(c, f)
+    reference = c.reference
     if eps is None and (in_float64 or reference is not c.plain):
         c.tol = c.tol._replace(eps=HESSIAN_OUTER_EPS)
     inner = max(HESSIAN_INNER_EPS, c.tol.eps * 10)

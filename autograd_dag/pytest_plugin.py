@@ -10,7 +10,7 @@ pytest run in an environment where autograd_dag is installed has:
   settings for one test (or a class, or a module through ``pytestmark``);
 - the settings from the command line (``--gradcheck-rtol 1e-4``) or from
   ``[tool.pytest.ini_options]`` (``gradcheck_rtol = "1e-4"``): seed, atol, rtol, eps,
-  order, modes, points, full. The closest wins: a keyword at the call, then the
+  order, modes, points, full, batched. The closest wins: a keyword at the call, then the
   marker, then the command line, then the ini file, then the library's defaults;
 - ``pytest --gradcheck-report``: a table in the terminal summary of every gradient
   check the session ran (through the fixture or by calling ``check_grads`` or an
@@ -58,13 +58,15 @@ _KINDS = {
     "points": ("int", "number of random points a check whose args is a function of a numpy Generator "
                       "is run at (default 1)"),
     "full": ("bool", "compare whole Jacobians entry by entry instead of random projections (default false)"),
+    "batched": ("bool", "also compare vmap of the VJP/JVP with a loop over examples (default false)"),
 }
 _DEFAULTS: dict[str, Any] = {"seed": 0, "atol": None, "rtol": None, "eps": None, "order": 1,
-                             "modes": ("rev", "fwd"), "points": 1, "full": False}
+                             "modes": ("rev", "fwd"), "points": 1, "full": False,
+                             "batched": False}
 # Where each report's records travel from the test's process (an xdist worker) to the summary.
 _PROPERTY = "autograd_dag.gradcheck"
 _SESSION_SETTINGS = pytest.StashKey[tuple]()
-_MARKER_HELP = ("gradcheck(seed=, atol=, rtol=, eps=, order=, modes=, points=, full=): settings of the "
+_MARKER_HELP = ("gradcheck(seed=, atol=, rtol=, eps=, order=, modes=, points=, full=, batched=): settings of the "
                 "gradcheck fixture for this test, overriding --gradcheck-* and the gradcheck_* ini keys")
 
 
@@ -152,7 +154,7 @@ class GradCheck:
     A failure raises :class:`autograd_dag.testing.GradientMismatch` (an AssertionError)
     whose message is the check's report, then the settings and where each came from.
 
-    Attributes: ``settings`` (dict: seed, atol, rtol, eps, order, modes, points, full),
+    Attributes: ``settings`` (dict: seed, atol, rtol, eps, order, modes, points, full, batched),
     ``sources`` (where each setting came from) and ``rng`` (this test's generator).
     """
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import autograd_dag as ad
+from tests._checking_helpers import scaling_primitive
 from tests import helpers
 from tests.helpers import central_gradient
 
@@ -254,9 +255,7 @@ _WRONG[7, 11] = 2e-5            # its derivative wrong by 100%
 
 
 def _scaling(name, vjp_scale, jvp_scale):
-    return ad.primitive(name, lambda x: x * _SCALE,
-                        vjp=lambda ct, out, x: (ct * vjp_scale,), jvp=lambda t, out, x: t[0] * jvp_scale,
-                        replace=True)
+    return scaling_primitive(name, _SCALE, vjp_scale, jvp_scale)
 
 
 @pytest.mark.parametrize("mode", ["rev", "fwd"])

@@ -25,7 +25,8 @@ class GradientMismatch(GradientCheckError):
 
 def assert_grads_close(f: Callable, args: Sequence, *, order: int = 1, modes: Sequence[str] = ("rev", "fwd"),
                        eps: float | None = None, atol: float | None = None, rtol: float | None = None,
-                       full: bool = False, seed: int = 0, names: Sequence[str] | None = None) -> None:
+                       full: bool = False, seed: int = 0, names: Sequence[str] | None = None,
+                       batched: bool = False) -> None:
     """Assert that f's reverse- and forward-mode derivatives match central differences.
 
     ``args`` is the tuple of f's arguments (arrays, scalars, or nested
@@ -33,7 +34,8 @@ def assert_grads_close(f: Callable, args: Sequence, *, order: int = 1, modes: Se
     integer ones are held fixed. The keywords are those of
     :func:`autograd_dag.check_grads`: ``order=2`` checks second derivatives
     too, ``full=True`` compares the Jacobian entry by entry, ``atol``/``rtol``
-    loosen the tolerances (required for float32 inputs).
+    loosen the tolerances (float32 inputs have their own defaults), ``batched=True``
+    also compares ``vmap`` of the VJP/JVP with the per-example loop.
 
     Raises :class:`GradientMismatch` (an ``AssertionError``) with the check's
     report: the argument, the mode, and the worst entries (index, analytic,
@@ -53,7 +55,7 @@ def assert_grads_close(f: Callable, args: Sequence, *, order: int = 1, modes: Se
     __tracebackhide__ = True
     try:
         check_grads(f, args, order=order, modes=modes, eps=eps, atol=atol, rtol=rtol, full=full,
-                    seed=seed, names=names)
+                    seed=seed, names=names, batched=batched)
     except GradientCheckError as exc:
         raise GradientMismatch(str(exc)) from None
 
