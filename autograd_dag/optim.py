@@ -567,6 +567,7 @@ class LRScheduler:
         rates = [float(self._rate(k, base, self.last_step)) for k, base in enumerate(self.base_lrs)]
         for group, rate in zip(self.optimizer.param_groups, rates):
             group["lr"] = rate
+        self._last_lr = rates
 
     def step(self):
         """Advance one schedule step; returns the new learning rate (the list of them with several groups)."""
@@ -576,8 +577,9 @@ class LRScheduler:
         return rates[0] if len(rates) == 1 else rates
 
     def get_last_lr(self) -> list[float]:
-        """The learning rate of each group in force, as PyTorch's ``get_last_lr()``."""
-        return [group["lr"] for group in self.optimizer.param_groups]
+        """The learning rate of each group set by the last step, as PyTorch's ``get_last_lr()`` (a rate
+        edited by hand since is in ``optimizer.param_groups``)."""
+        return list(self._last_lr)
 
     def get_lr(self) -> float:
         """The learning rate in force (an error if the groups have different ones: use :meth:`get_last_lr`)."""
