@@ -264,3 +264,216 @@ def test_float32_parameters_stay_float32_in_the_new_optimizers():
         opt.step()
         assert p.value.dtype == np.float32 and all(v.dtype == np.float32 for st in opt.state for v in st.values()
                                                     if isinstance(v, np.ndarray))
+
+# ------------------------------------------------------------- cross_entropy's options
+
+LOSS_RNG = np.random.default_rng(9)
+Z = LOSS_RNG.standard_normal((6, 5, 4))            # ours (N, L, C); torch's (N, C, L) by moving the class axis
+Y = LOSS_RNG.integers(0, 4, (6, 5))
+Y[0, 1] = Y[3, 4] = Y[5, 0] = -100
+W = LOSS_RNG.uniform(0.2, 3.0, 4)
+P = LOSS_RNG.dirichlet(np.ones(4), (6, 5))
+
+
+def _torch_ce(z, target, **kw):
+    """torch's cross_entropy of our (..., C) scores, with the class axis moved to torch's axis 1."""
+    zt = torch.tensor(z, requires_grad=True)
+    t = torch.tensor(target)
+    loss = torch.nn.functional.cross_entropy(torch.movedim(zt, -1, 1), torch.movedim(t, -1, 1) if t.is_floating_point()
+                                             else t, **kw)
+    return loss, zt
+
+
+def _grad_of(loss, z):
+    (g,) = torch.autograd.grad(loss.sum(), z)
+    return g.numpy()
+
+
+OPTIONS = [dict(weight=w, label_smoothing=ls, reduction=red)
+           for w in (None, W) for ls in (0.0, 0.25, 1.0) for red in ("mean", "sum", "none")
+           if w is not None or ls]
+
+
+@pytest.mark.parametrize("ignore", [None, -100])
+@pytest.mark.parametrize("kw", OPTIONS, ids=lambda kw: f"w{kw['weight'] is not None}-ls{kw['label_smoothing']}-"
+                                                       f"{kw['reduction']}")
+def test_cross_entropy_with_weight_and_label_smoothing_equals_pytorchs_value_and_gradient(kw, ignore):
+    # Before: "class or element weights ... are not supported" / unexpected keyword label_smoothing.
+    y = Y if ignore is not None else np.abs(Y) % 4
+    ours_kw = dict(kw, weight=kw["weight"])
+    z = ad.Tensor(Z.copy(), requires_grad=True)
+    loss = F.cross_entropy(z, y, kw["reduction"], ignore, weight=ours_kw["weight"],
+                           label_smoothing=kw["label_smoothing"])
+    tkw = dict(kw, weight=None if kw["weight"] is None else torch.tensor(kw["weight"]))
+    tloss, zt = _torch_ce(Z, y, **tkw)
+    # float64: sums of ≤ 120 terms of O(1) taken in another order, a few ulps of the result
+    np.testing.assert_allclose(loss.value, tloss.detach().numpy(), rtol=1e-13, atol=1e-14)
+    loss.sum().backward() if kw["reduction"] == "none" else loss.backward()
+    np.testing.assert_allclose(z.grad.value, _grad_of(tloss, zt), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("kw", [dict(label_smoothing=0.3), dict(weight=W), dict(weight=W, label_smoothing=0.1,
+                                                                                 reduction="sum")])
+def test_cross_entropy_with_probability_targets_and_options_equals_pytorchs(kw):
+    red = kw.pop("reduction", "mean")
+    z = ad.Tensor(Z.copy(), requires_grad=True)
+    loss = F.cross_entropy(z, P, red, **kw)
+    tloss, zt = _torch_ce(Z, P, reduction=red, **{k: torch.tensor(v) if k == "weight" else v for k, v in kw.items()})
+    np.testing.assert_allclose(loss.value, tloss.detach().numpy(), rtol=1e-13)  # rounding of O(1) sums
+    loss.backward()
+    np.testing.assert_allclose(z.grad.value, _grad_of(tloss, zt), rtol=1e-12, atol=1e-15)
+
+
+def test_cross_entropy_options_in_float32_stay_float32_and_match_pytorch():
+    z = ad.Tensor(Z.astype(np.float32), requires_grad=True)
+    loss = F.cross_entropy(z, Y, ignore_index=-100, weight=W, label_smoothing=0.1)
+    assert loss.dtype == np.float32
+    loss.backward()
+    assert z.grad.dtype == np.float32
+    tz = torch.tensor(Z.astype(np.float32), requires_grad=True)
+    tloss = torch.nn.functional.cross_entropy(torch.movedim(tz, -1, 1), torch.tensor(Y),
+                                              weight=torch.tensor(W.astype(np.float32)), label_smoothing=0.1)
+    tloss.backward()
+    # float32: a few ulps (1.2e-7) of O(1) sums
+    np.testing.assert_allclose(loss.value, tloss.item(), rtol=2e-6)
+    np.testing.assert_allclose(z.grad.value, tz.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def _loss_fn(target=Y):
+    return lambda z: F.cross_entropy(z, target, ignore_index=-100, weight=W, label_smoothing=0.2)
+
+
+def _central_differences(f, x, h=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = (float(np.asarray(f(x + e))) - float(np.asarray(f(x - e)))) / (2 * h)
+    return g
+
+
+def test_the_gradient_of_the_weighted_smoothed_loss_is_the_same_on_every_route():
+    f = _loss_fn()
+    tloss, zt = _torch_ce(Z, Y, ignore_index=-100, weight=torch.tensor(W), label_smoothing=0.2)
+    reference = _grad_of(tloss, zt)
+    z = ad.Tensor(Z.copy(), requires_grad=True)
+    f(z).backward()
+    routes = {"eager": z.grad.value, "grad": ad.grad(f)(Z), "jit": ad.jit(ad.grad(f))(Z),
+              "vmap": ad.vmap(ad.grad(f))(np.stack([Z, Z]))[1]}
+    for name, g in routes.items():
+        np.testing.assert_allclose(np.asarray(g), reference, rtol=1e-12, atol=1e-15, err_msg=name)
+    # central differences, h = 1e-6 on O(1) scores: truncation ~h² and cancellation ~1e-16/h ≈ 1e-10
+    np.testing.assert_allclose(_central_differences(f, Z), reference, atol=1e-8)
+
+
+def test_the_second_derivative_of_the_weighted_smoothed_loss_is_pytorchs():
+    z = Z[:2, :3]
+    y = Y[:2, :3]  # holds one ignored position
+    f = _loss_fn(y)
+    hessian = np.asarray(ad.hessian(f)(z))
+
+    def tf(zt):
+        return torch.nn.functional.cross_entropy(torch.movedim(zt, -1, 1), torch.tensor(y), ignore_index=-100,
+                                                 weight=torch.tensor(W), label_smoothing=0.2)
+    reference = torch.autograd.functional.hessian(tf, torch.tensor(z)).numpy()
+    np.testing.assert_allclose(hessian, reference, rtol=1e-11, atol=1e-14)  # rounding of O(1) products
+    # and against differences of our gradient (h = 1e-5: truncation h² ~ 1e-10)
+    v = LOSS_RNG.standard_normal(z.shape)
+    g = ad.grad(f)
+    hv = (np.asarray(g(z + 1e-5 * v)) - np.asarray(g(z - 1e-5 * v))) / 2e-5
+    np.testing.assert_allclose(np.tensordot(hessian, v, z.ndim), hv, atol=1e-8)
+
+
+def test_a_jit_program_takes_the_target_and_its_ignored_positions_as_inputs():
+    program = ad.jit(lambda z, y: F.cross_entropy(z, y, ignore_index=-100, weight=W, label_smoothing=0.1))
+    for target in (Y, np.where(Y == -100, 0, -100)):   # the second call ignores other positions
+        expected, _ = _torch_ce(Z, target, ignore_index=-100, weight=torch.tensor(W), label_smoothing=0.1)
+        np.testing.assert_allclose(np.asarray(program(Z, target)), expected.item(), rtol=1e-13)
+
+
+def test_the_plain_call_keeps_the_one_fused_primitive():
+    program = ad.trace(lambda z: F.cross_entropy(z, np.abs(Y) % 4), Z)
+    prims = [node.prim.name for node in program.nodes if node.prim is not None]
+    assert "softmax_cross_entropy" in prims and "logsumexp" not in prims and "take" not in prims, prims
+
+
+def test_nll_loss_with_weight_equals_pytorchs():
+    log_p = ad.Tensor(np.asarray(F.log_softargmax(ad.Tensor(Z)).value), requires_grad=True)
+    for red in ("mean", "sum", "none"):
+        loss = F.nll_loss(log_p, Y, red, -100, weight=W)
+        lt = torch.tensor(log_p.value, requires_grad=True)
+        tloss = torch.nn.functional.nll_loss(torch.movedim(lt, -1, 1), torch.tensor(Y), weight=torch.tensor(W),
+                                             reduction=red)
+        np.testing.assert_allclose(loss.value, tloss.detach().numpy(), rtol=1e-13, atol=1e-15)
+        log_p.grad = None
+        loss.sum().backward()
+        np.testing.assert_allclose(log_p.grad.value, _grad_of(tloss, lt), rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("weight, pos_weight", [(None, np.array([0.5, 2.0, 3.0])), (np.array([1.0, 0.0, 2.0]), None),
+                                                (LOSS_RNG.uniform(0, 2, (4, 3)), np.array([4.0, 1.0, 0.25]))])
+def test_binary_cross_entropy_with_logits_weight_and_pos_weight_equal_pytorchs(weight, pos_weight):
+    x = 4 * LOSS_RNG.standard_normal((4, 3))
+    y = LOSS_RNG.uniform(0, 1, (4, 3))
+    for red in ("mean", "sum", "none"):
+        z = ad.Tensor(x.copy(), requires_grad=True)
+        loss = F.binary_cross_entropy_with_logits(z, y, red, weight=weight, pos_weight=pos_weight)
+        zt = torch.tensor(x, requires_grad=True)
+        tloss = torch.nn.functional.binary_cross_entropy_with_logits(
+            zt, torch.tensor(y), reduction=red, weight=None if weight is None else torch.tensor(weight),
+            pos_weight=None if pos_weight is None else torch.tensor(pos_weight))
+        # float64: log1p/exp of O(4) numbers in another arrangement, a few ulps
+        np.testing.assert_allclose(loss.value, tloss.detach().numpy(), rtol=1e-13, atol=1e-15)
+        loss.sum().backward()
+        np.testing.assert_allclose(z.grad.value, _grad_of(tloss, zt), rtol=1e-12, atol=1e-15)
+
+
+def test_loss_modules_equal_pytorchs_with_its_defaults():
+    z = ad.Tensor(Z.copy(), requires_grad=True)
+    loss = nn.CrossEntropyLoss(W, label_smoothing=0.05)(z, Y)   # ignore_index −100 by default, as PyTorch
+    tloss, zt = _torch_ce(Z, Y, weight=torch.tensor(W), label_smoothing=0.05)
+    np.testing.assert_allclose(loss.value, tloss.item(), rtol=1e-13)
+    loss.backward()
+    np.testing.assert_allclose(z.grad.value, _grad_of(tloss, zt), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(nn.CrossEntropyLoss()(Z, P).value, _torch_ce(Z, P)[0].item(), rtol=1e-13)
+    log_p = np.asarray(F.log_softargmax(ad.Tensor(Z)).value)
+    np.testing.assert_allclose(nn.NLLLoss(W, reduction="sum")(log_p, Y).value,
+                               torch.nn.functional.nll_loss(torch.movedim(torch.tensor(log_p), -1, 1), torch.tensor(Y),
+                                                            weight=torch.tensor(W), reduction="sum").item(), rtol=1e-13)
+    x, y = Z[..., 0], (Y > 1).astype(float)
+    np.testing.assert_allclose(nn.BCEWithLogitsLoss(pos_weight=np.full(5, 3.0))(x, y).value,
+                               torch.nn.BCEWithLogitsLoss(pos_weight=torch.full((5,), 3.0, dtype=torch.float64))(
+                                   torch.tensor(x), torch.tensor(y)).item(), rtol=1e-13)
+    assert list(nn.CrossEntropyLoss(W).state_dict()) == ["weight"]  # a buffer, as PyTorch's
+
+
+def test_training_with_the_loss_options_and_groups_follows_pytorch():
+    model, net = _model_pair((3, 6, 4))
+    x, y = _batch(classes=4)
+    y[[2, 9]] = -100
+    w = np.array([0.5, 1.0, 2.0, 1.5])
+    ours, theirs = _groups(model, net, {"lr": 0.05}, {"weight_decay": 0.01})
+    opt, topt = optim.Adam(ours, lr=0.02, amsgrad=True), torch.optim.Adam(theirs, lr=0.02, amsgrad=True)
+    loss, tloss = nn.CrossEntropyLoss(w, label_smoothing=0.1), torch.nn.CrossEntropyLoss(torch.tensor(w),
+                                                                                          label_smoothing=0.1)
+    for _ in range(20):
+        opt.zero_grad()
+        topt.zero_grad()
+        loss(model(x), y).backward()
+        tloss(net(torch.tensor(x)), torch.tensor(y)).backward()
+        opt.step()
+        topt.step()
+    _assert_same(model, net)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: F.cross_entropy(Z, Y, W), r"reduction must be .*give them as cross_entropy\(\.\.\., weight=w\)"),
+    (lambda: F.cross_entropy(Z, Y, weight=W[:3]), r"class weights of shape \(4,\).*weight of shape \(3,\)"),
+    (lambda: F.cross_entropy(Z, Y, label_smoothing=1.5), r"label_smoothing must be a number in \[0, 1\].*1.5"),
+    (lambda: F.nll_loss(Z, Y, weight=np.ones((4, 1))), r"nll_loss: Expect: class weights of shape \(4,\)"),
+    (lambda: F.binary_cross_entropy_with_logits(Z, P, pos_weight=np.ones(5)),
+     r"pos_weight broadcastable to the logits' shape \(6, 5, 4\).*\(5,\)"),
+])
+def test_bad_loss_options_are_refused_by_name(call, match):
+    with pytest.raises(ad.AutogradDagError, match=match):
+        call()

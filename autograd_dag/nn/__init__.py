@@ -30,6 +30,7 @@ from .layers import (MLP, Activation, Argmax, Classifier, Dropout, Identity, Lin
                      LogSumExp, Max,
                      ReLU, Sigmoid, Softargmax, Softmax, Softplus, Step, Tanh)
 from .module import Module, ModuleList, Parameter, Sequential, functional_call
+from .losses import BCEWithLogitsLoss, CrossEntropyLoss, NLLLoss
 from .norm import BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm
 from .residual import Residual, ResidualBlock, ResidualBranch
 from .word2vec import (CBOW, NegativeSampler, SkipGram, Word2Vec, cbow_hidden, cbow_log_likelihood, cbow_windows,
@@ -55,5 +56,5 @@ __all__ = [
     "insert_cls", "TransformerClassifier", "BERT", "BERTLoss", "MLMHead", "BERTClassifier",
     "decoding", "RecurrentCell", "MLPCell", "ElmanCell", "GRUCell", "LSTMCell", "make_cell", "RNN", "pool",
     "VectorToSequence", "SequenceToVector", "SequenceToSequence", "EncoderDecoder",
-    "check_module", "ModuleCheck", "ParameterCheck",
+    "check_module", "ModuleCheck", "ParameterCheck", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss",
 ]
