@@ -391,10 +391,14 @@ def test_a_jit_program_takes_the_target_and_its_ignored_positions_as_inputs():
         np.testing.assert_allclose(np.asarray(program(Z, target)), expected.item(), rtol=1e-13)
 
 
-def test_the_plain_call_keeps_the_one_fused_primitive():
-    program = ad.trace(lambda z: F.cross_entropy(z, np.abs(Y) % 4), Z)
-    prims = [node.prim.name for node in program.nodes if node.prim is not None]
-    assert "softmax_cross_entropy" in prims and "logsumexp" not in prims and "take" not in prims, prims
+def test_the_options_add_their_operations_and_the_plain_call_keeps_the_one_fused_primitive():
+    def prims(**kw):
+        program = ad.trace(lambda z: F.cross_entropy(z, np.abs(Y) % 4, **kw), Z)
+        return [node.prim.name for node in program.nodes if node.prim is not None]
+    plain, weighted = prims(), prims(weight=W)
+    assert "softmax_cross_entropy" in plain and "logsumexp" not in plain and "take" not in plain, plain
+    assert "softmax_cross_entropy" in weighted and "take" in weighted and "logsumexp" not in weighted, weighted
+    assert "logsumexp" in prims(label_smoothing=0.1)
 
 
 def test_nll_loss_with_weight_equals_pytorchs():
