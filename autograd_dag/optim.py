@@ -545,6 +545,9 @@ class LRScheduler:
     """
 
     def __init__(self, optimizer: Optimizer, fn: Callable[[int], float] | None = None):
+        if fn is None and type(self)._rate is LRScheduler._rate:
+            raise AutogradDagError("LRScheduler: give fn (step -> learning rate), or use a subclass "
+                                   "(LambdaLR, StepLR, CosineAnnealingLR)")
         self.optimizer = optimizer
         self.fn = fn
         self.last_step = 0

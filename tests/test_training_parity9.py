@@ -197,6 +197,8 @@ def test_a_state_dict_of_other_groups_is_refused_before_anything_is_taken():
                                                   "optimizer's 4"):
         swapped.load_state_dict(state)
     assert two.lr == 0.3 and swapped.lr == 0.2
+    two.load_state_dict({"lr": 0.7, "steps": 3, "state": {}})  # the layout before groups: its lr in every group
+    assert [g["lr"] for g in two.param_groups] == [0.7, 0.7, 0.7] and two.steps == 3
 
 # ------------------------------------------------------------- options of each optimizer
 
