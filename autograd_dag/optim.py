@@ -45,7 +45,7 @@ class Optimizer:
     """
 
     def __init__(self, params: Iterable, defaults):
-        self.defaults = dict(defaults) if isinstance(defaults, dict) else {"lr": defaults}
+        self.defaults = {"maximize": False, **(defaults if isinstance(defaults, dict) else {"lr": defaults})}
         self.param_groups: list[dict] = []
         self.state: list[dict] = []  # one dict per parameter, in the order of self.params
         self.steps = 0
@@ -161,10 +161,9 @@ class Optimizer:
                     updates.append((i, p, g.astype(p.dtype, copy=False), group))
                 i += 1
         self.steps += 1
+        update = self._update
         for i, p, g, group in updates:
-            if group.get("maximize"):
-                g = -g  # PyTorch's maximize: ascend the objective
-            self._update(i, p, g, group)
+            update(i, p, -g if group["maximize"] else g, group)  # maximize (PyTorch's): ascend the objective
             changed_in_place(p)  # a graph recorded before this step can no longer be differentiated
 
     def _update(self, i: int, p: Tensor, g: np.ndarray, group: dict) -> None:
