@@ -32,6 +32,7 @@ from .layers import (MLP, Activation, Argmax, Classifier, Dropout, Identity, Lin
 from .layers import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid,
                      Mish, ReLU6, SiLU, Softshrink, Softsign, Tanhshrink, MORE_ACTIVATIONS)
 from .module import Module, ModuleList, Parameter, Sequential, functional_call
+from .losses import BCEWithLogitsLoss, CrossEntropyLoss, NLLLoss
 from .norm import BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm2d, LayerNorm, group_norm
 from .residual import Residual, ResidualBlock, ResidualBranch
 from .word2vec import (CBOW, NegativeSampler, SkipGram, Word2Vec, cbow_hidden, cbow_log_likelihood, cbow_windows,
@@ -57,5 +58,5 @@ __all__ = [
     "insert_cls", "TransformerClassifier", "BERT", "BERTLoss", "MLMHead", "BERTClassifier",
     "decoding", "RecurrentCell", "MLPCell", "ElmanCell", "GRUCell", "LSTMCell", "make_cell", "RNN", "pool",
     "VectorToSequence", "SequenceToVector", "SequenceToSequence", "EncoderDecoder",
-    "check_module", "ModuleCheck", "ParameterCheck",
+    "check_module", "ModuleCheck", "ParameterCheck", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss",
 ]

@@ -17,7 +17,7 @@ from ..primitives.elementwise import (add, astype, divide, logistic, multiply, n
                                       softplus, step, stop_gradient, subtract, tanh, where)
 from ..primitives.elementwise import abs as _abs
 from ..primitives.elementwise import exp, greater, less, log, maximum
-from ..primitives.indexing import checked_indices, one_hot
+from ..primitives.indexing import checked_indices, one_hot, take
 from ..primitives.linalg.norms import vector_norm
 from ..primitives.mathfuncs import erfc
 from ..primitives.fused import argmax as _argmax
@@ -232,10 +232,15 @@ def get_activation(activation):
 
 def _check_reduction(reduction, name: str) -> None:
     if not isinstance(reduction, str):
-        # PyTorch's losses take class weights in this position; these do not.
+        # PyTorch's losses take class weights in this position; these take them by keyword.
+        weights = (f"give them as {name}(..., weight=w)" if name in _WEIGHTED_LOSSES
+                   else "are not supported: weight the 'none' losses yourself")
         raise AutogradDagError(f"{name}: reduction must be 'mean', 'sum' or 'none'; got a "
                                f"{type(reduction).__name__} (class or element weights, PyTorch's third "
-                               f"argument, are not supported: weight the 'none' losses yourself)")
+                               f"argument, {weights})")
+
+
+_WEIGHTED_LOSSES = ("cross_entropy", "nll_loss", "binary_cross_entropy_with_logits")
 
 
 def _reduce(loss: Tensor, reduction: str, name: str) -> Tensor:
@@ -395,7 +400,8 @@ def mse_loss(prediction, target, reduction: str = "mean") -> Tensor:
     return _reduce(squares, reduction, "mse_loss")
 
 
-def cross_entropy(logits, target, reduction: str = "mean", ignore_index: int | None = None) -> Tensor:
+def cross_entropy(logits, target, reduction: str = "mean", ignore_index: int | None = None, *,
+                  weight=None, label_smoothing: float = 0.0) -> Tensor:
     """Cross-entropy of softargmax(logits) against the target: −⟨target, log softargmax(logits)⟩.
 
     Computed from the logits through logsumexp of the logits shifted by their
@@ -405,56 +411,167 @@ def cross_entropy(logits, target, reduction: str = "mean", ignore_index: int | N
     PyTorch, they need not sum to 1: blended or multi-hot labels). Positions
     whose index is ``ignore_index`` (e.g. -100 for padding, as in PyTorch) add
     nothing and send no gradient; "mean" averages over the other positions.
+    PyTorch's options, by keyword: ``weight`` (C,) scales class c's terms by w_c, and
+    "mean" with class indices then divides by the sum of the weights of the targets
+    (not ignored), as PyTorch; ``label_smoothing`` ε mixes the target with the uniform
+    distribution: (1 − ε)·loss + ε/C·Σ_c w_c·(−log p_c) (PyTorch's formula, whose
+    smoothing term is normalised as the loss is).
     Shapes: logits (..., C); target (...) ints or (..., C) floats -> () (or (...) with 'none').
     Unlike PyTorch's (N, C, d...), the class axis is the last one: for scores of shape
     (N, C, L) pass ``logits.swapaxes(1, -1)``.
     Example: ``cross_entropy(ad.Tensor([[0., 0.]]), np.array([1])).value`` is ``log 2``.
     """
     logits = _as_tensor(logits)
+    _check_reduction(reduction, "cross_entropy")
+    smoothing = _label_smoothing("cross_entropy", label_smoothing)
+    weight = _class_weight("cross_entropy", weight, logits)
     target, keep = _without_ignored("cross_entropy", target, ignore_index)
     indices = _class_indices("cross_entropy", logits, target)
     if indices is not None:
         # One primitive each way (forward: lse − the picked score; backward:
         # softargmax − one-hot, times the cotangent): see primitives/fused/losses.py.
-        return _reduce_kept(softmax_cross_entropy(logits, indices), keep, reduction, "cross_entropy")
+        nll = softmax_cross_entropy(logits, indices)
+        if weight is None and not smoothing:
+            return _reduce_kept(nll, keep, reduction, "cross_entropy")
+        smooth = None
+        if smoothing:
+            log_p = log_softargmax(logits)
+            smooth = negative(_sum(log_p if weight is None else multiply(log_p, weight), -1))
+        return _weighted_class_loss(nll, indices, keep, weight, smooth, smoothing, logits.shape[-1],
+                                    reduction, "cross_entropy")
     t = _target_distribution("cross_entropy", logits, target)
+    if smoothing:  # PyTorch: the target mixed with the uniform distribution
+        t = add(multiply(t, 1.0 - smoothing), smoothing / logits.shape[-1])
     # −⟨t, log softargmax(z)⟩. Writing lse(z) − ⟨t, z⟩ assumed Σt = 1: a multi-hot or mixed target
     # got another value (−0.54 instead of PyTorch's 1.93 for [1, 1, 0]), and the gradient with respect
     # to the target lacked its −lse(z) term.
-    loss = negative(_sum(multiply(t, log_softargmax(logits)), -1))
+    terms = multiply(t, log_softargmax(logits))
+    # With weights "mean" stays the mean over the rows (PyTorch's for probabilities).
+    loss = negative(_sum(terms if weight is None else multiply(terms, weight), -1))
     return _reduce(loss, reduction, "cross_entropy")
 
 
-def nll_loss(log_probs, target, reduction: str = "mean", ignore_index: int | None = None) -> Tensor:
+def _label_smoothing(name: str, value) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not 0.0 <= value <= 1.0:
+        raise AutogradDagError(f"{name}: label_smoothing must be a number in [0, 1] (as in PyTorch); got {value!r}")
+    return float(value)
+
+
+def _class_weight(name: str, weight, scores: Tensor):
+    """The class weights (C,) in the precision of ``scores`` (a Tensor stays one: it may be a jit input), or None."""
+    if weight is None:
+        return None
+    shape = _shape(weight)
+    classes = scores.shape[-1] if scores.ndim else None
+    if shape != (classes,):
+        raise ShapeError(f"{name}: Expect: class weights of shape ({classes},), one per class of scores of shape "
+                         f"{scores.shape}. Actual: weight of shape {shape}")
+    value = weight.value if isinstance(weight, Tensor) else np.asarray(weight)
+    if value.dtype.kind not in "iuf":
+        raise AutogradDagError(f"{name}: class weights must be numbers; got dtype {value.dtype}")
+    if not isinstance(weight, Tensor):
+        weight = value.astype(scores.dtype if scores.dtype.kind == "f" else np.float64, copy=False)
+    return _in_precision(weight, scores)
+
+
+def _weighted_class_loss(nll: Tensor, indices, keep, weight, smooth, smoothing: float, classes: int,
+                         reduction: str, name: str) -> Tensor:
+    """PyTorch's weighted / label-smoothed loss from the per-row −log p[t] and −Σ_c w_c log p_c.
+
+    (1 − ε)·Σ w_t·nll / W + ε/C·Σ smooth / W with W the sum of the weights of the
+    targets not ignored ("mean"; W = 1 for "sum"; per row for "none"), ignored rows 0.
+    """
+    zero = np.zeros((), nll.dtype)
+    picked = None
+    if weight is not None:
+        picked = take(weight, indices)  # w[t] per row
+        nll = multiply(nll, picked)
+    if keep is not None:  # where, not a product with a 0/1 mask: an ignored position's loss may be infinite
+        nll = where(keep, nll, zero)
+        smooth = None if smooth is None else where(keep, smooth, zero)
+    if reduction == "mean":
+        if picked is not None:
+            total = _sum(picked if keep is None else where(keep, picked, zero))
+        elif keep is not None:
+            total = _sum(astype(keep, nll.dtype) if isinstance(keep, Tensor) else keep.astype(nll.dtype))
+        else:
+            total = np.asarray(nll.size, nll.dtype)
+        nll = divide(_sum(nll), total)  # NaN when every position is ignored (as PyTorch gives)
+        smooth = None if smooth is None else divide(_sum(smooth), total)
+    elif reduction == "sum":
+        nll, smooth = _sum(nll), None if smooth is None else _sum(smooth)
+    elif reduction != "none":
+        raise AutogradDagError(f"{name}: reduction must be 'mean', 'sum' or 'none'; got {reduction!r}")
+    if smooth is None:
+        return nll
+    return add(multiply(nll, 1.0 - smoothing), multiply(smooth, smoothing / classes))  # PyTorch's order
+
+
+def nll_loss(log_probs, target, reduction: str = "mean", ignore_index: int | None = None, *,
+             weight=None) -> Tensor:
     """Negative log-likelihood −⟨target, log_probs⟩ given log-probabilities (e.g. :func:`log_softargmax`).
 
-    ``ignore_index`` as in :func:`cross_entropy`.
+    ``ignore_index`` and ``weight`` (C,) as in :func:`cross_entropy` (PyTorch's weighted mean).
     Shapes: log_probs (..., C); target (...) ints or (..., C) floats -> () (or (...) with 'none').
     Example: ``nll_loss(ad.Tensor([[-1., -2.]]), np.array([1])).value`` is ``2.0``.
     """
     log_probs = _as_tensor(log_probs)
+    _check_reduction(reduction, "nll_loss")
+    weight = _class_weight("nll_loss", weight, log_probs)
     target, keep = _without_ignored("nll_loss", target, ignore_index)
     indices = _class_indices("nll_loss", log_probs, target)
     if indices is not None:
-        return _reduce_kept(negative(_picked(log_probs, indices)), keep, reduction, "nll_loss")
+        nll = negative(_picked(log_probs, indices))
+        if weight is None:
+            return _reduce_kept(nll, keep, reduction, "nll_loss")
+        return _weighted_class_loss(nll, indices, keep, weight, None, 0.0, log_probs.shape[-1], reduction,
+                                    "nll_loss")
     t = _target_distribution("nll_loss", log_probs, target)
-    return _reduce(negative(_sum(multiply(t, log_probs), -1)), reduction, "nll_loss")
+    terms = multiply(t, log_probs)
+    return _reduce(negative(_sum(terms if weight is None else multiply(terms, weight), -1)), reduction, "nll_loss")
 
 
-def binary_cross_entropy_with_logits(logits, target, reduction: str = "mean") -> Tensor:
+def binary_cross_entropy_with_logits(logits, target, reduction: str = "mean", *, weight=None,
+                                     pos_weight=None) -> Tensor:
     """−[y log σ(z) + (1 − y) log(1 − σ(z))] written stably as softplus(z) − y·z.
 
+    PyTorch's options, by keyword: ``pos_weight`` p (broadcast against the target, e.g. one per
+    class (C,)) weighs the positive term: −[p·y log σ(z) + (1 − y) log(1 − σ(z))], written
+    (1 − y)·z + (1 + (p − 1)·y)·softplus(−z); ``weight`` (broadcast to the loss) scales each
+    entry, and "mean" stays the mean over the entries, as PyTorch's.
     Shapes: logits and target (labels in [0, 1]) of the same shape -> () (or that shape with 'none').
     Example: ``binary_cross_entropy_with_logits(ad.Tensor([0.]), np.array([1.])).value`` is ``log 2``.
     """
+    name = "binary_cross_entropy_with_logits"
     logits = _as_tensor(logits)
     if _shape(logits) != _shape(target):
-        raise ShapeError(f"binary_cross_entropy_with_logits: Expect: logits and target of the same shape. "
+        raise ShapeError(f"{name}: Expect: logits and target of the same shape. "
                          f"Actual: {_shape(logits)} and {_shape(target)}")
+    _check_reduction(reduction, name)
     target = _in_precision(target, logits)
-    return _reduce(subtract(softplus(logits), multiply(target, logits)), reduction,
-                   "binary_cross_entropy_with_logits")
+    if pos_weight is None:
+        loss = subtract(softplus(logits), multiply(target, logits))
+    else:
+        pos_weight = _in_precision(_broadcasting(name, "pos_weight", pos_weight, logits), logits)
+        log_weight = add(multiply(subtract(pos_weight, 1.0), target), 1.0)
+        loss = add(multiply(subtract(1.0, target), logits), multiply(log_weight, softplus(negative(logits))))
+    if weight is not None:
+        loss = multiply(loss, _in_precision(_broadcasting(name, "weight", weight, logits), logits))
+    return _reduce(loss, reduction, name)
 
+
+def _broadcasting(name: str, what: str, value, like: Tensor):
+    """``value`` (an array or Tensor) checked to broadcast to ``like``'s shape without growing it."""
+    shape = _shape(value)
+    try:
+        grown = np.broadcast_shapes(shape, like.shape)
+    except ValueError:
+        grown = None
+    if grown != like.shape:
+        raise ShapeError(f"{name}: Expect: {what} broadcastable to the logits' shape {like.shape}. "
+                         f"Actual: {what} of shape {shape}")
+    return value if isinstance(value, Tensor) else np.asarray(value)
 
 
 # ------------------------------------------- PyTorch's regression and embedding losses
