@@ -26,7 +26,7 @@ from .drill import (Page, Site, add_parent_link, link_groups, mark_boundary, pag
 from .emit import emit
 from .layout import SMALL_GRAPH, add_references
 from .html_view import HtmlView, build_html
-from .output import DEFAULT_TIMEOUT, RenderedGraph, check_path, save
+from .output import DEFAULT_TIMEOUT, RenderedGraph, check_path, make_folder, save
 from .overlay import as_overlay, paint, resolve as resolve_overlay
 from .scene import CIRCUIT_KINDS, Labeller
 
@@ -158,8 +158,12 @@ def _resolve(program: Program, spec, what: str) -> list[int]:
 def _highlight_set(program: Program, highlight) -> set[int] | None:
     if highlight is None:
         return None
-    items = ([highlight] if isinstance(highlight, (int, str, np.integer))
-             else list(np.ravel(highlight)) if isinstance(highlight, np.ndarray) else list(highlight))
+    if isinstance(highlight, np.ndarray):
+        items = list(np.ravel(highlight))
+    elif isinstance(highlight, (str, Mapping)) or not hasattr(highlight, "__iter__"):
+        items = [highlight]  # one node (a float is refused by _resolve, naming it; list(1.5) was a TypeError)
+    else:
+        items = list(highlight)
     chosen: set[int] = set()
     for item in items:
         chosen.update(_resolve(program, item, "highlight"))
@@ -287,6 +291,10 @@ def _draw(obj, view, *, depth, highlight, rankdir, show_shapes, show_dtypes, edg
     if long_edges not in ("auto", "keep"):
         raise RenderError(f"render: long_edges must be 'auto' or 'keep', got {long_edges!r}")
     _check_budget_timeout_axes("render", max_nodes, timeout, axes)
+    for flag, value in (("show_shapes", show_shapes), ("show_dtypes", show_dtypes), ("legend", legend),
+                        ("fold", fold), ("inline_constants", inline_constants)):
+        if not isinstance(value, (bool, np.bool_)):  # show_shapes="no" is truthy: it drew the shapes
+            raise RenderError(f"render: {flag} must be True or False, got {type(value).__name__} {value!r:.60}")
     if depth is not None:
         if isinstance(depth, (bool, np.bool_)) or not isinstance(depth, (int, np.integer)) or depth < 0:
             raise RenderError(f"render: depth must be a whole number >= 0 or None (how many levels of name "
@@ -453,8 +461,7 @@ def render_site(obj, directory, *, view: str = "both", max_nodes: int = DEFAULT_
     _check_pages_options("render_site", max_nodes, options, timeout)
     views = VIEWS if view == "both" else (view,)
     program = as_program(obj)
-    directory = os.fspath(directory)
-    os.makedirs(directory, exist_ok=True)
+    directory = make_folder(check_path(directory, "render_site"), "render_site")
 
     def write(page, v, graph, boxes):
         save(graph, os.path.join(directory, page.files[v]), format="svg")

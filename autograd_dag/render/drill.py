@@ -28,6 +28,7 @@ from ..kinds import ProgramKind
 from ..program import NodeKind, Program, ProgramNode
 from .budget import backward_pass
 from .labels import html, plain
+from .output import write_file
 from .scene import Scene, VNode
 
 BACKWARD_SCOPE = "backward pass"
@@ -290,7 +291,4 @@ def write_index(directory: str, program_name: str, pages: list[Page], views) -> 
     lines += ["</ul></li>"] * current
     lines.append("</ul>")
     lines.append("</body></html>")
-    path = os.path.join(directory, "index.html")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
-    return path
+    return write_file(os.path.join(directory, "index.html"), "\n".join(lines) + "\n", "render_site")
