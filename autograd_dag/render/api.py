@@ -253,7 +253,14 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
         ``"backward pass"``, so ``"backward pass.block.3"``), the budget applying
         inside it; values entering it and leaving it are drawn as boundary inputs
         and outputs; ``highlight`` and ``overlay`` name the whole program's nodes.
-        An unknown scope raises :class:`RenderError` naming the nearest ones. :func:`render_site` writes a linked picture of every scope.
+        A layer's dotted path as torch's ``named_modules`` writes it finds its scope
+        too: ``"seq.0"`` is the cluster ``seq/Linear0``, ``"layers.1"`` the second
+        item of a list of layers. A name scope may itself hold dots: an address two
+        scopes spell (``name_scope("layer.1")`` and ``name_scope("layer")`` then
+        ``"1"``) is refused listing both; a tuple of names, ``scope=("layer", "1")``,
+        picks one exactly. An unknown scope raises :class:`RenderError` naming the
+        scopes ending in it and the nearest ones. :func:`render_site` writes a linked
+        picture of every scope.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -560,7 +567,8 @@ def _page_program(program, page, names, addresses):
     """The ScopeProgram a site page draws: None for the whole program, the scope's, or a part's (a box
     standing for no scope: its nodes, their scope names relative to the scope the part lies in)."""
     if page.members is None:
-        return None if not page.scope else scope_program(program, page.scope, names)
+        # An address two scopes spell (("layer.1",), ("layer", "1")) is one page: it draws both.
+        return None if not page.scope else scope_program(program, page.scope, names, union=True)
     tuples = addresses.get(page.scope_address, set())
     cut = {k: max([len(t) for t in tuples if names[k][:len(t)] == t], default=0) for k in page.members}
     return part_program(program, page.members, names, cut, page.scope)
