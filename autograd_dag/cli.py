@@ -35,7 +35,7 @@ from . import circuits
 from . import onnx as onnx_io
 from .autodiff import grad_program
 from .core import Tensor
-from .errors import AutogradDagError, RenderError
+from .errors import AutogradDagError, RenderError, located, user_source
 from .program import Program
 from .render import as_program, render, render_site, save
 from .render.output import format_from_path
@@ -353,7 +353,9 @@ def main(argv=None) -> int:
     try:
         return args.run(args)
     except AutogradDagError as exc:
-        message = str(exc)
+        # An error about the command's options names the line that called main (the launcher): not the
+        # user's. An error in the user's function keeps its line (model.py:12).
+        message = str(exc).removesuffix(located(user_source()))
     except BrokenPipeError:  # the reader (head, less) went away: nothing to report
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

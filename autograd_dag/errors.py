@@ -164,7 +164,15 @@ class MissingRuleError(NotDifferentiableError):
 
 
 class RenderError(AutogradDagError, RuntimeError):
-    """A program could not be drawn."""
+    """A program could not be drawn (or its picture written).
+
+    As :class:`ShapeError`, the message ends with the user's line (``(at file.py:12)``),
+    found when the error is made; ``detail`` is the message without it.
+    """
+
+    def __init__(self, message: str):
+        self.detail = message
+        super().__init__(message if " (at " in message else message + located(user_source()))
 
 
 class GraphvizNotFoundError(RenderError):

@@ -26,7 +26,7 @@ from .drill import (Page, Site, add_parent_link, link_groups, mark_boundary, pag
 from .emit import emit
 from .layout import SMALL_GRAPH, add_references
 from .html_view import HtmlView, build_html
-from .output import DEFAULT_TIMEOUT, RenderedGraph, check_path, save
+from .output import DEFAULT_TIMEOUT, RenderedGraph, check_path, make_folder, save
 from .overlay import as_overlay, paint, resolve as resolve_overlay
 from .scene import CIRCUIT_KINDS, Labeller
 
@@ -158,8 +158,12 @@ def _resolve(program: Program, spec, what: str) -> list[int]:
 def _highlight_set(program: Program, highlight) -> set[int] | None:
     if highlight is None:
         return None
-    items = ([highlight] if isinstance(highlight, (int, str, np.integer))
-             else list(np.ravel(highlight)) if isinstance(highlight, np.ndarray) else list(highlight))
+    if isinstance(highlight, np.ndarray):
+        items = list(np.ravel(highlight))
+    elif isinstance(highlight, (str, Mapping)) or not hasattr(highlight, "__iter__"):
+        items = [highlight]  # one node (a float is refused by _resolve, naming it; list(1.5) was a TypeError)
+    else:
+        items = list(highlight)
     chosen: set[int] = set()
     for item in items:
         chosen.update(_resolve(program, item, "highlight"))
@@ -249,7 +253,14 @@ def render(obj, view: str = "dag", *, depth: int | None = None, highlight=None, 
         ``"backward pass"``, so ``"backward pass.block.3"``), the budget applying
         inside it; values entering it and leaving it are drawn as boundary inputs
         and outputs; ``highlight`` and ``overlay`` name the whole program's nodes.
-        An unknown scope raises :class:`RenderError` naming the nearest ones. :func:`render_site` writes a linked picture of every scope.
+        A layer's dotted path as torch's ``named_modules`` writes it finds its scope
+        too: ``"seq.0"`` is the cluster ``seq/Linear0``, ``"layers.1"`` the second
+        item of a list of layers. A name scope may itself hold dots: an address two
+        scopes spell (``name_scope("layer.1")`` and ``name_scope("layer")`` then
+        ``"1"``) is refused listing both; a tuple of names, ``scope=("layer", "1")``,
+        picks one exactly. An unknown scope raises :class:`RenderError` naming the
+        scopes ending in it and the nearest ones. :func:`render_site` writes a linked
+        picture of every scope.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -287,6 +298,10 @@ def _draw(obj, view, *, depth, highlight, rankdir, show_shapes, show_dtypes, edg
     if long_edges not in ("auto", "keep"):
         raise RenderError(f"render: long_edges must be 'auto' or 'keep', got {long_edges!r}")
     _check_budget_timeout_axes("render", max_nodes, timeout, axes)
+    for flag, value in (("show_shapes", show_shapes), ("show_dtypes", show_dtypes), ("legend", legend),
+                        ("fold", fold), ("inline_constants", inline_constants)):
+        if not isinstance(value, (bool, np.bool_)):  # show_shapes="no" is truthy: it drew the shapes
+            raise RenderError(f"render: {flag} must be True or False, got {type(value).__name__} {value!r:.60}")
     if depth is not None:
         if isinstance(depth, (bool, np.bool_)) or not isinstance(depth, (int, np.integer)) or depth < 0:
             raise RenderError(f"render: depth must be a whole number >= 0 or None (how many levels of name "
@@ -453,8 +468,7 @@ def render_site(obj, directory, *, view: str = "both", max_nodes: int = DEFAULT_
     _check_pages_options("render_site", max_nodes, options, timeout)
     views = VIEWS if view == "both" else (view,)
     program = as_program(obj)
-    directory = os.fspath(directory)
-    os.makedirs(directory, exist_ok=True)
+    directory = make_folder(check_path(directory, "render_site"), "render_site")
 
     def write(page, v, graph, boxes):
         save(graph, os.path.join(directory, page.files[v]), format="svg")
@@ -553,7 +567,8 @@ def _page_program(program, page, names, addresses):
     """The ScopeProgram a site page draws: None for the whole program, the scope's, or a part's (a box
     standing for no scope: its nodes, their scope names relative to the scope the part lies in)."""
     if page.members is None:
-        return None if not page.scope else scope_program(program, page.scope, names)
+        # An address two scopes spell (("layer.1",), ("layer", "1")) is one page: it draws both.
+        return None if not page.scope else scope_program(program, page.scope, names, union=True)
     tuples = addresses.get(page.scope_address, set())
     cut = {k: max([len(t) for t in tuples if names[k][:len(t)] == t], default=0) for k in page.members}
     return part_program(program, page.members, names, cut, page.scope)

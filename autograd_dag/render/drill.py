@@ -28,6 +28,7 @@ from ..kinds import ProgramKind
 from ..program import NodeKind, Program, ProgramNode
 from .budget import backward_pass
 from .labels import html, plain
+from .output import write_file
 from .scene import Scene, VNode
 
 BACKWARD_SCOPE = "backward pass"
@@ -64,18 +65,99 @@ def scope_members(names: list[tuple], tuples: set) -> list[int]:
     return [k for k, s in enumerate(names) if any(s[:n] in tuples for n in lengths)]
 
 
-def resolve_scope(program: Program, scope: str, names: list[tuple] | None = None) -> tuple[set, list[tuple]]:
-    """The name tuples ``scope`` stands for; raises :class:`RenderError` naming the nearest scopes."""
-    if not isinstance(scope, str) or not scope:
-        raise RenderError(f"render: scope must be a non-empty scope name such as 'block.3.attention', "
-                          f"got {scope!r}")
+def resolve_scope(program: Program, scope, names: list[tuple] | None = None, *,
+                  union: bool = False) -> tuple[set, list[tuple]]:
+    """The name tuples ``scope`` stands for; raises :class:`RenderError` naming the candidates.
+
+    ``scope`` is a dotted address (``"block.3.attention"``), matched against each scope's names
+    joined by ``.``; failing that, as a module path (``"seq.0"``, as torch's ``named_modules``)
+    whose numbers stand for the layer library's list items (titled ``Linear0``). An address that
+    two scopes spell (``("layer.1",)`` and ``("layer", "1")``: a name may hold dots) is refused
+    listing both, unless ``union`` (a site's page of that address draws both); a tuple of names
+    (``("layer", "1")``) is one scope exactly.
+    """
     names = scope_names(program) if names is None else names
+    if isinstance(scope, (tuple, list)) and scope and all(isinstance(part, str) for part in scope):
+        wanted = tuple(scope)
+        if any(n[:len(wanted)] == wanted for n in names):
+            return {wanted}, names
+        scope = ".".join(wanted)
+    elif not isinstance(scope, str) or not scope:
+        raise RenderError(f"render: scope must be a scope name such as 'block.3.attention' (name scopes "
+                          f"joined by '.'), or a tuple of names such as ('block.3', 'attention'); got {scope!r}")
     addresses = scope_addresses(names)
-    if scope not in addresses:
-        near = difflib.get_close_matches(scope, list(addresses), n=6, cutoff=0.0)
-        listed = ", ".join(repr(a) for a in near) if near else "none: the program uses no name_scope"
-        raise RenderError(f"render: program '{program.name}' has no scope {scope!r}; nearest scopes: {listed}")
-    return addresses[scope], names
+    found = addresses.get(scope) or _module_path(scope, addresses) or _parameter_path(program, names, scope)
+    if not found:
+        raise RenderError(f"render: program '{program.name}' has no scope {scope!r}; {_candidates(scope, addresses)}")
+    if len(found) > 1 and not union:
+        counts = {t: sum(1 for n in names if n[:len(t)] == t) for t in found}
+        listed = " and ".join(f"{t!r} ({counts[t]} nodes)" for t in sorted(found))
+        raise RenderError(f"render: scope {scope!r} is ambiguous in program '{program.name}': it spells "
+                          f"{len(found)} scopes, {listed} (a name scope may hold dots); pass the names as a "
+                          f"tuple to pick one, e.g. scope={sorted(found)[0]!r}")
+    return found, names
+
+
+def _module_names() -> frozenset:
+    """Class names of the layer library's modules (none when it is not imported: no such labels)."""
+    import sys
+    module = sys.modules.get("autograd_dag.nn.module")
+    if module is None:
+        return frozenset()
+    seen, stack = set(), [module.Module]
+    while stack:
+        cls = stack.pop()
+        if cls.__name__ not in seen:
+            seen.add(cls.__name__)
+            stack.extend(cls.__subclasses__())
+    return frozenset(seen)
+
+
+def _module_path(scope: str, addresses: dict[str, set]) -> set:
+    """The scopes whose names spell ``scope`` once each list item's label (``Linear1``, a module class
+    and its index) is read as its index (``1``), as torch's dotted module paths write it."""
+    classes = _module_names()
+    if not classes or not any(part.isdigit() for part in scope.split(".")):
+        return set()
+
+    def index_of(name: str) -> str:
+        m = re.fullmatch(r"(.*?)(\d+)", name)
+        return m.group(2) if m and m.group(1) in classes else name
+
+    return {t for tuples in addresses.values() for t in tuples if ".".join(map(index_of, t)) == scope}
+
+
+def _parameter_path(program: Program, names: list[tuple], scope: str) -> set:
+    """The scope of the module at path ``scope`` read from its parameters' names (``layer.1.weight``), for a
+    module whose path the scopes do not spell (an item of a list that is only iterated: ``Linear1``).
+
+    Each parameter ``scope + "." + rest`` used at scope ``s`` puts the module at ``s`` less one name per
+    module in ``rest``; all of them must agree on one scope, else (a list itself) nothing is found.
+    """
+    found = set()
+    for node in program.nodes:
+        if node.parents or not node.name or not node.name.startswith(scope + "."):
+            continue
+        below = node.name.count(".") - scope.count(".") - 1
+        for child in program.children(node.index):
+            where = names[child]
+            if where[:1] != (BACKWARD_SCOPE,):
+                found.add(where[:len(where) - below] if len(where) > below else ())
+    return found if len(found) == 1 and () not in found else set()
+
+
+def _candidates(scope: str, addresses: dict[str, set]) -> str:
+    """What a user may have meant by an unknown ``scope``: scopes ending in it, then the nearest spellings."""
+    if not addresses:
+        return "the program uses no name_scope"
+    ending = sorted(a for a in addresses if a.endswith("." + scope))[:6]
+    near = [a for a in difflib.get_close_matches(scope, list(addresses), n=6, cutoff=0.0) if a not in ending]
+    parts = ([f"scopes ending in it: {', '.join(map(repr, ending))}"] if ending else []) + \
+        ([f"nearest scopes: {', '.join(map(repr, near))}"] if near else [])
+    hint = (" (a module in a list or Sequential is scoped by its class and index, 'Linear1', as its cluster is "
+            "titled; a list that is only iterated opens no scope of its own)"
+            if any(part.isdigit() for part in scope.split(".")) else "")
+    return "; ".join(parts) + hint
 
 
 class ScopeProgram:
@@ -97,7 +179,7 @@ class ScopeProgram:
         self.address = address
 
 
-def scope_program(program: Program, scope: str, names: list[tuple] | None = None) -> ScopeProgram:
+def scope_program(program: Program, scope, names: list[tuple] | None = None, *, union: bool = False) -> ScopeProgram:
     """The program restricted to scope ``scope`` (see the module docstring), with its boundary.
 
     Example:
@@ -110,10 +192,11 @@ def scope_program(program: Program, scope: str, names: list[tuple] | None = None
         >>> sp.numbers, sorted(sp.boundary_inputs), sorted(sp.boundary_outputs)
         ([0, 1], [0], [1])
     """
-    tuples, names = resolve_scope(program, scope, names)
+    tuples, names = resolve_scope(program, scope, names, union=union)
     members = scope_members(names, tuples)
     depth = {k: max(len(t) for t in tuples if names[k][:len(t)] == t) for k in members}
-    return part_program(program, members, names, depth, scope)
+    label = scope if isinstance(scope, str) else ".".join(scope)
+    return part_program(program, members, names, depth, label)
 
 
 def part_program(program: Program, members: list[int], names: list[tuple], cut: dict, label: str) -> ScopeProgram:
@@ -290,7 +373,4 @@ def write_index(directory: str, program_name: str, pages: list[Page], views) -> 
     lines += ["</ul></li>"] * current
     lines.append("</ul>")
     lines.append("</body></html>")
-    path = os.path.join(directory, "index.html")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
-    return path
+    return write_file(os.path.join(directory, "index.html"), "\n".join(lines) + "\n", "render_site")

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import html as _html
 import json
-import os
 import re
 
 from .drill import scope_names
+from .output import check_path, write_file
 
 # The script reads the pages and node data from the document itself; kept small and free of
 # any URL so the file works offline (file://, a Jupyter iframe).
@@ -129,13 +129,7 @@ class HtmlView:
 
     def save(self, path) -> str:
         """Write the page to ``path`` (UTF-8); returns the path."""
-        path = os.fspath(path)
-        directory = os.path.dirname(path)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(self.html)
-        return path
+        return write_file(check_path(path, "HtmlView.save"), self.html, "HtmlView.save")
 
     def _repr_html_(self) -> str:
         return (f'<iframe srcdoc="{_html.escape(self.html, quote=True)}" style="width:100%;height:640px;'

@@ -88,10 +88,63 @@ def check_path(path, caller: str = "render") -> str:
     return os.fspath(path)
 
 
+def check_target(path: str, caller: str) -> None:
+    """Refuse, before any layout, a file name that is a directory (``out/``, or a folder that exists)."""
+    if path.endswith((os.sep, "/")) or os.path.isdir(path):
+        raise RenderError(f"{caller}: cannot write {path!r}: it is a directory; give a file name in it, "
+                          f"e.g. {os.path.join(path, 'graph.svg')!r}")
+
+
+def write_file(path: str, data, caller: str = "render") -> str:
+    """Write ``data`` (bytes or str, UTF-8) to ``path``, creating its folder; returns ``path``.
+
+    An existing file is replaced (as ``graphviz`` and ``savefig`` do). A path that cannot be
+    written (a folder on the way that is a file, a directory, no permission) raises
+    :class:`RenderError` naming the path and what to do, never a bare ``OSError``.
+    """
+    check_target(path, caller)
+    try:
+        directory = os.path.dirname(path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        with open(path, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+    except OSError as exc:
+        raise RenderError(f"{caller}: cannot write {path!r}: {_why(path, exc)}") from None
+    return path
+
+
+def make_folder(directory: str, caller: str) -> str:
+    """``os.makedirs(directory, exist_ok=True)``, an ``OSError`` raised as :class:`RenderError`."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise RenderError(f"{caller}: cannot make the folder {directory!r}: {_why(directory, exc)}") from None
+    return directory
+
+
+def _why(path: str, exc: OSError) -> str:
+    # The part of the path that is a file, where a folder is needed (makedirs says only "File exists").
+    head = os.path.dirname(os.path.abspath(path)) if not isinstance(exc, FileExistsError) else os.path.abspath(path)
+    while head and not os.path.exists(head) and os.path.dirname(head) != head:
+        head = os.path.dirname(head)
+    if isinstance(exc, (FileExistsError, NotADirectoryError)) and os.path.isfile(head):
+        return f"{head!r} is a file, not a folder; choose another folder, or move that file away"
+    if isinstance(exc, IsADirectoryError):
+        return f"it is a directory; give a file name in it, e.g. {os.path.join(path, 'graph.svg')!r}"
+    if isinstance(exc, PermissionError):
+        return "permission denied; choose a folder you can write to"
+    return f"{exc.strerror or exc}; choose another path"
+
+
 def format_from_path(path, format: str | None = None) -> str:
     """The output format: ``format`` if given, else the file suffix (``out.svg`` -> ``svg``)."""
     path = check_path(path)
     if format:
+        if not isinstance(format, str) or format.lower().split(":")[0] not in SOURCE_FORMATS + IMAGE_FORMATS:
+            # Graphviz would be run first, then fail with a list of its 60 formats.
+            raise RenderError(f"render: unknown output format {format!r} (format=) for {path!r}; use one of "
+                              f"{', '.join(SOURCE_FORMATS + IMAGE_FORMATS)}")
         return format.lower()
     suffix = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
     if not suffix:
@@ -179,6 +232,9 @@ class RenderedGraph(graphviz.Digraph):
                                   format=format, outfile=outfile, **kwargs)
         except graphviz.ExecutableNotFound:
             raise GraphvizNotFoundError(INSTALL_HINT) from None
+        except OSError as exc:
+            where = exc.filename or outfile or filename
+            raise RenderError(f"render: cannot write {where!r}: {_why(os.fspath(where), exc)}") from None
 
     def save(self, filename=None, directory=None, *, skip_existing=False):
         """``save("model.html")`` writes the interactive view (:func:`~autograd_dag.render.api.render_html`)
@@ -187,7 +243,11 @@ class RenderedGraph(graphviz.Digraph):
                                                                                    os.fspath(filename))
         if path is not None and os.fspath(path).lower().endswith(".html") and hasattr(self, "html_view"):
             return self.html_view().save(path)
-        return super().save(filename, directory=directory, skip_existing=skip_existing)
+        try:
+            return super().save(filename, directory=directory, skip_existing=skip_existing)
+        except OSError as exc:
+            where = exc.filename or path
+            raise RenderError(f"save: cannot write {where!r}: {_why(os.fspath(where), exc)}") from None
 
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
         # Jupyter must not show a traceback for a missing dot: text instead.
@@ -208,6 +268,7 @@ def save(graph: graphviz.Digraph, path, *, format: str | None = None, timeout: f
         True
     """
     path = check_path(path)
+    check_target(path, "render")
     fmt = format_from_path(path, format)
     if fmt in SOURCE_FORMATS:
         data = graph.source.encode("utf-8")
@@ -215,9 +276,4 @@ def save(graph: graphviz.Digraph, path, *, format: str | None = None, timeout: f
         t = timeout if timeout is not None else getattr(graph, "timeout", DEFAULT_TIMEOUT)
         hint = graph._size_hint() if isinstance(graph, RenderedGraph) else ""
         data = layout(graph.source, fmt, engine=graph.engine, timeout=t, size_hint=hint)
-    directory = os.path.dirname(path)
-    if directory:
-        os.makedirs(directory, exist_ok=True)
-    with open(path, "wb") as fh:
-        fh.write(data)
-    return path
+    return write_file(path, data)
