@@ -20,6 +20,7 @@ with a one-time warning naming it.
 from __future__ import annotations
 
 import contextlib
+import operator
 import warnings
 from typing import Callable
 
@@ -36,17 +37,20 @@ from .tree import flatten, unflatten
 _LOOPED: set[str] = set()
 
 
-def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
+def vmap(f: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> Callable:
     """``f`` mapped over an axis of its arguments: ``vmap(f)(xs)[i] == f(xs[i])``.
 
     ``in_axes``: the batched axis of every argument (an int), or one entry
     per positional argument (an int, or None for an argument shared by all
-    examples); an entry applies to every array inside a nested argument.
+    examples); an entry applies to every array inside a nested argument, or
+    is itself a tuple, list or dict matching the argument's structure (a
+    prefix of it, as in JAX: ``in_axes=((0, None), 0)`` for ``f((xs, w), ys)``).
     Keyword arguments are always batched along their leading axis (axis 0),
     as in JAX: ``in_axes`` covers the positional arguments only, so pass a
     shared argument positionally with ``None``.
     ``out_axes``: where the batch axis goes in the outputs (an int, or one
-    per output leaf). Python control flow in ``f`` must not depend on the
+    per output leaf). ``axis_size``: the batch size, needed when no argument is
+    batched (then every output is f's, repeated). Python control flow in ``f`` must not depend on the
     values (as with ``jit``): ``f`` is recorded once, on the first example.
     As a loop would, the results carry the gradient of a Tensor requiring
     one that ``f`` reads from a closure (a parameter), for ``backward()``.
@@ -63,26 +67,30 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
         >>> ad.vmap(lambda w, x: x @ w, in_axes=(None,))(np.ones(3), x=np.ones((5, 3))).shape  # x: (5, 3)
         (5,)
     """
-    return _vmap(f, in_axes, out_axes, keep_leaves=True)
+    return _vmap(f, in_axes, out_axes, keep_leaves=True, axis_size=axis_size)
 
 
-def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool) -> Callable:
+def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool, axis_size: int | None = None) -> Callable:
     """:func:`vmap`; ``keep_leaves``: record when f reads a leaf requiring a gradient from a closure."""
     fname = getattr(f, "__name__", "f")
 
     def wrapped(*args, **kwargs):
         # Keyword arguments: positions after the positional ones, batched along axis 0 (JAX's rule).
-        axes = _argument_axes(in_axes, len(args), bool(kwargs)) + [0] * len(kwargs)
+        specs = _argument_axes(in_axes, len(args), bool(kwargs) or axis_size is not None) + [0] * len(kwargs)
         labels = [f"argument {p}" for p in range(len(args))] + [f"keyword argument '{k}'" for k in kwargs]
-        size = _batch_size([(x, axis, label) for arg, axis, label in zip((*args, *kwargs.values()), axes, labels)
-                            for x in flatten(arg)[0]])
+        # Each leaf's axis (an entry may be a tree of axes: JAX's pytree in_axes).
+        leaf_axes = [_leaf_axes(spec, arg, label) for spec, arg, label in zip(specs, (*args, *kwargs.values()), labels)]
+        size = _batch_size([(x, axis, label) for arg, axes_, label in zip((*args, *kwargs.values()), leaf_axes, labels)
+                            for x, axis in zip(flatten(arg)[0], axes_)], axis_size)
         env: dict[int, Tensor] = {}  # node id -> its batched value
+        pending = [iter(axes_) for axes_ in leaf_axes]   # (record asks for each leaf in flatten's order)
 
         def make_input(position, x):
-            if axes[position] is None:
+            axis = next(pending[position])
+            if axis is None:
                 # Shared arrays become constants, so Tensor methods work on them as on the examples.
                 return Tensor(x) if isinstance(x, np.ndarray) else None
-            batched = _batch_first(x, axes[position])
+            batched = _batch_first(x, axis)
             # An empty batch has no example to record on: a stand-in of an example's shape that
             # inv, solve or lstsq take as they would a real example (zeros are singular), and
             # zeros for indices (in range for every non-empty axis).
@@ -126,14 +134,30 @@ def _argument_axes(in_axes, n: int, keywords: bool = False) -> list:
     if in_axes is None or isinstance(in_axes, int):
         return [in_axes] * n
     axes = list(in_axes)
-    if len(axes) != n or not all(a is None or isinstance(a, int) for a in axes):
-        raise AutogradDagError(f"vmap: in_axes={in_axes!r} must be an int, None, or one int/None per "
-                               f"positional argument ({n} given"
+    if len(axes) != n or not all(a is None or isinstance(a, (int, tuple, list, dict)) for a in axes):
+        raise AutogradDagError(f"vmap: in_axes={in_axes!r} must be an int, None, or one entry (an int, None, "
+                               f"or a tree of them) per positional argument ({n} given"
                                f"{'; keyword arguments are always batched along axis 0' if keywords else ''})"
                                f"{located(user_source())}")
     if all(a is None for a in axes) and not keywords:
         raise AutogradDagError(f"vmap: in_axes={in_axes!r} batches no argument{located(user_source())}")
     return axes
+
+
+def _leaf_axes(spec, arg, label: str) -> list:
+    """The batch axis of each leaf of ``arg`` (in flatten's order) from its in_axes entry ``spec``: an int
+    or None for every leaf, or a tuple, list or dict of the argument's structure (a prefix of it)."""
+    if spec is None or isinstance(spec, int):
+        return [spec] * len(flatten(arg)[0])
+    if isinstance(spec, dict) and isinstance(arg, dict) and set(spec) == set(arg):
+        return [a for key in arg for a in _leaf_axes(spec[key], arg[key], f"{label}[{key!r}]")]
+    if isinstance(spec, (tuple, list)) and isinstance(arg, (tuple, list)) and len(spec) == len(arg):
+        return [a for i, (s, x) in enumerate(zip(spec, arg)) for a in _leaf_axes(s, x, f"{label}[{i}]")]
+    shape = (f"a {type(arg).__name__} of {len(arg)}" if isinstance(arg, (tuple, list)) else
+             f"a dict with keys {sorted(map(str, arg))}" if isinstance(arg, dict) else "an array")
+    raise AutogradDagError(f"vmap: in_axes entry {spec!r} for {label} does not match its structure ({shape}); "
+                           f"give an int or None for all its arrays, or a tree of the argument's structure"
+                           f"{located(user_source())}")
 
 
 def _output_axes(out_axes, n: int) -> list:
@@ -145,8 +169,8 @@ def _output_axes(out_axes, n: int) -> list:
     return axes
 
 
-def _batch_size(flat) -> int:
-    """The batch size of ``flat``, ``(leaf, its axis, its argument's label)`` triples: one for all."""
+def _batch_size(flat, axis_size: int | None = None) -> int:
+    """The batch size of ``flat``, ``(leaf, its axis, its argument's label)`` triples: one for all (and ``axis_size``)."""
     sizes: dict = {}
     for x, axis, label in flat:
         if axis is None:
@@ -157,6 +181,8 @@ def _batch_size(flat) -> int:
                        "by all examples positionally, with in_axes None)" if label.startswith("keyword") else "")
             raise ShapeError(f"vmap: in_axes {axis} for {label} of shape {shape}{keyword}{located(user_source())}")
         sizes.setdefault(shape[axis], label)
+    if axis_size is not None:
+        sizes.setdefault(operator.index(axis_size), "axis_size")
     if not sizes:
         raise AutogradDagError(f"vmap: no argument is batched (in_axes are all None){located(user_source())}")
     if len(sizes) > 1:

@@ -151,3 +151,75 @@ def test_checkpoint_reading_its_numbers_under_vmap_still_loops():
         warnings.simplefilter("ignore")
         out = ad.vmap(ad.checkpoint(f))(np.array([[1.0], [-1.0]]))
     np.testing.assert_array_equal(out, [[2.0], [-3.0]])
+
+
+# ------------------------------------------------------------ trace with keyword arguments
+
+
+def loss_of(m):
+    def loss(w, x, scale=1.0, bias=0.0):
+        return m.sum(m.tanh(x @ w + bias) ** 2) * scale
+    return loss
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_trace_takes_keyword_arguments_as_inputs_named_by_them(dtype):
+    # ad.trace(f, w, x, scale=1.5) raised TypeError (trace took positional arguments only), where
+    # grad and jit take keywords. Now they are program inputs as under jit: after the positional
+    # ones, sorted by name, named by the keyword; the program runs on new values, by name or position.
+    rng = np.random.default_rng(5)
+    w, x, bias = rng.normal(size=3).astype(dtype), rng.normal(size=(4, 3)).astype(dtype), rng.normal(size=4).astype(dtype)
+    prog = ad.trace(loss_of(ad), w, x, scale=1.5, bias=bias)
+    assert [prog.nodes[k].name for k in prog.inputs] == ["w", "x", "bias", "scale"]
+    assert prog.nodes[prog.inputs[3]].dtype == dtype   # a Python number is weak, as a positional one
+    theirs = loss_of(jnp)
+    close(prog(w, x, scale=0.5, bias=2 * bias), theirs(w, x, scale=0.5, bias=2 * bias), dtype)
+    close(prog(w, x, bias, 3.0), theirs(w, x, scale=3.0, bias=bias), dtype)
+    close(ad.grad_program(prog, wrt=(0, 3))(w, x, bias, 1.5),
+          jax.grad(lambda w, s: theirs(w, x, scale=s, bias=bias), argnums=(0, 1))(w, dtype(1.5)), dtype)
+
+
+def test_trace_keywords_nested_tensor_and_refused():
+    rng = np.random.default_rng(6)
+    x, W = rng.normal(size=(2, 3)), rng.normal(size=(3, 2))
+    prog = ad.trace(lambda x, *, params: ad.sum(ad.tanh(x @ params["W"] + params["b"])),
+                    x, params={"b": ad.Tensor(np.zeros(2)), "W": W})
+    assert sorted(prog.nodes[k].name for k in prog.inputs) == ["params.W", "params.b", "x"]
+    close(prog(x, **{"params.W": W, "params.b": np.ones(2)}), jnp.sum(jnp.tanh(x @ W + 1.0)))
+    with pytest.raises(ad.TracingError, match=r"keyword argument 'act' is str \('tanh'\).*f\(x, act='tanh'\)"):
+        ad.trace(lambda x, act="relu": x, x, act="tanh")
+
+
+# ------------------------------------------------------------ vmap: pytree in_axes, axis_size
+
+
+def test_vmap_takes_a_tree_of_in_axes_per_argument_as_jax():
+    # in_axes=({"a": 0, "b": None},) and ((0, None), 0) were refused ("must be an int, None, or one
+    # int/None per positional argument"), where JAX takes a tree (a prefix of the argument's).
+    rng = np.random.default_rng(7)
+    X, w, Y = rng.normal(size=(4, 3)), rng.normal(size=3), rng.normal(size=(3, 4))
+
+    def ours_and_jax(f, in_axes, *args):
+        return ad.vmap(f(ad), in_axes=in_axes)(*args), jax.vmap(f(jnp), in_axes=in_axes)(*args)
+    close(*ours_and_jax(lambda m: lambda d: m.sin(d["a"]) * d["b"], ({"b": None, "a": 0},), {"a": X, "b": w}))
+    close(*ours_and_jax(lambda m: lambda p, y: p[0] * y + p[1], ((0, None), -1), (X, w), Y))
+    close(*ours_and_jax(lambda m: lambda p: p["x"][0] * p["x"][1] + p["s"], ({"x": [1, 0], "s": None},),
+                        {"x": [Y, X], "s": w}))
+    loss = lambda m, vmap: lambda w: m.sum(vmap(lambda p, y: m.tanh(p[0] * y + p[1]) ** 2,  # noqa: E731
+                                                in_axes=((0, None), 1))((X, w), Y))
+    close(ad.grad(loss(ad, ad.vmap))(w), jax.grad(loss(jnp, jax.vmap))(w))
+    with pytest.raises(ad.AutogradDagError, match=r"in_axes entry \(0, None, 0\) for argument 0 does not match"):
+        ad.vmap(lambda p: p[0], in_axes=((0, None, 0),))((X, w))
+
+
+def test_vmap_axis_size_as_jax():
+    # vmap(f, in_axes=None, axis_size=3) raised TypeError (no axis_size): the size of a batch that
+    # no argument carries. Then every output is f's, repeated; with a batched argument it must agree.
+    w = np.array([1.0, -2.0])
+    close(ad.vmap(lambda w: ad.sin(w) * 2, in_axes=None, axis_size=3)(w),
+          jax.vmap(lambda w: jnp.sin(w) * 2, in_axes=None, axis_size=3)(w))
+    close(ad.vmap(lambda x, w: x * w, in_axes=(0, None), axis_size=4)(np.ones((4, 2)), w), np.tile(w, (4, 1)))
+    with pytest.raises(ad.ShapeError, match="4 for argument 0, 3 for axis_size"):
+        ad.vmap(lambda x: x, axis_size=3)(np.ones((4, 2)))
+    with pytest.raises(ad.AutogradDagError, match="batches no argument"):
+        ad.vmap(lambda w: w, in_axes=(None,))(w)
