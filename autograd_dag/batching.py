@@ -48,9 +48,10 @@ def vmap(f: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> Ca
     Keyword arguments are always batched along their leading axis (axis 0),
     as in JAX: ``in_axes`` covers the positional arguments only, so pass a
     shared argument positionally with ``None``.
-    ``out_axes``: where the batch axis goes in the outputs (an int, or one
-    per output leaf). ``axis_size``: the batch size, needed when no argument is
-    batched (then every output is f's, repeated). Python control flow in ``f`` must not depend on the
+    ``out_axes``: where the batch axis goes in the outputs (an int, one per
+    output leaf, or a tree matching f's result, as ``in_axes``). ``axis_size``:
+    the batch size, needed when no argument is batched (then every output is
+    f's, repeated). Python control flow in ``f`` must not depend on the
     values (as with ``jit``): ``f`` is recorded once, on the first example.
     As a loop would, the results carry the gradient of a Tensor requiring
     one that ``f`` reads from a closure (a parameter), for ``backward()``.
@@ -120,7 +121,7 @@ def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool, axis_size: int |
                     env[id(t)] = _apply_batched(t.prim, operands, flags, t.params or {})
             results = [o if axis is None and id(o) not in env else
                        _place(env[id(o)] if id(o) in env else structure.broadcast_to(o, (size,) + o.shape), axis)
-                       for o, axis in zip(out_tensors, _output_axes(out_axes, len(out_tensors)))]
+                       for o, axis in zip(out_tensors, _output_axes(out_axes, len(out_tensors), rec.result))]
         if not record_nodes:
             results = [np.asarray(r.value) for r in results]
         return unflatten(out_td, results)
@@ -160,13 +161,19 @@ def _leaf_axes(spec, arg, label: str) -> list:
                            f"{located(user_source())}")
 
 
-def _output_axes(out_axes, n: int) -> list:
+def _output_axes(out_axes, n: int, result) -> list:
+    """The batch axis of each of the ``n`` output leaves: ``out_axes`` an int or None for all, one per
+    leaf, or (as JAX's) a tree matching f's ``result`` (a prefix of it: ``{"s": 0, "d": 1}`` for a dict)."""
     if out_axes is None or isinstance(out_axes, int):
         return [out_axes] * n
-    axes = list(out_axes)
-    if len(axes) != n:
-        raise AutogradDagError(f"vmap: out_axes={out_axes!r} must be an int or one per output leaf ({n})")
-    return axes
+    if isinstance(out_axes, (tuple, list)) and len(out_axes) == n and all(
+            a is None or isinstance(a, int) for a in out_axes):
+        return list(out_axes)
+    try:
+        return _leaf_axes(out_axes, result, "the output")
+    except AutogradDagError:   # (a dict out_axes raised TypeError: '<=' between 'int' and 'str')
+        raise AutogradDagError(f"vmap: out_axes={out_axes!r} must be an int, one per output leaf ({n}), or a "
+                               f"tree matching f's output{located(user_source())}") from None
 
 
 def _batch_size(flat, axis_size: int | None = None) -> int:
@@ -245,7 +252,7 @@ def _apply_batched(prim: Primitive, operands, flags, params) -> Tensor:
 # ---------------------------------------------- Jacobians on vmap
 
 
-def jacobian(f: Callable, argnums=0) -> Callable:
+def jacobian(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     """The Jacobian function of ``f``: ``vmap`` of its VJP over the unit cotangents.
 
     One forward pass, then one batched reverse pass whose batch is the
@@ -256,7 +263,8 @@ def jacobian(f: Callable, argnums=0) -> Callable:
     JAX's ``jacrev``): the result has the output's structure, each of its leaves
     the chosen argument's (a tuple over a tuple of argnums). Keyword
     arguments are passed to ``f`` and not differentiated (``argnums`` counts
-    positional arguments, as in JAX's ``jacrev``).
+    positional arguments, as in JAX's ``jacrev``). With ``has_aux``, ``f``
+    returns ``(out, aux)`` and the result is ``(jacobian, aux)``, aux not differentiated.
     Shapes: out.shape + arg.shape (a tuple of those for a tuple of argnums).
 
     Example:
@@ -279,7 +287,7 @@ def jacobian(f: Callable, argnums=0) -> Callable:
             for n, x in zip(nums, chosen):
                 rebuilt[n] = x
             return f(*rebuilt, **kwargs)
-        out, f_vjp = vjp(f_of, *(args[n] for n in nums))
+        out, f_vjp, *aux = vjp(f_of, *(args[n] for n in nums), has_aux=has_aux)
         # Outputs and arguments may be tuples, lists or dicts, as JAX's jacrev takes them: the
         # Jacobian has the output's structure, each leaf the chosen arguments' (a tuple of them for
         # a tuple of argnums), of shape out_leaf.shape + arg_leaf.shape. (An array took the first
@@ -313,16 +321,18 @@ def jacobian(f: Callable, argnums=0) -> Callable:
             blocks = iter([block(r, o, end, s) for r, s in zip(rows, x_shapes)])
             per_argument = [unflatten(tree, [next(blocks) for _ in leaves]) for leaves, tree in chosen]
             return per_argument[0] if single else tuple(per_argument)
-        return unflatten(out_tree, [of_leaf(o, end) for o, end in zip(outs, ends)])
+        jac = unflatten(out_tree, [of_leaf(o, end) for o, end in zip(outs, ends)])
+        return (jac, aux[0]) if has_aux else jac
     return wrapped
 
 
-def hessian(f: Callable, argnums=0) -> Callable:
+def hessian(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     """The Hessian of a scalar ``f``: the Jacobian of its gradient. Shapes: arg.shape * 2.
 
     For a tuple of argnums the result is nested as JAX's: ``H[i][j]`` is
     ∂²f/∂x_i∂x_j, of shape arg_i.shape + arg_j.shape. Keyword arguments are
-    passed to ``f`` and not differentiated, as in JAX.
+    passed to ``f`` and not differentiated, as in JAX. With ``has_aux``, ``f``
+    returns ``(value, aux)`` and the result is ``(hessian, aux)``.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -334,10 +344,12 @@ def hessian(f: Callable, argnums=0) -> Callable:
                [0., 6.]])
     """
     if not isinstance(argnums, (tuple, list)):
-        return jacobian(grad(f, argnums), argnums)
+        return jacobian(grad(f, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
 
     def wrapped(*args, **kwargs):
         _, nums = select_arguments(args, argnums, kwargs)
         # one Jacobian (over every chosen argument) of each gradient component
-        return tuple(jacobian(lambda *a, n=n: grad(f, n)(*a, **kwargs), nums)(*args) for n in nums)
+        rows = [jacobian(lambda *a, n=n: grad(f, n, has_aux=has_aux)(*a, **kwargs), nums, has_aux=has_aux)(*args)
+                for n in nums]
+        return (tuple(r[0] for r in rows), rows[0][1]) if has_aux else tuple(rows)
     return wrapped

@@ -223,3 +223,38 @@ def test_vmap_axis_size_as_jax():
         ad.vmap(lambda x: x, axis_size=3)(np.ones((4, 2)))
     with pytest.raises(ad.AutogradDagError, match="batches no argument"):
         ad.vmap(lambda w: w, in_axes=(None,))(w)
+
+
+def test_vmap_takes_a_tree_of_out_axes_as_jax():
+    # out_axes={"s": 0, "d": 1} for a dict result raised a bare TypeError ('<=' not supported between
+    # 'int' and 'str': the dict's keys were taken as axes); a prefix tuple ((0, 1) for (a, (b, c)))
+    # was refused. Both are JAX's trees of axes.
+    X = np.random.default_rng(8).normal(size=(4, 3))
+    close(ad.vmap(lambda a: {"s": ad.sum(a), "d": ad.outer(a, a)}, out_axes={"s": 0, "d": 1})(X),
+          jax.vmap(lambda a: {"s": jnp.sum(a), "d": jnp.outer(a, a)}, out_axes={"s": 0, "d": 1})(X))
+    close(ad.vmap(lambda a: (a, (ad.outer(a, a), a)), out_axes=(0, -1))(X),
+          jax.vmap(lambda a: (a, (jnp.outer(a, a), a)), out_axes=(0, -1))(X))
+    with pytest.raises(ad.AutogradDagError, match=r"out_axes=\{'s': 0\} must be an int, one per output leaf"):
+        ad.vmap(lambda a: {"s": ad.sum(a), "d": a}, out_axes={"s": 0})(X)
+
+
+# ------------------------------------------------------------ jacobian and hessian with has_aux
+
+
+def with_aux(m):
+    return lambda a, b: (m.sum(m.sin(a) * a ** 2 * b), {"c": m.cos(a) * b})
+
+
+def test_hessian_and_jacobian_with_aux_as_jax():
+    # ad.hessian(f, has_aux=True) and ad.jacobian(f, has_aux=True) raised TypeError (no has_aux),
+    # where jax.hessian and jax.jacrev return (derivative, aux).
+    rng = np.random.default_rng(9)
+    x, y = rng.normal(size=3), rng.normal(size=3)
+    close(ad.hessian(with_aux(ad), has_aux=True)(x, y), jax.hessian(with_aux(jnp), has_aux=True)(x, y))
+    close(ad.hessian(with_aux(ad), argnums=(0, 1), has_aux=True)(x, y),
+          jax.hessian(with_aux(jnp), argnums=(0, 1), has_aux=True)(x, y))
+    close(ad.jit(ad.hessian(with_aux(ad), has_aux=True))(x, y), jax.hessian(with_aux(jnp), has_aux=True)(x, y))
+    pair = lambda m: lambda a: (m.sin(a) * a[0], a * 2)  # noqa: E731
+    close(ad.jacobian(pair(ad), has_aux=True)(x), jax.jacrev(pair(jnp), has_aux=True)(x))
+    xs, ys = np.stack([x, y]), np.stack([y, x])
+    close(ad.vmap(ad.hessian(with_aux(ad), has_aux=True))(xs, ys), jax.vmap(jax.hessian(with_aux(jnp), has_aux=True))(xs, ys))
