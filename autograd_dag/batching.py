@@ -77,7 +77,7 @@ def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool, axis_size: int |
 
     def wrapped(*args, **kwargs):
         # Keyword arguments: positions after the positional ones, batched along axis 0 (JAX's rule).
-        specs = _argument_axes(in_axes, len(args), bool(kwargs) or axis_size is not None) + [0] * len(kwargs)
+        specs = _argument_axes(in_axes, len(args), bool(kwargs), axis_size is not None) + [0] * len(kwargs)
         labels = [f"argument {p}" for p in range(len(args))] + [f"keyword argument '{k}'" for k in kwargs]
         # Each leaf's axis (an entry may be a tree of axes: JAX's pytree in_axes).
         leaf_axes = [_leaf_axes(spec, arg, label) for spec, arg, label in zip(specs, (*args, *kwargs.values()), labels)]
@@ -131,16 +131,17 @@ def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool, axis_size: int |
     return wrapped
 
 
-def _argument_axes(in_axes, n: int, keywords: bool = False) -> list:
+def _argument_axes(in_axes, n: int, keywords: bool = False, sized: bool = False) -> list:
     if in_axes is None or isinstance(in_axes, int):
         return [in_axes] * n
     axes = list(in_axes)
     if len(axes) != n or not all(a is None or isinstance(a, (int, tuple, list, dict)) for a in axes):
-        raise AutogradDagError(f"vmap: in_axes={in_axes!r} must be an int, None, or one entry (an int, None, "
-                               f"or a tree of them) per positional argument ({n} given"
-                               f"{'; keyword arguments are always batched along axis 0' if keywords else ''})"
+        raise AutogradDagError(f"vmap: in_axes={in_axes!r} must be an int, None, or one int/None per "
+                               f"positional argument ({n} given"
+                               f"{'; keyword arguments are always batched along axis 0' if keywords else ''}"
+                               f"; an entry may also be a tree of them, of its argument's structure)"
                                f"{located(user_source())}")
-    if all(a is None for a in axes) and not keywords:
+    if all(a is None for a in axes) and not keywords and not sized:   # (sized: axis_size given)
         raise AutogradDagError(f"vmap: in_axes={in_axes!r} batches no argument{located(user_source())}")
     return axes
 
