@@ -45,8 +45,10 @@ def checkpoint(f: Callable) -> Callable:
     """``f`` that stores no intermediates: its forward is recomputed during backward.
 
     The book's checkpointing trades compute for memory. Everything to be differentiated
-    must be passed as an argument (Tensors), positional or keyword, e.g. ``ad.checkpoint(block)(x, W,
-    b=b)``; the call records one node (operands: the arguments, then the keyword ones). A Tensor
+    must be passed as an argument (Tensors, or tuples, lists or dicts of them), positional or keyword,
+    e.g. ``ad.checkpoint(block)(x, W, b=b)``; the call records one node (operands: the arguments'
+    arrays, then the keyword ones'). Under ``vmap`` that node is batched whole (f's vmap, recomputed
+    batched), as ``jax.vmap(jax.checkpoint(f))``. A Tensor
     requiring a gradient that ``f`` reads from outside (a closure, a module's
     parameters) is refused with NotDifferentiableError, not silently given none.
     Shapes: those of ``f``: the wrapped function takes and returns what ``f`` does
@@ -65,8 +67,11 @@ def checkpoint(f: Callable) -> Callable:
         (3, 2)
     """
     prim, packed = _checkpoint_primitive(f, getattr(f, "__name__", type(f).__name__))
+    on_leaves: dict = {}   # the structure of tuple, list or dict arguments -> the checkpoint of f on their leaves
 
     def wrapped(*args, **kwargs):
+        if any(isinstance(a, (tuple, list, dict)) for a in (*args, *kwargs.values())):
+            return _with_trees(f, on_leaves, args, kwargs, prim.name)
         if core.is_recording():
             _refuse_unseen_reads(f, args, kwargs, prim.name)
         packed.layout = None
@@ -75,6 +80,24 @@ def checkpoint(f: Callable) -> Callable:
         return out if packed.layout is None else _unpack(out, packed.layout)
     wrapped.__name__ = prim.name
     return wrapped
+
+
+def _with_trees(f: Callable, on_leaves: dict, args: tuple, kwargs: dict, name: str):
+    """A checkpointed ``f`` called with tuple, list or dict arguments: the checkpoint of f on their leaves,
+    one operand each (as JAX's checkpoint takes pytrees; a tuple (x, w) became one ragged array and
+    failed), made once per structure."""
+    leaves, tree = flatten((args, kwargs))
+    if tree not in on_leaves:
+        def f_of_leaves(*leaves):
+            args, kwargs = unflatten(tree, list(leaves))
+            return f(*args, **kwargs)
+        f_of_leaves.__name__ = name[len("checkpoint["):-1]
+        on_leaves[tree] = checkpoint(f_of_leaves)
+    if core.is_recording():   # (f_of_leaves holds f, not what f reads: its own check cannot see them)
+        for t in _closure_tensors(f):
+            if t.requires_grad:
+                _refuse_closure_tensor(t, name, user_source())
+    return on_leaves[tree](*leaves)
 
 
 def _checkpoint_primitive(f: Callable, fname: str) -> tuple[Primitive, threading.local]:

@@ -258,3 +258,25 @@ def test_hessian_and_jacobian_with_aux_as_jax():
     close(ad.jacobian(pair(ad), has_aux=True)(x), jax.jacrev(pair(jnp), has_aux=True)(x))
     xs, ys = np.stack([x, y]), np.stack([y, x])
     close(ad.vmap(ad.hessian(with_aux(ad), has_aux=True))(xs, ys), jax.vmap(jax.hessian(with_aux(jnp), has_aux=True))(xs, ys))
+
+
+def test_checkpoint_takes_tuple_list_and_dict_arguments_as_jax():
+    # ad.checkpoint(f)((X, w)) made one array of the tuple ("cannot make a float64 array of (array(...),
+    # array(...))"), and under vmap refused it; jax.checkpoint takes pytrees. Now their leaves are the
+    # node's operands: values and gradients as JAX's, under vmap too.
+    rng = np.random.default_rng(10)
+    X, w = rng.normal(size=(4, 3)), rng.normal(size=3)
+
+    def of(m, ckpt):
+        f = ckpt(lambda p, s: {"a": m.sin(p["X"] @ p["v"][0]) * s})
+        return lambda w: m.sum(f({"X": X, "v": [w]}, s=2.0)["a"] ** 2)
+    close(ad.grad(of(ad, ad.checkpoint))(w), jax.grad(of(jnp, jax.checkpoint))(w))
+    close(of(ad, ad.checkpoint)(w), of(jnp, jax.checkpoint)(w))
+    pair = lambda m: lambda p: p[0] * m.tanh(p[1])  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = ad.vmap(ad.checkpoint(pair(ad)), in_axes=((0, None),))((X, w))
+    close(ours, jax.vmap(jax.checkpoint(pair(jnp)), in_axes=((0, None),))((X, w)))
+    W = ad.Tensor(w, requires_grad=True)   # a closure's Tensor requiring a gradient: refused, as before
+    with pytest.raises(ad.NotDifferentiableError, match="from outside its arguments"):
+        ad.grad(lambda X: ad.sum(ad.checkpoint(lambda p: p[0] @ W)((X, X))))(X)
