@@ -178,7 +178,8 @@ def _output_axes(out_axes, n: int, result) -> list:
 
 
 def _batch_size(flat, axis_size: int | None = None) -> int:
-    """The batch size of ``flat``, ``(leaf, its axis, its argument's label)`` triples: one for all (and ``axis_size``)."""
+    """The batch size of ``flat``, ``(leaf, its axis, its argument's label)`` triples: one for all
+    (and ``axis_size``, when given)."""
     sizes: dict = {}
     for x, axis, label in flat:
         if axis is None:

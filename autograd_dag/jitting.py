@@ -174,7 +174,8 @@ def _refuse_non_numeric(args: tuple, what: str, where: list | None = None) -> No
                     f"{what}: {_argument_label(at)} is {type(leaf).__name__} ({shown}), not a number or an array: "
                     f"{what}'s arguments become the program's inputs. A setting fixed when f is traced "
                     f"(a name, a function, None) is passed by a closure: close over it, "
-                    f"{what}(lambda x: f(x, {f'{at}=' if isinstance(at, str) else ''}{shown}){', x' if what == 'trace' else ''})"
+                    f"{what}(lambda x: f(x, {f'{at}=' if isinstance(at, str) else ''}{shown})"
+                    f"{', x' if what == 'trace' else ''})"
                     f"{f', or mark it static: ad.jit(f, {static})' if what == 'jit' else ''}{located(user_source())}")
 
 

@@ -168,7 +168,7 @@ def test_trace_takes_keyword_arguments_as_inputs_named_by_them(dtype):
     # grad and jit take keywords. Now they are program inputs as under jit: after the positional
     # ones, sorted by name, named by the keyword; the program runs on new values, by name or position.
     rng = np.random.default_rng(5)
-    w, x, bias = rng.normal(size=3).astype(dtype), rng.normal(size=(4, 3)).astype(dtype), rng.normal(size=4).astype(dtype)
+    w, x, bias = (rng.normal(size=s).astype(dtype) for s in (3, (4, 3), 4))
     prog = ad.trace(loss_of(ad), w, x, scale=1.5, bias=bias)
     assert [prog.nodes[k].name for k in prog.inputs] == ["w", "x", "bias", "scale"]
     assert prog.nodes[prog.inputs[3]].dtype == dtype   # a Python number is weak, as a positional one
@@ -257,7 +257,8 @@ def test_hessian_and_jacobian_with_aux_as_jax():
     pair = lambda m: lambda a: (m.sin(a) * a[0], a * 2)  # noqa: E731
     close(ad.jacobian(pair(ad), has_aux=True)(x), jax.jacrev(pair(jnp), has_aux=True)(x))
     xs, ys = np.stack([x, y]), np.stack([y, x])
-    close(ad.vmap(ad.hessian(with_aux(ad), has_aux=True))(xs, ys), jax.vmap(jax.hessian(with_aux(jnp), has_aux=True))(xs, ys))
+    close(ad.vmap(ad.hessian(with_aux(ad), has_aux=True))(xs, ys),
+          jax.vmap(jax.hessian(with_aux(jnp), has_aux=True))(xs, ys))
 
 
 def test_checkpoint_takes_tuple_list_and_dict_arguments_as_jax():
