@@ -16,9 +16,10 @@ Example:
 """
 
 from . import operators as _operators  # noqa: F401  (wires Tensor methods)
-from .autodiff import (backward, checkpoint, grad, grad_program, hvp, jvp, value_and_grad, vjp,
+from .autodiff import (backward, grad, grad_program, hvp, jvp, value_and_grad, vjp,
                        zero_grad)
 from .batching import hessian, jacobian, vmap
+from .checkpointing import checkpoint
 from .checking import check_grads, numerical_grad, numerical_jvp
 from .checking_user import check_gradient, check_hessian, check_jacobian, check_jvp, check_vjp
 from .core import (Primitive, Tensor, changed_in_place, current_scope, detect_anomaly, enable_grad,

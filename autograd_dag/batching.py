@@ -20,6 +20,7 @@ with a one-time warning naming it.
 from __future__ import annotations
 
 import contextlib
+import operator
 import warnings
 from typing import Callable
 
@@ -36,17 +37,21 @@ from .tree import flatten, unflatten
 _LOOPED: set[str] = set()
 
 
-def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
+def vmap(f: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> Callable:
     """``f`` mapped over an axis of its arguments: ``vmap(f)(xs)[i] == f(xs[i])``.
 
     ``in_axes``: the batched axis of every argument (an int), or one entry
     per positional argument (an int, or None for an argument shared by all
-    examples); an entry applies to every array inside a nested argument.
+    examples); an entry applies to every array inside a nested argument, or
+    is itself a tuple, list or dict matching the argument's structure (a
+    prefix of it, as in JAX: ``in_axes=((0, None), 0)`` for ``f((xs, w), ys)``).
     Keyword arguments are always batched along their leading axis (axis 0),
     as in JAX: ``in_axes`` covers the positional arguments only, so pass a
     shared argument positionally with ``None``.
-    ``out_axes``: where the batch axis goes in the outputs (an int, or one
-    per output leaf). Python control flow in ``f`` must not depend on the
+    ``out_axes``: where the batch axis goes in the outputs (an int, one per
+    output leaf, or a tree matching f's result, as ``in_axes``). ``axis_size``:
+    the batch size, needed when no argument is batched (then every output is
+    f's, repeated). Python control flow in ``f`` must not depend on the
     values (as with ``jit``): ``f`` is recorded once, on the first example.
     As a loop would, the results carry the gradient of a Tensor requiring
     one that ``f`` reads from a closure (a parameter), for ``backward()``.
@@ -63,26 +68,30 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
         >>> ad.vmap(lambda w, x: x @ w, in_axes=(None,))(np.ones(3), x=np.ones((5, 3))).shape  # x: (5, 3)
         (5,)
     """
-    return _vmap(f, in_axes, out_axes, keep_leaves=True)
+    return _vmap(f, in_axes, out_axes, keep_leaves=True, axis_size=axis_size)
 
 
-def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool) -> Callable:
+def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool, axis_size: int | None = None) -> Callable:
     """:func:`vmap`; ``keep_leaves``: record when f reads a leaf requiring a gradient from a closure."""
     fname = getattr(f, "__name__", "f")
 
     def wrapped(*args, **kwargs):
         # Keyword arguments: positions after the positional ones, batched along axis 0 (JAX's rule).
-        axes = _argument_axes(in_axes, len(args), bool(kwargs)) + [0] * len(kwargs)
+        specs = _argument_axes(in_axes, len(args), bool(kwargs), axis_size is not None) + [0] * len(kwargs)
         labels = [f"argument {p}" for p in range(len(args))] + [f"keyword argument '{k}'" for k in kwargs]
-        size = _batch_size([(x, axis, label) for arg, axis, label in zip((*args, *kwargs.values()), axes, labels)
-                            for x in flatten(arg)[0]])
+        # Each leaf's axis (an entry may be a tree of axes: JAX's pytree in_axes).
+        leaf_axes = [_leaf_axes(spec, arg, label) for spec, arg, label in zip(specs, (*args, *kwargs.values()), labels)]
+        size = _batch_size([(x, axis, label) for arg, axes_, label in zip((*args, *kwargs.values()), leaf_axes, labels)
+                            for x, axis in zip(flatten(arg)[0], axes_)], axis_size)
         env: dict[int, Tensor] = {}  # node id -> its batched value
+        pending = [iter(axes_) for axes_ in leaf_axes]   # (record asks for each leaf in flatten's order)
 
         def make_input(position, x):
-            if axes[position] is None:
+            axis = next(pending[position])
+            if axis is None:
                 # Shared arrays become constants, so Tensor methods work on them as on the examples.
                 return Tensor(x) if isinstance(x, np.ndarray) else None
-            batched = _batch_first(x, axes[position])
+            batched = _batch_first(x, axis)
             # An empty batch has no example to record on: a stand-in of an example's shape that
             # inv, solve or lstsq take as they would a real example (zeros are singular), and
             # zeros for indices (in range for every non-empty axis).
@@ -112,7 +121,7 @@ def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool) -> Callable:
                     env[id(t)] = _apply_batched(t.prim, operands, flags, t.params or {})
             results = [o if axis is None and id(o) not in env else
                        _place(env[id(o)] if id(o) in env else structure.broadcast_to(o, (size,) + o.shape), axis)
-                       for o, axis in zip(out_tensors, _output_axes(out_axes, len(out_tensors)))]
+                       for o, axis in zip(out_tensors, _output_axes(out_axes, len(out_tensors), rec.result))]
         if not record_nodes:
             results = [np.asarray(r.value) for r in results]
         return unflatten(out_td, results)
@@ -122,31 +131,55 @@ def _vmap(f: Callable, in_axes, out_axes, *, keep_leaves: bool) -> Callable:
     return wrapped
 
 
-def _argument_axes(in_axes, n: int, keywords: bool = False) -> list:
+def _argument_axes(in_axes, n: int, keywords: bool = False, sized: bool = False) -> list:
     if in_axes is None or isinstance(in_axes, int):
         return [in_axes] * n
     axes = list(in_axes)
-    if len(axes) != n or not all(a is None or isinstance(a, int) for a in axes):
+    if len(axes) != n or not all(a is None or isinstance(a, (int, tuple, list, dict)) for a in axes):
         raise AutogradDagError(f"vmap: in_axes={in_axes!r} must be an int, None, or one int/None per "
                                f"positional argument ({n} given"
-                               f"{'; keyword arguments are always batched along axis 0' if keywords else ''})"
+                               f"{'; keyword arguments are always batched along axis 0' if keywords else ''}"
+                               f"; an entry may also be a tree of them, of its argument's structure)"
                                f"{located(user_source())}")
-    if all(a is None for a in axes) and not keywords:
+    if all(a is None for a in axes) and not keywords and not sized:   # (sized: axis_size given)
         raise AutogradDagError(f"vmap: in_axes={in_axes!r} batches no argument{located(user_source())}")
     return axes
 
 
-def _output_axes(out_axes, n: int) -> list:
+def _leaf_axes(spec, arg, label: str) -> list:
+    """The batch axis of each leaf of ``arg`` (in flatten's order) from its in_axes entry ``spec``: an int
+    or None for every leaf, or a tuple, list or dict of the argument's structure (a prefix of it)."""
+    if spec is None or isinstance(spec, int):
+        return [spec] * len(flatten(arg)[0])
+    if isinstance(spec, dict) and isinstance(arg, dict) and set(spec) == set(arg):
+        return [a for key in arg for a in _leaf_axes(spec[key], arg[key], f"{label}[{key!r}]")]
+    if isinstance(spec, (tuple, list)) and isinstance(arg, (tuple, list)) and len(spec) == len(arg):
+        return [a for i, (s, x) in enumerate(zip(spec, arg)) for a in _leaf_axes(s, x, f"{label}[{i}]")]
+    shape = (f"a {type(arg).__name__} of {len(arg)}" if isinstance(arg, (tuple, list)) else
+             f"a dict with keys {sorted(map(str, arg))}" if isinstance(arg, dict) else "an array")
+    raise AutogradDagError(f"vmap: in_axes entry {spec!r} for {label} does not match its structure ({shape}); "
+                           f"give an int or None for all its arrays, or a tree of the argument's structure"
+                           f"{located(user_source())}")
+
+
+def _output_axes(out_axes, n: int, result) -> list:
+    """The batch axis of each of the ``n`` output leaves: ``out_axes`` an int or None for all, one per
+    leaf, or (as JAX's) a tree matching f's ``result`` (a prefix of it: ``{"s": 0, "d": 1}`` for a dict)."""
     if out_axes is None or isinstance(out_axes, int):
         return [out_axes] * n
-    axes = list(out_axes)
-    if len(axes) != n:
-        raise AutogradDagError(f"vmap: out_axes={out_axes!r} must be an int or one per output leaf ({n})")
-    return axes
+    if isinstance(out_axes, (tuple, list)) and len(out_axes) == n and all(
+            a is None or isinstance(a, int) for a in out_axes):
+        return list(out_axes)
+    try:
+        return _leaf_axes(out_axes, result, "the output")
+    except AutogradDagError:   # (a dict out_axes raised TypeError: '<=' between 'int' and 'str')
+        raise AutogradDagError(f"vmap: out_axes={out_axes!r} must be an int, one per output leaf ({n}), or a "
+                               f"tree matching f's output{located(user_source())}") from None
 
 
-def _batch_size(flat) -> int:
-    """The batch size of ``flat``, ``(leaf, its axis, its argument's label)`` triples: one for all."""
+def _batch_size(flat, axis_size: int | None = None) -> int:
+    """The batch size of ``flat``, ``(leaf, its axis, its argument's label)`` triples: one for all
+    (and ``axis_size``, when given)."""
     sizes: dict = {}
     for x, axis, label in flat:
         if axis is None:
@@ -157,6 +190,8 @@ def _batch_size(flat) -> int:
                        "by all examples positionally, with in_axes None)" if label.startswith("keyword") else "")
             raise ShapeError(f"vmap: in_axes {axis} for {label} of shape {shape}{keyword}{located(user_source())}")
         sizes.setdefault(shape[axis], label)
+    if axis_size is not None:
+        sizes.setdefault(operator.index(axis_size), "axis_size")
     if not sizes:
         raise AutogradDagError(f"vmap: no argument is batched (in_axes are all None){located(user_source())}")
     if len(sizes) > 1:
@@ -219,7 +254,7 @@ def _apply_batched(prim: Primitive, operands, flags, params) -> Tensor:
 # ---------------------------------------------- Jacobians on vmap
 
 
-def jacobian(f: Callable, argnums=0) -> Callable:
+def jacobian(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     """The Jacobian function of ``f``: ``vmap`` of its VJP over the unit cotangents.
 
     One forward pass, then one batched reverse pass whose batch is the
@@ -230,7 +265,8 @@ def jacobian(f: Callable, argnums=0) -> Callable:
     JAX's ``jacrev``): the result has the output's structure, each of its leaves
     the chosen argument's (a tuple over a tuple of argnums). Keyword
     arguments are passed to ``f`` and not differentiated (``argnums`` counts
-    positional arguments, as in JAX's ``jacrev``).
+    positional arguments, as in JAX's ``jacrev``). With ``has_aux``, ``f``
+    returns ``(out, aux)`` and the result is ``(jacobian, aux)``, aux not differentiated.
     Shapes: out.shape + arg.shape (a tuple of those for a tuple of argnums).
 
     Example:
@@ -253,7 +289,7 @@ def jacobian(f: Callable, argnums=0) -> Callable:
             for n, x in zip(nums, chosen):
                 rebuilt[n] = x
             return f(*rebuilt, **kwargs)
-        out, f_vjp = vjp(f_of, *(args[n] for n in nums))
+        out, f_vjp, *aux = vjp(f_of, *(args[n] for n in nums), has_aux=has_aux)
         # Outputs and arguments may be tuples, lists or dicts, as JAX's jacrev takes them: the
         # Jacobian has the output's structure, each leaf the chosen arguments' (a tuple of them for
         # a tuple of argnums), of shape out_leaf.shape + arg_leaf.shape. (An array took the first
@@ -287,16 +323,18 @@ def jacobian(f: Callable, argnums=0) -> Callable:
             blocks = iter([block(r, o, end, s) for r, s in zip(rows, x_shapes)])
             per_argument = [unflatten(tree, [next(blocks) for _ in leaves]) for leaves, tree in chosen]
             return per_argument[0] if single else tuple(per_argument)
-        return unflatten(out_tree, [of_leaf(o, end) for o, end in zip(outs, ends)])
+        jac = unflatten(out_tree, [of_leaf(o, end) for o, end in zip(outs, ends)])
+        return (jac, aux[0]) if has_aux else jac
     return wrapped
 
 
-def hessian(f: Callable, argnums=0) -> Callable:
+def hessian(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     """The Hessian of a scalar ``f``: the Jacobian of its gradient. Shapes: arg.shape * 2.
 
     For a tuple of argnums the result is nested as JAX's: ``H[i][j]`` is
     ∂²f/∂x_i∂x_j, of shape arg_i.shape + arg_j.shape. Keyword arguments are
-    passed to ``f`` and not differentiated, as in JAX.
+    passed to ``f`` and not differentiated, as in JAX. With ``has_aux``, ``f``
+    returns ``(value, aux)`` and the result is ``(hessian, aux)``.
 
     Example:
         >>> import numpy as np, autograd_dag as ad
@@ -308,10 +346,12 @@ def hessian(f: Callable, argnums=0) -> Callable:
                [0., 6.]])
     """
     if not isinstance(argnums, (tuple, list)):
-        return jacobian(grad(f, argnums), argnums)
+        return jacobian(grad(f, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
 
     def wrapped(*args, **kwargs):
         _, nums = select_arguments(args, argnums, kwargs)
         # one Jacobian (over every chosen argument) of each gradient component
-        return tuple(jacobian(lambda *a, n=n: grad(f, n)(*a, **kwargs), nums)(*args) for n in nums)
+        rows = [jacobian(lambda *a, n=n: grad(f, n, has_aux=has_aux)(*a, **kwargs), nums, has_aux=has_aux)(*args)
+                for n in nums]
+        return (tuple(r[0] for r in rows), rows[0][1]) if has_aux else tuple(rows)
     return wrapped

@@ -33,14 +33,18 @@ from .tracing import outer_traced_leaf, program_input, record
 from .tree import flatten, leaf_paths, structure_key, unflatten
 
 
-def trace(f: Callable, *example_args, name: str | None = None) -> Program:
+def trace(f: Callable, *example_args, name: str | None = None, **example_kwargs) -> Program:
     """Record ``f`` on example arguments and return its :class:`Program`.
 
     Each positional argument (an array, a scalar, a list of numbers or a
     Tensor) becomes one program input, named after ``f``'s parameter; a dict
     (of arrays, or of further dicts: a model's parameters) becomes one input
-    per entry, named by its path (``params.fc1.weight``). ``f`` returns a
-    Tensor, or a tuple, list or dict of them: one program output per Tensor.
+    per entry, named by its path (``params.fc1.weight``). Keyword arguments
+    are inputs as under :func:`jit`: named by the keyword (``scale``;
+    ``params.w`` inside a dict), after the positional ones, sorted by name
+    (``f`` gets them so; call the program with them by name, ``prog(x, scale=2.0)``).
+    ``name`` names the program, so it cannot be one of ``f``'s keywords here.
+    ``f`` returns a Tensor, or a tuple, list or dict of them: one program output per Tensor.
     A Python number (float, int or bool) becomes an input of the floating dtype
     of the array arguments, as under :func:`jit` and numpy's promotion
     (``trace(f, x32, 2.0)`` has a float32 input and result; float64 without
@@ -54,24 +58,30 @@ def trace(f: Callable, *example_args, name: str | None = None) -> Program:
         >>> prog = ad.trace(f, 1.0, 2.0)
         >>> len(prog.inputs), len(prog)
         (2, 9)
+        >>> prog = ad.trace(lambda x, scale=1.0: scale * ad.sum(x), np.ones(3), scale=2.0)   # x: (3,)
+        >>> [prog.nodes[k].name for k in prog.inputs], float(prog(np.ones(3), scale=0.5))
+        (['x', 'scale'], 1.5)
     """
     try:
         names = [p.name for p in inspect.signature(f).parameters.values()
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
         names = []
-    _refuse_non_numeric(example_args, "trace")
+    keywords = sorted(example_kwargs)   # (as jit passes them: sorted by name)
+    _refuse_non_numeric((*example_args, *(example_kwargs[k] for k in keywords)), "trace",
+                        list(range(len(example_args))) + keywords)
     # A list of numbers is one array, not a tree; a dict is a tree of inputs, one per leaf.
     args = tuple(a if isinstance(a, dict) or type(a) in _PYTHON_NUMBERS else a.value if isinstance(a, Tensor)
-                 else as_array(a) for a in example_args)
+                 else as_array(a) for a in (*example_args, *(example_kwargs[k] for k in keywords)))
     # Python numbers weak, as jit takes them: trace(f, x32, 2.0) gave a float64 input and result.
     leaves, treedef = flatten(args)
     args = unflatten(treedef, _arguments_as_arrays([x.value if isinstance(x, Tensor) else x for x in leaves]))
-    labels = iter([".".join([names[p[0]] if p[0] < len(names) else f"x{p[0]}", *map(str, p[1:])])
-                   for p in leaf_paths(args)])
+    names = names[:len(example_args)] + [f"x{p}" for p in range(len(names), len(example_args))] + keywords
+    labels = iter([".".join([names[p[0]], *map(str, p[1:])]) for p in leaf_paths(args)])
+    args = tuple(_as_arrays(a) for a in args)
     with _turn():
-        rec = record(f, tuple(_as_arrays(a) for a in args), lambda i, value: program_input(value, next(labels)),
-                     what="trace", reused=True)
+        rec = record(f, args[:len(example_args)], lambda i, value: program_input(value, next(labels)),
+                     what="trace", reused=True, kwargs=dict(zip(keywords, args[len(example_args):])))
     fname = name or getattr(f, "__name__", "f")
     if fname == "<lambda>":
         fname = "f"
@@ -164,7 +174,8 @@ def _refuse_non_numeric(args: tuple, what: str, where: list | None = None) -> No
                     f"{what}: {_argument_label(at)} is {type(leaf).__name__} ({shown}), not a number or an array: "
                     f"{what}'s arguments become the program's inputs. A setting fixed when f is traced "
                     f"(a name, a function, None) is passed by a closure: close over it, "
-                    f"{what}(lambda x: f(x, {shown}){', x' if what == 'trace' else ''})"
+                    f"{what}(lambda x: f(x, {f'{at}=' if isinstance(at, str) else ''}{shown})"
+                    f"{', x' if what == 'trace' else ''})"
                     f"{f', or mark it static: ad.jit(f, {static})' if what == 'jit' else ''}{located(user_source())}")
 
 

@@ -8,6 +8,7 @@ a change, not a lucky draw. Developers' runs keep exploring new examples.
 
 import os
 
+import pytest
 from hypothesis import settings
 
 # XLA's compile of each jitted function is most of the JAX tests' time (tests/test_jax_lowering.py
@@ -23,3 +24,17 @@ if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
 
 settings.register_profile("ci", derandomize=True, database=None)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+@pytest.fixture
+def jax_x64():
+    """Float64 in JAX for comparisons with our float64 results; the previous setting is restored after.
+
+    Used by the files comparing with JAX (``pytestmark = pytest.mark.usefixtures("jax_x64")``);
+    skipped where JAX is not installed.
+    """
+    jax = pytest.importorskip("jax")
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", before)

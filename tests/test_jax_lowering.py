@@ -30,13 +30,8 @@ jnp = pytest.importorskip("jax.numpy")
 RTOL, ATOL = 1e-9, 1e-11
 
 
-@pytest.fixture(autouse=True)
-def x64():
-    """Float64 for the comparisons with our float64 cases; the previous setting is restored after."""
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
+# Float64 in JAX for every comparison here (the fixture is tests/conftest.py's).
+pytestmark = pytest.mark.usefixtures("jax_x64")
 
 
 LOWERED_CASES = [c for c in ALL_CASES if c.prim not in ad.jax.UNSUPPORTED]
