@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .operators import NUMPY_FUNCTIONS, _UFUNCS
+from .operators import NUMPY_FUNCTIONS, _UFUNCS, _as_dtype, _as_tensor, _in_dtype, _refuse
+from .primitives import statistics
 from .primitives import floats
 
 
@@ -20,3 +21,54 @@ _UFUNCS.update({
     np.spacing: floats.spacing,
 })
 NUMPY_FUNCTIONS.update({np.angle: floats.angle})
+
+
+def _np_quantile(name, fn):
+    def call(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
+             weights=None, interpolation=None):
+        # overwrite_input lets numpy scribble on a; a Tensor never changes, so it is moot.
+        _refuse(f"np.{name}", out, ["weights="] if weights is not None else [])
+        return fn(a, q, axis, method=interpolation or method, keepdims=keepdims)
+    return call
+
+
+def _np_nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    _refuse("np.nanmedian", out)
+    return statistics.nanmedian(a, axis, keepdims=keepdims)
+
+
+def _np_average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    return statistics.average(a, axis, weights, returned, keepdims=keepdims)
+
+
+def _np_nan_moment(name, fn):
+    def call(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **unused):
+        _refuse(f"np.{name}", out, {k: v for k, v in unused.items() if v is not None})
+        return _as_dtype(fn(_in_dtype(_as_tensor(a), dtype), axis, ddof=ddof, keepdims=keepdims), dtype)
+    return call
+
+
+def _np_nanprod(a, axis=None, dtype=None, out=None, keepdims=False, **unused):
+    _refuse("np.nanprod", out, unused)
+    return _as_dtype(statistics.nanprod(_in_dtype(_as_tensor(a), dtype), axis, keepdims=keepdims), dtype)
+
+
+def _np_nan_scan(name, fn):
+    def call(a, axis=None, dtype=None, out=None):
+        _refuse(f"np.{name}", out)
+        return _as_dtype(fn(_in_dtype(_as_tensor(a), dtype), axis), dtype)
+    return call
+
+
+NUMPY_FUNCTIONS.update({
+    np.quantile: _np_quantile("quantile", statistics.quantile),
+    np.percentile: _np_quantile("percentile", statistics.percentile),
+    np.nanquantile: _np_quantile("nanquantile", statistics.nanquantile),
+    np.nanpercentile: _np_quantile("nanpercentile", statistics.nanpercentile),
+    np.nanmedian: _np_nanmedian, np.average: _np_average, np.cov: statistics.cov,
+    np.corrcoef: lambda x, y=None, rowvar=True, *, dtype=None, **_legacy: statistics.corrcoef(x, y, rowvar, dtype=dtype),
+    np.nanvar: _np_nan_moment("nanvar", statistics.nanvar), np.nanstd: _np_nan_moment("nanstd", statistics.nanstd),
+    np.nanprod: _np_nanprod,
+    np.nancumsum: _np_nan_scan("nancumsum", statistics.nancumsum),
+    np.nancumprod: _np_nan_scan("nancumprod", statistics.nancumprod),
+})
