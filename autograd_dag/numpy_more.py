@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .operators import NUMPY_FUNCTIONS, _UFUNCS, _as_dtype, _as_tensor, _in_dtype, _refuse
-from .primitives import statistics
-from .primitives import floats
+from .primitives import floats, polynomial, statistics
+
 
 
 _UFUNCS.update({
@@ -71,4 +71,10 @@ NUMPY_FUNCTIONS.update({
     np.nanprod: _np_nanprod,
     np.nancumsum: _np_nan_scan("nancumsum", statistics.nancumsum),
     np.nancumprod: _np_nan_scan("nancumprod", statistics.nancumprod),
+})
+
+
+NUMPY_FUNCTIONS.update({
+    np.convolve: polynomial.convolve, np.correlate: polynomial.correlate, np.vander: polynomial.vander,
+    np.polyval: polynomial.polyval, np.interp: polynomial.interp,
 })
