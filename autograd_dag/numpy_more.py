@@ -13,7 +13,7 @@ import numpy as np
 from . import core
 from .core import Tensor
 from .operators import NUMPY_FUNCTIONS, _UFUNCS, _as_dtype, _as_tensor, _in_dtype, _refuse
-from .primitives import editing, floats, polynomial, statistics
+from .primitives import counting, editing, floats, polynomial, statistics
 from .primitives import elementwise as ew
 from .primitives.indexing import unstack
 
@@ -136,3 +136,13 @@ for _name in ("cumulative_sum", "cumulative_prod", "unstack", "astype"):
             "cumulative_prod": _np_cumulative("cumulative_prod", editing.cumulative_prod),
             "unstack": lambda x, /, *, axis=0: tuple(unstack(x, axis=axis)),
             "astype": _np_astype}[_name]
+
+
+def _np_histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002 - numpy's name
+    return counting.histogram(a, bins, range, density, weights)
+
+
+NUMPY_FUNCTIONS.update({
+    np.histogram: _np_histogram, np.bincount: counting.bincount, np.digitize: counting.digitize,
+    np.isin: counting.isin, np.unique: counting.unique,
+})
