@@ -16,6 +16,7 @@ Example:
 """
 
 from . import operators as _operators  # noqa: F401  (wires Tensor methods)
+from . import numpy_more as _numpy_more  # noqa: F401  (more numpy functions on Tensors)
 from .autodiff import (backward, grad, grad_program, hvp, jvp, value_and_grad, vjp,
                        zero_grad)
 from .batching import hessian, jacobian, vmap
