@@ -140,7 +140,8 @@ def test_unsupported_primitives_are_exactly_the_decompositions_and_dropout():
     # Met only in derivatives: qr_full_rank (qr's rank check), svd_reciprocal (svd's), cofactor
     # and cofactor_derivative (det's, an inverse or an SVD) and linear_scan (cumprod's, a recurrence).
     assert unsupported == {"inv", "solve", "cholesky", "eigh", "svd", "qr", "qr_full_rank", "pinv", "dropout_mask",
-                           "cofactor", "cofactor_derivative", "linear_scan", "svd_reciprocal"}
+                           "cofactor", "cofactor_derivative", "linear_scan", "svd_reciprocal",
+                           "gcd", "lcm"}   # (Euclid's algorithm: a loop, which ONNX would write as Loop)
     assert set(ad.onnx.supported_primitives()) == builtin - unsupported
 
 
