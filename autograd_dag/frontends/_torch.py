@@ -273,7 +273,7 @@ _RULES = {
     "aten.bitwise_xor": _binary(integer.bitwise_xor), "aten.bitwise_not": integer.invert,
     "aten.bitwise_left_shift": _binary(integer.left_shift), "aten.bitwise_right_shift": _binary(integer.right_shift),
     "aten.__lshift__": _binary(integer.left_shift), "aten.__rshift__": _binary(integer.right_shift),
-    "aten.floor_divide": _binary(integer.floor_divide), "aten.remainder": _binary(mf.mod),
+    "aten.remainder": _binary(mf.mod),
     "aten.fmod": _binary(mf.fmod),
     "aten.neg": el.negative, "aten.exp": el.exp, "aten.log": el.log, "aten.sqrt": el.sqrt,
     "aten.rsqrt": lambda x: mf.reciprocal(el.sqrt(x)), "aten.reciprocal": mf.reciprocal,

@@ -93,7 +93,7 @@ def divmod(x, y) -> tuple[Tensor, Tensor]:  # noqa: A001
 def left_shift(x, y) -> Tensor:
     """x << y elementwise on integers (numpy's ``left_shift``); no derivative; broadcasting.
 
-    Example: ``ad.left_shift(ad.Tensor([1, -3]), 2).value`` is ``[4, -12]``.
+    Example: ``ad.left_shift(ad.Tensor([1, -3]).astype(int), 2).value`` is ``[4, -12]``.
     """
     return apply(LEFT_SHIFT, x, y)
 
@@ -102,7 +102,7 @@ def left_shift(x, y) -> Tensor:
 def right_shift(x, y) -> Tensor:
     """x >> y elementwise on integers (arithmetic for signed, as numpy's ``right_shift``); no derivative.
 
-    Example: ``ad.right_shift(ad.Tensor([16, -16]), 2).value`` is ``[4, -4]``.
+    Example: ``ad.right_shift(ad.Tensor([16, -16]).astype(int), 2).value`` is ``[4, -4]``.
     """
     return apply(RIGHT_SHIFT, x, y)
 
@@ -111,7 +111,7 @@ def right_shift(x, y) -> Tensor:
 def bitwise_and(x, y) -> Tensor:
     """x & y elementwise on integers or booleans (numpy's ``bitwise_and``); no derivative.
 
-    Example: ``ad.bitwise_and(ad.Tensor([12, 10]), 6).value`` is ``[4, 2]``.
+    Example: ``ad.bitwise_and(ad.Tensor([12, 10]).astype(int), 6).value`` is ``[4, 2]``.
     """
     return apply(BITWISE_AND, x, y)
 
@@ -120,7 +120,7 @@ def bitwise_and(x, y) -> Tensor:
 def bitwise_or(x, y) -> Tensor:
     """x | y elementwise on integers or booleans (numpy's ``bitwise_or``); no derivative.
 
-    Example: ``ad.bitwise_or(ad.Tensor([12, 10]), 1).value`` is ``[13, 11]``.
+    Example: ``ad.bitwise_or(ad.Tensor([12, 10]).astype(int), 1).value`` is ``[13, 11]``.
     """
     return apply(BITWISE_OR, x, y)
 
@@ -129,7 +129,7 @@ def bitwise_or(x, y) -> Tensor:
 def bitwise_xor(x, y) -> Tensor:
     """x ^ y elementwise on integers or booleans (numpy's ``bitwise_xor``); no derivative.
 
-    Example: ``ad.bitwise_xor(ad.Tensor([12, 10]), 6).value`` is ``[10, 12]``.
+    Example: ``ad.bitwise_xor(ad.Tensor([12, 10]).astype(int), 6).value`` is ``[10, 12]``.
     """
     return apply(BITWISE_XOR, x, y)
 
@@ -138,7 +138,7 @@ def bitwise_xor(x, y) -> Tensor:
 def invert(x) -> Tensor:
     """~x elementwise: bitwise not of integers, logical not of booleans (numpy's ``invert``); no derivative.
 
-    Example: ``ad.invert(ad.Tensor([0, 5])).value`` is ``[-1, -6]``.
+    Example: ``ad.invert(ad.Tensor([0, 5]).astype(int)).value`` is ``[-1, -6]``.
     """
     return apply(INVERT, x)
 
@@ -147,7 +147,7 @@ def invert(x) -> Tensor:
 def gcd(x, y) -> Tensor:
     """Greatest common divisor of integers, elementwise, non-negative (numpy's ``gcd``); no derivative.
 
-    Example: ``ad.gcd(ad.Tensor([12, -18]), 8).value`` is ``[4, 2]``.
+    Example: ``ad.gcd(ad.Tensor([12, -18]).astype(int), 8).value`` is ``[4, 2]``.
     """
     return apply(GCD, x, y)
 
@@ -156,7 +156,7 @@ def gcd(x, y) -> Tensor:
 def lcm(x, y) -> Tensor:
     """Least common multiple of integers, elementwise, non-negative (numpy's ``lcm``); no derivative.
 
-    Example: ``ad.lcm(ad.Tensor([4, -6]), 10).value`` is ``[20, 30]``.
+    Example: ``ad.lcm(ad.Tensor([4, -6]).astype(int), 10).value`` is ``[20, 30]``.
     """
     return apply(LCM, x, y)
 
