@@ -273,8 +273,8 @@ def test_numpy_call_gives_the_right_gradient_or_raises(label, f, x):
 
 
 def test_conversion_names_the_numpy_function():
-    with pytest.raises(ad.NotDifferentiableError, match=r"np\.nancumsum has no rule"):
-        ad.grad(lambda x: ad.sum(x * np.nancumsum(x)))(V)
+    with pytest.raises(ad.NotDifferentiableError, match=r"np\.trapezoid has no rule"):
+        ad.grad(lambda x: ad.sum(x * np.trapezoid(x)))(V)
     with pytest.raises(ad.NotDifferentiableError, match="t.value or t.detach()"):
         ad.grad(lambda x: ad.sum(x * np.asarray(x)))(V)
 

@@ -51,17 +51,30 @@ def cbrt(x) -> Tensor:
 
     Shapes: (*s) -> (*s). Example: ``np.cbrt(ad.Tensor([-8.0])).value`` is ``[-2.]``.
     """
-    x = _floated(x, _numpy_dtype(np.cbrt, x))
+    dtype = _numpy_dtype(np.cbrt, x)
+    x = _floated(x, np.float64)                 # (float32 is rooted in float64 and rounded once)
     negative_x = less(x, 0.0)
     # Both branches see a safe operand, so the unused one's derivative (inf at 0) never meets a 0 cotangent.
     root = where(negative_x, negative(power(where(negative_x, negative(x), 1.0), 1.0 / 3.0)),
                  power(where(negative_x, 1.0, x), 1.0 / 3.0))
-    # One Newton step, y - (y³ - x) / (3y²), brings x ** (1/3) to numpy's correctly rounded root; it is
-    # held out of the derivative (its own derivative vanishes at the root) and skipped at 0, inf and NaN.
+    return _floated(subtract(root, stop_gradient(_newton_step(x, root))), dtype)
+
+
+def _newton_step(x, root):
+    """(y³ − x) / (3y²) at y = x ** (1/3): subtracted, it brings y to numpy's correctly rounded root.
+
+    Held out of the derivative (the step's own derivative vanishes at the root); 0 at 0, inf and NaN.
+    Far from 1, x and y are scaled by exact powers of two (2^∓900, 2^∓300) so that y³ neither
+    underflows into subnormals (losing digits) nor overflows.
+    """
     ordinary = multiply(isfinite(root), greater(abs(root), 0.0))
-    safe = where(ordinary, root, 1.0)
-    step = divide(subtract(multiply(multiply(safe, safe), safe), where(ordinary, x, 1.0)), multiply(3.0, multiply(safe, safe)))
-    return subtract(root, stop_gradient(where(ordinary, step, 0.0)))
+    small, large = less(abs(x), 2.0 ** -600), greater(abs(x), 2.0 ** 600)
+    scale_x = where(small, 2.0 ** 900, where(large, 2.0 ** -900, 1.0))
+    scale_y = where(small, 2.0 ** 300, where(large, 2.0 ** -300, 1.0))
+    y = multiply(where(ordinary, root, 1.0), scale_y)
+    xs = multiply(where(ordinary, x, 1.0), scale_x)
+    step = divide(subtract(multiply(multiply(y, y), y), xs), multiply(3.0, multiply(y, y)))
+    return where(ordinary, divide(step, scale_y), 0.0)
 
 
 def float_power(x1, x2) -> Tensor:
