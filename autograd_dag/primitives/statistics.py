@@ -20,10 +20,25 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numpy.lib import _function_base_impl as _npq
 
 from ..core import Tensor
 from ..errors import AutogradDagError, located, user_source
+
+
+def _numpy_quantiles():
+    """numpy's own quantile helpers (index, γ and method table), so values are numpy's to the bit.
+
+    Private numpy API (numpy 2's ``numpy.lib._function_base_impl``): imported on first use, so the
+    library still imports where it is missing (numpy 1.x), and a quantile there says why it cannot run.
+    """
+    try:
+        from numpy.lib import _function_base_impl as helpers
+        for name in ("_QuantileMethods", "_get_indexes", "_get_gamma", "_quantile_is_valid"):
+            getattr(helpers, name)
+    except (ImportError, AttributeError):
+        raise AutogradDagError(f"np.quantile on Tensors needs numpy 2's quantile helpers (numpy.lib."
+                               f"_function_base_impl); this numpy {np.__version__} has none{located(user_source())}")
+    return helpers
 from .elementwise import add, astype, divide, equal, greater_equal, less, minimum, multiply, sqrt, subtract, where
 from .indexing import concatenate, take, take_along_axis
 from .mathfuncs import clip, floor, isnan
@@ -86,7 +101,7 @@ def _quantiles(name, q, scale=None):
     weak = isinstance(q, (int, float)) and not isinstance(q, bool)
     q = np.true_divide(q, scale) if scale is not None else np.asanyarray(q)
     q = np.asanyarray(q)
-    if not _npq._quantile_is_valid(q):
+    if not _numpy_quantiles()._quantile_is_valid(q):
         raise ValueError(f"np.{name}: quantiles must be in the range [0, 1]" if scale is None
                          else f"np.{name}: percentiles must be in the range [0, 100]")
     return q, weak
@@ -116,9 +131,10 @@ def quantile(a, q, axis=None, *, method: str = "linear", keepdims: bool = False,
     """
     dtype = _result_dtype(np.percentile if _scale else np.quantile, a, _numbers(q), method)
     q, weak = _quantiles(_name, q, _scale)
-    props = _npq._QuantileMethods.get(method)
+    helpers = _numpy_quantiles()
+    props = helpers._QuantileMethods.get(method)
     if props is None:
-        raise ValueError(f"np.{_name}: {method!r} is not a valid method. Use one of: {list(_npq._QuantileMethods)}")
+        raise ValueError(f"np.{_name}: {method!r} is not a valid method. Use one of: {list(helpers._QuantileMethods)}")
     shape = _shape(a)
     rows, rest, n, axes = _rows(_name, a, axis)
     if n == 0:
@@ -128,8 +144,8 @@ def quantile(a, q, axis=None, *, method: str = "linear", keepdims: bool = False,
     if props["fix_gamma"] is None or (method == "linear" and np.issubdtype(index.dtype, np.integer)):
         result = take(ordered, index.astype(np.intp), -1)
     else:
-        lower, upper = _npq._get_indexes(np.zeros(0, np.float64), index, n)
-        gamma = _npq._get_gamma(index, lower, props)
+        lower, upper = helpers._get_indexes(np.zeros(0, np.float64), index, n)
+        gamma = helpers._get_gamma(index, lower, props)
         result = _lerp(take(ordered, lower, -1), take(ordered, upper, -1), float(gamma) if weak else gamma)
     if np.issubdtype(_dtype(a), np.inexact):
         nan = any(isnan(rows), -1)
