@@ -225,7 +225,7 @@ def test_bad_mode(gradcheck):
 def test_the_marker_is_registered_and_documented(pytester):
     result = pytester.runpytest_inprocess(*LOAD, "--markers")
     result.stdout.fnmatch_lines(["@pytest.mark.gradcheck(seed=, atol=, rtol=, eps=, order=, modes=, points=, "
-                                 "full=): settings of the gradcheck fixture*"])
+                                 "full=, batched=): settings of the gradcheck fixture*"])
     result = pytester.runpytest_inprocess(*LOAD, "--help")
     result.stdout.fnmatch_lines(["gradient checks (autograd_dag):", "*--gradcheck-seed=INT*", "*--gradcheck-report*",
                                  "*gradcheck_rtol (string):*"])
