@@ -40,6 +40,7 @@ LAYERS = [
     "ufunc_methods",  # np.add.reduce and the other ufunc methods, as the numpy functions they name (for operators)
     "autodiff", "operators",  # the one place Tensor gets methods from above (backward too)
     "batching",
+    "checkpointing",  # ad.checkpoint: the sweeps of autodiff, batched by the vmap of batching
     "numdiff",  # numerical derivatives (adaptive steps, Richardson): plain numpy, read by checking
     "check_records", "batched_checking",  # each check's verdict and worst error, for the pytest plugin's report; vmap'd derivatives against a loop
     "checking", "checking_user", "testing", "linalg", "text",
