@@ -495,6 +495,12 @@ def masked_softargmax(x, mask, axis=-1, scale: float = 1.0) -> Tensor:
     scale = float(parameter(scale, "masked_softargmax's scale"))
     if not (math.isfinite(scale) and scale != 0.0):
         raise ShapeError(f"masked_softargmax: Expect: a finite, non-zero scale. Actual: scale={scale!r}")
+    dtype = mask.dtype if isinstance(mask, (Tensor, np.ndarray)) else np.asarray(mask).dtype
+    if dtype.kind == "b" or (dtype.kind in "iu" and np.ndim(mask) > 0):
+        # Added as numbers, a boolean or 0/1 keep-mask adds 1 to the kept scores: it masks nothing.
+        raise ShapeError(f"masked_softargmax: Expect: an additive float mask (0 keeps, -inf removes). Actual: a "
+                         f"mask of dtype {dtype}, shape {fmt(np.shape(mask))}; a keep-mask (True = attend) is "
+                         f"np.where(mask, 0.0, -np.inf) (nn.attention converts booleans itself)")
     return apply(MASKED_SOFTARGMAX, x, mask, axis=normalize_axes("masked_softargmax", axis, _ndim(x)),
                  scale=scale)
 
