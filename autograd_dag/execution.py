@@ -96,7 +96,7 @@ def plan_steps(nodes, outputs) -> list[tuple]:
 # operand's memory; a primitive missing here only costs a copy of an output it computes.
 FRESH = frozenset({
     "sum", "mean", "max", "min", "prod", "all", "any", "norm", "logsumexp", "cumsum", "cumprod",
-    "matmul", "linear", "linear_relu", "conv2d", "conv2d_bias", "relu", "logistic", "softplus", "erf", "erfc",
+    "matmul", "linear", "linear_relu", "conv2d", "conv2d_bias", "relu", "logistic", "softplus", "erf", "erfc", "logistic_slope",
     "power", "clip", "round", "nan_to_num", "where", "concatenate", "pad", "roll", "take", "one_hot",
     "argmax", "argmin", "argsort", "softargmax", "layer_norm", "det", "inv", "solve", "tie_weights", "step",
 })

@@ -13,6 +13,7 @@ tests/test_primitives_table.py.
 import numpy as np
 
 import autograd_dag as ad
+from autograd_dag.primitives import elementwise as _ew
 from tests.cases import Case
 
 # ------------------------------------------------------------ generators
@@ -178,6 +179,8 @@ CASES += [
     Case("logistic", ad.sigmoid, lambda rng: (np.array([-20.0, -3.0, -0.1, 0.0, 0.1, 4.0, 20.0]),),
          _logistic, id="logistic-wide_range"),
     Case("logistic", ad.logistic, _normal((0, 3)), _logistic, id="logistic-empty"),
+    Case("logistic_slope", _ew.logistic_slope, lambda rng: (np.array([-30.0, -3.0, -0.1, 0.0, 0.1, 4.0, 30.0]),),
+         lambda x: _logistic(x) * _logistic(-x), id="logistic_slope-wide_range"),
     Case("relu", ad.relu, _away_from_zero((3, 4)), _relu, id="relu-2d"),
     Case("relu", ad.relu, _away_from_zero((1, 5)), _relu, id="relu-size1"),
     Case("relu", ad.relu, _normal((0,)), _relu, id="relu-empty"),

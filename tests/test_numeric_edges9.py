@@ -218,3 +218,21 @@ def test_strings_and_objects_are_not_tensors(value):
         torch.tensor(value)                       # (the reference refuses them too)
     with pytest.raises(ad.AutogradDagError, match=r"cannot make a numeric array.*dtype.*test_numeric_edges9"):
         ad.Tensor(value)
+
+# ------------------------------------------------------------ the logistic's derivative
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_logistic_derivative_is_accurate_for_large_x(dtype):
+    x = np.array([-80.0, -30.0, -5.0, 0.0, 3.0, 12.0, 17.0, 20.0, 30.0, 40.0, 80.0], dtype)
+    ref = np.array([float(mp.exp(-mp.mpf(float(v))) / (1 + mp.exp(-mp.mpf(float(v)))) ** 2) for v in x])
+    # σ·(1 − σ) gave 0 from x = 17 (float32) / 37 (float64): now a few roundings of exp and a division.
+    tol = 4 * np.finfo(dtype).eps
+    for got in (ad.grad(lambda t: ad.sum(ad.logistic(t)))(x), ad.jvp(ad.logistic, (x,), (np.ones_like(x),))[1],
+                ad.jit(ad.grad(lambda t: ad.sum(ad.sigmoid(t))))(x)):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, ref.astype(dtype), rtol=tol, atol=0)
+    # The second derivative σ'·tanh(−x/2), against mpmath's derivative of σ'.
+    second = np.diag(ad.hessian(lambda t: ad.sum(ad.logistic(t)))(x.astype(np.float64)))
+    ref2 = np.array([float(mp.diff(lambda t: mp.exp(-t) / (1 + mp.exp(-t)) ** 2, mp.mpf(float(v)))) for v in x])
+    np.testing.assert_allclose(second, ref2, rtol=1e-14, atol=0)

@@ -131,6 +131,12 @@ def _logistic(J, node, x):
     return J.jax.nn.sigmoid(x.astype(node.dtype))
 
 
+@rule("logistic_slope")
+def _logistic_slope(J, node, x):
+    x = x.astype(node.dtype)
+    return J.jax.nn.sigmoid(x) * J.jax.nn.sigmoid(-x)
+
+
 @rule("softplus")
 def _softplus(J, node, x):
     return J.jnp.logaddexp(J.jnp.zeros((), node.dtype), x.astype(node.dtype))

@@ -281,6 +281,12 @@ def _expm1_rule(b, node, args):
     return _expm1(b, b.cast(args[0], node.dtype))
 
 
+@rule("logistic_slope")
+def _logistic_slope(b, node, args):
+    x = b.cast(args[0], node.dtype)
+    return b.op("Mul", [b.op("Sigmoid", [x]), b.op("Sigmoid", [b.op("Neg", [x])])], hint=_hint(node))
+
+
 @rule("softplus")
 def _softplus(b, node, args):
     x = b.cast(args[0], node.dtype)

@@ -377,9 +377,20 @@ def _relu_mask(out):
     return greater(out, 0.0)
 
 
+def _logistic_slope_impl(x):
+    # σ'(x) = σ(x)·σ(−x) = e/(1 + e)², e = e^−|x|: accurate relative to itself for every x. σ·(1 − σ), read
+    # from the output, cancelled for x ≫ 0: the slope was 0 from x = 17 in float32 (37 in float64) where it
+    # is e^−x, and 9e-3 off at x = 12 in float32 (1e-12 in float64).
+    e = np.exp(-np.abs(x))
+    return (e / np.square(1.0 + e)).astype(np.result_type(x, np.float16), copy=False)
+
+
+# Its derivative: σ'·(σ(−x) − σ(x)) = σ'·tanh(−x/2), without the difference's cancellation.
+LOGISTIC_SLOPE = defelementwise("logistic_slope", _logistic_slope_impl,
+                                (lambda g, out, x: multiply(g, multiply(out, tanh(multiply(x, -0.5)))),),
+                                reads=(0, OUT), dtype_of=_to_float)
 LOGISTIC = defelementwise("logistic", _logistic_impl,
-                          (lambda g, out, x: multiply(g, multiply(out, subtract(1.0, out))),), reads=(OUT,),
-                          dtype_of=_to_float)
+                          (lambda g, out, x: multiply(g, logistic_slope(x)),), reads=(0,), dtype_of=_to_float)
 # From this many elements of float32 / float64 on, relu compares x with an array of zeros.
 _RELU_ZEROS_FROM = 4096
 
@@ -416,6 +427,15 @@ def logistic(x) -> Tensor:
 
 
 sigmoid = logistic
+
+
+@operation(LOGISTIC_SLOPE)
+def logistic_slope(x) -> Tensor:
+    """σ'(x) = σ(x)·σ(−x), the logistic's derivative, accurate for |x| large too. Shapes: (*s) -> (*s).
+
+    Example: ``logistic_slope(ad.Tensor([0.])).value`` is ``[.25]``.
+    """
+    return apply(LOGISTIC_SLOPE, x)
 
 
 @operation(RELU)
