@@ -415,7 +415,7 @@ def as_array(value: Any, listed_as_numpy: bool = False) -> np.ndarray:
     float64 (the user meant a number), unless ``listed_as_numpy`` (beside operands: i32 + [1, 2] is int64).
     """
     if isinstance(value, np.ndarray):
-        return value if value.dtype.kind not in "OUS" else _refused(value)
+        return value   # (string and object arrays too: ONNX programs carry them as inputs)
     if isinstance(value, np.generic):
         return np.asarray(value)
     if isinstance(value, (list, tuple)) and _contains_tensor(value):

@@ -18,7 +18,7 @@ from .errors import AutogradDagError, NotDifferentiableError, ShapeError, user_s
 from .primitives import elementwise as ew
 from .primitives.shapes import normalize_axis
 from .ufunc_methods import ufunc_method
-from .primitives import (arrangement, arrays, indexing, integer, linalg, mathfuncs, numeric,
+from .primitives import (arrangement, arrays, editing, indexing, integer, linalg, mathfuncs, numeric,
                          reductions, structure)
 
 
@@ -591,6 +591,36 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if fn is not None:
         raise _no_rule(name, f" with {', '.join(sorted(kwargs))}" if kwargs else f" (method {method!r})")
     raise _no_rule(name)
+
+
+# numpy's where= and initial= on sums and means, ptp, nonzero and tolist (numpy_more.py's families).
+def _np_ptp(a, axis=None, out=None, keepdims=False):
+    _refuse("np.ptp", out)
+    return editing.ptp(a, axis, keepdims=keepdims)
+
+
+def _masked(reduce, fn):
+    # numpy's where= keeps only the marked entries (sum's initial= is added once): a mask recorded like
+    # any operand, so jit and vmap follow it.
+    def call(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+        if "where" not in kwargs and "initial" not in kwargs:
+            return reduce(_as_tensor(a), axis, dtype, out, keepdims, **kwargs)
+        mask, initial = kwargs.pop("where", True), kwargs.pop("initial", None)
+        _refuse(f"np.{fn.__name__[7:]}", out, kwargs)
+        result = _as_dtype(fn(_in_dtype(_as_tensor(a), dtype), axis, where_mask=mask, keepdims=keepdims), dtype)
+        return result if initial is None else ew.add(result, initial)
+    return call
+
+
+_tensor_sum, _tensor_mean = Tensor.sum, Tensor.mean
+Tensor.sum = _masked(_tensor_sum, editing.masked_sum)
+Tensor.mean = _masked(_tensor_mean, editing.masked_mean)
+Tensor.sum.__name__, Tensor.mean.__name__ = "sum", "mean"
+Tensor.ptp = lambda self, axis=None, out=None, keepdims=False: _np_ptp(self, axis, out, keepdims)
+# Integer positions and Python lists: plain numbers, read as np.nonzero(t) and t.value.tolist() read them
+# (inside jit their values would be frozen into the program: TracingError, as np.nonzero's).
+Tensor.nonzero = lambda self: np.nonzero(core.concrete(self, "Tensor.nonzero"))
+Tensor.tolist = lambda self: core.concrete(self, "Tensor.tolist").tolist()
 
 
 Tensor.__array_ufunc__ = _array_ufunc

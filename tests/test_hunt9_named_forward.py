@@ -76,6 +76,7 @@ def test_named_ops_match_einsum_whatever_the_storage_order():
                                C[None, None, :, None, :] - A[..., None], **TOL)
 
 
+@pytest.mark.usefixtures("jax_x64")
 def test_named_seed_attention_matches_numpy_formula():
     rng = np.random.default_rng(1)
     H, S, K, V = 2, 5, 3, 4
@@ -88,7 +89,6 @@ def test_named_seed_attention_matches_numpy_formula():
     np.testing.assert_allclose(out.align("heads", "seq'", "val").value, np.einsum("hij,hiv->hjv", P, Vv), **TOL)
     # Its gradient w.r.t. the queries, by JAX on the positional formula.
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
     jnp = jax.numpy
     W = rng.normal(size=(H, S, V))
 
@@ -103,8 +103,7 @@ def test_named_seed_attention_matches_numpy_formula():
 
 def _jax():
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax, jax.numpy
+    return jax, jax.numpy     # (float64: the jax_x64 fixture of the tests that call this)
 
 
 def _cases(jnp, jax):
@@ -132,6 +131,7 @@ def _cases(jnp, jax):
     }
 
 
+@pytest.mark.usefixtures("jax_x64")
 @pytest.mark.parametrize("case", ["layer_norm", "masked_softargmax", "det", "cholesky", "solve_bcast", "eigh",
                                   "max_pool", "cumprod"])
 def test_forward_and_higher_order_match_jax(case):

@@ -39,6 +39,7 @@ LAYERS = [
     "jitting",  # trace and jit: programs recorded from functions, above the program model
     "ufunc_methods",  # np.add.reduce and the other ufunc methods, as the numpy functions they name (for operators)
     "autodiff", "operators",  # the one place Tensor gets methods from above (backward too)
+    "numpy_more",  # more numpy functions on Tensors: entries in operators' dispatch tables
     "batching",
     "checkpointing",  # ad.checkpoint: the sweeps of autodiff, batched by the vmap of batching
     "numdiff",  # numerical derivatives (adaptive steps, Richardson): plain numpy, read by checking

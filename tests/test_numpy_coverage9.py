@@ -18,7 +18,9 @@ import autograd_dag as ad
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
-jax.config.update("jax_enable_x64", True)
+# Float64 in JAX for the comparisons, restored after each test (tests/conftest.py's jax_x64): set for the
+# whole process, it changed other files' JAX integer results (from_jax tests failed by test order).
+pytestmark = pytest.mark.usefixtures("jax_x64")
 
 RNG = np.random.default_rng(9)
 X = RNG.normal(size=(4, 5)) * 3
