@@ -80,10 +80,11 @@ def test_bit_exact_float_functions(fn, dtype):
     same(quiet(fn, T(x)), quiet(fn, x))
 
 
-@pytest.mark.parametrize("dtype, ulps", [(np.float64, 1), (np.float32, 2)])
+@pytest.mark.parametrize("dtype, ulps", [(np.float64, 2), (np.float32, 2)])
 def test_cbrt_within_an_ulp_of_numpys(dtype, ulps):
     # numpy calls libm's cbrt (float32's itself is off by one: cbrt(27f) = 2.9999998); ours is a pow
-    # corrected by a Newton step.
+    # corrected by a Newton step. 1 ulp apart with numpy's AVX-512 pow; 2 in float64 with its baseline
+    # (no AVX2) loops, NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL AVX512_SPR".
     x = WIDE.astype(dtype)
     got, want = value(quiet(np.cbrt, T(x))), np.cbrt(x)
     assert got.dtype == want.dtype
