@@ -30,16 +30,7 @@ from .reductions import max, min
 from .structure import reshape, sum
 
 
-def _shape(x) -> tuple:
-    return tuple(x.shape) if isinstance(x, Tensor) else np.shape(x)
-
-
-def _dtype(x) -> np.dtype:
-    return x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype
-
-
-def _tensor(x) -> Tensor:
-    return x if isinstance(x, Tensor) else Tensor(np.asarray(x))
+from .editing import _dtype, _shape, _tensor  # (one copy of the small operand helpers)
 
 
 def _flat(x):
